@@ -1,0 +1,1 @@
+//! bash-mcp: a shell tool an AI model can trust.
