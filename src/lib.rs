@@ -1,1 +1,53 @@
-//! bash-mcp: a shell tool an AI model can trust.
+//! # bash-mcp
+//!
+//! A shell tool an AI model can trust. A host embeds a [`BashServer`]; the
+//! model asks it to run commands; it runs them with `/bin/sh -c`, returns a
+//! structured result, and leaves nothing behind:
+//!
+//! - completion follows the shell's exit, never pipe EOF, so a background
+//!   child holding the pipe cannot hang a call;
+//! - a timeout, a cancel, or the end of the command kills the whole process
+//!   group; the shell is always reaped;
+//! - output is kept whole or truncated in the middle with a marker that says
+//!   how many bytes were left out, with host memory bounded;
+//! - bad input gets a typed [`ToolError`] (`{"error", "message", "hint"}` on
+//!   the JSON path), never a panic.
+//!
+//! The object model ([`McpServer`], [`Tool`]) mirrors the host's
+//! MCPServerBase: `list_tools`, `execute` returning the
+//! `{"result": "...", "directives": []}` envelope, `get_permission_pattern`,
+//! `configure`, `set_working_dir`.
+//!
+//! ```
+//! use std::time::Duration;
+//! use bash_mcp::{BashServer, ExecRequest, Status};
+//!
+//! let server = BashServer::new(".", None, 30)?;
+//! let outcome = server.run(&ExecRequest::new("sleep 5").timeout(Duration::from_millis(200)))?;
+//! assert_eq!(outcome.status, Status::TimedOut);
+//! # Ok::<(), bash_mcp::ToolError>(())
+//! ```
+
+mod bash;
+mod cancel;
+mod capture;
+pub mod config;
+mod error;
+mod exec;
+mod limiter;
+mod server;
+mod spawn;
+
+pub use bash::{
+    BashServer, DEFAULT_SERVER_NAME, EXECUTE_ARGUMENTS, EXECUTE_DEFINITION, ExecOutcome, ExecRequest, Output, Status,
+};
+pub use cancel::CancelToken;
+pub use capture::BoundedOutput;
+pub use config::Config;
+pub use error::{ErrorCode, ToolError};
+pub use exec::{OutputSink, OutputStream};
+pub use server::{CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse, json_kind, parse_args};
+pub use spawn::Streams;
+
+/// The library version (from Cargo.toml).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,409 @@
+//! `BashServer`: the `bash` server and its one-shot `execute` tool.
+
+mod outcome;
+mod request;
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+pub use outcome::{ExecOutcome, Output, Status};
+pub use request::{EXECUTE_ARGUMENTS, ExecRequest};
+
+use crate::config::Config;
+use crate::error::{ErrorCode, ToolError};
+use crate::exec::{self, Ending, RunLimits};
+use crate::limiter::Limiter;
+use crate::server::{CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse};
+use crate::spawn::{MAX_ARG_LEN, SpawnSpec, Streams};
+
+/// The built-in definition of the `execute` tool (used when the data dir has none).
+pub const EXECUTE_DEFINITION: &str = include_str!("../../data/tools/bash/execute.json");
+
+/// The default server name.
+pub const DEFAULT_SERVER_NAME: &str = "bash";
+
+/// A server with one tool, `execute`, that runs shell commands.
+///
+/// `BashServer` is `Send + Sync`: share it (e.g. in an `Arc`) and call it from
+/// many threads; up to `max_concurrent` commands run at once and the rest
+/// wait in line.
+///
+/// ```
+/// use bash_mcp::{BashServer, ExecRequest, McpServer};
+/// let server = BashServer::new(".", None, 30)?;
+/// let outcome = server.run(&ExecRequest::new("echo hello; exit 3"))?;
+/// assert_eq!(outcome.exit_code(), Some(3));
+/// assert_eq!(outcome.output.text(), "hello\n");
+///
+/// // The JSON path a host uses: an envelope whose `result` is a JSON document.
+/// let envelope = server.execute("execute", r#"{"command": "echo hi"}"#);
+/// let envelope: serde_json::Value = serde_json::from_str(&envelope).unwrap();
+/// let result: serde_json::Value = serde_json::from_str(envelope["result"].as_str().unwrap()).unwrap();
+/// assert_eq!(result["output"], "hi\n");
+/// assert_eq!(result["exit_code"], 0);
+/// # Ok::<(), bash_mcp::ToolError>(())
+/// ```
+pub struct BashServer {
+    shared: Arc<Shared>,
+    tools: ToolRegistry,
+}
+
+struct Shared {
+    name: String,
+    config: RwLock<Arc<Config>>,
+    working_dir: RwLock<PathBuf>,
+    limiter: Limiter,
+}
+
+impl BashServer {
+    /// A server named `bash` running commands in `working_dir`, with a default
+    /// time limit of `timeout_seconds` and tool definitions from `data_dir`
+    /// (`<data_dir>/tools/bash/execute.json`, else the built-in one).
+    ///
+    /// Errors: `timeout_seconds` ≤ 0 (`invalid_timeout`), a working dir that
+    /// does not exist or is not a directory, an invalid definition file.
+    pub fn new(
+        working_dir: impl AsRef<Path>,
+        data_dir: Option<&Path>,
+        timeout_seconds: i64,
+    ) -> Result<Self, ToolError> {
+        Self::named(DEFAULT_SERVER_NAME, working_dir, data_dir, timeout_seconds)
+    }
+
+    /// Like [`BashServer::new`] with another server name (e.g. for a plugin
+    /// that must not collide with a host's own `bash` server).
+    pub fn named(
+        name: &str,
+        working_dir: impl AsRef<Path>,
+        data_dir: Option<&Path>,
+        timeout_seconds: i64,
+    ) -> Result<Self, ToolError> {
+        if timeout_seconds <= 0 {
+            return Err(ToolError::new(
+                ErrorCode::InvalidTimeout,
+                format!("the timeout must be a positive number of seconds, got {timeout_seconds}"),
+                "pass a timeout such as 30",
+            ));
+        }
+        let timeout_seconds = timeout_seconds.min(86_400) as u64;
+        Self::with_config(
+            name,
+            working_dir,
+            data_dir,
+            Config::with_timeout(Duration::from_secs(timeout_seconds)),
+        )
+    }
+
+    /// A server with a full configuration.
+    pub fn with_config(
+        name: &str,
+        working_dir: impl AsRef<Path>,
+        data_dir: Option<&Path>,
+        config: Config,
+    ) -> Result<Self, ToolError> {
+        let working_dir = validate_dir(working_dir.as_ref(), None)?;
+        let shared = Arc::new(Shared {
+            name: name.to_owned(),
+            config: RwLock::new(Arc::new(config)),
+            working_dir: RwLock::new(working_dir),
+            limiter: Limiter::default(),
+        });
+        let definition = ToolDefinition::load(data_dir, name, "execute", EXECUTE_DEFINITION)?;
+        let mut tools = ToolRegistry::new();
+        tools.register(Arc::new(ExecuteTool {
+            definition,
+            shared: shared.clone(),
+        }))?;
+        Ok(Self { shared, tools })
+    }
+
+    /// The default working directory.
+    pub fn working_dir(&self) -> PathBuf {
+        self.shared
+            .working_dir
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The default time limit.
+    pub fn timeout(&self) -> Duration {
+        self.config().timeout
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> Arc<Config> {
+        self.shared
+            .config
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// (running, waiting) command counts.
+    pub fn concurrency(&self) -> (usize, usize) {
+        self.shared.limiter.counts()
+    }
+
+    /// Runs one command and waits for it.
+    ///
+    /// A timeout or cancel is an outcome ([`Status::TimedOut`],
+    /// [`Status::Cancelled`]) with the partial output; `Err` means the command
+    /// could not start (bad request or spawn failure).
+    pub fn run(&self, request: &ExecRequest) -> Result<ExecOutcome, ToolError> {
+        self.shared.run(request, CallOptions::default())
+    }
+
+    /// [`BashServer::run`] with a cancel token and/or a live output callback.
+    ///
+    /// ```
+    /// use bash_mcp::{BashServer, CallOptions, CancelToken, ExecRequest, Status};
+    /// let server = BashServer::new(".", None, 30)?;
+    /// let token = CancelToken::new();
+    /// let canceller = token.clone();
+    /// std::thread::spawn(move || {
+    ///     std::thread::sleep(std::time::Duration::from_millis(200));
+    ///     canceller.cancel();
+    /// });
+    /// let mut seen = Vec::new();
+    /// let mut on_output = |chunk: &[u8], _stream| seen.extend_from_slice(chunk);
+    /// let options = CallOptions { cancel: Some(&token), on_output: Some(&mut on_output) };
+    /// let outcome = server.run_with(&ExecRequest::new("echo started; sleep 10"), options)?;
+    /// assert_eq!(outcome.status, Status::Cancelled);
+    /// assert_eq!(seen, b"started\n");
+    /// # Ok::<(), bash_mcp::ToolError>(())
+    /// ```
+    pub fn run_with(&self, request: &ExecRequest, options: CallOptions<'_>) -> Result<ExecOutcome, ToolError> {
+        self.shared.run(request, options)
+    }
+}
+
+impl McpServer for BashServer {
+    fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    fn configure(&self, config_json: &str) -> Result<(), ToolError> {
+        let mut slot = self.shared.config.write().unwrap_or_else(PoisonError::into_inner);
+        let next = slot.apply_json(config_json)?;
+        *slot = Arc::new(next);
+        Ok(())
+    }
+
+    fn set_working_dir(&self, path: &Path) -> Result<(), ToolError> {
+        let dir = validate_dir(path, None)?;
+        *self.shared.working_dir.write().unwrap_or_else(PoisonError::into_inner) = dir;
+        Ok(())
+    }
+}
+
+impl Shared {
+    fn run(&self, request: &ExecRequest, options: CallOptions<'_>) -> Result<ExecOutcome, ToolError> {
+        let config = self.config.read().unwrap_or_else(PoisonError::into_inner).clone();
+        let base = self.working_dir.read().unwrap_or_else(PoisonError::into_inner).clone();
+        validate_command(&request.command)?;
+        let cwd = match &request.working_dir {
+            Some(dir) => validate_dir(dir, Some(&base))?,
+            None => base,
+        };
+        let timeout = config.effective_timeout(request.timeout);
+
+        let program = c_path(&config.shell)?;
+        let argv = [
+            program.clone(),
+            c"-c".to_owned(),
+            CString::new(request.command.as_str()).expect("checked for NUL above"),
+        ];
+        let envp = config.build_env(&request.env);
+        let cwd_c = c_path(&cwd)?;
+        let spec = SpawnSpec {
+            program: &program,
+            argv: &argv,
+            envp: &envp,
+            cwd: &cwd_c,
+            stdin_pipe: request.stdin.is_some(),
+            streams: request.streams,
+        };
+        let limits = RunLimits {
+            timeout,
+            kill_grace: config.kill_grace,
+            drain: config.drain,
+            output_limit: config.output_limit_bytes,
+        };
+
+        let Some(_permit) = self.limiter.acquire(config.max_concurrent, options.cancel) else {
+            return Ok(ExecOutcome {
+                status: Status::Cancelled,
+                output: empty_output(request.streams),
+                duration: Duration::ZERO,
+                truncated: false,
+                output_bytes: 0,
+                working_dir: cwd,
+                timeout,
+            });
+        };
+        tracing::debug!(command = %request.command, cwd = %cwd.display(), ?timeout, "execute");
+        let raw = exec::run(
+            &spec,
+            request.stdin.as_deref(),
+            &limits,
+            options.cancel,
+            options.on_output,
+        )
+        .map_err(|e| spawn_error(&e, &config.shell, &cwd))?;
+
+        let status = match raw.ending {
+            Ending::Exited => Status::Exited(raw.status),
+            Ending::TimedOut => Status::TimedOut,
+            Ending::Cancelled => Status::Cancelled,
+        };
+        let truncated = raw.stdout.is_truncated() || raw.stderr.as_ref().is_some_and(|e| e.is_truncated());
+        let output_bytes = raw.stdout.total() + raw.stderr.as_ref().map_or(0, |e| e.total());
+        let output = match &raw.stderr {
+            Some(err) => Output::Separate {
+                stdout: raw.stdout.render(),
+                stderr: err.render(),
+            },
+            None => Output::Merged(raw.stdout.render()),
+        };
+        tracing::debug!(?status, elapsed = ?raw.elapsed, output_bytes, "execute finished");
+        Ok(ExecOutcome {
+            status,
+            output,
+            duration: raw.elapsed,
+            truncated,
+            output_bytes,
+            working_dir: cwd,
+            timeout,
+        })
+    }
+}
+
+fn empty_output(streams: Streams) -> Output {
+    match streams {
+        Streams::Merged => Output::Merged(String::new()),
+        Streams::Separate => Output::Separate {
+            stdout: String::new(),
+            stderr: String::new(),
+        },
+    }
+}
+
+/// The `execute` tool of a [`BashServer`].
+struct ExecuteTool {
+    definition: ToolDefinition,
+    shared: Arc<Shared>,
+}
+
+impl Tool for ExecuteTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn call(&self, args: &Map<String, Value>, options: CallOptions<'_>) -> ToolResponse {
+        let result = ExecRequest::from_args(args).and_then(|request| self.shared.run(&request, options));
+        match result {
+            Ok(outcome) => ToolResponse::new(outcome.to_json()),
+            Err(error) => {
+                tracing::debug!(%error, "execute refused");
+                ToolResponse::error(&error)
+            }
+        }
+    }
+}
+
+fn validate_command(command: &str) -> Result<(), ToolError> {
+    if command.trim().is_empty() {
+        return Err(ToolError::new(
+            ErrorCode::EmptyCommand,
+            "the command is empty",
+            "pass the shell command to run in `command`",
+        ));
+    }
+    if command.contains('\0') {
+        return Err(ToolError::new(
+            ErrorCode::CommandContainsNul,
+            "the command contains a NUL byte, which cannot be passed to a shell",
+            "remove the NUL byte; to produce one, use printf '\\0' inside the command",
+        ));
+    }
+    if command.len() > MAX_ARG_LEN {
+        return Err(ToolError::new(
+            ErrorCode::CommandTooLong,
+            format!(
+                "the command is {} bytes; the kernel accepts at most {MAX_ARG_LEN} bytes in one argument",
+                command.len()
+            ),
+            "write the script to a file and run the file, or feed the data through `stdin`",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that `dir` (relative to `base` when given) is an existing directory
+/// and returns it as an absolute path.
+fn validate_dir(dir: &Path, base: Option<&Path>) -> Result<PathBuf, ToolError> {
+    let joined = match base {
+        Some(base) if dir.is_relative() => base.join(dir),
+        _ => dir.to_path_buf(),
+    };
+    let absolute = std::path::absolute(&joined).unwrap_or(joined);
+    let hint = "pass an existing directory (absolute, or relative to the server's working directory)";
+    match std::fs::metadata(&absolute) {
+        Ok(meta) if meta.is_dir() => Ok(absolute),
+        Ok(_) => Err(ToolError::new(
+            ErrorCode::WorkingDirNotDirectory,
+            format!("working directory {} is not a directory", absolute.display()),
+            hint,
+        )),
+        Err(e) => Err(ToolError::new(
+            ErrorCode::WorkingDirNotFound,
+            format!("working directory {} cannot be used: {e}", absolute.display()),
+            hint,
+        )),
+    }
+}
+
+fn c_path(path: &Path) -> Result<CString, ToolError> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+        ToolError::new(
+            ErrorCode::InvalidArguments,
+            format!("path {} contains a NUL byte", path.display()),
+            "use a path without NUL bytes",
+        )
+    })
+}
+
+fn spawn_error(error: &std::io::Error, shell: &Path, cwd: &Path) -> ToolError {
+    let (message, hint) = match error.raw_os_error() {
+        Some(libc::EMFILE | libc::ENFILE) => (
+            format!("could not start {}: out of file descriptors ({error})", shell.display()),
+            "the host has too many open files; close some or raise its fd limit (ulimit -n), then retry",
+        ),
+        Some(libc::E2BIG) => (
+            format!(
+                "could not start {}: the command and environment exceed the system's argument limit ({error})",
+                shell.display()
+            ),
+            "shorten the command or the environment; put long scripts in a file",
+        ),
+        Some(libc::ENOENT) | Some(libc::EACCES) | Some(libc::ENOTDIR) => (
+            format!("could not start {} in {}: {error}", shell.display(), cwd.display()),
+            "check that the shell exists and is executable and that the working directory is accessible",
+        ),
+        _ => (
+            format!("could not start {}: {error}", shell.display()),
+            "retry; if it persists, check the host's process and memory limits",
+        ),
+    };
+    ToolError::new(ErrorCode::SpawnFailed, message, hint)
+}

@@ -1,0 +1,151 @@
+//! The `execute` tool's outcome: typed, and rendered as the JSON result.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// The shell exited; shell convention (128+N when killed by signal N).
+    Exited(i32),
+    /// The time limit expired and the process group was killed.
+    TimedOut,
+    /// The call was cancelled and the process group was killed.
+    Cancelled,
+}
+
+/// The captured output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// stdout and stderr interleaved as written.
+    Merged(String),
+    /// stdout and stderr apart.
+    Separate {
+        /// Standard output.
+        stdout: String,
+        /// Standard error.
+        stderr: String,
+    },
+}
+
+impl Output {
+    /// All the text, stdout before stderr when separate.
+    pub fn text(&self) -> String {
+        match self {
+            Output::Merged(text) => text.clone(),
+            Output::Separate { stdout, stderr } => format!("{stdout}{stderr}"),
+        }
+    }
+}
+
+/// What running a command produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecOutcome {
+    /// How it ended.
+    pub status: Status,
+    /// The output, truncated in the middle if over the limit.
+    pub output: Output,
+    /// From spawn to the shell's exit (or kill).
+    pub duration: Duration,
+    /// Whether some output was left out (a marker line says how much).
+    pub truncated: bool,
+    /// Bytes the command wrote in total (before truncation).
+    pub output_bytes: u64,
+    /// The directory it ran in.
+    pub working_dir: PathBuf,
+    /// The time limit that was in force.
+    pub timeout: Duration,
+}
+
+impl ExecOutcome {
+    /// The exit code, when the shell exited on its own.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self.status {
+            Status::Exited(code) => Some(code),
+            _ => None,
+        }
+    }
+
+    /// Whether the command exited with status 0.
+    pub fn success(&self) -> bool {
+        self.status == Status::Exited(0)
+    }
+
+    /// The result document the JSON API returns (see the README's result schema).
+    pub fn to_value(&self) -> Value {
+        let mut doc = json!({
+            "duration_ms": self.duration.as_millis() as u64,
+            "truncated": self.truncated,
+            "output_bytes": self.output_bytes,
+            "working_dir": self.working_dir.to_string_lossy(),
+            "timed_out": self.status == Status::TimedOut,
+        });
+        let map = doc.as_object_mut().expect("literal object");
+        match &self.output {
+            Output::Merged(text) => {
+                map.insert("output".into(), text.as_str().into());
+            }
+            Output::Separate { stdout, stderr } => {
+                map.insert("stdout".into(), stdout.as_str().into());
+                map.insert("stderr".into(), stderr.as_str().into());
+            }
+        }
+        let elapsed = format_secs(self.duration);
+        match self.status {
+            Status::Exited(code) => {
+                map.insert("exit_code".into(), code.into());
+            }
+            Status::TimedOut => {
+                let limit = format_secs(self.timeout);
+                map.insert("error".into(), "timeout".into());
+                map.insert(
+                    "message".into(),
+                    format!(
+                        "Command exceeded the bash tool's {limit} s timeout (ran {elapsed} s) and was killed, together with every process it started (its whole process group). The output printed before the kill is included."
+                    )
+                    .into(),
+                );
+                map.insert(
+                    "hint".into(),
+                    "If the command needs longer, pass a larger timeout_seconds (up to the operator's ceiling); for servers and watchers, use a command that exits on its own.".into(),
+                );
+                map.insert("timeout_seconds".into(), seconds_value(self.timeout));
+                map.insert("elapsed_ms".into(), (self.duration.as_millis() as u64).into());
+            }
+            Status::Cancelled => {
+                map.insert("error".into(), "cancelled".into());
+                map.insert(
+                    "message".into(),
+                    format!("Command was cancelled after {elapsed} s and killed, together with every process it started. The output printed before the cancel is included.").into(),
+                );
+                map.insert("hint".into(), "Run it again if it is still needed.".into());
+                map.insert("elapsed_ms".into(), (self.duration.as_millis() as u64).into());
+            }
+        }
+        doc
+    }
+
+    /// [`ExecOutcome::to_value`] as a compact JSON string.
+    pub fn to_json(&self) -> String {
+        self.to_value().to_string()
+    }
+}
+
+/// Seconds as an integer when whole, else a number with a fraction.
+fn seconds_value(d: Duration) -> Value {
+    if d.subsec_nanos() == 0 {
+        d.as_secs().into()
+    } else {
+        d.as_secs_f64().into()
+    }
+}
+
+fn format_secs(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        d.as_secs().to_string()
+    } else {
+        format!("{:.1}", d.as_secs_f64())
+    }
+}

@@ -1,0 +1,192 @@
+//! The `execute` tool's request: typed, and parsed from JSON arguments.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::config::is_valid_env_name;
+use crate::error::{ErrorCode, ToolError};
+use crate::server::json_kind;
+use crate::spawn::Streams;
+
+/// One command to run.
+///
+/// ```
+/// use std::time::Duration;
+/// use bash_mcp::{ExecRequest, Streams};
+/// let request = ExecRequest::new("make test")
+///     .working_dir("sub/project")
+///     .timeout(Duration::from_secs(120))
+///     .env("RUST_LOG", "debug")
+///     .streams(Streams::Separate);
+/// assert_eq!(request.command, "make test");
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ExecRequest {
+    /// The command line, given to the shell as written.
+    pub command: String,
+    /// Where to run; relative paths resolve against the server's working dir.
+    pub working_dir: Option<PathBuf>,
+    /// Time limit; `None` uses the server's, larger values are clamped to its ceiling.
+    pub timeout: Option<Duration>,
+    /// Variables set for this command, applied after the server's environment.
+    pub env: Vec<(String, String)>,
+    /// Bytes fed to standard input; `None` means `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
+    /// Merged or separate stdout/stderr.
+    pub streams: Streams,
+}
+
+/// Argument names the `execute` tool accepts.
+pub const EXECUTE_ARGUMENTS: &[&str] = &["command", "working_dir", "timeout_seconds", "env", "stdin", "streams"];
+
+impl ExecRequest {
+    /// A request for `command` with every option at its default.
+    pub fn new(command: impl Into<String>) -> Self {
+        Self {
+            command: command.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the working directory.
+    pub fn working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.working_dir = Some(dir.into());
+        self
+    }
+
+    /// Sets the time limit.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Adds an environment variable.
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((name.into(), value.into()));
+        self
+    }
+
+    /// Feeds `data` to standard input.
+    pub fn stdin(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Some(data.into());
+        self
+    }
+
+    /// Chooses merged or separate streams.
+    pub fn streams(mut self, streams: Streams) -> Self {
+        self.streams = streams;
+        self
+    }
+
+    /// Parses the `execute` tool's JSON arguments.
+    pub fn from_args(args: &Map<String, Value>) -> Result<Self, ToolError> {
+        let unknown: Vec<&str> = args
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !EXECUTE_ARGUMENTS.contains(k))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(ToolError::new(
+                ErrorCode::UnknownArgument,
+                format!("unknown argument(s): {}", unknown.join(", ")),
+                format!("the execute tool accepts: {}", EXECUTE_ARGUMENTS.join(", ")),
+            ));
+        }
+        let command = match args.get("command") {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(invalid(format!("`command` must be a string, got {}", json_kind(other))));
+            }
+            None => return Err(invalid("the required argument `command` is missing".into())),
+        };
+        let mut request = Self::new(command);
+        if let Some(value) = args.get("working_dir").filter(|v| !v.is_null()) {
+            let Value::String(dir) = value else {
+                return Err(invalid(format!(
+                    "`working_dir` must be a string, got {}",
+                    json_kind(value)
+                )));
+            };
+            request.working_dir = Some(PathBuf::from(dir));
+        }
+        if let Some(value) = args.get("timeout_seconds").filter(|v| !v.is_null()) {
+            let secs = value.as_f64().filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0);
+            let Some(secs) = secs else {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidTimeout,
+                    format!("`timeout_seconds` must be a number above 0 and at most 86400, got {value}"),
+                    "omit it to use the server's limit, or pass a positive number of seconds",
+                ));
+            };
+            request.timeout = Some(Duration::from_secs_f64(secs));
+        }
+        if let Some(value) = args.get("env").filter(|v| !v.is_null()) {
+            request.env = parse_env(value)?;
+        }
+        if let Some(value) = args.get("stdin").filter(|v| !v.is_null()) {
+            let Value::String(text) = value else {
+                return Err(invalid(format!("`stdin` must be a string, got {}", json_kind(value))));
+            };
+            request.stdin = Some(text.clone().into_bytes());
+        }
+        if let Some(value) = args.get("streams").filter(|v| !v.is_null()) {
+            request.streams = match value.as_str() {
+                Some("merged") => Streams::Merged,
+                Some("separate") => Streams::Separate,
+                _ => {
+                    return Err(ToolError::new(
+                        ErrorCode::InvalidStreams,
+                        format!("`streams` must be \"merged\" or \"separate\", got {value}"),
+                        "omit it for merged output",
+                    ));
+                }
+            };
+        }
+        Ok(request)
+    }
+}
+
+fn invalid(message: String) -> ToolError {
+    ToolError::new(
+        ErrorCode::InvalidArguments,
+        message,
+        "call execute with {\"command\": \"<shell command>\"} and optional working_dir, timeout_seconds, env, stdin, streams",
+    )
+}
+
+fn parse_env(value: &Value) -> Result<Vec<(String, String)>, ToolError> {
+    let hint = "pass `env` as an object of strings, e.g. {\"RUST_LOG\": \"debug\"}";
+    let Value::Object(map) = value else {
+        return Err(ToolError::new(
+            ErrorCode::InvalidEnv,
+            format!("`env` must be an object, got {}", json_kind(value)),
+            hint,
+        ));
+    };
+    map.iter()
+        .map(|(name, v)| {
+            if !is_valid_env_name(name) {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidEnv,
+                    format!("`env` has an invalid variable name {name:?} (empty, or containing '=' or NUL)"),
+                    hint,
+                ));
+            }
+            match v {
+                Value::String(s) if !s.contains('\0') => Ok((name.clone(), s.clone())),
+                Value::String(_) => Err(ToolError::new(
+                    ErrorCode::InvalidEnv,
+                    format!("`env.{name}` contains a NUL byte"),
+                    hint,
+                )),
+                other => Err(ToolError::new(
+                    ErrorCode::InvalidEnv,
+                    format!("`env.{name}` must be a string, got {}", json_kind(other)),
+                    hint,
+                )),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,194 @@
+//! Output capture with bounded memory: the head and the tail are kept, the
+//! middle is counted, and the result says exactly how much was left out.
+
+/// Keeps the first and last bytes of a stream, and counts the rest.
+///
+/// Memory is bounded by the limit whatever the stream's length: the head is
+/// filled once, the tail is a ring that only ever holds its capacity.
+#[derive(Debug)]
+pub struct BoundedOutput {
+    head: Vec<u8>,
+    head_cap: usize,
+    ring: Vec<u8>,
+    ring_cap: usize,
+    /// Index in `ring` of the oldest byte once the ring is full.
+    ring_start: usize,
+    total: u64,
+}
+
+impl BoundedOutput {
+    /// A buffer that keeps at most `limit` bytes (half head, half tail).
+    pub fn new(limit: usize) -> Self {
+        let head_cap = limit / 2;
+        let ring_cap = limit - head_cap;
+        Self {
+            head: Vec::new(),
+            head_cap,
+            ring: Vec::new(),
+            ring_cap,
+            ring_start: 0,
+            total: 0,
+        }
+    }
+
+    /// Appends a chunk of output.
+    pub fn push(&mut self, mut data: &[u8]) {
+        self.total += data.len() as u64;
+        if self.head.len() < self.head_cap {
+            let take = data.len().min(self.head_cap - self.head.len());
+            self.head.extend_from_slice(&data[..take]);
+            data = &data[take..];
+        }
+        if data.is_empty() || self.ring_cap == 0 {
+            return;
+        }
+        if data.len() >= self.ring_cap {
+            // Only the last ring_cap bytes can survive.
+            self.ring.clear();
+            self.ring.extend_from_slice(&data[data.len() - self.ring_cap..]);
+            self.ring_start = 0;
+            return;
+        }
+        let room = self.ring_cap - self.ring.len();
+        if room > 0 {
+            let take = room.min(data.len());
+            self.ring.extend_from_slice(&data[..take]);
+            data = &data[take..];
+        }
+        // The ring is full: overwrite the oldest bytes, wrapping around.
+        while !data.is_empty() {
+            let run = data.len().min(self.ring_cap - self.ring_start);
+            self.ring[self.ring_start..self.ring_start + run].copy_from_slice(&data[..run]);
+            self.ring_start = (self.ring_start + run) % self.ring_cap;
+            data = &data[run..];
+        }
+    }
+
+    /// Total bytes pushed so far.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Whether some bytes were left out.
+    pub fn is_truncated(&self) -> bool {
+        self.total > (self.head.len() + self.ring.len()) as u64
+    }
+
+    /// The kept bytes, in order (head then tail), without any marker.
+    fn tail_bytes(&self) -> Vec<u8> {
+        let mut tail = Vec::with_capacity(self.ring.len());
+        tail.extend_from_slice(&self.ring[self.ring_start..]);
+        tail.extend_from_slice(&self.ring[..self.ring_start]);
+        tail
+    }
+
+    /// The output as text: everything when it fit, else head, one marker
+    /// line naming how many bytes were left out, and tail. Invalid UTF-8 is
+    /// replaced with U+FFFD; NUL bytes are kept.
+    pub fn render(&self) -> String {
+        let tail = self.tail_bytes();
+        if !self.is_truncated() {
+            let mut all = self.head.clone();
+            all.extend_from_slice(&tail);
+            return String::from_utf8_lossy(&all).into_owned();
+        }
+        // Cut at character boundaries so the seams add no replacement characters.
+        let head = &self.head[..utf8_prefix_end(&self.head)];
+        let tail = &tail[utf8_suffix_start(&tail)..];
+        let omitted = self.total - (head.len() + tail.len()) as u64;
+        let mut text = String::from_utf8_lossy(head).into_owned();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "[... {omitted} bytes omitted: output was {} bytes, showing the first {} and the last {} ...]\n",
+            self.total,
+            head.len(),
+            tail.len()
+        ));
+        text.push_str(&String::from_utf8_lossy(tail));
+        text
+    }
+}
+
+/// Length of the longest prefix that does not end inside a UTF-8 sequence.
+fn utf8_prefix_end(bytes: &[u8]) -> usize {
+    // Look back at most 3 bytes for the start of an incomplete sequence.
+    for back in 1..=bytes.len().min(3) {
+        let i = bytes.len() - back;
+        let b = bytes[i];
+        if b & 0xC0 != 0x80 {
+            let need = match b {
+                0xC0..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                0xF0..=0xF7 => 4,
+                _ => 1,
+            };
+            return if need > back { i } else { bytes.len() };
+        }
+    }
+    bytes.len()
+}
+
+/// Index of the first byte that is not a UTF-8 continuation byte (at most 3 skipped).
+fn utf8_suffix_start(bytes: &[u8]) -> usize {
+    bytes.iter().take(3).take_while(|b| *b & 0xC0 == 0x80).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_output_is_whole() {
+        let mut out = BoundedOutput::new(16);
+        out.push(b"hello ");
+        out.push(b"world");
+        assert_eq!(out.render(), "hello world");
+        assert!(!out.is_truncated());
+        assert_eq!(out.total(), 11);
+    }
+
+    #[test]
+    fn exactly_at_limit_is_whole() {
+        let mut out = BoundedOutput::new(8);
+        out.push(b"0123");
+        out.push(b"4567");
+        assert_eq!(out.render(), "01234567");
+    }
+
+    #[test]
+    fn long_output_keeps_head_and_tail_in_any_chunking() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        for chunk in [1, 3, 7, 64, 999, 10_000] {
+            let mut out = BoundedOutput::new(100);
+            for c in data.chunks(chunk) {
+                out.push(c);
+            }
+            let text = out.render();
+            let head = std::str::from_utf8(&data[..50]).unwrap();
+            let tail = std::str::from_utf8(&data[data.len() - 50..]).unwrap();
+            assert!(text.starts_with(head), "chunk {chunk}");
+            assert!(text.ends_with(tail), "chunk {chunk}");
+            assert!(text.contains("[... 9900 bytes omitted"), "chunk {chunk}: {text}");
+            assert!(out.is_truncated());
+        }
+    }
+
+    #[test]
+    fn cut_respects_utf8_boundaries() {
+        let mut out = BoundedOutput::new(10);
+        out.push("ééééééééééééééé".as_bytes()); // 30 bytes
+        let text = out.render();
+        assert!(!text.contains('\u{FFFD}'), "{text}");
+        assert!(text.starts_with("éé"));
+        assert!(text.ends_with("éé"));
+    }
+
+    #[test]
+    fn invalid_utf8_and_nul_survive() {
+        let mut out = BoundedOutput::new(64);
+        out.push(b"a\0b\xffc");
+        assert_eq!(out.render(), "a\0b\u{FFFD}c");
+    }
+}

@@ -1,0 +1,476 @@
+//! Server configuration: defaults, validation, and the environment profile.
+//!
+//! [`Config`] is the configuration in force. [`Config::apply_json`] takes the
+//! documented JSON object (every key optional), validates every key, and
+//! returns a new configuration; the caller swaps it in only on success, so a
+//! failed `configure` leaves the previous configuration untouched.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::error::{ErrorCode, ToolError};
+
+/// Default output limit: 32 KiB (head 16 KiB + tail 16 KiB).
+///
+/// About 8 000 tokens: enough for a full test report or a compiler's last
+/// errors, small enough that one call cannot flood a model's context window.
+pub const DEFAULT_OUTPUT_LIMIT_BYTES: usize = 32 * 1024;
+/// Smallest output limit accepted, so head and tail stay readable.
+pub const MIN_OUTPUT_LIMIT_BYTES: usize = 256;
+/// Largest output limit accepted (64 MiB), so host memory stays bounded.
+pub const MAX_OUTPUT_LIMIT_BYTES: usize = 64 * 1024 * 1024;
+/// Default bound on draining a pipe still held open after the shell exited.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(2);
+/// Default number of commands running at once; more calls wait in line.
+pub const DEFAULT_MAX_CONCURRENT: usize = 8;
+
+/// Variables set for every command when `non_interactive` is on (the default),
+/// so that pagers, editors and credential prompts never block a command that
+/// has no terminal.
+pub const NON_INTERACTIVE_PROFILE: &[(&str, &str)] = &[
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("MANPAGER", "cat"),
+    ("SYSTEMD_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("GIT_EDITOR", "true"),
+    ("EDITOR", "true"),
+    ("VISUAL", "true"),
+    ("DEBIAN_FRONTEND", "noninteractive"),
+    ("PIP_NO_INPUT", "1"),
+    ("NPM_CONFIG_YES", "true"),
+    ("TERM", "dumb"),
+    ("NO_COLOR", "1"),
+];
+
+/// Which variables of the host's environment a command inherits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inherit {
+    /// Every variable of the host process.
+    All,
+    /// None: the command sees only what the profile and `set` give it.
+    None,
+    /// Only variables whose names match one of these fnmatch patterns.
+    Matching(Vec<String>),
+}
+
+/// How the command's environment is built from the host's.
+///
+/// Order: inherited variables, then the non-interactive profile, then `set`,
+/// then `remove`, then the call's own `env` overrides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvPolicy {
+    /// Which host variables pass through.
+    pub inherit: Inherit,
+    /// Variables set for every command.
+    pub set: Vec<(String, String)>,
+    /// fnmatch patterns of names removed after `set`.
+    pub remove: Vec<String>,
+}
+
+impl Default for EnvPolicy {
+    fn default() -> Self {
+        Self {
+            inherit: Inherit::All,
+            set: Vec::new(),
+            remove: Vec::new(),
+        }
+    }
+}
+
+/// The configuration in force for a server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Time limit of a call that does not ask for one.
+    pub timeout: Duration,
+    /// Ceiling for a call's own `timeout_seconds`; larger requests are clamped
+    /// to it. Never below `timeout`.
+    pub max_timeout: Duration,
+    /// The shell; commands run as `<shell> -c <command>`.
+    pub shell: PathBuf,
+    /// Bytes of output kept per stream (head and tail halves).
+    pub output_limit_bytes: usize,
+    /// Time between SIGTERM and SIGKILL on timeout or cancel; zero kills at once.
+    pub kill_grace: Duration,
+    /// How long output still in the pipe is drained after the shell exited.
+    pub drain: Duration,
+    /// Commands running at once; further calls queue.
+    pub max_concurrent: usize,
+    /// How the command environment is built.
+    pub env: EnvPolicy,
+    /// Whether [`NON_INTERACTIVE_PROFILE`] is applied.
+    pub non_interactive: bool,
+}
+
+impl Config {
+    /// The defaults, with the given default time limit.
+    pub fn with_timeout(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            max_timeout: timeout,
+            shell: PathBuf::from("/bin/sh"),
+            output_limit_bytes: DEFAULT_OUTPUT_LIMIT_BYTES,
+            kill_grace: Duration::ZERO,
+            drain: DEFAULT_DRAIN,
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
+            env: EnvPolicy::default(),
+            non_interactive: true,
+        }
+    }
+
+    /// The time limit for a call that asked for `requested` (clamped to the ceiling).
+    pub fn effective_timeout(&self, requested: Option<Duration>) -> Duration {
+        match requested {
+            Some(t) => t.min(self.max_timeout.max(self.timeout)),
+            None => self.timeout,
+        }
+    }
+
+    /// Returns a copy of `self` with the keys of `json` applied.
+    ///
+    /// Every key is optional; unknown keys and invalid values are errors that
+    /// name the key. `self` is never modified.
+    pub fn apply_json(&self, json: &str) -> Result<Config, ToolError> {
+        let value: Value = serde_json::from_str(json).map_err(|e| {
+            config_error(
+                format!("configuration is not valid JSON: {e}"),
+                "pass one JSON object, e.g. {\"timeout_seconds\": 60}",
+            )
+        })?;
+        let Value::Object(map) = value else {
+            return Err(config_error(
+                "configuration must be a JSON object",
+                "pass one JSON object, e.g. {\"timeout_seconds\": 60}",
+            ));
+        };
+        self.apply_map(&map)
+    }
+
+    /// Like [`Config::apply_json`], from an already parsed object.
+    pub fn apply_map(&self, map: &Map<String, Value>) -> Result<Config, ToolError> {
+        let mut next = self.clone();
+        let mut max_timeout_given = false;
+        for (key, value) in map {
+            match key.as_str() {
+                "timeout_seconds" => next.timeout = positive_seconds(key, value)?,
+                "max_timeout_seconds" => {
+                    next.max_timeout = positive_seconds(key, value)?;
+                    max_timeout_given = true;
+                }
+                "shell" => next.shell = shell_path(value)?,
+                "output_limit_bytes" => {
+                    next.output_limit_bytes =
+                        bounded_int(key, value, MIN_OUTPUT_LIMIT_BYTES as u64, MAX_OUTPUT_LIMIT_BYTES as u64)? as usize
+                }
+                "kill_grace_ms" => next.kill_grace = Duration::from_millis(bounded_int(key, value, 0, 60_000)?),
+                "drain_ms" => next.drain = Duration::from_millis(bounded_int(key, value, 0, 60_000)?),
+                "max_concurrent" => next.max_concurrent = bounded_int(key, value, 1, 1024)? as usize,
+                "non_interactive" => {
+                    next.non_interactive = value
+                        .as_bool()
+                        .ok_or_else(|| config_error("`non_interactive` must be true or false", "use a JSON boolean"))?
+                }
+                "env" => next.env = env_policy(value)?,
+                other => {
+                    return Err(config_error(
+                        format!("unknown configuration key `{other}`"),
+                        format!("known keys: {}", CONFIG_KEYS.join(", ")),
+                    ));
+                }
+            }
+        }
+        if !max_timeout_given && next.max_timeout < next.timeout {
+            next.max_timeout = next.timeout;
+        }
+        if next.max_timeout < next.timeout {
+            return Err(config_error(
+                format!(
+                    "`max_timeout_seconds` ({} s) is below `timeout_seconds` ({} s)",
+                    next.max_timeout.as_secs_f64(),
+                    next.timeout.as_secs_f64()
+                ),
+                "the ceiling must be at least the default time limit",
+            ));
+        }
+        Ok(next)
+    }
+
+    /// Builds the environment for one command, `NAME=value` entries.
+    ///
+    /// `overrides` are the call's own variables, applied last.
+    pub fn build_env(&self, overrides: &[(String, String)]) -> Vec<CString> {
+        let mut vars: Vec<(OsString, OsString)> = match &self.env.inherit {
+            Inherit::All => std::env::vars_os().collect(),
+            Inherit::None => Vec::new(),
+            Inherit::Matching(patterns) => std::env::vars_os()
+                .filter(|(name, _)| patterns.iter().any(|p| fnmatch(p, name)))
+                .collect(),
+        };
+        let mut put = |name: &str, value: &str| {
+            let name = OsStr::new(name);
+            match vars.iter_mut().find(|(n, _)| n == name) {
+                Some(slot) => slot.1 = value.into(),
+                None => vars.push((name.into(), value.into())),
+            }
+        };
+        if self.non_interactive {
+            for (name, value) in NON_INTERACTIVE_PROFILE {
+                put(name, value);
+            }
+        }
+        for (name, value) in &self.env.set {
+            put(name, value);
+        }
+        vars.retain(|(name, _)| !self.env.remove.iter().any(|p| fnmatch(p, name)));
+        for (name, value) in overrides {
+            let name_os = OsStr::new(name);
+            match vars.iter_mut().find(|(n, _)| n == name_os) {
+                Some(slot) => slot.1 = value.into(),
+                None => vars.push((name.into(), value.into())),
+            }
+        }
+        vars.into_iter()
+            .filter_map(|(name, value)| {
+                let mut entry = name.into_vec();
+                entry.push(b'=');
+                entry.extend_from_slice(value.as_bytes());
+                CString::new(entry).ok()
+            })
+            .collect()
+    }
+}
+
+/// Every key [`Config::apply_json`] accepts.
+pub const CONFIG_KEYS: &[&str] = &[
+    "timeout_seconds",
+    "max_timeout_seconds",
+    "shell",
+    "output_limit_bytes",
+    "kill_grace_ms",
+    "drain_ms",
+    "max_concurrent",
+    "non_interactive",
+    "env",
+];
+
+/// True when `name` is a valid environment variable name for a command.
+pub fn is_valid_env_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains('=') && !name.contains('\0')
+}
+
+/// POSIX `fnmatch(pattern, name, 0)`; a pattern or name with NUL never matches.
+pub(crate) fn fnmatch(pattern: &str, name: &OsStr) -> bool {
+    let (Ok(p), Ok(n)) = (CString::new(pattern), CString::new(name.as_bytes())) else {
+        return false;
+    };
+    // SAFETY: both arguments are valid NUL-terminated strings.
+    unsafe { libc::fnmatch(p.as_ptr(), n.as_ptr(), 0) == 0 }
+}
+
+fn config_error(message: impl Into<String>, hint: impl Into<String>) -> ToolError {
+    ToolError::new(ErrorCode::InvalidConfig, message, hint)
+}
+
+/// Parses a positive number of seconds (integer or fraction), at most one day.
+pub(crate) fn positive_seconds(key: &str, value: &Value) -> Result<Duration, ToolError> {
+    let secs = value.as_f64().filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0);
+    secs.map(Duration::from_secs_f64).ok_or_else(|| {
+        config_error(
+            format!("`{key}` must be a number of seconds above 0 and at most 86400, got {value}"),
+            format!("set `{key}` to a positive number such as 30"),
+        )
+    })
+}
+
+fn bounded_int(key: &str, value: &Value, min: u64, max: u64) -> Result<u64, ToolError> {
+    value.as_u64().filter(|v| (min..=max).contains(v)).ok_or_else(|| {
+        config_error(
+            format!("`{key}` must be an integer from {min} to {max}, got {value}"),
+            format!("set `{key}` to an integer in that range"),
+        )
+    })
+}
+
+fn shell_path(value: &Value) -> Result<PathBuf, ToolError> {
+    let Some(text) = value.as_str().filter(|s| !s.is_empty() && !s.contains('\0')) else {
+        return Err(config_error(
+            format!("`shell` must be a non-empty path string, got {value}"),
+            "use an absolute path such as \"/bin/bash\", or a name found on PATH",
+        ));
+    };
+    let path = resolve_program(text).ok_or_else(|| {
+        config_error(
+            format!("`shell` {text:?} is not an executable file (nor found on PATH)"),
+            "install that shell or give the absolute path of one that exists",
+        )
+    })?;
+    Ok(path)
+}
+
+/// Resolves a program name the way `execvp` would: paths with a slash as they
+/// are, bare names through `PATH`. Returns `None` when nothing executable is found.
+pub fn resolve_program(name: &str) -> Option<PathBuf> {
+    let is_exec = |p: &std::path::Path| {
+        let Ok(c) = CString::new(p.as_os_str().as_bytes()) else {
+            return false;
+        };
+        // SAFETY: valid NUL-terminated path.
+        p.is_file() && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0
+    };
+    if name.contains('/') {
+        let path = PathBuf::from(name);
+        return is_exec(&path).then_some(path);
+    }
+    let search = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&search)
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_exec(candidate))
+}
+
+fn env_policy(value: &Value) -> Result<EnvPolicy, ToolError> {
+    let hint = "use {\"inherit\": \"all\" | \"none\" | [\"PATTERN\", ...], \"set\": {\"NAME\": \"value\"}, \"remove\": [\"PATTERN\"]}";
+    let Value::Object(map) = value else {
+        return Err(config_error(format!("`env` must be an object, got {value}"), hint));
+    };
+    let mut policy = EnvPolicy::default();
+    for (key, value) in map {
+        match key.as_str() {
+            "inherit" => {
+                policy.inherit = match value {
+                    Value::String(s) if s == "all" => Inherit::All,
+                    Value::String(s) if s == "none" => Inherit::None,
+                    Value::Array(_) => Inherit::Matching(string_list("env.inherit", value)?),
+                    _ => {
+                        return Err(config_error(
+                            format!("`env.inherit` must be \"all\", \"none\" or a list of name patterns, got {value}"),
+                            hint,
+                        ));
+                    }
+                }
+            }
+            "set" => {
+                let Value::Object(vars) = value else {
+                    return Err(config_error(
+                        format!("`env.set` must be an object of strings, got {value}"),
+                        hint,
+                    ));
+                };
+                policy.set = vars
+                    .iter()
+                    .map(|(name, v)| match v.as_str() {
+                        Some(s) if is_valid_env_name(name) && !s.contains('\0') => Ok((name.clone(), s.to_owned())),
+                        _ => Err(config_error(
+                            format!("`env.set.{name}` must be a string without NUL under a valid variable name"),
+                            hint,
+                        )),
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            "remove" => policy.remove = string_list("env.remove", value)?,
+            other => {
+                return Err(config_error(format!("unknown configuration key `env.{other}`"), hint));
+            }
+        }
+    }
+    Ok(policy)
+}
+
+fn string_list(key: &str, value: &Value) -> Result<Vec<String>, ToolError> {
+    let items = value.as_array().ok_or_else(|| {
+        config_error(
+            format!("`{key}` must be a list of strings, got {value}"),
+            "use a JSON array of strings",
+        )
+    })?;
+    items
+        .iter()
+        .map(|item| {
+            item.as_str()
+                .filter(|s| !s.is_empty() && !s.contains('\0'))
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    config_error(
+                        format!("`{key}` entries must be non-empty strings, got {item}"),
+                        "use a JSON array of strings",
+                    )
+                })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Config {
+        Config::with_timeout(Duration::from_secs(30))
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let err = base().apply_json(r#"{"timeout_seconds": 5, "bogus": 1}"#).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidConfig);
+        assert!(err.message.contains("`bogus`"), "{err}");
+    }
+
+    #[test]
+    fn invalid_value_names_key() {
+        for (json, key) in [
+            (r#"{"timeout_seconds": 0}"#, "timeout_seconds"),
+            (r#"{"timeout_seconds": "5"}"#, "timeout_seconds"),
+            (r#"{"max_concurrent": 0}"#, "max_concurrent"),
+            (r#"{"output_limit_bytes": 10}"#, "output_limit_bytes"),
+            (r#"{"drain_ms": -1}"#, "drain_ms"),
+            (r#"{"shell": "/nonexistent/sh"}"#, "shell"),
+            (r#"{"env": {"inherit": 3}}"#, "env.inherit"),
+            (r#"{"env": {"set": {"A": 1}}}"#, "env.set.A"),
+        ] {
+            let err = base().apply_json(json).unwrap_err();
+            assert!(err.message.contains(key), "{json}: {err}");
+        }
+    }
+
+    #[test]
+    fn ceiling_follows_a_raised_default() {
+        let cfg = base().apply_json(r#"{"timeout_seconds": 60}"#).unwrap();
+        assert_eq!(cfg.max_timeout, Duration::from_secs(60));
+        let err = base()
+            .apply_json(r#"{"timeout_seconds": 60, "max_timeout_seconds": 10}"#)
+            .unwrap_err();
+        assert!(err.message.contains("max_timeout_seconds"));
+    }
+
+    #[test]
+    fn effective_timeout_clamps_to_ceiling() {
+        let cfg = base().apply_json(r#"{"max_timeout_seconds": 100}"#).unwrap();
+        assert_eq!(cfg.effective_timeout(None), Duration::from_secs(30));
+        assert_eq!(
+            cfg.effective_timeout(Some(Duration::from_secs(5))),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            cfg.effective_timeout(Some(Duration::from_secs(500))),
+            Duration::from_secs(100)
+        );
+    }
+
+    #[test]
+    fn env_is_built_in_documented_order() {
+        let cfg = base()
+            .apply_json(
+                r#"{"env": {"inherit": "none", "set": {"A": "1", "PAGER": "less", "DROP_ME": "x"}, "remove": ["DROP_*"]}}"#,
+            )
+            .unwrap();
+        let env = cfg.build_env(&[("A".into(), "2".into())]);
+        let env: Vec<String> = env.iter().map(|c| c.to_str().unwrap().to_owned()).collect();
+        assert!(env.contains(&"A=2".to_owned()), "{env:?}");
+        assert!(env.contains(&"PAGER=less".to_owned()), "{env:?}");
+        assert!(env.contains(&"GIT_TERMINAL_PROMPT=0".to_owned()), "{env:?}");
+        assert!(!env.iter().any(|e| e.starts_with("DROP_ME=")), "{env:?}");
+        assert!(!env.iter().any(|e| e.starts_with("HOME=")), "inherit none: {env:?}");
+    }
+}

@@ -1,0 +1,343 @@
+//! Running one command to completion: spawn, capture, time limit, cancel,
+//! group kill, bounded drain, reap.
+//!
+//! Completion follows the shell's exit (seen through a pidfd), not pipe EOF,
+//! so a background child that keeps the pipe open cannot hang the call. The
+//! shell stays unreaped until its group has been killed, so the process group
+//! id cannot be recycled in between and `killpg` never hits a stranger.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use crate::cancel::CancelToken;
+use crate::capture::BoundedOutput;
+use crate::spawn::{self, SpawnSpec};
+
+/// Which stream a chunk of output came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub enum OutputStream {
+    /// Standard output (also used for merged output).
+    Stdout = 1,
+    /// Standard error (only with [`Streams::Separate`](crate::Streams::Separate)).
+    Stderr = 2,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    Exited,
+    TimedOut,
+    Cancelled,
+}
+
+/// Everything a run needs besides the spawn itself.
+pub(crate) struct RunLimits {
+    pub timeout: Duration,
+    pub kill_grace: Duration,
+    pub drain: Duration,
+    pub output_limit: usize,
+}
+
+/// What a run produced.
+pub(crate) struct RawOutcome {
+    pub ending: Ending,
+    /// Shell convention: the exit status, or 128+N after signal N.
+    pub status: i32,
+    pub stdout: BoundedOutput,
+    pub stderr: Option<BoundedOutput>,
+    pub elapsed: Duration,
+}
+
+/// Receives output chunks as they arrive.
+pub type OutputSink<'a> = &'a mut dyn FnMut(&[u8], OutputStream);
+
+/// Kills and reaps the group if a run is abandoned halfway (an early return
+/// or a panic in an output callback), so nothing is left behind.
+struct GroupGuard {
+    pid: libc::pid_t,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            spawn::kill_group(self.pid, libc::SIGKILL);
+            spawn::reap(self.pid);
+        }
+    }
+}
+
+struct Pipe {
+    fd: OwnedFd,
+    stream: OutputStream,
+}
+
+const READ_CHUNK: usize = 256 * 1024;
+/// Poll interval when the kernel offers no pidfd.
+const FALLBACK_TICK: Duration = Duration::from_millis(5);
+
+/// Runs one command; see the module docs for the guarantees.
+pub(crate) fn run(
+    spec: &SpawnSpec<'_>,
+    stdin_data: Option<&[u8]>,
+    limits: &RunLimits,
+    cancel: Option<&CancelToken>,
+    mut sink: Option<OutputSink<'_>>,
+) -> io::Result<RawOutcome> {
+    let start = Instant::now();
+    let deadline = start + limits.timeout;
+    let child = spawn::spawn(spec)?;
+    let mut guard = GroupGuard {
+        pid: child.pid,
+        armed: true,
+    };
+
+    let mut stdout = BoundedOutput::new(limits.output_limit);
+    let mut stderr = child.stderr.as_ref().map(|_| BoundedOutput::new(limits.output_limit));
+    let mut pipes: Vec<Pipe> = vec![Pipe {
+        fd: child.stdout,
+        stream: OutputStream::Stdout,
+    }];
+    if let Some(fd) = child.stderr {
+        pipes.push(Pipe {
+            fd,
+            stream: OutputStream::Stderr,
+        });
+    }
+    let mut stdin = child.stdin.map(|fd| (fd, stdin_data.unwrap_or_default()));
+    let mut buf = vec![0u8; READ_CHUNK];
+    let mut ending = Ending::Exited;
+    let mut grace_until: Option<Instant> = None;
+    let mut exited = false;
+
+    let mut deliver = |stream: OutputStream, data: &[u8]| {
+        match (stream, stderr.as_mut()) {
+            (OutputStream::Stderr, Some(err)) => err.push(data),
+            _ => stdout.push(data),
+        }
+        if let Some(sink) = sink.as_mut() {
+            sink(data, stream);
+        }
+    };
+
+    // Phase 1: until the shell exits (or, after a timeout with grace, until
+    // the grace period ends or every writer has gone).
+    loop {
+        let now = Instant::now();
+        if ending == Ending::Exited && !exited {
+            let reason = if cancel.is_some_and(CancelToken::is_cancelled) {
+                Some(Ending::Cancelled)
+            } else if now >= deadline {
+                Some(Ending::TimedOut)
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                ending = reason;
+                if limits.kill_grace.is_zero() {
+                    spawn::kill_group(child.pid, libc::SIGKILL);
+                } else {
+                    spawn::kill_group(child.pid, libc::SIGTERM);
+                    grace_until = Some(now + limits.kill_grace);
+                }
+            }
+        }
+        if let Some(until) = grace_until
+            && now >= until
+        {
+            spawn::kill_group(child.pid, libc::SIGKILL);
+            grace_until = None;
+        }
+        if exited && (grace_until.is_none() || pipes.is_empty()) {
+            break;
+        }
+
+        let mut fds: Vec<libc::pollfd> = pipes.iter().map(|p| pollfd(p.fd.as_raw_fd(), libc::POLLIN)).collect();
+        let stdin_slot = stdin.as_ref().map(|(fd, _)| {
+            fds.push(pollfd(fd.as_raw_fd(), libc::POLLOUT));
+            fds.len() - 1
+        });
+        let pid_slot = child.pidfd.as_ref().filter(|_| !exited).map(|fd| {
+            fds.push(pollfd(fd.as_raw_fd(), libc::POLLIN));
+            fds.len() - 1
+        });
+        if ending == Ending::Exited
+            && let Some(fd) = cancel.and_then(CancelToken::wake_fd)
+        {
+            fds.push(pollfd(fd, libc::POLLIN));
+        }
+
+        let mut wait = if ending == Ending::Exited {
+            deadline.saturating_duration_since(now)
+        } else {
+            Duration::MAX
+        };
+        if let Some(until) = grace_until {
+            wait = wait.min(until.saturating_duration_since(now));
+        }
+        if pid_slot.is_none() && !exited {
+            wait = wait.min(FALLBACK_TICK);
+        }
+        if cancel.is_some_and(|c| c.wake_fd().is_none()) {
+            wait = wait.min(Duration::from_millis(50));
+        }
+        poll(&mut fds, wait);
+
+        // Output first, so nothing written before the exit is missed.
+        let mut closed = Vec::new();
+        for (i, pipe) in pipes.iter().enumerate() {
+            if fds[i].revents != 0 {
+                match read_some(pipe.fd.as_raw_fd(), &mut buf) {
+                    ReadResult::Data(n) => deliver(pipe.stream, &buf[..n]),
+                    ReadResult::Eof => closed.push(i),
+                    ReadResult::WouldBlock => {}
+                }
+            }
+        }
+        for i in closed.into_iter().rev() {
+            pipes.remove(i);
+        }
+        if let Some(slot) = stdin_slot
+            && fds[slot].revents != 0
+        {
+            let (fd, rest) = stdin.as_mut().expect("stdin slot implies stdin");
+            match write_without_sigpipe(fd.as_raw_fd(), rest) {
+                Ok(n) => *rest = &rest[n..],
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => *rest = &[], // reader gone: the command does not want more
+            }
+            if rest.is_empty() {
+                stdin = None; // closing gives the command its EOF
+            }
+        }
+        if !exited {
+            exited = match pid_slot {
+                Some(slot) => fds[slot].revents != 0,
+                None => spawn::has_exited(child.pid),
+            };
+        }
+    }
+
+    // The shell has exited but is not reaped: its group id is still ours.
+    // Kill whatever it left running, then reap.
+    drop(stdin);
+    let exit_at = Instant::now();
+    spawn::kill_group(child.pid, libc::SIGKILL);
+    let status = spawn::reap(child.pid);
+    guard.armed = false;
+
+    // Phase 2: drain what is still in the pipes, bounded in time: a process
+    // that left the group (setsid) may hold a write end forever.
+    let drain_deadline = exit_at + limits.drain;
+    while !pipes.is_empty() {
+        let now = Instant::now();
+        if now >= drain_deadline {
+            tracing::debug!(
+                pid = child.pid,
+                "drain bound reached; a process outside the group holds the output pipe"
+            );
+            break;
+        }
+        let mut fds: Vec<libc::pollfd> = pipes.iter().map(|p| pollfd(p.fd.as_raw_fd(), libc::POLLIN)).collect();
+        poll(&mut fds, drain_deadline - now);
+        let mut closed = Vec::new();
+        for (i, pipe) in pipes.iter().enumerate() {
+            if fds[i].revents != 0 {
+                match read_some(pipe.fd.as_raw_fd(), &mut buf) {
+                    ReadResult::Data(n) => deliver(pipe.stream, &buf[..n]),
+                    ReadResult::Eof => closed.push(i),
+                    ReadResult::WouldBlock => {}
+                }
+            }
+        }
+        for i in closed.into_iter().rev() {
+            pipes.remove(i);
+        }
+    }
+
+    Ok(RawOutcome {
+        ending,
+        status,
+        stdout,
+        stderr,
+        elapsed: exit_at - start,
+    })
+}
+
+fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd { fd, events, revents: 0 }
+}
+
+fn poll(fds: &mut [libc::pollfd], wait: Duration) {
+    // Round up so a sub-millisecond remainder does not spin.
+    let ms = if wait == Duration::MAX {
+        -1
+    } else {
+        wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int
+    };
+    // SAFETY: fds is a valid slice of pollfd.
+    let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    if rc < 0 {
+        // EINTR: the caller loops and re-polls.
+        for fd in fds.iter_mut() {
+            fd.revents = 0;
+        }
+    }
+}
+
+enum ReadResult {
+    Data(usize),
+    Eof,
+    WouldBlock,
+}
+
+fn read_some(fd: RawFd, buf: &mut [u8]) -> ReadResult {
+    loop {
+        // SAFETY: buf is valid for buf.len() bytes.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n > 0 {
+            return ReadResult::Data(n as usize);
+        }
+        if n == 0 {
+            return ReadResult::Eof;
+        }
+        match io::Error::last_os_error().raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN) => return ReadResult::WouldBlock,
+            _ => return ReadResult::Eof,
+        }
+    }
+}
+
+/// Writes to a pipe without letting a vanished reader raise SIGPIPE in the
+/// host: the signal is blocked for this thread around the write, and a
+/// SIGPIPE raised by it is consumed before the mask is restored.
+fn write_without_sigpipe(fd: RawFd, data: &[u8]) -> io::Result<usize> {
+    // SAFETY: signal-set manipulation on local sets; write from a valid slice.
+    unsafe {
+        let mut pipe_set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe_set);
+        libc::sigaddset(&mut pipe_set, libc::SIGPIPE);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe_set, &mut old);
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigpending(&mut pending);
+        let was_pending = libc::sigismember(&pending, libc::SIGPIPE) == 1;
+
+        let n = libc::write(fd, data.as_ptr().cast(), data.len());
+        let result = if n >= 0 {
+            Ok(n as usize)
+        } else {
+            Err(io::Error::last_os_error())
+        };
+
+        if matches!(&result, Err(e) if e.raw_os_error() == Some(libc::EPIPE)) && !was_pending {
+            let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            libc::sigtimedwait(&pipe_set, std::ptr::null_mut(), &zero);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        result
+    }
+}

@@ -1,0 +1,132 @@
+//! A first-come, first-served limit on commands running at once.
+//!
+//! Calls beyond the limit wait in line and are never dropped. A waiting call
+//! can still be cancelled. The limit can change while calls run.
+
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::cancel::CancelToken;
+
+/// Counts running calls and queues the rest in arrival order.
+#[derive(Debug, Default)]
+pub(crate) struct Limiter {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    active: usize,
+    next_ticket: u64,
+    queue: VecDeque<u64>,
+}
+
+/// A running slot; released on drop.
+pub(crate) struct Permit<'a> {
+    limiter: &'a Limiter,
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        let mut state = self.limiter.lock();
+        state.active -= 1;
+        drop(state);
+        self.limiter.changed.notify_all();
+    }
+}
+
+/// How often a queued call re-checks its cancel token.
+const CANCEL_CHECK: Duration = Duration::from_millis(20);
+
+impl Limiter {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A poisoned lock only means a panic elsewhere; the counters stay valid.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits for a slot under `max`; `None` if cancelled while waiting.
+    pub fn acquire(&self, max: usize, cancel: Option<&CancelToken>) -> Option<Permit<'_>> {
+        let mut state = self.lock();
+        let ticket = state.next_ticket;
+        state.next_ticket += 1;
+        state.queue.push_back(ticket);
+        loop {
+            if state.active < max.max(1) && state.queue.front() == Some(&ticket) {
+                state.queue.pop_front();
+                state.active += 1;
+                drop(state);
+                // The next in line may fit too.
+                self.changed.notify_all();
+                return Some(Permit { limiter: self });
+            }
+            if cancel.is_some_and(CancelToken::is_cancelled) {
+                state.queue.retain(|t| *t != ticket);
+                drop(state);
+                self.changed.notify_all();
+                return None;
+            }
+            state = match cancel {
+                Some(_) => {
+                    self.changed
+                        .wait_timeout(state, CANCEL_CHECK)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+                None => self.changed.wait(state).unwrap_or_else(|p| p.into_inner()),
+            };
+        }
+    }
+
+    /// (running, waiting) counts.
+    pub fn counts(&self) -> (usize, usize) {
+        let state = self.lock();
+        (state.active, state.queue.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn never_more_than_max_and_none_dropped() {
+        let limiter = Arc::new(Limiter::default());
+        let running = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..16)
+            .map(|_| {
+                let (l, r, p, d) = (limiter.clone(), running.clone(), peak.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let _permit = l.acquire(3, None).unwrap();
+                    let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+                    p.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(5));
+                    r.fetch_sub(1, Ordering::SeqCst);
+                    d.fetch_add(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(done.load(Ordering::SeqCst), 16);
+        assert!(peak.load(Ordering::SeqCst) <= 3);
+        assert_eq!(limiter.counts(), (0, 0));
+    }
+
+    #[test]
+    fn cancelled_waiter_leaves_the_queue() {
+        let limiter = Limiter::default();
+        let held = limiter.acquire(1, None).unwrap();
+        let token = CancelToken::new();
+        token.cancel();
+        assert!(limiter.acquire(1, Some(&token)).is_none());
+        assert_eq!(limiter.counts(), (1, 0));
+        drop(held);
+    }
+}

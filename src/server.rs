@@ -1,0 +1,301 @@
+//! The object model: servers that own tools, mirroring the host's MCPServerBase.
+//!
+//! A [`Tool`] is a definition plus an implementation. An [`McpServer`] owns a
+//! [`ToolRegistry`] and answers the host's calls: `list_tools`, `execute`
+//! (returning the `{"result": "...", "directives": []}` envelope),
+//! `get_permission_pattern`, `skip_duplicate_check`, `configure` and
+//! `set_working_dir`. Everything returns data; nothing panics on bad input.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::cancel::CancelToken;
+use crate::error::{ErrorCode, ToolError};
+use crate::exec::OutputSink;
+
+/// A tool's definition: what `list_tools` shows a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDefinition {
+    /// The tool's name within its server (e.g. `execute`).
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema of the arguments (root type `object`).
+    pub input_schema: Value,
+    /// Any further keys of the definition file (e.g. `title`, `annotations`).
+    pub extra: Map<String, Value>,
+}
+
+impl ToolDefinition {
+    /// Parses a definition; `origin` names the file or source in errors.
+    pub fn from_json(text: &str, origin: &str) -> Result<Self, ToolError> {
+        let bad = |problem: String| {
+            ToolError::new(
+                ErrorCode::InvalidToolDefinition,
+                format!("tool definition {origin} is invalid: {problem}"),
+                "fix the file (keys: name, description, inputSchema with \"type\": \"object\") or remove it to use the built-in definition",
+            )
+        };
+        let value: Value = serde_json::from_str(text).map_err(|e| bad(format!("not JSON ({e})")))?;
+        let Value::Object(mut map) = value else {
+            return Err(bad("not a JSON object".into()));
+        };
+        let name = match map.remove("name") {
+            Some(Value::String(s)) if !s.is_empty() => s,
+            _ => return Err(bad("`name` must be a non-empty string".into())),
+        };
+        let description = match map.remove("description") {
+            Some(Value::String(s)) => s,
+            _ => return Err(bad("`description` must be a string".into())),
+        };
+        let input_schema = match map.remove("inputSchema") {
+            Some(schema @ Value::Object(_)) if schema.get("type") == Some(&Value::from("object")) => schema,
+            _ => return Err(bad("`inputSchema` must be an object with \"type\": \"object\"".into())),
+        };
+        Ok(Self {
+            name,
+            description,
+            input_schema,
+            extra: map,
+        })
+    }
+
+    /// Loads `<data_dir>/tools/<server>/<tool>.json`, or parses `builtin` when
+    /// there is no data dir or no file for this tool. A file that exists but
+    /// cannot be read or parsed is an error naming the file.
+    pub fn load(data_dir: Option<&Path>, server: &str, tool: &str, builtin: &str) -> Result<Self, ToolError> {
+        let file = data_dir.map(|d| d.join("tools").join(server).join(format!("{tool}.json")));
+        let (text, origin) = match file {
+            Some(path) if path.exists() => {
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    ToolError::new(
+                        ErrorCode::InvalidToolDefinition,
+                        format!("tool definition {} cannot be read: {e}", path.display()),
+                        "make the file readable, or remove it to use the built-in definition",
+                    )
+                })?;
+                (text, path.display().to_string())
+            }
+            _ => (builtin.to_owned(), format!("built-in {server}/{tool}")),
+        };
+        let def = Self::from_json(&text, &origin)?;
+        if def.name != tool {
+            return Err(ToolError::new(
+                ErrorCode::InvalidToolDefinition,
+                format!("tool definition {origin} is named `{}`, expected `{tool}`", def.name),
+                "set `name` to the file's tool name",
+            ));
+        }
+        Ok(def)
+    }
+
+    /// The `{"name", "description", "inputSchema"}` object of `list_tools`.
+    pub fn to_value(&self) -> Value {
+        serde_json::json!({
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+        })
+    }
+}
+
+/// What a tool call returns: the text for the model and host directives.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolResponse {
+    /// The string shown to the model (for bash tools, a JSON document).
+    pub result: String,
+    /// Host directives, objects with a `type` key; empty for bash tools.
+    pub directives: Vec<Value>,
+}
+
+impl ToolResponse {
+    /// A response with no directives.
+    pub fn new(result: impl Into<String>) -> Self {
+        Self {
+            result: result.into(),
+            directives: Vec::new(),
+        }
+    }
+
+    /// A response carrying an error document.
+    pub fn error(error: &ToolError) -> Self {
+        Self::new(error.to_json())
+    }
+
+    /// The envelope `{"result": "<string>", "directives": [...]}`.
+    pub fn to_envelope(&self) -> String {
+        serde_json::json!({"result": self.result, "directives": self.directives}).to_string()
+    }
+}
+
+/// Per-call options: cancellation and live output.
+#[derive(Default)]
+pub struct CallOptions<'a> {
+    /// Cancels the call from another thread.
+    pub cancel: Option<&'a CancelToken>,
+    /// Receives output chunks as they arrive, on the calling thread.
+    pub on_output: Option<OutputSink<'a>>,
+}
+
+/// A tool: a definition and an implementation.
+pub trait Tool: Send + Sync {
+    /// What `list_tools` shows.
+    fn definition(&self) -> &ToolDefinition;
+
+    /// Runs the tool with already-parsed arguments.
+    fn call(&self, args: &Map<String, Value>, options: CallOptions<'_>) -> ToolResponse;
+
+    /// The permission pattern for a call; `qualified_name` is what the host
+    /// passed (e.g. `bash.execute`). Default: the name itself.
+    fn permission_pattern(&self, qualified_name: &str, _args_json: &str) -> String {
+        qualified_name.to_owned()
+    }
+
+    /// Whether the host should skip its duplicate-call check. Default false.
+    fn skip_duplicate_check(&self) -> bool {
+        false
+    }
+}
+
+/// The tools of one server, in registration order.
+#[derive(Default)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool; a second tool with the same name is an error.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
+        let name = &tool.definition().name;
+        if self.get(name).is_some() {
+            return Err(ToolError::new(
+                ErrorCode::InvalidToolDefinition,
+                format!("a tool named `{name}` is already registered"),
+                "give each tool of a server a distinct name",
+            ));
+        }
+        self.tools.push(tool);
+        Ok(())
+    }
+
+    /// The tool with this local name.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.definition().name == name)
+    }
+
+    /// All tools, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.iter()
+    }
+}
+
+/// A server of tools, as a host sees it.
+///
+/// Implementors provide [`name`](McpServer::name) and
+/// [`tools`](McpServer::tools); every other method has the host's default
+/// behaviour and may be overridden.
+pub trait McpServer: Send + Sync {
+    /// The server's name (e.g. `bash`).
+    fn name(&self) -> &str;
+
+    /// The registered tools.
+    fn tools(&self) -> &ToolRegistry;
+
+    /// JSON array of `{"name", "description", "inputSchema"}` in registration order.
+    fn list_tools(&self) -> String {
+        Value::Array(self.tools().iter().map(|t| t.definition().to_value()).collect()).to_string()
+    }
+
+    /// Finds a tool by local name (`execute`) or qualified name (`bash.execute`).
+    fn find_tool(&self, tool_name: &str) -> Option<&Arc<dyn Tool>> {
+        let local = tool_name
+            .strip_prefix(self.name())
+            .and_then(|rest| rest.strip_prefix('.'))
+            .unwrap_or(tool_name);
+        self.tools().get(local)
+    }
+
+    /// Runs a tool with JSON arguments and per-call options.
+    fn call_tool(&self, tool_name: &str, args_json: &str, options: CallOptions<'_>) -> ToolResponse {
+        let Some(tool) = self.find_tool(tool_name) else {
+            let known: Vec<&str> = self.tools().iter().map(|t| t.definition().name.as_str()).collect();
+            return ToolResponse::error(&ToolError::new(
+                ErrorCode::UnknownTool,
+                format!("server `{}` has no tool named `{tool_name}`", self.name()),
+                format!("available tools: {}", known.join(", ")),
+            ));
+        };
+        match parse_args(args_json) {
+            Ok(args) => tool.call(&args, options),
+            Err(e) => ToolResponse::error(&e),
+        }
+    }
+
+    /// Runs a tool and returns the envelope `{"result": "...", "directives": [...]}`.
+    fn execute(&self, tool_name: &str, args_json: &str) -> String {
+        self.call_tool(tool_name, args_json, CallOptions::default())
+            .to_envelope()
+    }
+
+    /// The string the host matches its permission rules against.
+    fn get_permission_pattern(&self, tool_name: &str, args_json: &str) -> String {
+        match self.find_tool(tool_name) {
+            Some(tool) => tool.permission_pattern(tool_name, args_json),
+            None => tool_name.to_owned(),
+        }
+    }
+
+    /// Whether the host should skip its duplicate-call check for this tool.
+    fn skip_duplicate_check(&self, tool_name: &str) -> bool {
+        self.find_tool(tool_name).is_some_and(|t| t.skip_duplicate_check())
+    }
+
+    /// Applies a JSON configuration object; the default accepts anything.
+    fn configure(&self, _config_json: &str) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    /// Changes the default working directory; the default does nothing.
+    fn set_working_dir(&self, _path: &Path) -> Result<(), ToolError> {
+        Ok(())
+    }
+}
+
+/// Parses tool arguments: a JSON object (an empty string counts as `{}`).
+pub fn parse_args(args_json: &str) -> Result<Map<String, Value>, ToolError> {
+    if args_json.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    match serde_json::from_str::<Value>(args_json) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(ToolError::new(
+            ErrorCode::InvalidJson,
+            format!("tool arguments must be a JSON object, got {}", json_kind(&other)),
+            "send the arguments as an object, e.g. {\"command\": \"ls\"}",
+        )),
+        Err(e) => Err(ToolError::new(
+            ErrorCode::InvalidJson,
+            format!("tool arguments are not valid JSON: {e}"),
+            "send the arguments as a JSON object, e.g. {\"command\": \"ls\"}",
+        )),
+    }
+}
+
+/// A short name for a JSON value's type, for error messages.
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,279 @@
+//! Spawning a command safely from inside a multithreaded host.
+//!
+//! Uses `posix_spawn` (glibc implements it with `clone(CLONE_VFORK)`: no
+//! allocation or locking runs in the child before `exec`). Every argument is
+//! prepared before the call. The child:
+//! - leads a new process group (so one `killpg` reaches everything it starts);
+//! - has default signal dispositions and an empty signal mask, whatever the
+//!   host ignores or blocks;
+//! - holds only fds 0, 1 and 2 (`closefrom(3)`), even when the host leaks fds
+//!   without `O_CLOEXEC`;
+//! - starts in the requested working directory, set by the spawn itself.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// How the command's stdout and stderr reach us.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Streams {
+    /// Both go into one pipe, interleaved as written (the default).
+    #[default]
+    Merged,
+    /// Two pipes, captured separately.
+    Separate,
+}
+
+/// A started process group, with our ends of its pipes.
+#[derive(Debug)]
+pub(crate) struct Child {
+    pub pid: libc::pid_t,
+    /// Readable once the shell exits (None on kernels without pidfd).
+    pub pidfd: Option<OwnedFd>,
+    pub stdin: Option<OwnedFd>,
+    pub stdout: OwnedFd,
+    pub stderr: Option<OwnedFd>,
+}
+
+/// What to start.
+pub(crate) struct SpawnSpec<'a> {
+    pub program: &'a CStr,
+    pub argv: &'a [CString],
+    pub envp: &'a [CString],
+    pub cwd: &'a CStr,
+    pub stdin_pipe: bool,
+    pub streams: Streams,
+}
+
+/// A pipe whose ends are both above the stdio range and close-on-exec.
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid two-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 returned two fresh fds that we now own.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((above_stdio(r)?, above_stdio(w)?))
+}
+
+/// A host that closed its stdio can be handed fd 0..2 by `pipe2`; dup2 onto
+/// the same number would then keep close-on-exec. Move such fds up.
+fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    // SAFETY: duplicates an fd we own into a new owned fd.
+    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+pub(crate) fn set_nonblocking(fd: RawFd) {
+    // SAFETY: fcntl on an fd we own.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
+}
+
+/// Owns a `posix_spawn_file_actions_t` and destroys it on drop.
+struct FileActions(MaybeUninit<libc::posix_spawn_file_actions_t>);
+
+impl FileActions {
+    fn new() -> io::Result<Self> {
+        let mut fa = MaybeUninit::uninit();
+        // SAFETY: initializes the storage we pass.
+        check(unsafe { libc::posix_spawn_file_actions_init(fa.as_mut_ptr()) })?;
+        Ok(Self(fa))
+    }
+    fn ptr(&mut self) -> *mut libc::posix_spawn_file_actions_t {
+        self.0.as_mut_ptr()
+    }
+}
+
+impl Drop for FileActions {
+    fn drop(&mut self) {
+        // SAFETY: initialized in new().
+        unsafe { libc::posix_spawn_file_actions_destroy(self.0.as_mut_ptr()) };
+    }
+}
+
+/// Owns a `posix_spawnattr_t` and destroys it on drop.
+struct Attrs(MaybeUninit<libc::posix_spawnattr_t>);
+
+impl Attrs {
+    fn new() -> io::Result<Self> {
+        let mut at = MaybeUninit::uninit();
+        // SAFETY: initializes the storage we pass.
+        check(unsafe { libc::posix_spawnattr_init(at.as_mut_ptr()) })?;
+        Ok(Self(at))
+    }
+    fn ptr(&mut self) -> *mut libc::posix_spawnattr_t {
+        self.0.as_mut_ptr()
+    }
+}
+
+impl Drop for Attrs {
+    fn drop(&mut self) {
+        // SAFETY: initialized in new().
+        unsafe { libc::posix_spawnattr_destroy(self.0.as_mut_ptr()) };
+    }
+}
+
+static DEV_NULL: &CStr = c"/dev/null";
+
+/// Starts `spec` as the leader of a new process group.
+pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
+    let stdin = if spec.stdin_pipe { Some(pipe()?) } else { None };
+    let (out_r, out_w) = pipe()?;
+    let err = match spec.streams {
+        Streams::Separate => Some(pipe()?),
+        Streams::Merged => None,
+    };
+
+    let mut argv: Vec<*mut libc::c_char> = spec.argv.iter().map(|a| a.as_ptr().cast_mut()).collect();
+    argv.push(std::ptr::null_mut());
+    let mut envp: Vec<*mut libc::c_char> = spec.envp.iter().map(|e| e.as_ptr().cast_mut()).collect();
+    envp.push(std::ptr::null_mut());
+
+    let mut fa = FileActions::new()?;
+    let mut attr = Attrs::new()?;
+    let mut pid: libc::pid_t = 0;
+    // SAFETY: every pointer passed below is valid for the duration of the calls;
+    // the file actions and attributes are initialized and destroyed by their owners.
+    unsafe {
+        match &stdin {
+            Some((r, _)) => check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), r.as_raw_fd(), 0))?,
+            None => check(libc::posix_spawn_file_actions_addopen(
+                fa.ptr(),
+                0,
+                DEV_NULL.as_ptr(),
+                libc::O_RDONLY,
+                0,
+            ))?,
+        }
+        check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), out_w.as_raw_fd(), 1))?;
+        let err_w = err.as_ref().map_or(out_w.as_raw_fd(), |(_, w)| w.as_raw_fd());
+        check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), err_w, 2))?;
+        check(libc::posix_spawn_file_actions_addchdir_np(fa.ptr(), spec.cwd.as_ptr()))?;
+        check(libc::posix_spawn_file_actions_addclosefrom_np(fa.ptr(), 3))?;
+
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        check(libc::posix_spawnattr_setsigdefault(attr.ptr(), &all))?;
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        check(libc::posix_spawnattr_setsigmask(attr.ptr(), &none))?;
+        check(libc::posix_spawnattr_setpgroup(attr.ptr(), 0))?;
+        let flags = libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK;
+        check(libc::posix_spawnattr_setflags(attr.ptr(), flags as libc::c_short))?;
+
+        check(libc::posix_spawn(
+            &mut pid,
+            spec.program.as_ptr(),
+            fa.ptr(),
+            attr.ptr(),
+            argv.as_ptr(),
+            envp.as_ptr(),
+        ))?;
+    }
+    // The child holds the write ends now; ours must close so EOF can come.
+    drop(out_w);
+    let stdin = stdin.map(|(r, w)| {
+        drop(r);
+        set_nonblocking(w.as_raw_fd());
+        w
+    });
+    let stderr = err.map(|(r, w)| {
+        drop(w);
+        r
+    });
+    set_nonblocking(out_r.as_raw_fd());
+    grow_pipe(out_r.as_raw_fd());
+    if let Some(e) = &stderr {
+        set_nonblocking(e.as_raw_fd());
+    }
+    Ok(Child {
+        pid,
+        pidfd: pidfd_open(pid),
+        stdin,
+        stdout: out_r,
+        stderr,
+    })
+}
+
+/// A larger pipe means fewer wakeups for chatty commands (best effort).
+fn grow_pipe(fd: RawFd) {
+    // SAFETY: fcntl on an fd we own; failure leaves the default size.
+    unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20) };
+}
+
+fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
+    // SAFETY: pid is our unreaped child, so it cannot have been recycled.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Sends `signal` to the whole process group led by `pgid`.
+pub(crate) fn kill_group(pgid: libc::pid_t, signal: libc::c_int) {
+    // SAFETY: plain syscall; ESRCH (group already gone) is fine.
+    unsafe { libc::killpg(pgid, signal) };
+}
+
+/// Whether the child has exited, without reaping it (so its pid and process
+/// group id stay reserved until we kill the group).
+pub(crate) fn has_exited(pid: libc::pid_t) -> bool {
+    // SAFETY: siginfo is plain data; waitid writes it.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let rc = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        rc == 0 && info.si_pid() == pid
+    }
+}
+
+/// Reaps the child, blocking until it has exited; returns the shell-convention
+/// exit code (128+N when killed by signal N).
+pub(crate) fn reap(pid: libc::pid_t) -> i32 {
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for our own child.
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if rc == pid {
+            break;
+        }
+        if rc < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        // ECHILD: someone else reaped it (a host with SIGCHLD ignored); report unknown.
+        return -1;
+    }
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        -1
+    }
+}
+
+/// The kernel's limit for one argument string (`MAX_ARG_STRLEN` on Linux).
+pub(crate) const MAX_ARG_LEN: usize = 32 * 4096 - 1;

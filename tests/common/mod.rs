@@ -1,0 +1,142 @@
+//! Helpers shared by the integration tests: a server, JSON calls, and /proc
+//! checks that nothing a test started survived it.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bash_mcp::{BashServer, McpServer};
+use serde_json::Value;
+
+/// The variable that tags every process a test starts, so /proc can find them.
+pub const TAG_VAR: &str = "BASH_MCP_TEST_TAG";
+
+/// A tag unique to this process and call site.
+pub fn unique_tag(name: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("{name}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst))
+}
+
+pub fn server() -> BashServer {
+    BashServer::new(std::env::temp_dir(), None, 30).expect("server")
+}
+
+/// Calls `execute` with `args` and returns the parsed `result` document.
+pub fn call(server: &impl McpServer, args: Value) -> Value {
+    let envelope = server.execute("execute", &args.to_string());
+    let envelope: Value = serde_json::from_str(&envelope).expect("envelope is JSON");
+    assert_eq!(envelope["directives"], Value::Array(vec![]), "{envelope}");
+    let result = envelope["result"].as_str().expect("result is a string");
+    serde_json::from_str(result).expect("result is JSON")
+}
+
+/// Calls `execute` for `command`, tagging the command's processes with `tag`.
+pub fn call_tagged(server: &impl McpServer, command: &str, tag: &str, extra: Value) -> Value {
+    let mut args = serde_json::json!({"command": command, "env": {TAG_VAR: tag}});
+    if let Value::Object(extra) = extra {
+        for (k, v) in extra {
+            args[k] = v;
+        }
+    }
+    call(server, args)
+}
+
+/// Live (non-zombie) processes whose environment carries `tag`.
+pub fn survivors(tag: &str) -> Vec<i32> {
+    let needle = format!("{TAG_VAR}={tag}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc") {
+        let Ok(entry) = entry else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if environ.split(|b| *b == 0).any(|var| var == needle.as_bytes()) && !is_zombie(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits briefly for tagged processes to vanish (a SIGKILLed process needs a
+/// moment to be torn down), then asserts none is left.
+pub fn assert_no_survivors(tag: &str) {
+    let start = Instant::now();
+    loop {
+        let left = survivors(tag);
+        if left.is_empty() {
+            return;
+        }
+        if start.elapsed() > Duration::from_secs(2) {
+            for pid in &left {
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+            }
+            panic!("processes survived the call: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Kills tagged processes (for escapees a test expects to exist).
+pub fn kill_tagged(tag: &str) -> usize {
+    let left = survivors(tag);
+    for pid in &left {
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    left.len()
+}
+
+pub fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+/// Whether `pid` still exists at all (alive or zombie).
+pub fn pid_exists(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Zombie children of this process.
+pub fn zombie_children() -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.first() == Some(&"Z") && fields.get(1).and_then(|p| p.parse::<i32>().ok()) == Some(me) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Number of open fds of this process.
+pub fn fd_count() -> usize {
+    std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count()
+}
+
+/// Peak resident set size of this process, in KiB.
+pub fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
