@@ -35,6 +35,7 @@ pub mod config;
 mod error;
 mod exec;
 mod limiter;
+pub mod roots;
 mod server;
 mod spawn;
 

@@ -10,11 +10,17 @@ use serde_json::json;
 #[test]
 fn fd_exhaustion_is_a_spawn_failed_error_and_recoverable() {
     let s = server();
-    let mut old = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut old) };
     // Hold every fd up to a low limit so the next pipe cannot be made.
     let limit = fd_count() as u64 + 8;
-    let lowered = libc::rlimit { rlim_cur: limit, rlim_max: old.rlim_max };
+    let lowered = libc::rlimit {
+        rlim_cur: limit,
+        rlim_max: old.rlim_max,
+    };
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lowered) }, 0);
     let mut hogs = Vec::new();
     while let Ok(f) = std::fs::File::open("/dev/null") {
