@@ -34,6 +34,7 @@ mod capture;
 pub mod config;
 mod error;
 mod exec;
+pub mod ffi;
 mod limiter;
 mod server;
 mod spawn;
