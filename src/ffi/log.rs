@@ -271,7 +271,7 @@ impl Subscriber for Forward {
             }
             Some(_) => {}
             None if level as u8 <= FALLBACK.load(Ordering::SeqCst) => {
-                eprintln!("bash-mcp {level:?} {}: {}", metadata.target(), text.0);
+                eprintln!("bash-mcp: {} {}: {}", metadata.level(), metadata.target(), text.0);
             }
             None => {}
         }
