@@ -189,14 +189,17 @@ pub unsafe extern "C" fn entropic_mcp_server_set_working_dir(
     server: entropic_mcp_server_t,
     path: *const c_char,
 ) -> c_int {
-    // SAFETY: forwarded contract; the handle is a bash_mcp_server.
-    let code = unsafe { crate::ffi::server::bash_mcp_server_set_working_dir(server.cast(), path) };
-    if code != bash_mcp_result::Ok {
-        tracing::warn!(
-            "set_working_dir refused: {}",
-            crate::ffi::result::last_error().unwrap_or_default()
-        );
-    }
+    let code = panic::guard_code(|| {
+        // SAFETY: forwarded contract; the handle is a bash_mcp_server.
+        let code = unsafe { crate::ffi::server::bash_mcp_server_set_working_dir(server.cast(), path) };
+        if code != bash_mcp_result::Ok {
+            tracing::warn!(
+                "set_working_dir refused: {}",
+                crate::ffi::result::last_error().unwrap_or_default()
+            );
+        }
+        code
+    });
     code as c_int
 }
 
