@@ -7,9 +7,7 @@
 mod cbuild;
 mod common;
 
-use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use cbuild::*;
@@ -17,26 +15,18 @@ use common::{TAG_VAR, assert_no_survivors, unique_tag};
 
 const BUILD_LOADER: &str = "cc -std=c11 -Wall -Wextra -Werror -I include tests/c/plugin_loader.c -ldl -o {OUT}";
 
-/// The loader, compiled once per test run.
-fn loader() -> &'static Path {
-    static LOADER: OnceLock<(Scratch, std::path::PathBuf)> = OnceLock::new();
-    let (_, path) = LOADER.get_or_init(|| {
-        let scratch = Scratch::new("plugin-loader");
-        let path = scratch.path("plugin_loader");
-        compile(BUILD_LOADER, &path);
-        (scratch, path)
-    });
-    path
-}
-
 /// Runs the loader with `env`, expecting `name` and a default time limit of
 /// `timeout` seconds; returns its output after checking nothing survived.
 fn load(env: &[(&str, &str)], name: &str, timeout: u32) -> Output {
-    let project = Scratch::new(&format!("plugin-project-{name}-{timeout}"));
+    let scratch = Scratch::new("plugin");
+    let loader = scratch.path("plugin_loader");
+    compile(BUILD_LOADER, &loader);
+    let project = scratch.path("project");
+    std::fs::create_dir(&project).unwrap();
     let tag = unique_tag("plugin");
-    let mut cmd = Command::new(loader());
+    let mut cmd = Command::new(&loader);
     cmd.arg(&library().shared)
-        .arg(&project.0)
+        .arg(&project)
         .arg(name)
         .arg(timeout.to_string())
         .env_remove("BASH_MCP_PLUGIN_NAME")
