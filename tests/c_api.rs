@@ -1,5 +1,5 @@
 //! The C API from C and C++: the examples and the rules program are compiled
-//! with `-Wall -Wextra -Werror` using the commands in docs/c-api.md, run, and
+//! with `-Wall -Wextra -Werror` using the commands in the README's "Using from C and C++", run, and
 //! their output checked; one run goes under valgrind. Every command they start
 //! is tagged and must be gone when they exit.
 
@@ -12,7 +12,7 @@ use std::time::Duration;
 use cbuild::*;
 use common::{TAG_VAR, assert_no_survivors, unique_tag};
 
-/// The documented commands (docs/c-api.md), with `{LIB}`/`{RPATH}` for the
+/// The documented commands (the README's "Using from C and C++"), with `{LIB}`/`{RPATH}` for the
 /// library directory and `{OUT}` for the program.
 const BUILD_C: &str =
     "cc -std=c11 -Wall -Wextra -Werror -I include examples/c/basic.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
@@ -24,7 +24,7 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 #[test]
 fn docs_show_the_tested_commands() {
-    let docs = std::fs::read_to_string(crate_dir().join("docs/c-api.md")).expect("docs/c-api.md");
+    let docs = std::fs::read_to_string(crate_dir().join("README.md")).expect("README.md");
     for (template, out) in [
         (BUILD_C, "basic"),
         (BUILD_C_STATIC, "basic-static"),
@@ -33,7 +33,7 @@ fn docs_show_the_tested_commands() {
         let shown = fill(template, "target/release", "\"$PWD/target/release\"", out);
         assert!(
             docs.contains(&shown),
-            "docs/c-api.md must show the tested command:\n{shown}"
+            "README.md must show the tested command:\n{shown}"
         );
     }
 }

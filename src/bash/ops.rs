@@ -3,7 +3,7 @@
 //! Registered on every `BashServer`, shown only when the `tools`
 //! configuration switches them on.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! `include/bash_mcp.h` and from there into the Doxygen reference
 //! (`cargo run --example gen_header` regenerates the header). The conventions
 //! every function follows are stated once in `doxygen/mainpage.md` and
-//! `docs/c-api.md`:
+//! `the README's "Using from C and C++"`:
 //!
 //! - every pointer argument is NULL-checked; input strings must be UTF-8;
 //! - out-parameters are written only on success;
