@@ -34,8 +34,10 @@ mod capture;
 pub mod config;
 mod error;
 mod exec;
+mod jobs;
 mod limiter;
 mod server;
+pub mod session;
 mod spawn;
 
 pub use bash::{

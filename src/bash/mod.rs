@@ -17,8 +17,11 @@ pub use request::{EXECUTE_ARGUMENTS, ExecRequest};
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::{self, Ending, RunLimits};
+use crate::jobs::{JOB_TOOLS, JobManager, JobTool, Runner};
 use crate::limiter::Limiter;
 use crate::server::{CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse};
+use crate::session::SessionManager;
+use crate::session::tools::{LazyManager, SESSION_TOOLS, SessionTool};
 use crate::spawn::{MAX_ARG_LEN, SpawnSpec, Streams};
 
 /// The built-in definition of the `execute` tool (used when the data dir has none).
@@ -50,7 +53,11 @@ pub const DEFAULT_SERVER_NAME: &str = "bash";
 /// ```
 pub struct BashServer {
     shared: Arc<Shared>,
+    /// `execute` and the job tools.
     tools: ToolRegistry,
+    /// The same plus the session tools, shown while sessions are enabled.
+    tools_with_sessions: ToolRegistry,
+    sessions: Arc<LazyManager>,
 }
 
 struct Shared {
@@ -113,13 +120,69 @@ impl BashServer {
             working_dir: RwLock::new(working_dir),
             limiter: Limiter::default(),
         });
+        let runner_shared = shared.clone();
+        let runner: Runner = Arc::new(move |request, options| runner_shared.run(request, options));
+        let limits_shared = shared.clone();
+        let jobs = Arc::new(JobManager::new(
+            runner,
+            Box::new(move || {
+                let config = limits_shared.config.read().unwrap_or_else(PoisonError::into_inner);
+                (config.jobs_max_finished, config.output_limit_bytes)
+            }),
+        ));
+        let source_shared = shared.clone();
+        let sessions = Arc::new(LazyManager::new(Arc::new(move || {
+            let config = source_shared
+                .config
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            let dir = source_shared
+                .working_dir
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            (config, dir)
+        })));
+
         let definition = ToolDefinition::load(data_dir, name, "execute", EXECUTE_DEFINITION)?;
-        let mut tools = ToolRegistry::new();
-        tools.register(Arc::new(ExecuteTool {
+        let execute: Arc<dyn Tool> = Arc::new(ExecuteTool {
             definition,
             shared: shared.clone(),
-        }))?;
-        Ok(Self { shared, tools })
+            jobs: jobs.clone(),
+        });
+        let mut tools = ToolRegistry::new();
+        let mut tools_with_sessions = ToolRegistry::new();
+        tools.register(execute.clone())?;
+        tools_with_sessions.register(execute)?;
+        for (tool, builtin) in JOB_TOOLS {
+            let job_tool: Arc<dyn Tool> = Arc::new(JobTool::new(
+                ToolDefinition::load(data_dir, name, tool, builtin)?,
+                jobs.clone(),
+            ));
+            tools.register(job_tool.clone())?;
+            tools_with_sessions.register(job_tool)?;
+        }
+        for (tool, builtin) in SESSION_TOOLS {
+            tools_with_sessions.register(Arc::new(SessionTool::new(
+                ToolDefinition::load(data_dir, name, tool, builtin)?,
+                sessions.clone(),
+            )))?;
+        }
+        // An invalid BASH_MCP_HISTORY is a configuration error at start-up.
+        crate::session::HistoryMode::from_env()?;
+        Ok(Self {
+            shared,
+            tools,
+            tools_with_sessions,
+            sessions,
+        })
+    }
+
+    /// The session manager (created on first use); an error while sessions
+    /// are disabled in the configuration.
+    pub fn sessions(&self) -> Result<&SessionManager, ToolError> {
+        self.sessions.get()
     }
 
     /// The default working directory.
@@ -189,12 +252,17 @@ impl McpServer for BashServer {
     }
 
     fn tools(&self) -> &ToolRegistry {
-        &self.tools
+        if self.config().sessions.enabled {
+            &self.tools_with_sessions
+        } else {
+            &self.tools
+        }
     }
 
     fn configure(&self, config_json: &str) -> Result<(), ToolError> {
         let mut slot = self.shared.config.write().unwrap_or_else(PoisonError::into_inner);
         let next = slot.apply_json(config_json)?;
+        crate::session::HistoryMode::from_env()?;
         *slot = Arc::new(next);
         Ok(())
     }
@@ -302,6 +370,7 @@ fn empty_output(streams: Streams) -> Output {
 struct ExecuteTool {
     definition: ToolDefinition,
     shared: Arc<Shared>,
+    jobs: Arc<JobManager>,
 }
 
 impl Tool for ExecuteTool {
@@ -310,7 +379,16 @@ impl Tool for ExecuteTool {
     }
 
     fn call(&self, args: &Map<String, Value>, options: CallOptions<'_>) -> ToolResponse {
-        let result = ExecRequest::from_args(args).and_then(|request| self.shared.run(&request, options));
+        let request = ExecRequest::from_args(args);
+        if let Ok(request) = &request
+            && request_is_background(args)
+        {
+            return match validate_command(&request.command).and_then(|()| self.jobs.start(request.clone())) {
+                Ok(id) => ToolResponse::new(serde_json::json!({"job_id": id, "status": "running"}).to_string()),
+                Err(error) => ToolResponse::error(&error),
+            };
+        }
+        let result = request.and_then(|request| self.shared.run(&request, options));
         match result {
             Ok(outcome) => ToolResponse::new(outcome.to_json()),
             Err(error) => {
@@ -321,7 +399,12 @@ impl Tool for ExecuteTool {
     }
 }
 
-fn validate_command(command: &str) -> Result<(), ToolError> {
+/// Whether the `execute` arguments ask for a background job (`background: true`).
+fn request_is_background(args: &Map<String, Value>) -> bool {
+    args.get("background").and_then(Value::as_bool) == Some(true)
+}
+
+pub(crate) fn validate_command(command: &str) -> Result<(), ToolError> {
     if command.trim().is_empty() {
         return Err(ToolError::new(
             ErrorCode::EmptyCommand,
@@ -351,7 +434,7 @@ fn validate_command(command: &str) -> Result<(), ToolError> {
 
 /// Checks that `dir` (relative to `base` when given) is an existing directory
 /// and returns it as an absolute path.
-fn validate_dir(dir: &Path, base: Option<&Path>) -> Result<PathBuf, ToolError> {
+pub(crate) fn validate_dir(dir: &Path, base: Option<&Path>) -> Result<PathBuf, ToolError> {
     let joined = match base {
         Some(base) if dir.is_relative() => base.join(dir),
         _ => dir.to_path_buf(),
