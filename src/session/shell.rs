@@ -222,13 +222,13 @@ pub(crate) fn command_file(kind: ShellKind, command: &str) -> String {
 /// The line typed into the shell to run the command file. It starts with a
 /// space (so `ignorespace`/`hist_ignore_space` keep it out of history), and
 /// the command runs inside an `&&`/`||` list so a failure under `set -e`
-/// cannot end the shell (bash, zsh). `__bm_rc` starts at 2 so a command the
-/// shell cannot parse (which abandons the rest of the line) reports 2.
+/// cannot end the shell (bash, zsh). `__bm_rc` starts empty so a line the
+/// shell abandons (a parse error, or SIGINT) reports the shell's own `$?`.
 pub(crate) fn command_line(kind: ShellKind, keep_history: bool) -> String {
     let keep = if keep_history { "__bm_keep; " } else { "" };
     match kind {
-        ShellKind::Bash | ShellKind::Zsh => format!(" {keep}__bm_rc=2; . \"$__bm_d/c\" && __bm_rc=0 || __bm_rc=$?\n"),
-        ShellKind::Sh => " __bm_c; __bm_rc=2; . \"$__bm_d/c\" && __bm_rc=0 || __bm_rc=$?\n".to_owned(),
+        ShellKind::Bash | ShellKind::Zsh => format!(" {keep}__bm_rc=; . \"$__bm_d/c\" && __bm_rc=0 || __bm_rc=$?\n"),
+        ShellKind::Sh => " __bm_c; __bm_rc=; . \"$__bm_d/c\" && __bm_rc=0 || __bm_rc=$?\n".to_owned(),
         ShellKind::Fish => " source $__bm_d/c\n".to_owned(),
     }
 }
