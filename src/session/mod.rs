@@ -303,6 +303,8 @@ struct Session {
     reader: Mutex<Option<JoinHandle<()>>>,
     /// Set by the reader from before a read until its bytes are applied.
     in_flight: std::sync::atomic::AtomicBool,
+    /// The file the typed line sources, kept open and rewritten per command.
+    cmd_file: std::fs::File,
 }
 
 impl Session {
@@ -545,7 +547,7 @@ impl SessionManager {
 
         let id = pty::random_hex().map_err(|e| internal(format!("getrandom failed: {e}")))?;
         let nonce = pty::random_hex().map_err(|e| internal(format!("getrandom failed: {e}")))?;
-        let dir = std::env::temp_dir().join(format!("bash-mcp-session-{}", &id[..16]));
+        let dir = private_base().join(format!("bash-mcp-session-{}", &id[..16]));
         std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|e| {
             spawn_failed(format!(
                 "could not create the session's private directory {}: {e}",
@@ -566,6 +568,14 @@ impl SessionManager {
         for (path, text) in &launch.files {
             write_private(path, text)?;
         }
+        let cmd_file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(dir.join("c"))
+            .map_err(|e| spawn_failed(format!("could not create the session's command file: {e}")))?;
         let mut env_pairs: Vec<(String, String)> = options.env.clone();
         env_pairs.retain(|(n, _)| !launch.env_remove.contains(&n.as_str()));
         env_pairs.extend(launch.env_set.iter().cloned());
@@ -638,6 +648,7 @@ impl SessionManager {
             stop: unsafe { OwnedFd::from_raw_fd(stop) },
             reader: Mutex::new(None),
             in_flight: std::sync::atomic::AtomicBool::new(false),
+            cmd_file,
         });
         let reader_session = session.clone();
         let handle = std::thread::Builder::new()
@@ -717,7 +728,15 @@ impl SessionManager {
                 _ => {}
             }
         }
-        write_private(&session.dir.join("c"), &shell::command_file(session.kind, command))?;
+        {
+            use std::os::unix::fs::FileExt;
+            let text = shell::command_file(session.kind, command);
+            session
+                .cmd_file
+                .set_len(0)
+                .and_then(|()| session.cmd_file.write_all_at(text.as_bytes(), 0))
+                .map_err(|e| internal(format!("could not write the session's command file: {e}")))?;
+        }
         let keep = mode == HistoryMode::Keep;
         if keep {
             match session.kind {
@@ -1226,7 +1245,6 @@ fn key_bytes(name: &str) -> Option<Vec<u8>> {
 
 fn write_private(path: &Path, text: &str) -> Result<(), ToolError> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -1256,7 +1274,20 @@ fn append_fish_history(target: Option<&Path>, command: &str) -> Result<(), ToolE
         .map_err(|e| internal(format!("could not append to fish history {}: {e}", path.display())))
 }
 
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+
+/// Where private session directories go: /dev/shm (memory, so command text
+/// never reaches a disk) when usable, else the temp dir.
+fn private_base() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let usable = std::fs::metadata(shm).is_ok_and(|m| m.is_dir())
+        && CString::new("/dev/shm").is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0);
+    if usable {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
 
 /// Removes a directory on drop unless forgotten.
 struct DirGuard(PathBuf);
