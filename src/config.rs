@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::audit::AuditSettings;
 use crate::error::{ErrorCode, ToolError};
+use crate::session::{HistoryMode, SessionConfig};
 
 /// Default output limit: 32 KiB (head 16 KiB + tail 16 KiB).
 ///
@@ -115,10 +116,17 @@ pub struct Config {
     pub audit: Option<AuditSettings>,
     /// Optional tools switched on (names from [`OPTIONAL_TOOLS`]).
     pub tools: BTreeSet<String>,
+    /// Persistent shell sessions (`sessions` key).
+    pub sessions: SessionConfig,
+    /// Finished background jobs kept for retrieval (`jobs.max_finished`).
+    pub jobs_max_finished: usize,
 }
 
 /// Tools a server registers but shows only when configuration turns them on.
 pub const OPTIONAL_TOOLS: &[&str] = &["audit_read", "status", "check_env", "which", "list_binaries"];
+
+/// Default number of finished background jobs kept until read.
+pub const DEFAULT_JOBS_MAX_FINISHED: usize = 32;
 
 impl Config {
     /// The defaults, with the given default time limit.
@@ -137,6 +145,8 @@ impl Config {
             project_config: false,
             audit: None,
             tools: BTreeSet::new(),
+            sessions: SessionConfig::default(),
+            jobs_max_finished: DEFAULT_JOBS_MAX_FINISHED,
         }
     }
 
@@ -251,6 +261,8 @@ impl Config {
                         .as_bool()
                         .ok_or_else(|| config_error("`project_config` must be true or false", "use a JSON boolean"))?
                 }
+                "sessions" => next.sessions = session_config(&next.sessions, value)?,
+                "jobs" => next.jobs_max_finished = jobs_config(value)?,
                 other => {
                     return Err(config_error(
                         format!("unknown configuration key `{other}`"),
@@ -335,7 +347,86 @@ pub const CONFIG_KEYS: &[&str] = &[
     "project_config",
     "audit",
     "tools",
+    "sessions",
+    "jobs",
 ];
+
+/// Keys of the `sessions` object.
+pub const SESSION_CONFIG_KEYS: &[&str] = &[
+    "enabled",
+    "max_sessions",
+    "idle_ttl_seconds",
+    "output_limit_bytes",
+    "read_rc_files",
+    "history",
+];
+
+fn session_config(current: &SessionConfig, value: &Value) -> Result<SessionConfig, ToolError> {
+    let hint = format!("`sessions` is an object with keys {}", SESSION_CONFIG_KEYS.join(", "));
+    let Value::Object(map) = value else {
+        return Err(config_error(format!("`sessions` must be an object, got {value}"), hint));
+    };
+    let mut next = current.clone();
+    for (key, value) in map {
+        let bool_of = |v: &Value| {
+            v.as_bool().ok_or_else(|| {
+                config_error(
+                    format!("`sessions.{key}` must be true or false, got {v}"),
+                    "use a JSON boolean",
+                )
+            })
+        };
+        match key.as_str() {
+            "enabled" => next.enabled = bool_of(value)?,
+            "read_rc_files" => next.read_rc_files = bool_of(value)?,
+            "max_sessions" => next.max_sessions = bounded_int("sessions.max_sessions", value, 1, 256)? as usize,
+            "idle_ttl_seconds" => {
+                next.idle_ttl = match value {
+                    Value::Null => None,
+                    v => Some(positive_seconds("sessions.idle_ttl_seconds", v)?),
+                }
+            }
+            "output_limit_bytes" => {
+                next.output_limit_bytes = bounded_int(
+                    "sessions.output_limit_bytes",
+                    value,
+                    MIN_OUTPUT_LIMIT_BYTES as u64,
+                    MAX_OUTPUT_LIMIT_BYTES as u64,
+                )? as usize
+            }
+            "history" => {
+                next.history = value.as_str().and_then(HistoryMode::parse).ok_or_else(|| {
+                    config_error(
+                        format!("`sessions.history` must be \"suppress\" or \"keep\", got {value}"),
+                        "use \"suppress\" (the default) or \"keep\"",
+                    )
+                })?
+            }
+            other => {
+                return Err(config_error(
+                    format!("unknown configuration key `sessions.{other}`"),
+                    hint,
+                ));
+            }
+        }
+    }
+    Ok(next)
+}
+
+fn jobs_config(value: &Value) -> Result<usize, ToolError> {
+    let hint = "use {\"jobs\": {\"max_finished\": 32}}";
+    let Value::Object(map) = value else {
+        return Err(config_error(format!("`jobs` must be an object, got {value}"), hint));
+    };
+    let mut max = DEFAULT_JOBS_MAX_FINISHED;
+    for (key, value) in map {
+        match key.as_str() {
+            "max_finished" => max = bounded_int("jobs.max_finished", value, 1, 10_000)? as usize,
+            other => return Err(config_error(format!("unknown configuration key `jobs.{other}`"), hint)),
+        }
+    }
+    Ok(max)
+}
 
 /// True when `name` is a valid environment variable name for a command.
 pub fn is_valid_env_name(name: &str) -> bool {
@@ -569,6 +660,12 @@ mod tests {
             (r#"{"shell": "/nonexistent/sh"}"#, "shell"),
             (r#"{"env": {"inherit": 3}}"#, "env.inherit"),
             (r#"{"env": {"set": {"A": 1}}}"#, "env.set.A"),
+            (r#"{"sessions": {"max_sessions": 0}}"#, "sessions.max_sessions"),
+            (r#"{"sessions": {"history": "maybe"}}"#, "sessions.history"),
+            (r#"{"sessions": {"enabled": "yes"}}"#, "sessions.enabled"),
+            (r#"{"sessions": {"idle_ttl_seconds": -1}}"#, "sessions.idle_ttl_seconds"),
+            (r#"{"sessions": {"bogus": 1}}"#, "sessions.bogus"),
+            (r#"{"jobs": {"max_finished": 0}}"#, "jobs.max_finished"),
         ] {
             let err = base().apply_json(json).unwrap_err();
             assert!(err.message.contains(key), "{json}: {err}");

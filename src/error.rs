@@ -52,6 +52,24 @@ pub enum ErrorCode {
     InvalidConfig,
     /// A tool definition file could not be read or was invalid.
     InvalidToolDefinition,
+    /// No session has this id (closed, evicted, or never started).
+    SessionNotFound,
+    /// Starting one more session would exceed `sessions.max_sessions`.
+    TooManySessions,
+    /// A command is still running in the session.
+    SessionBusy,
+    /// The session's shell has exited.
+    SessionExited,
+    /// The requested shell is not installed.
+    ShellNotFound,
+    /// The call's environment conflicts with history suppression.
+    HistoryConflict,
+    /// The shell cannot keep history as asked.
+    HistoryUnsupported,
+    /// Session tools are turned off in the configuration.
+    SessionsDisabled,
+    /// No background job has this id (finished and already read, evicted, or never started).
+    JobNotFound,
     /// An unexpected internal failure (a bug); the message says where.
     Internal,
 }
@@ -78,6 +96,15 @@ impl ErrorCode {
             Self::Cancelled => "cancelled",
             Self::InvalidConfig => "invalid_config",
             Self::InvalidToolDefinition => "invalid_tool_definition",
+            Self::SessionNotFound => "session_not_found",
+            Self::TooManySessions => "too_many_sessions",
+            Self::SessionBusy => "session_busy",
+            Self::SessionExited => "session_exited",
+            Self::ShellNotFound => "shell_not_found",
+            Self::HistoryConflict => "history_conflict",
+            Self::HistoryUnsupported => "history_unsupported",
+            Self::SessionsDisabled => "sessions_disabled",
+            Self::JobNotFound => "job_not_found",
             Self::Internal => "internal",
         }
     }

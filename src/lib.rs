@@ -36,9 +36,11 @@ pub mod config;
 mod error;
 mod exec;
 pub mod ffi;
+mod jobs;
 mod limiter;
 pub mod roots;
 mod server;
+pub mod session;
 mod spawn;
 
 pub use bash::{

@@ -86,7 +86,7 @@ pub(crate) fn existing_dir(dir: &Path, base: Option<&Path>) -> Result<PathBuf, T
 }
 
 /// Resolves `dir` (symlinks and `..`), for comparing against roots.
-pub(crate) fn resolve(dir: &Path) -> Result<PathBuf, ToolError> {
+fn resolve(dir: &Path) -> Result<PathBuf, ToolError> {
     std::fs::canonicalize(dir).map_err(|e| {
         ToolError::new(
             ErrorCode::WorkingDirNotFound,
@@ -96,8 +96,45 @@ pub(crate) fn resolve(dir: &Path) -> Result<PathBuf, ToolError> {
     })
 }
 
+/// The process-wide cache of per-project files.
+static PROJECT_FILES: LazyLock<ProjectFiles> = LazyLock::new(ProjectFiles::default);
+
+/// Problems found in per-project files so far (ignored, fail-soft).
+pub fn project_file_warnings() -> Vec<String> {
+    PROJECT_FILES.warnings()
+}
+
+/// An existing directory that the roots in force allow (`allowed_roots`,
+/// combined with the nearest `.bash-mcp.toml` when `project_config`). When
+/// roots apply, the resolved path is returned, so a symlink swapped after the
+/// check changes nothing.
+pub(crate) fn confined_dir(
+    dir: &Path,
+    base: Option<&Path>,
+    allowed_roots: Option<&[PathBuf]>,
+    project_config: bool,
+) -> Result<PathBuf, ToolError> {
+    let absolute = existing_dir(dir, base)?;
+    if allowed_roots.is_none() && !project_config {
+        return Ok(absolute);
+    }
+    let resolved = resolve(&absolute)?;
+    let in_force = if project_config {
+        PROJECT_FILES.effective_roots(&resolved, allowed_roots)
+    } else {
+        allowed_roots.map(<[PathBuf]>::to_vec)
+    };
+    match in_force {
+        Some(roots) => {
+            confine(&absolute, &resolved, &roots)?;
+            Ok(resolved)
+        }
+        None => Ok(absolute),
+    }
+}
+
 /// Requires the resolved directory to lie inside one of `roots`.
-pub(crate) fn confine(absolute: &Path, resolved: &Path, roots: &[PathBuf]) -> Result<(), ToolError> {
+fn confine(absolute: &Path, resolved: &Path, roots: &[PathBuf]) -> Result<(), ToolError> {
     if roots.iter().any(|root| resolved.starts_with(root)) {
         return Ok(());
     }
@@ -159,14 +196,14 @@ struct Cached {
 
 /// Finds, parses and caches per-project files; remembers their warnings.
 #[derive(Debug, Default)]
-pub(crate) struct ProjectFiles {
+struct ProjectFiles {
     cache: Mutex<HashMap<PathBuf, Cached>>,
 }
 
 impl ProjectFiles {
     /// The roots in force for `dir` (already resolved): the operator's
     /// `global` roots combined with the nearest project file, if any.
-    pub fn effective_roots(&self, dir: &Path, global: Option<&[PathBuf]>) -> Option<Vec<PathBuf>> {
+    fn effective_roots(&self, dir: &Path, global: Option<&[PathBuf]>) -> Option<Vec<PathBuf>> {
         let Some((file, project)) = self.nearest(dir) else {
             return global.map(<[PathBuf]>::to_vec);
         };
@@ -182,7 +219,7 @@ impl ProjectFiles {
     }
 
     /// Problems found in project files, for `status`.
-    pub fn warnings(&self) -> Vec<String> {
+    fn warnings(&self) -> Vec<String> {
         let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         let mut out: Vec<String> = cache
             .iter()

@@ -21,9 +21,12 @@ use crate::audit::AuditLog;
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::{self, Ending, RunLimits};
+use crate::jobs::{JOB_TOOLS, JobManager, JobTool, Runner};
 use crate::limiter::Limiter;
-use crate::roots::{self, ProjectFiles};
+use crate::roots;
 use crate::server::{CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse};
+use crate::session::SessionManager;
+use crate::session::tools::{LazyManager, SESSION_TOOLS, SessionTool};
 use crate::spawn::{MAX_ARG_LEN, SpawnSpec, Streams};
 
 /// The built-in definition of the `execute` tool (used when the data dir has none).
@@ -55,7 +58,11 @@ pub const DEFAULT_SERVER_NAME: &str = "bash";
 /// ```
 pub struct BashServer {
     shared: Arc<Shared>,
+    /// `execute` and the job tools.
     tools: ToolRegistry,
+    /// The same plus the session tools, shown while sessions are enabled.
+    tools_with_sessions: ToolRegistry,
+    sessions: Arc<LazyManager>,
 }
 
 struct Shared {
@@ -63,7 +70,6 @@ struct Shared {
     config: RwLock<Arc<Config>>,
     working_dir: RwLock<PathBuf>,
     limiter: Limiter,
-    project_files: ProjectFiles,
     audit: RwLock<Option<Arc<AuditLog>>>,
     started: Instant,
     counters: Counters,
@@ -138,26 +144,83 @@ impl BashServer {
             config: RwLock::new(Arc::new(config)),
             working_dir: RwLock::new(working_dir),
             limiter: Limiter::default(),
-            project_files: ProjectFiles::default(),
             audit: RwLock::new(audit),
             started: Instant::now(),
             counters: Counters::default(),
         });
+        let runner_shared = shared.clone();
+        let runner: Runner = Arc::new(move |request, options| runner_shared.run(request, options));
+        let limits_shared = shared.clone();
+        let jobs = Arc::new(JobManager::new(
+            runner,
+            Box::new(move || {
+                let config = limits_shared.config.read().unwrap_or_else(PoisonError::into_inner);
+                (config.jobs_max_finished, config.output_limit_bytes)
+            }),
+        ));
+        let source_shared = shared.clone();
+        let sessions = Arc::new(LazyManager::new(Arc::new(move || {
+            let config = source_shared
+                .config
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            let dir = source_shared
+                .working_dir
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            (config, dir)
+        })));
+
         let definition = ToolDefinition::load(data_dir, name, "execute", EXECUTE_DEFINITION)?;
-        let mut tools = ToolRegistry::new();
-        tools.register(Arc::new(ExecuteTool {
+        let execute: Arc<dyn Tool> = Arc::new(ExecuteTool {
             definition,
             shared: shared.clone(),
-        }))?;
+            jobs: jobs.clone(),
+        });
+        let mut tools = ToolRegistry::new();
+        let mut tools_with_sessions = ToolRegistry::new();
+        tools.register(execute.clone())?;
+        tools_with_sessions.register(execute)?;
+        for (tool, builtin) in JOB_TOOLS {
+            let job_tool: Arc<dyn Tool> = Arc::new(JobTool::new(
+                ToolDefinition::load(data_dir, name, tool, builtin)?,
+                jobs.clone(),
+            ));
+            tools.register(job_tool.clone())?;
+            tools_with_sessions.register(job_tool)?;
+        }
         for (tool, builtin) in ops::DEFINITIONS {
             let kind = ops::Kind::from_name(tool).expect("every built-in ops tool has a kind");
-            tools.register(Arc::new(ops::OpsTool {
+            let ops_tool: Arc<dyn Tool> = Arc::new(ops::OpsTool {
                 definition: ToolDefinition::load(data_dir, name, tool, builtin)?,
                 kind,
                 shared: shared.clone(),
-            }))?;
+            });
+            tools.register(ops_tool.clone())?;
+            tools_with_sessions.register(ops_tool)?;
         }
-        Ok(Self { shared, tools })
+        for (tool, builtin) in SESSION_TOOLS {
+            tools_with_sessions.register(Arc::new(SessionTool::new(
+                ToolDefinition::load(data_dir, name, tool, builtin)?,
+                sessions.clone(),
+            )))?;
+        }
+        // An invalid BASH_MCP_HISTORY is a configuration error at start-up.
+        crate::session::HistoryMode::from_env()?;
+        Ok(Self {
+            shared,
+            tools,
+            tools_with_sessions,
+            sessions,
+        })
+    }
+
+    /// The session manager (created on first use); an error while sessions
+    /// are disabled in the configuration.
+    pub fn sessions(&self) -> Result<&SessionManager, ToolError> {
+        self.sessions.get()
     }
 
     /// The default working directory.
@@ -231,7 +294,7 @@ impl BashServer {
 
     /// Problems found in per-project `.bash-mcp.toml` files (ignored, fail-soft).
     pub fn project_file_warnings(&self) -> Vec<String> {
-        self.shared.project_files.warnings()
+        roots::project_file_warnings()
     }
 
     /// (running, waiting) command counts.
@@ -278,12 +341,17 @@ impl McpServer for BashServer {
     }
 
     fn tools(&self) -> &ToolRegistry {
-        &self.tools
+        if self.config().sessions.enabled {
+            &self.tools_with_sessions
+        } else {
+            &self.tools
+        }
     }
 
     fn configure(&self, config_json: &str) -> Result<(), ToolError> {
         let mut slot = self.shared.config.write().unwrap_or_else(PoisonError::into_inner);
         let next = slot.apply_json(config_json)?;
+        crate::session::HistoryMode::from_env()?;
         // Open a new audit log before anything changes, so a bad path fails
         // the whole configure and leaves the previous state in force.
         if next.audit != slot.audit {
@@ -353,27 +421,8 @@ impl Shared {
         self.audit.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// An existing directory that the roots in force allow; resolved when
-    /// roots apply, so a symlink swapped after the check changes nothing.
     fn confined_dir(&self, dir: &Path, base: Option<&Path>, config: &Config) -> Result<PathBuf, ToolError> {
-        let absolute = roots::existing_dir(dir, base)?;
-        if config.allowed_roots.is_none() && !config.project_config {
-            return Ok(absolute);
-        }
-        let resolved = roots::resolve(&absolute)?;
-        let in_force = if config.project_config {
-            self.project_files
-                .effective_roots(&resolved, config.allowed_roots.as_deref())
-        } else {
-            config.allowed_roots.clone()
-        };
-        match in_force {
-            Some(roots) => {
-                roots::confine(&absolute, &resolved, &roots)?;
-                Ok(resolved)
-            }
-            None => Ok(absolute),
-        }
+        roots::confined_dir(dir, base, config.allowed_roots.as_deref(), config.project_config)
     }
 
     fn run(&self, request: &ExecRequest, options: CallOptions<'_>) -> Result<ExecOutcome, ToolError> {
@@ -471,6 +520,7 @@ fn empty_output(streams: Streams) -> Output {
 struct ExecuteTool {
     definition: ToolDefinition,
     shared: Arc<Shared>,
+    jobs: Arc<JobManager>,
 }
 
 impl Tool for ExecuteTool {
@@ -479,7 +529,16 @@ impl Tool for ExecuteTool {
     }
 
     fn call(&self, args: &Map<String, Value>, options: CallOptions<'_>) -> ToolResponse {
-        let result = ExecRequest::from_args(args).and_then(|request| self.shared.run(&request, options));
+        let request = ExecRequest::from_args(args);
+        if let Ok(request) = &request
+            && request_is_background(args)
+        {
+            return match validate_command(&request.command).and_then(|()| self.jobs.start(request.clone())) {
+                Ok(id) => ToolResponse::new(serde_json::json!({"job_id": id, "status": "running"}).to_string()),
+                Err(error) => ToolResponse::error(&error),
+            };
+        }
+        let result = request.and_then(|request| self.shared.run(&request, options));
         match result {
             Ok(outcome) => ToolResponse::new(outcome.to_json()),
             Err(error) => {
@@ -490,7 +549,12 @@ impl Tool for ExecuteTool {
     }
 }
 
-fn validate_command(command: &str) -> Result<(), ToolError> {
+/// Whether the `execute` arguments ask for a background job (`background: true`).
+fn request_is_background(args: &Map<String, Value>) -> bool {
+    args.get("background").and_then(Value::as_bool) == Some(true)
+}
+
+pub(crate) fn validate_command(command: &str) -> Result<(), ToolError> {
     if command.trim().is_empty() {
         return Err(ToolError::new(
             ErrorCode::EmptyCommand,

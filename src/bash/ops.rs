@@ -232,7 +232,7 @@ fn status(shared: &Shared) -> Value {
         "concurrency": {"max": config.max_concurrent, "running": running, "queued": queued},
         "audit": audit,
         "calls": {"served": shared.counters.served(), "failed": shared.counters.failed()},
-        "project_file_warnings": shared.project_files.warnings(),
+        "project_file_warnings": crate::roots::project_file_warnings(),
     })
 }
 

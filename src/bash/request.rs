@@ -39,7 +39,15 @@ pub struct ExecRequest {
 }
 
 /// Argument names the `execute` tool accepts.
-pub const EXECUTE_ARGUMENTS: &[&str] = &["command", "working_dir", "timeout_seconds", "env", "stdin", "streams"];
+pub const EXECUTE_ARGUMENTS: &[&str] = &[
+    "command",
+    "working_dir",
+    "timeout_seconds",
+    "env",
+    "stdin",
+    "streams",
+    "background",
+];
 
 impl ExecRequest {
     /// A request for `command` with every option at its default.
@@ -130,6 +138,14 @@ impl ExecRequest {
                 return Err(invalid(format!("`stdin` must be a string, got {}", json_kind(value))));
             };
             request.stdin = Some(text.clone().into_bytes());
+        }
+        if let Some(value) = args.get("background").filter(|v| !v.is_null())
+            && !value.is_boolean()
+        {
+            return Err(invalid(format!(
+                "`background` must be true or false, got {}",
+                json_kind(value)
+            )));
         }
         if let Some(value) = args.get("streams").filter(|v| !v.is_null()) {
             request.streams = match value.as_str() {

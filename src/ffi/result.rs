@@ -112,7 +112,16 @@ impl bash_mcp_result {
             | ErrorCode::CommandContainsNul
             | ErrorCode::CommandTooLong
             | ErrorCode::InvalidEnv
-            | ErrorCode::InvalidStreams => Self::InvalidArgument,
+            | ErrorCode::InvalidStreams
+            | ErrorCode::SessionNotFound
+            | ErrorCode::TooManySessions
+            | ErrorCode::SessionBusy
+            | ErrorCode::SessionExited
+            | ErrorCode::ShellNotFound
+            | ErrorCode::HistoryConflict
+            | ErrorCode::HistoryUnsupported
+            | ErrorCode::SessionsDisabled
+            | ErrorCode::JobNotFound => Self::InvalidArgument,
             ErrorCode::SpawnFailed | ErrorCode::Timeout | ErrorCode::Cancelled | ErrorCode::Internal => Self::Internal,
         }
     }

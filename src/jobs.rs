@@ -1,0 +1,303 @@
+//! Background jobs: `execute` with `background: true` runs the command on a
+//! worker thread through the same run loop (process group, time limit, group
+//! kill, bounded output) and returns a job id at once.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use crate::bash::{ExecOutcome, ExecRequest};
+use crate::cancel::CancelToken;
+use crate::capture::BoundedOutput;
+use crate::error::{ErrorCode, ToolError};
+use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse, json_kind};
+
+/// Runs one request to completion (the server's `run_with`).
+pub(crate) type Runner = Arc<dyn Fn(&ExecRequest, CallOptions<'_>) -> Result<ExecOutcome, ToolError> + Send + Sync>;
+
+/// The job tools with their built-in definitions.
+pub(crate) const JOB_TOOLS: &[(&str, &str)] = &[
+    ("job_status", include_str!("../data/tools/bash/job_status.json")),
+    ("job_kill", include_str!("../data/tools/bash/job_kill.json")),
+    ("job_list", include_str!("../data/tools/bash/job_list.json")),
+];
+
+struct Job {
+    id: String,
+    command: String,
+    started: Instant,
+    cancel: CancelToken,
+    live: Mutex<BoundedOutput>,
+    result: Mutex<Option<Result<ExecOutcome, ToolError>>>,
+    finished_at: Mutex<Option<Instant>>,
+    done: Condvar,
+    handle: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Job {
+    fn result(&self) -> MutexGuard<'_, Option<Result<ExecOutcome, ToolError>>> {
+        self.result.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Background jobs of one server; dropping it kills those still running.
+pub(crate) struct JobManager {
+    jobs: Mutex<HashMap<String, Arc<Job>>>,
+    runner: Runner,
+    max_finished: Box<dyn Fn() -> (usize, usize) + Send + Sync>,
+}
+
+impl JobManager {
+    /// `limits` returns (max finished jobs kept, output limit bytes).
+    pub fn new(runner: Runner, limits: Box<dyn Fn() -> (usize, usize) + Send + Sync>) -> Self {
+        Self {
+            jobs: Mutex::new(HashMap::new()),
+            runner,
+            max_finished: limits,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Job>>> {
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts `request` in the background and returns its id.
+    pub fn start(&self, request: ExecRequest) -> Result<String, ToolError> {
+        let id = format!("job-{}", crate::session::random_id()?);
+        let (_, limit) = (self.max_finished)();
+        let job = Arc::new(Job {
+            id: id.clone(),
+            command: request.command.clone(),
+            started: Instant::now(),
+            cancel: CancelToken::new(),
+            live: Mutex::new(BoundedOutput::new(limit)),
+            result: Mutex::new(None),
+            finished_at: Mutex::new(None),
+            done: Condvar::new(),
+            handle: Mutex::new(None),
+        });
+        let worker = job.clone();
+        let runner = self.runner.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("bash-mcp-{id}"))
+            .spawn(move || {
+                let mut sink = |chunk: &[u8], _stream| {
+                    worker.live.lock().unwrap_or_else(PoisonError::into_inner).push(chunk);
+                };
+                let options = CallOptions {
+                    cancel: Some(&worker.cancel),
+                    on_output: Some(&mut sink),
+                };
+                let outcome = runner(&request, options);
+                *worker.finished_at.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+                *worker.result() = Some(outcome);
+                worker.done.notify_all();
+            })
+            .map_err(|e| {
+                ToolError::new(
+                    ErrorCode::SpawnFailed,
+                    format!("could not start a worker thread for the job: {e}"),
+                    "the host is out of threads; retry later",
+                )
+            })?;
+        *job.handle.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle);
+        self.lock().insert(id.clone(), job);
+        self.evict_finished();
+        Ok(id)
+    }
+
+    /// Drops the oldest finished jobs beyond the configured bound.
+    fn evict_finished(&self) {
+        let (max, _) = (self.max_finished)();
+        let mut jobs = self.lock();
+        let mut finished: Vec<(Instant, String)> = jobs
+            .values()
+            .filter_map(|j| (*j.finished_at.lock().unwrap_or_else(PoisonError::into_inner)).map(|t| (t, j.id.clone())))
+            .collect();
+        if finished.len() <= max {
+            return;
+        }
+        finished.sort();
+        for (_, id) in finished.iter().take(finished.len() - max) {
+            jobs.remove(id);
+        }
+    }
+
+    fn get(&self, id: &str) -> Result<Arc<Job>, ToolError> {
+        self.lock().get(id).cloned().ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::JobNotFound,
+                format!("no background job with id {id:?} (a finished job's result is returned once, and old finished jobs are dropped)"),
+                "call job_list to see current jobs",
+            )
+        })
+    }
+
+    /// The job's status, waiting up to `wait` for it to finish. A finished
+    /// job's result is returned once and then forgotten.
+    pub fn status(&self, id: &str, wait: Duration) -> Result<Value, ToolError> {
+        self.evict_finished();
+        let job = self.get(id)?;
+        let deadline = Instant::now() + wait;
+        let mut result = job.result();
+        while result.is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            result = job
+                .done
+                .wait_timeout(result, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        match result.take() {
+            None => {
+                let live = job.live.lock().unwrap_or_else(PoisonError::into_inner);
+                Ok(json!({
+                    "job_id": job.id,
+                    "status": "running",
+                    "command": job.command,
+                    "elapsed_ms": job.started.elapsed().as_millis() as u64,
+                    "output": crate::session::clean(&live.render()),
+                    "output_bytes": live.total(),
+                    "truncated": live.is_truncated(),
+                    "hint": "Still running: call job_status again (with wait_seconds to block), or job_kill to stop it.",
+                }))
+            }
+            Some(outcome) => {
+                drop(result);
+                self.lock().remove(id);
+                if let Some(h) = job.handle.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                    let _ = h.join();
+                }
+                let outcome = outcome?;
+                let mut doc = outcome.to_value();
+                doc["job_id"] = job.id.clone().into();
+                doc["status"] = if outcome.exit_code().is_some() {
+                    "finished"
+                } else {
+                    "stopped"
+                }
+                .into();
+                Ok(doc)
+            }
+        }
+    }
+
+    /// Kills the job's process group and returns its final result.
+    pub fn kill(&self, id: &str) -> Result<Value, ToolError> {
+        let job = self.get(id)?;
+        job.cancel.cancel();
+        self.status(id, Duration::from_secs(30))
+    }
+
+    pub fn list(&self) -> Value {
+        let jobs = self.lock();
+        let mut list: Vec<(Instant, Value)> = jobs
+            .values()
+            .map(|j| {
+                let finished = j.finished_at.lock().unwrap_or_else(PoisonError::into_inner).is_some();
+                (
+                    j.started,
+                    json!({
+                        "job_id": j.id,
+                        "command": j.command,
+                        "state": if finished { "finished" } else { "running" },
+                        "elapsed_seconds": j.started.elapsed().as_secs_f64(),
+                    }),
+                )
+            })
+            .collect();
+        list.sort_by_key(|(t, _)| *t);
+        json!({"jobs": list.into_iter().map(|(_, v)| v).collect::<Vec<_>>()})
+    }
+}
+
+impl Drop for JobManager {
+    fn drop(&mut self) {
+        let jobs: Vec<Arc<Job>> = self.lock().drain().map(|(_, j)| j).collect();
+        for job in &jobs {
+            job.cancel.cancel();
+        }
+        for job in jobs {
+            if let Some(h) = job.handle.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+/// The `job_*` tools.
+pub(crate) struct JobTool {
+    definition: ToolDefinition,
+    jobs: Arc<JobManager>,
+}
+
+impl JobTool {
+    pub fn new(definition: ToolDefinition, jobs: Arc<JobManager>) -> Self {
+        Self { definition, jobs }
+    }
+}
+
+impl Tool for JobTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
+        let result = (|| {
+            let name = self.definition.name.as_str();
+            let allowed: &[&str] = match name {
+                "job_status" => &["job_id", "wait_seconds"],
+                "job_kill" => &["job_id"],
+                _ => &[],
+            };
+            if let Some(bad) = args.keys().find(|k| !allowed.contains(&k.as_str())) {
+                return Err(ToolError::new(
+                    ErrorCode::UnknownArgument,
+                    format!("unknown argument `{bad}` for {name}"),
+                    format!("{name} accepts: {}", allowed.join(", ")),
+                ));
+            }
+            if name == "job_list" {
+                return Ok(self.jobs.list());
+            }
+            let id = match args.get("job_id") {
+                Some(Value::String(s)) => s.clone(),
+                other => {
+                    return Err(ToolError::new(
+                        ErrorCode::InvalidArguments,
+                        format!("`job_id` must be a string, got {}", other.map_or("nothing", json_kind)),
+                        "pass the job_id that execute {background: true} returned",
+                    ));
+                }
+            };
+            if name == "job_kill" {
+                return self.jobs.kill(&id);
+            }
+            let wait = match args.get("wait_seconds").filter(|v| !v.is_null()) {
+                None => Duration::ZERO,
+                Some(v) => v
+                    .as_f64()
+                    .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 86_400.0)
+                    .map(Duration::from_secs_f64)
+                    .ok_or_else(|| {
+                        ToolError::new(
+                            ErrorCode::InvalidTimeout,
+                            format!("`wait_seconds` must be a number from 0 to 86400, got {v}"),
+                            "pass a number of seconds such as 5",
+                        )
+                    })?,
+            };
+            self.jobs.status(&id, wait)
+        })();
+        match result {
+            Ok(v) => ToolResponse::new(v.to_string()),
+            Err(e) => ToolResponse::error(&e),
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! The marker protocol: OSC 633-style sequences that the shell's hooks print
+//! around each command, carrying a per-session random nonce.
+//!
+//! - `ESC ] 633 ; C ; <nonce> BEL` — the command starts executing (printed
+//!   after the shell has read the command line, so any echo comes before it);
+//! - `ESC ] 633 ; D ; <nonce> ; <status> ; <cwd> ESC ] 633 ; E ; <nonce> BEL`
+//!   — the command finished with `<status>` and the shell is now in `<cwd>`
+//!   (printed by the prompt hook; the `E` part ends the variable-length cwd).
+//!
+//! A sequence with any other nonce is ordinary output, so a program that
+//! prints marker-like text cannot end a command early.
+
+/// What the parser found in the terminal's output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Event {
+    Output(Vec<u8>),
+    Start,
+    End { status: i32, cwd: Vec<u8> },
+}
+
+const INTRO: &[u8] = b"\x1b]633;";
+/// Longest cwd we wait for before treating a pending `D` as plain output.
+const MAX_PENDING: usize = 64 * 1024;
+
+/// Incremental parser: feed it chunks as they are read.
+pub(crate) struct Parser {
+    start: Vec<u8>,
+    end_head: Vec<u8>,
+    end_tail: Vec<u8>,
+    pending: Vec<u8>,
+}
+
+impl Parser {
+    pub fn new(nonce: &str) -> Self {
+        Self {
+            start: format!("\x1b]633;C;{nonce}\x07").into_bytes(),
+            end_head: format!("\x1b]633;D;{nonce};").into_bytes(),
+            end_tail: format!("\x1b]633;E;{nonce}\x07").into_bytes(),
+            pending: Vec::new(),
+        }
+    }
+
+    pub fn feed(&mut self, data: &[u8], events: &mut Vec<Event>) {
+        self.pending.extend_from_slice(data);
+        let buf = std::mem::take(&mut self.pending);
+        let mut pos = 0;
+        let mut out_from = 0;
+        let flush = |events: &mut Vec<Event>, bytes: &[u8]| {
+            if !bytes.is_empty() {
+                match events.last_mut() {
+                    Some(Event::Output(prev)) => prev.extend_from_slice(bytes),
+                    _ => events.push(Event::Output(bytes.to_vec())),
+                }
+            }
+        };
+        while let Some(off) = find(&buf[pos..], INTRO) {
+            let at = pos + off;
+            let rest = &buf[at..];
+            if rest.starts_with(&self.start) {
+                flush(events, &buf[out_from..at]);
+                events.push(Event::Start);
+                pos = at + self.start.len();
+                out_from = pos;
+                continue;
+            }
+            if rest.starts_with(&self.end_head) {
+                let body = &rest[self.end_head.len()..];
+                match find(body, &self.end_tail) {
+                    Some(end) => {
+                        if let Some((status, cwd)) = parse_end(&body[..end]) {
+                            flush(events, &buf[out_from..at]);
+                            events.push(Event::End { status, cwd });
+                            pos = at + self.end_head.len() + end + self.end_tail.len();
+                            out_from = pos;
+                            continue;
+                        }
+                    }
+                    None if body.len() < MAX_PENDING => {
+                        flush(events, &buf[out_from..at]);
+                        self.pending = buf[at..].to_vec();
+                        return;
+                    }
+                    None => {}
+                }
+                pos = at + 1;
+                continue;
+            }
+            // A prefix of one of our markers cut by the read: wait for more.
+            if self.start.starts_with(rest) || self.end_head.starts_with(rest) {
+                flush(events, &buf[out_from..at]);
+                self.pending = rest.to_vec();
+                return;
+            }
+            pos = at + 1;
+        }
+        // Keep a trailing partial introducer (e.g. a lone ESC) for the next read.
+        let keep = (1..INTRO.len())
+            .rev()
+            .find(|&k| buf.len() >= k && buf.len() - k >= out_from && buf.ends_with(&INTRO[..k]))
+            .unwrap_or(0);
+        flush(events, &buf[out_from..buf.len() - keep]);
+        self.pending = buf[buf.len() - keep..].to_vec();
+    }
+}
+
+fn parse_end(body: &[u8]) -> Option<(i32, Vec<u8>)> {
+    let semi = body.iter().position(|b| *b == b';')?;
+    let status = std::str::from_utf8(&body[..semi]).ok()?.parse().ok()?;
+    Some((status, body[semi + 1..].to_vec()))
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || hay.len() < needle.len() {
+        return None;
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Removes terminal control sequences (CSI, OSC, other escapes), BEL and
+/// carriage returns before newlines, for clean output.
+pub(crate) fn strip_control(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => match chars.next() {
+                Some('[') => {
+                    // CSI: parameters and intermediates, then a final byte 0x40..=0x7e.
+                    for c in chars.by_ref() {
+                        if ('\x40'..='\x7e').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') | Some('P') | Some('_') | Some('^') => {
+                    // OSC/DCS/APC/PM: up to BEL or ESC \.
+                    while let Some(c) = chars.next() {
+                        if c == '\x07' {
+                            break;
+                        }
+                        if c == '\x1b' {
+                            if chars.peek() == Some(&'\\') {
+                                chars.next();
+                            }
+                            break;
+                        }
+                    }
+                }
+                Some('(') | Some(')') | Some('*') | Some('+') => {
+                    chars.next();
+                }
+                _ => {}
+            },
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\x07' | '\x0e' | '\x0f' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const N: &str = "0123456789abcdef0123456789abcdef";
+
+    fn run(chunks: &[&[u8]]) -> Vec<Event> {
+        let mut p = Parser::new(N);
+        let mut events = Vec::new();
+        for c in chunks {
+            p.feed(c, &mut events);
+        }
+        // Merge adjacent outputs for comparison.
+        let mut merged: Vec<Event> = Vec::new();
+        for e in events {
+            match (merged.last_mut(), e) {
+                (Some(Event::Output(a)), Event::Output(b)) => a.extend(b),
+                (_, e) => merged.push(e),
+            }
+        }
+        merged
+    }
+
+    #[test]
+    fn markers_split_anywhere_are_found() {
+        let stream = format!("echo\x1b]633;C;{N}\x07hello\n\x1b]633;D;{N};3;/tmp/a b\x1b]633;E;{N}\x07prompt");
+        let bytes = stream.as_bytes();
+        for cut in 0..bytes.len() {
+            let events = run(&[&bytes[..cut], &bytes[cut..]]);
+            assert_eq!(
+                events,
+                vec![
+                    Event::Output(b"echo".to_vec()),
+                    Event::Start,
+                    Event::Output(b"hello\n".to_vec()),
+                    Event::End {
+                        status: 3,
+                        cwd: b"/tmp/a b".to_vec()
+                    },
+                    Event::Output(b"prompt".to_vec()),
+                ],
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn foreign_nonce_is_output() {
+        let fake = "\x1b]633;D;ffffffffffffffffffffffffffffffff;0;/\x1b]633;E;ffffffffffffffffffffffffffffffff\x07";
+        let events = run(&[fake.as_bytes()]);
+        assert_eq!(events, vec![Event::Output(fake.as_bytes().to_vec())]);
+    }
+
+    #[test]
+    fn control_sequences_are_stripped() {
+        assert_eq!(
+            strip_control("\x1b[1;31mred\x1b[0m\r\nx\x1b]0;title\x07y\x07"),
+            "red\nxy"
+        );
+    }
+}

@@ -1,0 +1,1338 @@
+//! Persistent shell sessions: a real interactive shell per session, under a
+//! pseudo-terminal, driven by a marker protocol (see [`marker`]).
+//!
+//! A [`SessionManager`] owns the sessions. Each session has a reader thread
+//! that drains the pty master continuously, parses the markers, and keeps
+//! the command's output (head+tail) and a bounded ring for incremental reads.
+
+mod marker;
+mod pty;
+mod shell;
+pub(crate) mod tools;
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub use shell::ShellKind;
+
+use crate::capture::BoundedOutput;
+use crate::config::{Config, resolve_program};
+use crate::error::{ErrorCode, ToolError};
+
+/// Whether commands a session runs may land in the user's shell history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HistoryMode {
+    /// Never written to history (the default).
+    #[default]
+    Suppress,
+    /// Appended to the shell's history file as one event per command.
+    Keep,
+}
+
+impl HistoryMode {
+    /// Parses `suppress` or `keep`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "suppress" => Some(Self::Suppress),
+            "keep" => Some(Self::Keep),
+            _ => None,
+        }
+    }
+
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Suppress => "suppress",
+            Self::Keep => "keep",
+        }
+    }
+
+    /// The `BASH_MCP_HISTORY` override: `Ok(None)` when unset, an error when
+    /// set to anything but `suppress` or `keep`.
+    pub fn from_env() -> Result<Option<Self>, ToolError> {
+        match std::env::var(HISTORY_ENV) {
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Ok(v) => Self::parse(&v).map(Some).ok_or_else(|| {
+                ToolError::new(
+                    ErrorCode::InvalidConfig,
+                    format!("environment variable {HISTORY_ENV} is {v:?}; it must be \"suppress\" or \"keep\""),
+                    format!("set {HISTORY_ENV}=suppress or {HISTORY_ENV}=keep, or unset it"),
+                )
+            }),
+            Err(_) => Err(ToolError::new(
+                ErrorCode::InvalidConfig,
+                format!("environment variable {HISTORY_ENV} is not valid UTF-8"),
+                format!("set {HISTORY_ENV}=suppress or {HISTORY_ENV}=keep, or unset it"),
+            )),
+        }
+    }
+}
+
+/// The environment variable that overrides `sessions.history`.
+pub const HISTORY_ENV: &str = "BASH_MCP_HISTORY";
+
+/// Configuration of sessions (`sessions` key of the server configuration).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionConfig {
+    /// Whether the session tools are offered (default false).
+    pub enabled: bool,
+    /// Sessions open at once (default 8).
+    pub max_sessions: usize,
+    /// Sessions idle this long are closed; `None` (default) keeps them.
+    pub idle_ttl: Option<Duration>,
+    /// Bytes of output kept per command and per read ring.
+    pub output_limit_bytes: usize,
+    /// Whether the user's rc files are read (default false).
+    pub read_rc_files: bool,
+    /// Default history mode of `session_run`.
+    pub history: HistoryMode,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            max_sessions: 8,
+            idle_ttl: None,
+            output_limit_bytes: crate::config::DEFAULT_OUTPUT_LIMIT_BYTES,
+            read_rc_files: false,
+            history: HistoryMode::Suppress,
+        }
+    }
+}
+
+/// What to start.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// `bash` (default), `zsh`, `fish`, `sh`/`dash`, or a path to one of them.
+    pub shell: Option<String>,
+    /// Initial directory (default: the manager's working directory).
+    pub working_dir: Option<PathBuf>,
+    /// Variables set for the shell, after the server's environment.
+    pub env: Vec<(String, String)>,
+    /// A label shown by `session_list`.
+    pub name: Option<String>,
+}
+
+/// How to run one command.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// How long to wait before returning `running` (the command keeps running).
+    pub timeout: Option<Duration>,
+    /// Overrides the session's history mode for this command.
+    pub history: Option<HistoryMode>,
+    /// Keep terminal control sequences in the output.
+    pub raw: bool,
+}
+
+/// Where a command stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    /// Finished with this exit status (128+N after signal N).
+    Finished(i32),
+    /// Still running; wait, read, write or interrupt.
+    Running,
+    /// The shell itself exited (e.g. `exit`) with this status; the session is over.
+    ShellExited(i32),
+}
+
+/// A result of `session_run`, `session_wait`, `session_read` or `session_write`.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The session.
+    pub session_id: String,
+    /// Finished, running, or shell exited.
+    pub state: RunState,
+    /// Clean output (or raw, on request).
+    pub output: String,
+    /// Whether output was left out (head+tail cut, or ring overrun).
+    pub truncated: bool,
+    /// Output bytes of this command so far.
+    pub output_bytes: u64,
+    /// The shell's directory after the command (when known).
+    pub cwd: Option<PathBuf>,
+    /// Time since the command started.
+    pub duration: Duration,
+    /// Whether this call returned because its wait ran out.
+    pub timed_out: bool,
+    /// The foreground process is blocked reading the terminal.
+    pub waiting_for_input: bool,
+    /// Offset after the returned output; pass to `session_read` to continue.
+    pub cursor: u64,
+}
+
+impl RunResult {
+    /// The exit status, once finished.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self.state {
+            RunState::Finished(code) | RunState::ShellExited(code) => Some(code),
+            RunState::Running => None,
+        }
+    }
+
+    /// The JSON document tools return.
+    pub fn to_value(&self) -> serde_json::Value {
+        let mut doc = serde_json::json!({
+            "session_id": self.session_id,
+            "status": match self.state {
+                RunState::Finished(_) => "finished",
+                RunState::Running => "running",
+                RunState::ShellExited(_) => "shell_exited",
+            },
+            "output": self.output,
+            "truncated": self.truncated,
+            "output_bytes": self.output_bytes,
+            "duration_ms": self.duration.as_millis() as u64,
+            "timed_out": self.timed_out,
+            "waiting_for_input": self.waiting_for_input,
+            "cursor": self.cursor,
+        });
+        if let Some(code) = self.exit_code() {
+            doc["exit_code"] = code.into();
+        }
+        if let Some(cwd) = &self.cwd {
+            doc["cwd"] = cwd.display().to_string().into();
+        }
+        match self.state {
+            RunState::Running if self.waiting_for_input => {
+                doc["hint"] = "The command is waiting for input on the terminal: send it with session_write (text and/or keys), or stop it with session_interrupt.".into();
+            }
+            RunState::Running => {
+                doc["hint"] = "The command is still running (it was not killed). Use session_wait for more output and the exit status, session_read to peek, session_interrupt to stop it.".into();
+            }
+            RunState::ShellExited(_) => {
+                doc["hint"] = "The shell exited, so this session is over; start a new one with session_start.".into();
+            }
+            RunState::Finished(_) => {}
+        }
+        doc
+    }
+}
+
+/// One line of `session_list`.
+#[derive(Debug, Clone)]
+pub struct SessionInfo {
+    /// The session id.
+    pub id: String,
+    /// The label given at start.
+    pub name: Option<String>,
+    /// Which shell.
+    pub shell: ShellKind,
+    /// The shell's process id.
+    pub pid: i32,
+    /// The shell's directory.
+    pub cwd: PathBuf,
+    /// `idle`, `running` or `exited`.
+    pub state: &'static str,
+    /// Time since the last call or command activity.
+    pub idle: Duration,
+}
+
+/// A bounded ring of clean command output with absolute offsets.
+struct Ring {
+    data: std::collections::VecDeque<u8>,
+    start: u64,
+    cap: usize,
+}
+
+impl Ring {
+    fn end(&self) -> u64 {
+        self.start + self.data.len() as u64
+    }
+    fn push(&mut self, bytes: &[u8]) {
+        self.data.extend(bytes);
+        while self.data.len() > self.cap {
+            let drop = self.data.len() - self.cap;
+            self.data.drain(..drop);
+            self.start += drop as u64;
+        }
+    }
+    /// Bytes from `from` to the end, and how many before were lost.
+    fn since(&self, from: u64) -> (Vec<u8>, u64) {
+        let from = from.min(self.end());
+        let lost = self.start.saturating_sub(from);
+        let skip = from.saturating_sub(self.start) as usize;
+        (self.data.iter().skip(skip).copied().collect(), lost)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Starting,
+    Idle,
+    Running,
+    Exited(i32),
+}
+
+struct State {
+    phase: Phase,
+    /// Whether the current command's start marker has been seen.
+    started: bool,
+    cwd: PathBuf,
+    cmd_started: Instant,
+    cmd_duration: Duration,
+    last_exit: Option<i32>,
+    output: BoundedOutput,
+    ring: Ring,
+    cmd_start_offset: u64,
+    delivered: u64,
+    last_activity: Instant,
+}
+
+struct Session {
+    id: String,
+    name: Option<String>,
+    kind: ShellKind,
+    pid: libc::pid_t,
+    master: OwnedFd,
+    dir: PathBuf,
+    history: HistoryMode,
+    hist_target: Option<PathBuf>,
+    output_limit: usize,
+    state: Mutex<State>,
+    changed: Condvar,
+    /// Serializes calls that type into the shell.
+    busy: Mutex<()>,
+    stop: OwnedFd,
+    reader: Mutex<Option<JoinHandle<()>>>,
+    /// Set by the reader from before a read until its bytes are applied.
+    in_flight: std::sync::atomic::AtomicBool,
+    /// The file the typed line sources, kept open and rewritten per command.
+    cmd_file: std::fs::File,
+}
+
+impl Session {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Kills every process of the shell's session, then the shell; reaps it.
+    fn terminate(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes to our eventfd.
+        unsafe { libc::write(self.stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        if let Some(handle) = self.reader.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = handle.join();
+        }
+        kill_session_tree(self.pid);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Sends SIGHUP then SIGKILL to every process whose session id is the
+/// shell's pid (found in /proc), and to the shell; reaps the shell. The shell
+/// is reaped last, so its pid (the session id) cannot be reused meanwhile.
+fn kill_session_tree(shell: libc::pid_t) {
+    for pid in pty::session_members(shell) {
+        // SAFETY: plain signals; the session id is still reserved by our unreaped shell.
+        unsafe { libc::kill(pid, libc::SIGHUP) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let members = pty::session_members(shell);
+        let others: Vec<_> = members.iter().copied().filter(|&p| p != shell).collect();
+        for pid in &members {
+            // SAFETY: as above.
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+        }
+        if others.is_empty() || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: the shell is our child.
+    unsafe { libc::kill(shell, libc::SIGKILL) };
+    crate::spawn::reap(shell);
+}
+
+struct Inner {
+    config: Mutex<(SessionConfig, Arc<Config>, PathBuf, Duration)>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    sweeper_stop: Mutex<bool>,
+    sweeper_wake: Condvar,
+}
+
+/// Owns persistent shell sessions; closing or dropping it kills them all.
+///
+/// ```
+/// use bash_mcp::session::{SessionManager, SessionConfig, StartOptions, RunOptions};
+/// let manager = SessionManager::new(SessionConfig { enabled: true, ..Default::default() }, ".")?;
+/// let id = manager.start(&StartOptions::default())?;
+/// manager.run(&id, "cd /tmp && export X=1", &RunOptions::default())?;
+/// let result = manager.run(&id, "echo $X; pwd", &RunOptions::default())?;
+/// assert_eq!(result.output, "1\n/tmp\n");
+/// assert_eq!(result.exit_code(), Some(0));
+/// manager.close(&id)?;
+/// # Ok::<(), bash_mcp::ToolError>(())
+/// ```
+pub struct SessionManager {
+    inner: Arc<Inner>,
+    sweeper: Mutex<Option<JoinHandle<()>>>,
+}
+
+const DEFAULT_RUN_WAIT: Duration = Duration::from_secs(30);
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a waiting call looks at the kernel's view of the foreground process.
+const INPUT_CHECK: Duration = Duration::from_millis(25);
+
+impl SessionManager {
+    /// A manager with `config`, starting shells in `working_dir` with the
+    /// default server environment. `BASH_MCP_HISTORY` overrides `config.history`.
+    pub fn new(config: SessionConfig, working_dir: impl AsRef<Path>) -> Result<Self, ToolError> {
+        let base = Config::with_timeout(DEFAULT_RUN_WAIT);
+        Self::with_server_config(config, Arc::new(base), working_dir.as_ref().to_path_buf())
+    }
+
+    pub(crate) fn with_server_config(
+        mut config: SessionConfig,
+        server: Arc<Config>,
+        working_dir: PathBuf,
+    ) -> Result<Self, ToolError> {
+        if let Some(mode) = HistoryMode::from_env()? {
+            config.history = mode;
+        }
+        let wait = server.timeout;
+        let inner = Arc::new(Inner {
+            config: Mutex::new((config, server, working_dir, wait)),
+            sessions: Mutex::new(HashMap::new()),
+            sweeper_stop: Mutex::new(false),
+            sweeper_wake: Condvar::new(),
+        });
+        let weak = Arc::downgrade(&inner);
+        let sweeper = std::thread::Builder::new()
+            .name("bash-mcp-session-ttl".into())
+            .spawn(move || sweep(weak))
+            .map_err(|e| internal(format!("could not start the idle-session thread: {e}")))?;
+        Ok(Self {
+            inner,
+            sweeper: Mutex::new(Some(sweeper)),
+        })
+    }
+
+    /// Replaces the configuration (existing sessions keep their shells).
+    pub(crate) fn reconfigure(
+        &self,
+        mut config: SessionConfig,
+        server: Arc<Config>,
+        working_dir: PathBuf,
+    ) -> Result<(), ToolError> {
+        if let Some(mode) = HistoryMode::from_env()? {
+            config.history = mode;
+        }
+        let wait = server.timeout;
+        *self.inner.config.lock().unwrap_or_else(PoisonError::into_inner) = (config, server, working_dir, wait);
+        self.inner.sweeper_wake.notify_all();
+        Ok(())
+    }
+
+    /// The session configuration in force.
+    pub fn config(&self) -> SessionConfig {
+        self.inner
+            .config
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .0
+            .clone()
+    }
+
+    fn get(&self, id: &str) -> Result<Arc<Session>, ToolError> {
+        self.inner.evict_idle();
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| {
+                ToolError::new(
+                    ErrorCode::SessionNotFound,
+                    format!("no session with id {id:?} (it was closed, evicted after being idle, or never existed)"),
+                    "call session_list to see open sessions, or session_start to open one",
+                )
+            })
+    }
+
+    /// Starts a shell and returns its session id (128 random bits, hex).
+    pub fn start(&self, options: &StartOptions) -> Result<String, ToolError> {
+        self.inner.evict_idle();
+        let (config, server, base_dir, _) = self.inner.config.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        {
+            let sessions = self.inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            let open = sessions
+                .values()
+                .filter(|s| !matches!(s.lock().phase, Phase::Exited(_)))
+                .count();
+            if open >= config.max_sessions {
+                return Err(ToolError::new(
+                    ErrorCode::TooManySessions,
+                    format!("{open} sessions are open; the limit is {}", config.max_sessions),
+                    "close a session you no longer need with session_close (session_list shows them), or raise sessions.max_sessions",
+                ));
+            }
+        }
+        let shell_name = options.shell.as_deref().unwrap_or("bash");
+        let kind = ShellKind::from_name(shell_name).ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::InvalidArguments,
+                format!("unsupported shell {shell_name:?}"),
+                "use bash, zsh, fish or sh (dash), by name or path",
+            )
+        })?;
+        let program = resolve_program(shell_name).ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::ShellNotFound,
+                format!("shell {shell_name:?} is not installed (not found on PATH)"),
+                "install it, pass its absolute path, or use bash",
+            )
+        })?;
+        let dir = options.working_dir.as_deref().unwrap_or(&base_dir);
+        let cwd = crate::roots::confined_dir(
+            dir,
+            Some(&base_dir),
+            server.allowed_roots.as_deref(),
+            server.project_config,
+        )?;
+        for (name, _) in &options.env {
+            if !crate::config::is_valid_env_name(name) {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidEnv,
+                    format!("`env` has an invalid variable name {name:?}"),
+                    "use names without '=' or NUL",
+                ));
+            }
+        }
+
+        // History: where "keep" writes, and conflicts with suppression.
+        let caller_histfile = options
+            .env
+            .iter()
+            .find(|(n, _)| n == "HISTFILE")
+            .map(|(_, v)| PathBuf::from(v));
+        if config.history == HistoryMode::Suppress && caller_histfile.is_some() {
+            return Err(ToolError::new(
+                ErrorCode::HistoryConflict,
+                "`env` sets HISTFILE, but history suppression is on for this session",
+                "drop HISTFILE from `env`, or set sessions.history (or BASH_MCP_HISTORY) to \"keep\" to have commands written to that file",
+            ));
+        }
+        let env_or_host = |name: &str| {
+            options
+                .env
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var(name).ok())
+        };
+        let home = env_or_host("HOME").unwrap_or_else(|| "/".into());
+        let hist_target = match kind {
+            ShellKind::Bash => Some(
+                caller_histfile
+                    .clone()
+                    .unwrap_or_else(|| Path::new(&home).join(".bash_history")),
+            ),
+            ShellKind::Zsh => Some(
+                caller_histfile
+                    .clone()
+                    .unwrap_or_else(|| Path::new(&home).join(".zsh_history")),
+            ),
+            ShellKind::Fish => {
+                let data = env_or_host("XDG_DATA_HOME").unwrap_or_else(|| format!("{home}/.local/share"));
+                Some(Path::new(&data).join("fish").join("fish_history"))
+            }
+            ShellKind::Sh => None,
+        };
+
+        let id = pty::random_hex().map_err(|e| internal(format!("getrandom failed: {e}")))?;
+        let nonce = pty::random_hex().map_err(|e| internal(format!("getrandom failed: {e}")))?;
+        let dir = private_base().join(format!("bash-mcp-session-{}", &id[..16]));
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|e| {
+            spawn_failed(format!(
+                "could not create the session's private directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+        let cleanup_dir = scopeguard(dir.clone());
+
+        let launch = shell::launch(
+            kind,
+            &program,
+            &dir,
+            &nonce,
+            config.read_rc_files,
+            config.history == HistoryMode::Suppress,
+            hist_target.as_deref(),
+        );
+        for (path, text) in &launch.files {
+            write_private(path, text)?;
+        }
+        let cmd_file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(dir.join("c"))
+            .map_err(|e| spawn_failed(format!("could not create the session's command file: {e}")))?;
+        let mut env_pairs: Vec<(String, String)> = options.env.clone();
+        env_pairs.retain(|(n, _)| !launch.env_remove.contains(&n.as_str()));
+        env_pairs.extend(launch.env_set.iter().cloned());
+        let mut envp = server.build_env(&env_pairs);
+        envp.retain(|e| {
+            let bytes = e.as_bytes();
+            let name = &bytes[..bytes.iter().position(|b| *b == b'=').unwrap_or(bytes.len())];
+            !launch.env_remove.iter().any(|r| r.as_bytes() == name)
+                || launch.env_set.iter().any(|(n, _)| n.as_bytes() == name)
+        });
+        let argv: Vec<CString> = launch
+            .argv
+            .iter()
+            .map(|a| CString::new(a.as_str()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| internal("a shell argument contains NUL".into()))?;
+        let program_c =
+            CString::new(program.as_os_str().as_bytes()).map_err(|_| internal("shell path contains NUL".into()))?;
+        let cwd_c = CString::new(cwd.as_os_str().as_bytes()).map_err(|_| {
+            ToolError::new(
+                ErrorCode::InvalidArguments,
+                "the working directory contains a NUL byte",
+                "use another directory",
+            )
+        })?;
+
+        let pty = pty::open().map_err(|e| spawn_failed(format!("could not open a pseudo-terminal: {e}")))?;
+        let pid = pty::spawn_on_pty(&program_c, &argv, &envp, &cwd_c, &pty.slave_path)
+            .map_err(|e| spawn_failed(format!("could not start {}: {e}", program.display())))?;
+        // SAFETY: plain syscall; the fd is owned below.
+        let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if stop < 0 {
+            kill_session_tree(pid);
+            return Err(spawn_failed(format!(
+                "eventfd failed: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        let now = Instant::now();
+        let session = Arc::new(Session {
+            id: id.clone(),
+            name: options.name.clone(),
+            kind,
+            pid,
+            master: pty.master,
+            dir: dir.clone(),
+            history: config.history,
+            hist_target,
+            output_limit: config.output_limit_bytes,
+            state: Mutex::new(State {
+                phase: Phase::Starting,
+                started: false,
+                cwd: cwd.clone(),
+                cmd_started: now,
+                cmd_duration: Duration::ZERO,
+                last_exit: None,
+                output: BoundedOutput::new(config.output_limit_bytes),
+                ring: Ring {
+                    data: Default::default(),
+                    start: 0,
+                    cap: config.output_limit_bytes,
+                },
+                cmd_start_offset: 0,
+                delivered: 0,
+                last_activity: now,
+            }),
+            changed: Condvar::new(),
+            busy: Mutex::new(()),
+            // SAFETY: eventfd returned a fresh fd.
+            stop: unsafe { OwnedFd::from_raw_fd(stop) },
+            reader: Mutex::new(None),
+            in_flight: std::sync::atomic::AtomicBool::new(false),
+            cmd_file,
+        });
+        let reader_session = session.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("bash-mcp-session-{}", &id[..8]))
+            .spawn(move || read_loop(&reader_session, &nonce));
+        match handle {
+            Ok(h) => *session.reader.lock().unwrap_or_else(PoisonError::into_inner) = Some(h),
+            Err(e) => {
+                kill_session_tree(pid);
+                return Err(spawn_failed(format!(
+                    "could not start the session's reader thread: {e}"
+                )));
+            }
+        }
+
+        // Ready once the first prompt marker arrives.
+        let deadline = Instant::now() + START_TIMEOUT;
+        let mut state = session.lock();
+        while state.phase == Phase::Starting && Instant::now() < deadline {
+            state = session
+                .changed
+                .wait_timeout(state, deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        let phase = state.phase;
+        drop(state);
+        for (path, _) in &launch.files {
+            let _ = std::fs::remove_file(path);
+        }
+        if phase != Phase::Idle {
+            session.terminate();
+            return Err(spawn_failed(match phase {
+                Phase::Exited(code) => format!("{} exited during start-up with status {code}", program.display()),
+                _ => format!(
+                    "{} did not show its first prompt within {} s",
+                    program.display(),
+                    START_TIMEOUT.as_secs()
+                ),
+            }));
+        }
+        std::mem::forget(cleanup_dir);
+        tracing::debug!(session = %id, shell = kind.as_str(), pid, "session started");
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone(), session);
+        Ok(id)
+    }
+
+    /// Runs `command` in the session's shell and waits for it up to the
+    /// timeout; a command still running then keeps running (`RunState::Running`).
+    pub fn run(&self, id: &str, command: &str, options: &RunOptions) -> Result<RunResult, ToolError> {
+        let session = self.get(id)?;
+        crate::bash::validate_command(command)?;
+        let mode = options.history.unwrap_or(session.history);
+        if mode == HistoryMode::Keep && !session.kind.has_history() {
+            return Err(ToolError::new(
+                ErrorCode::HistoryUnsupported,
+                "this session's shell (sh) keeps no history file, so `history: \"keep\"` cannot be honoured",
+                "use history: \"suppress\", or a bash, zsh or fish session",
+            ));
+        }
+        let _busy = session.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        {
+            let state = session.lock();
+            match state.phase {
+                Phase::Running => {
+                    return Err(ToolError::new(
+                        ErrorCode::SessionBusy,
+                        "a command is still running in this session",
+                        "use session_wait to wait for it, session_write to answer it, or session_interrupt to stop it; or start another session",
+                    ));
+                }
+                Phase::Exited(code) => return Err(shell_exited(code)),
+                _ => {}
+            }
+        }
+        {
+            use std::os::unix::fs::FileExt;
+            let text = shell::command_file(session.kind, command);
+            session
+                .cmd_file
+                .set_len(0)
+                .and_then(|()| session.cmd_file.write_all_at(text.as_bytes(), 0))
+                .map_err(|e| internal(format!("could not write the session's command file: {e}")))?;
+        }
+        let keep = mode == HistoryMode::Keep;
+        if keep {
+            match session.kind {
+                ShellKind::Fish => append_fish_history(session.hist_target.as_deref(), command)?,
+                _ => write_private(&session.dir.join("h"), command)?,
+            }
+        }
+        let line = shell::command_line(session.kind, keep && session.kind != ShellKind::Fish);
+        {
+            let mut state = session.lock();
+            let now = Instant::now();
+            state.phase = Phase::Running;
+            state.started = false;
+            state.cmd_started = now;
+            state.last_activity = now;
+            state.output = BoundedOutput::new(session.output_limit);
+            state.cmd_start_offset = state.ring.end();
+            state.delivered = state.ring.end();
+        }
+        pty::write_all(session.master.as_raw_fd(), line.as_bytes())
+            .map_err(|e| internal(format!("could not write to the session's terminal: {e}")))?;
+        let wait = self.wait_limit(options.timeout);
+        Ok(self.await_command(&session, wait, options.raw, true))
+    }
+
+    fn wait_limit(&self, requested: Option<Duration>) -> Duration {
+        let guard = self.inner.config.lock().unwrap_or_else(PoisonError::into_inner);
+        guard.1.effective_timeout(requested.or(Some(guard.3)))
+    }
+
+    /// Waits up to `timeout` for the running command to finish (or to block
+    /// on input) and returns the output since the last call.
+    pub fn wait(&self, id: &str, timeout: Duration, raw: bool) -> Result<RunResult, ToolError> {
+        let session = self.get(id)?;
+        let timeout = self.wait_limit(Some(timeout));
+        Ok(self.await_command(&session, timeout, raw, false))
+    }
+
+    /// Output since `cursor` (default: since the last returned output), without waiting.
+    pub fn read(&self, id: &str, cursor: Option<u64>, raw: bool) -> Result<RunResult, ToolError> {
+        let session = self.get(id)?;
+        let mut state = session.lock();
+        if let Some(c) = cursor {
+            state.delivered = c;
+        }
+        Ok(snapshot(&session, &mut state, raw, false, false))
+    }
+
+    /// Sends text and named keys to the terminal, then waits up to `wait`
+    /// like [`SessionManager::wait`]. The input is sent exactly as given.
+    pub fn write(
+        &self,
+        id: &str,
+        text: &str,
+        keys: &[String],
+        wait: Duration,
+        raw: bool,
+    ) -> Result<RunResult, ToolError> {
+        let session = self.get(id)?;
+        let mut bytes = text.as_bytes().to_vec();
+        for key in keys {
+            bytes.extend_from_slice(
+                key_bytes(key)
+                    .ok_or_else(|| {
+                        ToolError::new(
+                            ErrorCode::InvalidArguments,
+                            format!("unknown key name {key:?}"),
+                            format!("use one of: {}, or C-<letter> such as C-c", KEY_NAMES.join(", ")),
+                        )
+                    })?
+                    .as_slice(),
+            );
+        }
+        if let Phase::Exited(code) = session.lock().phase {
+            return Err(shell_exited(code));
+        }
+        pty::write_all(session.master.as_raw_fd(), &bytes)
+            .map_err(|e| internal(format!("could not write to the session's terminal: {e}")))?;
+        let wait = self.wait_limit(Some(wait.max(Duration::from_millis(1))));
+        // Give the program a moment to consume the input before looking at its state.
+        std::thread::sleep(Duration::from_millis(20).min(wait));
+        Ok(self.await_command(&session, wait.saturating_sub(Duration::from_millis(20)), raw, false))
+    }
+
+    /// Sends SIGINT to the terminal's foreground process group.
+    pub fn interrupt(&self, id: &str, wait: Duration) -> Result<RunResult, ToolError> {
+        let session = self.get(id)?;
+        if let Some(pgrp) = pty::foreground_group(session.master.as_raw_fd()) {
+            crate::spawn::kill_group(pgrp, libc::SIGINT);
+        }
+        let wait = self.wait_limit(Some(wait.max(Duration::from_millis(1))));
+        Ok(self.await_command(&session, wait, false, false))
+    }
+
+    /// The open sessions.
+    pub fn list(&self) -> Vec<SessionInfo> {
+        self.inner.evict_idle();
+        let sessions = self.inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut list: Vec<SessionInfo> = sessions
+            .values()
+            .map(|s| {
+                let state = s.lock();
+                SessionInfo {
+                    id: s.id.clone(),
+                    name: s.name.clone(),
+                    shell: s.kind,
+                    pid: s.pid,
+                    cwd: state.cwd.clone(),
+                    state: match state.phase {
+                        Phase::Starting | Phase::Idle => "idle",
+                        Phase::Running => "running",
+                        Phase::Exited(_) => "exited",
+                    },
+                    idle: state.last_activity.elapsed(),
+                }
+            })
+            .collect();
+        list.sort_by(|a, b| a.id.cmp(&b.id));
+        list
+    }
+
+    /// Closes a session: kills every process of its terminal session.
+    pub fn close(&self, id: &str) -> Result<(), ToolError> {
+        let session = self.get(id)?;
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+        session.terminate();
+        Ok(())
+    }
+
+    /// Memory the library holds for a session's buffers (bytes).
+    pub fn buffer_bytes(&self, id: &str) -> Result<usize, ToolError> {
+        let session = self.get(id)?;
+        let state = session.lock();
+        Ok(state.ring.data.capacity() + session.output_limit.min(state.output.total() as usize))
+    }
+
+    /// The shell's process id.
+    pub fn shell_pid(&self, id: &str) -> Result<i32, ToolError> {
+        Ok(self.get(id)?.pid)
+    }
+
+    /// Resident memory of the shell process, in KiB.
+    pub fn shell_rss_kib(&self, id: &str) -> Result<u64, ToolError> {
+        let session = self.get(id)?;
+        pty::rss_kib(session.pid).ok_or_else(|| internal("the shell's /proc status is unreadable".into()))
+    }
+
+    /// Closes every session.
+    pub fn close_all(&self) {
+        let all: Vec<Arc<Session>> = self
+            .inner
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
+        for session in all {
+            session.terminate();
+        }
+    }
+
+    fn await_command(&self, session: &Session, timeout: Duration, raw: bool, whole: bool) -> RunResult {
+        let deadline = Instant::now() + timeout;
+        let mut state = session.lock();
+        loop {
+            if state.phase != Phase::Running {
+                return snapshot(session, &mut state, raw, whole, false);
+            }
+            let now = Instant::now();
+            if state.started && waiting_for_input(session) {
+                // The reader may hold the final marker: look again once it is idle.
+                drop(state);
+                state = session.lock();
+                if state.phase == Phase::Running {
+                    return snapshot(session, &mut state, raw, whole, false);
+                }
+                continue;
+            }
+            if now >= deadline {
+                return snapshot(session, &mut state, raw, whole, true);
+            }
+            let step = deadline.saturating_duration_since(now).min(INPUT_CHECK);
+            state = session
+                .changed
+                .wait_timeout(state, step)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
+impl Drop for SessionManager {
+    fn drop(&mut self) {
+        *self.inner.sweeper_stop.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.inner.sweeper_wake.notify_all();
+        if let Some(handle) = self.sweeper.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = handle.join();
+        }
+        self.close_all();
+    }
+}
+
+impl Inner {
+    fn evict_idle(&self) {
+        let ttl = self.config.lock().unwrap_or_else(PoisonError::into_inner).0.idle_ttl;
+        let Some(ttl) = ttl else { return };
+        let expired: Vec<Arc<Session>> = {
+            let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            let ids: Vec<String> = sessions
+                .iter()
+                .filter(|(_, s)| {
+                    let st = s.lock();
+                    st.phase != Phase::Running && st.last_activity.elapsed() >= ttl
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().filter_map(|id| sessions.remove(id)).collect()
+        };
+        for s in expired {
+            tracing::debug!(session = %s.id, "closing idle session");
+            s.terminate();
+        }
+    }
+}
+
+fn sweep(inner: std::sync::Weak<Inner>) {
+    loop {
+        let Some(inner) = inner.upgrade() else { return };
+        let ttl = inner.config.lock().unwrap_or_else(PoisonError::into_inner).0.idle_ttl;
+        let tick = ttl.map_or(Duration::from_secs(3600), |t| {
+            (t / 4).clamp(Duration::from_millis(50), Duration::from_secs(5))
+        });
+        let stop = inner.sweeper_stop.lock().unwrap_or_else(PoisonError::into_inner);
+        if *stop {
+            return;
+        }
+        let (stop, _) = inner
+            .sweeper_wake
+            .wait_timeout(stop, tick)
+            .unwrap_or_else(PoisonError::into_inner);
+        if *stop {
+            return;
+        }
+        drop(stop);
+        inner.evict_idle();
+    }
+}
+
+fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_out: bool) -> RunResult {
+    let running = state.phase == Phase::Running;
+    let (bytes, lost, truncated_whole) = if whole && !running {
+        (Vec::new(), 0, state.output.is_truncated())
+    } else {
+        let (b, lost) = state
+            .ring
+            .since(state.delivered.max(if whole { state.cmd_start_offset } else { 0 }));
+        (b, lost, false)
+    };
+    let text = if whole && !running {
+        state.output.render()
+    } else {
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let mut output = if raw { text } else { marker::strip_control(&text) };
+    if lost > 0 {
+        output.insert_str(
+            0,
+            &format!("[... {lost} bytes of earlier output were dropped from the session's buffer ...]\n"),
+        );
+    }
+    state.delivered = state.ring.end();
+    state.last_activity = Instant::now();
+    let duration = if running {
+        state.cmd_started.elapsed()
+    } else {
+        state.cmd_duration
+    };
+    let run_state = match state.phase {
+        Phase::Running => RunState::Running,
+        Phase::Exited(code) => RunState::ShellExited(code),
+        _ => RunState::Finished(state.last_exit.unwrap_or(-1)),
+    };
+    RunResult {
+        session_id: session.id.clone(),
+        state: run_state,
+        output,
+        truncated: truncated_whole || lost > 0,
+        output_bytes: state.output.total(),
+        cwd: Some(state.cwd.clone()),
+        duration,
+        timed_out,
+        waiting_for_input: running && state.started && waiting_for_input(session),
+        cursor: state.ring.end(),
+    }
+}
+
+/// Whether the foreground process waits on the terminal and nothing the
+/// shell wrote is still unread or unapplied (so a finished command whose end
+/// marker is in flight is not mistaken for one waiting for input).
+fn waiting_for_input(session: &Session) -> bool {
+    use std::sync::atomic::Ordering;
+    if !pty::foreground_reading(session.master.as_raw_fd()) {
+        return false;
+    }
+    let mut fds = libc::pollfd {
+        fd: session.master.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; a zero timeout only looks.
+    let pending = unsafe { libc::poll(&mut fds, 1, 0) } > 0 && fds.revents & libc::POLLIN != 0;
+    !pending && !session.in_flight.load(Ordering::SeqCst)
+}
+
+/// Drains the master, parses markers, updates the state; ends when the shell
+/// exits or the session is closed.
+fn read_loop(session: &Session, nonce: &str) {
+    let mut parser = marker::Parser::new(nonce);
+    let pidfd = pty::pidfd(session.pid);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut events = Vec::new();
+    let mut master_open = true;
+    loop {
+        let mut fds = vec![
+            libc::pollfd {
+                fd: session.stop.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: if master_open { session.master.as_raw_fd() } else { -1 },
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        if let Some(fd) = &pidfd {
+            fds.push(libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        let wait = if pidfd.is_some() { -1 } else { 20 };
+        // SAFETY: fds is a valid slice.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait) };
+        if fds[0].revents != 0 {
+            return;
+        }
+        if fds[1].revents != 0 {
+            session.in_flight.store(true, std::sync::atomic::Ordering::SeqCst);
+            // SAFETY: reads into a valid buffer.
+            let n = unsafe { libc::read(session.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n > 0 {
+                events.clear();
+                parser.feed(&buf[..n as usize], &mut events);
+                apply(session, &mut events);
+            }
+            session.in_flight.store(false, std::sync::atomic::Ordering::SeqCst);
+            if n > 0 {
+            } else if n == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN) {
+                // EIO: no process holds the slave any more.
+                master_open = false;
+            }
+        }
+        let exited = match &pidfd {
+            Some(_) => fds.get(2).is_some_and(|f| f.revents != 0),
+            None => crate::spawn::has_exited(session.pid),
+        };
+        if exited {
+            // Read what the shell wrote before exiting, then record the exit.
+            loop {
+                // SAFETY: as above.
+                let n = unsafe { libc::read(session.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+                if n <= 0 {
+                    break;
+                }
+                events.clear();
+                parser.feed(&buf[..n as usize], &mut events);
+                apply(session, &mut events);
+            }
+            let code = exit_status_peek(session.pid);
+            let mut state = session.lock();
+            if state.phase == Phase::Running {
+                state.cmd_duration = state.cmd_started.elapsed();
+            }
+            state.phase = Phase::Exited(code);
+            state.last_exit = Some(code);
+            drop(state);
+            session.changed.notify_all();
+            // Wait for close (the tree is killed and the shell reaped there).
+            let mut stop = [libc::pollfd {
+                fd: session.stop.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(stop.as_mut_ptr(), 1, -1) };
+            return;
+        }
+    }
+}
+
+/// The exit status of our exited, unreaped child, without reaping it.
+fn exit_status_peek(pid: libc::pid_t) -> i32 {
+    // SAFETY: waitid with WNOWAIT leaves the child unreaped.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        if libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) != 0 {
+            return -1;
+        }
+        let status = info.si_status();
+        if info.si_code == libc::CLD_EXITED {
+            status
+        } else {
+            128 + status
+        }
+    }
+}
+
+fn apply(session: &Session, events: &mut Vec<marker::Event>) {
+    let mut state = session.lock();
+    let mut notify = false;
+    for event in events.drain(..) {
+        match event {
+            marker::Event::Output(bytes) => {
+                if state.phase == Phase::Running && state.started {
+                    state.output.push(&bytes);
+                    state.ring.push(&bytes);
+                    state.last_activity = Instant::now();
+                    notify = true;
+                }
+            }
+            marker::Event::Start => {
+                if state.phase == Phase::Running {
+                    state.started = true;
+                }
+            }
+            marker::Event::End { status, cwd } => {
+                state.cwd = PathBuf::from(std::ffi::OsStr::from_bytes(&cwd));
+                match state.phase {
+                    Phase::Starting => state.phase = Phase::Idle,
+                    Phase::Running if state.started => {
+                        state.phase = Phase::Idle;
+                        state.last_exit = Some(status);
+                        state.cmd_duration = state.cmd_started.elapsed();
+                        state.last_activity = Instant::now();
+                    }
+                    _ => {}
+                }
+                notify = true;
+            }
+        }
+    }
+    drop(state);
+    if notify {
+        session.changed.notify_all();
+    }
+}
+
+const KEY_NAMES: &[&str] = &[
+    "Enter",
+    "Tab",
+    "Escape",
+    "Backspace",
+    "Up",
+    "Down",
+    "Right",
+    "Left",
+    "Home",
+    "End",
+    "C-c",
+    "C-d",
+    "C-z",
+];
+
+fn key_bytes(name: &str) -> Option<Vec<u8>> {
+    let bytes: &[u8] = match name {
+        "Enter" | "Return" => b"\r",
+        "Tab" => b"\t",
+        "Escape" | "Esc" => b"\x1b",
+        "Backspace" => b"\x7f",
+        "Up" => b"\x1b[A",
+        "Down" => b"\x1b[B",
+        "Right" => b"\x1b[C",
+        "Left" => b"\x1b[D",
+        "Home" => b"\x1b[H",
+        "End" => b"\x1b[F",
+        "Space" => b" ",
+        _ => {
+            let letter = name.strip_prefix("C-").or_else(|| name.strip_prefix("Ctrl-"))?;
+            let mut chars = letter.chars();
+            let c = chars.next()?.to_ascii_lowercase();
+            if chars.next().is_some() || !c.is_ascii_lowercase() {
+                return None;
+            }
+            return Some(vec![c as u8 - b'a' + 1]);
+        }
+    };
+    Some(bytes.to_vec())
+}
+
+fn write_private(path: &Path, text: &str) -> Result<(), ToolError> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()).map(|_| f))
+        .map_err(|e| internal(format!("could not write {}: {e}", path.display())))?;
+    let _ = file.flush();
+    Ok(())
+}
+
+fn append_fish_history(target: Option<&Path>, command: &str) -> Result<(), ToolError> {
+    use std::io::Write;
+    let Some(path) = target else { return Ok(()) };
+    if let Some(parent) = path.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let when = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(shell::fish_history_record(command, when).as_bytes()))
+        .map_err(|e| internal(format!("could not append to fish history {}: {e}", path.display())))
+}
+
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+
+/// Where private session directories go: /dev/shm (memory, so command text
+/// never reaches a disk) when usable, else the temp dir.
+fn private_base() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let usable = std::fs::metadata(shm).is_ok_and(|m| m.is_dir())
+        && CString::new("/dev/shm").is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0);
+    if usable {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// Removes a directory on drop unless forgotten.
+struct DirGuard(PathBuf);
+impl Drop for DirGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+fn scopeguard(dir: PathBuf) -> DirGuard {
+    DirGuard(dir)
+}
+
+fn internal(message: String) -> ToolError {
+    ToolError::new(
+        ErrorCode::Internal,
+        message,
+        "retry; if it persists, report it with the message",
+    )
+}
+
+fn spawn_failed(message: String) -> ToolError {
+    ToolError::new(
+        ErrorCode::SpawnFailed,
+        message,
+        "check the shell, the working directory and the host's limits, then retry",
+    )
+}
+
+fn shell_exited(code: i32) -> ToolError {
+    ToolError::new(
+        ErrorCode::SessionExited,
+        format!("the session's shell has exited (status {code})"),
+        "close it with session_close and start a new one with session_start",
+    )
+}
+
+/// 128 random bits as hex (for session and job ids).
+pub(crate) fn random_id() -> Result<String, ToolError> {
+    pty::random_hex().map_err(|e| internal(format!("getrandom failed: {e}")))
+}
+
+/// Output with terminal control sequences removed.
+pub(crate) fn clean(text: &str) -> String {
+    marker::strip_control(text)
+}

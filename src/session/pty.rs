@@ -1,0 +1,292 @@
+//! Pseudo-terminals and the process-level facts a session needs: opening a
+//! pty pair, spawning a shell as a session leader with the pty as its
+//! controlling terminal, the terminal's foreground group, and /proc scans.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// The master side of a pty and the path of its slave.
+pub(crate) struct Pty {
+    pub master: OwnedFd,
+    pub slave_path: CString,
+}
+
+fn last_error() -> io::Error {
+    io::Error::last_os_error()
+}
+
+/// Opens a pty pair (`posix_openpt`, `grantpt`, `unlockpt`, `ptsname_r`),
+/// sets the terminal modes a session wants (no echo, no CR/LF translation on
+/// output, a wide window), and returns the master.
+pub(crate) fn open() -> io::Result<Pty> {
+    // SAFETY: plain libc calls on an fd we own; buffers are sized as passed.
+    unsafe {
+        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(last_error());
+        }
+        let master = OwnedFd::from_raw_fd(fd);
+        if libc::grantpt(fd) != 0 || libc::unlockpt(fd) != 0 {
+            return Err(last_error());
+        }
+        let mut name = [0 as libc::c_char; 128];
+        let rc = libc::ptsname_r(fd, name.as_mut_ptr(), name.len());
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+        let slave_path = CStr::from_ptr(name.as_ptr()).to_owned();
+
+        // Configure the line discipline through a slave fd (without making it
+        // our controlling terminal); the settings stay with the pty.
+        let slave = libc::open(slave_path.as_ptr(), libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        if slave < 0 {
+            return Err(last_error());
+        }
+        let slave = OwnedFd::from_raw_fd(slave);
+        let mut tio: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(slave.as_raw_fd(), &mut tio) != 0 {
+            return Err(last_error());
+        }
+        tio.c_lflag &= !(libc::ECHO | libc::ECHOE | libc::ECHOK | libc::ECHONL | libc::ECHOCTL);
+        tio.c_oflag &= !libc::ONLCR;
+        if libc::tcsetattr(slave.as_raw_fd(), libc::TCSANOW, &tio) != 0 {
+            return Err(last_error());
+        }
+        let size = libc::winsize {
+            ws_row: 50,
+            ws_col: 200,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &size);
+        crate::spawn::set_nonblocking(master.as_raw_fd());
+        Ok(Pty { master, slave_path })
+    }
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
+}
+
+/// Spawns `argv` as the leader of a new session whose controlling terminal
+/// is the pty slave: `POSIX_SPAWN_SETSID` runs `setsid()` in the child before
+/// the file actions, so opening the slave (without `O_NOCTTY`) as fd 0
+/// acquires it. Signals are reset, the mask emptied, fds ≥ 3 closed.
+pub(crate) fn spawn_on_pty(
+    program: &CStr,
+    argv: &[CString],
+    envp: &[CString],
+    cwd: &CStr,
+    slave_path: &CStr,
+) -> io::Result<libc::pid_t> {
+    let mut argv_p: Vec<*mut libc::c_char> = argv.iter().map(|a| a.as_ptr().cast_mut()).collect();
+    argv_p.push(std::ptr::null_mut());
+    let mut envp_p: Vec<*mut libc::c_char> = envp.iter().map(|e| e.as_ptr().cast_mut()).collect();
+    envp_p.push(std::ptr::null_mut());
+    let mut pid: libc::pid_t = 0;
+    // SAFETY: the attribute and action objects are initialized before use and
+    // destroyed afterwards; every pointer outlives the calls.
+    unsafe {
+        let mut fa: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        check(libc::posix_spawn_file_actions_init(&mut fa))?;
+        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
+        if let Err(e) = check(libc::posix_spawnattr_init(&mut attr)) {
+            libc::posix_spawn_file_actions_destroy(&mut fa);
+            return Err(e);
+        }
+        let result = (|| {
+            check(libc::posix_spawn_file_actions_addopen(
+                &mut fa,
+                0,
+                slave_path.as_ptr(),
+                libc::O_RDWR,
+                0,
+            ))?;
+            check(libc::posix_spawn_file_actions_adddup2(&mut fa, 0, 1))?;
+            check(libc::posix_spawn_file_actions_adddup2(&mut fa, 0, 2))?;
+            check(libc::posix_spawn_file_actions_addchdir_np(&mut fa, cwd.as_ptr()))?;
+            check(libc::posix_spawn_file_actions_addclosefrom_np(&mut fa, 3))?;
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            check(libc::posix_spawnattr_setsigdefault(&mut attr, &all))?;
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            check(libc::posix_spawnattr_setsigmask(&mut attr, &none))?;
+            let flags =
+                libc::POSIX_SPAWN_SETSID as libc::c_int | libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK;
+            check(libc::posix_spawnattr_setflags(&mut attr, flags as libc::c_short))?;
+            check(libc::posix_spawn(
+                &mut pid,
+                program.as_ptr(),
+                &fa,
+                &attr,
+                argv_p.as_ptr(),
+                envp_p.as_ptr(),
+            ))
+        })();
+        libc::posix_spawn_file_actions_destroy(&mut fa);
+        libc::posix_spawnattr_destroy(&mut attr);
+        result?;
+    }
+    Ok(pid)
+}
+
+/// A pidfd for our unreaped child (None on kernels without pidfd_open).
+pub(crate) fn pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
+    // SAFETY: pid is our unreaped child, so it cannot have been recycled.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// The terminal's foreground process group, asked on the master side.
+pub(crate) fn foreground_group(master: RawFd) -> Option<libc::pid_t> {
+    // SAFETY: ioctl on an fd we own.
+    let pgrp = unsafe { libc::tcgetpgrp(master) };
+    (pgrp > 0).then_some(pgrp)
+}
+
+/// Writes all of `data` to the master, waiting while the terminal's input
+/// queue is full.
+pub(crate) fn write_all(master: RawFd, mut data: &[u8]) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !data.is_empty() {
+        // SAFETY: writes from a valid slice.
+        let n = unsafe { libc::write(master, data.as_ptr().cast(), data.len()) };
+        if n > 0 {
+            data = &data[n as usize..];
+            continue;
+        }
+        let err = last_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN) => {
+                if std::time::Instant::now() > deadline {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the terminal's input queue stayed full for 10 s (the program is not reading input)",
+                    ));
+                }
+                let mut fds = libc::pollfd {
+                    fd: master,
+                    events: libc::POLLOUT,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                unsafe { libc::poll(&mut fds, 1, 50) };
+            }
+            _ => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+/// Fields after the command name of /proc/<pid>/stat (state is index 0).
+fn stat_fields(pid: libc::pid_t) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+/// Every live process whose session id (field 6 of /proc/pid/stat) is `sid`.
+pub(crate) fn session_members(sid: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|&pid| {
+            stat_fields(pid)
+                .is_some_and(|f| f.first().map(String::as_str) != Some("Z") && f.get(3) == Some(&sid.to_string()))
+        })
+        .collect()
+}
+
+/// Processes in process group `pgrp`.
+fn group_members(pgrp: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|&pid| stat_fields(pid).is_some_and(|f| f.get(2) == Some(&pgrp.to_string())))
+        .collect()
+}
+
+/// Whether some process of the terminal's foreground group is blocked
+/// reading the terminal, from the kernel's view: the wait channel is the tty
+/// read path, or the process sleeps in `read(0, ...)` on a terminal.
+pub(crate) fn foreground_reading(master: RawFd) -> bool {
+    let Some(pgrp) = foreground_group(master) else {
+        return false;
+    };
+    group_members(pgrp).into_iter().any(blocked_on_tty_read)
+}
+
+fn blocked_on_tty_read(pid: libc::pid_t) -> bool {
+    let Some(fields) = stat_fields(pid) else {
+        return false;
+    };
+    if fields.first().map(String::as_str) != Some("S") {
+        return false;
+    }
+    if let Ok(wchan) = std::fs::read_to_string(format!("/proc/{pid}/wchan"))
+        && (wchan == "n_tty_read" || wchan == "wait_woken")
+    {
+        return true;
+    }
+    // /proc/<pid>/syscall: "<nr> <arg0> ..." while blocked in a syscall.
+    let Ok(syscall) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else {
+        return false;
+    };
+    let mut parts = syscall.split_whitespace();
+    let nr = parts.next().and_then(|n| n.parse::<i64>().ok());
+    let fd = parts
+        .next()
+        .and_then(|a| i64::from_str_radix(a.trim_start_matches("0x"), 16).ok());
+    match (nr, fd) {
+        (Some(nr), Some(fd))
+            if nr == libc::SYS_read
+                || nr == libc::SYS_pselect6
+                || nr == libc::SYS_poll
+                || nr == libc::SYS_select
+                || nr == libc::SYS_ppoll =>
+        {
+            std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
+                .is_ok_and(|p| p.to_string_lossy().starts_with("/dev/pts/") || p.to_string_lossy() == "/dev/tty")
+        }
+        _ => false,
+    }
+}
+
+/// Resident set size of `pid` in KiB.
+pub(crate) fn rss_kib(pid: libc::pid_t) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// 128 bits from `getrandom(2)`, as 32 hex digits.
+pub(crate) fn random_hex() -> io::Result<String> {
+    let mut bytes = [0u8; 16];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        // SAFETY: writes into the unfilled part of a valid buffer.
+        let n = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0) };
+        if n < 0 {
+            let err = last_error();
+            if err.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(err);
+        }
+        filled += n as usize;
+    }
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}

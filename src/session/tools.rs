@@ -1,0 +1,302 @@
+//! The session tools (`session_start`, `session_run`, ...) on top of a
+//! [`SessionManager`] that is created on first use.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::{HistoryMode, RunOptions, SessionManager, StartOptions};
+use crate::config::Config;
+use crate::error::{ErrorCode, ToolError};
+use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse, json_kind};
+
+/// The tool names, in registration order, with their built-in definitions.
+pub(crate) const SESSION_TOOLS: &[(&str, &str)] = &[
+    (
+        "session_start",
+        include_str!("../../data/tools/bash/session_start.json"),
+    ),
+    ("session_run", include_str!("../../data/tools/bash/session_run.json")),
+    ("session_wait", include_str!("../../data/tools/bash/session_wait.json")),
+    ("session_read", include_str!("../../data/tools/bash/session_read.json")),
+    (
+        "session_write",
+        include_str!("../../data/tools/bash/session_write.json"),
+    ),
+    (
+        "session_interrupt",
+        include_str!("../../data/tools/bash/session_interrupt.json"),
+    ),
+    ("session_list", include_str!("../../data/tools/bash/session_list.json")),
+    (
+        "session_close",
+        include_str!("../../data/tools/bash/session_close.json"),
+    ),
+];
+
+/// Where the tools find the server's configuration and working directory.
+pub(crate) type ConfigSource = Arc<dyn Fn() -> (Arc<Config>, PathBuf) + Send + Sync>;
+
+/// A session manager created on first use from the server's configuration.
+pub(crate) struct LazyManager {
+    cell: OnceLock<SessionManager>,
+    source: ConfigSource,
+}
+
+impl LazyManager {
+    pub fn new(source: ConfigSource) -> Self {
+        Self {
+            cell: OnceLock::new(),
+            source,
+        }
+    }
+
+    /// The manager, with the configuration in force applied.
+    pub fn get(&self) -> Result<&SessionManager, ToolError> {
+        let (config, dir) = (self.source)();
+        if !config.sessions.enabled {
+            return Err(ToolError::new(
+                ErrorCode::SessionsDisabled,
+                "persistent sessions are turned off on this server",
+                "the operator can enable them with the configuration {\"sessions\": {\"enabled\": true}}",
+            ));
+        }
+        if let Some(manager) = self.cell.get() {
+            manager.reconfigure(config.sessions.clone(), config.clone(), dir)?;
+            return Ok(manager);
+        }
+        let manager = SessionManager::with_server_config(config.sessions.clone(), config, dir)?;
+        Ok(self.cell.get_or_init(|| manager))
+    }
+}
+
+pub(crate) struct SessionTool {
+    definition: ToolDefinition,
+    manager: Arc<LazyManager>,
+}
+
+impl SessionTool {
+    pub fn new(definition: ToolDefinition, manager: Arc<LazyManager>) -> Self {
+        Self { definition, manager }
+    }
+}
+
+impl Tool for SessionTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
+        match self.dispatch(args) {
+            Ok(value) => ToolResponse::new(value.to_string()),
+            Err(error) => ToolResponse::error(&error),
+        }
+    }
+}
+
+impl SessionTool {
+    fn dispatch(&self, args: &Map<String, Value>) -> Result<Value, ToolError> {
+        let name = self.definition.name.as_str();
+        let allowed: Vec<&str> = self.definition.input_schema["properties"]
+            .as_object()
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let unknown: Vec<&str> = args
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !allowed.contains(k))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(ToolError::new(
+                ErrorCode::UnknownArgument,
+                format!("unknown argument(s) for {name}: {}", unknown.join(", ")),
+                format!("{name} accepts: {}", allowed.join(", ")),
+            ));
+        }
+        let manager = self.manager.get()?;
+        let a = Args { args, tool: name };
+        match name {
+            "session_start" => {
+                let options = StartOptions {
+                    shell: a.string("shell")?,
+                    working_dir: a.string("working_dir")?.map(PathBuf::from),
+                    env: a.env()?,
+                    name: a.string("name")?,
+                };
+                let id = manager.start(&options)?;
+                let info = manager.list().into_iter().find(|s| s.id == id);
+                Ok(json!({
+                    "session_id": id,
+                    "shell": info.as_ref().map(|i| i.shell.as_str()),
+                    "pid": info.as_ref().map(|i| i.pid),
+                    "cwd": info.as_ref().map(|i| i.cwd.display().to_string()),
+                }))
+            }
+            "session_run" => {
+                let id = a.required("session_id")?;
+                let command = a.required("command")?;
+                let options = RunOptions {
+                    timeout: a.seconds("timeout_seconds", false)?,
+                    history: a.history()?,
+                    raw: a.flag("raw")?,
+                };
+                Ok(manager.run(&id, &command, &options)?.to_value())
+            }
+            "session_wait" => {
+                let id = a.required("session_id")?;
+                let wait = a.seconds("timeout_seconds", true)?.unwrap_or(Duration::from_secs(30));
+                Ok(manager.wait(&id, wait, a.flag("raw")?)?.to_value())
+            }
+            "session_read" => {
+                let id = a.required("session_id")?;
+                let cursor = match args.get("cursor").filter(|v| !v.is_null()) {
+                    None => None,
+                    Some(v) => Some(
+                        v.as_u64()
+                            .ok_or_else(|| a.invalid(format!("`cursor` must be a non-negative integer, got {v}")))?,
+                    ),
+                };
+                Ok(manager.read(&id, cursor, a.flag("raw")?)?.to_value())
+            }
+            "session_write" => {
+                let id = a.required("session_id")?;
+                let input = a.string("input")?.unwrap_or_default();
+                let keys = match args.get("keys").filter(|v| !v.is_null()) {
+                    None => Vec::new(),
+                    Some(Value::Array(items)) => items
+                        .iter()
+                        .map(|k| {
+                            k.as_str()
+                                .map(str::to_owned)
+                                .ok_or_else(|| a.invalid(format!("`keys` entries must be strings, got {k}")))
+                        })
+                        .collect::<Result<_, _>>()?,
+                    Some(v) => {
+                        return Err(a.invalid(format!("`keys` must be an array of key names, got {}", json_kind(v))));
+                    }
+                };
+                if input.is_empty() && keys.is_empty() {
+                    return Err(a.invalid("give `input` text and/or `keys` to send".into()));
+                }
+                let wait = a.seconds("timeout_seconds", true)?.unwrap_or(Duration::from_secs(1));
+                Ok(manager.write(&id, &input, &keys, wait, a.flag("raw")?)?.to_value())
+            }
+            "session_interrupt" => {
+                let id = a.required("session_id")?;
+                let wait = a.seconds("timeout_seconds", true)?.unwrap_or(Duration::from_secs(2));
+                Ok(manager.interrupt(&id, wait)?.to_value())
+            }
+            "session_list" => Ok(json!({
+                "sessions": manager.list().iter().map(|s| json!({
+                    "session_id": s.id,
+                    "name": s.name,
+                    "shell": s.shell.as_str(),
+                    "pid": s.pid,
+                    "cwd": s.cwd.display().to_string(),
+                    "state": s.state,
+                    "idle_seconds": s.idle.as_secs_f64(),
+                })).collect::<Vec<_>>()
+            })),
+            "session_close" => {
+                let id = a.required("session_id")?;
+                manager.close(&id)?;
+                Ok(json!({"session_id": id, "closed": true}))
+            }
+            other => Err(ToolError::new(
+                ErrorCode::Internal,
+                format!("session tool {other} has no implementation"),
+                "use one of the session_* tools listed",
+            )),
+        }
+    }
+}
+
+struct Args<'a> {
+    args: &'a Map<String, Value>,
+    tool: &'a str,
+}
+
+impl Args<'_> {
+    fn invalid(&self, message: String) -> ToolError {
+        ToolError::new(
+            ErrorCode::InvalidArguments,
+            format!("{}: {message}", self.tool),
+            "see the tool's input schema in list_tools",
+        )
+    }
+
+    fn string(&self, key: &str) -> Result<Option<String>, ToolError> {
+        match self.args.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(self.invalid(format!("`{key}` must be a string, got {}", json_kind(other)))),
+        }
+    }
+
+    fn required(&self, key: &str) -> Result<String, ToolError> {
+        self.string(key)?
+            .ok_or_else(|| self.invalid(format!("the required argument `{key}` is missing")))
+    }
+
+    fn flag(&self, key: &str) -> Result<bool, ToolError> {
+        match self.args.get(key) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(self.invalid(format!("`{key}` must be true or false, got {}", json_kind(other)))),
+        }
+    }
+
+    fn seconds(&self, key: &str, zero_ok: bool) -> Result<Option<Duration>, ToolError> {
+        let Some(value) = self.args.get(key).filter(|v| !v.is_null()) else {
+            return Ok(None);
+        };
+        let secs = value
+            .as_f64()
+            .filter(|s| s.is_finite() && (*s > 0.0 || (zero_ok && *s == 0.0)) && *s <= 86_400.0);
+        secs.map(|s| Some(Duration::from_secs_f64(s))).ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::InvalidTimeout,
+                format!(
+                    "{}: `{key}` must be a number of seconds from 0 to 86400, got {value}",
+                    self.tool
+                ),
+                "pass a number of seconds such as 5",
+            )
+        })
+    }
+
+    fn history(&self) -> Result<Option<HistoryMode>, ToolError> {
+        match self.string("history")? {
+            None => Ok(None),
+            Some(s) => HistoryMode::parse(&s)
+                .map(Some)
+                .ok_or_else(|| self.invalid(format!("`history` must be \"suppress\" or \"keep\", got {s:?}"))),
+        }
+    }
+
+    fn env(&self) -> Result<Vec<(String, String)>, ToolError> {
+        match self.args.get("env") {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) if crate::config::is_valid_env_name(k) && !s.contains('\0') => {
+                        Ok((k.clone(), s.clone()))
+                    }
+                    _ => Err(ToolError::new(
+                        ErrorCode::InvalidEnv,
+                        format!("`env.{k}` must be a string without NUL under a valid variable name"),
+                        "pass `env` as an object of strings",
+                    )),
+                })
+                .collect(),
+            Some(other) => Err(ToolError::new(
+                ErrorCode::InvalidEnv,
+                format!("`env` must be an object, got {}", json_kind(other)),
+                "pass `env` as an object of strings",
+            )),
+        }
+    }
+}

@@ -1,0 +1,485 @@
+//! Persistent sessions: state, exit codes, markers, input, timeouts, limits
+//! and process hygiene (every test checks /proc afterwards).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bash_mcp::session::{RunOptions, RunResult, RunState, SessionConfig, SessionManager, StartOptions};
+use bash_mcp::{BashServer, ErrorCode, McpServer};
+use common::*;
+use serde_json::{Value, json};
+
+fn manager() -> SessionManager {
+    SessionManager::new(
+        SessionConfig {
+            enabled: true,
+            ..Default::default()
+        },
+        std::env::temp_dir(),
+    )
+    .unwrap()
+}
+
+fn start(m: &SessionManager, shell: &str, tag: &str) -> String {
+    m.start(&StartOptions {
+        shell: Some(shell.into()),
+        env: vec![(TAG_VAR.into(), tag.into())],
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn run(m: &SessionManager, id: &str, command: &str) -> RunResult {
+    m.run(
+        id,
+        command,
+        &RunOptions {
+            timeout: Some(Duration::from_secs(10)),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+fn installed(shell: &str) -> bool {
+    if bash_mcp::config::resolve_program(shell).is_some() {
+        true
+    } else {
+        eprintln!("SKIP: {shell} is not installed");
+        false
+    }
+}
+
+#[test]
+fn state_persists_between_commands() {
+    let tag = unique_tag("state");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let r = run(&m, &id, "cd /tmp");
+    assert_eq!(r.exit_code(), Some(0));
+    assert_eq!(r.cwd.as_deref(), Some(std::path::Path::new("/tmp")));
+    assert_eq!(run(&m, &id, "pwd").output, "/tmp\n");
+    run(&m, &id, "export X=1; Y=local");
+    assert_eq!(run(&m, &id, "echo $X $Y").output, "1 local\n");
+    run(&m, &id, "greet() { echo \"hi $1\"; }\nalias ll='echo aliased'");
+    assert_eq!(run(&m, &id, "greet you; ll").output, "hi you\naliased\n");
+    // A virtualenv-style activate script changes PATH and VIRTUAL_ENV for later calls.
+    let venv = std::env::temp_dir().join(format!("venv-{tag}"));
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::fs::write(
+        venv.join("bin/activate"),
+        format!(
+            "export VIRTUAL_ENV={0}\nexport PATH=\"{0}/bin:$PATH\"\n",
+            venv.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(venv.join("bin/venvtool"), "#!/bin/sh\necho from-venv\n").unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(venv.join("bin/venvtool"))
+        .status()
+        .unwrap();
+    run(&m, &id, &format!("source {}/bin/activate", venv.display()));
+    let r = run(&m, &id, "echo $VIRTUAL_ENV; venvtool");
+    assert_eq!(r.output, format!("{}\nfrom-venv\n", venv.display()));
+    m.close(&id).unwrap();
+    std::fs::remove_dir_all(&venv).unwrap();
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn exit_codes_are_exact() {
+    let tag = unique_tag("codes");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    assert_eq!(run(&m, &id, "false").exit_code(), Some(1));
+    assert_eq!(run(&m, &id, "(exit 7)").exit_code(), Some(7));
+    assert_eq!(run(&m, &id, "true").exit_code(), Some(0));
+    assert_eq!(run(&m, &id, "sh -c 'kill -TERM $$'").exit_code(), Some(143));
+    // set -e does not end the session.
+    let r = run(&m, &id, "set -e\nfalse\necho after");
+    assert_eq!(r.state, RunState::Finished(0), "{r:?}");
+    assert_eq!(run(&m, &id, "echo alive").output, "alive\n");
+    // `exit` ends the shell and says so.
+    let r = run(&m, &id, "exit 4");
+    assert_eq!(r.state, RunState::ShellExited(4));
+    let err = m.run(&id, "true", &RunOptions::default()).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionExited);
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn multiline_heredoc_and_syntax_errors() {
+    let tag = unique_tag("multi");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let r = run(
+        &m,
+        &id,
+        "for i in 1 2; do\n  echo $i\ndone\ncat <<'EOF'\nliteral $HOME\nEOF",
+    );
+    assert_eq!(r.output, "1\n2\nliteral $HOME\n");
+    let r = run(&m, &id, "echo first\necho 'unbalanced");
+    assert_eq!(r.exit_code(), Some(2));
+    assert!(r.output.contains("unexpected EOF"), "{:?}", r.output);
+    assert!(
+        !r.output.contains("first"),
+        "nothing runs when the command does not parse: {:?}",
+        r.output
+    );
+    assert_eq!(run(&m, &id, "echo usable").output, "usable\n");
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn forged_markers_do_not_end_a_command() {
+    let tag = unique_tag("forge");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let guess = "0123456789abcdef0123456789abcdef";
+    let cmd = format!(
+        "printf '\\033]633;D;0;/\\007'; printf '\\033]633;D;{guess};0;/\\033]633;E;{guess}\\007'; printf '\\033]633;C;{guess}\\007'; sleep 0.3; echo after; exit_code_is() {{ return 5; }}; exit_code_is"
+    );
+    let r = run(&m, &id, &cmd);
+    assert_eq!(r.exit_code(), Some(5), "{r:?}");
+    assert!(r.output.ends_with("after\n"), "{:?}", r.output);
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn control_sequences_are_removed_unless_raw() {
+    let tag = unique_tag("ansi");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let cmd = "printf '\\033[31mred\\033[0m\\n'";
+    assert_eq!(run(&m, &id, cmd).output, "red\n");
+    let raw = m
+        .run(
+            &id,
+            cmd,
+            &RunOptions {
+                raw: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(raw.output, "\x1b[31mred\x1b[0m\n");
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn read_waits_for_input_and_write_answers_it() {
+    let tag = unique_tag("input");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let r = m
+        .run(
+            &id,
+            "read -r x; echo \"got $x\"",
+            &RunOptions {
+                timeout: Some(Duration::from_secs(5)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(r.state, RunState::Running);
+    assert!(r.waiting_for_input, "{r:?}");
+    let r = m
+        .write(&id, "hello", &["Enter".into()], Duration::from_secs(5), false)
+        .unwrap();
+    assert_eq!(r.state, RunState::Finished(0));
+    assert_eq!(r.output, "got hello\n");
+    // A program reading the terminal (not the shell) is seen too.
+    let r = m
+        .run(
+            &id,
+            "head -n1",
+            &RunOptions {
+                timeout: Some(Duration::from_secs(5)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(r.waiting_for_input, "{r:?}");
+    let r = m.write(&id, "line\n", &[], Duration::from_secs(5), false).unwrap();
+    assert_eq!((r.state, r.output.as_str()), (RunState::Finished(0), "line\n"));
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn long_command_keeps_running_past_the_timeout() {
+    let tag = unique_tag("long");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let started = Instant::now();
+    let r = m
+        .run(
+            &id,
+            "echo begin; sleep 2; echo end",
+            &RunOptions {
+                timeout: Some(Duration::from_millis(500)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(r.state, RunState::Running);
+    assert!(r.timed_out);
+    assert!(!r.waiting_for_input);
+    assert_eq!(r.output, "begin\n");
+    assert_eq!(m.read(&id, None, false).unwrap().output, "");
+    let busy = m.run(&id, "true", &RunOptions::default()).unwrap_err();
+    assert_eq!(busy.code, ErrorCode::SessionBusy);
+    let r = m.wait(&id, Duration::from_secs(10), false).unwrap();
+    assert_eq!(r.state, RunState::Finished(0));
+    assert_eq!(r.output, "end\n");
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    // The cursor re-reads from an earlier point.
+    let again = m.read(&id, Some(0), false).unwrap();
+    assert_eq!(again.output, "begin\nend\n");
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn interrupt_stops_the_foreground_job() {
+    let tag = unique_tag("intr");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let r = m
+        .run(
+            &id,
+            "sleep 100",
+            &RunOptions {
+                timeout: Some(Duration::from_millis(200)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(r.state, RunState::Running);
+    let r = m.interrupt(&id, Duration::from_secs(5)).unwrap();
+    assert_eq!(r.state, RunState::Finished(130), "{r:?}");
+    assert_eq!(run(&m, &id, "echo ok").output, "ok\n");
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn close_kills_background_children() {
+    let tag = unique_tag("close");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    run(
+        &m,
+        &id,
+        "sleep 1000 & (sleep 1000 &) ; nohup sleep 1000 >/dev/null 2>&1 &",
+    );
+    assert!(survivors(&tag).len() >= 4, "shell and sleeps are alive");
+    let pid = m.shell_pid(&id).unwrap();
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+    assert!(!pid_exists(pid), "the shell is reaped");
+    assert_eq!(m.close(&id).unwrap_err().code, ErrorCode::SessionNotFound);
+}
+
+#[test]
+fn eight_sessions_in_parallel() {
+    let tag = unique_tag("par");
+    let m = Arc::new(manager());
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let m = m.clone();
+            let tag = tag.clone();
+            std::thread::spawn(move || {
+                let id = start(&m, "bash", &tag);
+                run(&m, &id, &format!("N={i}; cd /"));
+                for _ in 0..5 {
+                    let r = run(&m, &id, "echo $N $PWD");
+                    assert_eq!(r.output, format!("{i} /\n"));
+                }
+                id
+            })
+        })
+        .collect();
+    let ids: Vec<String> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(m.list().len(), 8);
+    // The limit (8) is reached: one more is a clear error.
+    let err = m.start(&StartOptions::default()).unwrap_err();
+    assert_eq!(err.code, ErrorCode::TooManySessions);
+    assert!(err.hint.contains("session_close"), "{err}");
+    for id in ids {
+        m.close(&id).unwrap();
+    }
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn idle_sessions_are_evicted() {
+    let tag = unique_tag("ttl");
+    let m = SessionManager::new(
+        SessionConfig {
+            enabled: true,
+            idle_ttl: Some(Duration::from_millis(300)),
+            ..Default::default()
+        },
+        "/",
+    )
+    .unwrap();
+    let id = start(&m, "bash", &tag);
+    run(&m, &id, "sleep 1000 &");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !survivors(&tag).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_no_survivors(&tag);
+    assert_eq!(
+        m.run(&id, "true", &RunOptions::default()).unwrap_err().code,
+        ErrorCode::SessionNotFound
+    );
+}
+
+#[test]
+fn dropping_the_manager_kills_everything() {
+    let tag = unique_tag("drop");
+    let m = manager();
+    for _ in 0..3 {
+        let id = start(&m, "bash", &tag);
+        run(&m, &id, "sleep 1000 &");
+    }
+    let _running = start(&m, "bash", &tag);
+    m.run(
+        &_running,
+        "sleep 1000",
+        &RunOptions {
+            timeout: Some(Duration::from_millis(100)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(survivors(&tag).len() >= 8);
+    drop(m);
+    assert_no_survivors(&tag);
+    assert!(zombie_children().is_empty(), "{:?}", zombie_children());
+}
+
+#[test]
+fn shell_runs_on_its_own_controlling_terminal() {
+    let tag = unique_tag("tty");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let r = run(&m, &id, "tty; ps -o sid=,tpgid=,pgid= -p $$");
+    let lines: Vec<&str> = r.output.lines().collect();
+    assert!(lines[0].starts_with("/dev/pts/"), "{:?}", r.output);
+    let pid = m.shell_pid(&id).unwrap();
+    let fields: Vec<i32> = lines[1].split_whitespace().map(|f| f.parse().unwrap()).collect();
+    assert_eq!(fields[0], pid, "the shell leads its own session");
+    assert!(fields[1] > 0, "the terminal has a foreground group");
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn other_shells_keep_state() {
+    for shell in ["sh", "zsh", "fish"] {
+        if !installed(shell) {
+            continue;
+        }
+        let tag = unique_tag(shell);
+        let m = manager();
+        let id = start(&m, shell, &tag);
+        let set = if shell == "fish" {
+            "cd /tmp; set -gx X 1"
+        } else {
+            "cd /tmp; export X=1"
+        };
+        assert_eq!(run(&m, &id, set).exit_code(), Some(0), "{shell}");
+        let r = run(&m, &id, "echo $X; pwd");
+        assert_eq!(r.output, "1\n/tmp\n", "{shell}");
+        assert_eq!(run(&m, &id, "false").exit_code(), Some(1), "{shell}");
+        let r = run(&m, &id, "echo 'unbalanced");
+        assert_ne!(r.exit_code(), Some(0), "{shell}: {r:?}");
+        assert_eq!(run(&m, &id, "echo ok").output, "ok\n", "{shell}");
+        m.close(&id).unwrap();
+        assert_no_survivors(&tag);
+    }
+}
+
+fn session_call(s: &BashServer, tool: &str, args: Value) -> Value {
+    let envelope: Value = serde_json::from_str(&s.execute(tool, &args.to_string())).unwrap();
+    serde_json::from_str(envelope["result"].as_str().unwrap()).unwrap()
+}
+
+#[test]
+fn tools_appear_when_enabled_and_work_over_json() {
+    let tag = unique_tag("json");
+    let s = BashServer::new(std::env::temp_dir(), None, 30).unwrap();
+    let names = |s: &BashServer| -> Vec<String> {
+        let list: Value = serde_json::from_str(&s.list_tools()).unwrap();
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(!names(&s).iter().any(|n| n.starts_with("session_")));
+    let r = session_call(&s, "session_start", json!({}));
+    assert_eq!(r["error"], "unknown_tool");
+    s.configure(r#"{"sessions": {"enabled": true}}"#).unwrap();
+    assert!(names(&s).contains(&"session_run".to_owned()));
+    let r = session_call(&s, "session_start", json!({"env": {TAG_VAR: tag}, "name": "work"}));
+    let id = r["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(id.len(), 32);
+    assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
+    let r = session_call(
+        &s,
+        "session_run",
+        json!({"session_id": id, "command": "cd / && echo hi"}),
+    );
+    assert_eq!(
+        (
+            r["status"].as_str(),
+            r["exit_code"].as_i64(),
+            r["output"].as_str(),
+            r["cwd"].as_str()
+        ),
+        (Some("finished"), Some(0), Some("hi\n"), Some("/"))
+    );
+    let r = session_call(&s, "session_list", json!({}));
+    assert_eq!(r["sessions"][0]["name"], "work");
+    assert_eq!(r["sessions"][0]["state"], "idle");
+    let r = session_call(&s, "session_run", json!({"session_id": "nope", "command": "true"}));
+    assert_eq!(r["error"], "session_not_found");
+    let r = session_call(
+        &s,
+        "session_run",
+        json!({"session_id": id, "command": "true", "bogus": 1}),
+    );
+    assert_eq!(r["error"], "unknown_argument");
+    let r = session_call(&s, "session_write", json!({"session_id": id, "keys": ["Nope"]}));
+    assert_eq!(r["error"], "invalid_arguments");
+    let r = session_call(&s, "session_close", json!({"session_id": id}));
+    assert_eq!(r["closed"], true);
+    drop(s);
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn dropping_the_server_kills_sessions() {
+    let tag = unique_tag("srvdrop");
+    let s = BashServer::new(std::env::temp_dir(), None, 30).unwrap();
+    s.configure(r#"{"sessions": {"enabled": true, "max_sessions": 2}}"#)
+        .unwrap();
+    let r = session_call(&s, "session_start", json!({"env": {TAG_VAR: tag}}));
+    let id = r["session_id"].as_str().unwrap();
+    session_call(&s, "session_run", json!({"session_id": id, "command": "sleep 1000 &"}));
+    assert!(!survivors(&tag).is_empty());
+    drop(s);
+    assert_no_survivors(&tag);
+}
