@@ -35,6 +35,7 @@ pub mod config;
 mod error;
 mod exec;
 mod limiter;
+pub mod mcp;
 mod server;
 mod spawn;
 
