@@ -92,9 +92,10 @@ impl BoundedOutput {
             all.extend_from_slice(&tail);
             return String::from_utf8_lossy(&all).into_owned();
         }
-        // Cut at character boundaries so the seams add no replacement characters.
-        let head = &self.head[..utf8_prefix_end(&self.head)];
-        let tail = &tail[utf8_suffix_start(&tail)..];
+        // Cut at line ends when one is near, else at character boundaries, so
+        // the seams add neither half lines nor replacement characters.
+        let head = &self.head[..line_prefix_end(&self.head).unwrap_or_else(|| utf8_prefix_end(&self.head))];
+        let tail = &tail[line_suffix_start(&tail).unwrap_or_else(|| utf8_suffix_start(&tail))..];
         let omitted = self.total - (head.len() + tail.len()) as u64;
         let mut text = String::from_utf8_lossy(head).into_owned();
         if !text.is_empty() && !text.ends_with('\n') {
@@ -109,6 +110,19 @@ impl BoundedOutput {
         text.push_str(&String::from_utf8_lossy(tail));
         text
     }
+}
+
+/// End of the last whole line, if it lies in the last quarter of `bytes`.
+fn line_prefix_end(bytes: &[u8]) -> Option<usize> {
+    let window = bytes.len() / 4;
+    let pos = bytes[bytes.len() - window..].iter().rposition(|b| *b == b'\n')?;
+    Some(bytes.len() - window + pos + 1)
+}
+
+/// Start of the first whole line, if it lies in the first quarter of `bytes`.
+fn line_suffix_start(bytes: &[u8]) -> Option<usize> {
+    let window = bytes.len() / 4;
+    bytes[..window].iter().position(|b| *b == b'\n').map(|pos| pos + 1)
 }
 
 /// Length of the longest prefix that does not end inside a UTF-8 sequence.
@@ -183,6 +197,25 @@ mod tests {
         assert!(!text.contains('\u{FFFD}'), "{text}");
         assert!(text.starts_with("éé"));
         assert!(text.ends_with("éé"));
+    }
+
+    #[test]
+    fn cut_prefers_line_ends_nearby() {
+        let data: String = (0..1000).map(|i| format!("line {i}\n")).collect();
+        let mut out = BoundedOutput::new(200);
+        out.push(data.as_bytes());
+        let text = out.render();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines.iter().all(|l| l.starts_with("line ") || l.starts_with("[... ")),
+            "{text}"
+        );
+        assert!(text.ends_with("line 999\n"));
+        let kept = text.len() - lines.iter().find(|l| l.starts_with("[...")).unwrap().len() - 1;
+        assert!(
+            text.contains(&format!("[... {} bytes omitted", data.len() - kept)),
+            "{text}"
+        );
     }
 
     #[test]

@@ -104,6 +104,11 @@ pub struct Config {
     pub env: EnvPolicy,
     /// Whether [`NON_INTERACTIVE_PROFILE`] is applied.
     pub non_interactive: bool,
+    /// When set, working directories must resolve inside one of these
+    /// (already resolved) roots. `None`: any existing directory.
+    pub allowed_roots: Option<Vec<PathBuf>>,
+    /// Whether per-project `.bash-mcp.toml` files may extend or replace the roots.
+    pub project_config: bool,
 }
 
 impl Config {
@@ -119,6 +124,8 @@ impl Config {
             max_concurrent: DEFAULT_MAX_CONCURRENT,
             env: EnvPolicy::default(),
             non_interactive: true,
+            allowed_roots: None,
+            project_config: false,
         }
     }
 
@@ -175,6 +182,26 @@ impl Config {
                         .ok_or_else(|| config_error("`non_interactive` must be true or false", "use a JSON boolean"))?
                 }
                 "env" => next.env = env_policy(value)?,
+                "allowed_roots" => {
+                    next.allowed_roots = match value {
+                        Value::Null => None,
+                        _ => {
+                            let roots = string_list(key, value)?;
+                            let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+                            Some(crate::roots::canonical_roots(&roots, &base).map_err(|problem| {
+                                config_error(
+                                    format!("`allowed_roots`: {problem}"),
+                                    "list existing directories (absolute paths), or null for no restriction",
+                                )
+                            })?)
+                        }
+                    }
+                }
+                "project_config" => {
+                    next.project_config = value
+                        .as_bool()
+                        .ok_or_else(|| config_error("`project_config` must be true or false", "use a JSON boolean"))?
+                }
                 other => {
                     return Err(config_error(
                         format!("unknown configuration key `{other}`"),
@@ -255,6 +282,8 @@ pub const CONFIG_KEYS: &[&str] = &[
     "max_concurrent",
     "non_interactive",
     "env",
+    "allowed_roots",
+    "project_config",
 ];
 
 /// True when `name` is a valid environment variable name for a command.

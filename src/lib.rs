@@ -36,6 +36,7 @@ mod error;
 mod exec;
 mod limiter;
 pub mod mcp;
+pub mod roots;
 mod server;
 mod spawn;
 

@@ -18,6 +18,7 @@ use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::{self, Ending, RunLimits};
 use crate::limiter::Limiter;
+use crate::roots::{self, ProjectFiles};
 use crate::server::{CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse};
 use crate::spawn::{MAX_ARG_LEN, SpawnSpec, Streams};
 
@@ -58,6 +59,7 @@ struct Shared {
     config: RwLock<Arc<Config>>,
     working_dir: RwLock<PathBuf>,
     limiter: Limiter,
+    project_files: ProjectFiles,
 }
 
 impl BashServer {
@@ -106,12 +108,13 @@ impl BashServer {
         data_dir: Option<&Path>,
         config: Config,
     ) -> Result<Self, ToolError> {
-        let working_dir = validate_dir(working_dir.as_ref(), None)?;
+        let working_dir = roots::existing_dir(working_dir.as_ref(), None)?;
         let shared = Arc::new(Shared {
             name: name.to_owned(),
             config: RwLock::new(Arc::new(config)),
             working_dir: RwLock::new(working_dir),
             limiter: Limiter::default(),
+            project_files: ProjectFiles::default(),
         });
         let definition = ToolDefinition::load(data_dir, name, "execute", EXECUTE_DEFINITION)?;
         let mut tools = ToolRegistry::new();
@@ -143,6 +146,11 @@ impl BashServer {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Problems found in per-project `.bash-mcp.toml` files (ignored, fail-soft).
+    pub fn project_file_warnings(&self) -> Vec<String> {
+        self.shared.project_files.warnings()
     }
 
     /// (running, waiting) command counts.
@@ -200,20 +208,43 @@ impl McpServer for BashServer {
     }
 
     fn set_working_dir(&self, path: &Path) -> Result<(), ToolError> {
-        let dir = validate_dir(path, None)?;
+        let dir = self.shared.confined_dir(path, None, &self.config())?;
         *self.shared.working_dir.write().unwrap_or_else(PoisonError::into_inner) = dir;
         Ok(())
     }
 }
 
 impl Shared {
+    /// An existing directory that the roots in force allow; resolved when
+    /// roots apply, so a symlink swapped after the check changes nothing.
+    fn confined_dir(&self, dir: &Path, base: Option<&Path>, config: &Config) -> Result<PathBuf, ToolError> {
+        let absolute = roots::existing_dir(dir, base)?;
+        if config.allowed_roots.is_none() && !config.project_config {
+            return Ok(absolute);
+        }
+        let resolved = roots::resolve(&absolute)?;
+        let in_force = if config.project_config {
+            self.project_files
+                .effective_roots(&resolved, config.allowed_roots.as_deref())
+        } else {
+            config.allowed_roots.clone()
+        };
+        match in_force {
+            Some(roots) => {
+                roots::confine(&absolute, &resolved, &roots)?;
+                Ok(resolved)
+            }
+            None => Ok(absolute),
+        }
+    }
+
     fn run(&self, request: &ExecRequest, options: CallOptions<'_>) -> Result<ExecOutcome, ToolError> {
         let config = self.config.read().unwrap_or_else(PoisonError::into_inner).clone();
         let base = self.working_dir.read().unwrap_or_else(PoisonError::into_inner).clone();
         validate_command(&request.command)?;
         let cwd = match &request.working_dir {
-            Some(dir) => validate_dir(dir, Some(&base))?,
-            None => base,
+            Some(dir) => self.confined_dir(dir, Some(&base), &config)?,
+            None => self.confined_dir(&base, None, &config)?,
         };
         let timeout = config.effective_timeout(request.timeout);
 
@@ -347,30 +378,6 @@ fn validate_command(command: &str) -> Result<(), ToolError> {
         ));
     }
     Ok(())
-}
-
-/// Checks that `dir` (relative to `base` when given) is an existing directory
-/// and returns it as an absolute path.
-fn validate_dir(dir: &Path, base: Option<&Path>) -> Result<PathBuf, ToolError> {
-    let joined = match base {
-        Some(base) if dir.is_relative() => base.join(dir),
-        _ => dir.to_path_buf(),
-    };
-    let absolute = std::path::absolute(&joined).unwrap_or(joined);
-    let hint = "pass an existing directory (absolute, or relative to the server's working directory)";
-    match std::fs::metadata(&absolute) {
-        Ok(meta) if meta.is_dir() => Ok(absolute),
-        Ok(_) => Err(ToolError::new(
-            ErrorCode::WorkingDirNotDirectory,
-            format!("working directory {} is not a directory", absolute.display()),
-            hint,
-        )),
-        Err(e) => Err(ToolError::new(
-            ErrorCode::WorkingDirNotFound,
-            format!("working directory {} cannot be used: {e}", absolute.display()),
-            hint,
-        )),
-    }
 }
 
 fn c_path(path: &Path) -> Result<CString, ToolError> {

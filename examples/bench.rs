@@ -1,0 +1,172 @@
+//! Execution benchmark: prints the library's figures beside a baseline
+//! measured in the same run, so ratios hold on a noisy machine.
+//!
+//! Run with `cargo run --release --example bench` (add `-- --quick` for fewer rounds).
+//!
+//! 1. Latency: a raw `posix_spawn` of `/bin/sh -c true` reading a pipe to EOF
+//!    and reaping, against `BashServer::run` of `true` (target ratio ≤ 1.10).
+//! 2. Throughput: capturing 1 GiB of output against
+//!    `head -c 1G /dev/zero | cat > /dev/null` (target ratio ≤ 1.25), and the
+//!    host's peak RSS (target < 64 MiB).
+//! 3. Timeout overshoot of a 1 s limit (target median ≤ 20 ms).
+
+use std::ffi::CString;
+use std::time::{Duration, Instant};
+
+use bash_mcp::{BashServer, ExecRequest, Status};
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let rounds = if quick { 200 } else { 1000 };
+    let server = BashServer::new(std::env::temp_dir(), None, 60).expect("server");
+
+    println!("bash-mcp execution benchmark ({rounds} rounds per latency figure, medians)");
+    println!();
+
+    // Interleave the two so drifts in machine load hit both alike.
+    let mut raw = Vec::with_capacity(rounds);
+    let mut lib = Vec::with_capacity(rounds);
+    let request = ExecRequest::new("true");
+    for _ in 0..20 {
+        raw_spawn_true();
+        server.run(&request).unwrap();
+    }
+    for _ in 0..rounds {
+        raw.push(timed(raw_spawn_true));
+        lib.push(timed(|| {
+            let outcome = server.run(&request).unwrap();
+            assert!(outcome.success());
+        }));
+    }
+    let (raw_med, lib_med) = (median(&mut raw), median(&mut lib));
+    println!("{:<44} {:>12} {:>12} {:>8}", "latency", "baseline", "bash-mcp", "ratio");
+    println!(
+        "{:<44} {:>9.3} ms {:>9.3} ms {:>8.3}   (target <= 1.10)",
+        "sh -c true: raw posix_spawn vs execute",
+        ms(raw_med),
+        ms(lib_med),
+        lib_med.as_secs_f64() / raw_med.as_secs_f64()
+    );
+
+    // Throughput: 1 GiB through the capture path.
+    let gib_rounds = if quick { 1 } else { 3 };
+    let mut base = Vec::new();
+    let mut ours = Vec::new();
+    let rss_before = peak_rss_kib();
+    for _ in 0..gib_rounds {
+        base.push(timed(|| {
+            let status = std::process::Command::new("/bin/sh")
+                .args(["-c", "head -c 1073741824 /dev/zero | cat > /dev/null"])
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }));
+        ours.push(timed(|| {
+            let outcome = server.run(&ExecRequest::new("head -c 1073741824 /dev/zero")).unwrap();
+            assert_eq!(outcome.output_bytes, 1 << 30);
+        }));
+    }
+    let rss_after = peak_rss_kib();
+    let (base_med, ours_med) = (median(&mut base), median(&mut ours));
+    println!(
+        "{:<44} {:>9.3} s  {:>9.3} s  {:>8.3}   (target <= 1.25)",
+        "1 GiB output: head|cat vs execute capture",
+        base_med.as_secs_f64(),
+        ours_med.as_secs_f64(),
+        ours_med.as_secs_f64() / base_med.as_secs_f64()
+    );
+    println!(
+        "{:<44} {:>12} {:>9.1} MiB            (target < 64 MiB; before the 1 GiB runs: {:.1} MiB)",
+        "host peak RSS",
+        "",
+        rss_after as f64 / 1024.0,
+        rss_before as f64 / 1024.0
+    );
+
+    // Timeout overshoot.
+    let overshoot_rounds = if quick { 5 } else { 15 };
+    let mut overshoot = Vec::new();
+    for _ in 0..overshoot_rounds {
+        let start = Instant::now();
+        let outcome = server
+            .run(&ExecRequest::new("sleep 5").timeout(Duration::from_secs(1)))
+            .unwrap();
+        let elapsed = start.elapsed();
+        assert_eq!(outcome.status, Status::TimedOut);
+        overshoot.push(elapsed.saturating_sub(Duration::from_secs(1)));
+    }
+    println!(
+        "{:<44} {:>12} {:>9.3} ms             (target <= 20 ms, median of {overshoot_rounds})",
+        "timeout overshoot of a 1 s limit",
+        "",
+        ms(median(&mut overshoot))
+    );
+}
+
+fn timed(f: impl FnOnce()) -> Duration {
+    let start = Instant::now();
+    f();
+    start.elapsed()
+}
+
+fn median(samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// The baseline: what any careful caller must do at minimum — posix_spawn
+/// `/bin/sh -c true` with stdout on a pipe, read to EOF, reap.
+fn raw_spawn_true() {
+    static SH: &std::ffi::CStr = c"/bin/sh";
+    let argv_owned = [
+        CString::new("/bin/sh").unwrap(),
+        CString::new("-c").unwrap(),
+        CString::new("true").unwrap(),
+    ];
+    let mut argv: Vec<*mut libc::c_char> = argv_owned.iter().map(|a| a.as_ptr().cast_mut()).collect();
+    argv.push(std::ptr::null_mut());
+    unsafe {
+        let mut fds = [0; 2];
+        assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), 0);
+        let mut fa: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        libc::posix_spawn_file_actions_init(&mut fa);
+        libc::posix_spawn_file_actions_adddup2(&mut fa, fds[1], 1);
+        let mut pid = 0;
+        let rc = libc::posix_spawn(
+            &mut pid,
+            SH.as_ptr(),
+            &fa,
+            std::ptr::null(),
+            argv.as_ptr(),
+            environ_ptr(),
+        );
+        assert_eq!(rc, 0);
+        libc::posix_spawn_file_actions_destroy(&mut fa);
+        libc::close(fds[1]);
+        let mut buf = [0u8; 4096];
+        while libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) > 0 {}
+        libc::close(fds[0]);
+        let mut status = 0;
+        libc::waitpid(pid, &mut status, 0);
+    }
+}
+
+fn environ_ptr() -> *const *mut libc::c_char {
+    unsafe extern "C" {
+        static environ: *const *mut libc::c_char;
+    }
+    unsafe { environ }
+}

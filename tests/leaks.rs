@@ -1,0 +1,30 @@
+//! Ten thousand sequential calls leak no fd, no zombie and no process.
+//! Its own test binary, so fd and process counts see this test alone.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+#[test]
+fn ten_thousand_calls_leak_nothing() {
+    let s = server();
+    let tag = unique_tag("leaks");
+    // Warm up lazily created state (e.g. the allocator, std's env lock).
+    call_tagged(&s, "true", &tag, json!({}));
+    let fds_before = fd_count();
+    for i in 0..10_000 {
+        let r = call_tagged(&s, "true", &tag, json!({}));
+        assert_eq!(r["exit_code"], 0, "call {i}: {r}");
+    }
+    // Timeouts and cancels take other paths: cover them too.
+    for _ in 0..20 {
+        let r = call_tagged(&s, "sleep 5 & sleep 5", &tag, json!({"timeout_seconds": 0.05}));
+        assert_eq!(r["error"], "timeout");
+        let r = call_tagged(&s, "cat", &tag, json!({"stdin": "x".repeat(100_000)}));
+        assert_eq!(r["exit_code"], 0);
+    }
+    assert_eq!(fd_count(), fds_before, "fds leaked");
+    assert_eq!(zombie_children(), Vec::<i32>::new(), "zombies left");
+    assert_no_survivors(&tag);
+}

@@ -1,0 +1,144 @@
+//! Where commands may run: allowed roots, symlink and `..` escapes, and
+//! per-project `.bash-mcp.toml` files.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use bash_mcp::{BashServer, ErrorCode, McpServer};
+use common::*;
+use serde_json::json;
+
+fn tree(name: &str) -> PathBuf {
+    let dir = std::fs::canonicalize(std::env::temp_dir())
+        .unwrap()
+        .join(unique_tag(&format!("bash-mcp-roots-{name}")));
+    std::fs::create_dir_all(dir.join("root/inner")).unwrap();
+    std::fs::create_dir_all(dir.join("outside")).unwrap();
+    std::os::unix::fs::symlink("/etc", dir.join("root/link")).unwrap();
+    dir
+}
+
+fn confined(dir: &Path) -> BashServer {
+    let s = BashServer::new(dir.join("root"), None, 10).unwrap();
+    s.configure(&json!({"allowed_roots": [dir.join("root")]}).to_string())
+        .unwrap();
+    s
+}
+
+#[test]
+fn commands_run_inside_the_roots() {
+    let dir = tree("inside");
+    let s = confined(&dir);
+    let r = call(&s, json!({"command": "pwd", "working_dir": "inner"}));
+    assert_eq!(
+        r["output"].as_str().unwrap().trim(),
+        dir.join("root/inner").to_str().unwrap()
+    );
+    let r = call(&s, json!({"command": "pwd"}));
+    assert_eq!(r["exit_code"], 0, "{r}");
+}
+
+#[test]
+fn escapes_are_refused_with_the_roots_named() {
+    let dir = tree("escape");
+    let s = confined(&dir);
+    for wd in [
+        dir.join("outside"),
+        dir.join("root/link"),       // symlink to /etc
+        dir.join("root/../outside"), // .. escape
+        dir.join("root/inner/../../outside"),
+        PathBuf::from("/"),
+    ] {
+        let r = call(&s, json!({"command": "pwd", "working_dir": wd}));
+        assert_eq!(r["error"], "working_dir_not_allowed", "{}: {r}", wd.display());
+        let message = r["message"].as_str().unwrap();
+        assert!(message.contains(dir.join("root").to_str().unwrap()), "{message}");
+    }
+    // Relative escapes too.
+    let r = call(&s, json!({"command": "pwd", "working_dir": "../outside"}));
+    assert_eq!(r["error"], "working_dir_not_allowed", "{r}");
+    // The server's own working dir is confined as well.
+    assert_eq!(
+        s.set_working_dir(&dir.join("outside")).unwrap_err().code,
+        ErrorCode::WorkingDirNotAllowed
+    );
+}
+
+#[test]
+fn a_default_dir_outside_new_roots_is_refused_at_call_time() {
+    let dir = tree("default");
+    let s = BashServer::new(dir.join("outside"), None, 10).unwrap();
+    s.configure(&json!({"allowed_roots": [dir.join("root")]}).to_string())
+        .unwrap();
+    let r = call(&s, json!({"command": "pwd"}));
+    assert_eq!(r["error"], "working_dir_not_allowed", "{r}");
+}
+
+#[test]
+fn roots_must_exist_and_null_lifts_them() {
+    let dir = tree("config");
+    let s = confined(&dir);
+    let err = s.configure(r#"{"allowed_roots": ["/no/such/root"]}"#).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidConfig);
+    assert!(err.message.contains("allowed_roots"), "{err}");
+    s.configure(r#"{"allowed_roots": null}"#).unwrap();
+    let r = call(&s, json!({"command": "pwd", "working_dir": dir.join("outside")}));
+    assert_eq!(r["exit_code"], 0, "{r}");
+}
+
+#[test]
+fn project_file_extends_replaces_and_fails_soft() {
+    let dir = tree("project");
+    let s = confined(&dir);
+    s.configure(r#"{"project_config": true}"#).unwrap();
+    let project = dir.join("root/inner");
+
+    // extend: the project may add a sibling directory (relative to the file's folder).
+    std::fs::write(
+        project.join(".bash-mcp.toml"),
+        "allowed_roots = [\"../../outside\"]\nmode = \"extend\"\n",
+    )
+    .unwrap();
+    let r = call(&s, json!({"command": "pwd", "working_dir": project}));
+    assert_eq!(r["exit_code"], 0, "{r}");
+
+    // replace with an empty list locks everything out, even inside the operator's root.
+    std::fs::write(
+        project.join(".bash-mcp.toml"),
+        "allowed_roots = []\nmode = \"replace\"\n",
+    )
+    .unwrap();
+    let r = call(&s, json!({"command": "pwd", "working_dir": project}));
+    assert_eq!(r["error"], "working_dir_not_allowed", "{r}");
+    assert!(r["message"].as_str().unwrap().contains("locked out"), "{r}");
+
+    // malformed: a warning, and the operator's roots apply (inner is inside them).
+    std::fs::write(project.join(".bash-mcp.toml"), "mode = \"sideways\"\n").unwrap();
+    let r = call(&s, json!({"command": "pwd", "working_dir": project}));
+    assert_eq!(r["exit_code"], 0, "{r}");
+    let warnings = s.project_file_warnings();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains(".bash-mcp.toml") && w.contains("mode")),
+        "{warnings:?}"
+    );
+
+    // wrong types fail soft too.
+    std::fs::write(project.join(".bash-mcp.toml"), "allowed_roots = \"/\"\n").unwrap();
+    let r = call(&s, json!({"command": "pwd", "working_dir": project}));
+    assert_eq!(r["exit_code"], 0, "{r}");
+}
+
+#[test]
+fn windows_paths_outside_wsl_are_invalid_working_dirs() {
+    if bash_mcp::roots::is_wsl() {
+        println!("SKIP: running under WSL, where Windows paths are converted");
+        return;
+    }
+    let s = server();
+    let r = call(&s, json!({"command": "pwd", "working_dir": r"C:\Users\x"}));
+    assert_eq!(r["error"], "working_dir_not_found", "{r}");
+    assert!(r["message"].as_str().unwrap().contains("Windows path"), "{r}");
+}
