@@ -5,6 +5,7 @@
 //! returns a new configuration; the caller swaps it in only on success, so a
 //! failed `configure` leaves the previous configuration untouched.
 
+use std::collections::BTreeSet;
 use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::audit::AuditSettings;
 use crate::error::{ErrorCode, ToolError};
 
 /// Default output limit: 32 KiB (head 16 KiB + tail 16 KiB).
@@ -109,7 +111,14 @@ pub struct Config {
     pub allowed_roots: Option<Vec<PathBuf>>,
     /// Whether per-project `.bash-mcp.toml` files may extend or replace the roots.
     pub project_config: bool,
+    /// The audit log, when on.
+    pub audit: Option<AuditSettings>,
+    /// Optional tools switched on (names from [`OPTIONAL_TOOLS`]).
+    pub tools: BTreeSet<String>,
 }
+
+/// Tools a server registers but shows only when configuration turns them on.
+pub const OPTIONAL_TOOLS: &[&str] = &["audit_read", "status", "check_env", "which", "list_binaries"];
 
 impl Config {
     /// The defaults, with the given default time limit.
@@ -126,6 +135,8 @@ impl Config {
             non_interactive: true,
             allowed_roots: None,
             project_config: false,
+            audit: None,
+            tools: BTreeSet::new(),
         }
     }
 
@@ -135,6 +146,42 @@ impl Config {
             Some(t) => t.min(self.max_timeout.max(self.timeout)),
             None => self.timeout,
         }
+    }
+
+    /// The configuration as JSON for `status`, with `env.set` values masked.
+    pub fn to_masked_value(&self) -> Value {
+        let inherit = match &self.env.inherit {
+            Inherit::All => Value::from("all"),
+            Inherit::None => Value::from("none"),
+            Inherit::Matching(p) => Value::from(p.clone()),
+        };
+        let set: Map<String, Value> = self
+            .env
+            .set
+            .iter()
+            .map(|(k, _)| (k.clone(), Value::from("***")))
+            .collect();
+        serde_json::json!({
+            "timeout_seconds": self.timeout.as_secs_f64(),
+            "max_timeout_seconds": self.max_timeout.as_secs_f64(),
+            "shell": self.shell.display().to_string(),
+            "output_limit_bytes": self.output_limit_bytes,
+            "kill_grace_ms": self.kill_grace.as_millis() as u64,
+            "drain_ms": self.drain.as_millis() as u64,
+            "max_concurrent": self.max_concurrent,
+            "non_interactive": self.non_interactive,
+            "env": {"inherit": inherit, "set": set, "remove": self.env.remove},
+            "allowed_roots": self.allowed_roots.as_ref().map(|r| r.iter().map(|p| p.display().to_string()).collect::<Vec<_>>()),
+            "project_config": self.project_config,
+            "audit": self.audit.as_ref().map(|a| serde_json::json!({
+                "path": a.path.display().to_string(),
+                "max_bytes": a.max_bytes,
+                "backups": a.backups,
+                "gzip_min_bytes": a.gzip_min_bytes,
+                "redact_patterns": a.redact.len(),
+            })),
+            "tools": self.tools.iter().collect::<Vec<_>>(),
+        })
     }
 
     /// Returns a copy of `self` with the keys of `json` applied.
@@ -197,6 +244,8 @@ impl Config {
                         }
                     }
                 }
+                "audit" => next.audit = audit_settings(value)?,
+                "tools" => next.tools = tool_switches(&next.tools, value)?,
                 "project_config" => {
                     next.project_config = value
                         .as_bool()
@@ -284,6 +333,8 @@ pub const CONFIG_KEYS: &[&str] = &[
     "env",
     "allowed_roots",
     "project_config",
+    "audit",
+    "tools",
 ];
 
 /// True when `name` is a valid environment variable name for a command.
@@ -406,6 +457,67 @@ fn env_policy(value: &Value) -> Result<EnvPolicy, ToolError> {
         }
     }
     Ok(policy)
+}
+
+fn audit_settings(value: &Value) -> Result<Option<AuditSettings>, ToolError> {
+    let hint = "use null (off) or {\"path\": \"/var/log/bash-mcp/audit.jsonl\", \"max_bytes\": 26214400, \"backups\": 5, \"gzip_min_bytes\": null, \"redact\": [\"REGEX\"]}";
+    let map = match value {
+        Value::Null => return Ok(None),
+        Value::Object(map) => map,
+        _ => {
+            return Err(config_error(
+                format!("`audit` must be null or an object, got {value}"),
+                hint,
+            ));
+        }
+    };
+    let path = match map.get("path") {
+        Some(Value::String(p)) if !p.is_empty() && !p.contains('\0') => PathBuf::from(p),
+        _ => return Err(config_error("`audit.path` must be a non-empty path string", hint)),
+    };
+    let mut settings = AuditSettings::new(path);
+    for (key, value) in map {
+        let full = format!("audit.{key}");
+        match key.as_str() {
+            "path" => {}
+            "max_bytes" => settings.max_bytes = bounded_int(&full, value, 1024, u64::MAX)?,
+            "backups" => settings.backups = bounded_int(&full, value, 0, 1000)? as usize,
+            "gzip_min_bytes" => {
+                settings.gzip_min_bytes = match value {
+                    Value::Null => None,
+                    _ => Some(bounded_int(&full, value, 0, u64::MAX)?),
+                }
+            }
+            "redact" => settings.redact = string_list(&full, value)?,
+            other => return Err(config_error(format!("unknown configuration key `audit.{other}`"), hint)),
+        }
+    }
+    Ok(Some(settings))
+}
+
+fn tool_switches(current: &BTreeSet<String>, value: &Value) -> Result<BTreeSet<String>, ToolError> {
+    let hint = format!(
+        "use an object such as {{\"status\": true}}; optional tools: {}",
+        OPTIONAL_TOOLS.join(", ")
+    );
+    let Value::Object(map) = value else {
+        return Err(config_error(
+            format!("`tools` must be an object of tool name to true/false, got {value}"),
+            hint,
+        ));
+    };
+    let mut tools = current.clone();
+    for (name, on) in map {
+        if !OPTIONAL_TOOLS.contains(&name.as_str()) {
+            return Err(config_error(format!("`tools.{name}` is not an optional tool"), hint));
+        }
+        match on.as_bool() {
+            Some(true) => tools.insert(name.clone()),
+            Some(false) => tools.remove(name),
+            None => return Err(config_error(format!("`tools.{name}` must be true or false"), hint)),
+        };
+    }
+    Ok(tools)
 }
 
 fn string_list(key: &str, value: &Value) -> Result<Vec<String>, ToolError> {

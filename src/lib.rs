@@ -28,6 +28,7 @@
 //! # Ok::<(), bash_mcp::ToolError>(())
 //! ```
 
+pub mod audit;
 mod bash;
 mod cancel;
 mod capture;
@@ -41,14 +42,17 @@ mod server;
 mod spawn;
 
 pub use bash::{
-    BashServer, DEFAULT_SERVER_NAME, EXECUTE_ARGUMENTS, EXECUTE_DEFINITION, ExecOutcome, ExecRequest, Output, Status,
+    BashServer, DEFAULT_BINARIES, DEFAULT_SERVER_NAME, EXECUTE_ARGUMENTS, EXECUTE_DEFINITION, ExecOutcome, ExecRequest,
+    Output, Status,
 };
 pub use cancel::CancelToken;
 pub use capture::BoundedOutput;
 pub use config::Config;
 pub use error::{ErrorCode, ToolError};
 pub use exec::{OutputSink, OutputStream};
-pub use server::{CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse, json_kind, parse_args};
+pub use server::{
+    CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse, dispatch, json_kind, parse_args,
+};
 pub use spawn::Streams;
 
 /// The library version (from Cargo.toml).

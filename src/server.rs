@@ -157,6 +157,12 @@ pub trait Tool: Send + Sync {
     fn skip_duplicate_check(&self) -> bool {
         false
     }
+
+    /// Whether the tool is shown and callable now (optional tools switched
+    /// off by configuration return false). Default true.
+    fn enabled(&self) -> bool {
+        true
+    }
 }
 
 /// The tools of one server, in registration order.
@@ -174,7 +180,7 @@ impl ToolRegistry {
     /// Adds a tool; a second tool with the same name is an error.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
         let name = &tool.definition().name;
-        if self.get(name).is_some() {
+        if self.tools.iter().any(|t| t.definition().name == *name) {
             return Err(ToolError::new(
                 ErrorCode::InvalidToolDefinition,
                 format!("a tool named `{name}` is already registered"),
@@ -185,14 +191,14 @@ impl ToolRegistry {
         Ok(())
     }
 
-    /// The tool with this local name.
+    /// The enabled tool with this local name.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.iter().find(|t| t.definition().name == name)
+        self.iter().find(|t| t.definition().name == name)
     }
 
-    /// All tools, in registration order.
+    /// The enabled tools, in registration order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
-        self.tools.iter()
+        self.tools.iter().filter(|t| t.enabled())
     }
 }
 
@@ -224,18 +230,7 @@ pub trait McpServer: Send + Sync {
 
     /// Runs a tool with JSON arguments and per-call options.
     fn call_tool(&self, tool_name: &str, args_json: &str, options: CallOptions<'_>) -> ToolResponse {
-        let Some(tool) = self.find_tool(tool_name) else {
-            let known: Vec<&str> = self.tools().iter().map(|t| t.definition().name.as_str()).collect();
-            return ToolResponse::error(&ToolError::new(
-                ErrorCode::UnknownTool,
-                format!("server `{}` has no tool named `{tool_name}`", self.name()),
-                format!("available tools: {}", known.join(", ")),
-            ));
-        };
-        match parse_args(args_json) {
-            Ok(args) => tool.call(&args, options),
-            Err(e) => ToolResponse::error(&e),
-        }
+        dispatch(self, tool_name, args_json, options)
     }
 
     /// Runs a tool and returns the envelope `{"result": "...", "directives": [...]}`.
@@ -265,6 +260,28 @@ pub trait McpServer: Send + Sync {
     /// Changes the default working directory; the default does nothing.
     fn set_working_dir(&self, _path: &Path) -> Result<(), ToolError> {
         Ok(())
+    }
+}
+
+/// Finds the tool, parses the arguments and calls it: the default
+/// [`McpServer::call_tool`], for servers that wrap it.
+pub fn dispatch<S: McpServer + ?Sized>(
+    server: &S,
+    tool_name: &str,
+    args_json: &str,
+    options: CallOptions<'_>,
+) -> ToolResponse {
+    let Some(tool) = server.find_tool(tool_name) else {
+        let known: Vec<&str> = server.tools().iter().map(|t| t.definition().name.as_str()).collect();
+        return ToolResponse::error(&ToolError::new(
+            ErrorCode::UnknownTool,
+            format!("server `{}` has no tool named `{tool_name}`", server.name()),
+            format!("available tools: {}", known.join(", ")),
+        ));
+    };
+    match parse_args(args_json) {
+        Ok(args) => tool.call(&args, options),
+        Err(e) => ToolResponse::error(&e),
     }
 }
 

@@ -510,6 +510,7 @@ fn set_working_dir_is_safe_while_commands_run() {
     let s = Arc::new(server());
     let a = tempdir("swd-a");
     let b = tempdir("swd-b");
+    s.set_working_dir(&a).unwrap();
     let runner = {
         let s = s.clone();
         let (a, b) = (a.clone(), b.clone());

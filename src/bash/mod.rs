@@ -1,19 +1,23 @@
 //! `BashServer`: the `bash` server and its one-shot `execute` tool.
 
+mod ops;
+pub use ops::DEFAULT_BINARIES;
 mod outcome;
 mod request;
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
 pub use outcome::{ExecOutcome, Output, Status};
 pub use request::{EXECUTE_ARGUMENTS, ExecRequest};
 
+use crate::audit::AuditLog;
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::{self, Ending, RunLimits};
@@ -60,6 +64,25 @@ struct Shared {
     working_dir: RwLock<PathBuf>,
     limiter: Limiter,
     project_files: ProjectFiles,
+    audit: RwLock<Option<Arc<AuditLog>>>,
+    started: Instant,
+    counters: Counters,
+}
+
+/// Tool calls served and failed since start.
+#[derive(Default)]
+struct Counters {
+    served: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl Counters {
+    fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+    fn failed(&self) -> u64 {
+        self.failed.load(Ordering::Relaxed)
+    }
 }
 
 impl BashServer {
@@ -109,12 +132,16 @@ impl BashServer {
         config: Config,
     ) -> Result<Self, ToolError> {
         let working_dir = roots::existing_dir(working_dir.as_ref(), None)?;
+        let audit = config.audit.clone().map(AuditLog::open).transpose()?.map(Arc::new);
         let shared = Arc::new(Shared {
             name: name.to_owned(),
             config: RwLock::new(Arc::new(config)),
             working_dir: RwLock::new(working_dir),
             limiter: Limiter::default(),
             project_files: ProjectFiles::default(),
+            audit: RwLock::new(audit),
+            started: Instant::now(),
+            counters: Counters::default(),
         });
         let definition = ToolDefinition::load(data_dir, name, "execute", EXECUTE_DEFINITION)?;
         let mut tools = ToolRegistry::new();
@@ -122,16 +149,70 @@ impl BashServer {
             definition,
             shared: shared.clone(),
         }))?;
+        for (tool, builtin) in ops::DEFINITIONS {
+            let kind = ops::Kind::from_name(tool).expect("every built-in ops tool has a kind");
+            tools.register(Arc::new(ops::OpsTool {
+                definition: ToolDefinition::load(data_dir, name, tool, builtin)?,
+                kind,
+                shared: shared.clone(),
+            }))?;
+        }
         Ok(Self { shared, tools })
     }
 
     /// The default working directory.
     pub fn working_dir(&self) -> PathBuf {
-        self.shared
-            .working_dir
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.shared.working_dir()
+    }
+
+    /// The audit log, when configured.
+    pub fn audit_log(&self) -> Option<Arc<AuditLog>> {
+        self.shared.audit()
+    }
+
+    /// Records, in the audit log if on, a call that was refused before it ran
+    /// (e.g. by a permission policy); `reason` says why.
+    pub fn record_refusal(&self, tool_name: &str, args_json: &str, reason: &str) {
+        if let Some(log) = self.shared.audit() {
+            let mut entry = self.audit_entry(&log, tool_name, args_json);
+            entry.insert("error".into(), "refused".into());
+            entry.insert("refusal".into(), reason.into());
+            log.record(entry);
+        }
+    }
+
+    /// The common fields of an audit entry for a call.
+    fn audit_entry(&self, log: &AuditLog, tool_name: &str, args_json: &str) -> Map<String, Value> {
+        let args = crate::server::parse_args(args_json).unwrap_or_default();
+        let local = self
+            .find_tool(tool_name)
+            .map_or(tool_name, |t| t.definition().name.as_str());
+        let mut entry = Map::new();
+        entry.insert("audit_id".into(), crate::audit::random_id().into());
+        entry.insert("timestamp".into(), crate::audit::rfc3339_now().into());
+        entry.insert("server".into(), self.name().into());
+        entry.insert("tool".into(), local.into());
+        if let Some(command) = args.get("command").and_then(Value::as_str) {
+            entry.insert("command".into(), log.redact(command).into());
+        }
+        if let Some(dir) = args.get("working_dir").and_then(Value::as_str) {
+            entry.insert("working_dir".into(), dir.into());
+        }
+        if let Some(Value::Object(env)) = args.get("env") {
+            let names: Vec<Value> = env.keys().map(|k| Value::from(k.as_str())).collect();
+            entry.insert("env_names".into(), names.into());
+        }
+        for key in ["session_id", "job_id"] {
+            if let Some(id) = args.get(key).and_then(Value::as_str) {
+                entry.insert(key.into(), id.into());
+            }
+        }
+        let qualified = format!("{}.{local}", self.name());
+        entry.insert(
+            "permission_pattern".into(),
+            self.get_permission_pattern(&qualified, args_json).into(),
+        );
+        entry
     }
 
     /// The default time limit.
@@ -203,8 +284,53 @@ impl McpServer for BashServer {
     fn configure(&self, config_json: &str) -> Result<(), ToolError> {
         let mut slot = self.shared.config.write().unwrap_or_else(PoisonError::into_inner);
         let next = slot.apply_json(config_json)?;
+        // Open a new audit log before anything changes, so a bad path fails
+        // the whole configure and leaves the previous state in force.
+        if next.audit != slot.audit {
+            let log = next.audit.clone().map(AuditLog::open).transpose()?.map(Arc::new);
+            *self.shared.audit.write().unwrap_or_else(PoisonError::into_inner) = log;
+        }
         *slot = Arc::new(next);
         Ok(())
+    }
+
+    fn call_tool(&self, tool_name: &str, args_json: &str, options: CallOptions<'_>) -> ToolResponse {
+        let started = Instant::now();
+        let mut response = crate::server::dispatch(self, tool_name, args_json, options);
+        let counters = &self.shared.counters;
+        counters.served.fetch_add(1, Ordering::Relaxed);
+        let audit = self.shared.audit();
+        let failed = response.result.contains("\"error\"");
+        if !failed && audit.is_none() {
+            return response;
+        }
+        let Ok(Value::Object(mut result)) = serde_json::from_str::<Value>(&response.result) else {
+            return response;
+        };
+        if result.contains_key("error") {
+            counters.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(log) = audit {
+            let mut entry = self.audit_entry(&log, tool_name, args_json);
+            for key in [
+                "exit_code",
+                "error",
+                "duration_ms",
+                "output_bytes",
+                "working_dir",
+                "session_id",
+                "job_id",
+            ] {
+                if let Some(value) = result.get(key) {
+                    entry.insert(key.into(), value.clone());
+                }
+            }
+            entry.insert("call_ms".into(), (started.elapsed().as_millis() as u64).into());
+            result.insert("audit_id".into(), entry["audit_id"].clone());
+            log.record(entry);
+            response.result = Value::Object(result).to_string();
+        }
+        response
     }
 
     fn set_working_dir(&self, path: &Path) -> Result<(), ToolError> {
@@ -215,6 +341,18 @@ impl McpServer for BashServer {
 }
 
 impl Shared {
+    fn config(&self) -> Arc<Config> {
+        self.config.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn working_dir(&self) -> PathBuf {
+        self.working_dir.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn audit(&self) -> Option<Arc<AuditLog>> {
+        self.audit.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     /// An existing directory that the roots in force allow; resolved when
     /// roots apply, so a symlink swapped after the check changes nothing.
     fn confined_dir(&self, dir: &Path, base: Option<&Path>, config: &Config) -> Result<PathBuf, ToolError> {

@@ -1,0 +1,428 @@
+//! The audit log: one JSON object per line for every tool call, rotated by
+//! size, with secrets redacted.
+//!
+//! One mutex serializes writing and rotating, so lines from many threads never
+//! interleave and a rotation loses none. Write errors are logged through
+//! `tracing` and never fail the call being recorded.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use crate::error::{ErrorCode, ToolError};
+
+/// Default size at which the live file is rotated: 25 MiB.
+pub const DEFAULT_MAX_BYTES: u64 = 25 * 1024 * 1024;
+/// Default number of rotated files kept.
+pub const DEFAULT_BACKUPS: usize = 5;
+
+/// Patterns masked in recorded commands unless configured otherwise. A first
+/// capture group, when present, is kept (the name of the secret, not its value).
+pub const DEFAULT_REDACTIONS: &[&str] = &[
+    r"(?i)(\b[\w.-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)[\w.-]*\s*[=:]\s*)[^\s'\x22]+",
+    r"(?i)(--?(?:password|passwd|secret|token|api-key|access-key)(?:=|\s+))[^\s'\x22]+",
+    r"(?i)(authorization:\s*(?:bearer|basic|token)\s+)[^\s'\x22]+",
+    r"(://[^/\s:@]+:)[^/\s@]+@",
+    r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}",
+    r"\bgithub_pat_[A-Za-z0-9_]{20,}",
+    r"\bsk-[A-Za-z0-9_-]{16,}",
+    r"\bAKIA[0-9A-Z]{16}\b",
+    r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
+    r"\bglpat-[A-Za-z0-9_-]{20,}",
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
+];
+
+const MASK: &str = "[REDACTED]";
+
+/// Audit settings (configuration key `audit`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditSettings {
+    /// The live file; backups are `<path>.1` … `<path>.N` (`.gz` when compressed).
+    pub path: PathBuf,
+    /// Rotate when the live file reaches this size.
+    pub max_bytes: u64,
+    /// Rotated files kept (0: the live file is simply restarted).
+    pub backups: usize,
+    /// Compress rotated files of at least this size (`None`: never).
+    pub gzip_min_bytes: Option<u64>,
+    /// Regular expressions masked in recorded commands.
+    pub redact: Vec<String>,
+}
+
+impl AuditSettings {
+    /// Settings for `path` with every other value at its default.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            max_bytes: DEFAULT_MAX_BYTES,
+            backups: DEFAULT_BACKUPS,
+            gzip_min_bytes: None,
+            redact: DEFAULT_REDACTIONS.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+}
+
+/// An open audit log.
+#[derive(Debug)]
+pub struct AuditLog {
+    settings: AuditSettings,
+    redactors: Vec<Regex>,
+    writer: Mutex<Writer>,
+}
+
+#[derive(Debug)]
+struct Writer {
+    file: Option<File>,
+    size: u64,
+}
+
+/// What `audit_read` selects.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AuditQuery {
+    /// 0 (default) for the live file, N for backup N.
+    pub backup_index: usize,
+    /// Newest entries returned, at most (default 100).
+    pub max_entries: Option<usize>,
+    /// Only entries of this tool.
+    pub tool: Option<String>,
+    /// Only entries at or after this RFC 3339 UTC timestamp (a prefix such as
+    /// `2026-11-29T18` works: timestamps compare as text).
+    pub since: Option<String>,
+}
+
+impl AuditLog {
+    /// Opens (creating folders and the file) for appending; an unwritable
+    /// path or an invalid redaction pattern is an `invalid_config` error.
+    pub fn open(settings: AuditSettings) -> Result<Self, ToolError> {
+        let redactors = settings
+            .redact
+            .iter()
+            .map(|p| {
+                Regex::new(p).map_err(|e| {
+                    ToolError::new(
+                        ErrorCode::InvalidConfig,
+                        format!("`audit.redact` pattern {p:?} is not a valid regular expression: {e}"),
+                        "fix or remove the pattern",
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let file = open_append(&settings.path).map_err(|e| {
+            ToolError::new(
+                ErrorCode::InvalidConfig,
+                format!(
+                    "`audit.path` {} cannot be opened for writing: {e}",
+                    settings.path.display()
+                ),
+                "choose a writable location, or set `audit` to null to turn the audit log off",
+            )
+        })?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        Ok(Self {
+            settings,
+            redactors,
+            writer: Mutex::new(Writer { file: Some(file), size }),
+        })
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &AuditSettings {
+        &self.settings
+    }
+
+    /// Masks every configured secret pattern in `text`.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for re in &self.redactors {
+            if re.is_match(&out) {
+                let replacement = if re.captures_len() > 1 {
+                    format!("${{1}}{MASK}")
+                } else {
+                    MASK.to_owned()
+                };
+                out = re.replace_all(&out, replacement.as_str()).into_owned();
+            }
+        }
+        out
+    }
+
+    /// Appends one record (adding `timestamp` if missing). Never fails: a disk
+    /// error is logged and the call goes on.
+    pub fn record(&self, mut entry: Map<String, Value>) {
+        entry.entry("timestamp").or_insert_with(|| Value::from(rfc3339_now()));
+        let mut line = Value::Object(entry).to_string();
+        line.push('\n');
+        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if writer.file.is_none() {
+            // A previous rotation failed to reopen; try again.
+            writer.file = open_append(&self.settings.path).ok();
+        }
+        let Some(file) = writer.file.as_mut() else {
+            tracing::error!(path = %self.settings.path.display(), "audit log unavailable; record dropped");
+            return;
+        };
+        if let Err(e) = file.write_all(line.as_bytes()) {
+            tracing::error!(path = %self.settings.path.display(), error = %e, "audit log write failed");
+            return;
+        }
+        writer.size += line.len() as u64;
+        if writer.size >= self.settings.max_bytes {
+            self.rotate(&mut writer);
+        }
+    }
+
+    /// Path of backup `index` (1-based), compressed or not, if it exists.
+    pub fn backup_path(&self, index: usize) -> Option<PathBuf> {
+        [
+            numbered(&self.settings.path, index, true),
+            numbered(&self.settings.path, index, false),
+        ]
+        .into_iter()
+        .find(|p| p.exists())
+    }
+
+    /// Size of the live file in bytes.
+    pub fn size(&self) -> u64 {
+        self.writer.lock().unwrap_or_else(PoisonError::into_inner).size
+    }
+
+    fn rotate(&self, writer: &mut Writer) {
+        let path = &self.settings.path;
+        writer.file = None;
+        let result = (|| -> std::io::Result<()> {
+            let n = self.settings.backups;
+            if n == 0 {
+                std::fs::remove_file(path)?;
+                return Ok(());
+            }
+            for gz in [false, true] {
+                remove_if_exists(&numbered(path, n, gz))?;
+            }
+            for i in (1..n).rev() {
+                for gz in [false, true] {
+                    let from = numbered(path, i, gz);
+                    if from.exists() {
+                        std::fs::rename(&from, numbered(path, i + 1, gz))?;
+                    }
+                }
+            }
+            let first = numbered(path, 1, false);
+            std::fs::rename(path, &first)?;
+            if let Some(min) = self.settings.gzip_min_bytes
+                && std::fs::metadata(&first).map(|m| m.len() >= min).unwrap_or(false)
+            {
+                gzip_file(&first, &numbered(path, 1, true))?;
+                std::fs::remove_file(&first)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            tracing::error!(path = %path.display(), error = %e, "audit log rotation failed");
+        }
+        match open_append(path) {
+            Ok(file) => {
+                writer.size = file.metadata().map(|m| m.len()).unwrap_or(0);
+                writer.file = Some(file);
+            }
+            Err(e) => tracing::error!(path = %path.display(), error = %e, "audit log cannot be reopened"),
+        }
+    }
+
+    /// Reads entries, newest first, from the live file or a backup (plain or gzip).
+    pub fn read(&self, query: &AuditQuery) -> Result<Vec<Value>, ToolError> {
+        let path = if query.backup_index == 0 {
+            self.settings.path.clone()
+        } else {
+            self.backup_path(query.backup_index).ok_or_else(|| {
+                ToolError::new(
+                    ErrorCode::InvalidArguments,
+                    format!("audit backup {} does not exist", query.backup_index),
+                    format!(
+                        "backups are numbered 1 to {} (1 is the most recent)",
+                        self.settings.backups
+                    ),
+                )
+            })?
+        };
+        let file = File::open(&path).map_err(|e| {
+            ToolError::new(
+                ErrorCode::Internal,
+                format!("audit file {} cannot be read: {e}", path.display()),
+                "check the file's permissions",
+            )
+        })?;
+        let reader: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") {
+            Box::new(flate2::read::GzDecoder::new(file))
+        } else {
+            Box::new(file)
+        };
+        let max = query.max_entries.unwrap_or(100);
+        let mut entries: Vec<Value> = Vec::new();
+        for line in BufReader::new(reader).lines() {
+            let line = line.map_err(|e| {
+                ToolError::new(
+                    ErrorCode::Internal,
+                    format!("audit file {} is unreadable: {e}", path.display()),
+                    "the file may be corrupt; read another backup",
+                )
+            })?;
+            let Ok(entry) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if query.tool.as_deref().is_some_and(|t| entry["tool"] != t) {
+                continue;
+            }
+            if let Some(since) = &query.since
+                && entry["timestamp"].as_str().is_none_or(|ts| ts < since.as_str())
+            {
+                continue;
+            }
+            entries.push(entry);
+        }
+        entries.reverse();
+        entries.truncate(max);
+        Ok(entries)
+    }
+}
+
+fn open_append(path: &Path) -> std::io::Result<File> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+fn numbered(path: &Path, index: usize, gz: bool) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".{index}"));
+    if gz {
+        name.push(".gz");
+    }
+    PathBuf::from(name)
+}
+
+fn remove_if_exists(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+fn gzip_file(from: &Path, to: &Path) -> std::io::Result<()> {
+    let mut input = File::open(from)?;
+    let output = File::create(to)?;
+    let mut encoder = flate2::write::GzEncoder::new(output, flate2::Compression::default());
+    std::io::copy(&mut input, &mut encoder)?;
+    encoder.finish()?.sync_all()
+}
+
+/// The current time as RFC 3339 UTC with milliseconds: `2026-11-29T18:45:03.123Z`.
+pub fn rfc3339_now() -> String {
+    rfc3339(SystemTime::now())
+}
+
+/// Formats a time as RFC 3339 UTC with milliseconds.
+pub fn rfc3339(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(days as i64);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// A random 128-bit id as 32 hex digits (from the kernel's generator).
+pub fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        // SAFETY: writes into the unfilled part of a local buffer.
+        let n = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0) };
+        if n <= 0 {
+            // Only before the entropy pool is ready: fall back to time and counter.
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos();
+            bytes = (nanos ^ (u128::from(std::process::id()) << 64)).to_le_bytes();
+            break;
+        }
+        filled += n as usize;
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc_with_millis() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_977_903_123);
+        assert_eq!(rfc3339(t), "2026-11-29T18:45:03.123Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn default_redactions_mask_common_secrets() {
+        let dir = std::env::temp_dir().join(format!("bash-mcp-redact-{}", random_id()));
+        let log = AuditLog::open(AuditSettings::new(dir.join("a.jsonl"))).unwrap();
+        for (input, secret) in [
+            ("curl -H 'Authorization: Bearer abc.def.ghi' x", "abc.def.ghi"),
+            (
+                "export GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ",
+                "ghp_0123456789",
+            ),
+            ("mysql --password=hunter2 db", "hunter2"),
+            ("git clone https://bob:s3cr3t@example.com/r.git", "s3cr3t"),
+            ("API_KEY=sk-abcdefghijklmnop1234 run", "sk-abcdefghijklmnop1234"),
+            (
+                "aws configure set aws_access_key_id AKIAABCDEFGHIJKLMNOP",
+                "AKIAABCDEFGHIJKLMNOP",
+            ),
+            ("DB_PASSWORD: pa55 ./x", "pa55"),
+        ] {
+            let out = log.redact(input);
+            assert!(!out.contains(secret), "{input} -> {out}");
+            assert!(out.contains(MASK), "{input} -> {out}");
+        }
+        assert_eq!(log.redact("ls -la /tmp"), "ls -la /tmp");
+        assert_eq!(log.redact("export GITHUB_TOKEN=x"), "export GITHUB_TOKEN=[REDACTED]");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn ids_are_random_hex() {
+        let (a, b) = (random_id(), random_id());
+        assert_eq!(a.len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,464 @@
+//! Operator tools: `audit_read`, `status`, `check_env`, `which`, `list_binaries`.
+//!
+//! Registered on every `BashServer`, shown only when the `tools`
+//! configuration switches them on.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::{ExecRequest, Shared, Status};
+use crate::audit::AuditQuery;
+use crate::config::resolve_program;
+use crate::error::{ErrorCode, ToolError};
+use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse, json_kind};
+
+/// Built-in definitions, by tool name.
+pub(super) const DEFINITIONS: &[(&str, &str)] = &[
+    ("audit_read", include_str!("../../data/tools/bash/audit_read.json")),
+    ("status", include_str!("../../data/tools/bash/status.json")),
+    ("check_env", include_str!("../../data/tools/bash/check_env.json")),
+    ("which", include_str!("../../data/tools/bash/which.json")),
+    (
+        "list_binaries",
+        include_str!("../../data/tools/bash/list_binaries.json"),
+    ),
+];
+
+/// Programs `list_binaries` checks by default.
+pub const DEFAULT_BINARIES: &[&str] = &[
+    "git",
+    "gh",
+    "make",
+    "cmake",
+    "ninja",
+    "gcc",
+    "g++",
+    "clang",
+    "cc",
+    "ld",
+    "rustc",
+    "cargo",
+    "go",
+    "python3",
+    "python",
+    "pip3",
+    "pip",
+    "uv",
+    "node",
+    "npm",
+    "npx",
+    "yarn",
+    "pnpm",
+    "deno",
+    "bun",
+    "java",
+    "javac",
+    "mvn",
+    "gradle",
+    "ruby",
+    "gem",
+    "perl",
+    "php",
+    "docker",
+    "podman",
+    "kubectl",
+    "terraform",
+    "curl",
+    "wget",
+    "jq",
+    "rg",
+    "fd",
+    "fzf",
+    "tmux",
+    "ssh",
+    "rsync",
+    "sqlite3",
+    "psql",
+    "tar",
+    "zip",
+    "unzip",
+];
+
+/// Time limit of one version probe.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Which operator tool an [`OpsTool`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    AuditRead,
+    Status,
+    CheckEnv,
+    Which,
+    ListBinaries,
+}
+
+impl Kind {
+    pub(super) fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "audit_read" => Self::AuditRead,
+            "status" => Self::Status,
+            "check_env" => Self::CheckEnv,
+            "which" => Self::Which,
+            "list_binaries" => Self::ListBinaries,
+            _ => return None,
+        })
+    }
+}
+
+/// One operator tool.
+pub(super) struct OpsTool {
+    pub definition: ToolDefinition,
+    pub kind: Kind,
+    pub shared: Arc<Shared>,
+}
+
+impl Tool for OpsTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn enabled(&self) -> bool {
+        self.shared.config().tools.contains(&self.definition.name)
+    }
+
+    fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
+        let result = check_arguments(&self.definition, args).and_then(|()| match self.kind {
+            Kind::AuditRead => audit_read(&self.shared, args),
+            Kind::Status => Ok(status(&self.shared)),
+            Kind::CheckEnv => Ok(check_env(&self.shared)),
+            Kind::Which => which(&self.shared, args),
+            Kind::ListBinaries => list_binaries(&self.shared, args),
+        });
+        match result {
+            Ok(value) => ToolResponse::new(value.to_string()),
+            Err(error) => ToolResponse::error(&error),
+        }
+    }
+}
+
+/// Rejects argument names the definition does not list.
+fn check_arguments(definition: &ToolDefinition, args: &Map<String, Value>) -> Result<(), ToolError> {
+    let known: Vec<&str> = definition.input_schema["properties"]
+        .as_object()
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let unknown: Vec<&str> = args.keys().map(String::as_str).filter(|k| !known.contains(k)).collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        ErrorCode::UnknownArgument,
+        format!("unknown argument(s) for {}: {}", definition.name, unknown.join(", ")),
+        if known.is_empty() {
+            format!("{} takes no arguments", definition.name)
+        } else {
+            format!("{} accepts: {}", definition.name, known.join(", "))
+        },
+    ))
+}
+
+fn invalid(message: String, hint: &str) -> ToolError {
+    ToolError::new(ErrorCode::InvalidArguments, message, hint)
+}
+
+fn optional_uint(args: &Map<String, Value>, key: &str, min: u64, max: u64) -> Result<Option<u64>, ToolError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_u64().filter(|n| (min..=max).contains(n)).map(Some).ok_or_else(|| {
+            invalid(
+                format!("`{key}` must be an integer from {min} to {max}, got {v}"),
+                "omit it for the default",
+            )
+        }),
+    }
+}
+
+fn optional_string(args: &Map<String, Value>, key: &str) -> Result<Option<String>, ToolError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(v) => Err(invalid(
+            format!("`{key}` must be a string, got {}", json_kind(v)),
+            "omit it or pass a string",
+        )),
+    }
+}
+
+fn audit_read(shared: &Shared, args: &Map<String, Value>) -> Result<Value, ToolError> {
+    let Some(log) = shared.audit() else {
+        return Err(ToolError::new(
+            ErrorCode::InvalidConfig,
+            "the audit log is off",
+            "configure `audit` with a path to record tool calls",
+        ));
+    };
+    let query = AuditQuery {
+        backup_index: optional_uint(args, "backup_index", 0, 1000)?.unwrap_or(0) as usize,
+        max_entries: optional_uint(args, "max_entries", 1, 10_000)?.map(|n| n as usize),
+        tool: optional_string(args, "tool")?,
+        since: optional_string(args, "since")?,
+    };
+    let entries = log.read(&query)?;
+    Ok(json!({"count": entries.len(), "entries": entries}))
+}
+
+fn status(shared: &Shared) -> Value {
+    let config = shared.config();
+    let (running, queued) = shared.limiter.counts();
+    let audit = shared.audit().map(|log| {
+        let settings = log.settings();
+        let backups: Vec<String> = (1..=settings.backups)
+            .filter_map(|i| log.backup_path(i))
+            .map(|p| p.display().to_string())
+            .collect();
+        json!({
+            "path": settings.path.display().to_string(),
+            "size_bytes": log.size(),
+            "max_bytes": settings.max_bytes,
+            "backups_kept": settings.backups,
+            "backups_present": backups,
+            "gzip_min_bytes": settings.gzip_min_bytes,
+        })
+    });
+    json!({
+        "server": shared.name,
+        "version": crate::VERSION,
+        "uptime_seconds": shared.started.elapsed().as_secs(),
+        "working_dir": shared.working_dir().display().to_string(),
+        "configuration": config.to_masked_value(),
+        "concurrency": {"max": config.max_concurrent, "running": running, "queued": queued},
+        "audit": audit,
+        "calls": {"served": shared.counters.served(), "failed": shared.counters.failed()},
+        "project_file_warnings": shared.project_files.warnings(),
+    })
+}
+
+fn check_env(shared: &Shared) -> Value {
+    let config = shared.config();
+    let env = command_env(shared);
+    let path_var = env_value(&env, "PATH").unwrap_or_default();
+    let path_entries: Vec<Value> = path_var
+        .split(':')
+        .filter(|p| !p.is_empty())
+        .map(|p| json!({"dir": p, "exists": Path::new(p).is_dir()}))
+        .collect();
+    let shell_version = shared
+        .run(
+            &ExecRequest::new("printf '%s' \"${BASH_VERSION:-${ZSH_VERSION:-${KSH_VERSION:-}}}\"")
+                .timeout(PROBE_TIMEOUT),
+            CallOptions::default(),
+        )
+        .ok()
+        .filter(|o| o.success())
+        .map(|o| o.output.text())
+        .filter(|v| !v.is_empty());
+    let uname = uname();
+    json!({
+        "os": os_release(),
+        "kernel": uname.get("release"),
+        "kernel_version": uname.get("version"),
+        "architecture": uname.get("machine"),
+        "shell": {
+            "path": config.shell.display().to_string(),
+            "resolved": std::fs::canonicalize(&config.shell).ok().map(|p| p.display().to_string()),
+            "version": shell_version,
+        },
+        "path": path_entries,
+        "user": user_name(),
+        "uid": unsafe { libc::geteuid() },
+        "home": env_value(&env, "HOME"),
+        "wsl": crate::roots::is_wsl(),
+        "container_hints": container_hints(),
+    })
+}
+
+fn which(shared: &Shared, args: &Map<String, Value>) -> Result<Value, ToolError> {
+    let name = match args.get("name") {
+        Some(Value::String(n)) if valid_program_name(n) => n.clone(),
+        Some(v) => {
+            return Err(invalid(
+                format!("`name` must be a program name without '/' or NUL, got {v}"),
+                "pass a bare name such as \"cargo\"",
+            ));
+        }
+        None => {
+            return Err(invalid(
+                "the required argument `name` is missing".into(),
+                "pass {\"name\": \"cargo\"}",
+            ));
+        }
+    };
+    Ok(probe(shared, &search_path(shared), &name))
+}
+
+fn list_binaries(shared: &Shared, args: &Map<String, Value>) -> Result<Value, ToolError> {
+    let names: Vec<String> = match args.get("names") {
+        None | Some(Value::Null) => DEFAULT_BINARIES.iter().map(|s| (*s).to_owned()).collect(),
+        Some(Value::Array(items)) if items.len() <= 200 => items
+            .iter()
+            .map(|v| match v {
+                Value::String(n) if valid_program_name(n) => Ok(n.clone()),
+                other => Err(invalid(
+                    format!("`names` entries must be program names without '/' or NUL, got {other}"),
+                    "pass names such as [\"git\", \"cargo\"]",
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(v) => {
+            return Err(invalid(
+                format!("`names` must be a list of at most 200 strings, got {}", json_kind(v)),
+                "omit it for the default list",
+            ));
+        }
+    };
+    let path = search_path(shared);
+    // Probes run in parallel, each inside the server's concurrency limit.
+    let results: Vec<Value> = std::thread::scope(|scope| {
+        let handles: Vec<_> = names
+            .iter()
+            .map(|name| scope.spawn(|| probe(shared, &path, name)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(Value::Null)).collect()
+    });
+    let found = results.iter().filter(|r| r["found"] == true).count();
+    Ok(json!({"checked": results.len(), "found": found, "binaries": results}))
+}
+
+fn valid_program_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 255 && !name.contains(['/', '\0'])
+}
+
+/// The PATH a command sees, for resolving programs as it would.
+fn search_path(shared: &Shared) -> String {
+    env_value(&command_env(shared), "PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".to_owned())
+}
+
+/// Resolves `name` on `path` and probes its version.
+fn probe(shared: &Shared, path: &str, name: &str) -> Value {
+    let Some(found) = std::env::split_paths(path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| resolve_program(&candidate.to_string_lossy()).is_some())
+    else {
+        return json!({"name": name, "found": false});
+    };
+    json!({
+        "name": name,
+        "found": true,
+        "path": found.display().to_string(),
+        "resolved": std::fs::canonicalize(&found).ok().map(|p| p.display().to_string()),
+        "version": version_of(shared, &found, name),
+    })
+}
+
+/// First non-empty line of the program's version output, from a short probe.
+fn version_of(shared: &Shared, program: &Path, name: &str) -> Option<String> {
+    let flag = match name {
+        "go" => "version",
+        "java" | "javac" => "-version",
+        "ssh" => "-V",
+        _ => "--version",
+    };
+    let command = format!("exec {} {flag} 2>&1", shell_quote(&program.to_string_lossy()));
+    let outcome = shared
+        .run(
+            &ExecRequest::new(command).timeout(PROBE_TIMEOUT),
+            CallOptions::default(),
+        )
+        .ok()?;
+    if !matches!(outcome.status, Status::Exited(_)) {
+        return None;
+    }
+    outcome
+        .output
+        .text()
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| l.chars().take(200).collect())
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+fn command_env(shared: &Shared) -> Vec<String> {
+    shared
+        .config()
+        .build_env(&[])
+        .into_iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect()
+}
+
+fn env_value(env: &[String], name: &str) -> Option<String> {
+    env.iter()
+        .find_map(|e| e.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')))
+        .map(str::to_owned)
+}
+
+fn os_release() -> Option<String> {
+    let text = std::fs::read_to_string("/etc/os-release").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+        .map(|v| v.trim_matches('"').to_owned())
+}
+
+fn uname() -> Map<String, Value> {
+    // SAFETY: uname fills a zeroed struct of C strings.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    let mut map = Map::new();
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return map;
+    }
+    let text = |field: &[libc::c_char]| {
+        let bytes: Vec<u8> = field.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+        Value::from(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    map.insert("release".into(), text(&u.release));
+    map.insert("version".into(), text(&u.version));
+    map.insert("machine".into(), text(&u.machine));
+    map
+}
+
+fn user_name() -> Option<String> {
+    // SAFETY: getpwuid_r writes into our buffers only.
+    unsafe {
+        let mut pwd: libc::passwd = std::mem::zeroed();
+        let mut buf = vec![0 as libc::c_char; 4096];
+        let mut result = std::ptr::null_mut();
+        let rc = libc::getpwuid_r(libc::geteuid(), &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result);
+        if rc != 0 || result.is_null() {
+            return None;
+        }
+        Some(std::ffi::CStr::from_ptr(pwd.pw_name).to_string_lossy().into_owned())
+    }
+}
+
+fn container_hints() -> Vec<String> {
+    let mut hints = Vec::new();
+    for (file, hint) in [
+        ("/.dockerenv", "docker (/.dockerenv)"),
+        ("/run/.containerenv", "podman (/run/.containerenv)"),
+    ] {
+        if Path::new(file).exists() {
+            hints.push(hint.to_owned());
+        }
+    }
+    if let Ok(kind) = std::env::var("container") {
+        hints.push(format!("container={kind} (environment)"));
+    }
+    if let Ok(cgroup) = std::fs::read_to_string("/proc/1/cgroup") {
+        for marker in ["docker", "kubepods", "lxc", "containerd", "libpod"] {
+            if cgroup.contains(marker) {
+                hints.push(format!("{marker} (cgroup of pid 1)"));
+            }
+        }
+    }
+    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+        hints.push("kubernetes (KUBERNETES_SERVICE_HOST)".to_owned());
+    }
+    hints
+}

@@ -1,0 +1,209 @@
+//! The audit log: what is recorded, redaction, rotation under concurrent
+//! writers, gzip backups, and failures that never fail a call.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bash_mcp::audit::{AuditLog, AuditSettings};
+use bash_mcp::{ErrorCode, McpServer};
+use common::*;
+use serde_json::{Map, Value, json};
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(unique_tag(&format!("bash-mcp-audit-{name}")));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
+        .collect()
+}
+
+#[test]
+fn every_call_is_recorded_with_its_audit_id_and_no_output_or_secret() {
+    let d = dir("record");
+    let log = d.join("audit.jsonl");
+    let s = server();
+    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+
+    let r = call(
+        &s,
+        json!({"command": "echo SECRET_OUTPUT_TEXT; exit 4", "env": {"API_TOKEN": "tok-value-123"}}),
+    );
+    assert_eq!(r["exit_code"], 4);
+    let id = r["audit_id"].as_str().expect("audit_id in the result").to_owned();
+    let bad = call(&s, json!({"command": ""}));
+    assert_eq!(bad["error"], "empty_command");
+    call(
+        &s,
+        json!({"command": "curl -H 'Authorization: Bearer abc123secret' https://x", "timeout_seconds": 0.01}),
+    );
+
+    let entries = lines(&log);
+    assert_eq!(entries.len(), 3, "{entries:?}");
+    let first = &entries[0];
+    assert_eq!(first["audit_id"], id.as_str());
+    assert_eq!(first["tool"], "execute");
+    assert_eq!(first["server"], "bash");
+    assert_eq!(first["exit_code"], 4);
+    assert_eq!(first["command"], "echo SECRET_OUTPUT_TEXT; exit 4");
+    assert_eq!(first["env_names"], json!(["API_TOKEN"]));
+    assert!(first["output_bytes"].as_u64().unwrap() > 0);
+    assert!(first["duration_ms"].is_u64());
+    assert!(
+        first["permission_pattern"]
+            .as_str()
+            .unwrap()
+            .starts_with("bash.execute")
+    );
+    let ts = first["timestamp"].as_str().unwrap();
+    assert_eq!(ts.len(), "2026-11-29T18:45:03.123Z".len(), "{ts}");
+    assert!(
+        ts.ends_with('Z') && ts.as_bytes()[10] == b'T' && ts.as_bytes()[19] == b'.',
+        "{ts}"
+    );
+    assert_eq!(entries[1]["error"], "empty_command");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("tok-value-123"), "env value leaked");
+    assert!(!text.contains("abc123secret"), "secret leaked");
+    assert!(text.contains("[REDACTED]"));
+    assert!(
+        text.matches("SECRET_OUTPUT_TEXT").count() == 1,
+        "only the command, never the output"
+    );
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn refusals_are_recorded() {
+    let d = dir("refusal");
+    let log = d.join("audit.jsonl");
+    let s = server();
+    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    s.record_refusal(
+        "execute",
+        r#"{"command":"rm -rf /"}"#,
+        "denied by rule bash.execute:rm *",
+    );
+    let entries = lines(&log);
+    assert_eq!(entries[0]["error"], "refused");
+    assert_eq!(entries[0]["command"], "rm -rf /");
+    assert!(entries[0]["refusal"].as_str().unwrap().contains("rm *"));
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn rotation_under_eight_writers_loses_no_line() {
+    let d = dir("rotate");
+    let path = d.join("audit.jsonl");
+    let mut settings = AuditSettings::new(&path);
+    settings.max_bytes = 16 * 1024;
+    settings.backups = 1000;
+    let log = Arc::new(AuditLog::open(settings).unwrap());
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for i in 0..1000 {
+                    let mut entry = Map::new();
+                    entry.insert("tool".into(), "execute".into());
+                    entry.insert("writer".into(), t.into());
+                    entry.insert("seq".into(), i.into());
+                    entry.insert("padding".into(), "x".repeat(i % 50).into());
+                    log.record(entry);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut files = vec![path.clone()];
+    files.extend((1..=1000).filter_map(|i| log.backup_path(i)));
+    assert!(files.len() > 10, "expected many rotations, got {}", files.len());
+    for file in &files {
+        for entry in lines(file) {
+            assert!(
+                seen.insert((entry["writer"].as_u64().unwrap(), entry["seq"].as_u64().unwrap())),
+                "duplicate {entry}"
+            );
+        }
+    }
+    assert_eq!(seen.len(), 8000, "lines lost across rotations");
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn backups_are_bounded_and_gzip_backups_read_back() {
+    let d = dir("gzip");
+    let path = d.join("audit.jsonl");
+    let s = server();
+    s.configure(
+        &json!({"audit": {"path": path, "max_bytes": 2048, "backups": 2, "gzip_min_bytes": 0}, "tools": {"audit_read": true}})
+            .to_string(),
+    )
+    .unwrap();
+    for i in 0..40 {
+        call(&s, json!({"command": format!("echo call-{i}")}));
+    }
+    assert!(Path::new(&format!("{}.1.gz", path.display())).exists());
+    assert!(Path::new(&format!("{}.2.gz", path.display())).exists());
+    assert!(
+        !Path::new(&format!("{}.3.gz", path.display())).exists(),
+        "only 2 backups kept"
+    );
+    // Newest first, from the live file (or the newest backup if call 39 just rotated it).
+    let mut newest = call_tool(&s, "audit_read", json!({"max_entries": 2}));
+    assert!(newest["count"].as_u64().unwrap() <= 2);
+    if newest["count"] == 0 {
+        newest = call_tool(&s, "audit_read", json!({"backup_index": 1, "max_entries": 2}));
+    }
+    assert!(
+        newest["entries"][0]["command"].as_str().unwrap().ends_with("call-39"),
+        "{newest}"
+    );
+    // A gzip backup reads back, filtered by tool.
+    let backup = call_tool(&s, "audit_read", json!({"backup_index": 1, "tool": "execute"}));
+    let entries = backup["entries"].as_array().unwrap();
+    assert!(!entries.is_empty());
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["tool"] == "execute" && e["command"].as_str().unwrap().starts_with("echo call-"))
+    );
+    // since: a timestamp in the future selects nothing.
+    let none = call_tool(&s, "audit_read", json!({"since": "2999-01-01T00:00:00Z"}));
+    assert_eq!(none["count"], 0);
+    let missing = call_tool(&s, "audit_read", json!({"backup_index": 9}));
+    assert_eq!(missing["error"], "invalid_arguments");
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn unwritable_path_fails_configure_and_disk_errors_never_fail_a_call() {
+    let s = server();
+    let before = s.config();
+    let err = s
+        .configure(r#"{"audit": {"path": "/proc/self/no/such/audit.jsonl"}}"#)
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidConfig);
+    assert!(err.message.contains("audit.path"), "{err}");
+    assert_eq!(*s.config(), *before);
+    // /dev/full accepts the open but fails every write (ENOSPC).
+    s.configure(r#"{"audit": {"path": "/dev/full"}}"#).unwrap();
+    let r = call(&s, json!({"command": "echo still works"}));
+    assert_eq!(r["output"], "still works\n");
+    assert_eq!(r["exit_code"], 0);
+}
+
+fn call_tool(s: &impl McpServer, tool: &str, args: Value) -> Value {
+    let envelope: Value = serde_json::from_str(&s.execute(tool, &args.to_string())).unwrap();
+    serde_json::from_str(envelope["result"].as_str().unwrap()).unwrap()
+}
