@@ -69,7 +69,9 @@ MCP CLIENT SETUP:
 CONFIGURATION FILE KEYS:
     timeout_seconds, max_timeout_seconds, shell, output_limit_bytes,
     kill_grace_ms, drain_ms, max_concurrent, non_interactive, env,
-    working_dir, tools, permissions {allow, deny}, refuse_catastrophic
+    allowed_roots, project_config, audit, tools (a list of exposed tools,
+    or {\"status\": true} switches), working_dir, permissions {allow, deny},
+    refuse_catastrophic
 
 Only protocol messages are written to stdout; logs go to stderr. On end of
 input, SIGTERM or SIGINT, every running command's process group is killed.

@@ -60,7 +60,7 @@ pub fn run(settings: &Settings) -> Result<(), String> {
         Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let server = super::build_server(settings)?;
     let options = HandlerOptions {
-        tools: Some(settings.tools.clone()),
+        tools: Some(settings.exposed_tools()),
         gate: gate::build(settings)?,
         instructions: Some(INSTRUCTIONS.into()),
         ..HandlerOptions::default()

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bash_mcp::Config;
-use bash_mcp::config::CONFIG_KEYS;
+use bash_mcp::config::{CONFIG_KEYS, OPTIONAL_TOOLS};
 use serde_json::{Map, Value};
 
 use super::args::Common;
@@ -15,9 +15,8 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 /// Default ceiling a call may raise its own limit to, in seconds.
 pub const DEFAULT_MAX_TIMEOUT_SECS: u64 = 600;
 /// Keys the binary reads itself; every other key goes to the library.
-pub const BINARY_KEYS: &[&str] = &["working_dir", "tools", "permissions", "refuse_catastrophic"];
-/// Tools the binary can expose.
-pub const KNOWN_TOOLS: &[&str] = &["execute"];
+/// (`tools` is shared: a list is read here, an object goes to the library.)
+pub const BINARY_KEYS: &[&str] = &["working_dir", "permissions", "refuse_catastrophic"];
 
 /// Allow and deny rules in the host's pattern format.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -31,11 +30,20 @@ pub struct Permissions {
 pub struct Settings {
     pub config: Config,
     pub working_dir: PathBuf,
-    pub tools: Vec<String>,
+    /// Whether `execute` is exposed (a `tools` list without it hides it).
+    pub expose_execute: bool,
     /// `None` when the file has no `permissions` key.
     pub permissions: Option<Permissions>,
     pub refuse_catastrophic: bool,
     pub log_level: String,
+}
+
+impl Settings {
+    /// The tools the MCP handler exposes, by local name.
+    pub fn exposed_tools(&self) -> Vec<String> {
+        let execute = self.expose_execute.then(|| "execute".to_owned());
+        execute.into_iter().chain(self.config.tools.iter().cloned()).collect()
+    }
 }
 
 /// Reads the file (if any) and applies the flags.
@@ -45,7 +53,7 @@ pub fn load(common: &Common) -> Result<Settings, String> {
     let mut settings = Settings {
         config,
         working_dir: PathBuf::from("."),
-        tools: vec!["execute".into()],
+        expose_execute: true,
         permissions: None,
         refuse_catastrophic: true,
         log_level: "warn".into(),
@@ -101,15 +109,25 @@ fn apply(settings: &mut Settings, mut map: Map<String, Value>) -> Result<(), Str
             .ok_or("`working_dir` must be a non-empty string")?;
         settings.working_dir = PathBuf::from(dir);
     }
-    if let Some(tools) = map.remove("tools") {
-        let list = string_list("tools", &tools)?;
-        if let Some(bad) = list.iter().find(|t| !KNOWN_TOOLS.contains(&t.as_str())) {
+    if let Some(tools @ Value::Array(_)) = map.get("tools") {
+        // The list form names every tool exposed; the library's object form
+        // ({"status": true}) switches optional tools and keeps `execute`.
+        let list = string_list("tools", tools)?;
+        if let Some(bad) = list
+            .iter()
+            .find(|t| *t != "execute" && !OPTIONAL_TOOLS.contains(&t.as_str()))
+        {
             return Err(format!(
-                "`tools` names an unknown tool {bad:?}; known tools: {}",
-                KNOWN_TOOLS.join(", ")
+                "`tools` names an unknown tool {bad:?}; tools: execute, {}",
+                OPTIONAL_TOOLS.join(", ")
             ));
         }
-        settings.tools = list;
+        settings.expose_execute = list.iter().any(|t| t == "execute");
+        let switches: Map<String, Value> = OPTIONAL_TOOLS
+            .iter()
+            .map(|t| (t.to_string(), Value::from(list.iter().any(|l| l == t))))
+            .collect();
+        map.insert("tools".into(), Value::Object(switches));
     }
     if let Some(value) = map.remove("refuse_catastrophic") {
         settings.refuse_catastrophic = value.as_bool().ok_or("`refuse_catastrophic` must be true or false")?;
@@ -216,10 +234,20 @@ mod tests {
     }
 
     #[test]
+    fn tools_as_a_list_or_as_switches() {
+        let s = load(&with_file(file("t1.toml", "tools = [\"status\", \"which\"]\n"))).unwrap();
+        assert_eq!(s.exposed_tools(), vec!["status".to_string(), "which".to_string()]);
+        let s = load(&with_file(file("t2.toml", "tools = [\"execute\"]\n"))).unwrap();
+        assert_eq!(s.exposed_tools(), vec!["execute".to_string()]);
+        let s = load(&with_file(file("t3.json", r#"{"tools": {"status": true}}"#))).unwrap();
+        assert_eq!(s.exposed_tools(), vec!["execute".to_string(), "status".to_string()]);
+    }
+
+    #[test]
     fn defaults() {
         let s = load(&Common::default()).unwrap();
         assert_eq!(s.config.timeout, Duration::from_secs(DEFAULT_TIMEOUT_SECS));
-        assert_eq!(s.tools, vec!["execute".to_string()]);
+        assert_eq!(s.exposed_tools(), vec!["execute".to_string()]);
         assert!(s.refuse_catastrophic);
         assert!(s.permissions.is_none());
     }
@@ -233,6 +261,8 @@ mod tests {
         );
         let e = load(&with_file(file("d.json", r#"{"tools": ["rm"]}"#))).unwrap_err();
         assert!(e.contains("unknown tool"), "{e}");
+        let e = load(&with_file(file("d2.json", r#"{"tools": {"rm": true}}"#))).unwrap_err();
+        assert!(e.contains("tools.rm"), "{e}");
         let e = load(&with_file(file("e.toml", "timeout_seconds = -1\n"))).unwrap_err();
         assert!(e.contains("timeout_seconds"), "{e}");
         let e = load(&with_file(file("f.json", "timeout_seconds = 1"))).unwrap_err();
