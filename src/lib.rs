@@ -35,6 +35,7 @@ mod capture;
 pub mod config;
 mod error;
 mod exec;
+pub mod ffi;
 mod limiter;
 pub mod mcp;
 pub mod roots;

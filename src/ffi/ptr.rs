@@ -1,0 +1,70 @@
+//! Pointer and string checks for C arguments.
+
+use std::ffi::{CStr, c_char};
+
+use crate::ffi::result::{Failure, bash_mcp_result};
+
+/// Borrows a C string argument as UTF-8.
+///
+/// # Safety
+/// `ptr` is NULL or points to a NUL-terminated string that stays valid and
+/// unchanged for `'a`.
+pub(crate) unsafe fn str_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a str, Failure> {
+    if ptr.is_null() {
+        return Err(null_arg(name));
+    }
+    // SAFETY: non-NULL and NUL-terminated per the caller's contract.
+    let bytes = unsafe { CStr::from_ptr(ptr) };
+    bytes.to_str().map_err(|e| {
+        Failure::new(
+            bash_mcp_result::InvalidUtf8,
+            format!(
+                "`{name}` is not valid UTF-8 (invalid byte at offset {})",
+                e.valid_up_to()
+            ),
+        )
+    })
+}
+
+/// Like [`str_arg`], but NULL is allowed and gives `None`.
+///
+/// # Safety
+/// As for [`str_arg`].
+pub(crate) unsafe fn opt_str_arg<'a>(ptr: *const c_char, name: &str) -> Result<Option<&'a str>, Failure> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: forwarded contract.
+    unsafe { str_arg(ptr, name) }.map(Some)
+}
+
+/// Borrows an object argument.
+///
+/// # Safety
+/// `ptr` is NULL or points to a live `T` that stays valid for `'a`.
+pub(crate) unsafe fn ref_arg<'a, T>(ptr: *const T, name: &str) -> Result<&'a T, Failure> {
+    // SAFETY: non-NULL pointers are valid per the caller's contract.
+    unsafe { ptr.as_ref() }.ok_or_else(|| null_arg(name))
+}
+
+/// The failure for a NULL argument.
+pub(crate) fn null_arg(name: &str) -> Failure {
+    Failure::new(bash_mcp_result::NullArgument, format!("`{name}` is NULL"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_checked_for_null_and_utf8() {
+        let bad = b"ab\xffcd\0";
+        let err = unsafe { str_arg(bad.as_ptr().cast(), "path") }.unwrap_err();
+        assert_eq!(err.code, bash_mcp_result::InvalidUtf8);
+        assert!(err.message.contains("offset 2"), "{}", err.message);
+        let err = unsafe { str_arg(std::ptr::null(), "path") }.unwrap_err();
+        assert_eq!(err.code, bash_mcp_result::NullArgument);
+        assert_eq!(unsafe { opt_str_arg(std::ptr::null(), "x") }, Ok(None));
+        assert_eq!(unsafe { str_arg(c"ok".as_ptr(), "x") }, Ok("ok"));
+    }
+}

@@ -1,0 +1,189 @@
+/*
+ * plugin_loader.c: loads libbash_mcp.so the way the entropic engine loads an
+ * MCP plugin (API version 1) and checks every entry point.
+ *
+ * Usage: plugin_loader <library.so> <project dir> <expected name | NULL> <expected timeout s>
+ *   expected name NULL: entropic_create_server must fail (bad configuration).
+ *   expected timeout: the server's default time limit; when it is at most 5 s
+ *   the timeout check relies on it, otherwise the call asks for 0.5 s.
+ * Prints one line per failed check and ends with "N passed, M failed".
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef void *entropic_mcp_server_t;
+
+static int passed, failed;
+
+#define CHECK(cond)                                                        \
+    do {                                                                   \
+        if (cond) {                                                        \
+            passed++;                                                      \
+        } else {                                                           \
+            failed++;                                                      \
+            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);         \
+        }                                                                  \
+    } while (0)
+
+/* The nine entry points of plugin API version 1. */
+static int (*api_version)(void);
+static entropic_mcp_server_t (*create_server)(void);
+static const char *(*server_name)(entropic_mcp_server_t);
+static char *(*list_tools)(entropic_mcp_server_t);
+static char *(*execute)(entropic_mcp_server_t, const char *, const char *);
+static int (*configure)(entropic_mcp_server_t, const char *);
+static int (*set_working_dir)(entropic_mcp_server_t, const char *);
+static void (*destroy)(entropic_mcp_server_t);
+static void (*entropic_free)(void *);
+
+/* Resolves one symbol; reports (and counts) a missing one. */
+static void *resolve(void *lib, const char *name, int *missing) {
+    void *sym = dlsym(lib, name);
+    if (sym == NULL) {
+        printf("missing symbol: %s\n", name);
+        (*missing)++;
+    }
+    return sym;
+}
+
+/* The engine's check: a JSON object whose "result" is a string and whose
+   "directives" is an array. A small scan of the text is enough here. */
+static int is_envelope(const char *json) {
+    if (json == NULL || json[0] != '{') return 0;
+    const char *result = strstr(json, "\"result\":");
+    const char *directives = strstr(json, "\"directives\":");
+    return result != NULL && result[9] == '"' && directives != NULL && directives[13] == '[';
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5) {
+        fprintf(stderr, "usage: plugin_loader <library.so> <project dir> <name|NULL> <timeout s>\n");
+        return 2;
+    }
+    const char *path = argv[1], *project = argv[2], *expected_name = argv[3];
+    int expected_timeout = atoi(argv[4]);
+
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        printf("dlopen failed: %s\n", dlerror());
+        return 1;
+    }
+    int missing = 0;
+    *(void **)&api_version = resolve(lib, "entropic_plugin_api_version", &missing);
+    *(void **)&create_server = resolve(lib, "entropic_create_server", &missing);
+    *(void **)&server_name = resolve(lib, "entropic_mcp_server_name", &missing);
+    *(void **)&list_tools = resolve(lib, "entropic_mcp_server_list_tools", &missing);
+    *(void **)&execute = resolve(lib, "entropic_mcp_server_execute", &missing);
+    *(void **)&configure = resolve(lib, "entropic_mcp_server_configure", &missing);
+    *(void **)&set_working_dir = resolve(lib, "entropic_mcp_server_set_working_dir", &missing);
+    *(void **)&destroy = resolve(lib, "entropic_mcp_server_destroy", &missing);
+    *(void **)&entropic_free = resolve(lib, "entropic_free", &missing);
+    if (missing > 0) {
+        printf("%d symbol(s) missing\n", missing);
+        dlclose(lib);
+        return 1;
+    }
+    CHECK(api_version() == 1);
+
+    entropic_mcp_server_t server = create_server();
+    if (strcmp(expected_name, "NULL") == 0) {
+        CHECK(server == NULL);
+        destroy(server);
+        CHECK(dlclose(lib) == 0);
+        printf("%d passed, %d failed\n", passed, failed);
+        return failed == 0 ? 0 : 1;
+    }
+    CHECK(server != NULL);
+    if (server == NULL) {
+        printf("%d passed, %d failed\n", passed, failed);
+        return 1;
+    }
+
+    const char *name = server_name(server);
+    CHECK(name != NULL && name[0] != '\0');
+    CHECK(name != NULL && strcmp(name, expected_name) == 0);
+    if (name) printf("name: %s\n", name);
+
+    /* The engine calls set_working_dir(project_dir) right after create. */
+    CHECK(set_working_dir(server, project) == 0);
+    CHECK(set_working_dir(server, "/nonexistent/dir") != 0);
+    CHECK(set_working_dir(server, NULL) != 0);
+
+    char *tools = list_tools(server);
+    CHECK(tools != NULL && tools[0] == '[');
+    CHECK(tools != NULL && strstr(tools, "\"inputSchema\"") != NULL);
+    CHECK(tools != NULL && strstr(tools, "\"input_schema\"") == NULL);
+    CHECK(tools != NULL && strstr(tools, "\"name\":\"execute\"") != NULL);
+    entropic_free(tools);
+
+    char *result = execute(server, "execute", "{\"command\": \"echo hello; pwd\"}");
+    CHECK(is_envelope(result));
+    CHECK(result != NULL && strstr(result, "hello\\\\n") != NULL);
+    CHECK(result != NULL && strstr(result, project) != NULL); /* ran in the project dir */
+    CHECK(result != NULL && strstr(result, "\\\"exit_code\\\":0") != NULL);
+    if (result) printf("execute: %s\n", result);
+    entropic_free(result);
+
+    /* The qualified name works too. */
+    char qualified[256];
+    snprintf(qualified, sizeof qualified, "%s.execute", expected_name);
+    result = execute(server, qualified, "{\"command\": \"exit 4\"}");
+    CHECK(is_envelope(result) && strstr(result, "\\\"exit_code\\\":4") != NULL);
+    entropic_free(result);
+
+    /* Bad input still gives an envelope with a string result. */
+    result = execute(server, "execute", NULL);
+    CHECK(is_envelope(result) && strstr(result, "invalid_arguments") != NULL);
+    entropic_free(result);
+    result = execute(server, "execute", "not json");
+    CHECK(is_envelope(result) && strstr(result, "invalid_json") != NULL);
+    entropic_free(result);
+    result = execute(server, "nope", "{}");
+    CHECK(is_envelope(result) && strstr(result, "unknown_tool") != NULL);
+    entropic_free(result);
+    CHECK(execute(NULL, "execute", "{}") == NULL);
+
+    /* A timeout: the group is killed and the output so far returned. */
+    double start = now();
+    if (expected_timeout <= 5) {
+        char expect[64];
+        snprintf(expect, sizeof expect, "\\\"timeout_seconds\\\":%d", expected_timeout);
+        result = execute(server, "execute", "{\"command\": \"echo before; sleep 30\"}");
+        CHECK(result != NULL && strstr(result, expect) != NULL);
+    } else {
+        result = execute(server, "execute",
+                         "{\"command\": \"echo before; sleep 30\", \"timeout_seconds\": 0.5}");
+        CHECK(result != NULL && strstr(result, "\\\"timeout_seconds\\\":0.5") != NULL);
+    }
+    CHECK(now() - start < 10.0);
+    CHECK(is_envelope(result));
+    CHECK(result != NULL && strstr(result, "\\\"error\\\":\\\"timeout\\\"") != NULL);
+    CHECK(result != NULL && strstr(result, "before\\\\n") != NULL);
+    if (result) printf("timeout: %s\n", result);
+    entropic_free(result);
+
+    /* configure: 0 = OK, non-zero on failure. */
+    CHECK(configure(server, "{\"bogus\": 1}") != 0);
+    CHECK(configure(server, NULL) != 0);
+    CHECK(configure(server, "{\"max_concurrent\": 2}") == 0);
+    CHECK(configure(NULL, "{}") != 0);
+    CHECK(server_name(NULL) == NULL);
+    CHECK(list_tools(NULL) == NULL);
+
+    entropic_free(NULL);
+    destroy(NULL);
+    destroy(server);
+    CHECK(dlclose(lib) == 0);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,147 @@
+//! The C functions return exactly what the Rust API returns, called from
+//! Rust through the same `extern "C"` symbols a C program links against.
+
+use std::ffi::{CStr, CString, c_char};
+use std::time::Instant;
+
+use bash_mcp::ffi::bash_mcp_result;
+use bash_mcp::ffi::cancel::*;
+use bash_mcp::ffi::server::*;
+use bash_mcp::ffi::string::bash_mcp_string_free;
+use bash_mcp::{BashServer, McpServer};
+use serde_json::Value;
+
+fn c(s: &str) -> CString {
+    CString::new(s).unwrap()
+}
+
+/// Takes a caller-owned string.
+fn take(ptr: *mut c_char) -> String {
+    assert!(!ptr.is_null());
+    let text = unsafe { CStr::from_ptr(ptr) }.to_str().unwrap().to_owned();
+    unsafe { bash_mcp_string_free(ptr) };
+    text
+}
+
+fn pair() -> (BashServer, *mut bash_mcp_server) {
+    let dir = std::env::temp_dir();
+    let rust = BashServer::new(&dir, None, 30).unwrap();
+    let mut raw = std::ptr::null_mut();
+    let dir_c = c(dir.to_str().unwrap());
+    let rc = unsafe { bash_mcp_server_new(dir_c.as_ptr(), std::ptr::null(), 30, &mut raw) };
+    assert_eq!(rc, bash_mcp_result::Ok);
+    (rust, raw)
+}
+
+/// The result document without the fields that differ from run to run.
+fn stable(envelope: &str) -> Value {
+    let envelope: Value = serde_json::from_str(envelope).unwrap();
+    let mut result: Value = serde_json::from_str(envelope["result"].as_str().unwrap()).unwrap();
+    if let Some(map) = result.as_object_mut() {
+        map.remove("duration_ms");
+        map.remove("elapsed_ms");
+        if let Some(Value::String(message)) = map.get_mut("message") {
+            // "ran 0.5 s" / "after 0.0 s" carry the elapsed time.
+            *message = message
+                .split(" (ran")
+                .next()
+                .unwrap()
+                .split(" after")
+                .next()
+                .unwrap()
+                .to_owned();
+        }
+    }
+    serde_json::json!({"result": result, "directives": envelope["directives"]})
+}
+
+#[test]
+fn list_tools_name_and_settings_match() {
+    let (rust, raw) = pair();
+    assert_eq!(take(unsafe { bash_mcp_server_list_tools(raw) }), rust.list_tools());
+    assert_eq!(
+        unsafe { CStr::from_ptr(bash_mcp_server_name(raw)) }.to_str().unwrap(),
+        rust.name()
+    );
+    assert_eq!(
+        take(unsafe { bash_mcp_server_working_dir(raw) }),
+        rust.working_dir().to_str().unwrap()
+    );
+    assert_eq!(unsafe { bash_mcp_server_timeout(raw) }, 30);
+    assert_eq!(unsafe { bash_mcp_server_timeout_ms(raw) }, 30_000);
+    unsafe { bash_mcp_server_free(raw) };
+}
+
+#[test]
+fn execute_and_permission_patterns_match_byte_for_byte() {
+    let (rust, raw) = pair();
+    // Calls whose envelopes are fully deterministic.
+    for (tool, args) in [
+        ("nope", "{}"),
+        ("execute", "[1, 2]"),
+        ("execute", "{not json"),
+        ("execute", "{}"),
+        ("execute", r#"{"command": "   "}"#),
+        ("execute", r#"{"command": "ls", "bogus": 1}"#),
+        (
+            "bash.execute",
+            r#"{"command": "ls", "working_dir": "/nonexistent/dir"}"#,
+        ),
+    ] {
+        let (tool_c, args_c) = (c(tool), c(args));
+        let from_c = take(unsafe { bash_mcp_server_execute(raw, tool_c.as_ptr(), args_c.as_ptr()) });
+        assert_eq!(from_c, rust.execute(tool, args), "{tool} {args}");
+        for tool in [tool, "bash.execute", "execute"] {
+            let tool_c = c(tool);
+            let pattern =
+                take(unsafe { bash_mcp_server_get_permission_pattern(raw, tool_c.as_ptr(), args_c.as_ptr()) });
+            assert_eq!(pattern, rust.get_permission_pattern(tool, args), "{tool} {args}");
+            assert_eq!(
+                unsafe { bash_mcp_server_skip_duplicate_check(raw, tool_c.as_ptr()) },
+                rust.skip_duplicate_check(tool)
+            );
+        }
+    }
+    // Commands that run: equal except for the measured times.
+    for args in [
+        r#"{"command": "echo out; echo err >&2; exit 5"}"#,
+        r#"{"command": "printf 'a\\0b\\377'", "streams": "separate"}"#,
+        r#"{"command": "echo x; sleep 10", "timeout_seconds": 0.3}"#,
+    ] {
+        let args_c = c(args);
+        let from_c = take(unsafe { bash_mcp_server_execute(raw, c"execute".as_ptr(), args_c.as_ptr()) });
+        assert_eq!(stable(&from_c), stable(&rust.execute("execute", args)), "{args}");
+    }
+    unsafe { bash_mcp_server_free(raw) };
+}
+
+#[test]
+fn a_cancelled_token_ends_the_call_through_the_c_api() {
+    let (_, raw) = pair();
+    let token = bash_mcp_cancel_token_new();
+    let token_addr = token as usize;
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        unsafe { bash_mcp_cancel_token_cancel(token_addr as *const bash_mcp_cancel_token) };
+    });
+    let start = Instant::now();
+    let envelope = take(unsafe {
+        bash_mcp_server_execute_with(
+            raw,
+            c"execute".as_ptr(),
+            c"{\"command\": \"echo started; sleep 30\"}".as_ptr(),
+            token,
+            None,
+            std::ptr::null_mut(),
+        )
+    });
+    canceller.join().unwrap();
+    assert!(start.elapsed().as_secs() < 10);
+    let result = stable(&envelope);
+    assert_eq!(result["result"]["error"], "cancelled");
+    assert_eq!(result["result"]["output"], "started\n");
+    unsafe {
+        bash_mcp_cancel_token_free(token);
+        bash_mcp_server_free(raw);
+    }
+}
