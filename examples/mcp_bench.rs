@@ -1,0 +1,221 @@
+//! MCP protocol overhead: `tools/call` of `true` over stdio against the raw
+//! library call, plus requests per second with 8 calls in flight.
+//!
+//! ```text
+//! cargo build --release && cargo run --release --example mcp_bench [-- CALLS]
+//! ```
+//!
+//! The binary is looked up next to this example's target directory
+//! (`target/release/bash-mcp`), or taken from `BASH_MCP_BIN`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::channel;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bash_mcp::mcp::{HandlerOptions, McpHandler};
+use bash_mcp::{BashServer, ExecRequest};
+
+const IN_FLIGHT: usize = 8;
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn p90(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() * 9 / 10]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn call_line(id: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"execute","arguments":{{"command":"true"}}}}}}"#
+    )
+}
+
+fn binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("BASH_MCP_BIN") {
+        return path.into();
+    }
+    let exe = std::env::current_exe().expect("current exe");
+    // target/<profile>/examples/mcp_bench -> target/<profile>/bash-mcp
+    let path = exe
+        .parent()
+        .and_then(|p| p.parent())
+        .expect("target dir")
+        .join("bash-mcp");
+    if !path.exists() {
+        eprintln!(
+            "{} not found: build it first (cargo build --release), or set BASH_MCP_BIN",
+            path.display()
+        );
+        std::process::exit(2);
+    }
+    path
+}
+
+fn main() {
+    let calls: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(500);
+    let dir = std::env::temp_dir();
+
+    // 1. The raw library call.
+    let server = Arc::new(BashServer::new(&dir, None, 30).expect("server"));
+    let request = ExecRequest::new("true");
+    for _ in 0..20 {
+        server.run(&request).expect("run");
+    }
+    let raw: Vec<Duration> = (0..calls)
+        .map(|_| {
+            let start = Instant::now();
+            server.run(&request).expect("run");
+            start.elapsed()
+        })
+        .collect();
+
+    // 2. The handler in process (JSON-RPC, worker thread, no pipes).
+    let (tx, rx) = channel::<String>();
+    let tx = Mutex::new(tx);
+    let handler = McpHandler::new(
+        server.clone(),
+        move |line| {
+            let _ = tx.lock().unwrap().send(line);
+        },
+        HandlerOptions::default(),
+    );
+    handler.handle_line(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#);
+    let in_process: Vec<Duration> = (0..calls + 20)
+        .map(|i| {
+            let start = Instant::now();
+            assert!(handler.handle_line(&call_line(i + 1)).is_empty());
+            let reply = rx.recv().expect("response");
+            let elapsed = start.elapsed();
+            assert!(reply.contains(r#""exit_code":0"#), "{reply}");
+            elapsed
+        })
+        .skip(20)
+        .collect();
+    drop(handler);
+
+    // 3. Over stdio, through the binary.
+    let bin = binary();
+    let mut child = Command::new(&bin)
+        .args(["serve", "--log-level", "off"])
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start bash-mcp");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut send = |text: &str| {
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#,
+    );
+    stdout.read_line(&mut line).unwrap();
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let mut stdio = Vec::with_capacity(calls);
+    for i in 0..calls + 20 {
+        line.clear();
+        let start = Instant::now();
+        send(&call_line(i + 1));
+        stdout.read_line(&mut line).unwrap();
+        let elapsed = start.elapsed();
+        assert!(line.contains(r#""exit_code":0"#), "{line}");
+        if i >= 20 {
+            stdio.push(elapsed);
+        }
+    }
+
+    // 4. Throughput with IN_FLIGHT calls outstanding, over stdio.
+    let total = calls * 2;
+    let start = Instant::now();
+    let mut sent = 0;
+    let mut done = 0;
+    while sent < IN_FLIGHT.min(total) {
+        send(&call_line(100_000 + sent));
+        sent += 1;
+    }
+    while done < total {
+        line.clear();
+        stdout.read_line(&mut line).unwrap();
+        assert!(line.contains(r#""exit_code":0"#), "{line}");
+        done += 1;
+        if sent < total {
+            send(&call_line(100_000 + sent));
+            sent += 1;
+        }
+    }
+    let stdio_rps = total as f64 / start.elapsed().as_secs_f64();
+    drop(stdin); // EOF: the server exits
+    let _ = child.wait();
+
+    // The same load on the library directly, from IN_FLIGHT threads.
+    let start = Instant::now();
+    let threads: Vec<_> = (0..IN_FLIGHT)
+        .map(|t| {
+            let server = server.clone();
+            let n = total / IN_FLIGHT + usize::from(t < total % IN_FLIGHT);
+            std::thread::spawn(move || {
+                let request = ExecRequest::new("true");
+                for _ in 0..n {
+                    server.run(&request).expect("run");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let raw_rps = total as f64 / start.elapsed().as_secs_f64();
+
+    let (raw_med, stdio_med, proc_med) = (median(raw.clone()), median(stdio.clone()), median(in_process.clone()));
+    println!(
+        "tools/call of `true`, {calls} calls each ({} cores)",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!();
+    println!("{:<34} {:>12} {:>12}", "", "median", "p90");
+    println!(
+        "{:<34} {:>12} {:>12}",
+        "library BashServer::run",
+        ms(raw_med),
+        ms(p90(raw))
+    );
+    println!(
+        "{:<34} {:>12} {:>12}",
+        "McpHandler in process",
+        ms(proc_med),
+        ms(p90(in_process))
+    );
+    println!(
+        "{:<34} {:>12} {:>12}",
+        "bash-mcp over stdio",
+        ms(stdio_med),
+        ms(p90(stdio))
+    );
+    println!();
+    println!(
+        "protocol overhead (stdio - library):   {} median",
+        ms(stdio_med.saturating_sub(raw_med))
+    );
+    println!(
+        "handler overhead (in process - library): {} median",
+        ms(proc_med.saturating_sub(raw_med))
+    );
+    println!();
+    println!("{:<34} {:>12}", format!("throughput, {IN_FLIGHT} in flight"), "calls/s");
+    println!("{:<34} {:>12.0}", "library, 8 threads", raw_rps);
+    println!("{:<34} {:>12.0}", "bash-mcp over stdio", stdio_rps);
+}

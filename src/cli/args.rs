@@ -1,0 +1,236 @@
+//! Command-line parsing with `lexopt`: a tiny, dependency-free parser that
+//! handles `--flag value`, `--flag=value`, `--` and non-UTF-8 errors
+//! correctly. clap would add several crates and noticeable build time for
+//! four subcommands and five flags; the help text is written by hand anyway.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use lexopt::prelude::*;
+
+/// What to do.
+#[derive(Debug, PartialEq)]
+pub enum Command {
+    /// Serve MCP over stdio.
+    Serve(Common),
+    /// Run one command and print its result.
+    Exec {
+        common: Common,
+        json: bool,
+        command: String,
+    },
+    /// Print the permission pattern of a command.
+    Pattern(String),
+    /// Print the advisory class of a command.
+    Classify(String),
+    /// Print the help text.
+    Help,
+    /// Print the version.
+    Version,
+    /// No subcommand and stdin is a terminal: print help, exit 2.
+    Interactive,
+}
+
+/// Options shared by `serve` and `exec`.
+#[derive(Debug, Default, PartialEq)]
+pub struct Common {
+    pub config: Option<PathBuf>,
+    pub working_dir: Option<PathBuf>,
+    pub timeout: Option<f64>,
+    pub log_level: Option<String>,
+}
+
+pub const HELP: &str = "\
+bash-mcp — a shell tool for AI models, served over MCP (Model Context Protocol)
+
+USAGE:
+    bash-mcp [serve] [OPTIONS]            serve MCP over stdin/stdout (the default
+                                          when stdin is not a terminal)
+    bash-mcp exec [OPTIONS] [--json] CMD  run one command as the execute tool would,
+                                          print its output; exit status mirrors it
+    bash-mcp pattern CMD                  print the permission pattern of CMD
+    bash-mcp classify CMD                 print the advisory class of CMD
+                                          (safe, dangerous or catastrophic)
+    bash-mcp --help | --version
+
+OPTIONS (serve, exec):
+    -c, --config FILE        configuration file, JSON or TOML (by extension)
+    -C, --working-dir DIR    default working directory (default: current directory)
+    -t, --timeout SECONDS    default time limit of a command (default: 120)
+        --log-level LEVEL    stderr log level: off, error, warn (default), info,
+                             debug, trace
+        --json               (exec) print the raw JSON result document
+
+MCP CLIENT SETUP:
+    Claude Code:     claude mcp add bash -- /path/to/bash-mcp serve
+    Claude Desktop / Cursor (mcpServers in their JSON config):
+        {\"mcpServers\": {\"bash\": {\"command\": \"/path/to/bash-mcp\", \"args\": [\"serve\"]}}}
+
+CONFIGURATION FILE KEYS:
+    timeout_seconds, max_timeout_seconds, shell, output_limit_bytes,
+    kill_grace_ms, drain_ms, max_concurrent, non_interactive, env,
+    allowed_roots, project_config, audit, tools (a list of exposed tools,
+    or {\"status\": true} switches), working_dir, permissions {allow, deny},
+    refuse_catastrophic
+
+Only protocol messages are written to stdout; logs go to stderr. On end of
+input, SIGTERM or SIGINT, every running command's process group is killed.
+";
+
+/// Parses the arguments (without the program name). `stdin_is_tty` decides
+/// what no arguments mean.
+pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Result<Command, String> {
+    let mut parser = lexopt::Parser::from_args(args);
+    let mut subcommand: Option<String> = None;
+    let mut common = Common::default();
+    let mut json = false;
+    let mut positional: Vec<String> = Vec::new();
+    let err = |e: lexopt::Error| e.to_string();
+    while let Some(arg) = parser.next().map_err(err)? {
+        match arg {
+            Short('h') | Long("help") => return Ok(Command::Help),
+            Short('V') | Long("version") => return Ok(Command::Version),
+            Short('c') | Long("config") => common.config = Some(parser.value().map_err(err)?.into()),
+            Short('C') | Long("working-dir") => common.working_dir = Some(parser.value().map_err(err)?.into()),
+            Short('t') | Long("timeout") => {
+                let value: String = parser.value().map_err(err)?.string().map_err(err)?;
+                let secs = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
+                    .ok_or_else(|| {
+                        format!("--timeout needs a number of seconds above 0 and at most 86400, got {value:?}")
+                    })?;
+                common.timeout = Some(secs);
+            }
+            Long("log-level") => {
+                let level: String = parser.value().map_err(err)?.string().map_err(err)?;
+                if !["off", "error", "warn", "info", "debug", "trace"].contains(&level.as_str()) {
+                    return Err(format!(
+                        "--log-level must be one of off, error, warn, info, debug, trace; got {level:?}"
+                    ));
+                }
+                common.log_level = Some(level);
+            }
+            Long("json") => json = true,
+            Value(value) => {
+                let value = value
+                    .into_string()
+                    .map_err(|v| format!("argument {v:?} is not valid UTF-8"))?;
+                if subcommand.is_none() && positional.is_empty() {
+                    subcommand = Some(value);
+                } else {
+                    positional.push(value);
+                }
+            }
+            _ => return Err(arg.unexpected().to_string()),
+        }
+    }
+    let one_command = |name: &str, positional: Vec<String>| -> Result<String, String> {
+        match <[String; 1]>::try_from(positional) {
+            Ok([command]) => Ok(command),
+            Err(v) if v.is_empty() => Err(format!("`{name}` needs a command, e.g. bash-mcp {name} 'ls -l'")),
+            Err(_) => Err(format!(
+                "`{name}` takes the command as one argument; quote it, e.g. bash-mcp {name} 'git status && ls'"
+            )),
+        }
+    };
+    let no_extra = |name: &str, positional: &[String]| match positional.first() {
+        Some(extra) => Err(format!("unexpected argument {extra:?} after `{name}`")),
+        None => Ok(()),
+    };
+    if json && subcommand.as_deref() != Some("exec") {
+        return Err("--json applies to `exec` only".into());
+    }
+    let uses_common = common != Common::default();
+    let command = match subcommand.as_deref() {
+        None if stdin_is_tty => Command::Interactive,
+        None | Some("serve") => {
+            no_extra("serve", &positional)?;
+            Command::Serve(common)
+        }
+        Some("exec") => {
+            let command = one_command("exec", positional)?;
+            Command::Exec { common, json, command }
+        }
+        Some(name @ ("pattern" | "classify")) => {
+            if uses_common {
+                return Err(format!("`{name}` takes no options"));
+            }
+            let command = one_command(name, positional)?;
+            if name == "pattern" {
+                Command::Pattern(command)
+            } else {
+                Command::Classify(command)
+            }
+        }
+        Some("help") => Command::Help,
+        Some(other) => {
+            return Err(format!(
+                "unknown subcommand {other:?}; expected serve, exec, pattern or classify (see --help)"
+            ));
+        }
+    };
+    Ok(command)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str]) -> Result<Command, String> {
+        parse(args.iter().map(OsString::from), false)
+    }
+
+    #[test]
+    fn defaults_to_serve_unless_a_terminal() {
+        assert_eq!(p(&[]), Ok(Command::Serve(Common::default())));
+        assert_eq!(parse(Vec::<OsString>::new(), true), Ok(Command::Interactive));
+        assert_eq!(
+            parse([OsString::from("serve")], true),
+            Ok(Command::Serve(Common::default()))
+        );
+    }
+
+    #[test]
+    fn parses_options() {
+        let Ok(Command::Serve(common)) = p(&["serve", "--timeout=5", "-C", "/tmp", "--log-level", "debug"]) else {
+            panic!()
+        };
+        assert_eq!(common.timeout, Some(5.0));
+        assert_eq!(common.working_dir, Some(PathBuf::from("/tmp")));
+        assert_eq!(common.log_level.as_deref(), Some("debug"));
+        assert_eq!(
+            p(&["exec", "--json", "echo hi"]),
+            Ok(Command::Exec {
+                common: Common::default(),
+                json: true,
+                command: "echo hi".into()
+            })
+        );
+        assert_eq!(
+            p(&["exec", "--", "-x"]).unwrap(),
+            Command::Exec {
+                common: Common::default(),
+                json: false,
+                command: "-x".into()
+            }
+        );
+        assert_eq!(p(&["classify", "rm -rf /"]), Ok(Command::Classify("rm -rf /".into())));
+        assert_eq!(p(&["--version"]), Ok(Command::Version));
+        assert_eq!(p(&["serve", "--help"]), Ok(Command::Help));
+    }
+
+    #[test]
+    fn rejects_nonsense() {
+        assert!(p(&["--timeout", "0"]).unwrap_err().contains("--timeout"));
+        assert!(p(&["--timeout", "abc"]).is_err());
+        assert!(p(&["--log-level", "loud"]).is_err());
+        assert!(p(&["exec"]).unwrap_err().contains("needs a command"));
+        assert!(p(&["exec", "ls", "-l"]).is_err());
+        assert!(p(&["frobnicate"]).unwrap_err().contains("unknown subcommand"));
+        assert!(p(&["--bogus"]).is_err());
+        assert!(p(&["serve", "extra"]).is_err());
+        assert!(p(&["serve", "--json"]).is_err());
+    }
+}

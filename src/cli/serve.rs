@@ -1,0 +1,152 @@
+//! `bash-mcp serve`: MCP over stdio.
+//!
+//! stdin is read line by line (bounded: a line over the handler's limit is
+//! skipped to its newline and answered with -32600, never buffered whole);
+//! every message written to stdout is one JSON line, under one lock, so
+//! responses from worker threads never interleave. Logs go to stderr only.
+//! Commands get their own pipes (the library closes every other fd in the
+//! child), so nothing a command prints can reach the protocol stream.
+//!
+//! Shutdown: on stdin EOF, or SIGTERM / SIGINT / SIGHUP, every running call
+//! is cancelled (its process group killed at once) and the process exits
+//! within a second.
+//!
+//! Signals are handled with `signal-hook`'s iterator: it installs
+//! async-signal-safe handlers that write to a self-pipe and delivers the
+//! signals to an ordinary thread, where shutting down (locks, joins) is
+//! allowed. A hand-written self-pipe would be the same code with more
+//! `unsafe`; an async runtime would be far more than this needs.
+
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bash_mcp::mcp::{HandlerOptions, McpHandler};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use super::gate;
+use super::settings::Settings;
+
+/// How long shutdown waits for running calls to end after killing them.
+const SHUTDOWN_WAIT: Duration = Duration::from_millis(700);
+
+/// stdout, one whole line at a time.
+struct LineWriter {
+    out: Mutex<std::io::Stdout>,
+    broken: AtomicBool,
+}
+
+impl LineWriter {
+    fn send(&self, line: &str) {
+        let out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut out = out.lock();
+        let ok = out
+            .write_all(line.as_bytes())
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush());
+        if let Err(e) = ok
+            && !self.broken.swap(true, Ordering::SeqCst)
+        {
+            tracing::warn!("cannot write to stdout ({e}); the client is gone");
+        }
+    }
+}
+
+pub fn run(settings: &Settings) -> Result<(), String> {
+    // Signals first, so a client that kills us right away finds handlers in place.
+    let mut signals =
+        Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let server = super::build_server(settings)?;
+    let options = HandlerOptions {
+        tools: Some(settings.exposed_tools()),
+        gate: gate::build(settings)?,
+        instructions: Some(INSTRUCTIONS.into()),
+        ..HandlerOptions::default()
+    };
+    let writer = Arc::new(LineWriter {
+        out: Mutex::new(std::io::stdout()),
+        broken: AtomicBool::new(false),
+    });
+    let out = writer.clone();
+    let handler = Arc::new(McpHandler::new(server, move |line| out.send(&line), options));
+
+    let on_signal = handler.clone();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                tracing::info!(signal, "signal received; stopping");
+                stop(&on_signal);
+            }
+        })
+        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+
+    tracing::info!(working_dir = %settings.working_dir.display(), "serving MCP on stdio");
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let limit = handler.max_line_bytes();
+    let mut line: Vec<u8> = Vec::new();
+    let mut dropped: usize = 0; // bytes of an over-long line not kept
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::warn!("cannot read stdin: {e}");
+                break;
+            }
+        };
+        if chunk.is_empty() {
+            // EOF: a last line without newline still counts.
+            if !line.is_empty() || dropped > 0 {
+                deliver(&handler, &writer, &line, dropped);
+            }
+            break;
+        }
+        let (part, complete) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (&chunk[..i], Some(i + 1)),
+            None => (chunk, None),
+        };
+        if dropped > 0 || line.len() + part.len() > limit {
+            dropped += line.len() + part.len();
+            line.clear();
+        } else {
+            line.extend_from_slice(part);
+        }
+        let used = complete.unwrap_or(chunk.len());
+        input.consume(used);
+        if complete.is_some() {
+            deliver(&handler, &writer, &line, dropped);
+            line.clear();
+            dropped = 0;
+        }
+        if writer.broken.load(Ordering::SeqCst) {
+            break;
+        }
+    }
+    tracing::info!("end of input; stopping");
+    stop(&handler)
+}
+
+fn deliver(handler: &McpHandler, writer: &LineWriter, line: &[u8], dropped: usize) {
+    let replies = if dropped > 0 {
+        vec![handler.oversized_message(dropped)]
+    } else {
+        handler.handle_bytes(line)
+    };
+    for reply in replies {
+        writer.send(&reply);
+    }
+}
+
+/// Kills every running call and exits.
+fn stop(handler: &McpHandler) -> ! {
+    if !handler.shutdown_within(SHUTDOWN_WAIT) {
+        tracing::warn!("some calls did not end in time; exiting anyway (their process groups were killed)");
+    }
+    std::process::exit(0);
+}
+
+const INSTRUCTIONS: &str = "Runs shell commands with the `execute` tool. Each call is a fresh /bin/sh -c in the server's working directory (cd and variables do not persist); stdin is empty and pagers are off; the command and everything it started are killed when it ends or times out. A non-zero exit code is reported as a normal result.";

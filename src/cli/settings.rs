@@ -1,0 +1,275 @@
+//! The binary's configuration: a JSON or TOML file with the library's keys
+//! plus the binary's own, then the command-line flags on top.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bash_mcp::Config;
+use bash_mcp::config::{CONFIG_KEYS, OPTIONAL_TOOLS};
+use serde_json::{Map, Value};
+
+use super::args::Common;
+
+/// Default time limit of a command, in seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+/// Default ceiling a call may raise its own limit to, in seconds.
+pub const DEFAULT_MAX_TIMEOUT_SECS: u64 = 600;
+/// Keys the binary reads itself; every other key goes to the library.
+/// (`tools` is shared: a list is read here, an object goes to the library.)
+pub const BINARY_KEYS: &[&str] = &["working_dir", "permissions", "refuse_catastrophic"];
+
+/// Allow and deny rules in the host's pattern format.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Permissions {
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+}
+
+/// Everything `serve` and `exec` need.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub config: Config,
+    pub working_dir: PathBuf,
+    /// Whether `execute` is exposed (a `tools` list without it hides it).
+    pub expose_execute: bool,
+    /// `None` when the file has no `permissions` key.
+    pub permissions: Option<Permissions>,
+    pub refuse_catastrophic: bool,
+    pub log_level: String,
+}
+
+impl Settings {
+    /// The tools the MCP handler exposes, by local name.
+    pub fn exposed_tools(&self) -> Vec<String> {
+        let execute = self.expose_execute.then(|| "execute".to_owned());
+        execute.into_iter().chain(self.config.tools.iter().cloned()).collect()
+    }
+}
+
+/// Reads the file (if any) and applies the flags.
+pub fn load(common: &Common) -> Result<Settings, String> {
+    let mut config = Config::with_timeout(Duration::from_secs(DEFAULT_TIMEOUT_SECS));
+    config.max_timeout = Duration::from_secs(DEFAULT_MAX_TIMEOUT_SECS);
+    let mut settings = Settings {
+        config,
+        working_dir: PathBuf::from("."),
+        expose_execute: true,
+        permissions: None,
+        refuse_catastrophic: true,
+        log_level: "warn".into(),
+    };
+    if let Some(path) = &common.config {
+        let map = read_file(path)?;
+        apply(&mut settings, map).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let Some(secs) = common.timeout {
+        let mut flag = Map::new();
+        flag.insert("timeout_seconds".into(), secs.into());
+        settings.config = settings
+            .config
+            .apply_map(&flag)
+            .map_err(|e| format!("--timeout: {}", e.message))?;
+    }
+    if let Some(dir) = &common.working_dir {
+        settings.working_dir = dir.clone();
+    }
+    if let Some(level) = &common.log_level {
+        settings.log_level = level.clone();
+    }
+    Ok(settings)
+}
+
+/// Parses a configuration file: TOML when it ends in `.toml`, else JSON.
+pub fn read_file(path: &Path) -> Result<Map<String, Value>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+    let is_toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+    let value: Value = if is_toml {
+        let table: toml::Table =
+            toml::from_str(&text).map_err(|e| format!("{} is not valid TOML: {e}", path.display()))?;
+        serde_json::to_value(table).map_err(|e| format!("{}: {e}", path.display()))?
+    } else {
+        serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{} is not valid JSON: {e} (name the file *.toml to write TOML)",
+                path.display()
+            )
+        })?
+    };
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err(format!("{} must hold one object (a table of keys)", path.display())),
+    }
+}
+
+fn apply(settings: &mut Settings, mut map: Map<String, Value>) -> Result<(), String> {
+    if let Some(dir) = map.remove("working_dir") {
+        let dir = dir
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .ok_or("`working_dir` must be a non-empty string")?;
+        settings.working_dir = PathBuf::from(dir);
+    }
+    if let Some(tools @ Value::Array(_)) = map.get("tools") {
+        // The list form names every tool exposed; the library's object form
+        // ({"status": true}) switches optional tools and keeps `execute`.
+        let list = string_list("tools", tools)?;
+        if let Some(bad) = list
+            .iter()
+            .find(|t| *t != "execute" && !OPTIONAL_TOOLS.contains(&t.as_str()))
+        {
+            return Err(format!(
+                "`tools` names an unknown tool {bad:?}; tools: execute, {}",
+                OPTIONAL_TOOLS.join(", ")
+            ));
+        }
+        settings.expose_execute = list.iter().any(|t| t == "execute");
+        let switches: Map<String, Value> = OPTIONAL_TOOLS
+            .iter()
+            .map(|t| (t.to_string(), Value::from(list.iter().any(|l| l == t))))
+            .collect();
+        map.insert("tools".into(), Value::Object(switches));
+    }
+    if let Some(value) = map.remove("refuse_catastrophic") {
+        settings.refuse_catastrophic = value.as_bool().ok_or("`refuse_catastrophic` must be true or false")?;
+    }
+    if let Some(value) = map.remove("permissions") {
+        let Value::Object(mut rules) = value else {
+            return Err("`permissions` must be an object {\"allow\": [...], \"deny\": [...]}".into());
+        };
+        let mut permissions = Permissions::default();
+        if let Some(allow) = rules.remove("allow") {
+            permissions.allow = string_list("permissions.allow", &allow)?;
+        }
+        if let Some(deny) = rules.remove("deny") {
+            permissions.deny = string_list("permissions.deny", &deny)?;
+        }
+        if let Some(key) = rules.keys().next() {
+            return Err(format!("unknown key `permissions.{key}`; expected allow and deny"));
+        }
+        settings.permissions = Some(permissions);
+    }
+    if let Some(key) = map.keys().find(|k| !CONFIG_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown configuration key `{key}`; known keys: {}, {}",
+            CONFIG_KEYS.join(", "),
+            BINARY_KEYS.join(", ")
+        ));
+    }
+    settings.config = settings
+        .config
+        .apply_map(&map)
+        .map_err(|e| format!("{} ({})", e.message, e.hint))?;
+    Ok(())
+}
+
+fn string_list(key: &str, value: &Value) -> Result<Vec<String>, String> {
+    let list = value
+        .as_array()
+        .ok_or_else(|| format!("`{key}` must be a list of strings"))?;
+    list.iter()
+        .map(|v| {
+            v.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("`{key}` must be a list of strings, found {v}"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("bash-mcp-settings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn with_file(path: PathBuf) -> Common {
+        Common {
+            config: Some(path),
+            ..Common::default()
+        }
+    }
+
+    #[test]
+    fn toml_and_json_give_the_same_settings() {
+        let toml = file(
+            "a.toml",
+            "timeout_seconds = 7\nmax_concurrent = 2\nworking_dir = \"/tmp\"\nrefuse_catastrophic = false\n[permissions]\nallow = [\"bash.execute(git status)\"]\ndeny = [\"bash.execute(rm *)\"]\n[env]\nset = { A = \"1\" }\n",
+        );
+        let json = file(
+            "a.json",
+            r#"{"timeout_seconds": 7, "max_concurrent": 2, "working_dir": "/tmp", "refuse_catastrophic": false,
+                "permissions": {"allow": ["bash.execute(git status)"], "deny": ["bash.execute(rm *)"]},
+                "env": {"set": {"A": "1"}}}"#,
+        );
+        let a = load(&with_file(toml)).unwrap();
+        let b = load(&with_file(json)).unwrap();
+        assert_eq!(a.config, b.config);
+        assert_eq!(a.config.timeout, Duration::from_secs(7));
+        assert_eq!(a.config.max_timeout, Duration::from_secs(DEFAULT_MAX_TIMEOUT_SECS));
+        assert_eq!(a.config.max_concurrent, 2);
+        assert_eq!(a.working_dir, PathBuf::from("/tmp"));
+        assert!(!a.refuse_catastrophic);
+        assert_eq!(a.permissions, b.permissions);
+        assert_eq!(a.permissions.unwrap().deny, vec!["bash.execute(rm *)".to_string()]);
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let path = file("b.json", r#"{"timeout_seconds": 7, "working_dir": "/etc"}"#);
+        let common = Common {
+            config: Some(path),
+            timeout: Some(3.0),
+            working_dir: Some("/tmp".into()),
+            log_level: Some("debug".into()),
+        };
+        let s = load(&common).unwrap();
+        assert_eq!(s.config.timeout, Duration::from_secs(3));
+        assert_eq!(s.working_dir, PathBuf::from("/tmp"));
+        assert_eq!(s.log_level, "debug");
+    }
+
+    #[test]
+    fn tools_as_a_list_or_as_switches() {
+        let s = load(&with_file(file("t1.toml", "tools = [\"status\", \"which\"]\n"))).unwrap();
+        assert_eq!(s.exposed_tools(), vec!["status".to_string(), "which".to_string()]);
+        let s = load(&with_file(file("t2.toml", "tools = [\"execute\"]\n"))).unwrap();
+        assert_eq!(s.exposed_tools(), vec!["execute".to_string()]);
+        let s = load(&with_file(file("t3.json", r#"{"tools": {"status": true}}"#))).unwrap();
+        assert_eq!(s.exposed_tools(), vec!["execute".to_string(), "status".to_string()]);
+    }
+
+    #[test]
+    fn defaults() {
+        let s = load(&Common::default()).unwrap();
+        assert_eq!(s.config.timeout, Duration::from_secs(DEFAULT_TIMEOUT_SECS));
+        assert_eq!(s.exposed_tools(), vec!["execute".to_string()]);
+        assert!(s.refuse_catastrophic);
+        assert!(s.permissions.is_none());
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let e = load(&with_file(file("c.json", r#"{"timeout": 5}"#))).unwrap_err();
+        assert!(
+            e.contains("unknown configuration key `timeout`") && e.contains("refuse_catastrophic"),
+            "{e}"
+        );
+        let e = load(&with_file(file("d.json", r#"{"tools": ["rm"]}"#))).unwrap_err();
+        assert!(e.contains("unknown tool"), "{e}");
+        let e = load(&with_file(file("d2.json", r#"{"tools": {"rm": true}}"#))).unwrap_err();
+        assert!(e.contains("tools.rm"), "{e}");
+        let e = load(&with_file(file("e.toml", "timeout_seconds = -1\n"))).unwrap_err();
+        assert!(e.contains("timeout_seconds"), "{e}");
+        let e = load(&with_file(file("f.json", "timeout_seconds = 1"))).unwrap_err();
+        assert!(e.contains("not valid JSON") && e.contains(".toml"), "{e}");
+        let e = load(&with_file(file("g.json", r#"{"permissions": {"allow": "x"}}"#))).unwrap_err();
+        assert!(e.contains("permissions.allow"), "{e}");
+        let e = load(&with_file(PathBuf::from("/nonexistent/bash-mcp.toml"))).unwrap_err();
+        assert!(e.contains("cannot read"), "{e}");
+    }
+}

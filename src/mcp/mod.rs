@@ -1,0 +1,693 @@
+//! An MCP (Model Context Protocol) server for any [`McpServer`]: a
+//! synchronous JSON-RPC 2.0 handler that speaks both protocol eras.
+//!
+//! Feed [`McpHandler::handle_line`] one message (one line of the stdio
+//! transport) and write out the lines it returns. Messages finished later —
+//! `tools/call` responses, which run on worker threads, and
+//! `notifications/progress` — go through the `outbound` callback given to
+//! [`McpHandler::new`], from those threads. The handler keeps answering other
+//! messages while calls run.
+//!
+//! ```
+//! use std::sync::{Arc, Mutex};
+//! use bash_mcp::BashServer;
+//! use bash_mcp::mcp::{HandlerOptions, McpHandler};
+//!
+//! let server = Arc::new(BashServer::new(".", None, 30)?);
+//! let sent = Arc::new(Mutex::new(Vec::new()));
+//! let sink = sent.clone();
+//! let handler = McpHandler::new(server, move |line| sink.lock().unwrap().push(line), HandlerOptions::default());
+//!
+//! let replies = handler.handle_line(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"doc","version":"0"}}}"#);
+//! assert!(replies[0].contains(r#""protocolVersion":"2025-11-25""#));
+//! let replies = handler.handle_line(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"command":"echo hi"}}}"#);
+//! assert!(replies.is_empty()); // the response comes through `outbound`
+//! handler.shutdown(); // waits for running calls (cancelling them)
+//! # let _ = sent;
+//! # Ok::<(), bash_mcp::ToolError>(())
+//! ```
+//!
+//! # Protocol revisions
+//!
+//! Handshake era: `initialize` (2024-11-05, 2025-03-26, 2025-06-18,
+//! 2025-11-25; any other requested revision gets the counter-offer
+//! 2025-11-25), `notifications/initialized`, `ping`. Stateless era
+//! (2026-07-28): `server/discover` and per-request `_meta` envelopes; every
+//! result carries `resultType: "complete"` and the server's identity in
+//! `_meta["io.modelcontextprotocol/serverInfo"]`. A request whose `_meta`
+//! names a protocol version is served statelessly even after an
+//! `initialize`; any other request uses the negotiated revision.
+//!
+//! # Tools
+//!
+//! `tools/list` lists the server's tools in registration order, with
+//! `title`, `annotations` and `outputSchema` from the tool definition file
+//! where the client's revision defines them. `tools/call` results carry a
+//! readable text block (the output, then `[exit code: N]`, or the error's
+//! message and hint) and, from 2025-06-18, `structuredContent` with the
+//! tool's JSON result document. `isError` is true when the document has an
+//! `error` key (bad arguments, spawn failure, timeout, cancellation, policy
+//! refusal). **A non-zero exit status is a normal result** (`isError:
+//! false`): the command ran, and its status is in the result.
+//!
+//! # Limits and bad input
+//!
+//! A message longer than [`HandlerOptions::max_line_bytes`] (default
+//! [`DEFAULT_MAX_LINE_BYTES`], 4 MiB) is answered with -32600 and dropped.
+//! Invalid UTF-8 and invalid JSON (including nesting deeper than
+//! serde_json's recursion limit of 128) get -32700; batches, missing fields
+//! and ids that are neither strings nor integers get -32600; unknown methods
+//! get -32601 at once; bad params and unknown tools get -32602; a request id
+//! already in flight gets -32600. Notifications are never answered.
+//!
+//! # Why not the official Rust SDK
+//!
+//! The official SDK (`rmcp`) is async and built on tokio. This library is
+//! also a C library embedded in hosts with their own threads and event
+//! loops; pulling a runtime into every host process (and into the
+//! `bash_mcp_server_handle_message` C entry point) costs more than the
+//! protocol is worth. The protocol surface a tool server needs is small —
+//! a handful of methods over JSON-RPC — so it is written here directly on
+//! serde_json with plain threads, which keeps the handler synchronous,
+//! callable from C, and cheap (see `examples/mcp_bench.rs`).
+
+mod calls;
+mod era;
+mod jsonrpc;
+mod progress;
+mod tools;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+pub use era::{
+    CLIENT_CAPABILITIES_KEY, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY,
+    STATELESS_VERSIONS, SUPPORTED_VERSIONS,
+};
+pub use jsonrpc::{
+    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, RpcError, SHUTTING_DOWN,
+    UNSUPPORTED_PROTOCOL_VERSION,
+};
+pub use progress::PROGRESS_LINE_CHARS;
+pub use tools::render_text;
+
+use calls::{Call, InFlight};
+use era::Era;
+use jsonrpc::{IdKey, Incoming};
+use progress::{OutputTail, Ticker};
+
+use crate::server::{CallOptions, McpServer, ToolResponse};
+
+/// Default limit on one incoming message: 4 MiB.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+/// Default interval between progress notifications.
+pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// What a [`Gate`] says about a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateDecision {
+    /// Run the call.
+    Allow,
+    /// Do not run it; the model gets a result with `error:
+    /// "permission_denied"`, this message and hint (and `isError: true`).
+    Refuse {
+        /// What was refused and why.
+        message: String,
+        /// What the model (or operator) can do about it.
+        hint: String,
+        /// The permission pattern the call was matched as, when known.
+        pattern: Option<String>,
+    },
+}
+
+/// A check run before every `tools/call` (on the worker thread, before the
+/// tool starts). The `bash-mcp` binary enforces its permission policy here.
+pub trait Gate: Send + Sync {
+    /// Decides on a call of `tool` (as the client named it) with its JSON
+    /// arguments.
+    fn check(&self, tool: &str, args_json: &str) -> GateDecision;
+}
+
+impl<F> Gate for F
+where
+    F: Fn(&str, &str) -> GateDecision + Send + Sync,
+{
+    fn check(&self, tool: &str, args_json: &str) -> GateDecision {
+        self(tool, args_json)
+    }
+}
+
+/// Options of an [`McpHandler`].
+#[derive(Clone)]
+pub struct HandlerOptions {
+    /// `serverInfo.name`; default `bash-mcp`.
+    pub server_name: String,
+    /// `serverInfo.version`; default the crate version.
+    pub server_version: String,
+    /// Optional `instructions` for `initialize` and `server/discover`.
+    pub instructions: Option<String>,
+    /// The tools exposed, by local name; `None` exposes all of the server's.
+    pub tools: Option<Vec<String>>,
+    /// A check before every call; `None` allows everything.
+    pub gate: Option<Arc<dyn Gate>>,
+    /// Interval of `notifications/progress` for calls with a `progressToken`.
+    pub progress_interval: Duration,
+    /// Longest accepted message, in bytes.
+    pub max_line_bytes: usize,
+    /// `ttlMs` of `tools/list` and `server/discover` results (stateless era).
+    pub list_ttl_ms: u64,
+}
+
+impl Default for HandlerOptions {
+    fn default() -> Self {
+        Self {
+            server_name: "bash-mcp".into(),
+            server_version: crate::VERSION.into(),
+            instructions: None,
+            tools: None,
+            gate: None,
+            progress_interval: DEFAULT_PROGRESS_INTERVAL,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            list_ttl_ms: 300_000,
+        }
+    }
+}
+
+type Outbound = dyn Fn(String) + Send + Sync;
+
+/// A JSON-RPC handler serving one MCP connection over a server object.
+///
+/// `McpHandler` is `Send + Sync`; [`handle_line`](McpHandler::handle_line)
+/// may be called from any thread, though a transport normally feeds it from
+/// one reader thread in arrival order. Dropping the handler shuts it down
+/// (see [`shutdown`](McpHandler::shutdown)).
+pub struct McpHandler {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    server: Arc<dyn McpServer>,
+    outbound: Box<Outbound>,
+    options: HandlerOptions,
+    /// The revision `initialize` negotiated, once it has.
+    handshake: Mutex<Option<&'static str>>,
+    inflight: Arc<InFlight>,
+    shutting_down: AtomicBool,
+}
+
+impl McpHandler {
+    /// A handler for `server`; `outbound` receives every message sent outside
+    /// a [`handle_line`](McpHandler::handle_line) return value (call
+    /// responses and progress notifications), one compact JSON line each,
+    /// without a trailing newline. It is called from worker threads.
+    pub fn new(
+        server: Arc<dyn McpServer>,
+        outbound: impl Fn(String) + Send + Sync + 'static,
+        options: HandlerOptions,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                server,
+                outbound: Box::new(outbound),
+                options,
+                handshake: Mutex::new(None),
+                inflight: Arc::new(InFlight::default()),
+                shutting_down: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Handles one message (a line without its newline; a trailing `\r\n` is
+    /// tolerated) and returns the lines to send back now: zero or one.
+    pub fn handle_line(&self, line: &str) -> Vec<String> {
+        self.handle_bytes(line.as_bytes())
+    }
+
+    /// [`handle_line`](McpHandler::handle_line) for raw bytes as read from a
+    /// transport; invalid UTF-8 is answered with -32700.
+    pub fn handle_bytes(&self, line: &[u8]) -> Vec<String> {
+        self.inner.handle(line).into_iter().collect()
+    }
+
+    /// The answer to a message that exceeded the line limit and was not
+    /// read whole (for transports that stop reading at the limit): -32600.
+    pub fn oversized_message(&self, bytes: usize) -> String {
+        self.inner.oversized(bytes)
+    }
+
+    /// The longest message accepted, in bytes.
+    pub fn max_line_bytes(&self) -> usize {
+        self.inner.options.max_line_bytes
+    }
+
+    /// The number of `tools/call` requests running.
+    pub fn calls_in_flight(&self) -> usize {
+        self.inner.inflight.len()
+    }
+
+    /// Stops taking calls, cancels every running call (killing its process
+    /// group at once; cancelled calls send no response), and waits for the
+    /// worker threads to end.
+    pub fn shutdown(&self) {
+        self.inner.begin_shutdown();
+        self.inner.inflight.wait_idle(None);
+    }
+
+    /// Like [`shutdown`](McpHandler::shutdown), waiting at most `limit`;
+    /// returns whether every worker ended in time.
+    pub fn shutdown_within(&self, limit: Duration) -> bool {
+        self.inner.begin_shutdown();
+        self.inner.inflight.wait_idle(Some(limit))
+    }
+}
+
+impl Drop for McpHandler {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A request's parsed parts.
+struct Request<'a> {
+    id: &'a Value,
+    key: &'a IdKey,
+    params: Option<&'a Map<String, Value>>,
+}
+
+impl Inner {
+    fn handle(self: &Arc<Self>, line: &[u8]) -> Option<String> {
+        if line.len() > self.options.max_line_bytes {
+            return Some(self.oversized(line.len()));
+        }
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        match jsonrpc::parse(line) {
+            Ok(Incoming::Request {
+                id,
+                key,
+                method,
+                params,
+            }) => {
+                tracing::debug!(%method, %id, "request");
+                let params = match &params {
+                    None | Some(Value::Null) => None,
+                    Some(Value::Object(map)) => Some(map),
+                    Some(other) => {
+                        let e = RpcError::new(
+                            INVALID_PARAMS,
+                            format!(
+                                "invalid params: `params` must be an object, got {}",
+                                crate::json_kind(other)
+                            ),
+                        );
+                        return Some(jsonrpc::error_response(&id, &e));
+                    }
+                };
+                if self.inflight.contains(&key) {
+                    let e = RpcError::new(
+                        INVALID_REQUEST,
+                        format!("invalid request: request id {id} already in flight"),
+                    );
+                    return Some(jsonrpc::error_response(&id, &e));
+                }
+                let request = Request {
+                    id: &id,
+                    key: &key,
+                    params,
+                };
+                match self.dispatch(&method, &request) {
+                    Reply::Now(Ok((era, result))) => Some(jsonrpc::response(&id, self.finish_result(era, result))),
+                    Reply::Now(Err(e)) => Some(jsonrpc::error_response(&id, &e)),
+                    Reply::Later => None,
+                }
+            }
+            Ok(Incoming::Notification { method, params }) => {
+                self.notification(&method, params.as_ref().and_then(Value::as_object));
+                None
+            }
+            Ok(Incoming::Response) => {
+                tracing::debug!("dropped a response: this server sends no requests");
+                None
+            }
+            Err(Some((id, e))) => {
+                tracing::debug!(code = e.code, message = %e.message, "bad message");
+                Some(jsonrpc::error_response(&id, &e))
+            }
+            Err(None) => None,
+        }
+    }
+
+    fn oversized(&self, bytes: usize) -> String {
+        let e = RpcError::new(
+            INVALID_REQUEST,
+            format!(
+                "invalid request: message of {bytes} bytes exceeds the limit of {} bytes per line; it was dropped",
+                self.options.max_line_bytes
+            ),
+        );
+        jsonrpc::error_response(&Value::Null, &e)
+    }
+
+    fn begin_shutdown(&self) {
+        if !self.shutting_down.swap(true, Ordering::SeqCst) {
+            let n = self.inflight.cancel_all();
+            if n > 0 {
+                tracing::info!(calls = n, "shutdown: cancelled running calls");
+            }
+        }
+    }
+
+    /// Adds the stateless-era result keys.
+    fn finish_result(&self, era: Option<Era>, mut result: Value) -> Value {
+        if let (Some(era), Value::Object(map)) = (era, &mut result)
+            && era.is_stateless()
+        {
+            map.entry("resultType").or_insert_with(|| "complete".into());
+            let meta = map.entry("_meta").or_insert_with(|| json!({}));
+            if let Value::Object(meta) = meta {
+                meta.insert(era::SERVER_INFO_KEY.into(), self.server_info());
+            }
+        }
+        result
+    }
+
+    fn server_info(&self) -> Value {
+        json!({"name": self.options.server_name, "version": self.options.server_version})
+    }
+
+    /// The era of a request that exists in both eras.
+    fn era_of(&self, request: &Request<'_>) -> Result<Era, RpcError> {
+        if let Some(era) = era::stateless_envelope(request.params)? {
+            return Ok(era);
+        }
+        match *self.handshake.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some(version) => Ok(Era::Handshake(version)),
+            None => Err(RpcError::new(
+                INVALID_PARAMS,
+                format!(
+                    "invalid params: no protocol version: send `initialize` first (handshake era), or put `{}` and `{}` in `params._meta` (2026-07-28)",
+                    era::PROTOCOL_VERSION_KEY,
+                    era::CLIENT_CAPABILITIES_KEY
+                ),
+            )),
+        }
+    }
+
+    fn dispatch(self: &Arc<Self>, method: &str, request: &Request<'_>) -> Reply {
+        let now = |r: Result<(Option<Era>, Value), RpcError>| Reply::Now(r);
+        match method {
+            "initialize" => now(self.initialize(request.params)),
+            "ping" => now(era::stateless_envelope(request.params).map(|era| (era, json!({})))),
+            "server/discover" => now(era::required_envelope(request.params).map(|era| (Some(era), self.discover()))),
+            "tools/list" => now(self.era_of(request).map(|era| (Some(era), self.list_tools(era)))),
+            "tools/call" => match self.era_of(request) {
+                Ok(era) => self.call_tool(era, request),
+                Err(e) => now(Err(e)),
+            },
+            other => now(Err(RpcError::new(
+                METHOD_NOT_FOUND,
+                format!(
+                    "method not found: {other:?} (this server offers initialize, ping, server/discover, tools/list, tools/call)"
+                ),
+            ))),
+        }
+    }
+
+    fn initialize(&self, params: Option<&Map<String, Value>>) -> Result<(Option<Era>, Value), RpcError> {
+        let requested = match params.and_then(|p| p.get("protocolVersion")) {
+            Some(Value::String(v)) => Some(v.as_str()),
+            None => None,
+            Some(other) => {
+                return Err(RpcError::new(
+                    INVALID_PARAMS,
+                    format!(
+                        "invalid params: `protocolVersion` must be a string, got {}",
+                        crate::json_kind(other)
+                    ),
+                ));
+            }
+        };
+        let version = era::negotiate(requested);
+        *self.handshake.lock().unwrap_or_else(PoisonError::into_inner) = Some(version);
+        tracing::info!(requested, negotiated = version, "initialize");
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": false}},
+            "serverInfo": self.server_info(),
+        });
+        if let Some(instructions) = &self.options.instructions {
+            result["instructions"] = instructions.clone().into();
+        }
+        Ok((None, result))
+    }
+
+    fn discover(&self) -> Value {
+        let mut result = json!({
+            "supportedVersions": era::SUPPORTED_VERSIONS,
+            "capabilities": {"tools": {"listChanged": false}},
+            "ttlMs": self.options.list_ttl_ms,
+            "cacheScope": "private",
+        });
+        if let Some(instructions) = &self.options.instructions {
+            result["instructions"] = instructions.clone().into();
+        }
+        result
+    }
+
+    fn exposed(&self, name: &str) -> bool {
+        self.options
+            .tools
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|t| t == name))
+    }
+
+    fn list_tools(&self, era: Era) -> Value {
+        let tools: Vec<Value> = self
+            .server
+            .tools()
+            .iter()
+            .map(|t| t.definition())
+            .filter(|d| self.exposed(&d.name))
+            .map(|d| tools::tool_entry(d, era))
+            .collect();
+        let mut result = json!({"tools": tools});
+        if era.is_stateless() {
+            result["ttlMs"] = self.options.list_ttl_ms.into();
+            result["cacheScope"] = "private".into();
+        }
+        result
+    }
+
+    fn call_tool(self: &Arc<Self>, era: Era, request: &Request<'_>) -> Reply {
+        let invalid = |message: String| Reply::Now(Err(RpcError::new(INVALID_PARAMS, message)));
+        let Some(params) = request.params else {
+            return invalid("invalid params: tools/call needs `params` with `name` and `arguments`".into());
+        };
+        let name = match params.get("name") {
+            Some(Value::String(name)) => name.clone(),
+            Some(other) => {
+                return invalid(format!(
+                    "invalid params: `name` must be a string, got {}",
+                    crate::json_kind(other)
+                ));
+            }
+            None => return invalid("invalid params: `name` (the tool to call) is missing".into()),
+        };
+        let known = self
+            .server
+            .find_tool(&name)
+            .is_some_and(|t| self.exposed(&t.definition().name));
+        if !known {
+            let names: Vec<String> = self
+                .server
+                .tools()
+                .iter()
+                .map(|t| t.definition().name.clone())
+                .filter(|n| self.exposed(n))
+                .collect();
+            return invalid(format!(
+                "invalid params: unknown tool {name:?}; tools: {}",
+                names.join(", ")
+            ));
+        }
+        let args_json = match params.get("arguments") {
+            None | Some(Value::Null) => "{}".to_owned(),
+            Some(args @ Value::Object(_)) => args.to_string(),
+            Some(other) => {
+                return invalid(format!(
+                    "invalid params: `arguments` must be an object, got {}",
+                    crate::json_kind(other)
+                ));
+            }
+        };
+        let progress_token = match params.get("_meta").and_then(|m| m.get("progressToken")) {
+            None | Some(Value::Null) => None,
+            Some(token @ (Value::String(_) | Value::Number(_))) => Some(token.clone()),
+            Some(other) => {
+                return invalid(format!(
+                    "invalid params: `_meta.progressToken` must be a string or a number, got {}",
+                    crate::json_kind(other)
+                ));
+            }
+        };
+        if self.shutting_down.load(Ordering::SeqCst) {
+            return Reply::Now(Err(RpcError::new(SHUTTING_DOWN, "the server is shutting down")));
+        }
+        let Some(call) = self.inflight.start(request.key.clone()) else {
+            return Reply::Now(Err(RpcError::new(
+                INVALID_REQUEST,
+                format!("invalid request: request id {} already in flight", request.id),
+            )));
+        };
+        let job = Job {
+            inner: self.clone(),
+            era,
+            id: request.id.clone(),
+            key: request.key.clone(),
+            call,
+            tool: name,
+            args_json,
+            progress_token,
+        };
+        let worker = self.inflight.worker();
+        let key = request.key.clone();
+        let spawned = std::thread::Builder::new().name("mcp-call".into()).spawn(move || {
+            let _worker = worker;
+            job.run();
+        });
+        match spawned {
+            Ok(_) => Reply::Later,
+            Err(e) => {
+                // The job (and its worker guard) were dropped with the closure.
+                if let Some(call) = self.inflight_call(&key) {
+                    self.inflight.forget(&key, &call);
+                }
+                Reply::Now(Err(RpcError::new(
+                    INTERNAL_ERROR,
+                    format!("could not start a worker thread for the call: {e}"),
+                )))
+            }
+        }
+    }
+
+    fn inflight_call(&self, key: &IdKey) -> Option<Arc<Call>> {
+        self.inflight.get(key)
+    }
+
+    fn notification(&self, method: &str, params: Option<&Map<String, Value>>) {
+        match method {
+            "notifications/cancelled" => {
+                let Some(key) = params.and_then(|p| p.get("requestId")).and_then(IdKey::of) else {
+                    tracing::debug!("notifications/cancelled without a usable requestId; ignored");
+                    return;
+                };
+                if self.inflight.cancel(&key) {
+                    tracing::info!(request = ?key, "call cancelled by the client");
+                } else {
+                    tracing::debug!(request = ?key, "cancel for a request not in flight; ignored");
+                }
+            }
+            "notifications/initialized" => tracing::debug!("client initialized"),
+            other => tracing::debug!(method = other, "notification ignored"),
+        }
+    }
+}
+
+enum Reply {
+    Now(Result<(Option<Era>, Value), RpcError>),
+    Later,
+}
+
+/// One `tools/call` on its worker thread.
+struct Job {
+    inner: Arc<Inner>,
+    era: Era,
+    id: Value,
+    key: IdKey,
+    call: Arc<Call>,
+    tool: String,
+    args_json: String,
+    progress_token: Option<Value>,
+}
+
+impl Job {
+    fn run(self) {
+        let tail = self.progress_token.as_ref().map(|_| Arc::new(OutputTail::default()));
+        let ticker = match (&self.progress_token, &tail) {
+            (Some(token), Some(tail)) => Some(self.start_ticker(token.clone(), tail.clone())),
+            _ => None,
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.execute(tail.as_deref())));
+        // The ticker thread has ended once stop() returns: no progress can
+        // follow the response.
+        if let Some(ticker) = ticker {
+            ticker.stop();
+        }
+        let line = match outcome {
+            Ok(response) => {
+                let result = tools::call_result(&response, self.era);
+                jsonrpc::response(&self.id, self.inner.finish_result(Some(self.era), result))
+            }
+            Err(_) => {
+                tracing::error!(tool = %self.tool, "tool call panicked");
+                let e = RpcError::new(
+                    INTERNAL_ERROR,
+                    format!("internal error: the tool {:?} failed", self.tool),
+                );
+                jsonrpc::error_response(&self.id, &e)
+            }
+        };
+        let inner = &self.inner;
+        let sent = inner.inflight.finish(&self.key, &self.call, || (inner.outbound)(line));
+        if !sent {
+            tracing::debug!(id = %self.id, "call was cancelled; no response sent");
+        }
+    }
+
+    fn execute(&self, tail: Option<&OutputTail>) -> ToolResponse {
+        if let Some(gate) = &self.inner.options.gate
+            && let GateDecision::Refuse { message, hint, pattern } = gate.check(&self.tool, &self.args_json)
+        {
+            tracing::info!(tool = %self.tool, %message, "call refused by policy");
+            let mut doc = json!({"error": "permission_denied", "message": message, "hint": hint});
+            if let Some(pattern) = pattern {
+                doc["pattern"] = pattern.into();
+            }
+            return ToolResponse::new(doc.to_string());
+        }
+        let mut observe = |chunk: &[u8], _stream| {
+            if let Some(tail) = tail {
+                tail.observe(chunk);
+            }
+        };
+        let options = CallOptions {
+            cancel: Some(&self.call.token),
+            on_output: tail
+                .is_some()
+                .then_some(&mut observe as &mut dyn FnMut(&[u8], crate::OutputStream)),
+        };
+        self.inner.server.call_tool(&self.tool, &self.args_json, options)
+    }
+
+    fn start_ticker(&self, token: Value, tail: Arc<OutputTail>) -> Ticker {
+        let inner = self.inner.clone();
+        let call = self.call.clone();
+        Ticker::start(self.inner.options.progress_interval, move |n, elapsed| {
+            let params = json!({
+                "progressToken": token,
+                "progress": n,
+                "message": progress::progress_message(elapsed, tail.last_line()),
+            });
+            let Value::Object(params) = params else { return };
+            let line = jsonrpc::notification("notifications/progress", params);
+            call.emit_if_running(|| (inner.outbound)(line));
+        })
+    }
+}

@@ -1,0 +1,123 @@
+// Drives the bash-mcp binary with the TypeScript SDK v1 client (pinned in
+// .ci/install-clients.sh), which speaks the handshake era only.
+//
+// Usage: node ts_client.mjs /path/to/bash-mcp /path/to/npm-prefix
+// Prints one line per case (PASS/FAIL) and exits non-zero if any failed.
+
+import { createRequire } from "node:module";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+
+const [binary, prefix] = process.argv.slice(2);
+const require = createRequire(join(prefix, "package.json"));
+const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
+const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+const { CallToolResultSchema } = require("@modelcontextprotocol/sdk/types.js");
+
+const TAG_VAR = "BASH_MCP_TEST_TAG";
+const failures = [];
+function check(name, ok, detail) {
+  if (ok) {
+    console.log(`PASS ${name}`);
+  } else {
+    console.log(`FAIL ${name}: ${JSON.stringify(detail)}`);
+    failures.push(name);
+  }
+}
+
+function taggedPids(tag) {
+  const needle = `${TAG_VAR}=${tag}`;
+  const found = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const env = readFileSync(`/proc/${entry}/environ`, "latin1").split("\0");
+      const state = readFileSync(`/proc/${entry}/stat`, "latin1").split(")").pop().trim()[0];
+      if (env.includes(needle) && state !== "Z") found.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitGone(tag, limitMs = 3000) {
+  const deadline = Date.now() + limitMs;
+  while (Date.now() < deadline) {
+    if (taggedPids(tag).length === 0) return true;
+    await sleep(50);
+  }
+  return false;
+}
+
+const transport = new StdioClientTransport({ command: binary, args: ["serve"], stderr: "ignore" });
+const client = new Client({ name: "bash-mcp-ts-test", version: "1.0.0" });
+try {
+  await client.connect(transport);
+  check("initialize", client.getServerVersion()?.name === "bash-mcp", client.getServerVersion());
+
+  const { tools } = await client.listTools();
+  check("tools/list", tools.length === 1 && tools[0].name === "execute", tools.map((t) => t.name));
+  check("title and output schema", tools[0].title === "Run a shell command" && tools[0].outputSchema?.type === "object", tools[0]);
+  check("annotations", tools[0].annotations?.destructiveHint === true && tools[0].annotations?.readOnlyHint === false, tools[0].annotations);
+
+  // callTool validates structuredContent against the output schema (error results too).
+  let result = await client.callTool({ name: "execute", arguments: { command: "echo hi" } });
+  check("call", !result.isError && result.structuredContent.output === "hi\n" && result.content[0].text === "hi\n[exit code: 0]", result);
+
+  result = await client.callTool({ name: "execute", arguments: { command: "exit 5" } });
+  check("non-zero exit", !result.isError && result.structuredContent.exit_code === 5, result);
+
+  result = await client.callTool({ name: "execute", arguments: { command: "sleep 5", timeout_seconds: 0.3 } });
+  check("timeout", result.isError && result.structuredContent.error === "timeout", result);
+
+  result = await client.callTool({ name: "execute", arguments: {} });
+  check("missing argument", result.isError && result.structuredContent.error === "invalid_arguments", result);
+
+  try {
+    await client.callTool({ name: "nope", arguments: {} });
+    check("unknown tool", false, "no error");
+  } catch (e) {
+    check("unknown tool", e.code === -32602, String(e));
+  }
+
+  const updates = [];
+  result = await client.callTool(
+    { name: "execute", arguments: { command: "for i in 1 2 3 4 5; do echo line $i; sleep 0.5; done" } },
+    CallToolResultSchema,
+    { onprogress: (p) => updates.push(p), resetTimeoutOnProgress: true },
+  );
+  const values = updates.map((u) => u.progress);
+  check(
+    "progress",
+    !result.isError && updates.length >= 2 && values.every((v, i) => i === 0 || v > values[i - 1]) && updates.some((u) => /last output: line/.test(u.message)),
+    updates,
+  );
+
+  const tag = `ts-${process.pid}-${Date.now()}`;
+  const controller = new AbortController();
+  const pending = client.callTool(
+    { name: "execute", arguments: { command: "sleep 30 & sleep 30", env: { [TAG_VAR]: tag } } },
+    CallToolResultSchema,
+    { signal: controller.signal },
+  );
+  await sleep(500);
+  const running = taggedPids(tag).length;
+  controller.abort("test cancel");
+  try {
+    await pending;
+    check("cancellation", false, "call completed");
+  } catch {
+    check("cancellation leaves no process", running >= 2 && (await waitGone(tag)), { running, left: taggedPids(tag) });
+  }
+
+  result = await client.callTool({ name: "execute", arguments: { command: "echo after" } });
+  check("serves after a cancel", result.structuredContent.output === "after\n", result);
+  await client.close();
+} catch (e) {
+  check("session", false, String(e?.stack ?? e));
+}
+console.log(`${failures.length} failed`);
+process.exit(failures.length ? 1 : 0);

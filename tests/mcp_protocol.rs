@@ -1,0 +1,1048 @@
+//! The MCP protocol: `McpHandler` driven directly, and the `bash-mcp` binary
+//! driven over pipes. Every JSON-RPC error code, both protocol eras, progress
+//! ordering, cancellation, shutdown and stdout purity.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bash_mcp::BashServer;
+use bash_mcp::mcp::{GateDecision, HandlerOptions, McpHandler};
+use common::{TAG_VAR, assert_no_survivors, survivors, unique_tag};
+use serde_json::{Value, json};
+
+const V_NEW: &str = "2026-07-28";
+
+// ---------------------------------------------------------------- helpers
+
+/// A handler whose outbound messages land in a channel.
+struct Harness {
+    handler: McpHandler,
+    out: Receiver<Value>,
+}
+
+fn harness_with(options: HandlerOptions) -> Harness {
+    let server = Arc::new(BashServer::new(std::env::temp_dir(), None, 30).unwrap());
+    let (tx, rx) = channel();
+    let tx = Mutex::new(tx);
+    let handler = McpHandler::new(
+        server,
+        move |line: String| {
+            let value: Value = serde_json::from_str(&line).expect("outbound is JSON");
+            let _ = tx.lock().unwrap().send(value);
+        },
+        options,
+    );
+    Harness { handler, out: rx }
+}
+
+fn harness() -> Harness {
+    harness_with(HandlerOptions::default())
+}
+
+impl Harness {
+    /// Sends a message and returns the immediate replies, parsed.
+    fn send(&self, message: Value) -> Vec<Value> {
+        self.raw(&message.to_string())
+    }
+
+    fn raw(&self, line: &str) -> Vec<Value> {
+        self.handler
+            .handle_line(line)
+            .iter()
+            .map(|l| {
+                assert!(!l.contains('\n'), "one line per message: {l}");
+                serde_json::from_str(l).expect("reply is JSON")
+            })
+            .collect()
+    }
+
+    /// Sends a request that is answered at once and returns its reply.
+    fn request(&self, id: Value, method: &str, params: Value) -> Value {
+        let mut replies = self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        assert_eq!(replies.len(), 1, "{method}: {replies:?}");
+        let reply = replies.remove(0);
+        assert_eq!(reply["jsonrpc"], "2.0");
+        assert_eq!(reply["id"], id);
+        reply
+    }
+
+    fn initialize(&self, version: &str) -> Value {
+        let reply = self.request(
+            json!(0),
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+        );
+        assert!(
+            self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                .is_empty()
+        );
+        reply
+    }
+
+    /// Starts a tools/call; asserts it is not answered at once.
+    fn start_call(&self, id: Value, args: Value, meta: Value) {
+        let mut params = json!({"name": "execute", "arguments": args});
+        if !meta.is_null() {
+            params["_meta"] = meta;
+        }
+        let replies = self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+        assert!(replies.is_empty(), "tools/call is answered later: {replies:?}");
+    }
+
+    /// The next outbound message, within `limit`.
+    fn next(&self, limit: Duration) -> Option<Value> {
+        match self.out.recv_timeout(limit) {
+            Ok(v) => Some(v),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Runs a call and returns its response (skipping nothing: asserts it is the next message).
+    fn call(&self, id: Value, args: Value) -> Value {
+        self.start_call(id.clone(), args, Value::Null);
+        let reply = self.next(Duration::from_secs(20)).expect("a response");
+        assert_eq!(reply["id"], id, "{reply}");
+        reply
+    }
+}
+
+fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": V_NEW,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+    })
+}
+
+fn error_code(reply: &Value) -> i64 {
+    reply["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("expected an error: {reply}"))
+}
+
+// ------------------------------------------------------- handshake era
+
+#[test]
+fn initialize_negotiates_or_counter_offers() {
+    for (asked, got) in [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2026-07-28", "2025-11-25"),
+        ("1999-01-01", "2025-11-25"),
+    ] {
+        let h = harness();
+        let reply = h.initialize(asked);
+        let result = &reply["result"];
+        assert_eq!(result["protocolVersion"], got, "{asked}");
+        assert_eq!(result["capabilities"]["tools"], json!({"listChanged": false}));
+        assert_eq!(result["serverInfo"]["name"], "bash-mcp");
+        assert_eq!(result["serverInfo"]["version"], bash_mcp::VERSION);
+        assert!(
+            result.get("resultType").is_none(),
+            "handshake results carry no resultType"
+        );
+    }
+    let h = harness();
+    let reply = h.request(json!(1), "initialize", json!({"protocolVersion": 5}));
+    assert_eq!(error_code(&reply), -32602);
+}
+
+#[test]
+fn ping_answers_empty_object() {
+    let h = harness();
+    h.initialize("2025-11-25");
+    assert_eq!(h.request(json!("p"), "ping", json!({}))["result"], json!({}));
+    assert_eq!(h.request(json!(2), "ping", Value::Null)["result"], json!({}));
+}
+
+#[test]
+fn tools_list_fields_follow_the_revision() {
+    let h = harness();
+    h.initialize("2025-11-25");
+    let reply = h.request(json!(1), "tools/list", json!({}));
+    let tools = reply["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1);
+    let execute = &tools[0];
+    assert_eq!(execute["name"], "execute");
+    assert_eq!(execute["title"], "Run a shell command");
+    assert_eq!(execute["inputSchema"]["type"], "object");
+    assert_eq!(execute["outputSchema"]["type"], "object");
+    assert_eq!(
+        execute["annotations"],
+        json!({"title": "Run a shell command", "readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true})
+    );
+    // Deterministic: the same bytes every time.
+    let again = h
+        .handler
+        .handle_line(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    let first = h
+        .handler
+        .handle_line(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    assert_eq!(again, first);
+
+    let old = harness();
+    old.initialize("2025-03-26");
+    let tool = &old.request(json!(1), "tools/list", json!({}))["result"]["tools"][0];
+    assert!(
+        tool.get("outputSchema").is_none() && tool.get("title").is_none(),
+        "{tool}"
+    );
+    assert!(tool.get("annotations").is_some());
+    let oldest = harness();
+    oldest.initialize("2024-11-05");
+    let tool = &oldest.request(json!(1), "tools/list", json!({}))["result"]["tools"][0];
+    assert!(tool.get("annotations").is_none(), "{tool}");
+}
+
+#[test]
+fn host_format_list_tools_keeps_three_keys() {
+    use bash_mcp::McpServer;
+    let server = BashServer::new(std::env::temp_dir(), None, 30).unwrap();
+    let list: Value = serde_json::from_str(&server.list_tools()).unwrap();
+    let keys: Vec<&String> = list[0].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["description", "inputSchema", "name"]);
+}
+
+#[test]
+fn requests_before_initialize_without_envelope_are_invalid_params() {
+    let h = harness();
+    let reply = h.request(json!(1), "tools/list", json!({}));
+    assert_eq!(error_code(&reply), -32602);
+    assert!(reply["error"]["message"].as_str().unwrap().contains("initialize"));
+}
+
+// ------------------------------------------------------- stateless era
+
+#[test]
+fn server_discover_describes_the_server() {
+    let h = harness();
+    let reply = h.request(json!(1), "server/discover", json!({"_meta": modern_meta()}));
+    let result = &reply["result"];
+    assert_eq!(result["resultType"], "complete");
+    let versions: Vec<&str> = result["supportedVersions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        versions,
+        ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
+    );
+    assert_eq!(result["capabilities"]["tools"], json!({"listChanged": false}));
+    assert!(result["ttlMs"].as_u64().is_some());
+    assert_eq!(result["cacheScope"], "private");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "bash-mcp"
+    );
+}
+
+#[test]
+fn stateless_envelope_is_validated() {
+    let h = harness();
+    // No envelope at all on discover.
+    assert_eq!(error_code(&h.request(json!(1), "server/discover", json!({}))), -32602);
+    // Missing capabilities.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": V_NEW});
+    assert_eq!(
+        error_code(&h.request(json!(2), "server/discover", json!({"_meta": meta}))),
+        -32602
+    );
+    assert_eq!(
+        error_code(&h.request(json!(3), "tools/list", json!({"_meta": meta}))),
+        -32602
+    );
+    // Unsupported revision.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2031-01-01", "io.modelcontextprotocol/clientCapabilities": {}});
+    let reply = h.request(json!(4), "tools/list", json!({"_meta": meta}));
+    assert_eq!(error_code(&reply), -32022);
+    assert_eq!(reply["error"]["data"]["requested"], "2031-01-01");
+    assert!(
+        reply["error"]["data"]["supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(V_NEW))
+    );
+    // A handshake revision in an envelope is not a stateless revision.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2025-06-18", "io.modelcontextprotocol/clientCapabilities": {}});
+    assert_eq!(
+        error_code(&h.request(json!(5), "server/discover", json!({"_meta": meta}))),
+        -32022
+    );
+}
+
+#[test]
+fn stateless_results_are_complete_and_cacheable() {
+    let h = harness();
+    let reply = h.request(json!(1), "tools/list", json!({"_meta": modern_meta()}));
+    let result = &reply["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert!(result["ttlMs"].as_u64().is_some());
+    assert!(["public", "private"].contains(&result["cacheScope"].as_str().unwrap()));
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["version"],
+        bash_mcp::VERSION
+    );
+    assert!(result["tools"][0]["outputSchema"].is_object());
+
+    h.start_call(json!(2), json!({"command": "echo modern"}), modern_meta());
+    let reply = h.next(Duration::from_secs(10)).unwrap();
+    assert_eq!(reply["result"]["resultType"], "complete");
+    assert_eq!(reply["result"]["structuredContent"]["output"], "modern\n");
+    assert!(reply["result"]["_meta"]["io.modelcontextprotocol/serverInfo"].is_object());
+}
+
+#[test]
+fn both_eras_on_one_handler() {
+    let h = harness();
+    h.initialize("2025-03-26");
+    // Handshake request: no structuredContent at 2025-03-26.
+    let reply = h.call(json!(1), json!({"command": "echo old"}));
+    assert!(reply["result"].get("structuredContent").is_none());
+    assert!(reply["result"].get("resultType").is_none());
+    // Same process, stateless request.
+    h.start_call(json!(2), json!({"command": "echo new"}), modern_meta());
+    let reply = h.next(Duration::from_secs(10)).unwrap();
+    assert_eq!(reply["result"]["structuredContent"]["output"], "new\n");
+    assert_eq!(reply["result"]["resultType"], "complete");
+}
+
+// ------------------------------------------------------- JSON-RPC errors
+
+#[test]
+fn every_jsonrpc_error_code() {
+    let h = harness();
+    h.initialize("2025-11-25");
+    let one = |line: &str| {
+        let replies = h.raw(line);
+        assert_eq!(replies.len(), 1, "{line}: {replies:?}");
+        replies[0].clone()
+    };
+    // -32700: not JSON, invalid UTF-8, nesting past serde_json's limit.
+    let r = one("{not json");
+    assert_eq!((error_code(&r), &r["id"]), (-32700, &Value::Null));
+    let bytes = h
+        .handler
+        .handle_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"\xff\xfe\"}");
+    let r: Value = serde_json::from_str(&bytes[0]).unwrap();
+    assert_eq!(error_code(&r), -32700);
+    assert!(r["error"]["message"].as_str().unwrap().contains("UTF-8"));
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    assert_eq!(error_code(&one(&deep)), -32700);
+    // -32600: batch, wrong shapes, bad ids.
+    assert_eq!(
+        error_code(&one(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#)),
+        -32600
+    );
+    assert_eq!(error_code(&one(r#"{"id":1,"method":"ping"}"#)), -32600);
+    assert_eq!(error_code(&one(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#)), -32600);
+    assert_eq!(
+        error_code(&one(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#)),
+        -32600
+    );
+    assert_eq!(
+        error_code(&one(r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#)),
+        -32600
+    );
+    assert_eq!(
+        error_code(&one(r#"{"jsonrpc":"2.0","id":1,"method":["ping"]}"#)),
+        -32600
+    );
+    assert_eq!(error_code(&one("\"just a string\"")), -32600);
+    // -32601 at once, for requests only.
+    let r = one(r#"{"jsonrpc":"2.0","id":"u","method":"resources/list"}"#);
+    assert_eq!((error_code(&r), &r["id"]), (-32601, &json!("u")));
+    assert!(
+        h.raw(r#"{"jsonrpc":"2.0","method":"notifications/whatever"}"#)
+            .is_empty()
+    );
+    // -32602: params of the wrong shape, unknown tool, bad arguments type.
+    assert_eq!(
+        error_code(&one(r#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":[1]}"#)),
+        -32602
+    );
+    let call = |params: Value| one(&json!({"jsonrpc":"2.0","id":6,"method":"tools/call","params":params}).to_string());
+    assert_eq!(error_code(&call(json!({"name": "rm_rf", "arguments": {}}))), -32602);
+    assert_eq!(error_code(&call(json!({"arguments": {}}))), -32602);
+    assert_eq!(error_code(&call(json!({"name": 7}))), -32602);
+    assert_eq!(error_code(&call(json!({"name": "execute", "arguments": "ls"}))), -32602);
+    assert_eq!(
+        error_code(&call(
+            json!({"name": "execute", "arguments": {"command": "true"}, "_meta": {"progressToken": [1]}})
+        )),
+        -32602
+    );
+    // Blank lines and responses from the client are ignored.
+    assert!(h.raw("").is_empty() && h.raw("   \r").is_empty());
+    assert!(h.raw(r#"{"jsonrpc":"2.0","id":9,"result":{}}"#).is_empty());
+    // Still serving.
+    assert_eq!(h.request(json!(10), "ping", json!({}))["result"], json!({}));
+}
+
+#[test]
+fn oversized_line_is_refused() {
+    let h = harness_with(HandlerOptions {
+        max_line_bytes: 1024,
+        ..HandlerOptions::default()
+    });
+    h.initialize("2025-11-25");
+    let big = json!({"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"x".repeat(2000)}}).to_string();
+    let replies = h.raw(&big);
+    assert_eq!(error_code(&replies[0]), -32600);
+    assert!(
+        replies[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limit of 1024 bytes")
+    );
+    assert_eq!(h.request(json!(2), "ping", json!({}))["result"], json!({}));
+}
+
+#[test]
+fn duplicate_id_in_flight_is_refused_and_ids_are_typed() {
+    let h = harness();
+    h.initialize("2025-11-25");
+    let tag = unique_tag("dup");
+    let args = json!({"command": "sleep 0.6", "env": {TAG_VAR: tag}});
+    h.start_call(json!(7), args.clone(), Value::Null);
+    // Same id again while the first runs: -32600, for any method.
+    let r = h.send(json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute","arguments":args}}));
+    assert_eq!(error_code(&r[0]), -32600);
+    assert!(r[0]["error"]["message"].as_str().unwrap().contains("already in flight"));
+    let r = h.send(json!({"jsonrpc":"2.0","id":7,"method":"ping"}));
+    assert_eq!(error_code(&r[0]), -32600);
+    // "7" is a different id from 7.
+    h.start_call(json!("7"), json!({"command": "echo s"}), Value::Null);
+    let mut ids = vec![];
+    for _ in 0..2 {
+        let reply = h.next(Duration::from_secs(10)).unwrap();
+        assert!(reply.get("result").is_some(), "{reply}");
+        ids.push(reply["id"].clone());
+    }
+    assert_eq!(ids, [json!("7"), json!(7)]);
+    // Free again after the response.
+    let reply = h.call(json!(7), json!({"command": "true"}));
+    assert_eq!(reply["result"]["structuredContent"]["exit_code"], 0);
+}
+
+// ------------------------------------------------------- tools/call
+
+#[test]
+fn call_results_text_structured_and_is_error() {
+    let h = harness();
+    h.initialize("2025-06-18");
+    let ok = h.call(json!(1), json!({"command": "echo out; echo err >&2; exit 3"}));
+    let result = &ok["result"];
+    assert_eq!(result["isError"], false, "a non-zero exit is a normal result");
+    assert_eq!(result["content"][0]["type"], "text");
+    assert_eq!(result["content"][0]["text"], "out\nerr\n[exit code: 3]");
+    assert_eq!(result["structuredContent"]["exit_code"], 3);
+
+    let bad = h.call(json!(2), json!({"command": 5}));
+    assert_eq!(bad["result"]["isError"], true);
+    assert_eq!(bad["result"]["structuredContent"]["error"], "invalid_arguments");
+    assert!(bad["result"]["content"][0]["text"].as_str().unwrap().contains("hint:"));
+
+    let missing = h.call(json!(3), Value::Null);
+    assert_eq!(missing["result"]["isError"], true);
+
+    let slow = h.call(
+        json!(4),
+        json!({"command": "echo partial; sleep 5", "timeout_seconds": 0.3}),
+    );
+    assert_eq!(slow["result"]["isError"], true);
+    assert_eq!(slow["result"]["structuredContent"]["error"], "timeout");
+    let text = slow["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("partial\n[error: timeout]"), "{text}");
+
+    let sep = h.call(
+        json!(5),
+        json!({"command": "echo a; echo b >&2", "streams": "separate"}),
+    );
+    assert_eq!(
+        sep["result"]["content"][0]["text"],
+        "[stdout]\na\n[stderr]\nb\n[exit code: 0]"
+    );
+
+    // The qualified name works too.
+    h.start_call(json!(6), json!({"command": "true"}), Value::Null);
+    let r = h.send(json!({"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"bash.execute","arguments":{"command":"true"}}}));
+    assert!(r.is_empty());
+    for _ in 0..2 {
+        assert_eq!(h.next(Duration::from_secs(10)).unwrap()["result"]["isError"], false);
+    }
+}
+
+/// A validator for the JSON Schema subset the output schema uses.
+fn validate(schema: &Value, doc: &Value, path: &str) -> Result<(), String> {
+    if let Some(t) = schema.get("type").and_then(Value::as_str) {
+        let ok = match t {
+            "object" => doc.is_object(),
+            "string" => doc.is_string(),
+            "boolean" => doc.is_boolean(),
+            "integer" => doc.is_i64() || doc.is_u64(),
+            "number" => doc.is_number(),
+            other => return Err(format!("{path}: schema type {other} not handled")),
+        };
+        if !ok {
+            return Err(format!("{path}: {doc} is not {t}"));
+        }
+    }
+    if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
+        && doc.as_f64().is_some_and(|v| v < min)
+    {
+        return Err(format!("{path}: {doc} < {min}"));
+    }
+    if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        for key in required {
+            if doc.get(key.as_str().unwrap()).is_none() {
+                return Err(format!("{path}: missing {key}"));
+            }
+        }
+    }
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (key, value) in doc.as_object().unwrap() {
+            match props.get(key) {
+                Some(sub) => validate(sub, value, &format!("{path}.{key}"))?,
+                None if schema.get("additionalProperties") == Some(&json!(false)) => {
+                    return Err(format!("{path}: unexpected key {key}"));
+                }
+                None => {}
+            }
+        }
+    }
+    if let Some(any) = schema.get("anyOf").and_then(Value::as_array)
+        && !any.iter().any(|s| validate(s, doc, path).is_ok())
+    {
+        return Err(format!("{path}: matches no anyOf branch: {doc}"));
+    }
+    Ok(())
+}
+
+#[test]
+fn every_result_matches_the_output_schema() {
+    let gate = |_: &str, args: &str| {
+        if args.contains("forbidden") {
+            GateDecision::Refuse {
+                message: "refused".into(),
+                hint: "ask".into(),
+                pattern: Some("execute(forbidden)".into()),
+            }
+        } else {
+            GateDecision::Allow
+        }
+    };
+    let h = harness_with(HandlerOptions {
+        gate: Some(Arc::new(gate)),
+        ..HandlerOptions::default()
+    });
+    h.initialize("2025-11-25");
+    let schema = h.request(json!(0), "tools/list", json!({}))["result"]["tools"][0]["outputSchema"].clone();
+    let cases = [
+        (json!({"command": "echo hi"}), false),
+        (json!({"command": "exit 7"}), false),
+        (json!({"command": "printf '\\377bad utf8'; kill -9 $$"}), false),
+        (json!({"command": "echo a; echo b >&2", "streams": "separate"}), false),
+        (json!({"command": "seq 1 100000", "timeout_seconds": 10}), false),
+        (json!({"command": "sleep 3", "timeout_seconds": 0.2}), true),
+        (json!({"command": ""}), true),
+        (json!({"command": "true", "bogus": 1}), true),
+        (json!({"command": "true", "working_dir": "/no/such/dir"}), true),
+        (json!({"command": "forbidden"}), true),
+    ];
+    for (i, (args, is_error)) in cases.into_iter().enumerate() {
+        let reply = h.call(json!(i + 1), args.clone());
+        let result = &reply["result"];
+        assert_eq!(result["isError"], is_error, "{args}: {reply}");
+        validate(&schema, &result["structuredContent"], "$").unwrap_or_else(|e| panic!("{args}: {e}"));
+        if is_error {
+            assert!(result["structuredContent"]["error"].is_string());
+        } else {
+            assert!(result["structuredContent"]["exit_code"].is_i64());
+        }
+    }
+    // A refusal reads as one.
+    let refused = h.call(json!(99), json!({"command": "forbidden"}));
+    assert_eq!(refused["result"]["structuredContent"]["error"], "permission_denied");
+    assert_eq!(refused["result"]["structuredContent"]["pattern"], "execute(forbidden)");
+    // The schema check itself can fail.
+    assert!(validate(&schema, &json!({"exit_code": "3"}), "$").is_err());
+    assert!(
+        validate(
+            &schema,
+            &json!({"surprise": 1, "error": "x", "message": "m", "hint": "h"}),
+            "$"
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn tools_filter_hides_and_refuses() {
+    let h = harness_with(HandlerOptions {
+        tools: Some(vec![]),
+        ..HandlerOptions::default()
+    });
+    h.initialize("2025-11-25");
+    assert_eq!(
+        h.request(json!(1), "tools/list", json!({}))["result"]["tools"],
+        json!([])
+    );
+    let r = h.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"command":"true"}}}));
+    assert_eq!(error_code(&r[0]), -32602);
+}
+
+#[test]
+fn other_messages_are_answered_while_a_call_runs() {
+    let h = harness();
+    h.initialize("2025-11-25");
+    h.start_call(json!(1), json!({"command": "sleep 1"}), Value::Null);
+    let start = Instant::now();
+    assert_eq!(h.request(json!(2), "ping", json!({}))["result"], json!({}));
+    let _ = h.request(json!(3), "tools/list", json!({}));
+    assert!(start.elapsed() < Duration::from_millis(200));
+    assert_eq!(h.next(Duration::from_secs(5)).unwrap()["id"], 1);
+}
+
+// ------------------------------------------------------- progress
+
+#[test]
+fn progress_increases_and_never_follows_the_response() {
+    let h = harness_with(HandlerOptions {
+        progress_interval: Duration::from_millis(150),
+        ..HandlerOptions::default()
+    });
+    h.initialize("2025-11-25");
+    let command = "for i in 1 2 3 4 5 6; do echo \"step $i\"; sleep 0.15; done";
+    h.start_call(json!(1), json!({"command": command}), json!({"progressToken": "tok"}));
+    let mut progress = Vec::new();
+    let response = loop {
+        let message = h.next(Duration::from_secs(10)).expect("messages");
+        if message.get("id").is_some() {
+            break message;
+        }
+        assert_eq!(message["method"], "notifications/progress");
+        assert_eq!(message["params"]["progressToken"], "tok");
+        progress.push(message["params"].clone());
+    };
+    assert_eq!(response["result"]["structuredContent"]["exit_code"], 0);
+    assert!(progress.len() >= 3, "{progress:?}");
+    let values: Vec<f64> = progress.iter().map(|p| p["progress"].as_f64().unwrap()).collect();
+    assert!(values.windows(2).all(|w| w[1] > w[0]), "{values:?}");
+    let messages: Vec<&str> = progress.iter().map(|p| p["message"].as_str().unwrap()).collect();
+    assert!(messages.iter().any(|m| m.contains("last output: step")), "{messages:?}");
+    assert!(messages.iter().all(|m| m.starts_with("running for ")), "{messages:?}");
+    // Nothing after the response.
+    assert!(h.next(Duration::from_millis(500)).is_none());
+
+    // Without a token: no progress at all.
+    h.start_call(json!(2), json!({"command": "sleep 0.5"}), Value::Null);
+    assert_eq!(h.next(Duration::from_secs(5)).unwrap()["id"], 2);
+}
+
+#[test]
+fn progress_message_is_cut_to_about_200_chars() {
+    let h = harness_with(HandlerOptions {
+        progress_interval: Duration::from_millis(100),
+        ..HandlerOptions::default()
+    });
+    h.initialize("2025-11-25");
+    h.start_call(
+        json!(1),
+        json!({"command": "printf '%0500d\\n' 0; sleep 0.5"}),
+        json!({"progressToken": 9}),
+    );
+    let first = h.next(Duration::from_secs(5)).unwrap();
+    assert_eq!(first["params"]["progressToken"], 9);
+    let message = first["params"]["message"].as_str().unwrap();
+    let line = message.split("last output: ").nth(1).unwrap();
+    assert_eq!(line.chars().count(), 201, "{message}");
+    while h.next(Duration::from_secs(5)).unwrap().get("id").is_none() {}
+}
+
+// ------------------------------------------------------- cancellation
+
+#[test]
+fn cancel_kills_the_group_and_silences_the_call() {
+    let h = harness_with(HandlerOptions {
+        progress_interval: Duration::from_millis(100),
+        ..HandlerOptions::default()
+    });
+    h.initialize("2025-11-25");
+    let tag = unique_tag("cancel");
+    let args = json!({"command": "sleep 30 & sleep 30; echo never", "env": {TAG_VAR: tag}});
+    h.start_call(json!("c1"), args, json!({"progressToken": 1}));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(survivors(&tag).len() >= 2, "both sleeps run");
+    let replies =
+        h.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"test"}}));
+    assert!(replies.is_empty());
+    let cancelled_at = Instant::now();
+    // Drain what was sent before the cancel, then silence.
+    while let Some(m) = h.next(Duration::from_millis(50)) {
+        assert_eq!(
+            m["method"], "notifications/progress",
+            "only progress sent before the cancel: {m}"
+        );
+        assert!(
+            cancelled_at.elapsed() < Duration::from_millis(100),
+            "progress after the cancel: {m}"
+        );
+    }
+    assert!(
+        h.next(Duration::from_millis(800)).is_none(),
+        "no response for a cancelled call"
+    );
+    assert_no_survivors(&tag);
+    assert_eq!(h.handler.calls_in_flight(), 0);
+    // A late cancel (and one for an unknown id) is ignored; the id is free again.
+    assert!(
+        h.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1"}}))
+            .is_empty()
+    );
+    assert!(
+        h.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}))
+            .is_empty()
+    );
+    let again = h.call(json!("c1"), json!({"command": "echo again"}));
+    assert_eq!(again["result"]["structuredContent"]["output"], "again\n");
+    // A cancel after the response changes nothing.
+    assert!(
+        h.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1"}}))
+            .is_empty()
+    );
+    assert!(h.next(Duration::from_millis(200)).is_none());
+}
+
+#[test]
+fn shutdown_cancels_everything_and_refuses_new_calls() {
+    let h = harness();
+    h.initialize("2025-11-25");
+    let tag = unique_tag("shutdown");
+    for id in 0..3 {
+        h.start_call(
+            json!(id),
+            json!({"command": "sleep 30", "env": {TAG_VAR: tag}}),
+            Value::Null,
+        );
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(survivors(&tag).len() >= 3);
+    let start = Instant::now();
+    assert!(h.handler.shutdown_within(Duration::from_secs(2)));
+    assert!(start.elapsed() < Duration::from_millis(500), "{:?}", start.elapsed());
+    assert_no_survivors(&tag);
+    assert!(
+        h.next(Duration::from_millis(100)).is_none(),
+        "cancelled calls send nothing"
+    );
+    let r = h.send(json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"execute","arguments":{"command":"true"}}}));
+    assert_eq!(error_code(&r[0]), -32000);
+}
+
+// ------------------------------------------------------- the binary over pipes
+
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+fn spawn_server(args: &[&str]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bash-mcp"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn bash-mcp");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Server {
+        stdin: child.stdin.take(),
+        child,
+        lines: rx,
+    }
+}
+
+impl Server {
+    fn send(&mut self, message: &Value) {
+        self.send_raw(format!("{message}\n").as_bytes());
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next stdout line, parsed; every line must be a JSON-RPC message.
+    fn next(&self, limit: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(limit).ok()?;
+        let value: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
+        assert_eq!(value["jsonrpc"], "2.0", "{line}");
+        Some(value)
+    }
+
+    fn expect(&self, id: Value) -> Value {
+        let reply = self.next(Duration::from_secs(10)).expect("a reply");
+        assert_eq!(reply["id"], id, "{reply}");
+        reply
+    }
+
+    fn initialize(&mut self) {
+        self.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}));
+        self.expect(json!(0));
+        self.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    }
+
+    fn call(&mut self, id: i64, args: Value) {
+        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"execute","arguments":args}}));
+    }
+
+    /// Waits for the process to exit, at most `limit`.
+    fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        None
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn binary_stdout_carries_only_protocol() {
+    let mut s = spawn_server(&["serve"]);
+    s.initialize();
+    // Commands that print everywhere, leave a writer behind, and report where their stdout goes.
+    s.call(
+        1,
+        json!({"command": "echo to-stdout; echo to-stderr >&2; (sleep 0.2; echo late) & printf 'no newline'"}),
+    );
+    s.call(
+        2,
+        json!({"command": "readlink /proc/self/fd/1; ls /proc/self/fd | wc -l"}),
+    );
+    let mut results = std::collections::HashMap::new();
+    for _ in 0..2 {
+        let reply = s.next(Duration::from_secs(10)).unwrap();
+        results.insert(reply["id"].as_i64().unwrap(), reply);
+    }
+    let out = results[&2]["result"]["structuredContent"]["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let server_stdout = std::fs::read_link(format!("/proc/{}/fd/1", s.child.id())).unwrap();
+    let command_stdout = out.lines().next().unwrap();
+    assert_ne!(
+        command_stdout,
+        server_stdout.to_string_lossy(),
+        "the command must not share the server's stdout"
+    );
+    // 0, 1, 2 and the directory ls reads: nothing inherited.
+    assert_eq!(out.lines().nth(1).unwrap().trim(), "4", "{out}");
+    std::thread::sleep(Duration::from_millis(400));
+    s.send(&json!({"jsonrpc":"2.0","id":3,"method":"ping"}));
+    assert_eq!(
+        s.expect(json!(3))["result"],
+        json!({}),
+        "the late echo never reached stdout"
+    );
+    drop(s.stdin.take());
+    assert!(s.wait_exit(Duration::from_secs(2)).is_some());
+    // Whatever else was written parses (checked by next()).
+    while s.next(Duration::from_millis(100)).is_some() {}
+}
+
+#[test]
+fn binary_survives_bad_input() {
+    let mut s = spawn_server(&["serve"]);
+    s.initialize();
+    s.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"\xc3\x28\"}\n");
+    assert_eq!(error_code(&s.expect(Value::Null)), -32700);
+    // 5 MiB line: refused as a whole, not buffered whole.
+    let mut big = br#"{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":""#.to_vec();
+    big.extend(std::iter::repeat_n(b'x', 5 * 1024 * 1024));
+    big.extend_from_slice(b"\"}}\n");
+    s.send_raw(&big);
+    let reply = s.expect(Value::Null);
+    assert_eq!(error_code(&reply), -32600);
+    assert!(
+        reply["error"]["message"].as_str().unwrap().contains("4194304"),
+        "{reply}"
+    );
+    let deep = format!("{}{}\n", "{\"a\":".repeat(10_000), "}".repeat(10_000));
+    s.send_raw(deep.as_bytes());
+    assert_eq!(error_code(&s.expect(Value::Null)), -32700);
+    s.send_raw(b"\n\n   \n");
+    s.send(&json!({"jsonrpc":"2.0","id":"still","method":"ping"}));
+    assert_eq!(s.expect(json!("still"))["result"], json!({}));
+}
+
+fn start_tagged_sleepers(s: &mut Server, tag: &str) {
+    s.initialize();
+    s.call(1, json!({"command": "sleep 60 & sleep 60", "env": {TAG_VAR: tag}}));
+    s.call(2, json!({"command": "sleep 60", "env": {TAG_VAR: tag}}));
+    let start = Instant::now();
+    while survivors(tag).len() < 3 {
+        assert!(start.elapsed() < Duration::from_secs(5), "sleepers did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn binary_exits_on_eof_killing_everything() {
+    let tag = unique_tag("eof");
+    let mut s = spawn_server(&["serve"]);
+    start_tagged_sleepers(&mut s, &tag);
+    let start = Instant::now();
+    drop(s.stdin.take());
+    let status = s.wait_exit(Duration::from_secs(1)).expect("exits within 1 s of EOF");
+    assert!(status.success(), "{status:?}");
+    assert!(start.elapsed() < Duration::from_secs(1));
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn binary_exits_on_sigterm_and_sigint_killing_everything() {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let tag = unique_tag("signal");
+        let mut s = spawn_server(&["serve"]);
+        start_tagged_sleepers(&mut s, &tag);
+        let start = Instant::now();
+        unsafe { libc::kill(s.child.id() as i32, signal) };
+        s.wait_exit(Duration::from_secs(1))
+            .expect("exits within 1 s of the signal");
+        assert!(start.elapsed() < Duration::from_secs(1));
+        assert_no_survivors(&tag);
+    }
+}
+
+#[test]
+fn binary_spawned_and_killed_at_once_leaves_nothing() {
+    // Killed before it has read anything.
+    for _ in 0..5 {
+        let mut s = spawn_server(&["serve"]);
+        unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+        assert!(s.wait_exit(Duration::from_secs(1)).is_some());
+    }
+    // Killed right after a call was written, without waiting for anything.
+    for i in 0..5 {
+        let tag = unique_tag("probe");
+        let mut s = spawn_server(&["serve"]);
+        s.initialize();
+        s.call(1, json!({"command": "sleep 60 & sleep 60", "env": {TAG_VAR: tag}}));
+        if i % 2 == 1 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+        assert!(s.wait_exit(Duration::from_secs(1)).is_some());
+        assert_no_survivors(&tag);
+    }
+}
+
+#[test]
+fn binary_cancellation_over_pipes() {
+    let tag = unique_tag("pipecancel");
+    let mut s = spawn_server(&["serve"]);
+    s.initialize();
+    s.call(5, json!({"command": "sleep 60", "env": {TAG_VAR: tag}}));
+    let start = Instant::now();
+    while survivors(&tag).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    s.send(&json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}));
+    assert_no_survivors(&tag);
+    s.send(&json!({"jsonrpc":"2.0","id":6,"method":"ping"}));
+    assert_eq!(
+        s.expect(json!(6))["result"],
+        json!({}),
+        "no response for the cancelled call came first"
+    );
+}
+
+#[test]
+fn binary_cli_basics() {
+    let bin = env!("CARGO_BIN_EXE_bash-mcp");
+    let help = Command::new(bin).arg("--help").output().unwrap();
+    assert!(help.status.success());
+    let text = String::from_utf8(help.stdout).unwrap();
+    assert!(
+        text.contains("claude mcp add bash") && text.contains("--config"),
+        "{text}"
+    );
+    let version = Command::new(bin).arg("--version").output().unwrap();
+    assert!(
+        String::from_utf8(version.stdout)
+            .unwrap()
+            .starts_with(&format!("bash-mcp {}", bash_mcp::VERSION))
+    );
+    let bad = Command::new(bin).arg("--frob").output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+
+    let exec = Command::new(bin).args(["exec", "echo hello; exit 4"]).output().unwrap();
+    assert_eq!(exec.status.code(), Some(4));
+    assert_eq!(exec.stdout, b"hello\n");
+    let json_out = Command::new(bin).args(["exec", "--json", "echo hi"]).output().unwrap();
+    let doc: Value = serde_json::from_slice(&json_out.stdout).unwrap();
+    assert_eq!(doc["output"], "hi\n");
+    assert_eq!(doc["exit_code"], 0);
+    let timeout = Command::new(bin)
+        .args(["exec", "--timeout", "0.2", "sleep 5"])
+        .output()
+        .unwrap();
+    assert_eq!(timeout.status.code(), Some(124));
+    assert!(String::from_utf8_lossy(&timeout.stderr).contains("[timeout]"));
+
+    let dir = std::env::temp_dir().join(format!("bash-mcp-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        format!("working_dir = {:?}\ntimeout_seconds = 5\n", dir.to_str().unwrap()),
+    )
+    .unwrap();
+    let pwd = Command::new(bin)
+        .args(["exec", "--config", config.to_str().unwrap(), "pwd"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(pwd.stdout).unwrap().trim(), dir.to_str().unwrap());
+    std::fs::write(&config, "timeout = 5\n").unwrap();
+    let bad = Command::new(bin)
+        .args(["serve", "--config", config.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown configuration key `timeout`"));
+    assert!(bad.stdout.is_empty(), "errors never go to stdout");
+}
