@@ -1,0 +1,507 @@
+//! Walking the parsed shell program to find every command the text would execute.
+
+use brush_parser::ParserOptions;
+use brush_parser::ast::{
+    AndOr, Assignment, AssignmentName, AssignmentValue, Command, CommandPrefixOrSuffixItem,
+    CompoundCommand, CompoundList, ExtendedTestExpr, IoFileRedirectKind, IoFileRedirectTarget,
+    IoRedirect, Pipeline, RedirectList, SimpleCommand, SubshellCommand,
+};
+
+use super::depth::{MAX_NESTING, nesting_depth};
+use super::vars::is_risky_variable;
+use super::word::{Arg, clip, resolve, resolve_heredoc};
+use super::wrappers::{Unwrap, basename, unwrap};
+use super::{Opacity, Part};
+
+/// Characters allowed in a command word that gets a pattern of its own.
+pub(crate) fn is_safe_command_word(word: &str) -> bool {
+    word == "["
+        || (!word.is_empty()
+            && word
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_./+@%:=-".contains(c)))
+}
+
+/// What standard input a simple command gets from its own redirections.
+enum Stdin {
+    Inherited,
+    /// A here-document or here-string whose text is known.
+    Text(String),
+    /// A here-document or here-string with expansions, or a file.
+    Unknown,
+}
+
+/// Collects parts and reasons for opacity while walking one command text.
+pub(crate) struct Walker {
+    pub parts: Vec<Part>,
+    pub opaque: Vec<Opacity>,
+    pub options: ParserOptions,
+    depth: usize,
+}
+
+impl Walker {
+    pub(crate) fn new() -> Self {
+        Walker {
+            parts: Vec::new(),
+            opaque: Vec::new(),
+            options: ParserOptions::default(),
+            depth: 0,
+        }
+    }
+
+    /// Records a reason the command cannot be known from its text.
+    pub(crate) fn opaque(&mut self, reason: String, fed_by: Vec<String>) {
+        if self.opaque.len() < 32 {
+            self.opaque.push(Opacity { reason, fed_by });
+        }
+    }
+
+    /// Analyses `text` as shell code one nesting level below the current one.
+    pub(crate) fn text(&mut self, text: &str) {
+        if text.contains('\0') {
+            self.opaque("the command contains a NUL byte".into(), Vec::new());
+            return;
+        }
+        let depth = nesting_depth(text);
+        if self.depth + depth > MAX_NESTING {
+            self.opaque(
+                format!("the command nests deeper than {MAX_NESTING} levels"),
+                Vec::new(),
+            );
+            return;
+        }
+        let mut parser =
+            brush_parser::Parser::new(std::io::Cursor::new(text.as_bytes()), &self.options);
+        match parser.parse_program() {
+            Ok(program) => {
+                for list in &program.complete_commands {
+                    self.list(list);
+                }
+            }
+            Err(e) => self.opaque(
+                format!("the shell parser rejected `{}`: {e}", clip(text)),
+                Vec::new(),
+            ),
+        }
+    }
+
+    /// Analyses nested code (a substitution, `sh -c` string, ...) and returns the command
+    /// words it runs.
+    pub(crate) fn substitution(&mut self, code: &str) -> Vec<String> {
+        let before = self.parts.len();
+        self.nested(|w| w.text(code));
+        self.parts[before..]
+            .iter()
+            .map(|p| p.command_word.clone())
+            .collect()
+    }
+
+    fn nested(&mut self, f: impl FnOnce(&mut Self)) {
+        if self.depth >= MAX_NESTING {
+            self.opaque(
+                format!("the command nests deeper than {MAX_NESTING} levels"),
+                Vec::new(),
+            );
+            return;
+        }
+        self.depth += 1;
+        f(self);
+        self.depth -= 1;
+    }
+
+    fn list(&mut self, list: &CompoundList) {
+        for item in &list.0 {
+            self.pipeline(&item.0.first);
+            for next in &item.0.additional {
+                match next {
+                    AndOr::And(p) | AndOr::Or(p) => self.pipeline(p),
+                }
+            }
+        }
+    }
+
+    fn pipeline(&mut self, p: &Pipeline) {
+        let start = self.parts.len();
+        for cmd in &p.seq {
+            let feeders: Vec<String> = self.parts[start..]
+                .iter()
+                .map(|p| p.command_word.clone())
+                .collect();
+            self.command(cmd, &feeders);
+        }
+    }
+
+    fn command(&mut self, cmd: &Command, feeders: &[String]) {
+        match cmd {
+            Command::Simple(s) => self.simple(s, feeders),
+            Command::Compound(c, redirects) => {
+                let start = self.parts.len();
+                self.nested(|w| w.compound(c, feeders));
+                self.redirect_list(redirects.as_ref(), start);
+            }
+            Command::Function(f) => {
+                self.opaque(
+                    format!(
+                        "defines the function `{}`, so later names may not run what they say",
+                        clip(&f.fname.value)
+                    ),
+                    Vec::new(),
+                );
+            }
+            Command::ExtendedTest(t, redirects) => {
+                let start = self.parts.len();
+                self.nested(|w| w.test_expr(&t.expr));
+                self.redirect_list(redirects.as_ref(), start);
+            }
+        }
+    }
+
+    fn redirect_list(&mut self, redirects: Option<&RedirectList>, start: usize) {
+        let Some(list) = redirects else { return };
+        let mut writes = Vec::new();
+        let mut stdin = Stdin::Inherited;
+        for r in &list.0 {
+            self.redirect(r, &mut writes, &mut stdin);
+        }
+        for part in &mut self.parts[start..] {
+            part.writes.extend(writes.iter().cloned());
+        }
+    }
+
+    fn test_expr(&mut self, e: &ExtendedTestExpr) {
+        // Iterative over the left spine; depth of the rest is bounded by the pre-scan.
+        match e {
+            ExtendedTestExpr::And(a, b) | ExtendedTestExpr::Or(a, b) => {
+                self.nested(|w| w.test_expr(a));
+                self.nested(|w| w.test_expr(b));
+            }
+            ExtendedTestExpr::Not(a) | ExtendedTestExpr::Parenthesized(a) => {
+                self.nested(|w| w.test_expr(a))
+            }
+            ExtendedTestExpr::UnaryTest(_, word) => {
+                resolve(&word.value, self);
+            }
+            ExtendedTestExpr::BinaryTest(_, a, b) => {
+                resolve(&a.value, self);
+                resolve(&b.value, self);
+            }
+        }
+    }
+
+    fn arithmetic(&mut self, expr: &str) {
+        if expr.contains("$(") || expr.contains('`') {
+            self.opaque(
+                format!("a command substitution inside arithmetic `{}`", clip(expr)),
+                Vec::new(),
+            );
+        }
+    }
+
+    fn compound(&mut self, c: &CompoundCommand, feeders: &[String]) {
+        match c {
+            CompoundCommand::Arithmetic(a) => self.arithmetic(&a.expr.value),
+            CompoundCommand::ArithmeticForClause(f) => {
+                for e in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.arithmetic(&e.value);
+                }
+                self.list(&f.body.list);
+            }
+            CompoundCommand::BraceGroup(b) => self.list(&b.list),
+            CompoundCommand::Subshell(s) => self.list(&s.list),
+            CompoundCommand::ForClause(f) => {
+                if is_risky_variable(&f.variable_name) {
+                    self.opaque(
+                        format!("the loop sets {}, which changes what runs", f.variable_name),
+                        Vec::new(),
+                    );
+                }
+                for v in f.values.iter().flatten() {
+                    resolve(&v.value, self);
+                }
+                self.list(&f.body.list);
+            }
+            CompoundCommand::CaseClause(c) => {
+                resolve(&c.value.value, self);
+                for item in &c.cases {
+                    for p in &item.patterns {
+                        resolve(&p.value, self);
+                    }
+                    if let Some(list) = &item.cmd {
+                        self.list(list);
+                    }
+                }
+            }
+            CompoundCommand::IfClause(i) => {
+                self.list(&i.condition);
+                self.list(&i.then);
+                for e in i.elses.iter().flatten() {
+                    if let Some(cond) = &e.condition {
+                        self.list(cond);
+                    }
+                    self.list(&e.body);
+                }
+            }
+            CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+                self.list(&w.0);
+                self.list(&w.1.list);
+            }
+            CompoundCommand::Coprocess(c) => self.nested(|w| w.command(&c.body, feeders)),
+        }
+    }
+
+    fn process_substitution(&mut self, sub: &SubshellCommand) -> Arg {
+        let before = self.parts.len();
+        self.nested(|w| w.list(&sub.list));
+        let inner = self.parts[before..]
+            .iter()
+            .map(|p| p.command_word.clone())
+            .collect();
+        Arg {
+            text: "<(...)".into(),
+            literal: false,
+            inner,
+        }
+    }
+
+    fn assignment(&mut self, a: &Assignment) {
+        let name = match &a.name {
+            AssignmentName::VariableName(n) | AssignmentName::ArrayElementName(n, _) => n,
+        };
+        if is_risky_variable(name) {
+            self.opaque(format!("sets {name}, which changes what runs"), Vec::new());
+        }
+        match &a.value {
+            AssignmentValue::Scalar(w) => {
+                resolve(&w.value, self);
+            }
+            AssignmentValue::Array(items) => {
+                for (k, v) in items {
+                    if let Some(k) = k {
+                        resolve(&k.value, self);
+                    }
+                    resolve(&v.value, self);
+                }
+            }
+        }
+    }
+
+    fn redirect(&mut self, r: &IoRedirect, writes: &mut Vec<String>, stdin: &mut Stdin) {
+        match r {
+            IoRedirect::File(fd, kind, target) => match target {
+                IoFileRedirectTarget::Filename(w) => {
+                    let arg = resolve(&w.value, self);
+                    match kind {
+                        IoFileRedirectKind::Read if fd.is_none_or(|f| f == 0) => {
+                            *stdin = Stdin::Unknown
+                        }
+                        IoFileRedirectKind::Write
+                        | IoFileRedirectKind::Append
+                        | IoFileRedirectKind::Clobber
+                        | IoFileRedirectKind::ReadAndWrite => writes.push(arg.text),
+                        _ => {}
+                    }
+                }
+                IoFileRedirectTarget::Fd(_) => {}
+                IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
+                    self.process_substitution(sub);
+                    if matches!(kind, IoFileRedirectKind::Read) {
+                        *stdin = Stdin::Unknown;
+                    }
+                }
+                IoFileRedirectTarget::Duplicate(w) => {
+                    resolve(&w.value, self);
+                }
+            },
+            IoRedirect::HereDocument(_, doc) => {
+                if doc.requires_expansion {
+                    let arg = resolve_heredoc(&doc.doc.value, self);
+                    *stdin = if arg.literal {
+                        Stdin::Text(arg.text)
+                    } else {
+                        Stdin::Unknown
+                    };
+                } else {
+                    *stdin = Stdin::Text(doc.doc.value.clone());
+                }
+            }
+            IoRedirect::HereString(_, w) => {
+                let arg = resolve(&w.value, self);
+                *stdin = if arg.literal {
+                    Stdin::Text(arg.text)
+                } else {
+                    Stdin::Unknown
+                };
+            }
+            IoRedirect::OutputAndError(w, _) => {
+                let arg = resolve(&w.value, self);
+                writes.push(arg.text);
+            }
+        }
+    }
+
+    fn simple(&mut self, cmd: &SimpleCommand, feeders: &[String]) {
+        let mut argv: Vec<Arg> = Vec::new();
+        let mut writes = Vec::new();
+        let mut stdin = Stdin::Inherited;
+        let items = cmd.prefix.iter().flat_map(|p| p.0.iter());
+        for item in items {
+            match item {
+                CommandPrefixOrSuffixItem::IoRedirect(r) => {
+                    self.redirect(r, &mut writes, &mut stdin)
+                }
+                CommandPrefixOrSuffixItem::AssignmentWord(a, _) => self.assignment(a),
+                CommandPrefixOrSuffixItem::Word(w) => argv.push(resolve(&w.value, self)),
+                CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
+                    let arg = self.process_substitution(sub);
+                    argv.push(arg);
+                }
+            }
+        }
+        if let Some(w) = &cmd.word_or_name {
+            argv.push(resolve(&w.value, self));
+        }
+        for item in cmd.suffix.iter().flat_map(|s| s.0.iter()) {
+            match item {
+                CommandPrefixOrSuffixItem::IoRedirect(r) => {
+                    self.redirect(r, &mut writes, &mut stdin)
+                }
+                CommandPrefixOrSuffixItem::AssignmentWord(_, w)
+                | CommandPrefixOrSuffixItem::Word(w) => {
+                    argv.push(resolve(&w.value, self));
+                }
+                CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
+                    let arg = self.process_substitution(sub);
+                    argv.push(arg);
+                }
+            }
+        }
+        if argv.is_empty() {
+            return;
+        }
+        self.run(argv, &stdin, &writes, feeders);
+    }
+
+    fn push_part(&mut self, argv: &[Arg], wrappers: &[String], writes: &[String]) {
+        let args: Vec<String> = argv.iter().map(|a| a.text.clone()).collect();
+        self.parts.push(Part {
+            command_word: args[0].clone(),
+            normalized_text: args.join(" "),
+            args,
+            wrappers: wrappers.to_vec(),
+            writes: writes.to_vec(),
+        });
+    }
+
+    /// Follows wrappers from the command `argv` to every command it runs.
+    fn run(&mut self, mut argv: Vec<Arg>, stdin: &Stdin, writes: &[String], feeders: &[String]) {
+        let mut wrappers: Vec<String> = Vec::new();
+        loop {
+            let word = &argv[0];
+            if !word.literal {
+                let reason = format!(
+                    "the command word `{}` is produced by an expansion",
+                    clip(&word.text)
+                );
+                let fed = word.inner.clone();
+                self.opaque(reason, fed);
+                return;
+            }
+            if !is_safe_command_word(&word.text) {
+                let reason = format!(
+                    "the command word `{}` has characters outside A-Z a-z 0-9 _ . / + @ % : = -",
+                    clip(&word.text)
+                );
+                self.opaque(reason, Vec::new());
+                return;
+            }
+            match unwrap(&argv) {
+                Unwrap::Command => {
+                    self.push_part(&argv, &wrappers, writes);
+                    return;
+                }
+                Unwrap::Inner { start, visible } => {
+                    if visible {
+                        self.push_part(&argv, &wrappers, writes);
+                    }
+                    wrappers.push(basename(&argv[0].text).to_owned());
+                    argv.drain(..start);
+                }
+                Unwrap::Script { index, visible } => {
+                    if visible {
+                        self.push_part(&argv, &wrappers, writes);
+                    }
+                    let code = argv[index].clone();
+                    self.script(&argv[0].text, &code);
+                    return;
+                }
+                Unwrap::ScriptJoin { start, visible } => {
+                    if visible {
+                        self.push_part(&argv, &wrappers, writes);
+                    }
+                    let joined = Arg {
+                        text: argv[start..]
+                            .iter()
+                            .map(|a| a.text.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        literal: argv[start..].iter().all(|a| a.literal),
+                        inner: argv[start..].iter().flat_map(|a| a.inner.clone()).collect(),
+                    };
+                    self.script(&argv[0].text, &joined);
+                    return;
+                }
+                Unwrap::Stdin => {
+                    match stdin {
+                        Stdin::Text(code) => {
+                            let code = code.clone();
+                            self.nested(|w| w.text(&code));
+                        }
+                        Stdin::Unknown => self.opaque(
+                            format!(
+                                "`{}` reads commands from a file or an expanded here-document",
+                                argv[0].text
+                            ),
+                            Vec::new(),
+                        ),
+                        Stdin::Inherited => self.opaque(
+                            format!("`{}` reads commands from standard input", argv[0].text),
+                            feeders.to_vec(),
+                        ),
+                    }
+                    return;
+                }
+                Unwrap::Multi(ranges) => {
+                    self.push_part(&argv, &wrappers, writes);
+                    for (s, e) in ranges {
+                        let inner = argv[s..e].to_vec();
+                        self.nested(|w| w.run(inner, &Stdin::Inherited, &[], &[]));
+                    }
+                    return;
+                }
+                Unwrap::Opaque(reason) => {
+                    let fed = argv.iter().flat_map(|a| a.inner.clone()).collect();
+                    self.opaque(reason, fed);
+                    return;
+                }
+            }
+            if argv.is_empty() {
+                return;
+            }
+        }
+    }
+
+    fn script(&mut self, runner: &str, code: &Arg) {
+        if code.literal {
+            let text = code.text.clone();
+            self.nested(|w| w.text(&text));
+        } else {
+            self.opaque(
+                format!("`{runner}` runs a command string produced by an expansion"),
+                code.inner.clone(),
+            );
+        }
+    }
+}
