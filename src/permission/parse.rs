@@ -15,11 +15,10 @@ use super::{Opacity, Part};
 
 /// Characters allowed in a command word that gets a pattern of its own.
 pub(crate) fn is_safe_command_word(word: &str) -> bool {
-    word == "["
-        || (!word.is_empty()
-            && word
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_./+@%:=-".contains(c)))
+    !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./+@%:=-".contains(c))
 }
 
 /// What standard input a simple command gets from its own redirections.
@@ -417,7 +416,27 @@ impl Walker {
                 self.opaque(reason, Vec::new());
                 return;
             }
-            match unwrap(&argv) {
+            let unwrapped = unwrap(&argv);
+            let fixed = match &unwrapped {
+                Unwrap::Inner { start, .. } | Unwrap::ScriptJoin { start, .. } => *start,
+                Unwrap::Script { index, .. } => *index,
+                Unwrap::Multi(_) => 0,
+                _ => 0,
+            };
+            if let Some(bad) = argv
+                .get(1..fixed)
+                .and_then(|a| a.iter().find(|a| !a.literal))
+            {
+                let reason = format!(
+                    "`{}` gets the argument `{}` from an expansion, so what it runs is unknown",
+                    argv[0].text,
+                    clip(&bad.text)
+                );
+                let fed = bad.inner.clone();
+                self.opaque(reason, fed);
+                return;
+            }
+            match unwrapped {
                 Unwrap::Command => {
                     self.push_part(&argv, &wrappers, writes);
                     return;

@@ -500,6 +500,19 @@ fn find(args: &[Arg]) -> Unwrap {
             i += 1;
         }
     }
+    // Arguments of an executed command may come from expansions; anything else could
+    // expand to an action such as -exec.
+    let in_command = |k: usize| ranges.iter().any(|&(s, e)| k > s && k < e);
+    if let Some((_, bad)) = args
+        .iter()
+        .enumerate()
+        .find(|(k, a)| !a.literal && !in_command(*k))
+    {
+        return Unwrap::Opaque(format!(
+            "`find` gets the argument `{}` from an expansion, which could add an action such as -exec",
+            super::word::clip(&bad.text)
+        ));
+    }
     if ranges.is_empty() {
         Unwrap::Command
     } else {
