@@ -91,11 +91,15 @@ impl Rule {
         fnmatch(&self.tool, tool)
     }
 
-    /// Whether this argument rule matches `<tool>:<text>`.
+    /// Whether this argument rule matches `<tool>:<text>`. The text is also tried with a
+    /// trailing space, so that `git *` covers a bare `git` (and `rm *` denies the `rm`
+    /// that `xargs rm` runs with arguments from its input).
     fn matches(&self, tool: &str, text: &str) -> bool {
-        self.arg.is_some()
-            && self.tool_matches(tool)
-            && fnmatch(&self.entry, &format!("{tool}:{text}"))
+        if self.arg.is_none() || !self.tool_matches(tool) {
+            return false;
+        }
+        let subject = format!("{tool}:{text}");
+        fnmatch(&self.entry, &subject) || fnmatch(&self.entry, &format!("{subject} "))
     }
 }
 
