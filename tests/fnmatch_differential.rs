@@ -117,10 +117,10 @@ fn random_pattern(r: &mut Rng) -> String {
             }
             3 => {
                 p.push('[');
-                if r.next() % 3 == 0 {
+                if r.next().is_multiple_of(3) {
                     p.push('!');
                 }
-                if r.next() % 2 == 0 {
+                if r.next().is_multiple_of(2) {
                     p.push_str("a-b");
                 } else {
                     p.push(r.pick(&['a', 'c', '/', '.']));
