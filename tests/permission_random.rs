@@ -37,7 +37,7 @@ fn random_command(r: &mut Rng) -> String {
     let mut s = String::new();
     for _ in 0..n {
         s.push_str(r.pick(TOKENS));
-        if r.next() % 3 != 0 {
+        if !r.next().is_multiple_of(3) {
             s.push(' ');
         }
     }
