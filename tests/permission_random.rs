@@ -113,6 +113,10 @@ fn hostile_inputs() {
     let policy = PermissionPolicy::new(&["bash.execute:git *"], &["bash.execute:rm *"]).unwrap();
     let mut hostile: Vec<String> = vec![
         "\0".into(),
+        "11111111111<(111111<(".into(),
+        "echo 99999999999>x".into(),
+        "ls ~99999999999999999999".into(),
+        "ls ~+99999999999999999999 ~-99999999999999999999".into(),
         "git\0status".into(),
         "\u{feff}git status".into(),
         "git status\u{2028}rm x".into(),

@@ -1,5 +1,7 @@
 //! Walking the parsed shell program to find every command the text would execute.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use brush_parser::ParserOptions;
 use brush_parser::ast::{
     AndOr, Assignment, AssignmentName, AssignmentValue, Command, CommandPrefixOrSuffixItem,
@@ -19,6 +21,35 @@ pub(crate) fn is_safe_command_word(word: &str) -> bool {
         && word
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_./+@%:=-".contains(c))
+}
+
+/// Inputs known to make the parser panic instead of returning an error: a run of nine or
+/// more digits used as a redirection's file descriptor (`11111111111<x`) or as a
+/// directory-stack tilde (`~99999999999`). Refused before parsing.
+fn parser_hazard(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i - start < 9 {
+            continue;
+        }
+        let before = &b[..start];
+        let tilde = before.ends_with(b"~") || before.ends_with(b"~+") || before.ends_with(b"~-");
+        if tilde || matches!(b.get(i), Some(b'<' | b'>')) {
+            return Some(
+                "a number too large for a file descriptor or directory-stack index".into(),
+            );
+        }
+    }
+    None
 }
 
 /// What standard input a simple command gets from its own redirections.
@@ -69,16 +100,28 @@ impl Walker {
             );
             return;
         }
-        let mut parser =
-            brush_parser::Parser::new(std::io::Cursor::new(text.as_bytes()), &self.options);
-        match parser.parse_program() {
-            Ok(program) => {
+        if let Some(reason) = parser_hazard(text) {
+            self.opaque(reason, Vec::new());
+            return;
+        }
+        let options = &self.options;
+        // The parser has panicked on input it should reject; a panic means opaque.
+        let parsed = catch_unwind(AssertUnwindSafe(|| {
+            brush_parser::Parser::new(std::io::Cursor::new(text.as_bytes()), options)
+                .parse_program()
+        }));
+        match parsed {
+            Ok(Ok(program)) => {
                 for list in &program.complete_commands {
                     self.list(list);
                 }
             }
-            Err(e) => self.opaque(
+            Ok(Err(e)) => self.opaque(
                 format!("the shell parser rejected `{}`: {e}", clip(text)),
+                Vec::new(),
+            ),
+            Err(_) => self.opaque(
+                format!("the shell parser failed on `{}`", clip(text)),
                 Vec::new(),
             ),
         }

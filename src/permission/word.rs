@@ -1,5 +1,7 @@
 //! Turning one shell word into its text after quote removal, noting what it expands.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use brush_parser::word::{ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource};
 
 use super::parse::Walker;
@@ -22,9 +24,12 @@ pub(crate) fn resolve(value: &str, w: &mut Walker) -> Arg {
         literal: true,
         ..Arg::default()
     };
-    match brush_parser::word::parse(value, &w.options) {
-        Ok(pieces) => pieces_into(&pieces, value, false, w, &mut arg),
-        Err(_) => {
+    let options = &w.options;
+    match catch_unwind(AssertUnwindSafe(|| {
+        brush_parser::word::parse(value, options)
+    })) {
+        Ok(Ok(pieces)) => pieces_into(&pieces, value, false, w, &mut arg),
+        _ => {
             w.opaque(
                 format!("the shell word `{}` could not be parsed", clip(value)),
                 Vec::new(),
@@ -42,9 +47,12 @@ pub(crate) fn resolve_heredoc(body: &str, w: &mut Walker) -> Arg {
         literal: true,
         ..Arg::default()
     };
-    match brush_parser::word::parse_heredoc(body, &w.options) {
-        Ok(pieces) => pieces_into(&pieces, body, true, w, &mut arg),
-        Err(_) => {
+    let options = &w.options;
+    match catch_unwind(AssertUnwindSafe(|| {
+        brush_parser::word::parse_heredoc(body, options)
+    })) {
+        Ok(Ok(pieces)) => pieces_into(&pieces, body, true, w, &mut arg),
+        _ => {
             w.opaque(
                 "a here-document body could not be parsed".into(),
                 Vec::new(),
