@@ -114,6 +114,8 @@ fn hostile_inputs() {
     let mut hostile: Vec<String> = vec![
         "\0".into(),
         "11111111111<(111111<(".into(),
+        "((((((((((((((((((((((((((((((A".into(),
+        "((".repeat(40) + "A",
         "echo 99999999999>x".into(),
         "ls ~99999999999999999999".into(),
         "ls ~+99999999999999999999 ~-99999999999999999999".into(),
@@ -142,7 +144,7 @@ fn hostile_inputs() {
         "nice ".repeat(20_000) + "ls",
         "[[ a && ".repeat(3000) + "b ]]",
     ];
-    for n in [1, 10, 40, 47, 48, 49, 60, 200] {
+    for n in [1, 10, 11, 12, 13, 40, 47, 48, 49, 60, 200] {
         hostile.push(format!("{}ls{}", "$(".repeat(n), ")".repeat(n)));
         hostile.push(format!("{}ls{}", "(".repeat(n), ")".repeat(n)));
         hostile.push(format!("{}ls{}", "sh -c \"$(", "\")".repeat(n)).repeat(1));

@@ -10,6 +10,11 @@
 /// Deepest nesting (summed over nested re-parses) the analysis accepts.
 pub const MAX_NESTING: usize = 48;
 
+/// Deepest nesting of parentheses accepted in one text. The parser backtracks
+/// exponentially on unclosed parentheses (`((((((((((((((x` takes seconds at 28), so
+/// they get a much smaller budget than other constructs.
+pub const MAX_PAREN_NESTING: usize = 12;
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Ctx {
     Paren,
@@ -33,18 +38,20 @@ struct HereDoc {
     expand: bool,
 }
 
-/// Returns an upper bound of the nesting depth of `text`.
+/// Returns upper bounds of the nesting depth of `text` and of its parenthesis nesting.
 ///
 /// Quote-blind counting of every opener is an upper bound too, and is used first because
 /// it is the cheapest: most commands have few openers at all.
-pub(crate) fn nesting_depth(text: &str) -> usize {
+pub(crate) fn nesting_depth(text: &str) -> (usize, usize) {
+    let parens = text.bytes().filter(|b| *b == b'(').count();
     let openers = text
         .bytes()
-        .filter(|b| matches!(b, b'(' | b'{' | b'[' | b'`' | b'"'))
+        .filter(|b| matches!(b, b'{' | b'[' | b'`' | b'"'))
         .count()
+        + parens
         + keyword_count(text);
-    if openers <= MAX_NESTING {
-        return openers;
+    if openers <= MAX_NESTING && parens <= MAX_PAREN_NESTING {
+        return (openers, parens);
     }
     scan(text.as_bytes())
 }
@@ -69,8 +76,10 @@ fn is_word_break(c: u8) -> bool {
     )
 }
 
-fn scan(b: &[u8]) -> usize {
+fn scan(b: &[u8]) -> (usize, usize) {
     let mut stack: Vec<Ctx> = Vec::new();
+    let mut parens = 0usize;
+    let mut max_parens = 0usize;
     let mut docs: Vec<HereDoc> = Vec::new();
     let mut pending: Vec<usize> = Vec::new();
     let mut max = 0usize;
@@ -79,6 +88,7 @@ fn scan(b: &[u8]) -> usize {
     let mut line_start = true;
     while i < b.len() {
         max = max.max(stack.len());
+        max_parens = max_parens.max(parens);
         let top = stack.last().copied();
         if let Some(Ctx::Heredoc(d)) = top {
             if line_start {
@@ -116,6 +126,8 @@ fn scan(b: &[u8]) -> usize {
                     }
                     b'$' if matches!(b.get(i + 1), Some(b'(')) => {
                         stack.push(Ctx::Paren);
+                        parens += 1;
+                        parens += 1;
                         i += 2;
                         word_start = true;
                         continue;
@@ -152,6 +164,7 @@ fn scan(b: &[u8]) -> usize {
                 }
                 b'$' if matches!(b.get(i + 1), Some(b'(')) => {
                     stack.push(Ctx::Paren);
+                    parens += 1;
                     i += 2;
                     word_start = true;
                     continue;
@@ -202,9 +215,13 @@ fn scan(b: &[u8]) -> usize {
                     stack.push(Ctx::Backquote);
                 }
             }
-            b'(' => stack.push(Ctx::Paren),
+            b'(' => {
+                stack.push(Ctx::Paren);
+                parens += 1;
+            }
             b')' if top == Some(Ctx::Paren) => {
                 stack.pop();
+                parens -= 1;
             }
             b'{' => stack.push(Ctx::Brace),
             b'}' if top == Some(Ctx::Brace) => {
@@ -261,7 +278,7 @@ fn scan(b: &[u8]) -> usize {
         word_start = is_word_break(c);
         i += 1;
     }
-    max.max(stack.len())
+    (max.max(stack.len()), max_parens.max(parens))
 }
 
 /// Reads the delimiter word after `<<` (at `i`) and records a pending here-document.
@@ -322,7 +339,15 @@ mod tests {
     use super::scan;
 
     fn depth(s: &str) -> usize {
-        scan(s.as_bytes())
+        scan(s.as_bytes()).0
+    }
+
+    #[test]
+    fn counts_parenthesis_nesting() {
+        assert_eq!(scan(b"((((a))))").1, 4);
+        assert_eq!(scan("(a) ".repeat(100).as_bytes()).1, 1);
+        assert_eq!(scan(b"echo '((((((' \\( $(a)").1, 1);
+        assert_eq!(scan("((".repeat(20).as_bytes()).1, 40);
     }
 
     #[test]

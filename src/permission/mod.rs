@@ -31,7 +31,7 @@ mod wrappers;
 #[doc(hidden)]
 pub use classify::rule_count;
 pub use classify::{Class, Classification, PartClass, classify};
-pub use depth::MAX_NESTING;
+pub use depth::{MAX_NESTING, MAX_PAREN_NESTING};
 pub use fnmatch::{fnmatch, fnmatch_escape};
 pub use pattern::OPAQUE_BODY;
 pub use policy::{Decision, PermissionPolicy, PolicyError};

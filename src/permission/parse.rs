@@ -9,7 +9,7 @@ use brush_parser::ast::{
     IoRedirect, Pipeline, RedirectList, SimpleCommand, SubshellCommand,
 };
 
-use super::depth::{MAX_NESTING, nesting_depth};
+use super::depth::{MAX_NESTING, MAX_PAREN_NESTING, nesting_depth};
 use super::vars::is_risky_variable;
 use super::word::{Arg, clip, resolve, resolve_heredoc};
 use super::wrappers::{Unwrap, basename, unwrap};
@@ -92,7 +92,14 @@ impl Walker {
             self.opaque("the command contains a NUL byte".into(), Vec::new());
             return;
         }
-        let depth = nesting_depth(text);
+        let (depth, parens) = nesting_depth(text);
+        if parens > MAX_PAREN_NESTING {
+            self.opaque(
+                format!("the command nests parentheses deeper than {MAX_PAREN_NESTING} levels"),
+                Vec::new(),
+            );
+            return;
+        }
         if self.depth + depth > MAX_NESTING {
             self.opaque(
                 format!("the command nests deeper than {MAX_NESTING} levels"),

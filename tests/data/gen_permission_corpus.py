@@ -136,7 +136,10 @@ for c, e in [("git status; $(rm -rf ~)", U), ("git status && eval x", U), ("git 
     add(c, e)
 # deep nesting
 add("$(" * 10000 + "rm" + ")" * 10000, U, "10 000 nested substitutions")
-add("echo " + "$(echo " * 20 + "x" + ")" * 20, "echo *", "20 nested substitutions")
+add("echo " + "$(echo " * 12 + "x" + ")" * 12, "echo *", "12 nested substitutions: the parenthesis limit")
+add("echo " + "$(echo " * 13 + "x" + ")" * 13, U, "13 nested substitutions: over the parenthesis limit")
+add("((((((((((((((((((((((((((((((A", U, "unclosed parentheses make the parser backtrack exponentially")
+add("((" * 14 + "A", U)
 add("(" * 5000 + "ls" + ")" * 5000, U)
 add("{ " * 3000 + "ls" + "; }" * 3000, U)
 add("if true; then " * 2000 + "ls" + "; fi" * 2000, U)
