@@ -53,7 +53,27 @@ pub(crate) fn nesting_depth(text: &str) -> (usize, usize) {
     if openers <= MAX_NESTING && parens <= MAX_PAREN_NESTING {
         return (openers, parens);
     }
-    scan(text.as_bytes())
+    // Two estimates of parenthesis nesting that fail differently: the scanner can be
+    // misled where its idea of quoting or here-documents differs from the parser's, the
+    // quote-blind count by closing parentheses inside quotes. Take the larger.
+    let (depth, scanned) = scan(text.as_bytes());
+    (depth, scanned.max(quote_blind_parens(text.as_bytes())))
+}
+
+/// Deepest parenthesis nesting, ignoring all quoting.
+fn quote_blind_parens(b: &[u8]) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for &c in b {
+        match c {
+            b'(' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
 }
 
 fn keyword_count(text: &str) -> usize {
@@ -89,6 +109,11 @@ fn scan(b: &[u8]) -> (usize, usize) {
     while i < b.len() {
         max = max.max(stack.len());
         max_parens = max_parens.max(parens);
+        if max > MAX_NESTING || max_parens > MAX_PAREN_NESTING {
+            // Already too deep: the exact figure does not matter, and stopping here keeps
+            // the stack (and every walk of it) short.
+            return (max, max_parens);
+        }
         let top = stack.last().copied();
         if let Some(Ctx::Heredoc(d)) = top {
             if line_start {
@@ -116,6 +141,12 @@ fn scan(b: &[u8]) -> (usize, usize) {
                 line_start = false;
             }
             let c = b[i];
+            if c == b'(' {
+                parens += 1;
+                max_parens = max_parens.max(parens);
+            } else if c == b')' && parens > paren_floor(&stack) {
+                parens -= 1;
+            }
             if c == b'\n' {
                 line_start = true;
             } else if docs[d].expand {
@@ -281,6 +312,11 @@ fn scan(b: &[u8]) -> (usize, usize) {
     (max.max(stack.len()), max_parens.max(parens))
 }
 
+/// Parentheses opened by code contexts on the stack (a body's `)` never closes those).
+fn paren_floor(stack: &[Ctx]) -> usize {
+    stack.iter().filter(|c| **c == Ctx::Paren).count()
+}
+
 /// Reads the delimiter word after `<<` (at `i`) and records a pending here-document.
 fn heredoc_operator(
     b: &[u8],
@@ -342,12 +378,22 @@ mod tests {
         scan(s.as_bytes()).0
     }
 
+    fn too_deep(s: &str) -> bool {
+        let (d, p) = scan(s.as_bytes());
+        d > super::MAX_NESTING || p > super::MAX_PAREN_NESTING
+    }
+
     #[test]
     fn counts_parenthesis_nesting() {
         assert_eq!(scan(b"((((a))))").1, 4);
         assert_eq!(scan("(a) ".repeat(100).as_bytes()).1, 1);
         assert_eq!(scan(b"echo '((((((' \\( $(a)").1, 1);
-        assert_eq!(scan("((".repeat(20).as_bytes()).1, 40);
+        assert!(scan("((".repeat(20).as_bytes()).1 > super::MAX_PAREN_NESTING);
+        // Parentheses in a here-document body count too.
+        assert!(
+            scan(format!("cat <<E\n{}\nE\n", "(".repeat(20)).as_bytes()).1
+                > super::MAX_PAREN_NESTING
+        );
     }
 
     #[test]
@@ -359,7 +405,7 @@ mod tests {
         assert_eq!(depth("echo \"((((\""), 1);
         assert_eq!(depth("echo \"$($(x))\""), 3);
         assert_eq!(depth("# (((((\necho"), 0);
-        assert_eq!(depth(&"$(".repeat(10_000)), 10_000);
+        assert!(too_deep(&"$(".repeat(10_000)));
     }
 
     #[test]
@@ -372,13 +418,13 @@ mod tests {
     #[test]
     fn quotes_inside_substitutions_do_not_hide_openers() {
         // The single quotes sit inside double quotes within the substitution.
-        let s = format!("\"$(echo \"'\" {} \"'\")\"", "$(".repeat(100));
-        assert!(depth(&s) >= 100);
+        let s = format!("\"$(echo \"'\" {} \"'\")\"", "{ ".repeat(100));
+        assert!(too_deep(&s));
         // A here-document body with a lone quote does not hide the code after it.
-        let s = format!("cat <<EOF\n'\nEOF\n{}", "$(".repeat(100));
-        assert!(depth(&s) >= 100);
+        let s = format!("cat <<EOF\n'\nEOF\n{}", "{ ".repeat(100));
+        assert!(too_deep(&s));
         // Fake closers in quotes do not reduce the count.
         let s = "$(echo \")\" ".repeat(100);
-        assert!(depth(&s) >= 100);
+        assert!(too_deep(&s));
     }
 }
