@@ -23,11 +23,15 @@ pub(crate) fn is_safe_command_word(word: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "_./+@%:=-".contains(c))
 }
 
-/// Inputs known to make the parser panic instead of returning an error: a run of nine or
-/// more digits used as a redirection's file descriptor (`11111111111<x`) or as a
-/// directory-stack tilde (`~99999999999`). Refused before parsing.
+/// Inputs known to make the parser panic or loop instead of returning an error: a run of
+/// nine or more digits used as a redirection's file descriptor (`11111111111<x`) or as a
+/// directory-stack tilde (`~99999999999`), and here-documents without a delimiter.
+/// Refused before parsing.
 fn parser_hazard(text: &str) -> Option<String> {
     let b = text.as_bytes();
+    if let Some(reason) = empty_heredoc_delimiter(b) {
+        return Some(reason);
+    }
     let mut i = 0;
     while i < b.len() {
         if !b[i].is_ascii_digit() {
@@ -47,6 +51,37 @@ fn parser_hazard(text: &str) -> Option<String> {
             return Some(
                 "a number too large for a file descriptor or directory-stack index".into(),
             );
+        }
+    }
+    None
+}
+
+/// A here-document operator whose delimiter the parser reads as empty (`<<` followed by a
+/// carriage return, an operator or the end): the parser can loop without end on those.
+fn empty_heredoc_delimiter(b: &[u8]) -> Option<String> {
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'<'
+            && b[i + 1] == b'<'
+            && b.get(i + 2) != Some(&b'<')
+            && (i == 0 || b[i - 1] != b'<')
+        {
+            let mut j = i + 2;
+            if b.get(j) == Some(&b'-') {
+                j += 1;
+            }
+            while matches!(b.get(j), Some(b' ' | b'\t')) {
+                j += 1;
+            }
+            if matches!(
+                b.get(j),
+                None | Some(b'\r' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')')
+            ) {
+                return Some("a here-document operator without a delimiter word".into());
+            }
+            i = j;
+        } else {
+            i += 1;
         }
     }
     None
