@@ -56,7 +56,7 @@ fn parser_hazard(text: &str) -> Option<String> {
     None
 }
 
-/// A here-document operator whose delimiter the parser reads as empty (`<<` followed by a
+/// A here-document operator whose delimiter is empty (`<< ""`, `<<` followed by a
 /// carriage return, an operator or the end): the parser can loop without end on those.
 fn empty_heredoc_delimiter(b: &[u8]) -> Option<String> {
     let mut i = 0;
@@ -73,10 +73,30 @@ fn empty_heredoc_delimiter(b: &[u8]) -> Option<String> {
             while matches!(b.get(j), Some(b' ' | b'\t')) {
                 j += 1;
             }
-            if matches!(
-                b.get(j),
-                None | Some(b'\r' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')')
-            ) {
+            // The delimiter word, up to a blank or an operator; it must keep some
+            // character once quotes, `$` and backslashes are removed.
+            let end = b[j..]
+                .iter()
+                .position(|c| {
+                    matches!(
+                        c,
+                        b' ' | b'\t'
+                            | b'\r'
+                            | b'\n'
+                            | b';'
+                            | b'&'
+                            | b'|'
+                            | b'<'
+                            | b'>'
+                            | b'('
+                            | b')'
+                    )
+                })
+                .map_or(b.len(), |p| j + p);
+            if !b[j..end]
+                .iter()
+                .any(|c| !matches!(c, b'\'' | b'"' | b'$' | b'\\'))
+            {
                 return Some("a here-document operator without a delimiter word".into());
             }
             i = j;
