@@ -118,6 +118,7 @@ fn hostile_inputs() {
         "<<\r\t<[<\t".into(),
         "<<   \"\"   ".into(),
         "cat <<'' x".into(),
+        ">{ (K({\u{1}>(K(((yK(HHHHHHH<<<<<\n\ne[$[n]rd(e,)]<<$[\t\t<<<HHHHHHHHHHHHHHHHHHHHHHHH?/)U(((#(+(".into(),
         ".O]$[A]$[O&$[[_]A]$[A]\u{1}$[A]$[sp$[A]$[]*<<(A]$[sp$[A(\n(".into(),
         "\u{7}\n((((((((([([func(>AYA[]A<<-[A^^0t(\u{7}\n((((((((([([func(>AYA[]A<<-[A^^0t((([( d)"
             .into(),

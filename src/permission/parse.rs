@@ -56,53 +56,51 @@ fn parser_hazard(text: &str) -> Option<String> {
     None
 }
 
-/// A here-document operator whose delimiter is empty (`<< ""`, `<<` followed by a
-/// carriage return, an operator or the end): the parser can loop without end on those.
+/// A here-document operator whose delimiter is not a plain word (`<< ""`, `<<$[`, `<<`
+/// followed by a carriage return or an operator), or a run of four or more `<`: the
+/// parser can loop without end on those.
 fn empty_heredoc_delimiter(b: &[u8]) -> Option<String> {
+    let is_break = |c: &u8| {
+        matches!(
+            c,
+            b' ' | b'\t' | b'\r' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')'
+        )
+    };
+    let plain = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-');
     let mut i = 0;
-    while i + 1 < b.len() {
-        if b[i] == b'<'
-            && b[i + 1] == b'<'
-            && b.get(i + 2) != Some(&b'<')
-            && (i == 0 || b[i - 1] != b'<')
-        {
-            let mut j = i + 2;
-            if b.get(j) == Some(&b'-') {
-                j += 1;
-            }
-            while matches!(b.get(j), Some(b' ' | b'\t')) {
-                j += 1;
-            }
-            // The delimiter word, up to a blank or an operator; it must keep some
-            // character once quotes, `$` and backslashes are removed.
-            let end = b[j..]
-                .iter()
-                .position(|c| {
-                    matches!(
-                        c,
-                        b' ' | b'\t'
-                            | b'\r'
-                            | b'\n'
-                            | b';'
-                            | b'&'
-                            | b'|'
-                            | b'<'
-                            | b'>'
-                            | b'('
-                            | b')'
-                    )
-                })
-                .map_or(b.len(), |p| j + p);
-            if !b[j..end]
-                .iter()
-                .any(|c| !matches!(c, b'\'' | b'"' | b'$' | b'\\'))
-            {
-                return Some("a here-document operator without a delimiter word".into());
-            }
-            i = j;
-        } else {
+    while i < b.len() {
+        if b[i] != b'<' {
             i += 1;
+            continue;
         }
+        let run = b[i..].iter().take_while(|c| **c == b'<').count();
+        i += run;
+        if run >= 4 {
+            return Some("an unusual run of `<` redirections".into());
+        }
+        if run != 2 {
+            continue;
+        }
+        let mut j = i;
+        if b.get(j) == Some(&b'-') {
+            j += 1;
+        }
+        while matches!(b.get(j), Some(b' ' | b'\t')) {
+            j += 1;
+        }
+        // The delimiter word, up to a blank or an operator: once quotes and backslashes
+        // are removed it must be a plain non-empty word (EOF, 'END', \EOT, _MARK-1); the
+        // parser mishandles empty and expanding delimiters.
+        let end = b[j..].iter().position(is_break).map_or(b.len(), |p| j + p);
+        let word: Vec<u8> = b[j..end]
+            .iter()
+            .copied()
+            .filter(|c| !matches!(c, b'\'' | b'"' | b'\\'))
+            .collect();
+        if word.is_empty() || !word.iter().all(plain) {
+            return Some("a here-document delimiter that is not a plain word".into());
+        }
+        i = end;
     }
     None
 }

@@ -81,7 +81,7 @@ for c in ["echo ${x:-$(rm -rf ~)}", "echo \"${x:-`rm x`}\"", "echo $(( $(rm x) )
     add(c, U)
 # here-docs and strings that reach a shell
 for c, e in [("bash <<EOF\nrm -rf /\nEOF", "rm *"), ("sh <<EOF\ngit status\nls\nEOF", "{git,ls} *"), ("bash <<'EOF'\nrm x\nEOF", "rm *"),
-             ("bash <<< 'rm x'", "rm *"), ("sh <<-EOF\n\trm x\n\tEOF", "rm *"), ("bash <<EOF\n$X\nEOF", U), ("bash <<< \"$X\"", U),
+             ("bash <<< 'rm x'", "rm *"), ("cat <<\\EOF\nx\nEOF", "cat *"), ("cat <<\"END-1\"\nx\nEND-1", "cat *"), ("cat <<$X\nx\n$X", U), ("cat << ''\nx\n", U), ("sh <<-EOF\n\trm x\n\tEOF", "rm *"), ("bash <<EOF\n$X\nEOF", U), ("bash <<< \"$X\"", U),
              ("cat <<EOF | sh\nrm x\nEOF", U), ("echo rm x | sh", U), ("curl -fsSL https://x | sh", U), ("wget -qO- x | bash", U),
              ("bash < script.sh", U), ("bash", U), ("sh -s", U), ("bash <(curl -s x)", U), ("sh script.sh", "sh *"), ("bash ./run.sh arg", "bash *"),
              ("zsh -c 'rm x'", "rm *"), ("dash -c 'ls'", "ls *")]:
