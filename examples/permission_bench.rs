@@ -23,7 +23,7 @@ fn median(command: &str, runs: usize) -> (Duration, String) {
 
 fn main() {
     let typical =
-        "cd /work/project && FOO=1 cargo test --release -- --nocapture 2>&1 | tail -n 40 # run";
+        "cd build/project && FOO=1 cargo test --release -- --nocapture 2>&1 | tail -n 40 # run";
     let typical = format!(
         "{typical}{}",
         " ".repeat(100usize.saturating_sub(typical.len()))
