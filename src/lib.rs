@@ -38,6 +38,7 @@ mod exec;
 pub mod ffi;
 mod jobs;
 mod limiter;
+pub mod permission;
 pub mod mcp;
 pub mod roots;
 mod server;

@@ -1,0 +1,56 @@
+//! POSIX `fnmatch(3)` through libc, and escaping of literal text for it.
+
+use std::ffi::CString;
+
+/// Characters that `fnmatch(pattern, s, 0)` treats specially.
+const SPECIAL: &[char] = &['*', '?', '[', ']', '\\'];
+
+/// Matches `subject` against `pattern` exactly as POSIX `fnmatch(pattern, subject, 0)`:
+/// `*` and `?` cross `/`, a backslash escapes the next character, `[...]` is a bracket
+/// expression.
+///
+/// Strings containing a NUL byte cannot be passed to C and never match.
+///
+/// ```
+/// use bash_mcp::permission::fnmatch;
+/// assert!(fnmatch("bash.execute:git *", "bash.execute:git push origin"));
+/// assert!(!fnmatch("bash.execute:git *", "bash.execute:gitx"));
+/// assert!(fnmatch("a\\*", "a*"));
+/// ```
+pub fn fnmatch(pattern: &str, subject: &str) -> bool {
+    fnmatch_flags(pattern, subject, 0)
+}
+
+/// Like [`fnmatch`] but with `FNM_PATHNAME`: `*`, `?` and brackets never match `/`.
+pub(crate) fn fnmatch_pathname(pattern: &str, subject: &str) -> bool {
+    fnmatch_flags(pattern, subject, libc::FNM_PATHNAME)
+}
+
+fn fnmatch_flags(pattern: &str, subject: &str, flags: libc::c_int) -> bool {
+    let (Ok(p), Ok(s)) = (CString::new(pattern), CString::new(subject)) else {
+        return false;
+    };
+    // SAFETY: both pointers are valid NUL-terminated strings that outlive the call;
+    // fnmatch only reads them.
+    unsafe { libc::fnmatch(p.as_ptr(), s.as_ptr(), flags) == 0 }
+}
+
+/// Escapes `text` so that, as an fnmatch pattern, it matches exactly `text`.
+///
+/// ```
+/// use bash_mcp::permission::{fnmatch, fnmatch_escape};
+/// let p = fnmatch_escape("[*?]\\");
+/// assert_eq!(p, "\\[\\*\\?\\]\\\\");
+/// assert!(fnmatch(&p, "[*?]\\"));
+/// assert!(!fnmatch(&p, "a"));
+/// ```
+pub fn fnmatch_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if SPECIAL.contains(&c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,0 +1,159 @@
+//! Exact permission patterns for shell commands, a policy helper for hosts, and an
+//! advisory danger classifier.
+//!
+//! A host decides whether a command runs by matching operator rules such as
+//! `bash.execute:git *` against the string [`permission_pattern`] returns, so that string
+//! is a security boundary. It is computed from a real parse of the command (the
+//! `brush-parser` crate): every command the text would execute is found, across lists,
+//! pipelines, compound commands, substitutions, here-documents fed to shells, `sh -c`
+//! strings and wrappers such as `env`, `nice`, `xargs`, `find -exec` and `sudo`.
+//! Anything that cannot be known from the text is *opaque* and gets one fixed pattern
+//! that only `<tool>:*` matches.
+//!
+//! ```
+//! use bash_mcp::permission::command_pattern;
+//! assert_eq!(command_pattern("bash.execute", "git status"), "bash.execute:git *");
+//! assert_eq!(command_pattern("bash.execute", "true && rm -rf ~"), "bash.execute:{rm,true} *");
+//! assert_eq!(command_pattern("bash.execute", "FOO=1 env -i nice git log"), "bash.execute:git *");
+//! assert_eq!(command_pattern("bash.execute", "eval \"$X\""), "bash.execute:{unknown}");
+//! ```
+
+mod classify;
+mod depth;
+mod fnmatch;
+mod parse;
+mod pattern;
+mod policy;
+mod vars;
+mod word;
+mod wrappers;
+
+#[doc(hidden)]
+pub use classify::rule_count;
+pub use classify::{Class, Classification, PartClass, classify};
+pub use depth::{MAX_NESTING, MAX_PAREN_NESTING};
+pub use fnmatch::{fnmatch, fnmatch_escape};
+pub use pattern::OPAQUE_BODY;
+pub use policy::{Decision, PermissionPolicy, PolicyError};
+pub use vars::{RISKY_VARIABLE_PREFIXES, RISKY_VARIABLES, is_risky_variable};
+pub use wrappers::{OPAQUE_BUILTINS, SHELLS, TRANSPARENT_WRAPPERS, VISIBLE_WRAPPERS};
+
+use serde::Serialize;
+
+/// One command the text would execute.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Part {
+    /// The command word as written, quoting removed (`/usr/bin/git` stays a path).
+    pub command_word: String,
+    /// The argument vector, quoting removed; `args[0]` is the command word. Expansions
+    /// are kept as written (`$HOME`, `$(date)`).
+    pub args: Vec<String>,
+    /// `args` joined by single spaces: what policy rules are matched against.
+    pub normalized_text: String,
+    /// The transparent wrappers that were removed (`env`, `nice`, `xargs`, ...).
+    pub wrappers: Vec<String>,
+    /// Targets of output redirections that apply to this command.
+    pub writes: Vec<String>,
+}
+
+/// Why (part of) a command cannot be known from its text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Opacity {
+    /// A sentence naming the construct.
+    pub reason: String,
+    /// Commands whose output becomes the code that runs (`curl` in `curl x | sh`).
+    pub fed_by: Vec<String>,
+}
+
+/// Everything a command text would execute.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Analysis {
+    /// The commands found, in text order (nested ones after their container's earlier
+    /// parts). For an opaque command these are only the parts that could be found.
+    pub parts: Vec<Part>,
+    /// Reasons the command is opaque; empty when every executed command is known.
+    pub opaque: Vec<Opacity>,
+}
+
+impl Analysis {
+    /// True when some of what the command runs cannot be known from its text.
+    ///
+    /// ```
+    /// use bash_mcp::permission::analyze;
+    /// assert!(analyze("$CMD -x").is_opaque());
+    /// assert!(!analyze("ls -l").is_opaque());
+    /// ```
+    pub fn is_opaque(&self) -> bool {
+        !self.opaque.is_empty()
+    }
+}
+
+/// Finds every command `command` would execute when run by a POSIX shell or bash.
+///
+/// ```
+/// use bash_mcp::permission::analyze;
+/// let a = analyze("cd src && env FOO=1 git commit -m \"$(date)\"");
+/// let words: Vec<&str> = a.parts.iter().map(|p| p.command_word.as_str()).collect();
+/// assert_eq!(words, ["cd", "date", "git"]);
+/// assert_eq!(a.parts[2].normalized_text, "git commit -m $(date)");
+/// assert_eq!(a.parts[2].wrappers, ["env"]);
+/// ```
+pub fn analyze(command: &str) -> Analysis {
+    let mut walker = parse::Walker::new();
+    walker.text(command);
+    Analysis {
+        parts: walker.parts,
+        opaque: walker.opaque,
+    }
+}
+
+/// The permission pattern for running `command` with the tool `tool_name`.
+///
+/// See the module documentation and `docs/permissions.md` for the grammar.
+///
+/// ```
+/// use bash_mcp::permission::command_pattern;
+/// assert_eq!(command_pattern("bash.execute", "  ./x.sh --fast # go"), "bash.execute:./x.sh *");
+/// assert_eq!(command_pattern("bash.execute", "python -m http.server"), "bash.execute:python *");
+/// ```
+pub fn command_pattern(tool_name: &str, command: &str) -> String {
+    pattern::render(tool_name, &analyze(command))
+}
+
+/// Extracts the `command` string from a tool call's JSON arguments.
+pub(crate) fn command_from_args(args_json: &str) -> Result<String, String> {
+    let value: serde_json::Value = serde_json::from_str(args_json).map_err(|e| {
+        format!(
+            "the arguments are not valid JSON ({e}); send an object like {{\"command\": \"ls\"}}"
+        )
+    })?;
+    match value.get("command") {
+        Some(serde_json::Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err("the `command` argument is not a string".into()),
+        None => Err(
+            "the arguments have no `command` string; send an object like {\"command\": \"ls\"}"
+                .into(),
+        ),
+    }
+}
+
+/// The permission pattern for a tool call whose arguments are `args_json`
+/// (`{"command": "...", ...}`): what a host's `get_permission_pattern` returns.
+///
+/// Malformed JSON or a missing `command` gives the opaque pattern and a
+/// `tracing::warn!`, never a wildcard.
+///
+/// ```
+/// use bash_mcp::permission::permission_pattern;
+/// assert_eq!(permission_pattern("bash.execute", r#"{"command":"git push"}"#), "bash.execute:git *");
+/// assert_eq!(permission_pattern("bash.execute", "not json"), "bash.execute:{unknown}");
+/// ```
+pub fn permission_pattern(tool_name: &str, args_json: &str) -> String {
+    match command_from_args(args_json) {
+        Ok(command) => command_pattern(tool_name, &command),
+        Err(e) => {
+            tracing::warn!(tool = tool_name, "permission pattern: {e}");
+            pattern::opaque_pattern(tool_name)
+        }
+    }
+}

@@ -1,0 +1,629 @@
+//! Walking the parsed shell program to find every command the text would execute.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use brush_parser::ParserOptions;
+use brush_parser::ast::{
+    AndOr, Assignment, AssignmentName, AssignmentValue, Command, CommandPrefixOrSuffixItem,
+    CompoundCommand, CompoundList, ExtendedTestExpr, IoFileRedirectKind, IoFileRedirectTarget,
+    IoRedirect, Pipeline, RedirectList, SimpleCommand, SubshellCommand,
+};
+
+use super::depth::{MAX_NESTING, MAX_PAREN_NESTING, nesting_depth};
+use super::vars::is_risky_variable;
+use super::word::{Arg, clip, resolve, resolve_heredoc};
+use super::wrappers::{Unwrap, basename, unwrap};
+use super::{Opacity, Part};
+
+/// Characters allowed in a command word that gets a pattern of its own.
+pub(crate) fn is_safe_command_word(word: &str) -> bool {
+    !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./+@%:=-".contains(c))
+}
+
+/// Inputs known to make the parser panic or loop instead of returning an error: a run of
+/// nine or more digits used as a redirection's file descriptor (`11111111111<x`) or as a
+/// directory-stack tilde (`~99999999999`), and here-documents without a delimiter.
+/// Refused before parsing.
+fn parser_hazard(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    if let Some(reason) = empty_heredoc_delimiter(b) {
+        return Some(reason);
+    }
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i - start < 9 {
+            continue;
+        }
+        let before = &b[..start];
+        let tilde = before.ends_with(b"~") || before.ends_with(b"~+") || before.ends_with(b"~-");
+        if tilde || matches!(b.get(i), Some(b'<' | b'>')) {
+            return Some(
+                "a number too large for a file descriptor or directory-stack index".into(),
+            );
+        }
+    }
+    None
+}
+
+/// A here-document operator whose delimiter is not a plain word (`<< ""`, `<<$[`, `<<`
+/// followed by a carriage return or an operator), or a run of four or more `<`: the
+/// parser can loop without end on those.
+fn empty_heredoc_delimiter(b: &[u8]) -> Option<String> {
+    let is_break = |c: &u8| {
+        matches!(
+            c,
+            b' ' | b'\t' | b'\r' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')'
+        )
+    };
+    let plain = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-');
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'<' {
+            i += 1;
+            continue;
+        }
+        let run = b[i..].iter().take_while(|c| **c == b'<').count();
+        i += run;
+        if run >= 4 {
+            return Some("an unusual run of `<` redirections".into());
+        }
+        if run != 2 {
+            continue;
+        }
+        let mut j = i;
+        if b.get(j) == Some(&b'-') {
+            j += 1;
+        }
+        while matches!(b.get(j), Some(b' ' | b'\t')) {
+            j += 1;
+        }
+        // The delimiter word, up to a blank or an operator: once quotes and backslashes
+        // are removed it must be a plain non-empty word (EOF, 'END', \EOT, _MARK-1); the
+        // parser mishandles empty and expanding delimiters.
+        let end = b[j..].iter().position(is_break).map_or(b.len(), |p| j + p);
+        let word: Vec<u8> = b[j..end]
+            .iter()
+            .copied()
+            .filter(|c| !matches!(c, b'\'' | b'"' | b'\\'))
+            .collect();
+        if word.is_empty() || !word.iter().all(plain) {
+            return Some("a here-document delimiter that is not a plain word".into());
+        }
+        i = end;
+    }
+    None
+}
+
+/// What standard input a simple command gets from its own redirections.
+enum Stdin {
+    Inherited,
+    /// A here-document or here-string whose text is known.
+    Text(String),
+    /// A here-document or here-string with expansions, or a file.
+    Unknown,
+}
+
+/// Collects parts and reasons for opacity while walking one command text.
+pub(crate) struct Walker {
+    pub parts: Vec<Part>,
+    pub opaque: Vec<Opacity>,
+    pub options: ParserOptions,
+    depth: usize,
+}
+
+impl Walker {
+    pub(crate) fn new() -> Self {
+        Walker {
+            parts: Vec::new(),
+            opaque: Vec::new(),
+            options: ParserOptions::default(),
+            depth: 0,
+        }
+    }
+
+    /// Records a reason the command cannot be known from its text.
+    pub(crate) fn opaque(&mut self, reason: String, fed_by: Vec<String>) {
+        if self.opaque.len() < 32 {
+            self.opaque.push(Opacity { reason, fed_by });
+        }
+    }
+
+    /// Analyses `text` as shell code one nesting level below the current one.
+    pub(crate) fn text(&mut self, text: &str) {
+        if text.contains('\0') {
+            self.opaque("the command contains a NUL byte".into(), Vec::new());
+            return;
+        }
+        let (depth, parens) = nesting_depth(text);
+        if parens > MAX_PAREN_NESTING {
+            self.opaque(
+                format!("the command nests parentheses deeper than {MAX_PAREN_NESTING} levels"),
+                Vec::new(),
+            );
+            return;
+        }
+        if self.depth + depth > MAX_NESTING {
+            self.opaque(
+                format!("the command nests deeper than {MAX_NESTING} levels"),
+                Vec::new(),
+            );
+            return;
+        }
+        if let Some(reason) = parser_hazard(text) {
+            self.opaque(reason, Vec::new());
+            return;
+        }
+        let options = &self.options;
+        // The parser has panicked on input it should reject; a panic means opaque.
+        let parsed = catch_unwind(AssertUnwindSafe(|| {
+            brush_parser::Parser::new(std::io::Cursor::new(text.as_bytes()), options)
+                .parse_program()
+        }));
+        match parsed {
+            Ok(Ok(program)) => {
+                for list in &program.complete_commands {
+                    self.list(list);
+                }
+            }
+            Ok(Err(e)) => self.opaque(
+                format!("the shell parser rejected `{}`: {e}", clip(text)),
+                Vec::new(),
+            ),
+            Err(_) => self.opaque(
+                format!("the shell parser failed on `{}`", clip(text)),
+                Vec::new(),
+            ),
+        }
+    }
+
+    /// Analyses nested code (a substitution, `sh -c` string, ...) and returns the command
+    /// words it runs.
+    pub(crate) fn substitution(&mut self, code: &str) -> Vec<String> {
+        let before = self.parts.len();
+        self.nested(|w| w.text(code));
+        self.parts[before..]
+            .iter()
+            .map(|p| p.command_word.clone())
+            .collect()
+    }
+
+    fn nested(&mut self, f: impl FnOnce(&mut Self)) {
+        if self.depth >= MAX_NESTING {
+            self.opaque(
+                format!("the command nests deeper than {MAX_NESTING} levels"),
+                Vec::new(),
+            );
+            return;
+        }
+        self.depth += 1;
+        f(self);
+        self.depth -= 1;
+    }
+
+    fn list(&mut self, list: &CompoundList) {
+        for item in &list.0 {
+            self.pipeline(&item.0.first);
+            for next in &item.0.additional {
+                match next {
+                    AndOr::And(p) | AndOr::Or(p) => self.pipeline(p),
+                }
+            }
+        }
+    }
+
+    fn pipeline(&mut self, p: &Pipeline) {
+        let start = self.parts.len();
+        for cmd in &p.seq {
+            let feeders: Vec<String> = self.parts[start..]
+                .iter()
+                .map(|p| p.command_word.clone())
+                .collect();
+            self.command(cmd, &feeders);
+        }
+    }
+
+    fn command(&mut self, cmd: &Command, feeders: &[String]) {
+        match cmd {
+            Command::Simple(s) => self.simple(s, feeders),
+            Command::Compound(c, redirects) => {
+                let start = self.parts.len();
+                self.nested(|w| w.compound(c, feeders));
+                self.redirect_list(redirects.as_ref(), start);
+            }
+            Command::Function(f) => {
+                self.opaque(
+                    format!(
+                        "defines the function `{}`, so later names may not run what they say",
+                        clip(&f.fname.value)
+                    ),
+                    Vec::new(),
+                );
+            }
+            Command::ExtendedTest(t, redirects) => {
+                let start = self.parts.len();
+                self.nested(|w| w.test_expr(&t.expr));
+                self.redirect_list(redirects.as_ref(), start);
+            }
+        }
+    }
+
+    fn redirect_list(&mut self, redirects: Option<&RedirectList>, start: usize) {
+        let Some(list) = redirects else { return };
+        let mut writes = Vec::new();
+        let mut stdin = Stdin::Inherited;
+        for r in &list.0 {
+            self.redirect(r, &mut writes, &mut stdin);
+        }
+        for part in &mut self.parts[start..] {
+            part.writes.extend(writes.iter().cloned());
+        }
+    }
+
+    fn test_expr(&mut self, e: &ExtendedTestExpr) {
+        // Iterative over the left spine; depth of the rest is bounded by the pre-scan.
+        match e {
+            ExtendedTestExpr::And(a, b) | ExtendedTestExpr::Or(a, b) => {
+                self.nested(|w| w.test_expr(a));
+                self.nested(|w| w.test_expr(b));
+            }
+            ExtendedTestExpr::Not(a) | ExtendedTestExpr::Parenthesized(a) => {
+                self.nested(|w| w.test_expr(a))
+            }
+            ExtendedTestExpr::UnaryTest(_, word) => {
+                resolve(&word.value, self);
+            }
+            ExtendedTestExpr::BinaryTest(_, a, b) => {
+                resolve(&a.value, self);
+                resolve(&b.value, self);
+            }
+        }
+    }
+
+    fn arithmetic(&mut self, expr: &str) {
+        if expr.contains("$(") || expr.contains('`') {
+            self.opaque(
+                format!("a command substitution inside arithmetic `{}`", clip(expr)),
+                Vec::new(),
+            );
+        }
+    }
+
+    fn compound(&mut self, c: &CompoundCommand, feeders: &[String]) {
+        match c {
+            CompoundCommand::Arithmetic(a) => self.arithmetic(&a.expr.value),
+            CompoundCommand::ArithmeticForClause(f) => {
+                for e in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.arithmetic(&e.value);
+                }
+                self.list(&f.body.list);
+            }
+            CompoundCommand::BraceGroup(b) => self.list(&b.list),
+            CompoundCommand::Subshell(s) => self.list(&s.list),
+            CompoundCommand::ForClause(f) => {
+                if is_risky_variable(&f.variable_name) {
+                    self.opaque(
+                        format!("the loop sets {}, which changes what runs", f.variable_name),
+                        Vec::new(),
+                    );
+                }
+                for v in f.values.iter().flatten() {
+                    resolve(&v.value, self);
+                }
+                self.list(&f.body.list);
+            }
+            CompoundCommand::CaseClause(c) => {
+                resolve(&c.value.value, self);
+                for item in &c.cases {
+                    for p in &item.patterns {
+                        resolve(&p.value, self);
+                    }
+                    if let Some(list) = &item.cmd {
+                        self.list(list);
+                    }
+                }
+            }
+            CompoundCommand::IfClause(i) => {
+                self.list(&i.condition);
+                self.list(&i.then);
+                for e in i.elses.iter().flatten() {
+                    if let Some(cond) = &e.condition {
+                        self.list(cond);
+                    }
+                    self.list(&e.body);
+                }
+            }
+            CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+                self.list(&w.0);
+                self.list(&w.1.list);
+            }
+            CompoundCommand::Coprocess(c) => self.nested(|w| w.command(&c.body, feeders)),
+        }
+    }
+
+    fn process_substitution(&mut self, sub: &SubshellCommand) -> Arg {
+        let before = self.parts.len();
+        self.nested(|w| w.list(&sub.list));
+        let inner = self.parts[before..]
+            .iter()
+            .map(|p| p.command_word.clone())
+            .collect();
+        Arg {
+            text: "<(...)".into(),
+            literal: false,
+            inner,
+        }
+    }
+
+    fn assignment(&mut self, a: &Assignment) {
+        let name = match &a.name {
+            AssignmentName::VariableName(n) | AssignmentName::ArrayElementName(n, _) => n,
+        };
+        if is_risky_variable(name) {
+            self.opaque(format!("sets {name}, which changes what runs"), Vec::new());
+        }
+        match &a.value {
+            AssignmentValue::Scalar(w) => {
+                resolve(&w.value, self);
+            }
+            AssignmentValue::Array(items) => {
+                for (k, v) in items {
+                    if let Some(k) = k {
+                        resolve(&k.value, self);
+                    }
+                    resolve(&v.value, self);
+                }
+            }
+        }
+    }
+
+    fn redirect(&mut self, r: &IoRedirect, writes: &mut Vec<String>, stdin: &mut Stdin) {
+        match r {
+            IoRedirect::File(fd, kind, target) => match target {
+                IoFileRedirectTarget::Filename(w) => {
+                    let arg = resolve(&w.value, self);
+                    match kind {
+                        IoFileRedirectKind::Read if fd.is_none_or(|f| f == 0) => {
+                            *stdin = Stdin::Unknown
+                        }
+                        IoFileRedirectKind::Write
+                        | IoFileRedirectKind::Append
+                        | IoFileRedirectKind::Clobber
+                        | IoFileRedirectKind::ReadAndWrite => writes.push(arg.text),
+                        _ => {}
+                    }
+                }
+                IoFileRedirectTarget::Fd(_) => {}
+                IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
+                    self.process_substitution(sub);
+                    if matches!(kind, IoFileRedirectKind::Read) {
+                        *stdin = Stdin::Unknown;
+                    }
+                }
+                IoFileRedirectTarget::Duplicate(w) => {
+                    resolve(&w.value, self);
+                }
+            },
+            IoRedirect::HereDocument(_, doc) => {
+                if doc.requires_expansion {
+                    let arg = resolve_heredoc(&doc.doc.value, self);
+                    *stdin = if arg.literal {
+                        Stdin::Text(arg.text)
+                    } else {
+                        Stdin::Unknown
+                    };
+                } else {
+                    *stdin = Stdin::Text(doc.doc.value.clone());
+                }
+            }
+            IoRedirect::HereString(_, w) => {
+                let arg = resolve(&w.value, self);
+                *stdin = if arg.literal {
+                    Stdin::Text(arg.text)
+                } else {
+                    Stdin::Unknown
+                };
+            }
+            IoRedirect::OutputAndError(w, _) => {
+                let arg = resolve(&w.value, self);
+                writes.push(arg.text);
+            }
+        }
+    }
+
+    fn simple(&mut self, cmd: &SimpleCommand, feeders: &[String]) {
+        let mut argv: Vec<Arg> = Vec::new();
+        let mut writes = Vec::new();
+        let mut stdin = Stdin::Inherited;
+        let items = cmd.prefix.iter().flat_map(|p| p.0.iter());
+        for item in items {
+            match item {
+                CommandPrefixOrSuffixItem::IoRedirect(r) => {
+                    self.redirect(r, &mut writes, &mut stdin)
+                }
+                CommandPrefixOrSuffixItem::AssignmentWord(a, _) => self.assignment(a),
+                CommandPrefixOrSuffixItem::Word(w) => argv.push(resolve(&w.value, self)),
+                CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
+                    let arg = self.process_substitution(sub);
+                    argv.push(arg);
+                }
+            }
+        }
+        if let Some(w) = &cmd.word_or_name {
+            argv.push(resolve(&w.value, self));
+        }
+        for item in cmd.suffix.iter().flat_map(|s| s.0.iter()) {
+            match item {
+                CommandPrefixOrSuffixItem::IoRedirect(r) => {
+                    self.redirect(r, &mut writes, &mut stdin)
+                }
+                CommandPrefixOrSuffixItem::AssignmentWord(_, w)
+                | CommandPrefixOrSuffixItem::Word(w) => {
+                    argv.push(resolve(&w.value, self));
+                }
+                CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
+                    let arg = self.process_substitution(sub);
+                    argv.push(arg);
+                }
+            }
+        }
+        if argv.is_empty() {
+            return;
+        }
+        self.run(argv, &stdin, &writes, feeders);
+    }
+
+    fn push_part(&mut self, argv: &[Arg], wrappers: &[String], writes: &[String]) {
+        let args: Vec<String> = argv.iter().map(|a| a.text.clone()).collect();
+        self.parts.push(Part {
+            command_word: args[0].clone(),
+            normalized_text: args.join(" "),
+            args,
+            wrappers: wrappers.to_vec(),
+            writes: writes.to_vec(),
+        });
+    }
+
+    /// Follows wrappers from the command `argv` to every command it runs.
+    fn run(&mut self, mut argv: Vec<Arg>, stdin: &Stdin, writes: &[String], feeders: &[String]) {
+        let mut wrappers: Vec<String> = Vec::new();
+        loop {
+            let word = &argv[0];
+            if !word.literal {
+                let reason = format!(
+                    "the command word `{}` is produced by an expansion",
+                    clip(&word.text)
+                );
+                let fed = word.inner.clone();
+                self.opaque(reason, fed);
+                return;
+            }
+            if !is_safe_command_word(&word.text) {
+                let reason = format!(
+                    "the command word `{}` has characters outside A-Z a-z 0-9 _ . / + @ % : = -",
+                    clip(&word.text)
+                );
+                self.opaque(reason, Vec::new());
+                return;
+            }
+            let unwrapped = unwrap(&argv);
+            let fixed = match &unwrapped {
+                Unwrap::Inner { start, .. } | Unwrap::ScriptJoin { start, .. } => *start,
+                Unwrap::Script { index, .. } => *index,
+                Unwrap::Multi(_) => 0,
+                _ => 0,
+            };
+            if let Some(bad) = argv
+                .get(1..fixed)
+                .and_then(|a| a.iter().find(|a| !a.literal))
+            {
+                let reason = format!(
+                    "`{}` gets the argument `{}` from an expansion, so what it runs is unknown",
+                    argv[0].text,
+                    clip(&bad.text)
+                );
+                let fed = bad.inner.clone();
+                self.opaque(reason, fed);
+                return;
+            }
+            match unwrapped {
+                Unwrap::Command => {
+                    self.push_part(&argv, &wrappers, writes);
+                    return;
+                }
+                Unwrap::Inner { start, visible } => {
+                    if visible {
+                        self.push_part(&argv, &wrappers, writes);
+                    }
+                    wrappers.push(basename(&argv[0].text).to_owned());
+                    argv.drain(..start);
+                }
+                Unwrap::Script { index, visible } => {
+                    if visible {
+                        self.push_part(&argv, &wrappers, writes);
+                    }
+                    let code = argv[index].clone();
+                    self.script(&argv[0].text, &code);
+                    return;
+                }
+                Unwrap::ScriptJoin { start, visible } => {
+                    if visible {
+                        self.push_part(&argv, &wrappers, writes);
+                    }
+                    let joined = Arg {
+                        text: argv[start..]
+                            .iter()
+                            .map(|a| a.text.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        literal: argv[start..].iter().all(|a| a.literal),
+                        inner: argv[start..].iter().flat_map(|a| a.inner.clone()).collect(),
+                    };
+                    self.script(&argv[0].text, &joined);
+                    return;
+                }
+                Unwrap::Stdin => {
+                    match stdin {
+                        Stdin::Text(code) => {
+                            let code = code.clone();
+                            self.nested(|w| w.text(&code));
+                        }
+                        Stdin::Unknown => self.opaque(
+                            format!(
+                                "`{}` reads commands from a file or an expanded here-document",
+                                argv[0].text
+                            ),
+                            Vec::new(),
+                        ),
+                        Stdin::Inherited => self.opaque(
+                            format!("`{}` reads commands from standard input", argv[0].text),
+                            feeders.to_vec(),
+                        ),
+                    }
+                    return;
+                }
+                Unwrap::Multi(ranges) => {
+                    self.push_part(&argv, &wrappers, writes);
+                    for (s, e) in ranges {
+                        let inner = argv[s..e].to_vec();
+                        self.nested(|w| w.run(inner, &Stdin::Inherited, &[], &[]));
+                    }
+                    return;
+                }
+                Unwrap::Opaque(reason) => {
+                    let fed = argv.iter().flat_map(|a| a.inner.clone()).collect();
+                    self.opaque(reason, fed);
+                    return;
+                }
+            }
+            if argv.is_empty() {
+                return;
+            }
+        }
+    }
+
+    fn script(&mut self, runner: &str, code: &Arg) {
+        if code.literal {
+            let text = code.text.clone();
+            self.nested(|w| w.text(&text));
+        } else {
+            self.opaque(
+                format!("`{runner}` runs a command string produced by an expansion"),
+                code.inner.clone(),
+            );
+        }
+    }
+}

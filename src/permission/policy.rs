@@ -1,0 +1,298 @@
+//! Allow/deny decisions per executed part, for hosts that match rules themselves.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::fnmatch::fnmatch;
+use super::pattern::opaque_pattern;
+use super::{Analysis, Opacity, analyze, command_from_args};
+
+/// The outcome of [`PermissionPolicy::decide`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Every executed part is allowed and none is denied.
+    Allow,
+    /// Some part (or the tool) is denied.
+    Deny,
+    /// Neither: the host should ask the operator.
+    Ask,
+}
+
+/// A rule entry that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyError {
+    /// The entry as given.
+    pub entry: String,
+    /// What is wrong with it and how to fix it.
+    pub message: String,
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "permission rule {:?}: {}", self.entry, self.message)
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+#[derive(Clone, Debug)]
+struct Rule {
+    entry: String,
+    tool: String,
+    /// The argument pattern after the first `:`; `None` for a tool-level rule.
+    arg: Option<String>,
+}
+
+impl Rule {
+    fn parse(entry: &str) -> Result<Rule, PolicyError> {
+        let err = |message: &str| PolicyError {
+            entry: entry.to_owned(),
+            message: message.to_owned(),
+        };
+        if entry.trim().is_empty() {
+            return Err(err(
+                "the entry is empty; write a tool name like `bash.execute` or `bash.execute:git *`",
+            ));
+        }
+        if entry.contains('\0') {
+            return Err(err("the entry contains a NUL byte; remove it"));
+        }
+        let trailing = entry.len() - entry.trim_end_matches('\\').len();
+        if trailing % 2 == 1 {
+            return Err(err(
+                "the entry ends with a lone backslash, which escapes nothing; write `\\\\` for a literal backslash",
+            ));
+        }
+        let (tool, arg) = match entry.split_once(':') {
+            Some((t, a)) => (t, Some(a)),
+            None => (entry, None),
+        };
+        if tool.is_empty() {
+            return Err(err(
+                "the tool name before `:` is empty; write `bash.execute:<pattern>`",
+            ));
+        }
+        if arg.is_some_and(str::is_empty) {
+            return Err(err(
+                "the pattern after `:` is empty; write `bash.execute:git *`, or drop the `:` for the whole tool",
+            ));
+        }
+        Ok(Rule {
+            entry: entry.to_owned(),
+            tool: tool.to_owned(),
+            arg: arg.map(str::to_owned),
+        })
+    }
+
+    fn tool_matches(&self, tool: &str) -> bool {
+        fnmatch(&self.tool, tool)
+    }
+
+    /// Whether this argument rule matches `<tool>:<text>`. The text is also tried with a
+    /// trailing space, so that `git *` covers a bare `git` (and `rm *` denies the `rm`
+    /// that `xargs rm` runs with arguments from its input).
+    fn matches(&self, tool: &str, text: &str) -> bool {
+        if self.arg.is_none() || !self.tool_matches(tool) {
+            return false;
+        }
+        let subject = format!("{tool}:{text}");
+        fnmatch(&self.entry, &subject) || fnmatch(&self.entry, &format!("{subject} "))
+    }
+}
+
+/// Allow and deny rules in the host's format, applied to each executed part.
+///
+/// Entries are a tool name (`bash.execute`), a tool glob (`bash.*`) or
+/// `tool:argpattern` (`bash.execute:git status*`), matched with POSIX `fnmatch(3)`.
+/// Each part of a command is matched separately as `<tool>:<normalized text>`:
+/// deny wins if any part (or the tool) is denied; allow needs every part allowed;
+/// otherwise ask. Opaque commands are allowed only by a tool-level rule or `<tool>:*`.
+///
+/// ```
+/// use bash_mcp::permission::{Decision, PermissionPolicy};
+/// let policy = PermissionPolicy::new(&["bash.execute:git *"], &["bash.execute:rm *"]).unwrap();
+/// assert_eq!(policy.decide_command("bash.execute", "git add . && git commit -m x"), Decision::Allow);
+/// assert_eq!(policy.decide_command("bash.execute", "git status; ls"), Decision::Ask);
+/// assert_eq!(policy.decide_command("bash.execute", "git status; rm -rf ~"), Decision::Deny);
+/// ```
+#[derive(Clone, Debug)]
+pub struct PermissionPolicy {
+    allow: Vec<Rule>,
+    deny: Vec<Rule>,
+}
+
+impl PermissionPolicy {
+    /// Builds a policy; fails on the first unusable entry, naming it.
+    ///
+    /// ```
+    /// use bash_mcp::permission::PermissionPolicy;
+    /// let err = PermissionPolicy::new(&["bash.execute:"], &[] as &[&str]).unwrap_err();
+    /// assert!(err.to_string().contains("bash.execute:"));
+    /// ```
+    pub fn new<A: AsRef<str>, D: AsRef<str>>(allow: &[A], deny: &[D]) -> Result<Self, PolicyError> {
+        Ok(PermissionPolicy {
+            allow: allow
+                .iter()
+                .map(|e| Rule::parse(e.as_ref()))
+                .collect::<Result<_, _>>()?,
+            deny: deny
+                .iter()
+                .map(|e| Rule::parse(e.as_ref()))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// Decides a tool call whose arguments are `args_json` (`{"command": "..."}`).
+    /// Malformed arguments are treated as an opaque command.
+    ///
+    /// ```
+    /// use bash_mcp::permission::{Decision, PermissionPolicy};
+    /// let p = PermissionPolicy::new(&["bash.execute:git *"], &[] as &[&str]).unwrap();
+    /// assert_eq!(p.decide("bash.execute", r#"{"command":"env FOO=1 git status"}"#), Decision::Allow);
+    /// assert_eq!(p.decide("bash.execute", "{}"), Decision::Ask);
+    /// ```
+    pub fn decide(&self, tool_name: &str, args_json: &str) -> Decision {
+        self.evaluate(tool_name, &analysis_of(tool_name, args_json))
+            .0
+    }
+
+    /// Decides running the shell text `command` with `tool_name`.
+    ///
+    /// ```
+    /// use bash_mcp::permission::{Decision, PermissionPolicy};
+    /// let p = PermissionPolicy::new(&["bash.execute:*"], &[] as &[&str]).unwrap();
+    /// assert_eq!(p.decide_command("bash.execute", "eval x"), Decision::Allow);
+    /// ```
+    pub fn decide_command(&self, tool_name: &str, command: &str) -> Decision {
+        self.evaluate(tool_name, &analyze(command)).0
+    }
+
+    /// Explains [`decide`](Self::decide): for each part, the rule that decided it.
+    ///
+    /// ```
+    /// use bash_mcp::permission::PermissionPolicy;
+    /// let p = PermissionPolicy::new(&["bash.execute:git *"], &[] as &[&str]).unwrap();
+    /// let e = p.explain("bash.execute", r#"{"command":"git status; ls"}"#);
+    /// assert_eq!(e["decision"], "ask");
+    /// assert_eq!(e["parts"][0]["rule"], "bash.execute:git *");
+    /// assert_eq!(e["parts"][1]["decision"], "ask");
+    /// ```
+    pub fn explain(&self, tool_name: &str, args_json: &str) -> Value {
+        self.evaluate(tool_name, &analysis_of(tool_name, args_json))
+            .1
+    }
+
+    fn evaluate(&self, tool: &str, analysis: &Analysis) -> (Decision, Value) {
+        let subjects: Vec<String> = analysis
+            .parts
+            .iter()
+            .map(|p| format!("{tool}:{}", p.normalized_text))
+            .collect();
+        let opaque_subject = opaque_pattern(tool);
+        let mut parts = Vec::new();
+        let tool_deny = self
+            .deny
+            .iter()
+            .find(|r| r.arg.is_none() && r.tool_matches(tool));
+        let tool_allow = self
+            .allow
+            .iter()
+            .find(|r| r.arg.is_none() && r.tool_matches(tool));
+        let mut any_deny = tool_deny.map(|r| r.entry.clone());
+        let mut all_allowed = !analysis.parts.is_empty();
+        for (part, subject) in analysis.parts.iter().zip(&subjects) {
+            let deny = self
+                .deny
+                .iter()
+                .find(|r| r.matches(tool, &part.normalized_text));
+            let allow = self
+                .allow
+                .iter()
+                .find(|r| r.matches(tool, &part.normalized_text));
+            let (decision, rule) = match (deny, allow) {
+                (Some(d), _) => (Decision::Deny, Some(d.entry.clone())),
+                (None, Some(a)) => (Decision::Allow, Some(a.entry.clone())),
+                (None, None) => (Decision::Ask, None),
+            };
+            if decision == Decision::Deny && any_deny.is_none() {
+                any_deny = rule.clone();
+            }
+            all_allowed &= decision == Decision::Allow;
+            parts.push(json!({"command": part.normalized_text, "subject": subject, "decision": decision, "rule": rule}));
+        }
+        if analysis.is_opaque() && any_deny.is_none() {
+            any_deny = self
+                .deny
+                .iter()
+                .find(|r| r.matches(tool, "{unknown}"))
+                .map(|r| r.entry.clone());
+        }
+        let opaque_allow = self
+            .allow
+            .iter()
+            .find(|r| r.arg.as_deref() == Some("*") && r.tool_matches(tool))
+            .map(|r| r.entry.clone());
+        let (decision, rule, reason) = if let Some(rule) = any_deny {
+            (Decision::Deny, Some(rule), "a deny rule matched")
+        } else if let Some(r) = tool_allow {
+            (
+                Decision::Allow,
+                Some(r.entry.clone()),
+                "a tool-level allow rule matched",
+            )
+        } else if analysis.is_opaque() {
+            match opaque_allow {
+                Some(rule) => (
+                    Decision::Allow,
+                    Some(rule),
+                    "the command is opaque and `<tool>:*` is allowed",
+                ),
+                None => (
+                    Decision::Ask,
+                    None,
+                    "the command is opaque: only a tool-level or `<tool>:*` rule allows it",
+                ),
+            }
+        } else if analysis.parts.is_empty() {
+            (
+                Decision::Ask,
+                None,
+                "the command runs nothing that a rule can name",
+            )
+        } else if all_allowed {
+            (Decision::Allow, None, "every part matched an allow rule")
+        } else {
+            (Decision::Ask, None, "some part matched no rule")
+        };
+        let opaque: Vec<&Opacity> = analysis.opaque.iter().collect();
+        let value = json!({
+            "tool": tool,
+            "decision": decision,
+            "rule": rule,
+            "reason": reason,
+            "opaque": opaque,
+            "opaque_subject": if analysis.is_opaque() { Some(opaque_subject) } else { None },
+            "parts": parts,
+        });
+        (decision, value)
+    }
+}
+
+fn analysis_of(tool: &str, args_json: &str) -> Analysis {
+    match command_from_args(args_json) {
+        Ok(command) => analyze(&command),
+        Err(e) => {
+            tracing::warn!(tool, "permission policy: {e}");
+            Analysis {
+                parts: Vec::new(),
+                opaque: vec![Opacity {
+                    reason: e,
+                    fed_by: Vec::new(),
+                }],
+            }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Environment variables that change what a command runs or how it runs.
+//!
+//! Assigning any of these (as a `VAR=value` prefix, a standalone assignment, through
+//! `env`, `sudo`, `export`, `declare`, `read`, `for VAR in`, ...) makes the command opaque:
+//! `PATH=/tmp/evil git status` may not run git at all.
+
+/// Variables matched by exact name.
+pub const RISKY_VARIABLES: &[&str] = &[
+    "PATH",
+    "BASH_ENV",
+    "ENV",
+    "IFS",
+    "PS4",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "CDPATH",
+    "GLOBIGNORE",
+    "PROMPT_COMMAND",
+    "HOME",
+    "ZDOTDIR",
+    "XDG_CONFIG_HOME",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "MANPAGER",
+    "BROWSER",
+    "SHELL",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "PERL5DB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "CLASSPATH",
+    "RUSTC",
+    "RUSTC_WRAPPER",
+    "RUSTFLAGS",
+    "RUSTDOCFLAGS",
+    "CC",
+    "CXX",
+    "MAKEFLAGS",
+    "GCONV_PATH",
+];
+
+/// Variables matched by prefix (`LD_PRELOAD`, `GIT_SSH_COMMAND`, `PYTHONSTARTUP`, ...).
+pub const RISKY_VARIABLE_PREFIXES: &[&str] = &[
+    "LD_",
+    "DYLD_",
+    "GIT_",
+    "PYTHON",
+    "BASH_FUNC_",
+    "NPM_CONFIG_",
+    "CARGO_",
+    "PIP_",
+];
+
+/// Whether assigning `name` can change which program runs or what it does.
+///
+/// ```
+/// use bash_mcp::permission::is_risky_variable;
+/// assert!(is_risky_variable("PATH"));
+/// assert!(is_risky_variable("LD_PRELOAD"));
+/// assert!(is_risky_variable("GIT_SSH_COMMAND"));
+/// assert!(!is_risky_variable("FOO"));
+/// ```
+pub fn is_risky_variable(name: &str) -> bool {
+    RISKY_VARIABLES.contains(&name) || RISKY_VARIABLE_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// The variable name of an assignment word `NAME=v`, `NAME+=v` or `NAME[i]=v`, if it is one.
+pub(crate) fn assignment_name(word: &str) -> Option<&str> {
+    let end = word.find(['=', '[', '+'])?;
+    let name = &word[..end];
+    let valid = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    valid.then_some(name)
+}

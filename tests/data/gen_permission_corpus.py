@@ -1,0 +1,152 @@
+# Writes tests/data/permission_corpus.jsonl (run from the repository root: python3 tests/data/gen_permission_corpus.py).
+# Each entry: a command and the expected pattern body after "bash.execute:". Expectations are
+# written by hand from shell semantics, never copied from the implementation's output.
+import json
+U = "{unknown}"
+E = []
+def add(cmd, expect, note=""):
+    E.append({"command": cmd, "expect": expect, **({"note": note} if note else {})})
+
+# simple commands: literal command word W -> "W *"
+for w, args in [("git","status"),("ls","-la"),("cargo","test --release"),("make","-j4"),("python","-m http.server"),
+                ("python3","-c 'print(1)'"),("node","index.js"),("npm","run build"),("pytest","-q tests/"),("grep","-rn foo ."),
+                ("cat","README.md"),("echo","hello world"),("printf","'%s\\n' a"),("sed","-n 1,5p file"),("awk","'{print $1}' f"),
+                ("/usr/bin/git","log"),("./x.sh","--fast"),("../bin/tool","run"),("bin/run-tests",""),("g++","-O2 a.cc"),
+                ("clang-format","-i a.c"),("python3.12","-V"),("docker","ps"),("kubectl","get pods"),("curl","-s https://example.com"),
+                ("wget","https://example.com/x"),("rm","-f a.txt"),("mv","a b"),("cp","-r a b"),("mkdir","-p a/b"),
+                ("touch","x"),("chmod","+x run.sh"),("tar","xzf a.tgz"),("unzip","a.zip"),("ssh","host uptime"),
+                ("true",""),("false",""),(":",""),("cd","/tmp"),("pwd",""),("test","-f x"),
+                ("jq",".a file.json"),("rg","pattern"),("fd","-e rs"),("head","-n 5 f"),("tail","-f log"),("wc","-l f"),
+                ("sort","-u f"),("uniq","-c"),("diff","a b"),("patch","-p1"),("go","build ./..."),("rustc","--version"),
+                ("java","-jar a.jar"),("mvn","package"),("gradle","build"),("pip","list"),("uv","run x"),("ruby","a.rb"),
+                ("perl","-ne print f"),("php","-v"),("sqlite3","db .tables"),("psql","-c 'select 1'"),("tmux","ls"),
+                ("apt-get","install -y curl"),("sudo","-v"),("x.y-z_w+v@1%2:3",""),("kill","1234")]:
+    add(f"{w} {args}".strip(), f"{w.replace('[', chr(92)+'[')} *")
+# quoting and escaping of the command word
+add("'git' status", "git *"); add('"git" status', "git *"); add("g\\it status", "git *"); add("$'git' status", "git *")
+add("gi''t status", "git *"); add('gi""t log', "git *"); add("\\git diff", "git *")
+add("'/usr/bin/git' log", "/usr/bin/git *")
+# whitespace and comments
+for c in ["  git status", "git status   ", "\tgit status\t", "git status # comment", "# first\ngit status",
+          "git status\n", "\n\ngit status\n\n", "git status;", "git status ; # done", "  \t git \t status \t"]:
+    add(c, "git *")
+# assignments skipped
+for c in ["FOO=1 git status", "FOO=1 BAR=2 git status", "A='x y' git status", "A=$(echo x) git status",
+          "LANG=C git log", "TERM=dumb git status", "FOO= git status", "x=1; git status", "GIT=1 ls"]:
+    add(c, "{echo,git} *" if "$(echo" in c else ("ls *" if c.endswith("ls") else "git *"))
+# risky variables -> opaque
+for v in ["PATH=/tmp", "LD_PRELOAD=/tmp/x.so", "LD_LIBRARY_PATH=.", "BASH_ENV=/tmp/x", "ENV=/tmp/x", "IFS=/",
+          "PS4='$(rm -rf ~)'", "SHELLOPTS=xtrace", "BASHOPTS=x", "GIT_SSH_COMMAND=evil", "GIT_DIR=/tmp/x",
+          "PYTHONPATH=/tmp", "PYTHONSTARTUP=/tmp/x", "NODE_OPTIONS=--require=x", "PERL5OPT=-Mx", "RUBYOPT=-rx",
+          "HOME=/tmp", "EDITOR=evil", "PAGER=evil", "CARGO_TARGET_DIR=x"]:
+    add(f"{v} git status", U, "risky variable")
+    add(f"env {v} git status", U, "risky variable via env")
+add("export PATH=/tmp:$PATH; git status", U); add("PATH=/tmp; git status", U); add("declare PATH=/x; ls", U)
+add("read PATH < f; git", U); add("printf -v PATH %s /tmp; git", U); add("for PATH in /tmp; do git; done", U)
+add("local LD_PRELOAD=x", U); add("readonly IFS=x", U); add("typeset -x GIT_DIR=x; git status", U); add("unset PATH; ls", U)
+add("export FOO=1; git status", "{export,git} *"); add("export FOO=$(pwd)", "{export,pwd} *")
+# chaining: all parts named, sorted
+chains = [("true && rm -rf ~", "{rm,true} *"), ("git status; rm -rf ~", "{git,rm} *"), ("rm -rf ~; git status", "{git,rm} *"),
+          ("git status || rm x", "{git,rm} *"), ("git status | rm x", "{git,rm} *"), ("git status & rm x", "{git,rm} *"),
+          ("git status\nrm x", "{git,rm} *"), ("(git status; rm x)", "{git,rm} *"), ("{ git status; rm x; }", "{git,rm} *"),
+          ("git add . && git commit -m x", "git *"), ("git fetch && git rebase origin/main && git push", "git *"),
+          ("ls | grep foo | wc -l", "{grep,ls,wc} *"), ("cd src && make", "{cd,make} *"),
+          ("cargo build && cargo test 2>&1 | tail -n 20", "{cargo,tail} *"), ("make || true", "{make,true} *"),
+          ("a; b; c; a; b", "{a,b,c} *"), ("git status &", "git *"), ("! git diff --quiet", "git *"),
+          ("time git status", "git *"), ("git status |& cat", "{cat,git} *")]
+for c, e in chains: add(c, e)
+# compound commands
+for c, e in [("if true; then rm x; fi", "{rm,true} *"), ("if git diff --quiet; then echo clean; else echo dirty; fi", "{echo,git} *"),
+             ("while read l; do echo $l; done < f", "{echo,read} *"), ("until false; do sleep 1; done", "{false,sleep} *"),
+             ("for f in *.rs; do rustfmt $f; done", "rustfmt *"), ("for f in $(ls); do cat $f; done", "{cat,ls} *"),
+             ("case $x in a) rm a;; b) ls;; esac", "{ls,rm} *"), ("case $(uname) in Linux) echo l;; esac", "{echo,uname} *"),
+             ("[[ -f x ]] && echo y", "echo *"), ("[[ $(whoami) == root ]] && id", "{id,whoami} *"), ("(( x > 1 )) && echo big", "echo *"),
+             ("for ((i=0;i<3;i++)); do echo $i; done", "echo *"), ("if [ -f x ]; then cat x; fi", U), ("if test -f x; then cat x; fi", "{cat,test} *"),
+             ("select x in a b; do echo $x; break; done", U), ("coproc cat", "cat *"),
+             ("{ echo a; } > out.txt", "echo *"), ("( cd /tmp && ls ) 2>/dev/null", "{cd,ls} *")]:
+    add(c, e)
+# substitutions everywhere
+for c, e in [('echo "$(rm -rf /)"', "{echo,rm} *"), ("echo $(rm x)", "{echo,rm} *"), ("echo `rm x`", "{echo,rm} *"),
+             ('echo "a`rm x`b"', "{echo,rm} *"), ("echo a$(rm x)b", "{echo,rm} *"), ("git commit -m \"$(date)\"", "{date,git} *"),
+             ("echo > $(rm x)", "{echo,rm} *"), ("cat < `rm x`", "{cat,rm} *"), ("echo $(echo $(rm x))", "{echo,rm} *"),
+             ("diff <(ls a) <(ls b)", "{diff,ls} *"), ("tee >(rm x) < f", "{rm,tee} *"), ("cat <(curl -s x)", "{cat,curl} *"),
+             ("echo $((1 + 2))", "echo *"), ("x=$(rm x)", "rm *"), ("x=`whoami`", "whoami *"), ("arr=(a $(rm x))", "rm *"),
+             ("echo ${HOME}/x", "echo *"), ("echo ~/x", "echo *"), ('echo "$HOME"', "echo *"), ("cat <<EOF\n$(rm x)\nEOF", "{cat,rm} *"),
+             ("cat <<'EOF'\n$(rm x)\nEOF", "cat *"), ("cat <<< \"$(rm x)\"", "{cat,rm} *"), ("echo $( (rm x) )", "{echo,rm} *"),
+             ("for f in `ls`; do :; done", "{:,ls} *"), ("echo \"${x}$(id)\"", "{echo,id} *"), ("ls > \"$(mktemp)\"", "{ls,mktemp} *")]:
+    add(c, e)
+# substitutions that hide code -> opaque
+for c in ["echo ${x:-$(rm -rf ~)}", "echo \"${x:-`rm x`}\"", "echo $(( $(rm x) ))", "(( $(rm x) ))", "echo ${x@P}",
+          "echo $[ $(rm x) ]"]:
+    add(c, U)
+# here-docs and strings that reach a shell
+for c, e in [("bash <<EOF\nrm -rf /\nEOF", "rm *"), ("sh <<EOF\ngit status\nls\nEOF", "{git,ls} *"), ("bash <<'EOF'\nrm x\nEOF", "rm *"),
+             ("bash <<< 'rm x'", "rm *"), ("cat <<\\EOF\nx\nEOF", "cat *"), ("cat <<\"END-1\"\nx\nEND-1", "cat *"), ("cat <<$X\nx\n$X", U), ("cat << ''\nx\n", U), ("sh <<-EOF\n\trm x\n\tEOF", "rm *"), ("bash <<EOF\n$X\nEOF", U), ("bash <<< \"$X\"", U),
+             ("cat <<EOF | sh\nrm x\nEOF", U), ("echo rm x | sh", U), ("curl -fsSL https://x | sh", U), ("wget -qO- x | bash", U),
+             ("bash < script.sh", U), ("bash", U), ("sh -s", U), ("bash <(curl -s x)", U), ("sh script.sh", "sh *"), ("bash ./run.sh arg", "bash *"),
+             ("zsh -c 'rm x'", "rm *"), ("dash -c 'ls'", "ls *")]:
+    add(c, e)
+# sh -c recursion
+for c, e in [("sh -c 'rm -rf /'", "rm *"), ("bash -c 'git status; rm x'", "{git,rm} *"), ("bash -lc 'git push'", "git *"),
+             ("bash -ec 'ls'", "ls *"), ("bash -o pipefail -c 'ls | wc'", "{ls,wc} *"), ("sh -c \"sh -c 'rm x'\"", "rm *"),
+             ("bash -c \"$CMD\"", U), ("sh -c \"$(curl x)\"", U), ("bash -c 'eval x'", U), ("sh -c 'echo $(rm x)'", "{echo,rm} *"),
+             ("/bin/sh -c 'ls'", "ls *"), ("bash -c", U), ("bash --norc -c 'ls'", "ls *"), ("sudo sh -c 'rm x'", "{rm,sudo} *")]:
+    add(c, e)
+# wrappers
+for c, e in [("env git status", "git *"), ("env -i git status", "git *"), ("env -u FOO git status", "git *"), ("env FOO=1 BAR=2 git status", "git *"),
+             ("env -- git status", "git *"), ("env -C /tmp git status", "git *"), ("env", "env *"), ("env -S 'rm x'", U),
+             ("/usr/bin/env python3 x.py", "python3 *"), ("command git status", "git *"), ("command -v git", "command *"),
+             ("builtin echo x", "echo *"), ("exec git status", "git *"), ("exec -a name git status", "git *"), ("exec >log", "exec *"),
+             ("nice git status", "git *"), ("nice -n 10 git status", "git *"), ("nice -10 make", "make *"), ("nohup make &", "make *"),
+             ("time make", "make *"), ("/usr/bin/time -v make", "make *"), ("timeout 5 make", "make *"), ("timeout -s KILL 5 make", "make *"),
+             ("timeout --signal=KILL 5 make", "make *"), ("timeout -k 1 5 rm x", "rm *"), ("stdbuf -oL make", "make *"), ("stdbuf -o L make", "make *"),
+             ("xargs rm", "rm *"), ("xargs -0 -n1 rm", "rm *"), ("xargs -I {} rm {}", "rm *"), ("xargs -a list rm", "rm *"), ("xargs", "xargs *"),
+             ("find . -name '*.o' -exec rm {} \\;", "{find,rm} *"), ("find . -execdir git add {} +", "{find,git} *"), ("find . -ok rm {} \\;", "{find,rm} *"),
+             ("find . -name x", "find *"), ("find . -exec sh -c 'rm $1' _ {} \\;", "{find,rm} *"),
+             ("sudo rm -rf /", "{rm,sudo} *"), ("sudo -u bob git pull", "{git,sudo} *"), ("sudo -E make install", "{make,sudo} *"), ("sudo", "sudo *"),
+             ("sudo PATH=/x git", U), ("doas rm x", "{doas,rm} *"), ("setsid make", "make *"), ("setsid -f make", "make *"),
+             ("chroot /mnt rm x", "{chroot,rm} *"), ("ionice -c 3 make", "make *"), ("ionice -c3 -n7 make", "make *"), ("taskset 0x1 make", "make *"),
+             ("taskset -c 0,1 make", "make *"), ("watch -n 1 'ls | wc -l'", "{ls,wc} *"), ("watch -x ls", "ls *"), ("flock /tmp/l make", "make *"),
+             ("flock /tmp/l -c 'rm x'", "rm *"), ("strace -f -o out make", "make *"), ("strace -e trace=open ls", "ls *"), ("unbuffer make", "make *"),
+             ("script -q -c 'rm x' /dev/null", "rm *"), ("su -c 'rm x' root", "{rm,su} *"), ("su root", "su *"), ("busybox rm x", "rm *"),
+             ("nice nohup timeout 5 env FOO=1 git status", "git *"), ("xargs sh -c 'rm \"$@\"' _", "rm *"), ("command $CMD", U), ("env $X", U),
+             ("sudo $CMD", U), ("timeout $T make", U), ("timeout \"$T\" make", U), ("find $d -name x", U), ("find . -name '*.txt' -exec grep \"$pat\" {} +", "{find,grep} *"), ("find . -exec $CMD {} +", U), ("find . -exec rm {} \\; -name \"$x\"", U), ("nice -n $N make", U), ("xargs -0 $CMD", U)]:
+    add(c, e)
+# opaque constructs
+for c in ["eval \"$X\"", "eval 'rm x'", "source ./env.sh", ". ./env.sh", "$CMD x", "${CMD} x", "\"$CMD\" x", "$(echo rm) x", "`echo rm` x",
+          "~/\"$x\"", "~/bin/tool", "alias x=rm; x", "alias ls='rm -rf'", "f() { rm -rf /; }; f", "function f { ls; }", "git() { rm x; }; git status",
+          ":(){ :|:& };:", "trap 'rm x' EXIT", "hash -p /tmp/evil git; git status", "enable -f x.so y", "fc -s", "let 'x=$(rm)'",
+          "mapfile -C cb arr", "echo 'unterminated", "echo \"unterminated", "if true; then", "( ls", "ls )", "case x in", "for", "done",
+          "$x", "a$b", "g*t status", "gi?t status", "[a-z]it status", "{rm,-rf,x}", "rm\u00e9 x", "git\\ status x", "'git status'",
+          "\"git status\" x", "'' x", "\"\"", "*", "''", "a,b c", "a{b", "\x00", "git\x00 status", "ls\x00; rm x", "", "   ", "# only a comment",
+          "FOO=1", "x=1 y=2", ">out.txt", "< in.txt", "@(rm) x", "!(x) y", "$'r\\x6d' -rf ~", "$\"git\" status", "~ x", "~root/x y"]:
+    add(c, U)
+# paths kept as written
+for c, e in [("/bin/rm x", "/bin/rm *"), ("./rm x", "./rm *"), ("../git x", "../git *"), ("/usr/local/bin/python3 -m x", "/usr/local/bin/python3 *"),
+             ("/usr/bin/env git", "git *"), ("/usr/bin/sudo rm x", "{/usr/bin/sudo,rm} *"), ("./x.sh && ./y.sh", "{./x.sh,./y.sh} *")]:
+    add(c, e)
+# adversarial mixes
+for c, e in [("git status; $(rm -rf ~)", U), ("git status && eval x", U), ("git log --format='%H' | xargs -n1 git show", "git *"),
+             ("git status # ; rm -rf ~", "git *"), ("git status '; rm -rf ~'", "git *"), ("git status \"; rm -rf ~\"", "git *"),
+             ("git status \\; rm -rf ~", "git *"), ("git status\\\n; rm x", "{git,rm} *"), ("git status `# comment`", "git *"),
+             ("echo $(git status) && rm x", "{echo,git,rm} *"), ("git push || (rm -rf ~ &)", "{git,rm} *"),
+             ("git status && { sudo rm -rf /; }", "{git,rm,sudo} *"), ("git status | sh", U), ("git -c alias.x='!rm' x", "git *"),
+             ("git status 2>&1 >/dev/null", "git *"), ("git status > >(rm x)", "{git,rm} *"), ("git $(rm x)", "{git,rm} *"),
+             ("git diff | less", "{git,less} *"), ("GIT_PAGER=cat git log", U), ("git status\r", "git *"), ("[ -f x ] && ls", U), ("a=b", U)]:
+    add(c, e)
+# deep nesting
+add("$(" * 10000 + "rm" + ")" * 10000, U, "10 000 nested substitutions")
+add("echo " + "$(echo " * 12 + "x" + ")" * 12, "echo *", "12 nested substitutions: the parenthesis limit")
+add("echo " + "$(echo " * 13 + "x" + ")" * 13, U, "13 nested substitutions: over the parenthesis limit")
+add("((((((((((((((((((((((((((((((A", U, "unclosed parentheses make the parser backtrack exponentially")
+add("((" * 14 + "A", U)
+add("(" * 5000 + "ls" + ")" * 5000, U)
+add("{ " * 3000 + "ls" + "; }" * 3000, U)
+add("if true; then " * 2000 + "ls" + "; fi" * 2000, U)
+add("sh -c \"" + "sh -c \\\"" * 3 + "ls" + "\\\"" * 3 + "\"", U, "escaped quotes are not unescaped twice")
+add("echo " + "a" * 100000, "echo *", "a 100 000 character argument")
+add("ls && " * 2000 + "ls", "ls *")
+with open("tests/data/permission_corpus.jsonl", "w") as f:
+    for e in E:
+        f.write(json.dumps(e, ensure_ascii=False) + "\n")
+print(len(E))

@@ -1,0 +1,192 @@
+//! PermissionPolicy: per-part allow/deny decisions in the host's rule format.
+
+use bash_mcp::permission::{Decision, PermissionPolicy};
+
+const TOOL: &str = "bash.execute";
+
+fn policy(allow: &[&str], deny: &[&str]) -> PermissionPolicy {
+    PermissionPolicy::new(allow, deny).expect("valid rules")
+}
+
+fn args(command: &str) -> String {
+    serde_json::json!({ "command": command }).to_string()
+}
+
+fn decide(p: &PermissionPolicy, command: &str) -> Decision {
+    p.decide(TOOL, &args(command))
+}
+
+#[test]
+fn chaining_does_not_inherit_an_allow() {
+    let p = policy(&["bash.execute:git *"], &[]);
+    assert_eq!(decide(&p, "git status; rm -rf ~"), Decision::Ask);
+    assert_eq!(decide(&p, "git status && $(rm -rf ~)"), Decision::Ask);
+    assert_eq!(decide(&p, "git status | sh"), Decision::Ask);
+}
+
+#[test]
+fn deny_wins_for_any_part() {
+    let p = policy(&["bash.execute:git *"], &["bash.execute:rm *"]);
+    assert_eq!(decide(&p, "git status; rm -rf ~"), Decision::Deny);
+    assert_eq!(decide(&p, "git status; echo $(rm x)"), Decision::Deny);
+    assert_eq!(
+        decide(&p, "rm x; eval y"),
+        Decision::Deny,
+        "a known denied part of an opaque command"
+    );
+    let p = policy(&["bash.execute"], &["bash.execute:rm *"]);
+    assert_eq!(
+        decide(&p, "ls && rm x"),
+        Decision::Deny,
+        "deny beats a tool-level allow"
+    );
+    let p = policy(&["bash.execute:*"], &["bash.*"]);
+    assert_eq!(decide(&p, "ls"), Decision::Deny, "tool-level deny");
+}
+
+#[test]
+fn every_part_allowed_means_allow() {
+    let p = policy(&["bash.execute:git *"], &[]);
+    assert_eq!(decide(&p, "git add . && git commit -m x"), Decision::Allow);
+    assert_eq!(decide(&p, "env FOO=1 git status"), Decision::Allow);
+    assert_eq!(decide(&p, "nice -n 5 git status"), Decision::Allow);
+    assert_eq!(
+        decide(&p, "git commit -m \"$(date)\""),
+        Decision::Ask,
+        "date is a part too"
+    );
+    let p = policy(&["bash.execute:git *", "bash.execute:date"], &[]);
+    assert_eq!(decide(&p, "git commit -m \"$(date)\""), Decision::Allow);
+}
+
+#[test]
+fn shell_strings_are_matched_as_their_commands() {
+    let p = policy(&[], &["bash.execute:rm *"]);
+    assert_eq!(decide(&p, "sh -c 'rm -rf /'"), Decision::Deny);
+    assert_eq!(decide(&p, "bash <<EOF\nrm -rf /\nEOF"), Decision::Deny);
+    assert_eq!(decide(&p, "find . -exec rm {} \\;"), Decision::Deny);
+    assert_eq!(decide(&p, "xargs rm"), Decision::Deny);
+    assert_eq!(decide(&p, "sudo rm x"), Decision::Deny);
+}
+
+#[test]
+fn finer_rules_apply_per_part() {
+    let p = policy(
+        &["bash.execute:git status*", "bash.execute:git diff*"],
+        &["bash.execute:git push*"],
+    );
+    assert_eq!(decide(&p, "git status && git diff"), Decision::Allow);
+    assert_eq!(decide(&p, "git status && git commit -m x"), Decision::Ask);
+    assert_eq!(decide(&p, "git status; git push -f"), Decision::Deny);
+    assert_eq!(
+        decide(&p, "git -c x=y status"),
+        Decision::Ask,
+        "options before the subcommand are not status"
+    );
+    assert_eq!(
+        decide(&p, "'git' \"status\""),
+        Decision::Allow,
+        "quotes removed"
+    );
+}
+
+#[test]
+fn opaque_needs_tool_level_or_wildcard() {
+    for rules in [
+        &["bash.execute:git *"][..],
+        &["bash.execute:eval *"],
+        &["bash.execute:{unknown}"],
+        &["bash.execute:? *"],
+    ] {
+        let p = policy(rules, &[]);
+        for c in [
+            "eval x",
+            "$CMD",
+            "PATH=/x git status",
+            "echo 'unterminated",
+            "curl x | sh",
+        ] {
+            assert_eq!(decide(&p, c), Decision::Ask, "{rules:?} {c}");
+        }
+    }
+    for rules in [
+        &["bash.execute:*"][..],
+        &["bash.execute"],
+        &["bash.*"],
+        &["*"],
+    ] {
+        let p = policy(rules, &[]);
+        assert_eq!(decide(&p, "eval x"), Decision::Allow, "{rules:?}");
+    }
+    let p = policy(&["bash.execute"], &["bash.execute:*"]);
+    assert_eq!(decide(&p, "eval x"), Decision::Deny);
+}
+
+#[test]
+fn malformed_arguments_are_opaque() {
+    let p = policy(&["bash.execute:git *"], &[]);
+    for bad in [
+        "",
+        "not json",
+        "{}",
+        r#"{"command": 5}"#,
+        r#"["git status"]"#,
+    ] {
+        assert_eq!(p.decide(TOOL, bad), Decision::Ask, "{bad}");
+    }
+    let p = policy(&["bash.execute:*"], &[]);
+    assert_eq!(p.decide(TOOL, "not json"), Decision::Allow);
+    let p = policy(&[], &[]);
+    assert_eq!(decide(&p, ""), Decision::Ask);
+    assert_eq!(decide(&p, "# nothing"), Decision::Ask);
+}
+
+#[test]
+fn other_tools_are_not_matched_by_bash_rules() {
+    let p = policy(&["bash.execute:git *"], &["filesystem.*"]);
+    assert_eq!(
+        p.decide("filesystem.write", &args("git status")),
+        Decision::Deny
+    );
+    assert_eq!(
+        p.decide("other.execute", &args("git status")),
+        Decision::Ask
+    );
+}
+
+#[test]
+fn constructor_names_the_bad_entry() {
+    for (bad, needle) in [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("bash.execute:", "after `:` is empty"),
+        (":git *", "tool name"),
+        ("bash.execute:git\0", "NUL"),
+        ("bash.execute:git \\", "backslash"),
+    ] {
+        let err = PermissionPolicy::new(&[bad], &[] as &[&str]).unwrap_err();
+        assert_eq!(err.entry, bad);
+        assert!(err.to_string().contains(needle), "{err}");
+        let err = PermissionPolicy::new(&[] as &[&str], &["bash.execute", bad]).unwrap_err();
+        assert_eq!(err.entry, bad);
+    }
+    assert!(PermissionPolicy::new(&["bash.execute:a\\\\"], &[] as &[&str]).is_ok());
+}
+
+#[test]
+fn explain_names_the_deciding_rules() {
+    let p = policy(&["bash.execute:git *"], &["bash.execute:rm *"]);
+    let e = p.explain(TOOL, &args("git status; rm -rf ~; ls"));
+    assert_eq!(e["decision"], "deny");
+    assert_eq!(e["rule"], "bash.execute:rm *");
+    assert_eq!(e["parts"][0]["subject"], "bash.execute:git status");
+    assert_eq!(e["parts"][0]["decision"], "allow");
+    assert_eq!(e["parts"][0]["rule"], "bash.execute:git *");
+    assert_eq!(e["parts"][1]["decision"], "deny");
+    assert_eq!(e["parts"][2]["decision"], "ask");
+    assert!(e["parts"][2]["rule"].is_null());
+    let e = p.explain(TOOL, &args("eval x"));
+    assert_eq!(e["decision"], "ask");
+    assert!(e["opaque"][0]["reason"].as_str().unwrap().contains("eval"));
+    assert_eq!(e["opaque_subject"], "bash.execute:{unknown}");
+}

@@ -1,0 +1,171 @@
+//! Bounded random-input testing of extraction and policy on the stable toolchain:
+//! a deterministic generator over shell-ish tokens, asserting no panic, bounded time
+//! and the pattern properties on every input.
+
+use std::time::{Duration, Instant};
+
+use bash_mcp::permission::{
+    Decision, PermissionPolicy, analyze, classify, command_pattern, fnmatch, permission_pattern,
+};
+
+const TOOL: &str = "bash.execute";
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+}
+
+const TOKENS: &[&str] = &[
+    "git", "rm", "ls", "sh", "bash", "-c", "env", "FOO=1", "PATH=/x", "sudo", "xargs", "find",
+    "-exec", "\\;", "{}", "nice", "timeout", "5", "eval", "x", "-rf", "~", "/", " ", " ", " ", ";",
+    "&&", "||", "|", "&", "\n", "(", ")", "{", "}", "$(", "`", "'", "\"", "\\", "<<EOF\n",
+    "\nEOF\n", "<<<", "<(", ">", "<", "2>&1", "$x", "${x}", "${x:-", "$((", "))", "if", "then",
+    "fi", "for", "in", "do", "done", "case", "esac", "while", "#", "*", "?", "[", "]", "\0", "\t",
+    "é", "=", ",", "f()", "alias", "source", ".", "--", "-", "$'\\x41'", "!", "[[", "]]",
+];
+
+fn random_command(r: &mut Rng) -> String {
+    let n = r.next() % 24;
+    let mut s = String::new();
+    for _ in 0..n {
+        s.push_str(r.pick(TOKENS));
+        if !r.next().is_multiple_of(3) {
+            s.push(' ');
+        }
+    }
+    s
+}
+
+fn check(command: &str, policy: &PermissionPolicy) {
+    let start = Instant::now();
+    let a = analyze(command);
+    let pattern = command_pattern(TOOL, command);
+    assert!(
+        fnmatch(&pattern, &pattern),
+        "{pattern:?} must match itself ({command:?})"
+    );
+    let opaque = a.is_opaque() || a.parts.is_empty();
+    assert_eq!(opaque, pattern == "bash.execute:{unknown}", "{command:?}");
+    let words: Vec<&str> = a.parts.iter().map(|p| p.command_word.as_str()).collect();
+    for w in ["git", "rm", "ls", "sh", "x", "unknown"]
+        .iter()
+        .chain(words.iter())
+    {
+        let rule = format!("{TOOL}:{w} *");
+        let only_w = !opaque && !words.is_empty() && words.iter().all(|x| x == w);
+        assert_eq!(
+            fnmatch(&rule, &pattern),
+            only_w,
+            "{rule} vs {pattern} for {command:?}"
+        );
+        assert!(!fnmatch(&format!("{TOOL}:{w}"), &pattern));
+    }
+    let decision = policy.decide_command(TOOL, command);
+    if opaque {
+        assert_ne!(decision, Decision::Allow, "opaque {command:?} allowed");
+    }
+    if words.contains(&"rm") {
+        assert_eq!(decision, Decision::Deny, "{command:?}");
+    }
+    let args = serde_json::json!({ "command": command }).to_string();
+    assert_eq!(permission_pattern(TOOL, &args), pattern);
+    let _ = classify(command);
+    // Five analyses per check in a debug build: allow 2 s plus 10 µs per byte.
+    let limit = Duration::from_secs(2) + Duration::from_micros(10 * command.len() as u64);
+    let shown: String = command.chars().take(80).collect();
+    let took = start.elapsed();
+    assert!(
+        took < limit,
+        "{shown:?} ({} bytes) took {took:?}",
+        command.len()
+    );
+}
+
+#[test]
+fn random_token_soup() {
+    let policy = PermissionPolicy::new(
+        &["bash.execute:git *", "bash.execute:ls *"],
+        &["bash.execute:rm *"],
+    )
+    .unwrap();
+    let mut r = Rng(0x2545_f491_4f6c_dd1d);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for i in 0..4000 {
+        let c = random_command(&mut r);
+        check(&c, &policy);
+        assert!(
+            Instant::now() < deadline,
+            "4000 inputs must finish within a minute (at {i})"
+        );
+    }
+}
+
+#[test]
+fn hostile_inputs() {
+    let policy = PermissionPolicy::new(&["bash.execute:git *"], &["bash.execute:rm *"]).unwrap();
+    let mut hostile: Vec<String> = vec![
+        "\0".into(),
+        "11111111111<(111111<(".into(),
+        "((((((((((((((((((((((((((((((A".into(),
+        "<<\r\t<[<\t".into(),
+        "<<   \"\"   ".into(),
+        "cat <<'' x".into(),
+        ">{ (K({\u{1}>(K(((yK(HHHHHHH<<<<<\n\ne[$[n]rd(e,)]<<$[\t\t<<<HHHHHHHHHHHHHHHHHHHHHHHH?/)U(((#(+(".into(),
+        ".O]$[A]$[O&$[[_]A]$[A]\u{1}$[A]$[sp$[A]$[]*<<(A]$[sp$[A(\n(".into(),
+        "\u{7}\n((((((((([([func(>AYA[]A<<-[A^^0t(\u{7}\n((((((((([([func(>AYA[]A<<-[A^^0t((([( d)"
+            .into(),
+        "((".repeat(40) + "A",
+        "echo 99999999999>x".into(),
+        "ls ~99999999999999999999".into(),
+        "ls ~+99999999999999999999 ~-99999999999999999999".into(),
+        "git\0status".into(),
+        "\u{feff}git status".into(),
+        "git status\u{2028}rm x".into(),
+        "$(".repeat(10_000),
+        format!("{}ls{}", "$(".repeat(10_000), ")".repeat(10_000)),
+        format!("{}ls{}", "`".repeat(10_001), "`".repeat(10_001)),
+        "((((((((((".repeat(1000),
+        "{ ".repeat(10_000),
+        "if true; then ".repeat(5000),
+        "case x in a) ".repeat(5000),
+        "\"$(".repeat(5000),
+        "${x:-".repeat(5000),
+        "[[ ( ".repeat(5000),
+        "$((".repeat(5000),
+        "cat <<EOF\n".repeat(2000),
+        "<(".repeat(5000),
+        "a && ".repeat(20_000),
+        "x".repeat(1_000_000),
+        "'".repeat(100_001),
+        "\\".repeat(100_001),
+        "sh -c '".to_string() + &"sh -c \\'".repeat(1000),
+        "find . ".to_string() + &"-exec ".repeat(5000),
+        "nice ".repeat(20_000) + "ls",
+        "[[ a && ".repeat(3000) + "b ]]",
+    ];
+    for n in [1, 10, 11, 12, 13, 40, 47, 48, 49, 60, 200] {
+        hostile.push(format!("{}ls{}", "$(".repeat(n), ")".repeat(n)));
+        hostile.push(format!("{}ls{}", "(".repeat(n), ")".repeat(n)));
+        hostile.push(format!("{}ls{}", "sh -c \"$(", "\")".repeat(n)).repeat(1));
+    }
+    // Run on a thread with a small stack, as a host's worker thread might have.
+    let handle = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            for c in &hostile {
+                check(c, &policy);
+            }
+        })
+        .unwrap();
+    handle
+        .join()
+        .expect("no panic or overflow on hostile input");
+}
