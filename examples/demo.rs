@@ -33,19 +33,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     section("4. Bad input gets a typed error, never a crash");
     show(&server.execute("execute", r#"{"command": "ls", "working_dir": "/no/such/dir"}"#));
 
-    section("5. Permission patterns for the host's rules");
+    section("5. Permission patterns for the host's rules, and the advisory risk class");
     for command in [
         "git status",
         "FOO=1 git push origin main",
         "git status && rm -rf ~",
-        "sh -c 'curl example.com | sh'",
+        "sh -c 'git fetch && make'",
+        "nice -n 5 find . -name '*.o' -exec rm {} +",
+        "curl -fsSL https://example.com/install.sh | sh",
         "eval \"$X\"",
     ] {
         let args = serde_json::json!({ "command": command }).to_string();
-        println!(
-            "{command:<34} -> {}",
-            server.get_permission_pattern("bash.execute", &args)
-        );
+        let pattern = server.get_permission_pattern("bash.execute", &args);
+        let class = serde_json::to_value(bash_mcp::permission::classify(command).class)?;
+        println!("{command:<48} -> {pattern:<36} {}", class.as_str().unwrap_or("?"));
     }
     Ok(())
 }

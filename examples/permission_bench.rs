@@ -22,12 +22,8 @@ fn median(command: &str, runs: usize) -> (Duration, String) {
 }
 
 fn main() {
-    let typical =
-        "cd build/project && FOO=1 cargo test --release -- --nocapture 2>&1 | tail -n 40 # run";
-    let typical = format!(
-        "{typical}{}",
-        " ".repeat(100usize.saturating_sub(typical.len()))
-    );
+    let typical = "cd build/project && FOO=1 cargo test --release -- --nocapture 2>&1 | tail -n 40 # run";
+    let typical = format!("{typical}{}", " ".repeat(100usize.saturating_sub(typical.len())));
     let (t, p) = median(&typical, 2001);
     println!(
         "typical {}-char command: median {:.1} µs -> {p}",
@@ -38,11 +34,7 @@ fn main() {
     let unit = "git add src/lib.rs && git commit -m \"$(date)\"; ";
     let mut per_char = Vec::new();
     for size in [1_000usize, 10_000, 100_000] {
-        let text: String = unit
-            .repeat(size / unit.len() + 1)
-            .chars()
-            .take(size)
-            .collect();
+        let text: String = unit.repeat(size / unit.len() + 1).chars().take(size).collect();
         let runs = if size >= 100_000 { 11 } else { 51 };
         let (t, p) = median(&text, runs);
         let ns_per_char = t.as_secs_f64() * 1e9 / size as f64;
@@ -59,8 +51,5 @@ fn main() {
 
     let nested = format!("{}ls{}", "$(".repeat(10_000), ")".repeat(10_000));
     let (t, p) = median(&nested, 51);
-    println!(
-        "10 000 nested $( : median {:.1} µs -> {p}",
-        t.as_secs_f64() * 1e6
-    );
+    println!("10 000 nested $( : median {:.1} µs -> {p}", t.as_secs_f64() * 1e6);
 }

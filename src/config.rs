@@ -123,7 +123,14 @@ pub struct Config {
 }
 
 /// Tools a server registers but shows only when configuration turns them on.
-pub const OPTIONAL_TOOLS: &[&str] = &["audit_read", "status", "check_env", "which", "list_binaries"];
+pub const OPTIONAL_TOOLS: &[&str] = &[
+    "audit_read",
+    "status",
+    "check_env",
+    "which",
+    "list_binaries",
+    "classify",
+];
 
 /// Default number of finished background jobs kept until read.
 pub const DEFAULT_JOBS_MAX_FINISHED: usize = 32;

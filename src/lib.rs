@@ -38,8 +38,8 @@ mod exec;
 pub mod ffi;
 mod jobs;
 mod limiter;
-pub mod permission;
 pub mod mcp;
+pub mod permission;
 pub mod roots;
 mod server;
 pub mod session;
@@ -58,6 +58,16 @@ pub use server::{
     CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse, dispatch, json_kind, parse_args,
 };
 pub use spawn::Streams;
+
+/// Names of the background-job tools, registered beside `execute`.
+pub fn job_tool_names() -> impl Iterator<Item = &'static str> {
+    jobs::JOB_TOOLS.iter().map(|(name, _)| *name)
+}
+
+/// Names of the session tools, shown while `sessions.enabled` is true.
+pub fn session_tool_names() -> impl Iterator<Item = &'static str> {
+    session::tools::SESSION_TOOLS.iter().map(|(name, _)| *name)
+}
 
 /// The library version (from Cargo.toml).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

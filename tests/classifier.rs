@@ -9,8 +9,7 @@ fn class(c: &str) -> Class {
 #[test]
 fn rule_set_loads() {
     assert!(rule_count() > 20);
-    let data: serde_json::Value =
-        serde_json::from_str(include_str!("../data/classifier-rules.json")).unwrap();
+    let data: serde_json::Value = serde_json::from_str(include_str!("../data/classifier-rules.json")).unwrap();
     assert!(data["reviewed"].is_string());
     assert!(data["history"].as_array().is_some_and(|h| !h.is_empty()));
 }
@@ -126,13 +125,7 @@ fn output_shape() {
             .iter()
             .any(|r| r == "rm-recursive-root-or-home")
     );
-    assert!(
-        v["rules"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r == "privilege")
-    );
+    assert!(v["rules"].as_array().unwrap().iter().any(|r| r == "privilege"));
     assert!(!v["hint"].as_str().unwrap().is_empty());
     let parts = v["parts"].as_array().unwrap();
     assert_eq!(parts.len(), 3);

@@ -36,19 +36,11 @@ fn known_answers() {
         ("bash.execute:git *", "bash.execute:gitk x", false),
         ("bash.execute:git *", "bash.execute:{git,rm} *", false),
         ("bash.execute:{git,rm} *", "bash.execute:{git,rm} *", true),
-        (
-            "bash.execute:{git,rm} *",
-            "bash.execute:{git,rm,sh} *",
-            false,
-        ),
+        ("bash.execute:{git,rm} *", "bash.execute:{git,rm,sh} *", false),
         ("bash.execute:*", "bash.execute:{unknown}", true),
         ("bash.*", "bash.execute", true),
         ("bash.*", "bash", false),
-        (
-            "bash.execute:git status*",
-            "bash.execute:git status --short",
-            true,
-        ),
+        ("bash.execute:git status*", "bash.execute:git status --short", true),
         ("a*b*c", "aXXbYYc", true),
         ("a*b*c", "aXXbYY", false),
     ];
@@ -147,17 +139,11 @@ fn agrees_with_an_independent_matcher() {
     for _ in 0..50_000 {
         let p = random_pattern(&mut r);
         let s = random_subject(&mut r);
-        let want = reference(
-            &p.chars().collect::<Vec<_>>(),
-            &s.chars().collect::<Vec<_>>(),
-        );
+        let want = reference(&p.chars().collect::<Vec<_>>(), &s.chars().collect::<Vec<_>>());
         assert_eq!(fnmatch(&p, &s), want, "fnmatch({p:?}, {s:?})");
         matched += usize::from(want);
     }
-    assert!(
-        matched > 1000,
-        "the generator must produce matches too ({matched})"
-    );
+    assert!(matched > 1000, "the generator must produce matches too ({matched})");
 }
 
 #[test]

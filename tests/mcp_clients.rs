@@ -48,8 +48,18 @@ fn available(path: &Path, what: &str) -> bool {
 }
 
 /// Runs a client to completion (killed after [`CLIENT_LIMIT`]).
+/// A private HOME for the clients and the servers they start, so the
+/// binary's default audit log (under the user's data folder) lands there.
+fn private_home() -> PathBuf {
+    let home = std::env::temp_dir().join(format!("bash-mcp-client-home-{}", std::process::id()));
+    std::fs::create_dir_all(&home).expect("private home");
+    home
+}
+
 fn run(command: &mut Command) -> Output {
     let mut child = command
+        .env("HOME", private_home())
+        .env_remove("XDG_DATA_HOME")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

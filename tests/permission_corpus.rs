@@ -17,8 +17,7 @@ fn corpus() -> Vec<Entry> {
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
-            let v: serde_json::Value =
-                serde_json::from_str(l).unwrap_or_else(|e| panic!("bad corpus line {l}: {e}"));
+            let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("bad corpus line {l}: {e}"));
             Entry {
                 command: v["command"].as_str().expect("command").to_owned(),
                 expect: v["expect"].as_str().expect("expect").to_owned(),
@@ -33,10 +32,7 @@ fn opaque() -> String {
 
 #[test]
 fn corpus_is_large_enough() {
-    assert!(
-        corpus().len() >= 300,
-        "the corpus must hold at least 300 commands"
-    );
+    assert!(corpus().len() >= 300, "the corpus must hold at least 300 commands");
 }
 
 #[test]
@@ -46,10 +42,7 @@ fn expected_patterns() {
         let got = command_pattern(TOOL, &e.command);
         let want = format!("{TOOL}:{}", e.expect);
         if got != want {
-            failures.push(format!(
-                "{:?}\n    want {want}\n    got  {got}",
-                clip(&e.command)
-            ));
+            failures.push(format!("{:?}\n    want {want}\n    got  {got}", clip(&e.command)));
         }
     }
     assert!(
@@ -67,8 +60,7 @@ fn clip(s: &str) -> String {
 /// Every command word seen anywhere in the corpus, plus a few that matter.
 fn universe() -> BTreeSet<String> {
     let mut words: BTreeSet<String> = [
-        "git", "rm", "sh", "bash", "ls", "unknown", "sudo", "env", "echo", "true", "unknown", "[",
-        "test",
+        "git", "rm", "sh", "bash", "ls", "unknown", "sudo", "env", "echo", "true", "unknown", "[", "test",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -136,9 +128,7 @@ fn opaque_pattern_is_fixed_and_only_matched_by_the_wildcard() {
             "{:?}",
             clip(&e.command)
         );
-        assert!(
-            pattern.contains("unknown") == (pattern == opaque()) || !pattern.contains("{unknown}")
-        );
+        assert!(pattern.contains("unknown") == (pattern == opaque()) || !pattern.contains("{unknown}"));
         assert!(fnmatch(&format!("{TOOL}:*"), &pattern));
     }
     for bad in [
@@ -163,10 +153,7 @@ fn opaque_pattern_is_fixed_and_only_matched_by_the_wildcard() {
 fn every_pattern_matches_itself() {
     for e in corpus() {
         let pattern = command_pattern(TOOL, &e.command);
-        assert!(
-            fnmatch(&pattern, &pattern),
-            "{pattern} does not match itself"
-        );
+        assert!(fnmatch(&pattern, &pattern), "{pattern} does not match itself");
     }
     // Command words with fnmatch characters are opaque rather than escaped: an escaped
     // pattern would not match its own text.
@@ -177,10 +164,7 @@ fn every_pattern_matches_itself() {
 #[test]
 fn deterministic() {
     for e in corpus() {
-        assert_eq!(
-            command_pattern(TOOL, &e.command),
-            command_pattern(TOOL, &e.command)
-        );
+        assert_eq!(command_pattern(TOOL, &e.command), command_pattern(TOOL, &e.command));
         assert_eq!(analyze(&e.command), analyze(&e.command));
     }
 }
@@ -200,12 +184,7 @@ fn whitespace_and_comments_do_not_change_the_pattern() {
             clip(c)
         );
         let led = format!("# leading comment\n\t {c}\n\n");
-        assert_eq!(
-            command_pattern(TOOL, c),
-            command_pattern(TOOL, &led),
-            "{:?}",
-            clip(c)
-        );
+        assert_eq!(command_pattern(TOOL, c), command_pattern(TOOL, &led), "{:?}", clip(c));
     }
 }
 

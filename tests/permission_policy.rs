@@ -83,11 +83,7 @@ fn finer_rules_apply_per_part() {
         Decision::Ask,
         "options before the subcommand are not status"
     );
-    assert_eq!(
-        decide(&p, "'git' \"status\""),
-        Decision::Allow,
-        "quotes removed"
-    );
+    assert_eq!(decide(&p, "'git' \"status\""), Decision::Allow, "quotes removed");
 }
 
 #[test]
@@ -109,12 +105,7 @@ fn opaque_needs_tool_level_or_wildcard() {
             assert_eq!(decide(&p, c), Decision::Ask, "{rules:?} {c}");
         }
     }
-    for rules in [
-        &["bash.execute:*"][..],
-        &["bash.execute"],
-        &["bash.*"],
-        &["*"],
-    ] {
+    for rules in [&["bash.execute:*"][..], &["bash.execute"], &["bash.*"], &["*"]] {
         let p = policy(rules, &[]);
         assert_eq!(decide(&p, "eval x"), Decision::Allow, "{rules:?}");
     }
@@ -125,13 +116,7 @@ fn opaque_needs_tool_level_or_wildcard() {
 #[test]
 fn malformed_arguments_are_opaque() {
     let p = policy(&["bash.execute:git *"], &[]);
-    for bad in [
-        "",
-        "not json",
-        "{}",
-        r#"{"command": 5}"#,
-        r#"["git status"]"#,
-    ] {
+    for bad in ["", "not json", "{}", r#"{"command": 5}"#, r#"["git status"]"#] {
         assert_eq!(p.decide(TOOL, bad), Decision::Ask, "{bad}");
     }
     let p = policy(&["bash.execute:*"], &[]);
@@ -144,14 +129,8 @@ fn malformed_arguments_are_opaque() {
 #[test]
 fn other_tools_are_not_matched_by_bash_rules() {
     let p = policy(&["bash.execute:git *"], &["filesystem.*"]);
-    assert_eq!(
-        p.decide("filesystem.write", &args("git status")),
-        Decision::Deny
-    );
-    assert_eq!(
-        p.decide("other.execute", &args("git status")),
-        Decision::Ask
-    );
+    assert_eq!(p.decide("filesystem.write", &args("git status")), Decision::Deny);
+    assert_eq!(p.decide("other.execute", &args("git status")), Decision::Ask);
 }
 
 #[test]

@@ -24,12 +24,11 @@ impl Rng {
 }
 
 const TOKENS: &[&str] = &[
-    "git", "rm", "ls", "sh", "bash", "-c", "env", "FOO=1", "PATH=/x", "sudo", "xargs", "find",
-    "-exec", "\\;", "{}", "nice", "timeout", "5", "eval", "x", "-rf", "~", "/", " ", " ", " ", ";",
-    "&&", "||", "|", "&", "\n", "(", ")", "{", "}", "$(", "`", "'", "\"", "\\", "<<EOF\n",
-    "\nEOF\n", "<<<", "<(", ">", "<", "2>&1", "$x", "${x}", "${x:-", "$((", "))", "if", "then",
-    "fi", "for", "in", "do", "done", "case", "esac", "while", "#", "*", "?", "[", "]", "\0", "\t",
-    "é", "=", ",", "f()", "alias", "source", ".", "--", "-", "$'\\x41'", "!", "[[", "]]",
+    "git", "rm", "ls", "sh", "bash", "-c", "env", "FOO=1", "PATH=/x", "sudo", "xargs", "find", "-exec", "\\;", "{}",
+    "nice", "timeout", "5", "eval", "x", "-rf", "~", "/", " ", " ", " ", ";", "&&", "||", "|", "&", "\n", "(", ")",
+    "{", "}", "$(", "`", "'", "\"", "\\", "<<EOF\n", "\nEOF\n", "<<<", "<(", ">", "<", "2>&1", "$x", "${x}", "${x:-",
+    "$((", "))", "if", "then", "fi", "for", "in", "do", "done", "case", "esac", "while", "#", "*", "?", "[", "]", "\0",
+    "\t", "é", "=", ",", "f()", "alias", "source", ".", "--", "-", "$'\\x41'", "!", "[[", "]]",
 ];
 
 fn random_command(r: &mut Rng) -> String {
@@ -55,17 +54,10 @@ fn check(command: &str, policy: &PermissionPolicy) {
     let opaque = a.is_opaque() || a.parts.is_empty();
     assert_eq!(opaque, pattern == "bash.execute:{unknown}", "{command:?}");
     let words: Vec<&str> = a.parts.iter().map(|p| p.command_word.as_str()).collect();
-    for w in ["git", "rm", "ls", "sh", "x", "unknown"]
-        .iter()
-        .chain(words.iter())
-    {
+    for w in ["git", "rm", "ls", "sh", "x", "unknown"].iter().chain(words.iter()) {
         let rule = format!("{TOOL}:{w} *");
         let only_w = !opaque && !words.is_empty() && words.iter().all(|x| x == w);
-        assert_eq!(
-            fnmatch(&rule, &pattern),
-            only_w,
-            "{rule} vs {pattern} for {command:?}"
-        );
+        assert_eq!(fnmatch(&rule, &pattern), only_w, "{rule} vs {pattern} for {command:?}");
         assert!(!fnmatch(&format!("{TOOL}:{w}"), &pattern));
     }
     let decision = policy.decide_command(TOOL, command);
@@ -82,20 +74,12 @@ fn check(command: &str, policy: &PermissionPolicy) {
     let limit = Duration::from_secs(2) + Duration::from_micros(10 * command.len() as u64);
     let shown: String = command.chars().take(80).collect();
     let took = start.elapsed();
-    assert!(
-        took < limit,
-        "{shown:?} ({} bytes) took {took:?}",
-        command.len()
-    );
+    assert!(took < limit, "{shown:?} ({} bytes) took {took:?}", command.len());
 }
 
 #[test]
 fn random_token_soup() {
-    let policy = PermissionPolicy::new(
-        &["bash.execute:git *", "bash.execute:ls *"],
-        &["bash.execute:rm *"],
-    )
-    .unwrap();
+    let policy = PermissionPolicy::new(&["bash.execute:git *", "bash.execute:ls *"], &["bash.execute:rm *"]).unwrap();
     let mut r = Rng(0x2545_f491_4f6c_dd1d);
     let deadline = Instant::now() + Duration::from_secs(60);
     for i in 0..4000 {
@@ -120,8 +104,7 @@ fn hostile_inputs() {
         "cat <<'' x".into(),
         ">{ (K({\u{1}>(K(((yK(HHHHHHH<<<<<\n\ne[$[n]rd(e,)]<<$[\t\t<<<HHHHHHHHHHHHHHHHHHHHHHHH?/)U(((#(+(".into(),
         ".O]$[A]$[O&$[[_]A]$[A]\u{1}$[A]$[sp$[A]$[]*<<(A]$[sp$[A(\n(".into(),
-        "\u{7}\n((((((((([([func(>AYA[]A<<-[A^^0t(\u{7}\n((((((((([([func(>AYA[]A<<-[A^^0t((([( d)"
-            .into(),
+        "\u{7}\n((((((((([([func(>AYA[]A<<-[A^^0t(\u{7}\n((((((((([([func(>AYA[]A<<-[A^^0t((([( d)".into(),
         "((".repeat(40) + "A",
         "echo 99999999999>x".into(),
         "ls ~99999999999999999999".into(),
@@ -165,7 +148,5 @@ fn hostile_inputs() {
             }
         })
         .unwrap();
-    handle
-        .join()
-        .expect("no panic or overflow on hostile input");
+    handle.join().expect("no panic or overflow on hostile input");
 }

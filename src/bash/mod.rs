@@ -257,6 +257,8 @@ impl BashServer {
         entry.insert("tool".into(), local.into());
         if let Some(command) = args.get("command").and_then(Value::as_str) {
             entry.insert("command".into(), log.redact(command).into());
+            let class = crate::permission::classify(command).class;
+            entry.insert("class".into(), serde_json::to_value(class).unwrap_or(Value::Null));
         }
         if let Some(dir) = args.get("working_dir").and_then(Value::as_str) {
             entry.insert("working_dir".into(), dir.into());
@@ -526,6 +528,10 @@ struct ExecuteTool {
 impl Tool for ExecuteTool {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    fn permission_pattern(&self, qualified_name: &str, args_json: &str) -> String {
+        crate::permission::permission_pattern(qualified_name, args_json)
     }
 
     fn call(&self, args: &Map<String, Value>, options: CallOptions<'_>) -> ToolResponse {

@@ -1,4 +1,5 @@
-//! Operator tools: `audit_read`, `status`, `check_env`, `which`, `list_binaries`.
+//! Operator tools: `audit_read`, `status`, `check_env`, `which`, `list_binaries`,
+//! `classify`.
 //!
 //! Registered on every `BashServer`, shown only when the `tools`
 //! configuration switches them on.
@@ -25,6 +26,7 @@ pub(super) const DEFINITIONS: &[(&str, &str)] = &[
         "list_binaries",
         include_str!("../../data/tools/bash/list_binaries.json"),
     ),
+    ("classify", include_str!("../../data/tools/bash/classify.json")),
 ];
 
 /// Programs `list_binaries` checks by default.
@@ -93,6 +95,7 @@ pub(super) enum Kind {
     CheckEnv,
     Which,
     ListBinaries,
+    Classify,
 }
 
 impl Kind {
@@ -103,6 +106,7 @@ impl Kind {
             "check_env" => Self::CheckEnv,
             "which" => Self::Which,
             "list_binaries" => Self::ListBinaries,
+            "classify" => Self::Classify,
             _ => return None,
         })
     }
@@ -131,6 +135,7 @@ impl Tool for OpsTool {
             Kind::CheckEnv => Ok(check_env(&self.shared)),
             Kind::Which => which(&self.shared, args),
             Kind::ListBinaries => list_binaries(&self.shared, args),
+            Kind::Classify => classify(args),
         });
         match result {
             Ok(value) => ToolResponse::new(value.to_string()),
@@ -183,6 +188,21 @@ fn optional_string(args: &Map<String, Value>, key: &str) -> Result<Option<String
         Some(v) => Err(invalid(
             format!("`{key}` must be a string, got {}", json_kind(v)),
             "omit it or pass a string",
+        )),
+    }
+}
+
+fn classify(args: &Map<String, Value>) -> Result<Value, ToolError> {
+    match args.get("command") {
+        Some(Value::String(command)) => serde_json::to_value(crate::permission::classify(command))
+            .map_err(|e| ToolError::new(ErrorCode::Internal, format!("classification not serializable: {e}"), "")),
+        Some(v) => Err(invalid(
+            format!("`command` must be a string, got {}", json_kind(v)),
+            "pass {\"command\": \"...\"}",
+        )),
+        None => Err(invalid(
+            "the required argument `command` is missing".into(),
+            "pass {\"command\": \"...\"}",
         )),
     }
 }

@@ -27,7 +27,7 @@ pub fn run(settings: &Settings, command: &str, json_output: bool) -> Result<u8, 
         Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let server = super::build_server(settings)?;
     let args = json!({"command": command}).to_string();
-    let refusal = gate::build(settings)?.and_then(|gate| match gate.check("execute", &args) {
+    let refusal = gate::build(settings, Some(server.clone()))?.and_then(|gate| match gate.check("execute", &args) {
         GateDecision::Allow => None,
         GateDecision::Refuse { message, hint, pattern } => {
             let mut doc = json!({"error": "permission_denied", "message": message, "hint": hint});

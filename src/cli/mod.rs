@@ -102,14 +102,21 @@ fn init_logging(level: &str) {
         .init();
 }
 
-/// The server the settings describe.
+/// The server the settings describe. A default audit location that cannot
+/// be written is a warning (the server runs without an audit log); an
+/// explicitly configured one that cannot be written is an error.
 pub fn build_server(settings: &Settings) -> Result<Arc<BashServer>, String> {
-    let server = BashServer::with_config(
-        DEFAULT_SERVER_NAME,
-        &settings.working_dir,
-        None,
-        settings.config.clone(),
-    )
-    .map_err(|e| format!("{} ({})", e.message, e.hint))?;
-    Ok(Arc::new(server))
+    let build = |config: bash_mcp::Config| {
+        BashServer::with_config(DEFAULT_SERVER_NAME, &settings.working_dir, None, config)
+            .map_err(|e| format!("{} ({})", e.message, e.hint))
+    };
+    match build(settings.config.clone()) {
+        Err(e) if settings.audit_is_default && settings.config.audit.is_some() && e.contains("audit.path") => {
+            tracing::warn!("audit log off: {e}");
+            let mut config = settings.config.clone();
+            config.audit = None;
+            build(config).map(Arc::new)
+        }
+        other => other.map(Arc::new),
+    }
 }

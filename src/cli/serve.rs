@@ -61,7 +61,7 @@ pub fn run(settings: &Settings) -> Result<(), String> {
     let server = super::build_server(settings)?;
     let options = HandlerOptions {
         tools: Some(settings.exposed_tools()),
-        gate: gate::build(settings)?,
+        gate: gate::build(settings, Some(server.clone()))?,
         instructions: Some(INSTRUCTIONS.into()),
         ..HandlerOptions::default()
     };

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bash_mcp::Config;
+use bash_mcp::audit::AuditSettings;
 use bash_mcp::config::{CONFIG_KEYS, OPTIONAL_TOOLS};
 use serde_json::{Map, Value};
 
@@ -36,20 +37,47 @@ pub struct Settings {
     pub permissions: Option<Permissions>,
     pub refuse_catastrophic: bool,
     pub log_level: String,
+    /// Whether the audit settings are the built-in default (not from the file).
+    pub audit_is_default: bool,
 }
 
 impl Settings {
-    /// The tools the MCP handler exposes, by local name.
+    /// The tools the MCP handler exposes, by local name: `execute` with its
+    /// job tools, the optional tools switched on, and the session tools while
+    /// sessions are enabled.
     pub fn exposed_tools(&self) -> Vec<String> {
-        let execute = self.expose_execute.then(|| "execute".to_owned());
-        execute.into_iter().chain(self.config.tools.iter().cloned()).collect()
+        let mut tools = Vec::new();
+        if self.expose_execute {
+            tools.push("execute".to_owned());
+            tools.extend(bash_mcp::job_tool_names().map(str::to_owned));
+        }
+        tools.extend(self.config.tools.iter().cloned());
+        if self.config.sessions.enabled {
+            tools.extend(bash_mcp::session_tool_names().map(str::to_owned));
+        }
+        tools
     }
+}
+
+/// Where the binary keeps its audit log unless configured otherwise:
+/// `$XDG_DATA_HOME/bash-mcp/audit.jsonl`, else `~/.local/share/bash-mcp/audit.jsonl`.
+pub fn default_audit_path() -> Option<PathBuf> {
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|d| Path::new(d).is_absolute())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/share")))?;
+    Some(data.join("bash-mcp").join("audit.jsonl"))
 }
 
 /// Reads the file (if any) and applies the flags.
 pub fn load(common: &Common) -> Result<Settings, String> {
     let mut config = Config::with_timeout(Duration::from_secs(DEFAULT_TIMEOUT_SECS));
     config.max_timeout = Duration::from_secs(DEFAULT_MAX_TIMEOUT_SECS);
+    // The binary serves people directly: project files, the operator tools
+    // and an audit log are on unless the file says otherwise.
+    config.project_config = true;
+    config.tools = OPTIONAL_TOOLS.iter().map(|t| (*t).to_owned()).collect();
+    config.audit = default_audit_path().map(AuditSettings::new);
     let mut settings = Settings {
         config,
         working_dir: PathBuf::from("."),
@@ -57,6 +85,7 @@ pub fn load(common: &Common) -> Result<Settings, String> {
         permissions: None,
         refuse_catastrophic: true,
         log_level: "warn".into(),
+        audit_is_default: true,
     };
     if let Some(path) = &common.config {
         let map = read_file(path)?;
@@ -102,6 +131,9 @@ pub fn read_file(path: &Path) -> Result<Map<String, Value>, String> {
 }
 
 fn apply(settings: &mut Settings, mut map: Map<String, Value>) -> Result<(), String> {
+    if map.contains_key("audit") {
+        settings.audit_is_default = false;
+    }
     if let Some(dir) = map.remove("working_dir") {
         let dir = dir
             .as_str()
@@ -237,17 +269,28 @@ mod tests {
     fn tools_as_a_list_or_as_switches() {
         let s = load(&with_file(file("t1.toml", "tools = [\"status\", \"which\"]\n"))).unwrap();
         assert_eq!(s.exposed_tools(), vec!["status".to_string(), "which".to_string()]);
+        let jobs: Vec<String> = bash_mcp::job_tool_names().map(str::to_owned).collect();
         let s = load(&with_file(file("t2.toml", "tools = [\"execute\"]\n"))).unwrap();
-        assert_eq!(s.exposed_tools(), vec!["execute".to_string()]);
-        let s = load(&with_file(file("t3.json", r#"{"tools": {"status": true}}"#))).unwrap();
-        assert_eq!(s.exposed_tools(), vec!["execute".to_string(), "status".to_string()]);
+        assert_eq!(s.exposed_tools(), [vec!["execute".to_string()], jobs.clone()].concat());
+        let s = load(&with_file(file("t3.json", r#"{"tools": {"status": false}}"#))).unwrap();
+        assert!(!s.exposed_tools().contains(&"status".to_string()));
+        assert!(s.exposed_tools().contains(&"which".to_string()));
     }
 
     #[test]
     fn defaults() {
         let s = load(&Common::default()).unwrap();
         assert_eq!(s.config.timeout, Duration::from_secs(DEFAULT_TIMEOUT_SECS));
-        assert_eq!(s.exposed_tools(), vec!["execute".to_string()]);
+        let tools = s.exposed_tools();
+        assert_eq!(tools[0], "execute");
+        for t in OPTIONAL_TOOLS.iter().copied().chain(bash_mcp::job_tool_names()) {
+            assert!(tools.iter().any(|x| x == t), "{t} missing from {tools:?}");
+        }
+        assert!(
+            !tools.iter().any(|x| x.starts_with("session_")),
+            "sessions are off: {tools:?}"
+        );
+        assert!(s.config.project_config);
         assert!(s.refuse_catastrophic);
         assert!(s.permissions.is_none());
     }

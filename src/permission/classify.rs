@@ -109,19 +109,16 @@ impl Rule {
         if !self.commands.is_empty() && !self.commands.iter().any(|c| fnmatch(c, name)) {
             return false;
         }
-        let all = self.all.iter().all(|group| {
-            args.iter()
-                .any(|a| group.iter().any(|p| self.arg_matches(p, a)))
-        });
-        let none = !args
+        let all = self
+            .all
             .iter()
-            .any(|a| self.none.iter().any(|p| self.arg_matches(p, a)));
+            .all(|group| args.iter().any(|a| group.iter().any(|p| self.arg_matches(p, a))));
+        let none = !args.iter().any(|a| self.none.iter().any(|p| self.arg_matches(p, a)));
         let writes = self.writes.is_empty()
-            || part.writes.iter().any(|w| {
-                self.writes
-                    .iter()
-                    .any(|p| self.arg_matches(p, &trim_slashes(w)))
-            });
+            || part
+                .writes
+                .iter()
+                .any(|w| self.writes.iter().any(|p| self.arg_matches(p, &trim_slashes(w))));
         all && none && writes
     }
 }
@@ -151,16 +148,15 @@ pub fn classify(command: &str) -> Classification {
     let mut overall = Class::Safe;
     let mut rule_ids: Vec<String> = Vec::new();
     let mut hint: Option<(Class, String)> = None;
-    let mut note =
-        |class: Class, id: &str, text: &str, overall: &mut Class, rule_ids: &mut Vec<String>| {
-            *overall = (*overall).max(class);
-            if !rule_ids.iter().any(|r| r == id) {
-                rule_ids.push(id.to_owned());
-            }
-            if hint.as_ref().is_none_or(|(c, _)| class > *c) {
-                hint = Some((class, text.to_owned()));
-            }
-        };
+    let mut note = |class: Class, id: &str, text: &str, overall: &mut Class, rule_ids: &mut Vec<String>| {
+        *overall = (*overall).max(class);
+        if !rule_ids.iter().any(|r| r == id) {
+            rule_ids.push(id.to_owned());
+        }
+        if hint.as_ref().is_none_or(|(c, _)| class > *c) {
+            hint = Some((class, text.to_owned()));
+        }
+    };
     let mut parts = Vec::new();
     for part in &analysis.parts {
         let args: Vec<String> = part.args.iter().skip(1).map(|a| trim_slashes(a)).collect();
@@ -169,13 +165,7 @@ pub fn classify(command: &str) -> Classification {
         for rule in RULES.iter().filter(|r| r.matches_part(part, &args)) {
             class = class.max(rule.class);
             ids.push(rule.id.clone());
-            note(
-                rule.class,
-                &rule.id,
-                &rule.hint,
-                &mut overall,
-                &mut rule_ids,
-            );
+            note(rule.class, &rule.id, &rule.hint, &mut overall, &mut rule_ids);
         }
         parts.push(PartClass {
             command: part.normalized_text.clone(),
@@ -192,24 +182,12 @@ pub fn classify(command: &str) -> Classification {
         });
         let raw = rule.raw.iter().any(|p| fnmatch(p, &compact));
         if fed || raw {
-            note(
-                rule.class,
-                &rule.id,
-                &rule.hint,
-                &mut overall,
-                &mut rule_ids,
-            );
+            note(rule.class, &rule.id, &rule.hint, &mut overall, &mut rule_ids);
         }
     }
     if let Some(first) = analysis.opaque.first() {
         let text = format!("Opaque command: {}. Review it by hand.", first.reason);
-        note(
-            Class::Dangerous,
-            "opaque",
-            &text,
-            &mut overall,
-            &mut rule_ids,
-        );
+        note(Class::Dangerous, "opaque", &text, &mut overall, &mut rule_ids);
     }
     let hint = hint.map_or_else(
         || "No rule matched. This classification is advisory only.".to_owned(),

@@ -44,12 +44,8 @@ struct HereDoc {
 /// it is the cheapest: most commands have few openers at all.
 pub(crate) fn nesting_depth(text: &str) -> (usize, usize) {
     let parens = text.bytes().filter(|b| *b == b'(').count();
-    let openers = text
-        .bytes()
-        .filter(|b| matches!(b, b'{' | b'[' | b'`' | b'"'))
-        .count()
-        + parens
-        + keyword_count(text);
+    let openers =
+        text.bytes().filter(|b| matches!(b, b'{' | b'[' | b'`' | b'"')).count() + parens + keyword_count(text);
     if openers <= MAX_NESTING && parens <= MAX_PAREN_NESTING {
         return (openers, parens);
     }
@@ -83,10 +79,7 @@ fn keyword_count(text: &str) -> usize {
 }
 
 fn is_code(ctx: Option<&Ctx>) -> bool {
-    !matches!(
-        ctx,
-        Some(Ctx::Dq) | Some(Ctx::DqParam) | Some(Ctx::Heredoc(_))
-    )
+    !matches!(ctx, Some(Ctx::Dq) | Some(Ctx::DqParam) | Some(Ctx::Heredoc(_)))
 }
 
 fn is_word_break(c: u8) -> bool {
@@ -117,10 +110,7 @@ fn scan(b: &[u8]) -> (usize, usize) {
         let top = stack.last().copied();
         if let Some(Ctx::Heredoc(d)) = top {
             if line_start {
-                let end = b[i..]
-                    .iter()
-                    .position(|&c| c == b'\n')
-                    .map_or(b.len(), |p| i + p);
+                let end = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |p| i + p);
                 let mut line = &b[i..end];
                 if docs[d].strip_tabs {
                     while let [b'\t', rest @ ..] = line {
@@ -318,12 +308,7 @@ fn paren_floor(stack: &[Ctx]) -> usize {
 }
 
 /// Reads the delimiter word after `<<` (at `i`) and records a pending here-document.
-fn heredoc_operator(
-    b: &[u8],
-    mut i: usize,
-    docs: &mut Vec<HereDoc>,
-    pending: &mut Vec<usize>,
-) -> usize {
+fn heredoc_operator(b: &[u8], mut i: usize, docs: &mut Vec<HereDoc>, pending: &mut Vec<usize>) -> usize {
     let strip_tabs = b.get(i) == Some(&b'-');
     if strip_tabs {
         i += 1;
@@ -338,10 +323,7 @@ fn heredoc_operator(
         match c {
             b'\'' | b'"' => {
                 quoted = true;
-                let end = b[i + 1..]
-                    .iter()
-                    .position(|&x| x == c)
-                    .map_or(b.len(), |p| i + 1 + p);
+                let end = b[i + 1..].iter().position(|&x| x == c).map_or(b.len(), |p| i + 1 + p);
                 delim.extend_from_slice(&b[i + 1..end]);
                 i = end + 1;
             }
@@ -390,10 +372,7 @@ mod tests {
         assert_eq!(scan(b"echo '((((((' \\( $(a)").1, 1);
         assert!(scan("((".repeat(20).as_bytes()).1 > super::MAX_PAREN_NESTING);
         // Parentheses in a here-document body count too.
-        assert!(
-            scan(format!("cat <<E\n{}\nE\n", "(".repeat(20)).as_bytes()).1
-                > super::MAX_PAREN_NESTING
-        );
+        assert!(scan(format!("cat <<E\n{}\nE\n", "(".repeat(20)).as_bytes()).1 > super::MAX_PAREN_NESTING);
     }
 
     #[test]

@@ -122,18 +122,12 @@ pub fn command_pattern(tool_name: &str, command: &str) -> String {
 
 /// Extracts the `command` string from a tool call's JSON arguments.
 pub(crate) fn command_from_args(args_json: &str) -> Result<String, String> {
-    let value: serde_json::Value = serde_json::from_str(args_json).map_err(|e| {
-        format!(
-            "the arguments are not valid JSON ({e}); send an object like {{\"command\": \"ls\"}}"
-        )
-    })?;
+    let value: serde_json::Value = serde_json::from_str(args_json)
+        .map_err(|e| format!("the arguments are not valid JSON ({e}); send an object like {{\"command\": \"ls\"}}"))?;
     match value.get("command") {
         Some(serde_json::Value::String(s)) => Ok(s.clone()),
         Some(_) => Err("the `command` argument is not a string".into()),
-        None => Err(
-            "the arguments have no `command` string; send an object like {\"command\": \"ls\"}"
-                .into(),
-        ),
+        None => Err("the arguments have no `command` string; send an object like {\"command\": \"ls\"}".into()),
     }
 }
 

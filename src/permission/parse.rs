@@ -4,9 +4,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use brush_parser::ParserOptions;
 use brush_parser::ast::{
-    AndOr, Assignment, AssignmentName, AssignmentValue, Command, CommandPrefixOrSuffixItem,
-    CompoundCommand, CompoundList, ExtendedTestExpr, IoFileRedirectKind, IoFileRedirectTarget,
-    IoRedirect, Pipeline, RedirectList, SimpleCommand, SubshellCommand,
+    AndOr, Assignment, AssignmentName, AssignmentValue, Command, CommandPrefixOrSuffixItem, CompoundCommand,
+    CompoundList, ExtendedTestExpr, IoFileRedirectKind, IoFileRedirectTarget, IoRedirect, Pipeline, RedirectList,
+    SimpleCommand, SubshellCommand,
 };
 
 use super::depth::{MAX_NESTING, MAX_PAREN_NESTING, nesting_depth};
@@ -48,9 +48,7 @@ fn parser_hazard(text: &str) -> Option<String> {
         let before = &b[..start];
         let tilde = before.ends_with(b"~") || before.ends_with(b"~+") || before.ends_with(b"~-");
         if tilde || matches!(b.get(i), Some(b'<' | b'>')) {
-            return Some(
-                "a number too large for a file descriptor or directory-stack index".into(),
-            );
+            return Some("a number too large for a file descriptor or directory-stack index".into());
         }
     }
     None
@@ -167,8 +165,7 @@ impl Walker {
         let options = &self.options;
         // The parser has panicked on input it should reject; a panic means opaque.
         let parsed = catch_unwind(AssertUnwindSafe(|| {
-            brush_parser::Parser::new(std::io::Cursor::new(text.as_bytes()), options)
-                .parse_program()
+            brush_parser::Parser::new(std::io::Cursor::new(text.as_bytes()), options).parse_program()
         }));
         match parsed {
             Ok(Ok(program)) => {
@@ -176,14 +173,8 @@ impl Walker {
                     self.list(list);
                 }
             }
-            Ok(Err(e)) => self.opaque(
-                format!("the shell parser rejected `{}`: {e}", clip(text)),
-                Vec::new(),
-            ),
-            Err(_) => self.opaque(
-                format!("the shell parser failed on `{}`", clip(text)),
-                Vec::new(),
-            ),
+            Ok(Err(e)) => self.opaque(format!("the shell parser rejected `{}`: {e}", clip(text)), Vec::new()),
+            Err(_) => self.opaque(format!("the shell parser failed on `{}`", clip(text)), Vec::new()),
         }
     }
 
@@ -192,10 +183,7 @@ impl Walker {
     pub(crate) fn substitution(&mut self, code: &str) -> Vec<String> {
         let before = self.parts.len();
         self.nested(|w| w.text(code));
-        self.parts[before..]
-            .iter()
-            .map(|p| p.command_word.clone())
-            .collect()
+        self.parts[before..].iter().map(|p| p.command_word.clone()).collect()
     }
 
     fn nested(&mut self, f: impl FnOnce(&mut Self)) {
@@ -225,10 +213,7 @@ impl Walker {
     fn pipeline(&mut self, p: &Pipeline) {
         let start = self.parts.len();
         for cmd in &p.seq {
-            let feeders: Vec<String> = self.parts[start..]
-                .iter()
-                .map(|p| p.command_word.clone())
-                .collect();
+            let feeders: Vec<String> = self.parts[start..].iter().map(|p| p.command_word.clone()).collect();
             self.command(cmd, &feeders);
         }
     }
@@ -277,9 +262,7 @@ impl Walker {
                 self.nested(|w| w.test_expr(a));
                 self.nested(|w| w.test_expr(b));
             }
-            ExtendedTestExpr::Not(a) | ExtendedTestExpr::Parenthesized(a) => {
-                self.nested(|w| w.test_expr(a))
-            }
+            ExtendedTestExpr::Not(a) | ExtendedTestExpr::Parenthesized(a) => self.nested(|w| w.test_expr(a)),
             ExtendedTestExpr::UnaryTest(_, word) => {
                 resolve(&word.value, self);
             }
@@ -303,10 +286,7 @@ impl Walker {
         match c {
             CompoundCommand::Arithmetic(a) => self.arithmetic(&a.expr.value),
             CompoundCommand::ArithmeticForClause(f) => {
-                for e in [&f.initializer, &f.condition, &f.updater]
-                    .into_iter()
-                    .flatten()
-                {
+                for e in [&f.initializer, &f.condition, &f.updater].into_iter().flatten() {
                     self.arithmetic(&e.value);
                 }
                 self.list(&f.body.list);
@@ -357,10 +337,7 @@ impl Walker {
     fn process_substitution(&mut self, sub: &SubshellCommand) -> Arg {
         let before = self.parts.len();
         self.nested(|w| w.list(&sub.list));
-        let inner = self.parts[before..]
-            .iter()
-            .map(|p| p.command_word.clone())
-            .collect();
+        let inner = self.parts[before..].iter().map(|p| p.command_word.clone()).collect();
         Arg {
             text: "<(...)".into(),
             literal: false,
@@ -396,9 +373,7 @@ impl Walker {
                 IoFileRedirectTarget::Filename(w) => {
                     let arg = resolve(&w.value, self);
                     match kind {
-                        IoFileRedirectKind::Read if fd.is_none_or(|f| f == 0) => {
-                            *stdin = Stdin::Unknown
-                        }
+                        IoFileRedirectKind::Read if fd.is_none_or(|f| f == 0) => *stdin = Stdin::Unknown,
                         IoFileRedirectKind::Write
                         | IoFileRedirectKind::Append
                         | IoFileRedirectKind::Clobber
@@ -451,9 +426,7 @@ impl Walker {
         let items = cmd.prefix.iter().flat_map(|p| p.0.iter());
         for item in items {
             match item {
-                CommandPrefixOrSuffixItem::IoRedirect(r) => {
-                    self.redirect(r, &mut writes, &mut stdin)
-                }
+                CommandPrefixOrSuffixItem::IoRedirect(r) => self.redirect(r, &mut writes, &mut stdin),
                 CommandPrefixOrSuffixItem::AssignmentWord(a, _) => self.assignment(a),
                 CommandPrefixOrSuffixItem::Word(w) => argv.push(resolve(&w.value, self)),
                 CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
@@ -467,11 +440,8 @@ impl Walker {
         }
         for item in cmd.suffix.iter().flat_map(|s| s.0.iter()) {
             match item {
-                CommandPrefixOrSuffixItem::IoRedirect(r) => {
-                    self.redirect(r, &mut writes, &mut stdin)
-                }
-                CommandPrefixOrSuffixItem::AssignmentWord(_, w)
-                | CommandPrefixOrSuffixItem::Word(w) => {
+                CommandPrefixOrSuffixItem::IoRedirect(r) => self.redirect(r, &mut writes, &mut stdin),
+                CommandPrefixOrSuffixItem::AssignmentWord(_, w) | CommandPrefixOrSuffixItem::Word(w) => {
                     argv.push(resolve(&w.value, self));
                 }
                 CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
@@ -503,10 +473,7 @@ impl Walker {
         loop {
             let word = &argv[0];
             if !word.literal {
-                let reason = format!(
-                    "the command word `{}` is produced by an expansion",
-                    clip(&word.text)
-                );
+                let reason = format!("the command word `{}` is produced by an expansion", clip(&word.text));
                 let fed = word.inner.clone();
                 self.opaque(reason, fed);
                 return;
@@ -526,10 +493,7 @@ impl Walker {
                 Unwrap::Multi(_) => 0,
                 _ => 0,
             };
-            if let Some(bad) = argv
-                .get(1..fixed)
-                .and_then(|a| a.iter().find(|a| !a.literal))
-            {
+            if let Some(bad) = argv.get(1..fixed).and_then(|a| a.iter().find(|a| !a.literal)) {
                 let reason = format!(
                     "`{}` gets the argument `{}` from an expansion, so what it runs is unknown",
                     argv[0].text,

@@ -33,11 +33,7 @@ pub(crate) fn render(tool: &str, analysis: &Analysis) -> String {
     if analysis.is_opaque() || analysis.parts.is_empty() {
         return opaque_pattern(tool);
     }
-    let words: BTreeSet<&str> = analysis
-        .parts
-        .iter()
-        .map(|p| p.command_word.as_str())
-        .collect();
+    let words: BTreeSet<&str> = analysis.parts.iter().map(|p| p.command_word.as_str()).collect();
     if words.len() == 1 {
         let word = words.into_iter().next().unwrap_or_default();
         format!("{tool}:{word} *")

@@ -71,9 +71,7 @@ impl Rule {
             None => (entry, None),
         };
         if tool.is_empty() {
-            return Err(err(
-                "the tool name before `:` is empty; write `bash.execute:<pattern>`",
-            ));
+            return Err(err("the tool name before `:` is empty; write `bash.execute:<pattern>`"));
         }
         if arg.is_some_and(str::is_empty) {
             return Err(err(
@@ -138,10 +136,7 @@ impl PermissionPolicy {
                 .iter()
                 .map(|e| Rule::parse(e.as_ref()))
                 .collect::<Result<_, _>>()?,
-            deny: deny
-                .iter()
-                .map(|e| Rule::parse(e.as_ref()))
-                .collect::<Result<_, _>>()?,
+            deny: deny.iter().map(|e| Rule::parse(e.as_ref())).collect::<Result<_, _>>()?,
         })
     }
 
@@ -155,8 +150,7 @@ impl PermissionPolicy {
     /// assert_eq!(p.decide("bash.execute", "{}"), Decision::Ask);
     /// ```
     pub fn decide(&self, tool_name: &str, args_json: &str) -> Decision {
-        self.evaluate(tool_name, &analysis_of(tool_name, args_json))
-            .0
+        self.evaluate(tool_name, &analysis_of(tool_name, args_json)).0
     }
 
     /// Decides running the shell text `command` with `tool_name`.
@@ -181,8 +175,7 @@ impl PermissionPolicy {
     /// assert_eq!(e["parts"][1]["decision"], "ask");
     /// ```
     pub fn explain(&self, tool_name: &str, args_json: &str) -> Value {
-        self.evaluate(tool_name, &analysis_of(tool_name, args_json))
-            .1
+        self.evaluate(tool_name, &analysis_of(tool_name, args_json)).1
     }
 
     fn evaluate(&self, tool: &str, analysis: &Analysis) -> (Decision, Value) {
@@ -193,25 +186,13 @@ impl PermissionPolicy {
             .collect();
         let opaque_subject = opaque_pattern(tool);
         let mut parts = Vec::new();
-        let tool_deny = self
-            .deny
-            .iter()
-            .find(|r| r.arg.is_none() && r.tool_matches(tool));
-        let tool_allow = self
-            .allow
-            .iter()
-            .find(|r| r.arg.is_none() && r.tool_matches(tool));
+        let tool_deny = self.deny.iter().find(|r| r.arg.is_none() && r.tool_matches(tool));
+        let tool_allow = self.allow.iter().find(|r| r.arg.is_none() && r.tool_matches(tool));
         let mut any_deny = tool_deny.map(|r| r.entry.clone());
         let mut all_allowed = !analysis.parts.is_empty();
         for (part, subject) in analysis.parts.iter().zip(&subjects) {
-            let deny = self
-                .deny
-                .iter()
-                .find(|r| r.matches(tool, &part.normalized_text));
-            let allow = self
-                .allow
-                .iter()
-                .find(|r| r.matches(tool, &part.normalized_text));
+            let deny = self.deny.iter().find(|r| r.matches(tool, &part.normalized_text));
+            let allow = self.allow.iter().find(|r| r.matches(tool, &part.normalized_text));
             let (decision, rule) = match (deny, allow) {
                 (Some(d), _) => (Decision::Deny, Some(d.entry.clone())),
                 (None, Some(a)) => (Decision::Allow, Some(a.entry.clone())),
@@ -221,7 +202,8 @@ impl PermissionPolicy {
                 any_deny = rule.clone();
             }
             all_allowed &= decision == Decision::Allow;
-            parts.push(json!({"command": part.normalized_text, "subject": subject, "decision": decision, "rule": rule}));
+            parts
+                .push(json!({"command": part.normalized_text, "subject": subject, "decision": decision, "rule": rule}));
         }
         if analysis.is_opaque() && any_deny.is_none() {
             any_deny = self
@@ -257,11 +239,7 @@ impl PermissionPolicy {
                 ),
             }
         } else if analysis.parts.is_empty() {
-            (
-                Decision::Ask,
-                None,
-                "the command runs nothing that a rule can name",
-            )
+            (Decision::Ask, None, "the command runs nothing that a rule can name")
         } else if all_allowed {
             (Decision::Allow, None, "every part matched an allow rule")
         } else {

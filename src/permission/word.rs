@@ -25,9 +25,7 @@ pub(crate) fn resolve(value: &str, w: &mut Walker) -> Arg {
         ..Arg::default()
     };
     let options = &w.options;
-    match catch_unwind(AssertUnwindSafe(|| {
-        brush_parser::word::parse(value, options)
-    })) {
+    match catch_unwind(AssertUnwindSafe(|| brush_parser::word::parse(value, options))) {
         Ok(Ok(pieces)) => pieces_into(&pieces, value, false, w, &mut arg),
         _ => {
             w.opaque(
@@ -48,15 +46,10 @@ pub(crate) fn resolve_heredoc(body: &str, w: &mut Walker) -> Arg {
         ..Arg::default()
     };
     let options = &w.options;
-    match catch_unwind(AssertUnwindSafe(|| {
-        brush_parser::word::parse_heredoc(body, options)
-    })) {
+    match catch_unwind(AssertUnwindSafe(|| brush_parser::word::parse_heredoc(body, options))) {
         Ok(Ok(pieces)) => pieces_into(&pieces, body, true, w, &mut arg),
         _ => {
-            w.opaque(
-                "a here-document body could not be parsed".into(),
-                Vec::new(),
-            );
+            w.opaque("a here-document body could not be parsed".into(), Vec::new());
             arg.text = body.to_owned();
             arg.literal = false;
         }
@@ -73,21 +66,12 @@ pub(crate) fn clip(s: &str) -> String {
     out
 }
 
-fn pieces_into(
-    pieces: &[WordPieceWithSource],
-    src: &str,
-    quoted: bool,
-    w: &mut Walker,
-    arg: &mut Arg,
-) {
+fn pieces_into(pieces: &[WordPieceWithSource], src: &str, quoted: bool, w: &mut Walker, arg: &mut Arg) {
     for p in pieces {
         let source = src.get(p.start_index..p.end_index).unwrap_or("");
         match &p.piece {
             WordPiece::Text(s) => {
-                if ["$(", "${", "$[", "`", "<(", ">("]
-                    .iter()
-                    .any(|m| s.contains(m))
-                {
+                if ["$(", "${", "$[", "`", "<(", ">("].iter().any(|m| s.contains(m)) {
                     w.opaque(
                         format!("an expansion the parser left unparsed in `{}`", clip(s)),
                         Vec::new(),
@@ -134,17 +118,13 @@ fn pieces_into(
                     }
                 ) {
                     w.opaque(
-                        format!(
-                            "`{}` expands a value as a prompt, which runs code",
-                            clip(source)
-                        ),
+                        format!("`{}` expands a value as a prompt, which runs code", clip(source)),
                         Vec::new(),
                     );
                 }
                 arg.text.push_str(source);
             }
-            WordPiece::CommandSubstitution(code)
-            | WordPiece::BackquotedCommandSubstitution(code) => {
+            WordPiece::CommandSubstitution(code) | WordPiece::BackquotedCommandSubstitution(code) => {
                 arg.literal = false;
                 let words = w.substitution(code);
                 arg.inner.extend(words);
@@ -160,10 +140,7 @@ fn pieces_into(
                 arg.literal = false;
                 if e.value.contains("$(") || e.value.contains('`') {
                     w.opaque(
-                        format!(
-                            "a command substitution inside arithmetic `{}`",
-                            clip(source)
-                        ),
+                        format!("a command substitution inside arithmetic `{}`", clip(source)),
                         Vec::new(),
                     );
                 }

@@ -34,9 +34,7 @@ pub const TRANSPARENT_WRAPPERS: &[&str] = &[
 pub const VISIBLE_WRAPPERS: &[&str] = &["sudo", "doas", "su", "chroot", "find"];
 
 /// Shells whose `-c` string, here-document or here-string is parsed as shell code.
-pub const SHELLS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh",
-];
+pub const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh"];
 
 /// Builtins that run text as code or change how later names resolve: always opaque.
 pub const OPAQUE_BUILTINS: &[&str] = &[
@@ -55,8 +53,7 @@ pub const OPAQUE_BUILTINS: &[&str] = &[
 
 /// Builtins that assign variables named by their arguments.
 const ASSIGNING_BUILTINS: &[&str] = &[
-    "export", "declare", "typeset", "local", "readonly", "read", "printf", "getopts", "let",
-    "unset",
+    "export", "declare", "typeset", "local", "readonly", "read", "printf", "getopts", "let", "unset",
 ];
 
 /// What a command word does with the rest of its argument list.
@@ -90,19 +87,11 @@ struct Opts {
 }
 
 /// Skips options from `i`; returns the index of the first operand, or an opaque reason.
-fn skip_options(
-    args: &[Arg],
-    mut i: usize,
-    opts: &Opts,
-    seen: &mut Vec<char>,
-) -> Result<usize, String> {
+fn skip_options(args: &[Arg], mut i: usize, opts: &Opts, seen: &mut Vec<char>) -> Result<usize, String> {
     while i < args.len() {
         let a = &args[i];
         if !a.literal {
-            return Err(format!(
-                "an option of `{}` is produced by an expansion",
-                args[0].text
-            ));
+            return Err(format!("an option of `{}` is produced by an expansion", args[0].text));
         }
         let t = a.text.as_str();
         if t == "--" {
@@ -203,19 +192,11 @@ fn unwrap_inner(args: &[Arg]) -> Result<Unwrap, Unwrap> {
             let word = a.text.trim_start_matches('-');
             let candidate = assignment_name(&a.text).unwrap_or(word);
             if is_risky_variable(candidate) {
-                return Ok(Unwrap::Opaque(format!(
-                    "sets {candidate}, which changes what runs"
-                )));
+                return Ok(Unwrap::Opaque(format!("sets {candidate}, which changes what runs")));
             }
         }
-        if args[0].text == "let"
-            && args[1..]
-                .iter()
-                .any(|a| a.text.contains('$') || a.text.contains('`'))
-        {
-            return Ok(Unwrap::Opaque(
-                "`let` evaluates expanded text as arithmetic".into(),
-            ));
+        if args[0].text == "let" && args[1..].iter().any(|a| a.text.contains('$') || a.text.contains('`')) {
+            return Ok(Unwrap::Opaque("`let` evaluates expanded text as arithmetic".into()));
         }
         return Ok(Unwrap::Command);
     }
@@ -231,9 +212,7 @@ fn unwrap_inner(args: &[Arg]) -> Result<Unwrap, Unwrap> {
                 &mut seen,
             ))?;
             if seen.contains(&'S') || args.iter().any(|a| a.text.starts_with("--split-string")) {
-                return Ok(Unwrap::Opaque(
-                    "`env -S` splits a string into a command".into(),
-                ));
+                return Ok(Unwrap::Opaque("`env -S` splits a string into a command".into()));
             }
             let i = check(opaque_if_risky_assignments(args, i))?;
             inner(args, i, false)
@@ -254,38 +233,22 @@ fn unwrap_inner(args: &[Arg]) -> Result<Unwrap, Unwrap> {
                 inner(args, 1, false)
             }
         }
-        "exec" => inner(
-            args,
-            check(skip_options(args, 1, &o("a", &[]), &mut seen))?,
-            false,
-        ),
+        "exec" => inner(args, check(skip_options(args, 1, &o("a", &[]), &mut seen))?, false),
         "nice" => inner(
             args,
             check(skip_options(args, 1, &o("n", &["adjustment"]), &mut seen))?,
             false,
         ),
-        "nohup" | "setsid" | "unbuffer" | "caffeinate" => inner(
-            args,
-            check(skip_options(args, 1, &o("", &[]), &mut seen))?,
-            false,
-        ),
+        "nohup" | "setsid" | "unbuffer" | "caffeinate" => {
+            inner(args, check(skip_options(args, 1, &o("", &[]), &mut seen))?, false)
+        }
         "time" => inner(
             args,
-            check(skip_options(
-                args,
-                1,
-                &o("of", &["output", "format"]),
-                &mut seen,
-            ))?,
+            check(skip_options(args, 1, &o("of", &["output", "format"]), &mut seen))?,
             false,
         ),
         "timeout" => {
-            let i = check(skip_options(
-                args,
-                1,
-                &o("sk", &["signal", "kill-after"]),
-                &mut seen,
-            ))?;
+            let i = check(skip_options(args, 1, &o("sk", &["signal", "kill-after"]), &mut seen))?;
             inner(args, i + 1, false)
         }
         "stdbuf" => inner(
@@ -357,12 +320,7 @@ fn unwrap_inner(args: &[Arg]) -> Result<Unwrap, Unwrap> {
             inner(args, i, false)
         }
         "watch" => {
-            let i = check(skip_options(
-                args,
-                1,
-                &o("nq", &["interval", "equexit"]),
-                &mut seen,
-            ))?;
+            let i = check(skip_options(args, 1, &o("nq", &["interval", "equexit"]), &mut seen))?;
             if i >= args.len() {
                 Unwrap::Command
             } else if seen.contains(&'x') || args[1..i].iter().any(|a| a.text == "--exec") {
@@ -378,10 +336,7 @@ fn unwrap_inner(args: &[Arg]) -> Result<Unwrap, Unwrap> {
             }
         }
         "flock" => {
-            if let Some(p) = args
-                .iter()
-                .position(|a| a.text == "-c" || a.text == "--command")
-            {
+            if let Some(p) = args.iter().position(|a| a.text == "-c" || a.text == "--command") {
                 return Ok(script_at(args, p + 1, false));
             }
             let i = check(skip_options(
@@ -393,10 +348,7 @@ fn unwrap_inner(args: &[Arg]) -> Result<Unwrap, Unwrap> {
             inner(args, i + 1, false)
         }
         "script" => {
-            if let Some(p) = args
-                .iter()
-                .position(|a| a.text == "-c" || a.text == "--command")
-            {
+            if let Some(p) = args.iter().position(|a| a.text == "-c" || a.text == "--command") {
                 script_at(args, p + 1, false)
             } else {
                 Unwrap::Command
@@ -417,11 +369,7 @@ fn unwrap_inner(args: &[Arg]) -> Result<Unwrap, Unwrap> {
                 "chroot",
             ];
             let i = check(skip_options(args, 1, &o("ugCDhprtTUR", long), &mut seen))?;
-            if seen
-                .iter()
-                .any(|c| matches!(c, 'e' | 'l' | 'v' | 'k' | 'K' | 'V'))
-                && i >= args.len()
-            {
+            if seen.iter().any(|c| matches!(c, 'e' | 'l' | 'v' | 'k' | 'K' | 'V')) && i >= args.len() {
                 return Ok(Unwrap::Command);
             }
             if seen.contains(&'e') {
@@ -441,29 +389,19 @@ fn unwrap_inner(args: &[Arg]) -> Result<Unwrap, Unwrap> {
             inner(args, i, true)
         }
         "su" => {
-            if let Some(p) = args
-                .iter()
-                .position(|a| a.text == "-c" || a.text == "--command")
-            {
+            if let Some(p) = args.iter().position(|a| a.text == "-c" || a.text == "--command") {
                 return Ok(script_at(args, p + 1, true));
             }
             if args
                 .iter()
                 .any(|a| a.text.starts_with("--command=") || a.text.starts_with("-c"))
             {
-                return Ok(Unwrap::Opaque(
-                    "`su` command given in an unusual form".into(),
-                ));
+                return Ok(Unwrap::Opaque("`su` command given in an unusual form".into()));
             }
             Unwrap::Command
         }
         "chroot" => {
-            let i = check(skip_options(
-                args,
-                1,
-                &o("", &["userspec", "groups"]),
-                &mut seen,
-            ))?;
+            let i = check(skip_options(args, 1, &o("", &["userspec", "groups"]), &mut seen))?;
             inner(args, i + 1, true)
         }
         "find" => find(args),
@@ -503,11 +441,7 @@ fn find(args: &[Arg]) -> Unwrap {
     // Arguments of an executed command may come from expansions; anything else could
     // expand to an action such as -exec.
     let in_command = |k: usize| ranges.iter().any(|&(s, e)| k > s && k < e);
-    if let Some((_, bad)) = args
-        .iter()
-        .enumerate()
-        .find(|(k, a)| !a.literal && !in_command(*k))
-    {
+    if let Some((_, bad)) = args.iter().enumerate().find(|(k, a)| !a.literal && !in_command(*k)) {
         return Unwrap::Opaque(format!(
             "`find` gets the argument `{}` from an expansion, which could add an action such as -exec",
             super::word::clip(&bad.text)
@@ -536,11 +470,7 @@ fn shell(args: &[Arg]) -> Unwrap {
             break;
         }
         if let Some(long) = t.strip_prefix("--") {
-            i += if matches!(long, "rcfile" | "init-file") {
-                2
-            } else {
-                1
-            };
+            i += if matches!(long, "rcfile" | "init-file") { 2 } else { 1 };
             continue;
         }
         if (t.starts_with('-') || t.starts_with('+')) && t.len() > 1 {

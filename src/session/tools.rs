@@ -88,6 +88,16 @@ impl Tool for SessionTool {
         &self.definition
     }
 
+    /// `session_run` is matched like `execute`; `session_write` types raw
+    /// input into a shell, which can run anything, so its pattern is opaque.
+    fn permission_pattern(&self, qualified_name: &str, args_json: &str) -> String {
+        match self.definition.name.as_str() {
+            "session_run" => crate::permission::permission_pattern(qualified_name, args_json),
+            "session_write" => crate::permission::command_pattern(qualified_name, ""),
+            _ => qualified_name.to_owned(),
+        }
+    }
+
     fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
         match self.dispatch(args) {
             Ok(value) => ToolResponse::new(value.to_string()),

@@ -59,7 +59,11 @@ try {
   check("initialize", client.getServerVersion()?.name === "bash-mcp", client.getServerVersion());
 
   const { tools } = await client.listTools();
-  check("tools/list", tools.length === 1 && tools[0].name === "execute", tools.map((t) => t.name));
+  check(
+    "tools/list",
+    tools[0].name === "execute" && ["job_status", "status", "classify"].every((n) => tools.some((t) => t.name === n)),
+    tools.map((t) => t.name),
+  );
   check("title and output schema", tools[0].title === "Run a shell command" && tools[0].outputSchema?.type === "object", tools[0]);
   check("annotations", tools[0].annotations?.destructiveHint === true && tools[0].annotations?.readOnlyHint === false, tools[0].annotations);
 
