@@ -61,6 +61,46 @@ fn binary() -> PathBuf {
     path
 }
 
+/// Median-ready latencies of the binary with its default settings (policy
+/// gate refusing catastrophic commands, audit log in a private data folder).
+fn binary_defaults_latency(bin: &std::path::Path, dir: &std::path::Path, calls: usize) -> Vec<Duration> {
+    let data = dir.join(format!("bash-mcp-bench-data-{}", std::process::id()));
+    let mut child = Command::new(bin)
+        .args(["serve", "--log-level", "off"])
+        .env("XDG_DATA_HOME", &data)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start bash-mcp");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut send = |text: &str| {
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#);
+    stdout.read_line(&mut line).unwrap();
+    let mut samples = Vec::with_capacity(calls);
+    for i in 0..calls + 20 {
+        line.clear();
+        let start = Instant::now();
+        send(&call_line(i + 1));
+        stdout.read_line(&mut line).unwrap();
+        if i >= 20 {
+            samples.push(start.elapsed());
+        }
+        assert!(line.contains(r#""exit_code":0"#), "{line}");
+    }
+    drop(send);
+    drop(stdin);
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&data);
+    samples
+}
+
 fn main() {
     let calls: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(500);
     let dir = std::env::temp_dir();
@@ -103,10 +143,19 @@ fn main() {
         .collect();
     drop(handler);
 
-    // 3. Over stdio, through the binary.
+    // 3. Over stdio, through the binary, configured like the library server
+    // above (no policy gate, no audit log), so the difference is the protocol.
     let bin = binary();
+    let config = dir.join(format!("bash-mcp-bench-{}.json", std::process::id()));
+    std::fs::write(
+        &config,
+        r#"{"audit": null, "refuse_catastrophic": false, "project_config": false, "tools": ["execute"]}"#,
+    )
+    .expect("bench config");
+    let defaults_med = median(binary_defaults_latency(&bin, &dir, calls));
     let mut child = Command::new(&bin)
-        .args(["serve", "--log-level", "off"])
+        .args(["serve", "--log-level", "off", "--config"])
+        .arg(&config)
         .current_dir(&dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -160,6 +209,7 @@ fn main() {
     let stdio_rps = total as f64 / start.elapsed().as_secs_f64();
     drop(stdin); // EOF: the server exits
     let _ = child.wait();
+    let _ = std::fs::remove_file(&config);
 
     // The same load on the library directly, from IN_FLIGHT threads.
     let start = Instant::now();
@@ -213,6 +263,11 @@ fn main() {
     println!(
         "handler overhead (in process - library): {} median",
         ms(proc_med.saturating_sub(raw_med))
+    );
+    println!(
+        "binary defaults (policy gate + audit log): {} median, {} above the library",
+        ms(defaults_med),
+        ms(defaults_med.saturating_sub(raw_med))
     );
     println!();
     println!("{:<34} {:>12}", format!("throughput, {IN_FLIGHT} in flight"), "calls/s");

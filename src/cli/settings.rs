@@ -230,12 +230,12 @@ mod tests {
     fn toml_and_json_give_the_same_settings() {
         let toml = file(
             "a.toml",
-            "timeout_seconds = 7\nmax_concurrent = 2\nworking_dir = \"/tmp\"\nrefuse_catastrophic = false\n[permissions]\nallow = [\"bash.execute(git status)\"]\ndeny = [\"bash.execute(rm *)\"]\n[env]\nset = { A = \"1\" }\n",
+            "timeout_seconds = 7\nmax_concurrent = 2\nworking_dir = \"/tmp\"\nrefuse_catastrophic = false\n[permissions]\nallow = [\"bash.execute:git status*\"]\ndeny = [\"bash.execute:rm *\"]\n[env]\nset = { A = \"1\" }\n",
         );
         let json = file(
             "a.json",
             r#"{"timeout_seconds": 7, "max_concurrent": 2, "working_dir": "/tmp", "refuse_catastrophic": false,
-                "permissions": {"allow": ["bash.execute(git status)"], "deny": ["bash.execute(rm *)"]},
+                "permissions": {"allow": ["bash.execute:git status*"], "deny": ["bash.execute:rm *"]},
                 "env": {"set": {"A": "1"}}}"#,
         );
         let a = load(&with_file(toml)).unwrap();
@@ -247,7 +247,7 @@ mod tests {
         assert_eq!(a.working_dir, PathBuf::from("/tmp"));
         assert!(!a.refuse_catastrophic);
         assert_eq!(a.permissions, b.permissions);
-        assert_eq!(a.permissions.unwrap().deny, vec!["bash.execute(rm *)".to_string()]);
+        assert_eq!(a.permissions.unwrap().deny, vec!["bash.execute:rm *".to_string()]);
     }
 
     #[test]

@@ -109,7 +109,7 @@ pub fn analyze(command: &str) -> Analysis {
 
 /// The permission pattern for running `command` with the tool `tool_name`.
 ///
-/// See the module documentation and `docs/permissions.md` for the grammar.
+/// See the module documentation and the README section "Permissions" for the grammar.
 ///
 /// ```
 /// use bash_mcp::permission::command_pattern;
