@@ -81,7 +81,9 @@ fn binary_defaults_latency(bin: &std::path::Path, dir: &std::path::Path, calls: 
         stdin.write_all(b"\n").unwrap();
         stdin.flush().unwrap();
     };
-    send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#);
+    send(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#,
+    );
     stdout.read_line(&mut line).unwrap();
     let mut samples = Vec::with_capacity(calls);
     for i in 0..calls + 20 {

@@ -195,6 +195,16 @@ impl JobManager {
         self.status(id, Duration::from_secs(30))
     }
 
+    /// (running, finished and not yet collected) job counts.
+    pub fn counts(&self) -> (usize, usize) {
+        let jobs = self.lock();
+        let finished = jobs
+            .values()
+            .filter(|j| j.finished_at.lock().unwrap_or_else(PoisonError::into_inner).is_some())
+            .count();
+        (jobs.len() - finished, finished)
+    }
+
     pub fn list(&self) -> Value {
         let jobs = self.lock();
         let mut list: Vec<(Instant, Value)> = jobs

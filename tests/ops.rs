@@ -59,6 +59,9 @@ fn status_reports_health_with_secrets_masked() {
     assert_eq!(st["configuration"]["env"]["set"]["DEPLOY_TOKEN"], "***");
     assert!(!st.to_string().contains("hunter2"));
     assert_eq!(st["audit"], Value::Null);
+    assert_eq!(st["jobs"], json!({"running": 0, "finished_unread": 0}));
+    assert_eq!(st["sessions"]["enabled"], false);
+    assert_eq!(st["sessions"]["open"], 0);
     assert_eq!(call_tool(&s, "status", json!({"x": 1}))["error"], "unknown_argument");
 }
 
@@ -112,4 +115,27 @@ fn which_and_list_binaries_resolve_on_the_command_path() {
     let all = call_tool(&s, "list_binaries", json!({}));
     assert_eq!(all["checked"], bash_mcp::DEFAULT_BINARIES.len());
     assert!(all["found"].as_u64().unwrap() >= 3, "{all}");
+}
+
+#[test]
+fn status_counts_jobs_and_sessions() {
+    let s = server();
+    s.configure(r#"{"tools": {"status": true}, "sessions": {"enabled": true}}"#)
+        .unwrap();
+    let tag = unique_tag("status-counts");
+    let job = call_tool(
+        &s,
+        "execute",
+        json!({"command": "sleep 30", "background": true, "env": {TAG_VAR: &tag}}),
+    );
+    let job_id = job["job_id"].as_str().expect("job id").to_owned();
+    let session = call_tool(&s, "session_start", json!({"env": {TAG_VAR: &tag}}));
+    let session_id = session["session_id"].as_str().expect("session id").to_owned();
+    let st = call_tool(&s, "status", json!({}));
+    assert_eq!(st["jobs"]["running"], 1, "{st}");
+    assert_eq!(st["sessions"]["open"], 1, "{st}");
+    assert_eq!(st["sessions"]["enabled"], true);
+    call_tool(&s, "job_kill", json!({"job_id": job_id}));
+    call_tool(&s, "session_close", json!({"session_id": session_id}));
+    assert_no_survivors(&tag);
 }

@@ -197,6 +197,8 @@ impl BashServer {
                 definition: ToolDefinition::load(data_dir, name, tool, builtin)?,
                 kind,
                 shared: shared.clone(),
+                jobs: jobs.clone(),
+                sessions: sessions.clone(),
             });
             tools.register(ops_tool.clone())?;
             tools_with_sessions.register(ops_tool)?;

@@ -14,7 +14,9 @@ use super::{ExecRequest, Shared, Status};
 use crate::audit::AuditQuery;
 use crate::config::resolve_program;
 use crate::error::{ErrorCode, ToolError};
+use crate::jobs::JobManager;
 use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse, json_kind};
+use crate::session::tools::LazyManager;
 
 /// Built-in definitions, by tool name.
 pub(super) const DEFINITIONS: &[(&str, &str)] = &[
@@ -117,6 +119,9 @@ pub(super) struct OpsTool {
     pub definition: ToolDefinition,
     pub kind: Kind,
     pub shared: Arc<Shared>,
+    /// For the counts `status` reports.
+    pub jobs: Arc<JobManager>,
+    pub sessions: Arc<LazyManager>,
 }
 
 impl Tool for OpsTool {
@@ -131,7 +136,7 @@ impl Tool for OpsTool {
     fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
         let result = check_arguments(&self.definition, args).and_then(|()| match self.kind {
             Kind::AuditRead => audit_read(&self.shared, args),
-            Kind::Status => Ok(status(&self.shared)),
+            Kind::Status => Ok(self.status()),
             Kind::CheckEnv => Ok(check_env(&self.shared)),
             Kind::Which => which(&self.shared, args),
             Kind::ListBinaries => list_binaries(&self.shared, args),
@@ -223,6 +228,21 @@ fn audit_read(shared: &Shared, args: &Map<String, Value>) -> Result<Value, ToolE
     };
     let entries = log.read(&query)?;
     Ok(json!({"count": entries.len(), "entries": entries}))
+}
+
+impl OpsTool {
+    fn status(&self) -> Value {
+        let mut doc = status(&self.shared);
+        let (running, finished) = self.jobs.counts();
+        doc["jobs"] = json!({"running": running, "finished_unread": finished});
+        let config = self.shared.config();
+        doc["sessions"] = json!({
+            "enabled": config.sessions.enabled,
+            "open": self.sessions.open_sessions(),
+            "max": config.sessions.max_sessions,
+        });
+        doc
+    }
 }
 
 fn status(shared: &Shared) -> Value {

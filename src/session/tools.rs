@@ -46,6 +46,11 @@ pub(crate) struct LazyManager {
 }
 
 impl LazyManager {
+    /// Sessions open now (0 before the first session started).
+    pub fn open_sessions(&self) -> usize {
+        self.cell.get().map_or(0, |m| m.list().len())
+    }
+
     pub fn new(source: ConfigSource) -> Self {
         Self {
             cell: OnceLock::new(),
