@@ -96,7 +96,6 @@ fn binary_defaults_latency(bin: &std::path::Path, dir: &std::path::Path, calls: 
         }
         assert!(line.contains(r#""exit_code":0"#), "{line}");
     }
-    drop(send);
     drop(stdin);
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&data);
