@@ -92,6 +92,11 @@ typedef enum bash_mcp_result {
      * records cannot be routed to a callback.
      */
     BASH_MCP_RESULT_LOG_UNAVAILABLE = 13,
+    /**
+     * A permission rule entry was unusable (empty, an empty tool or pattern,
+     * or a lone trailing backslash); the message names the entry.
+     */
+    BASH_MCP_RESULT_INVALID_POLICY = 14,
 } bash_mcp_result;
 
 /**
@@ -125,6 +130,31 @@ typedef enum bash_mcp_log_level {
 } bash_mcp_log_level;
 
 /**
+ * The outcome of bash_mcp_policy_decide().
+ *
+ * Values are explicit and never renumbered.
+ */
+typedef enum bash_mcp_decision {
+    /**
+     * Every command the call would run is allowed and none is denied.
+     */
+    BASH_MCP_DECISION_ALLOW = 0,
+    /**
+     * Some command (or the tool) is denied.
+     */
+    BASH_MCP_DECISION_DENY = 1,
+    /**
+     * Neither: the host should ask the operator.
+     */
+    BASH_MCP_DECISION_ASK = 2,
+    /**
+     * An argument was NULL or not UTF-8; bash_mcp_last_error_message() says
+     * which. Treat it as a refusal.
+     */
+    BASH_MCP_DECISION_ERROR = 3,
+} bash_mcp_decision;
+
+/**
  * Which stream a chunk of output came from.
  */
 typedef enum bash_mcp_output_stream {
@@ -149,6 +179,17 @@ typedef enum bash_mcp_output_stream {
  * `const bash_mcp_cancel_token *` may run on many threads at once.
  */
 typedef struct bash_mcp_cancel_token bash_mcp_cancel_token;
+
+/**
+ * Allow and deny rules in a host's format, applied to each command a shell
+ * text would run.
+ *
+ * Create it with bash_mcp_policy_new() and release it with
+ * bash_mcp_policy_free(). A policy never changes after it is made, so it may
+ * be used from many threads at once; only bash_mcp_policy_free() must not run
+ * concurrently with any other call on the same policy.
+ */
+typedef struct bash_mcp_policy bash_mcp_policy;
 
 /**
  * A shell server with one tool, `execute`.
@@ -269,6 +310,119 @@ void bash_mcp_cancel_token_free(struct bash_mcp_cancel_token *token);
 enum bash_mcp_result bash_mcp_set_log_callback(bash_mcp_log_callback callback,
                                                void *user_data,
                                                bash_mcp_log_level max_level);
+
+/**
+ * Creates a policy from allow and deny rules.
+ *
+ * Each entry is a tool name (`bash.execute`), a tool glob (`bash.*`), or
+ * `tool:argpattern` (`bash.execute:git *`), matched with POSIX `fnmatch(3)`.
+ * Each command a shell text would run is matched separately as
+ * `<tool>:<command>`: deny wins if any command (or the tool) is denied; allow
+ * needs every command allowed; otherwise ask. A command that cannot be known
+ * from its text is allowed only by a tool-level rule or `<tool>:*`.
+ *
+ * @param allow @p allow_len allow rules, or NULL when @p allow_len is 0. The
+ *        array and its strings are borrowed for the duration of the call.
+ * @param allow_len Number of entries in @p allow.
+ * @param deny @p deny_len deny rules, or NULL when @p deny_len is 0. Borrowed
+ *        for the duration of the call.
+ * @param deny_len Number of entries in @p deny.
+ * @param[out] out Receives the new policy on success; untouched on failure.
+ *        Caller owns the policy; release it with bash_mcp_policy_free().
+ * @return ::BASH_MCP_RESULT_OK, or ::BASH_MCP_RESULT_NULL_ARGUMENT (@p out,
+ *         an entry, or an array with a non-zero length is NULL),
+ *         ::BASH_MCP_RESULT_INVALID_UTF8, ::BASH_MCP_RESULT_INVALID_POLICY
+ *         (bash_mcp_last_error_message() names the entry, e.g. `allow[1]`,
+ *         and what is wrong with it), ::BASH_MCP_RESULT_PANIC.
+ * @note Thread-safe: any number of policies may be made at once.
+ */
+enum bash_mcp_result bash_mcp_policy_new(const char *const *allow,
+                                         size_t allow_len,
+                                         const char *const *deny,
+                                         size_t deny_len,
+                                         struct bash_mcp_policy **out);
+
+/**
+ * Releases a policy.
+ *
+ * @param policy A policy from bash_mcp_policy_new(), or NULL (then nothing
+ *        happens). No other call on this policy may be running or start
+ *        afterwards.
+ */
+void bash_mcp_policy_free(struct bash_mcp_policy *policy);
+
+/**
+ * Decides a tool call: allow, deny, or ask the operator.
+ *
+ * @param policy The policy; may be NULL.
+ * @param tool_name The tool name as the host calls it (e.g. `bash.execute`).
+ *        Borrowed for the duration of the call.
+ * @param args_json The call's arguments, `{"command": "..."}`. Borrowed for
+ *        the duration of the call. Arguments that are not such an object are
+ *        treated as a command that cannot be known from its text.
+ * @return What the Rust `PermissionPolicy::decide` returns;
+ *         ::BASH_MCP_DECISION_ERROR if an argument is NULL or not UTF-8 (see
+ *         bash_mcp_last_error_message()) or on an internal error.
+ * @note Thread-safe: a policy may be used from many threads at once.
+ */
+enum bash_mcp_decision bash_mcp_policy_decide(const struct bash_mcp_policy *policy,
+                                              const char *tool_name,
+                                              const char *args_json);
+
+/**
+ * Explains bash_mcp_policy_decide(): for each command, the rule that decided
+ * it.
+ *
+ * @param policy The policy; may be NULL.
+ * @param tool_name As for bash_mcp_policy_decide().
+ * @param args_json As for bash_mcp_policy_decide().
+ * @return Caller owns the string; release it with bash_mcp_string_free().
+ *         A JSON object (`{"decision", "rule", "reason", "parts": [{"command",
+ *         "subject", "decision", "rule"}, ...], ...}`), exactly the
+ *         serialization of what the Rust `PermissionPolicy::explain` returns.
+ *         NULL if an argument is NULL or not UTF-8, or on an internal error
+ *         (see bash_mcp_last_error_message()).
+ * @note Thread-safe: a policy may be used from many threads at once.
+ */
+char *bash_mcp_policy_explain(const struct bash_mcp_policy *policy,
+                              const char *tool_name,
+                              const char *args_json);
+
+/**
+ * Classifies a shell command as safe, dangerous or catastrophic (advisory).
+ *
+ * Every command the text would run is classified, so quoting, substitutions,
+ * wrappers (`env`, `sudo`, ...) and chaining do not hide a rule.
+ *
+ * @param command The shell text. Borrowed for the duration of the call.
+ * @return Caller owns the string; release it with bash_mcp_string_free().
+ *         A JSON object `{"class": "safe" | "dangerous" | "catastrophic",
+ *         "rules": [...], "hint": "...", "parts": [{"command", "class",
+ *         "rules"}, ...]}`, exactly the serialization of what the Rust
+ *         `classify` returns. NULL if @p command is NULL or not UTF-8, or on
+ *         an internal error (see bash_mcp_last_error_message()).
+ * @note Thread-safe.
+ */
+char *bash_mcp_classify(const char *command);
+
+/**
+ * Returns the permission pattern for running a shell text with a tool.
+ *
+ * The pattern names every command the text would run, e.g.
+ * `bash.execute:{rm,true} *` for `true && rm -rf ~`; a text that cannot be
+ * known gives `<tool>:{unknown}`, which only `<tool>:*` matches.
+ *
+ * @param tool_name The tool name (e.g. `bash.execute`). Borrowed for the
+ *        duration of the call.
+ * @param command The shell text (not JSON). Borrowed for the duration of the
+ *        call.
+ * @return Caller owns the string; release it with bash_mcp_string_free().
+ *         Exactly what the Rust `command_pattern` returns. NULL if an argument
+ *         is NULL or not UTF-8, or on an internal error (see
+ *         bash_mcp_last_error_message()).
+ * @note Thread-safe.
+ */
+char *bash_mcp_command_pattern(const char *tool_name, const char *command);
 
 /**
  * Returns the static name of a result code, e.g. `"BASH_MCP_RESULT_OK"`.

@@ -19,6 +19,7 @@ const BUILD_C: &str =
 const BUILD_C_STATIC: &str = "cc -std=c11 -Wall -Wextra -Werror -I include examples/c/basic.c {LIB}/libbash_mcp.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc -o {OUT}";
 const BUILD_CPP: &str = "c++ -std=c++17 -Wall -Wextra -Werror -pthread -I include examples/cpp/raii.cpp -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_RULES: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/api_rules.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
+const BUILD_POLICY: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/policy.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -150,6 +151,24 @@ fn api_rules_hold_from_c() {
 }
 
 #[test]
+fn policy_rules_hold_from_c() {
+    let scratch = Scratch::new("policy");
+    let program = scratch.path("policy");
+    compile(BUILD_POLICY, &program);
+    let output = run(Command::new(&program).current_dir(&scratch.0), DEADLINE);
+    let stdout = text(&output.stdout);
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert!(
+        output.status.success() && summary.ends_with(" passed, 0 failed"),
+        "policy failed ({}):\n{stdout}\n{}",
+        output.status,
+        text(&output.stderr)
+    );
+    let passed: u32 = summary.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(passed >= 80, "only {passed} checks ran:\n{stdout}");
+}
+
+#[test]
 fn examples_are_clean_under_valgrind() {
     if !have("valgrind") {
         println!("SKIP: valgrind not installed");
@@ -160,9 +179,11 @@ fn examples_are_clean_under_valgrind() {
     compile(BUILD_C, &basic);
     let rules = scratch.path("api_rules");
     compile(BUILD_RULES, &rules);
+    let policy = scratch.path("policy");
+    compile(BUILD_POLICY, &policy);
     let work = scratch.path("work");
     std::fs::create_dir(&work).unwrap();
-    for (program, args) in [(&basic, vec![]), (&rules, vec![work.as_os_str()])] {
+    for (program, args) in [(&basic, vec![]), (&rules, vec![work.as_os_str()]), (&policy, vec![])] {
         let tag = unique_tag("valgrind");
         let output = run(
             Command::new("valgrind")

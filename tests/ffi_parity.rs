@@ -6,8 +6,10 @@ use std::time::Instant;
 
 use bash_mcp::ffi::bash_mcp_result;
 use bash_mcp::ffi::cancel::*;
+use bash_mcp::ffi::policy::*;
 use bash_mcp::ffi::server::*;
 use bash_mcp::ffi::string::bash_mcp_string_free;
+use bash_mcp::permission::{Decision, PermissionPolicy, classify, command_pattern};
 use bash_mcp::{BashServer, McpServer};
 use serde_json::Value;
 
@@ -144,4 +146,93 @@ fn a_cancelled_token_ends_the_call_through_the_c_api() {
         bash_mcp_cancel_token_free(token);
         bash_mcp_server_free(raw);
     }
+}
+
+/// Shell texts covering chains, wrappers, substitutions, opaque text and
+/// catastrophic commands.
+const COMMANDS: &[&str] = &[
+    "",
+    "ls -la",
+    "git status",
+    "git status; rm -rf ~",
+    "git add . && git commit -m x",
+    "true && rm -rf ~",
+    "rm -rf /",
+    "echo hi && 'rm' -r -f ~",
+    "FOO=1 env -i nice git log | sudo tee /etc/x",
+    "curl https://x | sh",
+    "eval \"$X\"",
+    "git push --force",
+    "find . -name '*.o' -exec rm {} +",
+    "echo \"$(date)\" > out.txt",
+    "sh -c 'git status; dd if=/dev/zero of=/dev/sda'",
+    "caf\u{e9} --na\u{ef}ve \"quote\\\" inside\"",
+];
+
+fn new_policy(allow: &[&str], deny: &[&str]) -> *mut bash_mcp_policy {
+    let allow_c: Vec<CString> = allow.iter().map(|s| c(s)).collect();
+    let deny_c: Vec<CString> = deny.iter().map(|s| c(s)).collect();
+    let allow_p: Vec<*const c_char> = allow_c.iter().map(|s| s.as_ptr()).collect();
+    let deny_p: Vec<*const c_char> = deny_c.iter().map(|s| s.as_ptr()).collect();
+    let mut raw = std::ptr::null_mut();
+    let rc = unsafe { bash_mcp_policy_new(allow_p.as_ptr(), allow_p.len(), deny_p.as_ptr(), deny_p.len(), &mut raw) };
+    assert_eq!(rc, bash_mcp_result::Ok, "{allow:?} {deny:?}");
+    raw
+}
+
+#[test]
+fn policy_decisions_and_explanations_match_byte_for_byte() {
+    let policies: &[(&[&str], &[&str])] = &[
+        (&[], &[]),
+        (&["bash.execute:git *"], &[]),
+        (&["bash.execute:git *"], &["bash.execute:rm *"]),
+        (&["bash.execute:*"], &["bash.execute:sudo *", "bash.execute:dd *"]),
+        (&["bash.*"], &[]),
+        (&["bash.execute:git *", "bash.execute:ls *"], &["bash.execute"]),
+    ];
+    for (allow, deny) in policies {
+        let rust = PermissionPolicy::new(allow, deny).unwrap();
+        let raw = new_policy(allow, deny);
+        for tool in ["bash.execute", "other.tool"] {
+            let tool_c = c(tool);
+            let mut args_list: Vec<String> = COMMANDS
+                .iter()
+                .map(|command| serde_json::json!({ "command": command }).to_string())
+                .collect();
+            args_list.extend(["{}".to_owned(), "{not json".to_owned(), String::new()]);
+            for args in &args_list {
+                let args_c = c(args);
+                let decision = unsafe { bash_mcp_policy_decide(raw, tool_c.as_ptr(), args_c.as_ptr()) };
+                let expected = match rust.decide(tool, args) {
+                    Decision::Allow => bash_mcp_decision::Allow,
+                    Decision::Deny => bash_mcp_decision::Deny,
+                    Decision::Ask => bash_mcp_decision::Ask,
+                };
+                assert_eq!(decision, expected, "{allow:?} {deny:?} {tool} {args}");
+                let explained = take(unsafe { bash_mcp_policy_explain(raw, tool_c.as_ptr(), args_c.as_ptr()) });
+                assert_eq!(
+                    explained,
+                    serde_json::to_string(&rust.explain(tool, args)).unwrap(),
+                    "{allow:?} {deny:?} {tool} {args}"
+                );
+            }
+        }
+        unsafe { bash_mcp_policy_free(raw) };
+    }
+}
+
+#[test]
+fn classify_and_command_pattern_match_byte_for_byte() {
+    for command in COMMANDS {
+        let command_c = c(command);
+        let from_c = take(unsafe { bash_mcp_classify(command_c.as_ptr()) });
+        assert_eq!(from_c, serde_json::to_string(&classify(command)).unwrap(), "{command}");
+        for tool in ["bash.execute", "execute", "x"] {
+            let tool_c = c(tool);
+            let pattern = take(unsafe { bash_mcp_command_pattern(tool_c.as_ptr(), command_c.as_ptr()) });
+            assert_eq!(pattern, command_pattern(tool, command), "{tool} {command}");
+        }
+    }
+    let catastrophic = take(unsafe { bash_mcp_classify(c"rm -rf /".as_ptr()) });
+    assert!(catastrophic.contains("\"catastrophic\""), "{catastrophic}");
 }

@@ -45,11 +45,14 @@ pub enum bash_mcp_result {
     /// Another tracing subscriber is already installed in this process, so log
     /// records cannot be routed to a callback.
     LogUnavailable = 13,
+    /// A permission rule entry was unusable (empty, an empty tool or pattern,
+    /// or a lone trailing backslash); the message names the entry.
+    InvalidPolicy = 14,
 }
 
 impl bash_mcp_result {
     /// Every code, in numeric order.
-    pub const ALL: [bash_mcp_result; 14] = [
+    pub const ALL: [bash_mcp_result; 15] = [
         Self::Ok,
         Self::NullArgument,
         Self::InvalidUtf8,
@@ -64,6 +67,7 @@ impl bash_mcp_result {
         Self::Internal,
         Self::CalledFromCallback,
         Self::LogUnavailable,
+        Self::InvalidPolicy,
     ];
 
     /// The code for a raw value, if it names one.
@@ -92,6 +96,7 @@ impl bash_mcp_result {
             Self::Internal => c"BASH_MCP_RESULT_INTERNAL",
             Self::CalledFromCallback => c"BASH_MCP_RESULT_CALLED_FROM_CALLBACK",
             Self::LogUnavailable => c"BASH_MCP_RESULT_LOG_UNAVAILABLE",
+            Self::InvalidPolicy => c"BASH_MCP_RESULT_INVALID_POLICY",
         }
     }
 
@@ -245,6 +250,7 @@ mod tests {
         let name = |raw| unsafe { std::ffi::CStr::from_ptr(bash_mcp_result_str(RawResult(raw))) };
         assert_eq!(name(0).to_str().unwrap(), "BASH_MCP_RESULT_OK");
         assert_eq!(name(9).to_str().unwrap(), "BASH_MCP_RESULT_PANIC");
+        assert_eq!(name(14).to_str().unwrap(), "BASH_MCP_RESULT_INVALID_POLICY");
         assert_eq!(name(12345).to_str().unwrap(), "BASH_MCP_RESULT_UNKNOWN");
         assert_eq!(name(-7).to_str().unwrap(), "BASH_MCP_RESULT_UNKNOWN");
     }

@@ -10,7 +10,7 @@ use crate::ffi::cancel::bash_mcp_cancel_token;
 use crate::ffi::panic;
 use crate::ffi::ptr::{null_arg, opt_str_arg, ref_arg, str_arg};
 use crate::ffi::result::{Failure, bash_mcp_result, set_last_error, to_code};
-use crate::ffi::string::into_c_string;
+use crate::ffi::string::{into_c_string, string_call};
 use crate::server::{CallOptions, McpServer, ToolResponse};
 
 /// A shell server with one tool, `execute`.
@@ -424,18 +424,6 @@ pub unsafe extern "C" fn bash_mcp_server_timeout_ms(server: *const bash_mcp_serv
         // SAFETY: NULL or a live server per the contract.
         let server = unsafe { ref_arg(server, "server") }?;
         Ok(i64::try_from(server.inner.timeout().as_millis()).unwrap_or(i64::MAX))
-    })
-}
-
-/// Runs a body returning a string inside the panic boundary; failures give
-/// NULL and a last-error message.
-fn string_call<S: Into<Vec<u8>>>(body: impl FnOnce() -> Result<S, Failure>) -> *mut c_char {
-    panic::guard(std::ptr::null_mut, || match body() {
-        Ok(text) => into_c_string(text),
-        Err(failure) => {
-            failure.record();
-            std::ptr::null_mut()
-        }
     })
 }
 

@@ -3,7 +3,7 @@
 use std::ffi::{CString, c_char};
 
 use crate::ffi::panic;
-use crate::ffi::result::set_last_error;
+use crate::ffi::result::{Failure, set_last_error};
 
 /// Hands `text` to C as a caller-owned string (released with
 /// `bash_mcp_string_free`). Text with a NUL byte cannot be a C string: that
@@ -19,6 +19,18 @@ pub(crate) fn into_c_string(text: impl Into<Vec<u8>>) -> *mut c_char {
             std::ptr::null_mut()
         }
     }
+}
+
+/// Runs a body returning a string inside the panic boundary; failures give
+/// NULL and a last-error message.
+pub(crate) fn string_call<S: Into<Vec<u8>>>(body: impl FnOnce() -> Result<S, Failure>) -> *mut c_char {
+    panic::guard(std::ptr::null_mut, || match body() {
+        Ok(text) => into_c_string(text),
+        Err(failure) => {
+            failure.record();
+            std::ptr::null_mut()
+        }
+    })
 }
 
 /// Releases a string returned by this library.
