@@ -181,6 +181,20 @@ typedef enum bash_mcp_output_stream {
 typedef struct bash_mcp_cancel_token bash_mcp_cancel_token;
 
 /**
+ * An MCP (JSON-RPC 2.0) protocol handler over a server.
+ *
+ * Feed it each message received from the client with
+ * bash_mcp_mcp_handler_handle_message(); send what it returns, and what it
+ * hands to its callback, back to the client. It serves both protocol eras
+ * (the `initialize` handshake and the stateless 2026-07-28 revision), runs
+ * `tools/call` on worker threads, sends progress, and honours cancellation.
+ * Every function taking a `const bash_mcp_mcp_handler *` may run on many
+ * threads at once; bash_mcp_mcp_handler_free() must not overlap other calls
+ * on the handler.
+ */
+typedef struct bash_mcp_mcp_handler bash_mcp_mcp_handler;
+
+/**
  * Allow and deny rules in a host's format, applied to each command a shell
  * text would run.
  *
@@ -223,6 +237,20 @@ typedef void (*bash_mcp_log_callback)(enum bash_mcp_log_level level,
                                       const char *target,
                                       const char *message,
                                       void *user_data);
+
+/**
+ * Receives a message the handler sends on its own: a response finished on a
+ * worker thread (`tools/call`) or a notification (`notifications/progress`).
+ *
+ * @param message One JSON-RPC message, compact, without a trailing newline;
+ *        NUL-terminated. Borrowed for the duration of the call.
+ * @param len Its length in bytes, without the NUL.
+ * @param user_data The pointer given to bash_mcp_mcp_handler_new().
+ *
+ * Called on library worker threads, possibly on several at once: it must be
+ * thread-safe and must not call bash_mcp_mcp_handler_free().
+ */
+typedef void (*bash_mcp_message_callback)(const char *message, size_t len, void *user_data);
 
 /**
  * Receives the output of a running command as it arrives.
@@ -310,6 +338,53 @@ void bash_mcp_cancel_token_free(struct bash_mcp_cancel_token *token);
 enum bash_mcp_result bash_mcp_set_log_callback(bash_mcp_log_callback callback,
                                                void *user_data,
                                                bash_mcp_log_level max_level);
+
+/**
+ * Creates an MCP handler over @p server.
+ *
+ * @param server The server whose tools the handler serves. The handler keeps
+ *        its own reference: the server may be freed before the handler.
+ * @param callback Receives messages the handler sends later (responses
+ *        finished on worker threads, progress notifications), on library
+ *        worker threads. Must not be NULL.
+ * @param user_data Passed to @p callback unchanged; may be NULL. Must stay
+ *        valid until bash_mcp_mcp_handler_free() returns.
+ * @param out Receives the handler on success; untouched on failure.
+ * @return #BASH_MCP_RESULT_OK, or #BASH_MCP_RESULT_NULL_ARGUMENT when
+ *         @p server, @p callback or @p out is NULL.
+ */
+enum bash_mcp_result bash_mcp_mcp_handler_new(const struct bash_mcp_server *server,
+                                              bash_mcp_message_callback callback,
+                                              void *user_data,
+                                              struct bash_mcp_mcp_handler **out);
+
+/**
+ * Handles one message from the client.
+ *
+ * @param handler The handler.
+ * @param message The message bytes (one JSON-RPC message, without the
+ *        line's newline). Invalid UTF-8 or JSON gets a JSON-RPC parse error
+ *        reply, not a failure. Borrowed for the duration of the call.
+ * @param len The message's length in bytes.
+ * @return Caller owns the string; release it with bash_mcp_string_free().
+ *         The replies to send now, one JSON-RPC message per line (joined
+ *         with `\n`, no trailing newline); an empty string when there is
+ *         nothing to send now (a notification, or a `tools/call` whose
+ *         response will come through the callback). NULL when @p handler is
+ *         NULL, or @p message is NULL with a non-zero @p len.
+ */
+char *bash_mcp_mcp_handler_handle_message(const struct bash_mcp_mcp_handler *handler,
+                                          const char *message,
+                                          size_t len);
+
+/**
+ * Stops the handler and releases it: running calls are cancelled (their
+ * process groups killed) and its worker threads finish before this returns;
+ * the callback is not called afterwards.
+ *
+ * @param handler The handler, or NULL (then nothing happens).
+ */
+void bash_mcp_mcp_handler_free(struct bash_mcp_mcp_handler *handler);
 
 /**
  * Creates a policy from allow and deny rules.

@@ -19,6 +19,7 @@ const BUILD_C: &str =
 const BUILD_C_STATIC: &str = "cc -std=c11 -Wall -Wextra -Werror -I include examples/c/basic.c {LIB}/libbash_mcp.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc -o {OUT}";
 const BUILD_CPP: &str = "c++ -std=c++17 -Wall -Wextra -Werror -pthread -I include examples/cpp/raii.cpp -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_RULES: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/api_rules.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
+const BUILD_MCP: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/mcp_handler.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_POLICY: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/policy.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -169,6 +170,29 @@ fn policy_rules_hold_from_c() {
 }
 
 #[test]
+fn mcp_handler_serves_from_c() {
+    let scratch = Scratch::new("mcp");
+    let program = scratch.path("mcp_handler");
+    compile(BUILD_MCP, &program);
+    let tag = unique_tag("mcp-c");
+    let output = run(
+        Command::new(&program).current_dir(&scratch.0).env(TAG_VAR, &tag),
+        DEADLINE,
+    );
+    assert_no_survivors(&tag);
+    let stdout = text(&output.stdout);
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert!(
+        output.status.success() && summary.ends_with(" passed, 0 failed"),
+        "mcp_handler failed ({}):\n{stdout}\n{}",
+        output.status,
+        text(&output.stderr)
+    );
+    let passed: u32 = summary.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(passed >= 25, "only {passed} checks ran:\n{stdout}");
+}
+
+#[test]
 fn examples_are_clean_under_valgrind() {
     if !have("valgrind") {
         println!("SKIP: valgrind not installed");
@@ -181,9 +205,16 @@ fn examples_are_clean_under_valgrind() {
     compile(BUILD_RULES, &rules);
     let policy = scratch.path("policy");
     compile(BUILD_POLICY, &policy);
+    let mcp = scratch.path("mcp_handler");
+    compile(BUILD_MCP, &mcp);
     let work = scratch.path("work");
     std::fs::create_dir(&work).unwrap();
-    for (program, args) in [(&basic, vec![]), (&rules, vec![work.as_os_str()]), (&policy, vec![])] {
+    for (program, args) in [
+        (&basic, vec![]),
+        (&rules, vec![work.as_os_str()]),
+        (&policy, vec![]),
+        (&mcp, vec![]),
+    ] {
         let tag = unique_tag("valgrind");
         let output = run(
             Command::new("valgrind")

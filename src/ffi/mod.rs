@@ -33,6 +33,7 @@ pub mod cancel;
 #[cfg(feature = "entropic-plugin")]
 pub mod entropic;
 pub mod log;
+pub mod mcp;
 pub(crate) mod panic;
 pub mod policy;
 pub(crate) mod ptr;

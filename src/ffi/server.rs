@@ -3,6 +3,7 @@
 use std::ffi::{CString, c_char, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::bash::BashServer;
 use crate::exec::OutputStream;
@@ -20,7 +21,8 @@ use crate::server::{CallOptions, McpServer, ToolResponse};
 /// only bash_mcp_server_free() must not run concurrently with any other call
 /// on the same server.
 pub struct bash_mcp_server {
-    inner: BashServer,
+    // Shared, so an MCP handler made from the server can outlive the handle.
+    inner: Arc<BashServer>,
     name: CString,
 }
 
@@ -29,13 +31,21 @@ impl bash_mcp_server {
     pub(crate) fn wrap(inner: BashServer) -> Result<Self, Failure> {
         let name = CString::new(inner.name())
             .map_err(|_| Failure::new(bash_mcp_result::InvalidArgument, "the server name contains a NUL byte"))?;
-        Ok(Self { inner, name })
+        Ok(Self {
+            inner: Arc::new(inner),
+            name,
+        })
     }
 
     /// The wrapped server.
     #[cfg_attr(not(feature = "entropic-plugin"), allow(dead_code))]
     pub(crate) fn inner(&self) -> &BashServer {
         &self.inner
+    }
+
+    /// A new reference to the server, for objects that keep it alive.
+    pub(crate) fn shared(&self) -> Arc<BashServer> {
+        self.inner.clone()
     }
 
     /// The server's name as a C string owned by the server.
