@@ -113,6 +113,31 @@ fn exit_codes_are_exact() {
 }
 
 #[test]
+fn set_e_and_syntax_errors_never_end_a_session_in_any_posix_shell() {
+    for shell in ["bash", "zsh", "sh"] {
+        if bash_mcp::config::resolve_program(shell).is_none() {
+            println!("SKIP: {shell} not installed");
+            continue;
+        }
+        let tag = unique_tag("set-e");
+        let m = manager();
+        let id = start(&m, shell, &tag);
+        let r = run(&m, &id, "set -e\nfalse\necho after");
+        assert!(matches!(r.state, RunState::Finished(_)), "{shell}: {r:?}");
+        assert_eq!(run(&m, &id, "false").exit_code(), Some(1), "{shell}");
+        assert_eq!(run(&m, &id, "cd /tmp && echo alive").output, "alive\n", "{shell}");
+        assert_eq!(run(&m, &id, "pwd").output, "/tmp\n", "{shell}: state persists");
+        // An unbalanced quote runs nothing, and the session stays usable.
+        let r = run(&m, &id, "echo first\necho 'unbalanced");
+        assert!(r.exit_code().is_some_and(|c| c != 0), "{shell}: {r:?}");
+        assert!(!r.output.contains("first\n"), "{shell}: part of it ran: {r:?}");
+        assert_eq!(run(&m, &id, "echo ok").output, "ok\n", "{shell}");
+        m.close(&id).unwrap();
+        assert_no_survivors(&tag);
+    }
+}
+
+#[test]
 fn multiline_heredoc_and_syntax_errors() {
     let tag = unique_tag("multi");
     let m = manager();

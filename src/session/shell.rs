@@ -212,9 +212,14 @@ PS2=''
 /// POSIX shells get the command inside `{ ... }` so the whole of it is parsed
 /// before any of it runs: a command with an unbalanced quote fails with the
 /// shell's own syntax error and nothing of it runs.
+///
+/// For `sh` (dash) the file defines a function instead, called from the typed
+/// line: dash drops the `&&`/`||` context inside `.` scripts, so `set -e`
+/// there would end the shell, but keeps it inside functions.
 pub(crate) fn command_file(kind: ShellKind, command: &str) -> String {
     match kind {
         ShellKind::Fish => format!("{command}\n"),
+        ShellKind::Sh => format!("__bm_f() {{\n{command}\n}}\n"),
         _ => format!("{{\n{command}\n}}\n"),
     }
 }
@@ -228,7 +233,7 @@ pub(crate) fn command_line(kind: ShellKind, keep_history: bool) -> String {
     let keep = if keep_history { "__bm_keep; " } else { "" };
     match kind {
         ShellKind::Bash | ShellKind::Zsh => format!(" {keep}__bm_rc=; . \"$__bm_d/c\" && __bm_rc=0 || __bm_rc=$?\n"),
-        ShellKind::Sh => " __bm_c; __bm_rc=; . \"$__bm_d/c\" && __bm_rc=0 || __bm_rc=$?\n".to_owned(),
+        ShellKind::Sh => " __bm_c; __bm_rc=; . \"$__bm_d/c\" && __bm_f && __bm_rc=0 || __bm_rc=$?\n".to_owned(),
         ShellKind::Fish => " source $__bm_d/c\n".to_owned(),
     }
 }
