@@ -3,13 +3,21 @@
 # panic, timeout or out-of-memory. Needs cargo-fuzz (`cargo install cargo-fuzz`).
 # Only a stable toolchain is available, so nightly features are unlocked with
 # RUSTC_BOOTSTRAP=1 and sanitizers are off (`-s none`): libFuzzer still finds panics,
-# overflows and hangs.
+# overflows and hangs. libFuzzer's progress lines go to fuzz/target/<target>.log; the log's
+# tail is printed when a target fails.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 seconds="${FUZZ_SECONDS:-30}"
+mkdir -p target
 for target in pattern policy; do
-    echo "fuzzing $target for ${seconds}s"
-    RUSTC_BOOTSTRAP=1 cargo fuzz run -s none "$target" -- \
-        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096
+    log="target/$target.log"
+    echo "fuzzing $target for ${seconds}s (log: fuzz/$log)"
+    if ! RUSTC_BOOTSTRAP=1 cargo fuzz run -s none "$target" -- \
+        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 >"$log" 2>&1; then
+        tail -n 60 "$log"
+        echo "fuzz: $target failed (crash input under fuzz/artifacts/$target/)"
+        exit 1
+    fi
+    grep -E '^Done [0-9]+ runs' "$log" || true
 done
 echo "fuzz: all targets ran ${seconds}s without a failure"
