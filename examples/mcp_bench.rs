@@ -61,45 +61,71 @@ fn binary() -> PathBuf {
     path
 }
 
-/// Median-ready latencies of the binary with its default settings (policy
-/// gate refusing catastrophic commands, audit log in a private data folder).
-fn binary_defaults_latency(bin: &std::path::Path, dir: &std::path::Path, calls: usize) -> Vec<Duration> {
-    let data = dir.join(format!("bash-mcp-bench-data-{}", std::process::id()));
-    let mut child = Command::new(bin)
-        .args(["serve", "--log-level", "off"])
-        .env("XDG_DATA_HOME", &data)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start bash-mcp");
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    let mut send = |text: &str| {
-        stdin.write_all(text.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    };
-    send(
-        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#,
-    );
-    stdout.read_line(&mut line).unwrap();
-    let mut samples = Vec::with_capacity(calls);
-    for i in 0..calls + 20 {
-        line.clear();
-        let start = Instant::now();
-        send(&call_line(i + 1));
-        stdout.read_line(&mut line).unwrap();
-        if i >= 20 {
-            samples.push(start.elapsed());
-        }
-        assert!(line.contains(r#""exit_code":0"#), "{line}");
+/// The binary over pipes, initialized, as a client drives it.
+struct StdioClient {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+    line: String,
+}
+
+impl StdioClient {
+    fn start(command: &mut Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start bash-mcp");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut client = Self {
+            child,
+            stdin,
+            stdout,
+            line: String::new(),
+        };
+        client.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#);
+        client.receive();
+        client.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        client
     }
-    drop(stdin);
-    let _ = child.wait();
-    let _ = std::fs::remove_dir_all(&data);
-    samples
+
+    fn send(&mut self, text: &str) {
+        self.stdin.write_all(text.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next line, which must be a successful `true` result (or the initialize reply).
+    fn receive(&mut self) {
+        self.line.clear();
+        self.stdout.read_line(&mut self.line).unwrap();
+        assert!(
+            self.line.contains(r#""exit_code":0"#) || self.line.contains(r#""id":0"#),
+            "{}",
+            self.line
+        );
+    }
+
+    /// Latencies of `calls` sequential calls, after 20 warm-up calls.
+    fn latencies(&mut self, calls: usize) -> Vec<Duration> {
+        (0..calls + 20)
+            .map(|i| {
+                let start = Instant::now();
+                self.send(&call_line(i + 1));
+                self.receive();
+                start.elapsed()
+            })
+            .skip(20)
+            .collect()
+    }
+
+    /// Closes stdin (the server exits on EOF) and waits for the process.
+    fn finish(self) {
+        drop(self.stdin);
+        let mut child = self.child;
+        let _ = child.wait();
+    }
 }
 
 fn main() {
@@ -153,40 +179,13 @@ fn main() {
         r#"{"audit": null, "refuse_catastrophic": false, "project_config": false, "tools": ["execute"]}"#,
     )
     .expect("bench config");
-    let defaults_med = median(binary_defaults_latency(&bin, &dir, calls));
-    let mut child = Command::new(&bin)
-        .args(["serve", "--log-level", "off", "--config"])
-        .arg(&config)
-        .current_dir(&dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start bash-mcp");
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    let mut send = |text: &str| {
-        stdin.write_all(text.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    };
-    send(
-        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#,
+    let mut client = StdioClient::start(
+        Command::new(&bin)
+            .args(["serve", "--log-level", "off", "--config"])
+            .arg(&config)
+            .current_dir(&dir),
     );
-    stdout.read_line(&mut line).unwrap();
-    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    let mut stdio = Vec::with_capacity(calls);
-    for i in 0..calls + 20 {
-        line.clear();
-        let start = Instant::now();
-        send(&call_line(i + 1));
-        stdout.read_line(&mut line).unwrap();
-        let elapsed = start.elapsed();
-        assert!(line.contains(r#""exit_code":0"#), "{line}");
-        if i >= 20 {
-            stdio.push(elapsed);
-        }
-    }
+    let stdio = client.latencies(calls);
 
     // 4. Throughput with IN_FLIGHT calls outstanding, over stdio.
     let total = calls * 2;
@@ -194,23 +193,33 @@ fn main() {
     let mut sent = 0;
     let mut done = 0;
     while sent < IN_FLIGHT.min(total) {
-        send(&call_line(100_000 + sent));
+        client.send(&call_line(100_000 + sent));
         sent += 1;
     }
     while done < total {
-        line.clear();
-        stdout.read_line(&mut line).unwrap();
-        assert!(line.contains(r#""exit_code":0"#), "{line}");
+        client.receive();
         done += 1;
         if sent < total {
-            send(&call_line(100_000 + sent));
+            client.send(&call_line(100_000 + sent));
             sent += 1;
         }
     }
     let stdio_rps = total as f64 / start.elapsed().as_secs_f64();
-    drop(stdin); // EOF: the server exits
-    let _ = child.wait();
+    client.finish();
     let _ = std::fs::remove_file(&config);
+
+    // 5. The binary with its defaults: policy gate and audit log (in a
+    // private data folder).
+    let data = dir.join(format!("bash-mcp-bench-data-{}", std::process::id()));
+    let mut client = StdioClient::start(
+        Command::new(&bin)
+            .args(["serve", "--log-level", "off"])
+            .env("XDG_DATA_HOME", &data)
+            .current_dir(&dir),
+    );
+    let defaults_med = median(client.latencies(calls));
+    client.finish();
+    let _ = std::fs::remove_dir_all(&data);
 
     // The same load on the library directly, from IN_FLIGHT threads.
     let start = Instant::now();

@@ -186,19 +186,7 @@ pub(crate) fn run(
         poll(&mut fds, wait);
 
         // Output first, so nothing written before the exit is missed.
-        let mut closed = Vec::new();
-        for (i, pipe) in pipes.iter().enumerate() {
-            if fds[i].revents != 0 {
-                match read_some(pipe.fd.as_raw_fd(), &mut buf) {
-                    ReadResult::Data(n) => deliver(pipe.stream, &buf[..n]),
-                    ReadResult::Eof => closed.push(i),
-                    ReadResult::WouldBlock => {}
-                }
-            }
-        }
-        for i in closed.into_iter().rev() {
-            pipes.remove(i);
-        }
+        read_ready(&mut pipes, &fds, &mut buf, &mut deliver);
         if let Some(slot) = stdin_slot
             && fds[slot].revents != 0
         {
@@ -242,19 +230,7 @@ pub(crate) fn run(
         }
         let mut fds: Vec<libc::pollfd> = pipes.iter().map(|p| pollfd(p.fd.as_raw_fd(), libc::POLLIN)).collect();
         poll(&mut fds, drain_deadline - now);
-        let mut closed = Vec::new();
-        for (i, pipe) in pipes.iter().enumerate() {
-            if fds[i].revents != 0 {
-                match read_some(pipe.fd.as_raw_fd(), &mut buf) {
-                    ReadResult::Data(n) => deliver(pipe.stream, &buf[..n]),
-                    ReadResult::Eof => closed.push(i),
-                    ReadResult::WouldBlock => {}
-                }
-            }
-        }
-        for i in closed.into_iter().rev() {
-            pipes.remove(i);
-        }
+        read_ready(&mut pipes, &fds, &mut buf, &mut deliver);
     }
 
     Ok(RawOutcome {
@@ -264,6 +240,32 @@ pub(crate) fn run(
         stderr,
         elapsed: exit_at - start,
     })
+}
+
+/// Reads once from each pipe `poll` reported ready (`fds` starts with one
+/// entry per pipe, in order), hands data to `deliver`, and drops pipes at EOF.
+fn read_ready(
+    pipes: &mut Vec<Pipe>,
+    fds: &[libc::pollfd],
+    buf: &mut [u8],
+    deliver: &mut impl FnMut(OutputStream, &[u8]),
+) {
+    let mut index = 0;
+    pipes.retain(|pipe| {
+        let ready = fds[index].revents != 0;
+        index += 1;
+        if !ready {
+            return true;
+        }
+        match read_some(pipe.fd.as_raw_fd(), buf) {
+            ReadResult::Data(n) => {
+                deliver(pipe.stream, &buf[..n]);
+                true
+            }
+            ReadResult::Eof => false,
+            ReadResult::WouldBlock => true,
+        }
+    });
 }
 
 fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {

@@ -202,8 +202,3 @@ fn unwritable_path_fails_configure_and_disk_errors_never_fail_a_call() {
     assert_eq!(r["output"], "still works\n");
     assert_eq!(r["exit_code"], 0);
 }
-
-fn call_tool(s: &impl McpServer, tool: &str, args: Value) -> Value {
-    let envelope: Value = serde_json::from_str(&s.execute(tool, &args.to_string())).unwrap();
-    serde_json::from_str(envelope["result"].as_str().unwrap()).unwrap()
-}

@@ -6,12 +6,7 @@ use std::time::{Duration, Instant};
 
 use bash_mcp::{BashServer, McpServer};
 use common::*;
-use serde_json::{Value, json};
-
-fn tool(s: &BashServer, name: &str, args: Value) -> Value {
-    let envelope: Value = serde_json::from_str(&s.execute(name, &args.to_string())).unwrap();
-    serde_json::from_str(envelope["result"].as_str().unwrap()).unwrap()
-}
+use serde_json::json;
 
 fn background(s: &BashServer, command: &str, tag: &str) -> String {
     let started = Instant::now();
@@ -26,15 +21,15 @@ fn background_job_finishes_with_exit_code_and_output() {
     let s = server();
     let tag = unique_tag("job");
     let id = background(&s, "echo start; sleep 0.5; echo end; exit 3", &tag);
-    let r = tool(&s, "job_status", json!({"job_id": id}));
+    let r = call_tool(&s, "job_status", json!({"job_id": id}));
     assert_eq!(r["status"], "running");
-    let r = tool(&s, "job_status", json!({"job_id": id, "wait_seconds": 10}));
+    let r = call_tool(&s, "job_status", json!({"job_id": id, "wait_seconds": 10}));
     assert_eq!(r["status"], "finished");
     assert_eq!(r["exit_code"], 3);
     assert_eq!(r["output"], "start\nend\n");
     assert!(r["duration_ms"].as_u64().unwrap() >= 500);
     // Read once, then forgotten.
-    let r = tool(&s, "job_status", json!({"job_id": id}));
+    let r = call_tool(&s, "job_status", json!({"job_id": id}));
     assert_eq!(r["error"], "job_not_found");
     assert_no_survivors(&tag);
 }
@@ -46,7 +41,7 @@ fn running_job_shows_output_so_far_and_can_be_killed() {
     let id = background(&s, "echo partial; sleep 1000 & sleep 1000", &tag);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let r = tool(&s, "job_status", json!({"job_id": id}));
+        let r = call_tool(&s, "job_status", json!({"job_id": id}));
         if r["output"] == "partial\n" {
             assert_eq!(r["status"], "running");
             break;
@@ -54,14 +49,17 @@ fn running_job_shows_output_so_far_and_can_be_killed() {
         assert!(Instant::now() < deadline, "{r}");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let list = tool(&s, "job_list", json!({}));
+    let list = call_tool(&s, "job_list", json!({}));
     assert_eq!(list["jobs"][0]["job_id"], id.as_str());
     assert_eq!(list["jobs"][0]["state"], "running");
-    let r = tool(&s, "job_kill", json!({"job_id": id}));
+    let r = call_tool(&s, "job_kill", json!({"job_id": id}));
     assert_eq!(r["status"], "stopped", "{r}");
     assert_eq!(r["error"], "cancelled");
     assert_no_survivors(&tag);
-    assert_eq!(tool(&s, "job_kill", json!({"job_id": id}))["error"], "job_not_found");
+    assert_eq!(
+        call_tool(&s, "job_kill", json!({"job_id": id}))["error"],
+        "job_not_found"
+    );
 }
 
 #[test]
@@ -69,7 +67,7 @@ fn job_time_limit_applies() {
     let s = server();
     let tag = unique_tag("joblimit");
     let id = background(&s, "sleep 1000", &tag);
-    tool(&s, "job_kill", json!({"job_id": id}));
+    call_tool(&s, "job_kill", json!({"job_id": id}));
     let r = call_tagged(
         &s,
         "sleep 1000",
@@ -77,7 +75,7 @@ fn job_time_limit_applies() {
         json!({"background": true, "timeout_seconds": 0.3}),
     );
     let id = r["job_id"].as_str().unwrap();
-    let r = tool(&s, "job_status", json!({"job_id": id, "wait_seconds": 10}));
+    let r = call_tool(&s, "job_status", json!({"job_id": id, "wait_seconds": 10}));
     assert_eq!(r["error"], "timeout", "{r}");
     assert_no_survivors(&tag);
 }
@@ -92,7 +90,7 @@ fn finished_jobs_are_bounded() {
         ids.push(background(&s, &format!("exit {i}"), &tag));
         // One at a time, so they finish in order.
         let deadline = Instant::now() + Duration::from_secs(10);
-        while tool(&s, "job_list", json!({}))["jobs"]
+        while call_tool(&s, "job_list", json!({}))["jobs"]
             .as_array()
             .unwrap()
             .iter()
@@ -102,31 +100,31 @@ fn finished_jobs_are_bounded() {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-    let r = tool(&s, "job_status", json!({"job_id": ids[3]}));
+    let r = call_tool(&s, "job_status", json!({"job_id": ids[3]}));
     assert_eq!(r["exit_code"], 3, "{r}");
     // The two oldest were dropped once more than two had finished.
     assert_eq!(
-        tool(&s, "job_status", json!({"job_id": ids[0]}))["error"],
+        call_tool(&s, "job_status", json!({"job_id": ids[0]}))["error"],
         "job_not_found"
     );
     assert_eq!(
-        tool(&s, "job_status", json!({"job_id": ids[1]}))["error"],
+        call_tool(&s, "job_status", json!({"job_id": ids[1]}))["error"],
         "job_not_found"
     );
-    assert_eq!(tool(&s, "job_status", json!({"job_id": ids[2]}))["exit_code"], 2);
+    assert_eq!(call_tool(&s, "job_status", json!({"job_id": ids[2]}))["exit_code"], 2);
     assert_no_survivors(&tag);
 }
 
 #[test]
 fn bad_job_arguments_are_clear_errors() {
     let s = server();
-    assert_eq!(tool(&s, "job_status", json!({}))["error"], "invalid_arguments");
+    assert_eq!(call_tool(&s, "job_status", json!({}))["error"], "invalid_arguments");
     assert_eq!(
-        tool(&s, "job_status", json!({"job_id": "x", "wait_seconds": -1}))["error"],
+        call_tool(&s, "job_status", json!({"job_id": "x", "wait_seconds": -1}))["error"],
         "invalid_timeout"
     );
     assert_eq!(
-        tool(&s, "job_status", json!({"job_id": "x", "x": 1}))["error"],
+        call_tool(&s, "job_status", json!({"job_id": "x", "x": 1}))["error"],
         "unknown_argument"
     );
     assert_eq!(

@@ -6,11 +6,6 @@ use bash_mcp::McpServer;
 use common::*;
 use serde_json::{Value, json};
 
-fn call_tool(s: &impl McpServer, tool: &str, args: Value) -> Value {
-    let envelope: Value = serde_json::from_str(&s.execute(tool, &args.to_string())).unwrap();
-    serde_json::from_str(envelope["result"].as_str().unwrap()).unwrap()
-}
-
 fn tool_names(s: &impl McpServer) -> Vec<String> {
     let list: Value = serde_json::from_str(&s.list_tools()).unwrap();
     list.as_array()

@@ -436,11 +436,6 @@ fn other_shells_keep_state() {
     }
 }
 
-fn session_call(s: &BashServer, tool: &str, args: Value) -> Value {
-    let envelope: Value = serde_json::from_str(&s.execute(tool, &args.to_string())).unwrap();
-    serde_json::from_str(envelope["result"].as_str().unwrap()).unwrap()
-}
-
 #[test]
 fn tools_appear_when_enabled_and_work_over_json() {
     let tag = unique_tag("json");
@@ -454,15 +449,15 @@ fn tools_appear_when_enabled_and_work_over_json() {
             .collect()
     };
     assert!(!names(&s).iter().any(|n| n.starts_with("session_")));
-    let r = session_call(&s, "session_start", json!({}));
+    let r = call_tool(&s, "session_start", json!({}));
     assert_eq!(r["error"], "unknown_tool");
     s.configure(r#"{"sessions": {"enabled": true}}"#).unwrap();
     assert!(names(&s).contains(&"session_run".to_owned()));
-    let r = session_call(&s, "session_start", json!({"env": {TAG_VAR: tag}, "name": "work"}));
+    let r = call_tool(&s, "session_start", json!({"env": {TAG_VAR: tag}, "name": "work"}));
     let id = r["session_id"].as_str().unwrap().to_owned();
     assert_eq!(id.len(), 32);
     assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
-    let r = session_call(
+    let r = call_tool(
         &s,
         "session_run",
         json!({"session_id": id, "command": "cd / && echo hi"}),
@@ -476,20 +471,20 @@ fn tools_appear_when_enabled_and_work_over_json() {
         ),
         (Some("finished"), Some(0), Some("hi\n"), Some("/"))
     );
-    let r = session_call(&s, "session_list", json!({}));
+    let r = call_tool(&s, "session_list", json!({}));
     assert_eq!(r["sessions"][0]["name"], "work");
     assert_eq!(r["sessions"][0]["state"], "idle");
-    let r = session_call(&s, "session_run", json!({"session_id": "nope", "command": "true"}));
+    let r = call_tool(&s, "session_run", json!({"session_id": "nope", "command": "true"}));
     assert_eq!(r["error"], "session_not_found");
-    let r = session_call(
+    let r = call_tool(
         &s,
         "session_run",
         json!({"session_id": id, "command": "true", "bogus": 1}),
     );
     assert_eq!(r["error"], "unknown_argument");
-    let r = session_call(&s, "session_write", json!({"session_id": id, "keys": ["Nope"]}));
+    let r = call_tool(&s, "session_write", json!({"session_id": id, "keys": ["Nope"]}));
     assert_eq!(r["error"], "invalid_arguments");
-    let r = session_call(&s, "session_close", json!({"session_id": id}));
+    let r = call_tool(&s, "session_close", json!({"session_id": id}));
     assert_eq!(r["closed"], true);
     drop(s);
     assert_no_survivors(&tag);
@@ -501,9 +496,9 @@ fn dropping_the_server_kills_sessions() {
     let s = BashServer::new(std::env::temp_dir(), None, 30).unwrap();
     s.configure(r#"{"sessions": {"enabled": true, "max_sessions": 2}}"#)
         .unwrap();
-    let r = session_call(&s, "session_start", json!({"env": {TAG_VAR: tag}}));
+    let r = call_tool(&s, "session_start", json!({"env": {TAG_VAR: tag}}));
     let id = r["session_id"].as_str().unwrap();
-    session_call(&s, "session_run", json!({"session_id": id, "command": "sleep 1000 &"}));
+    call_tool(&s, "session_run", json!({"session_id": id, "command": "sleep 1000 &"}));
     assert!(!survivors(&tag).is_empty());
     drop(s);
     assert_no_survivors(&tag);

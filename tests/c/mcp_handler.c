@@ -18,18 +18,7 @@
 #include <time.h>
 
 #include "bash_mcp.h"
-
-static int passed, failed;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (cond) {                                                        \
-            passed++;                                                      \
-        } else {                                                           \
-            failed++;                                                      \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);         \
-        }                                                                  \
-    } while (0)
+#include "check.h"
 
 /* Messages the handler sent through the callback, guarded by a mutex. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;

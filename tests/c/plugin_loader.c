@@ -14,20 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "check.h"
 
 typedef void *entropic_mcp_server_t;
-
-static int passed, failed;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (cond) {                                                        \
-            passed++;                                                      \
-        } else {                                                           \
-            failed++;                                                      \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);         \
-        }                                                                  \
-    } while (0)
 
 /* The nine entry points of plugin API version 1. */
 static int (*api_version)(void);

@@ -15,43 +15,10 @@
 #include <string.h>
 
 #include "bash_mcp.h"
+#include "check.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (cond) {                                                        \
-            passed++;                                                      \
-        } else {                                                           \
-            failed++;                                                      \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);         \
-        }                                                                  \
-    } while (0)
-
-#define INVALID_UTF8 "\xff\xfe bad"
 #define TOOL "bash.execute"
 static bash_mcp_policy *const SENTINEL = (bash_mcp_policy *)(void *)0x5e5e;
-
-/* Whether the last error message exists and contains `needle`. */
-static int last_error_has(const char *needle) {
-    char *message = bash_mcp_last_error_message();
-    int found = message != NULL && strstr(message, needle) != NULL;
-    if (!found) {
-        printf("  last error: %s (wanted \"%s\")\n", message ? message : "(null)", needle);
-    }
-    bash_mcp_string_free(message);
-    return found;
-}
-
-/* Whether `s` is non-NULL and contains `needle`; frees `s`. */
-static int take_has(char *s, const char *needle) {
-    int found = s != NULL && strstr(s, needle) != NULL;
-    if (!found) {
-        printf("  got: %s (wanted \"%s\")\n", s ? s : "(null)", needle);
-    }
-    bash_mcp_string_free(s);
-    return found;
-}
 
 /* Whether `s` is non-NULL and equal to `expected`; frees `s`. */
 static int take_eq(char *s, const char *expected) {

@@ -31,6 +31,12 @@ pub fn call(server: &impl McpServer, args: Value) -> Value {
     serde_json::from_str(result).expect("result is JSON")
 }
 
+/// Calls any tool with JSON `args` and returns the parsed `result` document.
+pub fn call_tool(server: &impl McpServer, tool: &str, args: Value) -> Value {
+    let envelope: Value = serde_json::from_str(&server.execute(tool, &args.to_string())).expect("envelope is JSON");
+    serde_json::from_str(envelope["result"].as_str().expect("result is a string")).expect("result is JSON")
+}
+
 /// Calls `execute` for `command`, tagging the command's processes with `tag`.
 pub fn call_tagged(server: &impl McpServer, command: &str, tag: &str, extra: Value) -> Value {
     let mut args = serde_json::json!({"command": command, "env": {TAG_VAR: tag}});
