@@ -431,6 +431,15 @@ fn other_shells_keep_state() {
         let r = run(&m, &id, "echo 'unbalanced");
         assert_ne!(r.exit_code(), Some(0), "{shell}: {r:?}");
         assert_eq!(run(&m, &id, "echo ok").output, "ok\n", "{shell}");
+        let subshell = if shell == "fish" {
+            "fish --no-config -c 'exit 7'"
+        } else {
+            "(exit 7)"
+        };
+        assert_eq!(run(&m, &id, subshell).exit_code(), Some(7), "{shell}");
+        // `exit` ends the shell in every shell, and says so.
+        let r = run(&m, &id, "echo bye; exit 4");
+        assert_eq!(r.state, RunState::ShellExited(4), "{shell}: {r:?}");
         m.close(&id).unwrap();
         assert_no_survivors(&tag);
     }
@@ -502,4 +511,39 @@ fn dropping_the_server_kills_sessions() {
     assert!(!survivors(&tag).is_empty());
     drop(s);
     assert_no_survivors(&tag);
+}
+
+#[test]
+fn builtin_read_waits_for_input_in_every_shell() {
+    for (shell, command) in [
+        ("zsh", "read -r x; echo \"got $x\""),
+        ("sh", "read -r x; echo \"got $x\""),
+        ("fish", "read x; echo \"got $x\""),
+    ] {
+        if !installed(shell) {
+            println!("SKIP: {shell} not installed");
+            continue;
+        }
+        let tag = unique_tag("builtin-read");
+        let m = manager();
+        let id = start(&m, shell, &tag);
+        let options = RunOptions {
+            timeout: Some(Duration::from_secs(5)),
+            ..Default::default()
+        };
+        let r = m.run(&id, command, &options).unwrap();
+        assert_eq!(r.state, RunState::Running, "{shell}");
+        assert!(r.waiting_for_input, "{shell}: {r:?}");
+        assert!(
+            r.duration < Duration::from_secs(4),
+            "{shell}: not seen before the timeout: {r:?}"
+        );
+        let r = m
+            .write(&id, "hello", &["Enter".into()], Duration::from_secs(5), false)
+            .unwrap();
+        assert_eq!(r.state, RunState::Finished(0), "{shell}: {r:?}");
+        assert!(r.output.contains("got hello"), "{shell}: {r:?}");
+        m.close(&id).unwrap();
+        assert_no_survivors(&tag);
+    }
 }

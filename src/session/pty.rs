@@ -239,28 +239,69 @@ fn blocked_on_tty_read(pid: libc::pid_t) -> bool {
     {
         return true;
     }
-    // /proc/<pid>/syscall: "<nr> <arg0> ..." while blocked in a syscall.
+    // /proc/<pid>/syscall: "<nr> <arg0> <arg1> ..." while blocked in a syscall.
     let Ok(syscall) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else {
         return false;
     };
     let mut parts = syscall.split_whitespace();
     let nr = parts.next().and_then(|n| n.parse::<i64>().ok());
-    let fd = parts
-        .next()
-        .and_then(|a| i64::from_str_radix(a.trim_start_matches("0x"), 16).ok());
-    match (nr, fd) {
-        (Some(nr), Some(fd))
-            if nr == libc::SYS_read
-                || nr == libc::SYS_pselect6
-                || nr == libc::SYS_poll
-                || nr == libc::SYS_select
-                || nr == libc::SYS_ppoll =>
-        {
-            std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
-                .is_ok_and(|p| p.to_string_lossy().starts_with("/dev/pts/") || p.to_string_lossy() == "/dev/tty")
-        }
-        _ => false,
+    let args: Vec<u64> = parts
+        .take(2)
+        .filter_map(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
+        .collect();
+    let (Some(nr), &[arg0, arg1]) = (nr, args.as_slice()) else {
+        return false;
+    };
+    let is_tty = |fd: u64| {
+        std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).is_ok_and(|p| {
+            let p = p.to_string_lossy();
+            p.starts_with("/dev/pts/") || p == "/dev/tty"
+        })
+    };
+    if nr == libc::SYS_read {
+        return is_tty(arg0);
     }
+    // poll(fds, nfds, ...): an array of pollfd in the process's memory.
+    if nr == libc::SYS_poll || nr == libc::SYS_ppoll {
+        let count = arg1.min(64) as usize;
+        let Some(raw) = read_memory(pid, arg0, count * std::mem::size_of::<libc::pollfd>()) else {
+            return false;
+        };
+        return raw.chunks_exact(std::mem::size_of::<libc::pollfd>()).any(|entry| {
+            let fd = i32::from_ne_bytes([entry[0], entry[1], entry[2], entry[3]]);
+            let events = i16::from_ne_bytes([entry[4], entry[5]]);
+            fd >= 0 && events & libc::POLLIN != 0 && is_tty(fd as u64)
+        });
+    }
+    // select(nfds, readfds, ...): a bit set of fds in the process's memory.
+    if nr == libc::SYS_select || nr == libc::SYS_pselect6 {
+        let nfds = arg0.min(1024);
+        let Some(bits) = read_memory(pid, arg1, nfds.div_ceil(8) as usize) else {
+            return false;
+        };
+        return (0..nfds).any(|fd| bits[(fd / 8) as usize] & (1 << (fd % 8)) != 0 && is_tty(fd));
+    }
+    false
+}
+
+/// Reads `len` bytes at `address` in process `pid` (our own descendant).
+fn read_memory(pid: libc::pid_t, address: u64, len: usize) -> Option<Vec<u8>> {
+    if address == 0 || len == 0 {
+        return None;
+    }
+    let mut buf = vec![0u8; len];
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: len,
+    };
+    let remote = libc::iovec {
+        iov_base: address as *mut libc::c_void,
+        iov_len: len,
+    };
+    // SAFETY: writes at most `len` bytes into our own buffer; the remote side
+    // is only read, and the kernel checks access to it.
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    (n == len as isize).then_some(buf)
 }
 
 /// Resident set size of `pid` in KiB.

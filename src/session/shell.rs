@@ -158,6 +158,8 @@ function fish_prompt; end
 function fish_right_prompt; end
 function fish_mode_prompt; end
 function fish_title; end
+function exit; set -g __bm_x 1; builtin exit $argv; end
+function __bm_ret; return $argv[1]; end
 printf '\e]633;D;%s;0;%s\e]633;E;%s\a' $__bm_n $PWD $__bm_n
 "#,
                 d = fish_quote(&d),
@@ -234,7 +236,13 @@ pub(crate) fn command_line(kind: ShellKind, keep_history: bool) -> String {
     match kind {
         ShellKind::Bash | ShellKind::Zsh => format!(" {keep}__bm_rc=; . \"$__bm_d/c\" && __bm_rc=0 || __bm_rc=$?\n"),
         ShellKind::Sh => " __bm_c; __bm_rc=; . \"$__bm_d/c\" && __bm_f && __bm_rc=0 || __bm_rc=$?\n".to_owned(),
-        ShellKind::Fish => " source $__bm_d/c\n".to_owned(),
+        // `exit` in a sourced file only leaves the file: the `exit` wrapper
+        // marks it, and the line then ends the shell; else the line ends
+        // with the command's own status.
+        ShellKind::Fish => {
+            " source $__bm_d/c; set -g __bm_s $status; if set -q __bm_x; functions -e __bm_post; builtin exit $__bm_s; end; __bm_ret $__bm_s\n"
+                .to_owned()
+        }
     }
 }
 
