@@ -332,7 +332,7 @@ fn spawn_failure_is_reported() {
 
 #[test]
 fn timeout_is_clamped_to_the_ceiling() {
-    let s = BashServer::new(std::env::temp_dir(), None, 1).unwrap();
+    let s = tagged(BashServer::new(std::env::temp_dir(), None, 1).unwrap());
     // Asking for more than the operator's ceiling gets the ceiling.
     let r = call(&s, json!({"command": "sleep 5", "timeout_seconds": 100}));
     assert_eq!(r["error"], "timeout");

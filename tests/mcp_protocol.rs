@@ -26,7 +26,7 @@ struct Harness {
 }
 
 fn harness_with(options: HandlerOptions) -> Harness {
-    let server = Arc::new(BashServer::new(std::env::temp_dir(), None, 30).unwrap());
+    let server = Arc::new(common::tagged(BashServer::new(std::env::temp_dir(), None, 30).unwrap()));
     let (tx, rx) = channel();
     let tx = Mutex::new(tx);
     let handler = McpHandler::new(

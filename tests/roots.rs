@@ -19,8 +19,8 @@ fn tree(name: &str) -> PathBuf {
     dir
 }
 
-fn confined(dir: &Path) -> BashServer {
-    let s = BashServer::new(dir.join("root"), None, 10).unwrap();
+fn confined(dir: &Path) -> TestServer {
+    let s = tagged(BashServer::new(dir.join("root"), None, 10).unwrap());
     s.configure(&json!({"allowed_roots": [dir.join("root")]}).to_string())
         .unwrap();
     s
@@ -68,7 +68,7 @@ fn escapes_are_refused_with_the_roots_named() {
 #[test]
 fn a_default_dir_outside_new_roots_is_refused_at_call_time() {
     let dir = tree("default");
-    let s = BashServer::new(dir.join("outside"), None, 10).unwrap();
+    let s = tagged(BashServer::new(dir.join("outside"), None, 10).unwrap());
     s.configure(&json!({"allowed_roots": [dir.join("root")]}).to_string())
         .unwrap();
     let r = call(&s, json!({"command": "pwd"}));

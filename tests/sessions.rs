@@ -448,7 +448,7 @@ fn other_shells_keep_state() {
 #[test]
 fn tools_appear_when_enabled_and_work_over_json() {
     let tag = unique_tag("json");
-    let s = BashServer::new(std::env::temp_dir(), None, 30).unwrap();
+    let s = tagged(BashServer::new(std::env::temp_dir(), None, 30).unwrap());
     let names = |s: &BashServer| -> Vec<String> {
         let list: Value = serde_json::from_str(&s.list_tools()).unwrap();
         list.as_array()
@@ -502,7 +502,7 @@ fn tools_appear_when_enabled_and_work_over_json() {
 #[test]
 fn dropping_the_server_kills_sessions() {
     let tag = unique_tag("srvdrop");
-    let s = BashServer::new(std::env::temp_dir(), None, 30).unwrap();
+    let s = tagged(BashServer::new(std::env::temp_dir(), None, 30).unwrap());
     s.configure(r#"{"sessions": {"enabled": true, "max_sessions": 2}}"#)
         .unwrap();
     let r = call_tool(&s, "session_start", json!({"env": {TAG_VAR: tag}}));

@@ -18,8 +18,81 @@ pub fn unique_tag(name: &str) -> String {
     format!("{name}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst))
 }
 
-pub fn server() -> BashServer {
-    BashServer::new(std::env::temp_dir(), None, 30).expect("server")
+/// A server whose every command carries a tag of its own (through
+/// `env.set`), and which checks /proc when dropped that none of them
+/// survived the test.
+pub struct TestServer {
+    server: BashServer,
+    tag: String,
+}
+
+impl TestServer {
+    /// The tag every command of this server carries.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+}
+
+impl std::ops::Deref for TestServer {
+    type Target = BashServer;
+    fn deref(&self) -> &BashServer {
+        &self.server
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            assert_no_survivors(&self.tag);
+        }
+    }
+}
+
+impl McpServer for TestServer {
+    fn name(&self) -> &str {
+        self.server.name()
+    }
+    fn tools(&self) -> &bash_mcp::ToolRegistry {
+        self.server.tools()
+    }
+    fn call_tool(&self, tool: &str, args_json: &str, options: bash_mcp::CallOptions<'_>) -> bash_mcp::ToolResponse {
+        self.server.call_tool(tool, args_json, options)
+    }
+    fn get_permission_pattern(&self, tool: &str, args_json: &str) -> String {
+        self.server.get_permission_pattern(tool, args_json)
+    }
+    fn skip_duplicate_check(&self, tool: &str) -> bool {
+        self.server.skip_duplicate_check(tool)
+    }
+    /// Keeps the tag: a configuration that sets `env.set` gets it added.
+    fn configure(&self, config_json: &str) -> Result<(), bash_mcp::ToolError> {
+        let mut config: Value = serde_json::from_str(config_json).unwrap_or(Value::Null);
+        if let Some(env) = config.get_mut("env").and_then(Value::as_object_mut) {
+            let set = env.entry("set").or_insert_with(|| serde_json::json!({}));
+            if let Some(set) = set.as_object_mut() {
+                set.entry(TAG_VAR).or_insert_with(|| self.tag.clone().into());
+            }
+            return self.server.configure(&config.to_string());
+        }
+        self.server.configure(config_json)
+    }
+    fn set_working_dir(&self, path: &Path) -> Result<(), bash_mcp::ToolError> {
+        self.server.set_working_dir(path)
+    }
+}
+
+/// A [`TestServer`] in the temporary directory with a 30 s limit.
+pub fn server() -> TestServer {
+    tagged(BashServer::new(std::env::temp_dir(), None, 30).expect("server"))
+}
+
+/// Wraps a server so that its commands are tagged and checked for survivors.
+pub fn tagged(server: BashServer) -> TestServer {
+    let tag = unique_tag("server");
+    server
+        .configure(&serde_json::json!({"env": {"set": {TAG_VAR: &tag}}}).to_string())
+        .expect("tag the server's commands");
+    TestServer { server, tag }
 }
 
 /// Calls `execute` with `args` and returns the parsed `result` document.
