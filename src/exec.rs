@@ -38,6 +38,10 @@ pub(crate) struct RunLimits {
     pub kill_grace: Duration,
     pub drain: Duration,
     pub output_limit: usize,
+    /// The `NAME=value` entry every process of this run inherits; on a
+    /// timeout, a cancel, or a pipe still held after the drain bound,
+    /// processes outside the group that carry it are killed too.
+    pub run_marker: Option<Vec<u8>>,
 }
 
 /// What a run produced.
@@ -75,6 +79,8 @@ struct Pipe {
 }
 
 const READ_CHUNK: usize = 256 * 1024;
+/// How long pipes are drained after the processes holding them were swept.
+const SWEPT_DRAIN: Duration = Duration::from_millis(200);
 /// Poll interval when the kernel offers no pidfd.
 const FALLBACK_TICK: Duration = Duration::from_millis(5);
 
@@ -107,7 +113,7 @@ pub(crate) fn run(
         });
     }
     let mut stdin = child.stdin.map(|fd| (fd, stdin_data.unwrap_or_default()));
-    let mut buf = vec![0u8; READ_CHUNK];
+    let mut buf = ReadBuffer::take();
     let mut ending = Ending::Exited;
     let mut grace_until: Option<Instant> = None;
     let mut exited = false;
@@ -215,13 +221,29 @@ pub(crate) fn run(
     spawn::kill_group(child.pid, libc::SIGKILL);
     let status = spawn::reap(child.pid);
     guard.armed = false;
+    if ending != Ending::Exited
+        && let Some(marker) = &limits.run_marker
+    {
+        sweep_escapees(marker);
+    }
 
     // Phase 2: drain what is still in the pipes, bounded in time: a process
     // that left the group (setsid) may hold a write end forever.
-    let drain_deadline = exit_at + limits.drain;
+    let mut drain_deadline = exit_at + limits.drain;
+    let mut swept = false;
     while !pipes.is_empty() {
         let now = Instant::now();
         if now >= drain_deadline {
+            if !swept
+                && let Some(marker) = &limits.run_marker
+                && sweep_escapees(marker) > 0
+            {
+                // The holders are gone, so their write ends close: read what
+                // they left, briefly.
+                swept = true;
+                drain_deadline = now + SWEPT_DRAIN;
+                continue;
+            }
             tracing::debug!(
                 pid = child.pid,
                 "drain bound reached; a process outside the group holds the output pipe"
@@ -240,6 +262,75 @@ pub(crate) fn run(
         stderr,
         elapsed: exit_at - start,
     })
+}
+
+/// The read buffer, kept per thread between runs: a fresh 256 KiB buffer on
+/// every call would cost an mmap, page faults and an munmap each time.
+struct ReadBuffer(Vec<u8>);
+
+thread_local! {
+    static SPARE_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+impl ReadBuffer {
+    /// This thread's spare buffer, or a new one (e.g. for a run started from
+    /// inside another run's output callback).
+    fn take() -> Self {
+        let mut buf = SPARE_BUFFER.with(|spare| spare.take());
+        buf.resize(READ_CHUNK, 0);
+        Self(buf)
+    }
+}
+
+impl Drop for ReadBuffer {
+    fn drop(&mut self) {
+        let buf = std::mem::take(&mut self.0);
+        let _ = SPARE_BUFFER.try_with(|spare| spare.set(buf));
+    }
+}
+
+impl std::ops::Deref for ReadBuffer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ReadBuffer {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+}
+
+/// Kills every process (outside our own) whose environment carries
+/// `marker`: what a command started but moved out of its process group with
+/// `setsid`. Returns how many were killed.
+fn sweep_escapees(marker: &[u8]) -> usize {
+    let me = std::process::id() as libc::pid_t;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut killed = 0;
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<libc::pid_t>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if environ.split(|b| *b == 0).any(|var| var == marker) {
+            // SAFETY: plain syscall on a pid that carried this run's marker a moment ago.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            killed += 1;
+        }
+    }
+    if killed > 0 {
+        tracing::debug!(killed, "killed processes that had left the command's process group");
+    }
+    killed
 }
 
 /// Reads once from each pipe `poll` reported ready (`fds` starts with one

@@ -125,7 +125,7 @@ fn background_child_holding_the_pipe_does_not_hang_the_call() {
 }
 
 #[test]
-fn escapee_holding_the_pipe_is_bounded_by_the_drain() {
+fn escapee_holding_the_pipe_is_bounded_by_the_drain_then_killed() {
     let s = server();
     s.configure(r#"{"drain_ms": 500}"#).unwrap();
     let tag = unique_tag("setsid");
@@ -134,9 +134,56 @@ fn escapee_holding_the_pipe_is_bounded_by_the_drain() {
     let elapsed = start.elapsed();
     assert_eq!(r["output"], "hi\n");
     assert!(elapsed < Duration::from_millis(500 + 1000), "took {elapsed:?}");
-    // setsid leaves the process group: it is the one documented escape. Clean it up.
-    kill_tagged(&tag);
+    // It left the process group, but it still held the pipe: found by its
+    // run marker and killed.
     assert_no_survivors(&tag);
+}
+
+#[test]
+fn escapees_are_killed_on_timeout_and_cancel() {
+    let s = server();
+    let tag = unique_tag("setsid-timeout");
+    let r = call_tagged(
+        &s,
+        "setsid sleep 30 >/dev/null 2>&1 < /dev/null & setsid sh -c 'sleep 40' >/dev/null 2>&1 & sleep 30",
+        &tag,
+        json!({"timeout_seconds": 0.5}),
+    );
+    assert_eq!(r["error"], "timeout", "{r}");
+    assert_no_survivors(&tag);
+
+    let token = CancelToken::new();
+    let canceller = token.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        canceller.cancel();
+    });
+    let tag = unique_tag("setsid-cancel");
+    let request = ExecRequest::new("setsid sleep 30 >/dev/null 2>&1 & sleep 30").env(TAG_VAR, &tag);
+    let outcome = s
+        .run_with(
+            &request,
+            CallOptions {
+                cancel: Some(&token),
+                on_output: None,
+            },
+        )
+        .unwrap();
+    t.join().unwrap();
+    assert_eq!(outcome.status, Status::Cancelled);
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn every_run_has_its_own_marker() {
+    let s = server();
+    let a = call(&s, json!({"command": "echo $BASH_MCP_RUN_ID"}));
+    let b = call(&s, json!({"command": "echo $BASH_MCP_RUN_ID"}));
+    let (a, b) = (
+        a["output"].as_str().unwrap().trim(),
+        b["output"].as_str().unwrap().trim(),
+    );
+    assert!(!a.is_empty() && a != b, "{a} {b}");
 }
 
 #[test]

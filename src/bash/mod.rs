@@ -445,7 +445,9 @@ impl Shared {
             c"-c".to_owned(),
             CString::new(request.command.as_str()).expect("checked for NUL above"),
         ];
-        let envp = config.build_env(&request.env);
+        let mut envp = config.build_env(&request.env);
+        let run_marker = next_run_marker();
+        envp.insert(0, CString::new(run_marker.clone()).expect("marker has no NUL"));
         let cwd_c = c_path(&cwd)?;
         let spec = SpawnSpec {
             program: &program,
@@ -460,6 +462,7 @@ impl Shared {
             kill_grace: config.kill_grace,
             drain: config.drain,
             output_limit: config.output_limit_bytes,
+            run_marker: Some(run_marker),
         };
 
         let Some(_permit) = self.limiter.acquire(config.max_concurrent, options.cancel) else {
@@ -508,6 +511,18 @@ impl Shared {
             timeout,
         })
     }
+}
+
+/// The variable every process of one run inherits, so that processes which
+/// leave the run's process group can still be found (see `exec`).
+pub const RUN_MARKER_VAR: &str = "BASH_MCP_RUN_ID";
+
+/// `BASH_MCP_RUN_ID=<process prefix>-<counter>`, unique per run.
+fn next_run_marker() -> Vec<u8> {
+    static PREFIX: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| crate::audit::random_id()[..12].to_owned());
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("{RUN_MARKER_VAR}={}-{}", *PREFIX, NEXT.fetch_add(1, Ordering::Relaxed)).into_bytes()
 }
 
 fn empty_output(streams: Streams) -> Output {
