@@ -35,6 +35,6 @@ fn fd_exhaustion_is_a_spawn_failed_error_and_recoverable() {
     let tag = unique_tag("fds");
     let r = call_tagged(&s, "echo back", &tag, json!({}));
     assert_eq!(r["output"], "back\n");
-    assert_eq!(zombie_children(), Vec::<i32>::new());
+    assert_no_lasting_zombies();
     assert_no_survivors(&tag);
 }

@@ -25,6 +25,6 @@ fn ten_thousand_calls_leak_nothing() {
         assert_eq!(r["exit_code"], 0);
     }
     assert_eq!(fd_count(), fds_before, "fds leaked");
-    assert_eq!(zombie_children(), Vec::<i32>::new(), "zombies left");
+    assert_no_lasting_zombies();
     assert_no_survivors(&tag);
 }

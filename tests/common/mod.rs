@@ -205,6 +205,20 @@ pub fn zombie_children() -> Vec<i32> {
     found
 }
 
+/// Asserts that no child of this process stays a zombie. Other tests of the
+/// same binary run in parallel, and their children are zombies for a moment
+/// between exit and reap; only a zombie that stays for 2 s is a leak.
+pub fn assert_no_lasting_zombies() {
+    let mut lasting: Vec<i32> = zombie_children();
+    let start = Instant::now();
+    while !lasting.is_empty() && start.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = zombie_children();
+        lasting.retain(|pid| now.contains(pid));
+    }
+    assert!(lasting.is_empty(), "children left as zombies: {lasting:?}");
+}
+
 /// Number of open fds of this process.
 pub fn fd_count() -> usize {
     std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count()

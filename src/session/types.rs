@@ -1,0 +1,216 @@
+//! The session API's types: configuration, options and results.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::ShellKind;
+use crate::error::{ErrorCode, ToolError};
+
+/// Whether commands a session runs may land in the user's shell history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HistoryMode {
+    /// Never written to history (the default).
+    #[default]
+    Suppress,
+    /// Appended to the shell's history file as one event per command.
+    Keep,
+}
+
+impl HistoryMode {
+    /// Parses `suppress` or `keep`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "suppress" => Some(Self::Suppress),
+            "keep" => Some(Self::Keep),
+            _ => None,
+        }
+    }
+
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Suppress => "suppress",
+            Self::Keep => "keep",
+        }
+    }
+
+    /// The `BASH_MCP_HISTORY` override: `Ok(None)` when unset, an error when
+    /// set to anything but `suppress` or `keep`.
+    pub fn from_env() -> Result<Option<Self>, ToolError> {
+        match std::env::var(HISTORY_ENV) {
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Ok(v) => Self::parse(&v).map(Some).ok_or_else(|| {
+                ToolError::new(
+                    ErrorCode::InvalidConfig,
+                    format!("environment variable {HISTORY_ENV} is {v:?}; it must be \"suppress\" or \"keep\""),
+                    format!("set {HISTORY_ENV}=suppress or {HISTORY_ENV}=keep, or unset it"),
+                )
+            }),
+            Err(_) => Err(ToolError::new(
+                ErrorCode::InvalidConfig,
+                format!("environment variable {HISTORY_ENV} is not valid UTF-8"),
+                format!("set {HISTORY_ENV}=suppress or {HISTORY_ENV}=keep, or unset it"),
+            )),
+        }
+    }
+}
+
+/// The environment variable that overrides `sessions.history`.
+pub const HISTORY_ENV: &str = "BASH_MCP_HISTORY";
+
+/// Configuration of sessions (`sessions` key of the server configuration).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionConfig {
+    /// Whether the session tools are offered (default false).
+    pub enabled: bool,
+    /// Sessions open at once (default 8).
+    pub max_sessions: usize,
+    /// Sessions idle this long are closed; `None` (default) keeps them.
+    pub idle_ttl: Option<Duration>,
+    /// Bytes of output kept per command and per read ring.
+    pub output_limit_bytes: usize,
+    /// Whether the user's rc files are read (default false).
+    pub read_rc_files: bool,
+    /// Default history mode of `session_run`.
+    pub history: HistoryMode,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            max_sessions: 8,
+            idle_ttl: None,
+            output_limit_bytes: crate::config::DEFAULT_OUTPUT_LIMIT_BYTES,
+            read_rc_files: false,
+            history: HistoryMode::Suppress,
+        }
+    }
+}
+
+/// What to start.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// `bash` (default), `zsh`, `fish`, `sh`/`dash`, or a path to one of them.
+    pub shell: Option<String>,
+    /// Initial directory (default: the manager's working directory).
+    pub working_dir: Option<PathBuf>,
+    /// Variables set for the shell, after the server's environment.
+    pub env: Vec<(String, String)>,
+    /// A label shown by `session_list`.
+    pub name: Option<String>,
+}
+
+/// How to run one command.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// How long to wait before returning `running` (the command keeps running).
+    pub timeout: Option<Duration>,
+    /// Overrides the session's history mode for this command.
+    pub history: Option<HistoryMode>,
+    /// Keep terminal control sequences in the output.
+    pub raw: bool,
+}
+
+/// Where a command stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    /// Finished with this exit status (128+N after signal N).
+    Finished(i32),
+    /// Still running; wait, read, write or interrupt.
+    Running,
+    /// The shell itself exited (e.g. `exit`) with this status; the session is over.
+    ShellExited(i32),
+}
+
+/// A result of `session_run`, `session_wait`, `session_read` or `session_write`.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The session.
+    pub session_id: String,
+    /// Finished, running, or shell exited.
+    pub state: RunState,
+    /// Clean output (or raw, on request).
+    pub output: String,
+    /// Whether output was left out (head+tail cut, or ring overrun).
+    pub truncated: bool,
+    /// Output bytes of this command so far.
+    pub output_bytes: u64,
+    /// The shell's directory after the command (when known).
+    pub cwd: Option<PathBuf>,
+    /// Time since the command started.
+    pub duration: Duration,
+    /// Whether this call returned because its wait ran out.
+    pub timed_out: bool,
+    /// The foreground process is blocked reading the terminal.
+    pub waiting_for_input: bool,
+    /// Offset after the returned output; pass to `session_read` to continue.
+    pub cursor: u64,
+}
+
+impl RunResult {
+    /// The exit status, once finished.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self.state {
+            RunState::Finished(code) | RunState::ShellExited(code) => Some(code),
+            RunState::Running => None,
+        }
+    }
+
+    /// The JSON document tools return.
+    pub fn to_value(&self) -> serde_json::Value {
+        let mut doc = serde_json::json!({
+            "session_id": self.session_id,
+            "status": match self.state {
+                RunState::Finished(_) => "finished",
+                RunState::Running => "running",
+                RunState::ShellExited(_) => "shell_exited",
+            },
+            "output": self.output,
+            "truncated": self.truncated,
+            "output_bytes": self.output_bytes,
+            "duration_ms": self.duration.as_millis() as u64,
+            "timed_out": self.timed_out,
+            "waiting_for_input": self.waiting_for_input,
+            "cursor": self.cursor,
+        });
+        if let Some(code) = self.exit_code() {
+            doc["exit_code"] = code.into();
+        }
+        if let Some(cwd) = &self.cwd {
+            doc["cwd"] = cwd.display().to_string().into();
+        }
+        match self.state {
+            RunState::Running if self.waiting_for_input => {
+                doc["hint"] = "The command is waiting for input on the terminal: send it with session_write (text and/or keys), or stop it with session_interrupt.".into();
+            }
+            RunState::Running => {
+                doc["hint"] = "The command is still running (it was not killed). Use session_wait for more output and the exit status, session_read to peek, session_interrupt to stop it.".into();
+            }
+            RunState::ShellExited(_) => {
+                doc["hint"] = "The shell exited, so this session is over; start a new one with session_start.".into();
+            }
+            RunState::Finished(_) => {}
+        }
+        doc
+    }
+}
+
+/// One line of `session_list`.
+#[derive(Debug, Clone)]
+pub struct SessionInfo {
+    /// The session id.
+    pub id: String,
+    /// The label given at start.
+    pub name: Option<String>,
+    /// Which shell.
+    pub shell: ShellKind,
+    /// The shell's process id.
+    pub pid: i32,
+    /// The shell's directory.
+    pub cwd: PathBuf,
+    /// `idle`, `running` or `exited`.
+    pub state: &'static str,
+    /// Time since the last call or command activity.
+    pub idle: Duration,
+}
