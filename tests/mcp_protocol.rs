@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use bash_mcp::BashServer;
 use bash_mcp::mcp::{GateDecision, HandlerOptions, McpHandler};
-use common::{TAG_VAR, assert_no_survivors, survivors, unique_tag};
+use common::{TAG_VAR, assert_no_survivors, survivors, unique_tag, wait_for_survivors};
 use serde_json::{Value, json};
 
 const V_NEW: &str = "2026-07-28";
@@ -681,7 +681,7 @@ fn cancel_kills_the_group_and_silences_the_call() {
     let args = json!({"command": "sleep 30 & sleep 30; echo never", "env": {TAG_VAR: tag}});
     h.start_call(json!("c1"), args, json!({"progressToken": 1}));
     std::thread::sleep(Duration::from_millis(300));
-    assert!(survivors(&tag).len() >= 2, "both sleeps run");
+    assert!(wait_for_survivors(&tag, 2), "both sleeps run");
     let replies =
         h.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"test"}}));
     assert!(replies.is_empty());
@@ -735,7 +735,7 @@ fn shutdown_cancels_everything_and_refuses_new_calls() {
         );
     }
     std::thread::sleep(Duration::from_millis(200));
-    assert!(survivors(&tag).len() >= 3);
+    assert!(wait_for_survivors(&tag, 3));
     let start = Instant::now();
     assert!(h.handler.shutdown_within(Duration::from_secs(2)));
     assert!(start.elapsed() < Duration::from_millis(500), "{:?}", start.elapsed());

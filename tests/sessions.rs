@@ -306,7 +306,7 @@ fn close_kills_background_children() {
         &id,
         "sleep 1000 & (sleep 1000 &) ; nohup sleep 1000 >/dev/null 2>&1 &",
     );
-    assert!(survivors(&tag).len() >= 4, "shell and sleeps are alive");
+    assert!(wait_for_survivors(&tag, 4), "shell and sleeps are alive");
     let pid = m.shell_pid(&id).unwrap();
     m.close(&id).unwrap();
     assert_no_survivors(&tag);
@@ -388,7 +388,7 @@ fn dropping_the_manager_kills_everything() {
         },
     )
     .unwrap();
-    assert!(survivors(&tag).len() >= 8);
+    assert!(wait_for_survivors(&tag, 8));
     drop(m);
     assert_no_survivors(&tag);
     assert_no_lasting_zombies();
@@ -508,7 +508,7 @@ fn dropping_the_server_kills_sessions() {
     let r = call_tool(&s, "session_start", json!({"env": {TAG_VAR: tag}}));
     let id = r["session_id"].as_str().unwrap();
     call_tool(&s, "session_run", json!({"session_id": id, "command": "sleep 1000 &"}));
-    assert!(!survivors(&tag).is_empty());
+    assert!(wait_for_survivors(&tag, 1));
     drop(s);
     assert_no_survivors(&tag);
 }

@@ -140,6 +140,19 @@ pub fn survivors(tag: &str) -> Vec<i32> {
     found
 }
 
+/// Waits (up to 5 s) until at least `count` tagged processes are alive: a
+/// process in the middle of `exec` shows no environment for a moment.
+pub fn wait_for_survivors(tag: &str, count: usize) -> bool {
+    let start = Instant::now();
+    while survivors(tag).len() < count {
+        if start.elapsed() > Duration::from_secs(5) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
 /// Waits briefly for tagged processes to vanish (a SIGKILLed process needs a
 /// moment to be torn down), then asserts none is left.
 pub fn assert_no_survivors(tag: &str) {
