@@ -35,7 +35,8 @@ pub const EXECUTE_DEFINITION: &str = include_str!("../../data/tools/bash/execute
 /// The default server name.
 pub const DEFAULT_SERVER_NAME: &str = "bash";
 
-/// A server with one tool, `execute`, that runs shell commands.
+/// A server whose tool `execute` runs shell commands (with background jobs,
+/// and optional session and operator tools).
 ///
 /// `BashServer` is `Send + Sync`: share it (e.g. in an `Arc`) and call it from
 /// many threads; up to `max_concurrent` commands run at once and the rest
@@ -58,10 +59,9 @@ pub const DEFAULT_SERVER_NAME: &str = "bash";
 /// ```
 pub struct BashServer {
     shared: Arc<Shared>,
-    /// `execute` and the job tools.
+    /// `execute`, the job tools, and the optional operator and session tools
+    /// (shown while the configuration enables them).
     tools: ToolRegistry,
-    /// The same plus the session tools, shown while sessions are enabled.
-    tools_with_sessions: ToolRegistry,
     sessions: Arc<LazyManager>,
 }
 
@@ -180,31 +180,25 @@ impl BashServer {
             jobs: jobs.clone(),
         });
         let mut tools = ToolRegistry::new();
-        let mut tools_with_sessions = ToolRegistry::new();
-        tools.register(execute.clone())?;
-        tools_with_sessions.register(execute)?;
+        tools.register(execute)?;
         for (tool, builtin) in JOB_TOOLS {
-            let job_tool: Arc<dyn Tool> = Arc::new(JobTool::new(
+            tools.register(Arc::new(JobTool::new(
                 ToolDefinition::load(data_dir, name, tool, builtin)?,
                 jobs.clone(),
-            ));
-            tools.register(job_tool.clone())?;
-            tools_with_sessions.register(job_tool)?;
+            )))?;
         }
         for (tool, builtin) in ops::DEFINITIONS {
             let kind = ops::Kind::from_name(tool).expect("every built-in ops tool has a kind");
-            let ops_tool: Arc<dyn Tool> = Arc::new(ops::OpsTool {
+            tools.register(Arc::new(ops::OpsTool {
                 definition: ToolDefinition::load(data_dir, name, tool, builtin)?,
                 kind,
                 shared: shared.clone(),
                 jobs: jobs.clone(),
                 sessions: sessions.clone(),
-            });
-            tools.register(ops_tool.clone())?;
-            tools_with_sessions.register(ops_tool)?;
+            }))?;
         }
         for (tool, builtin) in SESSION_TOOLS {
-            tools_with_sessions.register(Arc::new(SessionTool::new(
+            tools.register(Arc::new(SessionTool::new(
                 ToolDefinition::load(data_dir, name, tool, builtin)?,
                 sessions.clone(),
             )))?;
@@ -214,7 +208,6 @@ impl BashServer {
         Ok(Self {
             shared,
             tools,
-            tools_with_sessions,
             sessions,
         })
     }
@@ -345,11 +338,7 @@ impl McpServer for BashServer {
     }
 
     fn tools(&self) -> &ToolRegistry {
-        if self.config().sessions.enabled {
-            &self.tools_with_sessions
-        } else {
-            &self.tools
-        }
+        &self.tools
     }
 
     fn configure(&self, config_json: &str) -> Result<(), ToolError> {

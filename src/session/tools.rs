@@ -46,6 +46,11 @@ pub(crate) struct LazyManager {
 }
 
 impl LazyManager {
+    /// Whether the configuration in force enables sessions.
+    pub fn enabled(&self) -> bool {
+        (self.source)().0.sessions.enabled
+    }
+
     /// Sessions open now (0 before the first session started).
     pub fn open_sessions(&self) -> usize {
         self.cell.get().map_or(0, |m| m.list().len())
@@ -91,6 +96,11 @@ impl SessionTool {
 impl Tool for SessionTool {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    /// Session tools are shown and callable only while sessions are enabled.
+    fn enabled(&self) -> bool {
+        self.manager.enabled()
     }
 
     /// `session_run` is matched like `execute`; `session_write` types raw
