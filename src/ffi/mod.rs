@@ -12,7 +12,7 @@
 //! - out-parameters are written only on success;
 //! - a returned `char *` is owned by the caller and released with
 //!   `bash_mcp_string_free()`;
-//! - no panic crosses the boundary (each body runs inside [`panic::guard`]).
+//! - no panic crosses the boundary (each body runs inside `panic::guard`).
 //!
 //! One file per C type (`server.rs`, `cancel.rs`, `policy.rs`; the last also
 //! holds the classifier and `bash_mcp_command_pattern`), plus the result codes
@@ -21,6 +21,8 @@
 //! `entropic.rs` exports the entropic engine's plugin entry points when the
 //! `entropic-plugin` feature is on.
 
+// Doc comments here are written for Doxygen: `@param[out]` is not a Rust link.
+#![allow(rustdoc::broken_intra_doc_links)]
 // The C names are the contract; Rust naming conventions do not apply here.
 #![allow(non_camel_case_types)]
 // The safety contract of each function is its C documentation (what every

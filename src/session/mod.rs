@@ -1,5 +1,5 @@
 //! Persistent shell sessions: a real interactive shell per session, under a
-//! pseudo-terminal, driven by a marker protocol (see [`marker`]).
+//! pseudo-terminal, driven by a marker protocol (see the `marker` module).
 //!
 //! A [`SessionManager`] owns the sessions. Each session has a reader thread
 //! that drains the pty master continuously, parses the markers, and keeps
