@@ -69,12 +69,15 @@ MCP CLIENT SETUP:
 CONFIGURATION FILE KEYS:
     timeout_seconds, max_timeout_seconds, shell, output_limit_bytes,
     kill_grace_ms, drain_ms, max_concurrent, non_interactive, env,
-    allowed_roots, project_config, audit, tools (a list of exposed tools,
-    or {\"status\": true} switches), working_dir, permissions {allow, deny},
-    refuse_catastrophic
+    allowed_roots, project_config, audit, sessions, jobs, tools (a list of
+    exposed tools, or {\"status\": true} switches), working_dir,
+    permissions {allow, deny}, refuse_catastrophic
+    Defaults: a 120 s limit (calls may ask for up to 600 s), an audit log at
+    $XDG_DATA_HOME/bash-mcp/audit.jsonl, project .bash-mcp.toml files honoured,
+    catastrophic commands refused, sessions off.
 
 Only protocol messages are written to stdout; logs go to stderr. On end of
-input, SIGTERM or SIGINT, every running command's process group is killed.
+input, SIGTERM, SIGINT or SIGHUP, every running command's process group is killed.
 ";
 
 /// Parses the arguments (without the program name). `stdin_is_tty` decides
@@ -232,5 +235,15 @@ mod tests {
         assert!(p(&["--bogus"]).is_err());
         assert!(p(&["serve", "extra"]).is_err());
         assert!(p(&["serve", "--json"]).is_err());
+    }
+
+    #[test]
+    fn help_names_every_configuration_key() {
+        let keys = bash_mcp::config::CONFIG_KEYS
+            .iter()
+            .chain(crate::cli::settings::BINARY_KEYS);
+        for key in keys {
+            assert!(HELP.contains(key), "--help does not mention `{key}`");
+        }
     }
 }

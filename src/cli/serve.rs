@@ -149,4 +149,4 @@ fn stop(handler: &McpHandler) -> ! {
     std::process::exit(0);
 }
 
-const INSTRUCTIONS: &str = "Runs shell commands with the `execute` tool. Each call is a fresh /bin/sh -c in the server's working directory (cd and variables do not persist); stdin is empty and pagers are off; the command and everything it started are killed when it ends or times out. A non-zero exit code is reported as a normal result.";
+const INSTRUCTIONS: &str = "Runs shell commands with the `execute` tool. Each call is a fresh /bin/sh -c in the server's working directory (cd and variables do not persist); stdin is empty and pagers are off; the command and everything it started are killed when it ends or times out. A non-zero exit code is reported as a normal result. For long commands pass background: true and poll job_status. When the session_* tools are listed, session_start gives a persistent shell that keeps cd, variables and virtualenvs between session_run calls.";
