@@ -135,6 +135,14 @@ fn bad_job_arguments_are_clear_errors() {
         call(&s, json!({"command": " ", "background": true}))["error"],
         "empty_command"
     );
+    // A working dir the run would refuse is refused at once, not in job_status.
+    assert_eq!(
+        call(
+            &s,
+            json!({"command": "true", "background": true, "working_dir": "/no/such/dir"})
+        )["error"],
+        "working_dir_not_found"
+    );
 }
 
 #[test]

@@ -545,7 +545,16 @@ impl Tool for ExecuteTool {
         if let Ok(request) = &request
             && request_is_background(args)
         {
-            return match validate_command(&request.command).and_then(|()| self.jobs.start(request.clone())) {
+            // Refuse what the run would refuse now, not later in job_status.
+            let checked = validate_command(&request.command).and_then(|()| {
+                let config = self.shared.config();
+                let base = self.shared.working_dir();
+                match &request.working_dir {
+                    Some(dir) => self.shared.confined_dir(dir, Some(&base), &config),
+                    None => self.shared.confined_dir(&base, None, &config),
+                }
+            });
+            return match checked.and_then(|_| self.jobs.start(request.clone())) {
                 Ok(id) => ToolResponse::new(serde_json::json!({"job_id": id, "status": "running"}).to_string()),
                 Err(error) => ToolResponse::error(&error),
             };
