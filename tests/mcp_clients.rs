@@ -48,17 +48,44 @@ fn available(path: &Path, what: &str) -> bool {
 }
 
 /// Runs a client to completion (killed after [`CLIENT_LIMIT`]).
-/// A private HOME for the clients and the servers they start, so the
-/// binary's default audit log (under the user's data folder) lands there.
+/// A private HOME for one client run and the servers it starts: the
+/// binary's default audit log (under the user's data folder) lands there, and
+/// the HOME entry tags every process of the run for the /proc check.
 fn private_home() -> PathBuf {
-    let home = std::env::temp_dir().join(format!("bash-mcp-client-home-{}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let home = std::env::temp_dir().join(format!("bash-mcp-client-home-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&home).expect("private home");
     home
 }
 
+/// Live processes whose environment holds exactly `entry`.
+fn processes_with(entry: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+            .unwrap_or(false);
+        if !zombie && environ.split(|b| *b == 0).any(|v| v == entry.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Runs a client to completion, then checks that neither it nor any server
+/// it started is left alive.
 fn run(command: &mut Command) -> Output {
+    let home = private_home();
     let mut child = command
-        .env("HOME", private_home())
+        .env("HOME", &home)
         .env_remove("XDG_DATA_HOME")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -75,6 +102,18 @@ fn run(command: &mut Command) -> Output {
     }
     let output = child.wait_with_output().expect("client output");
     assert!(start.elapsed() <= CLIENT_LIMIT, "client ran past {CLIENT_LIMIT:?}");
+    let entry = format!("HOME={}", home.display());
+    let settle = Instant::now();
+    let mut left = processes_with(&entry);
+    while !left.is_empty() && settle.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+        left = processes_with(&entry);
+    }
+    for pid in &left {
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "processes of the client run survived it: {left:?}");
+    let _ = std::fs::remove_dir_all(&home);
     output
 }
 
