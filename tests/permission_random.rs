@@ -102,6 +102,13 @@ fn hostile_inputs() {
         "<<\r\t<[<\t".into(),
         "<<   \"\"   ".into(),
         "cat <<'' x".into(),
+        // Found by fuzzing: an unclosed `$(` holding a here-document whose delimiter
+        // follows two blanks made the parser allocate without bound.
+        "m_$((mpmmm$)mmm$)mmm$m$((m[)mmm\r\r+mhmm$((\r\rm[)[m\rmm+mhmm$$)\r<<\t\t\t\tk\tk\tk\t\t                           2       ".into(),
+        "$(<<\t\t2 ".into(),
+        "$(cat <<  x; echo ".into(),
+        "\"$(<<  x ".into(),
+        "$( <<  x ".into(),
         ">{ (K({\u{1}>(K(((yK(HHHHHHH<<<<<\n\ne[$[n]rd(e,)]<<$[\t\t<<<HHHHHHHHHHHHHHHHHHHHHHHH?/)U(((#(+(".into(),
         ".O]$[A]$[O&$[[_]A]$[A]\u{1}$[A]$[sp$[A]$[]*<<(A]$[sp$[A(\n(".into(),
         "\u{7}\n((((((((([([func(>AYA[]A<<-[A^^0t(\u{7}\n((((((((([([func(>AYA[]A<<-[A^^0t((([( d)".into(),

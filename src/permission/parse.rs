@@ -32,6 +32,9 @@ fn parser_hazard(text: &str) -> Option<String> {
     if let Some(reason) = empty_heredoc_delimiter(b) {
         return Some(reason);
     }
+    if let Some(reason) = heredoc_in_unclosed_substitution(b) {
+        return Some(reason);
+    }
     let mut i = 0;
     while i < b.len() {
         if !b[i].is_ascii_digit() {
@@ -52,6 +55,19 @@ fn parser_hazard(text: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// A here-document operator in text with more `(` than `)` (counted without regard
+/// to quoting): inside an unclosed `$(`, a here-document makes the parser allocate
+/// without bound (`$(<<  x ` with two blanks). Such text cannot run as written anyway.
+fn heredoc_in_unclosed_substitution(b: &[u8]) -> Option<String> {
+    let opens = b.iter().filter(|c| **c == b'(').count();
+    let closes = b.iter().filter(|c| **c == b')').count();
+    let heredoc = b
+        .windows(2)
+        .enumerate()
+        .any(|(i, w)| w == b"<<" && b.get(i + 2) != Some(&b'<') && (i == 0 || b[i - 1] != b'<'));
+    (opens > closes && heredoc).then(|| "a here-document inside an unclosed `$(`".into())
 }
 
 /// A here-document operator whose delimiter is not a plain word (`<< ""`, `<<$[`, `<<`
