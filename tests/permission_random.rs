@@ -109,6 +109,12 @@ fn hostile_inputs() {
         "$(cat <<  x; echo ".into(),
         "\"$(<<  x ".into(),
         "$( <<  x ".into(),
+        // Found by fuzzing: nested array subscripts made the parser backtrack
+        // exponentially (seconds at five levels).
+        "\"{${e[\"{${e[}\"{${e[}\"{${t[}\"}\"".into(),
+        format!("{}1{}", "${e[".repeat(12), "]}".repeat(12)),
+        format!("{}1{}", "\"${e[".repeat(12), "]}\"".repeat(12)),
+        "[{{>~&${e}[{e[{e}[\"e[A[1;$[$(|>)$]{${et[{\u{1}S\u{1f}[{e[1;$}[\"e[{${et[e[{e}[\"e[A[1;$[$(|>)$]{${et[{\u{1}S\u{1f}[{e[1;$}[\"e[{${et[{a}[\"e[a}[\"e[&e".into(),
         ">{ (K({\u{1}>(K(((yK(HHHHHHH<<<<<\n\ne[$[n]rd(e,)]<<$[\t\t<<<HHHHHHHHHHHHHHHHHHHHHHHH?/)U(((#(+(".into(),
         ".O]$[A]$[O&$[[_]A]$[A]\u{1}$[A]$[sp$[A]$[]*<<(A]$[sp$[A(\n(".into(),
         "\u{7}\n((((((((([([func(>AYA[]A<<-[A^^0t(\u{7}\n((((((((([([func(>AYA[]A<<-[A^^0t((([( d)".into(),

@@ -35,6 +35,9 @@ fn parser_hazard(text: &str) -> Option<String> {
     if let Some(reason) = heredoc_in_unclosed_substitution(b) {
         return Some(reason);
     }
+    if let Some(reason) = nested_subscripts(b) {
+        return Some(reason);
+    }
     let mut i = 0;
     while i < b.len() {
         if !b[i].is_ascii_digit() {
@@ -52,6 +55,30 @@ fn parser_hazard(text: &str) -> Option<String> {
         let tilde = before.ends_with(b"~") || before.ends_with(b"~+") || before.ends_with(b"~-");
         if tilde || matches!(b.get(i), Some(b'<' | b'>')) {
             return Some("a number too large for a file descriptor or directory-stack index".into());
+        }
+    }
+    None
+}
+
+/// More than two parameter expansions with array subscripts (`${name[`): nested ones
+/// make the parser backtrack exponentially (`${x["${y["${z["${w[0]}"]}"]}"]}` takes
+/// 27 ms, one level more half a second), and quotes can hide the nesting from any
+/// cheap scan, so the count alone decides.
+fn nested_subscripts(b: &[u8]) -> Option<String> {
+    const MAX_SUBSCRIPTS: usize = 2;
+    let mut total = 0usize;
+    for i in 0..b.len().saturating_sub(2) {
+        if b[i] == b'$' && b[i + 1] == b'{' {
+            let name_end = b[i + 2..]
+                .iter()
+                .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+                .map_or(b.len(), |p| i + 2 + p);
+            if name_end > i + 2 && b.get(name_end) == Some(&b'[') {
+                total += 1;
+                if total > MAX_SUBSCRIPTS {
+                    return Some("more than two array subscripts in parameter expansions".into());
+                }
+            }
         }
     }
     None
