@@ -109,6 +109,7 @@ fn hostile_inputs() {
         "$(cat <<  x; echo ".into(),
         "\"$(<<  x ".into(),
         "$( <<  x ".into(),
+        "$(l\t;0;^6!88l\t;0;^6!8889\u{1}<<\t\t-880\t<<\t\t-880\t\t\t\t\"[\"\t\t\t\u{1}C\t#[[<\t\t-880\t\t\t\t\"[\"\t\t\t\u{1}C\t[$\t88{${$8){$0".into(),
         // Found by fuzzing: nested array subscripts made the parser backtrack
         // exponentially (seconds at five levels).
         "\"{${e[\"{${e[}\"{${e[}\"{${t[}\"}\"".into(),

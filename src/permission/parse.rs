@@ -126,8 +126,14 @@ fn empty_heredoc_delimiter(b: &[u8]) -> Option<String> {
         if b.get(j) == Some(&b'-') {
             j += 1;
         }
+        let blanks_from = j;
         while matches!(b.get(j), Some(b' ' | b'\t')) {
             j += 1;
+        }
+        // Two or more blanks before the delimiter make the parser allocate without
+        // bound inside `$(` (found by fuzzing); nobody needs them.
+        if j - blanks_from > 1 {
+            return Some("blanks before a here-document delimiter".into());
         }
         // The delimiter word, up to a blank or an operator: once quotes and backslashes
         // are removed it must be a plain non-empty word (EOF, 'END', \EOT, _MARK-1); the
