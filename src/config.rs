@@ -245,7 +245,7 @@ impl Config {
                         .as_bool()
                         .ok_or_else(|| config_error("`non_interactive` must be true or false", "use a JSON boolean"))?
                 }
-                "env" => next.env = env_policy(value)?,
+                "env" => next.env = env_policy(&next.env, value)?,
                 "allowed_roots" => {
                     next.allowed_roots = match value {
                         Value::Null => None,
@@ -509,12 +509,15 @@ pub fn resolve_program(name: &str) -> Option<PathBuf> {
         .find(|candidate| is_exec(candidate))
 }
 
-fn env_policy(value: &Value) -> Result<EnvPolicy, ToolError> {
+/// Merges an `env` object into `current`: the sub-keys given replace theirs, the
+/// others keep their value (like every other key), so setting one variable never
+/// re-opens an `inherit` restriction.
+fn env_policy(current: &EnvPolicy, value: &Value) -> Result<EnvPolicy, ToolError> {
     let hint = "use {\"inherit\": \"all\" | \"none\" | [\"PATTERN\", ...], \"set\": {\"NAME\": \"value\"}, \"remove\": [\"PATTERN\"]}";
     let Value::Object(map) = value else {
         return Err(config_error(format!("`env` must be an object, got {value}"), hint));
     };
-    let mut policy = EnvPolicy::default();
+    let mut policy = current.clone();
     for (key, value) in map {
         match key.as_str() {
             "inherit" => {

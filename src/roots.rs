@@ -71,7 +71,14 @@ pub(crate) fn existing_dir(dir: &Path, base: Option<&Path>) -> Result<PathBuf, T
     };
     let absolute = std::path::absolute(&joined).unwrap_or(joined);
     match std::fs::metadata(&absolute) {
-        Ok(meta) if meta.is_dir() => Ok(absolute),
+        Ok(meta) if meta.is_dir() => match searchable(&absolute) {
+            Ok(()) => Ok(absolute),
+            Err(e) => Err(ToolError::new(
+                ErrorCode::WorkingDirNotFound,
+                format!("working directory {} cannot be entered: {e}", absolute.display()),
+                "pass a directory this process may enter (search permission), or fix its mode",
+            )),
+        },
         Ok(_) => Err(ToolError::new(
             ErrorCode::WorkingDirNotDirectory,
             format!("working directory {} is not a directory", absolute.display()),
@@ -82,6 +89,19 @@ pub(crate) fn existing_dir(dir: &Path, base: Option<&Path>) -> Result<PathBuf, T
             format!("working directory {} cannot be used: {e}", absolute.display()),
             hint,
         )),
+    }
+}
+
+/// Whether this process may enter `dir`: checked here so that a directory the
+/// command could not start in is a working-dir error, not a spawn failure.
+fn searchable(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())?;
+    // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
+    if unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::X_OK, libc::AT_EACCESS) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 

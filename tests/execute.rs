@@ -538,10 +538,14 @@ fn configure_errors_leave_the_previous_configuration() {
     s.configure(r#"{"output_limit_bytes": 4096, "timeout_seconds": 12}"#)
         .unwrap();
     let before = s.config();
+    // Keys are applied in name order: each bad document has a valid key that
+    // sorts before its invalid one, so a configure that changed the
+    // configuration in place would be caught.
     for bad in [
-        r#"{"output_limit_bytes": 8192, "bogus": true}"#,
-        r#"{"timeout_seconds": 5, "max_concurrent": 0}"#,
-        r#"{"shell": "/no/such/shell"}"#,
+        r#"{"output_limit_bytes": 8192, "zz_bogus": true}"#,
+        r#"{"max_concurrent": 3, "timeout_seconds": -1}"#,
+        r#"{"drain_ms": 10, "shell": "/no/such/shell"}"#,
+        r#"{"env": {"inherit": "none"}, "kill_grace_ms": "soon"}"#,
         r#"not json"#,
         r#"[]"#,
     ] {
@@ -550,6 +554,101 @@ fn configure_errors_leave_the_previous_configuration() {
         assert_eq!(*s.config(), *before, "{bad} changed the configuration");
     }
     assert_eq!(s.timeout(), Duration::from_secs(12));
+}
+
+#[test]
+fn configuring_env_merges_into_the_current_policy() {
+    let s = server();
+    s.configure(r#"{"env": {"inherit": ["PATH", "HOME"]}}"#).unwrap();
+    // Setting a variable later must not re-open inheritance.
+    s.configure(r#"{"env": {"set": {"FROM_CONFIG": "1"}}}"#).unwrap();
+    let r = call_tagged(
+        &s,
+        "echo \"[$FROM_CONFIG] [${CARGO_PKG_NAME-unset}]\"",
+        &unique_tag("envmerge"),
+        json!({}),
+    );
+    assert_eq!(r["output"], "[1] [unset]\n", "{r}");
+}
+
+#[test]
+fn a_call_cancelled_before_it_starts_has_no_effect() {
+    let s = server();
+    let dir = tempdir("precancel");
+    let witness = dir.join("ran");
+    let token = CancelToken::new();
+    token.cancel();
+    for _ in 0..50 {
+        let request = ExecRequest::new(format!("echo ran >> '{}'", witness.display()));
+        let outcome = s
+            .run_with(
+                &request,
+                CallOptions {
+                    cancel: Some(&token),
+                    on_output: None,
+                },
+            )
+            .unwrap();
+        assert_eq!(outcome.status, Status::Cancelled);
+    }
+    assert!(!witness.exists(), "a cancelled call ran its command");
+}
+
+#[test]
+fn raising_max_concurrent_starts_queued_calls() {
+    let s = Arc::new(server());
+    s.configure(r#"{"max_concurrent": 1}"#).unwrap();
+    let start = Instant::now();
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let s = s.clone();
+            std::thread::spawn(move || call(&*s, json!({"command": "sleep 1"})))
+        })
+        .collect();
+    while s.concurrency().1 < 3 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    s.configure(r#"{"max_concurrent": 8}"#).unwrap();
+    for t in threads {
+        assert_eq!(t.join().unwrap()["exit_code"], 0);
+    }
+    // Serially they would take 4 s; raised, the three queued start at once.
+    assert!(start.elapsed() < Duration::from_millis(3000), "{:?}", start.elapsed());
+}
+
+#[test]
+fn a_directory_that_cannot_be_entered_is_a_working_dir_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir("locked");
+    let locked = dir.join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
+    if unsafe { libc::geteuid() } == 0 {
+        // Root may enter any directory: ask the binary, run as nobody, instead.
+        if std::process::Command::new("setpriv").arg("--version").output().is_err() {
+            println!("SKIP: running as root and setpriv (util-linux) is missing");
+            return;
+        }
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_bash-mcp")])
+            .args(["exec", "--json", "--working-dir"])
+            .arg(&locked)
+            .arg("true")
+            .output()
+            .unwrap();
+        // The server refuses the directory at construction, before any spawn.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains("cannot be entered: Permission denied"), "{stderr}");
+        assert!(!stderr.contains("spawn"), "{stderr}");
+    } else {
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+        let s = server();
+        let r = call(&s, json!({"command": "true", "working_dir": locked}));
+        assert_eq!(r["error"], "working_dir_not_found", "{r}");
+        assert!(s.set_working_dir(&locked).is_err());
+    }
 }
 
 #[test]

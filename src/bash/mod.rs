@@ -141,9 +141,9 @@ impl BashServer {
         let audit = config.audit.clone().map(AuditLog::open).transpose()?.map(Arc::new);
         let shared = Arc::new(Shared {
             name: name.to_owned(),
+            limiter: Limiter::new(config.max_concurrent),
             config: RwLock::new(Arc::new(config)),
             working_dir: RwLock::new(working_dir),
-            limiter: Limiter::default(),
             audit: RwLock::new(audit),
             started: Instant::now(),
             counters: Counters::default(),
@@ -351,6 +351,7 @@ impl McpServer for BashServer {
             let log = next.audit.clone().map(AuditLog::open).transpose()?.map(Arc::new);
             *self.shared.audit.write().unwrap_or_else(PoisonError::into_inner) = log;
         }
+        self.shared.limiter.set_max(next.max_concurrent);
         *slot = Arc::new(next);
         Ok(())
     }
@@ -454,7 +455,7 @@ impl Shared {
             run_marker: Some(run_marker),
         };
 
-        let Some(_permit) = self.limiter.acquire(config.max_concurrent, options.cancel) else {
+        let Some(_permit) = self.limiter.acquire(options.cancel) else {
             return Ok(ExecOutcome {
                 status: Status::Cancelled,
                 output: empty_output(request.streams),
