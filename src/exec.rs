@@ -28,6 +28,9 @@ pub enum OutputStream {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ending {
     Exited,
+    /// The shell exited, but the kernel discarded its status (the host
+    /// ignores SIGCHLD).
+    StatusLost,
     TimedOut,
     Cancelled,
 }
@@ -229,8 +232,22 @@ pub(crate) fn run(
     drop(stdin);
     let exit_at = Instant::now();
     spawn::kill_group(child.pid, libc::SIGKILL);
-    let status = spawn::reap(child.pid);
+    let status = match spawn::reap_status(child.pid) {
+        Some(status) => status,
+        None => {
+            tracing::warn!(
+                "the exit status of a command was lost: this process ignores SIGCHLD \
+                 (SIG_IGN or SA_NOCLDWAIT), so the kernel reaped the shell itself"
+            );
+            if ending == Ending::Exited {
+                ending = Ending::StatusLost;
+            }
+            -1
+        }
+    };
     guard.armed = false;
+    // Without a status the shell was reaped early and its group id may be gone:
+    // find what it left by the run's marker instead.
     if ending != Ending::Exited
         && let Some(marker) = &limits.run_marker
     {

@@ -251,8 +251,15 @@ pub(crate) fn has_exited(pid: libc::pid_t) -> bool {
 }
 
 /// Reaps the child, blocking until it has exited; returns the shell-convention
-/// exit code (128+N when killed by signal N).
+/// exit code (128+N when killed by signal N), or -1 when it is unknown.
 pub(crate) fn reap(pid: libc::pid_t) -> i32 {
+    reap_status(pid).unwrap_or(-1)
+}
+
+/// Reaps the child, blocking until it has exited; `None` when the kernel has
+/// already discarded it (a host that ignores SIGCHLD or sets SA_NOCLDWAIT has
+/// its children reaped at exit, status and all).
+pub(crate) fn reap_status(pid: libc::pid_t) -> Option<i32> {
     let mut status = 0;
     loop {
         // SAFETY: waits for our own child.
@@ -263,15 +270,14 @@ pub(crate) fn reap(pid: libc::pid_t) -> i32 {
         if rc < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
             continue;
         }
-        // ECHILD: someone else reaped it (a host with SIGCHLD ignored); report unknown.
-        return -1;
+        return None;
     }
     if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
+        Some(libc::WEXITSTATUS(status))
     } else if libc::WIFSIGNALED(status) {
-        128 + libc::WTERMSIG(status)
+        Some(128 + libc::WTERMSIG(status))
     } else {
-        -1
+        None
     }
 }
 

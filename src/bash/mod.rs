@@ -478,6 +478,7 @@ impl Shared {
 
         let status = match raw.ending {
             Ending::Exited => Status::Exited(raw.status),
+            Ending::StatusLost => Status::ExitStatusLost,
             Ending::TimedOut => Status::TimedOut,
             Ending::Cancelled => Status::Cancelled,
         };

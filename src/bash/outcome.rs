@@ -14,6 +14,10 @@ pub enum Status {
     TimedOut,
     /// The call was cancelled and the process group was killed.
     Cancelled,
+    /// The shell exited but its exit status is unknown: the host process
+    /// ignores SIGCHLD (`SIG_IGN` or `SA_NOCLDWAIT`), so the kernel discarded
+    /// it. The output is complete.
+    ExitStatusLost,
 }
 
 /// The captured output.
@@ -114,6 +118,17 @@ impl ExecOutcome {
                 map.insert("timeout_seconds".into(), seconds_value(self.timeout));
                 map.insert("elapsed_ms".into(), (self.duration.as_millis() as u64).into());
             }
+            Status::ExitStatusLost => {
+                map.insert("error".into(), "exit_status_lost".into());
+                map.insert(
+                    "message".into(),
+                    format!("Command finished after {elapsed} s, but its exit status is unknown: the host process ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT), so the kernel discarded the status. The output is complete.").into(),
+                );
+                map.insert(
+                    "hint".into(),
+                    "Do not ignore SIGCHLD in the process that embeds bash-mcp (restore SIG_DFL); until then, print the status yourself, e.g. `cmd; echo \"exit=$?\"`.".into(),
+                );
+            }
             Status::Cancelled => {
                 map.insert("error".into(), "cancelled".into());
                 map.insert(
@@ -142,10 +157,15 @@ fn seconds_value(d: Duration) -> Value {
     }
 }
 
+/// Seconds for people: whole seconds as integers, one decimal from a second
+/// up, and up to milliseconds below a second (so a 5 ms limit is not "0.0 s").
 fn format_secs(d: Duration) -> String {
     if d.subsec_nanos() == 0 {
         d.as_secs().to_string()
-    } else {
+    } else if d >= Duration::from_secs(1) {
         format!("{:.1}", d.as_secs_f64())
+    } else {
+        let ms = format!("{:.3}", d.as_secs_f64());
+        ms.trim_end_matches('0').trim_end_matches('.').to_owned()
     }
 }

@@ -120,11 +120,11 @@ impl ExecRequest {
             request.working_dir = Some(PathBuf::from(dir));
         }
         if let Some(value) = args.get("timeout_seconds").filter(|v| !v.is_null()) {
-            let secs = value.as_f64().filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0);
+            let secs = value.as_f64().filter(|s| s.is_finite() && *s >= 0.001 && *s <= 86_400.0);
             let Some(secs) = secs else {
                 return Err(ToolError::new(
                     ErrorCode::InvalidTimeout,
-                    format!("`timeout_seconds` must be a number above 0 and at most 86400, got {value}"),
+                    format!("`timeout_seconds` must be a number from 0.001 (1 ms) to 86400, got {value}"),
                     "omit it to use the server's limit, or pass a positive number of seconds",
                 ));
             };
