@@ -235,10 +235,12 @@ pub(crate) fn kill_group(pgid: libc::pid_t, signal: libc::c_int) {
 }
 
 /// Whether the child has exited, without reaping it (so its pid and process
-/// group id stay reserved until we kill the group).
+/// group id stay reserved until we kill the group). A child that is no longer
+/// ours to wait for (ECHILD: a host ignoring SIGCHLD has the kernel reap it at
+/// exit) has exited too.
 pub(crate) fn has_exited(pid: libc::pid_t) -> bool {
     // SAFETY: siginfo is plain data; waitid writes it.
-    unsafe {
+    let (rc, info_pid) = unsafe {
         let mut info: libc::siginfo_t = std::mem::zeroed();
         let rc = libc::waitid(
             libc::P_PID,
@@ -246,7 +248,12 @@ pub(crate) fn has_exited(pid: libc::pid_t) -> bool {
             &mut info,
             libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
         );
-        rc == 0 && info.si_pid() == pid
+        (rc, info.si_pid())
+    };
+    if rc == 0 {
+        info_pid == pid
+    } else {
+        io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD)
     }
 }
 

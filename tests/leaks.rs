@@ -3,6 +3,9 @@
 
 mod common;
 
+use std::time::Duration;
+
+use bash_mcp::{CallOptions, CancelToken, ExecRequest, Status};
 use common::*;
 use serde_json::json;
 
@@ -23,6 +26,19 @@ fn ten_thousand_calls_leak_nothing() {
         assert_eq!(r["error"], "timeout");
         let r = call_tagged(&s, "cat", &tag, json!({"stdin": "x".repeat(100_000)}));
         assert_eq!(r["exit_code"], 0);
+        // A cancel from another thread while the command runs.
+        let token = CancelToken::new();
+        let canceller = token.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            canceller.cancel();
+        });
+        let request = ExecRequest::new("sleep 5 & sleep 5").env(TAG_VAR, &tag);
+        let outcome = s
+            .run_with(&request, CallOptions { cancel: Some(&token), on_output: None })
+            .unwrap();
+        t.join().unwrap();
+        assert_eq!(outcome.status, Status::Cancelled);
     }
     assert_eq!(fd_count(), fds_before, "fds leaked");
     assert_no_lasting_zombies();
