@@ -76,8 +76,12 @@ impl From<OutputStream> for bash_mcp_output_stream {
 
 /// Receives the output of a running command as it arrives.
 ///
-/// Called on the thread that called bash_mcp_server_execute_with(), before
-/// that call returns, once per chunk read from the command's pipes.
+/// Called on the thread that called bash_mcp_server_execute_with(), from
+/// inside the loop that runs the command, once per chunk read from the
+/// command's pipes, before that call returns. While the callback runs, the
+/// loop waits: the command's time limit and a cancel are acted on only after
+/// the callback returns, and the command may block on a full pipe. So the
+/// callback must return quickly: copy or hand off the bytes, do not wait.
 ///
 /// @param chunk The bytes; borrowed for the duration of the call. Not
 ///              NUL-terminated; may contain NUL bytes and invalid UTF-8 (a
@@ -86,8 +90,16 @@ impl From<OutputStream> for bash_mcp_output_stream {
 /// @param stream Which stream the bytes came from.
 /// @param user_data The pointer given to bash_mcp_server_execute_with().
 /// @warning The callback must return normally: it must not throw a C++
-///          exception or longjmp out. It may call any function of this library
-///          except bash_mcp_server_free() on the server that is running.
+///          exception or longjmp out. It must not run a tool on the server
+///          that is running the command (bash_mcp_server_execute(),
+///          bash_mcp_server_execute_with()): the running call holds one of the
+///          server's `max_concurrent` slots, so with one slot the nested call
+///          waits for itself forever. It must not call bash_mcp_server_free()
+///          on that server, nor free the call's cancel token. It may call the
+///          cancel token functions (bash_mcp_cancel_token_cancel() stops the
+///          run: the call then returns `cancelled` with the output so far),
+///          bash_mcp_string_free(), bash_mcp_last_error_message(),
+///          bash_mcp_result_str() and bash_mcp_version().
 pub type bash_mcp_output_callback = Option<
     unsafe extern "C" fn(chunk: *const c_char, len: usize, stream: bash_mcp_output_stream, user_data: *mut c_void),
 >;
@@ -237,7 +249,9 @@ pub unsafe extern "C" fn bash_mcp_server_execute(
 ///        of the call: it must not be freed before the call returns. A token
 ///        already cancelled makes the call return at once as cancelled.
 /// @param callback Receives output chunks as they arrive, on the calling
-///        thread, before this function returns; or NULL.
+///        thread, before this function returns; or NULL. See
+///        ::bash_mcp_output_callback for what it may do: it must return
+///        quickly and must not run a tool on @p server.
 /// @param user_data Passed to @p callback unchanged; may be NULL.
 /// @return As for bash_mcp_server_execute().
 #[unsafe(no_mangle)]
