@@ -206,7 +206,12 @@ typedef struct bash_mcp_mcp_handler bash_mcp_mcp_handler;
 typedef struct bash_mcp_policy bash_mcp_policy;
 
 /**
- * A shell server with one tool, `execute`.
+ * A shell server: the `execute` tool and its companions.
+ *
+ * Its tools are `execute` (run a shell command), the background-job tools
+ * `job_status`, `job_kill` and `job_list`, and the operator and session
+ * tools that the configuration enables; bash_mcp_server_list_tools() lists
+ * the ones offered now.
  *
  * Create it with bash_mcp_server_new() and release it with
  * bash_mcp_server_free(). A server may be used from many threads at once;
@@ -365,7 +370,8 @@ enum bash_mcp_result bash_mcp_set_log_callback(bash_mcp_log_callback callback,
  *        worker threads. Must not be NULL.
  * @param user_data Passed to @p callback unchanged; may be NULL. Must stay
  *        valid until bash_mcp_mcp_handler_free() returns.
- * @param out Receives the handler on success; untouched on failure.
+ * @param[out] out Receives the new handler on success; untouched on failure.
+ *        Caller owns the handler; release it with bash_mcp_mcp_handler_free().
  * @return #BASH_MCP_RESULT_OK, or #BASH_MCP_RESULT_NULL_ARGUMENT when
  *         @p server, @p callback or @p out is NULL.
  */
@@ -572,7 +578,11 @@ enum bash_mcp_result bash_mcp_server_new(const char *working_dir,
 void bash_mcp_server_free(struct bash_mcp_server *server);
 
 /**
- * Returns the server's name (`"bash"`).
+ * Returns the server's name.
+ *
+ * A server made by bash_mcp_server_new() is named `bash`; tools are also
+ * accepted qualified with this name (`bash.execute`). (The entropic plugin's
+ * server is named `shell`, or what `BASH_MCP_PLUGIN_NAME` names.)
  *
  * @param server The server; may be NULL.
  * @return Borrowed from the server: valid until bash_mcp_server_free(); do
@@ -597,7 +607,8 @@ char *bash_mcp_server_list_tools(const struct bash_mcp_server *server);
  * Runs a tool and waits for it to finish.
  *
  * Same as bash_mcp_server_execute_with() with no cancel token and no output
- * callback.
+ * callback. A background `execute` (`"background": true`) returns once the
+ * job has started.
  *
  * @param server The server; may be NULL.
  * @param tool_name The tool, local (`execute`) or qualified with the server
@@ -621,9 +632,15 @@ char *bash_mcp_server_execute(struct bash_mcp_server *server,
 /**
  * Runs a tool with a cancel token and a live output callback.
  *
- * The call blocks until the command ends, times out, or is cancelled. A
- * cancel kills the command's whole process group; the result is then
- * `{"error": "cancelled", ..., "output": "<output so far>"}`.
+ * For `execute`, the call blocks until the command ends, times out, or is
+ * cancelled. A cancel kills the command's whole process group; the result is
+ * then `{"error": "cancelled", ..., "output": "<output so far>"}`.
+ *
+ * With `"background": true`, `execute` starts a background job and returns
+ * at once (`{"job_id": ..., "status": "running"}`): @p callback is never
+ * called and @p cancel is ignored; stop the job with the `job_kill` tool.
+ * The other tools (`job_status`, `job_kill`, ...) ignore @p cancel and
+ * @p callback too.
  *
  * @param server The server; may be NULL.
  * @param tool_name As for bash_mcp_server_execute().

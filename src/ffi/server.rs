@@ -14,7 +14,12 @@ use crate::ffi::result::{Failure, bash_mcp_result, set_last_error, to_code};
 use crate::ffi::string::{into_c_string, string_call};
 use crate::server::{CallOptions, McpServer, ToolResponse};
 
-/// A shell server with one tool, `execute`.
+/// A shell server: the `execute` tool and its companions.
+///
+/// Its tools are `execute` (run a shell command), the background-job tools
+/// `job_status`, `job_kill` and `job_list`, and the operator and session
+/// tools that the configuration enables; bash_mcp_server_list_tools() lists
+/// the ones offered now.
 ///
 /// Create it with bash_mcp_server_new() and release it with
 /// bash_mcp_server_free(). A server may be used from many threads at once;
@@ -160,7 +165,11 @@ pub unsafe extern "C" fn bash_mcp_server_free(server: *mut bash_mcp_server) {
     panic::guard(|| (), || drop(unsafe { Box::from_raw(server) }))
 }
 
-/// Returns the server's name (`"bash"`).
+/// Returns the server's name.
+///
+/// A server made by bash_mcp_server_new() is named `bash`; tools are also
+/// accepted qualified with this name (`bash.execute`). (The entropic plugin's
+/// server is named `shell`, or what `BASH_MCP_PLUGIN_NAME` names.)
 ///
 /// @param server The server; may be NULL.
 /// @return Borrowed from the server: valid until bash_mcp_server_free(); do
@@ -200,7 +209,8 @@ pub unsafe extern "C" fn bash_mcp_server_list_tools(server: *const bash_mcp_serv
 /// Runs a tool and waits for it to finish.
 ///
 /// Same as bash_mcp_server_execute_with() with no cancel token and no output
-/// callback.
+/// callback. A background `execute` (`"background": true`) returns once the
+/// job has started.
 ///
 /// @param server The server; may be NULL.
 /// @param tool_name The tool, local (`execute`) or qualified with the server
@@ -237,9 +247,15 @@ pub unsafe extern "C" fn bash_mcp_server_execute(
 
 /// Runs a tool with a cancel token and a live output callback.
 ///
-/// The call blocks until the command ends, times out, or is cancelled. A
-/// cancel kills the command's whole process group; the result is then
-/// `{"error": "cancelled", ..., "output": "<output so far>"}`.
+/// For `execute`, the call blocks until the command ends, times out, or is
+/// cancelled. A cancel kills the command's whole process group; the result is
+/// then `{"error": "cancelled", ..., "output": "<output so far>"}`.
+///
+/// With `"background": true`, `execute` starts a background job and returns
+/// at once (`{"job_id": ..., "status": "running"}`): @p callback is never
+/// called and @p cancel is ignored; stop the job with the `job_kill` tool.
+/// The other tools (`job_status`, `job_kill`, ...) ignore @p cancel and
+/// @p callback too.
 ///
 /// @param server The server; may be NULL.
 /// @param tool_name As for bash_mcp_server_execute().
