@@ -27,10 +27,10 @@ struct Report {
     results: BTreeMap<String, Value>,
 }
 
-/// Runs the loader with `env`, expecting `name` and a
+/// Runs the loader with `env` (and `extra` arguments), expecting `name` and a
 /// default time limit of `timeout` seconds; checks nothing survived and that
 /// what list_tools and execute returned is what the engine expects.
-fn load(env: &[(&str, &str)], name: &str, timeout: u32) -> Report {
+fn load_with(env: &[(&str, &str)], name: &str, timeout: u32, extra: &[&str]) -> Report {
     let scratch = Scratch::new("plugin");
     let loader = scratch.path("plugin_loader");
     compile(BUILD_LOADER, &loader);
@@ -42,8 +42,10 @@ fn load(env: &[(&str, &str)], name: &str, timeout: u32) -> Report {
         .arg(&project)
         .arg(name)
         .arg(timeout.to_string())
+        .args(extra)
         .env_remove("BASH_MCP_PLUGIN_NAME")
         .env_remove("BASH_MCP_PLUGIN_CONFIG")
+        .env_remove("BASH_MCP_TEST_FORCE_PANIC")
         .env(TAG_VAR, &tag);
     for (key, value) in env {
         cmd.env(key, value);
@@ -63,6 +65,10 @@ fn load(env: &[(&str, &str)], name: &str, timeout: u32) -> Report {
         check_results(&report.results, &project, timeout);
     }
     report
+}
+
+fn load(env: &[(&str, &str)], name: &str, timeout: u32) -> Report {
+    load_with(env, name, timeout, &[])
 }
 
 /// Parses the "tools: " line and the "envelope <call>: " lines; each
@@ -185,6 +191,31 @@ fn plugin_reads_its_name_and_config_from_the_environment() {
         1,
     );
     assert!(text(&report.output.stdout).contains("name: my-shell_2\n"));
+}
+
+#[test]
+fn plugin_execute_stops_a_panic_with_an_error_envelope() {
+    if !cfg!(debug_assertions) {
+        println!("SKIP: the forced-panic hook exists only in builds with debug assertions");
+        return;
+    }
+    let report = load_with(&[], "shell", 30, &["force-panic"]);
+    assert_error(&report.results, "panic", "internal");
+    assert!(
+        report.results["panic"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("panicked"),
+        "{}",
+        report.results["panic"]
+    );
+    assert!(text(&report.output.stderr).contains("BASH_MCP_TEST_FORCE_PANIC=1"));
+    let after = &report.results["after-panic"];
+    assert_eq!(
+        (after["exit_code"].as_i64(), after["output"].as_str()),
+        (Some(0), Some("after\n")),
+        "{after}"
+    );
 }
 
 #[test]

@@ -158,11 +158,15 @@ pub unsafe extern "C" fn bash_mcp_server_new(
 ///        afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bash_mcp_server_free(server: *mut bash_mcp_server) {
-    if server.is_null() {
-        return;
-    }
-    // SAFETY: made by Box::into_raw in bash_mcp_server_new; the caller gives up ownership.
-    panic::guard(|| (), || drop(unsafe { Box::from_raw(server) }))
+    panic::guard(
+        || (),
+        || {
+            if !server.is_null() {
+                // SAFETY: made by Box::into_raw in bash_mcp_server_new; the caller gives up ownership.
+                drop(unsafe { Box::from_raw(server) });
+            }
+        },
+    )
 }
 
 /// Returns the server's name.
@@ -232,17 +236,19 @@ pub unsafe extern "C" fn bash_mcp_server_execute(
     tool_name: *const c_char,
     args_json: *const c_char,
 ) -> *mut c_char {
-    // SAFETY: forwarded contract.
-    unsafe {
-        bash_mcp_server_execute_with(
-            server,
-            tool_name,
-            args_json,
-            std::ptr::null(),
-            None,
-            std::ptr::null_mut(),
-        )
-    }
+    panic::guard(panic_envelope, || {
+        // SAFETY: forwarded contract.
+        unsafe {
+            bash_mcp_server_execute_with(
+                server,
+                tool_name,
+                args_json,
+                std::ptr::null(),
+                None,
+                std::ptr::null_mut(),
+            )
+        }
+    })
 }
 
 /// Runs a tool with a cancel token and a live output callback.

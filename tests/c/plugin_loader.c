@@ -2,10 +2,13 @@
  * plugin_loader.c: loads libbash_mcp.so the way the entropic engine loads an
  * MCP plugin (API version 1) and checks every entry point.
  *
- * Usage: plugin_loader <library.so> <project dir> <expected name | NULL> <expected timeout s>
+ * Usage: plugin_loader <library.so> <project dir> <expected name | NULL> <expected timeout s> [force-panic]
  *   expected name NULL: entropic_create_server must fail (bad configuration).
  *   expected timeout: the server's default time limit; when it is at most 5 s
  *   the timeout check relies on it, otherwise the call asks for 0.5 s.
+ *   force-panic: also call execute with BASH_MCP_TEST_FORCE_PANIC=1 (a hook
+ *   of libraries built with debug assertions that makes every exported
+ *   function panic).
  * Prints what the library returned for tests/plugin.rs to parse as JSON, one
  * per line: "tools: <list_tools>" and "envelope <call>: <execute envelope>".
  * Prints one line per failed check and ends with "N passed, M failed".
@@ -55,10 +58,12 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 5) {
-        fprintf(stderr, "usage: plugin_loader <library.so> <project dir> <name|NULL> <timeout s>\n");
+    if (argc != 5 && !(argc == 6 && strcmp(argv[5], "force-panic") == 0)) {
+        fprintf(stderr,
+                "usage: plugin_loader <library.so> <project dir> <name|NULL> <timeout s> [force-panic]\n");
         return 2;
     }
+    int force_panic = argc == 6;
     const char *path = argv[1], *project = argv[2], *expected_name = argv[3];
     int expected_timeout = atoi(argv[4]);
 
@@ -136,6 +141,22 @@ int main(int argc, char **argv) {
     }
     CHECK(now() - start < 10.0);
     show("timeout", result);
+
+    if (force_panic) {
+        /* A panic inside execute stops at the boundary: still an envelope. */
+        CHECK(setenv("BASH_MCP_TEST_FORCE_PANIC", "1", 1) == 0);
+        show("panic", execute(server, "execute", "{\"command\": \"echo ran\"}"));
+        CHECK(list_tools(server) == NULL);
+        CHECK(server_name(server) == NULL);
+        CHECK(configure(server, "{}") != 0);
+        CHECK(set_working_dir(server, project) != 0);
+        CHECK(create_server() == NULL);
+        CHECK(api_version() == 1);
+        entropic_free(NULL);
+        CHECK(unsetenv("BASH_MCP_TEST_FORCE_PANIC") == 0);
+        /* The server is unharmed. */
+        show("after-panic", execute(server, "execute", "{\"command\": \"echo after\"}"));
+    }
 
     /* configure: 0 = OK, non-zero on failure. */
     CHECK(configure(server, "{\"bogus\": 1}") != 0);
