@@ -1,7 +1,9 @@
 //! The C API from C and C++: the examples and the rules program are compiled
 //! with `-Wall -Wextra -Werror` using the commands in the README's "Using from C and C++", run, and
-//! their output checked; one run goes under valgrind. Every command they start
-//! is tagged and must be gone when they exit.
+//! their output checked; each also runs once under valgrind (when installed).
+//! Every command they start is tagged and must be gone when they exit. The
+//! panic boundary is checked from C (with the forced-panic hook of debug
+//! builds) and in the sources (every export is one guard call).
 
 mod cbuild;
 mod common;
@@ -23,6 +25,9 @@ const BUILD_MCP: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include t
 const BUILD_PANIC: &str = "cc -std=c11 -Wall -Wextra -Werror -I include tests/c/panic_boundary.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_POLICY: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/policy.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 
+/// The command the README gives for listing the static link's libraries.
+const NATIVE_LIBS: &str = "cargo rustc --release --lib --crate-type staticlib -- --print native-static-libs";
+
 const DEADLINE: Duration = Duration::from_secs(60);
 
 #[test]
@@ -37,6 +42,56 @@ fn docs_show_the_tested_commands() {
         assert!(
             docs.contains(&shown),
             "README.md must show the tested command:\n{shown}"
+        );
+    }
+    assert!(
+        docs.contains(&format!("`{NATIVE_LIBS}`")),
+        "README.md must show the command that lists the static link's libraries:\n{NATIVE_LIBS}"
+    );
+}
+
+/// The static link command ends with every library the Rust standard library
+/// needs, as rustc lists them for a static library (what the README's
+/// `NATIVE_LIBS` command prints for this crate, which adds none).
+#[test]
+fn static_link_names_what_rustc_lists() {
+    if !have("rustc") {
+        println!("SKIP: rustc not on PATH");
+        return;
+    }
+    let scratch = Scratch::new("native-libs");
+    let output = Command::new("rustc")
+        .args([
+            "--edition",
+            "2021",
+            "--crate-type",
+            "staticlib",
+            "--crate-name",
+            "probe",
+        ])
+        .args(["--print", "native-static-libs", "-o"])
+        .arg(scratch.path("libprobe.a"))
+        .arg("-")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run rustc");
+    let report = text(&output.stderr);
+    assert!(output.status.success(), "{report}");
+    let listed = report
+        .lines()
+        .find_map(|l| {
+            l.split_once("native-static-libs: ")
+                .map(|(_, libs)| libs.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("rustc listed no native-static-libs:\n{report}"));
+    let linked: Vec<&str> = BUILD_C_STATIC
+        .split_whitespace()
+        .filter(|w| w.starts_with("-l"))
+        .collect();
+    for lib in listed.split_whitespace() {
+        assert!(
+            linked.contains(&lib),
+            "{lib} (listed by rustc: {listed}) is missing from:\n{BUILD_C_STATIC}"
         );
     }
 }
@@ -247,6 +302,8 @@ fn examples_are_clean_under_valgrind() {
     let scratch = Scratch::new("valgrind");
     let basic = scratch.path("basic");
     compile(BUILD_C, &basic);
+    let raii = scratch.path("raii");
+    compile(BUILD_CPP, &raii);
     let rules = scratch.path("api_rules");
     compile(BUILD_RULES, &rules);
     let policy = scratch.path("policy");
@@ -257,6 +314,7 @@ fn examples_are_clean_under_valgrind() {
     std::fs::create_dir(&work).unwrap();
     for (program, args) in [
         (&basic, vec![]),
+        (&raii, vec![]),
         (&rules, vec![work.as_os_str()]),
         (&policy, vec![]),
         (&mcp, vec![]),
