@@ -206,7 +206,12 @@ typedef struct bash_mcp_mcp_handler bash_mcp_mcp_handler;
 typedef struct bash_mcp_policy bash_mcp_policy;
 
 /**
- * A shell server with one tool, `execute`.
+ * A shell server: the `execute` tool and its companions.
+ *
+ * Its tools are `execute` (run a shell command), the background-job tools
+ * `job_status`, `job_kill` and `job_list`, and the operator and session
+ * tools that the configuration enables; bash_mcp_server_list_tools() lists
+ * the ones offered now.
  *
  * Create it with bash_mcp_server_new() and release it with
  * bash_mcp_server_free(). A server may be used from many threads at once;
@@ -218,9 +223,12 @@ typedef struct bash_mcp_server bash_mcp_server;
 /**
  * Receives one log record of the library.
  *
- * Called on whichever thread emitted the record (a thread that called into
- * the library), possibly on several threads at once, so it must be
- * thread-safe.
+ * Called on whichever thread emitted the record: a thread of the host that
+ * called into the library, or one of the library's own threads (the worker
+ * running a background job, a session's reader and the idle-session
+ * sweeper, the MCP handler's call and progress workers). Records can
+ * arrive on several threads at once, and after the call that caused them
+ * has returned, so the callback must be thread-safe.
  *
  * @param level The record's severity (never ::BASH_MCP_LOG_LEVEL_OFF).
  * @param target Where it comes from, e.g. `"bash_mcp::bash"`. Borrowed for
@@ -255,8 +263,12 @@ typedef void (*bash_mcp_message_callback)(const char *message, size_t len, void 
 /**
  * Receives the output of a running command as it arrives.
  *
- * Called on the thread that called bash_mcp_server_execute_with(), before
- * that call returns, once per chunk read from the command's pipes.
+ * Called on the thread that called bash_mcp_server_execute_with(), from
+ * inside the loop that runs the command, once per chunk read from the
+ * command's pipes, before that call returns. While the callback runs, the
+ * loop waits: the command's time limit and a cancel are acted on only after
+ * the callback returns, and the command may block on a full pipe. So the
+ * callback must return quickly: copy or hand off the bytes, do not wait.
  *
  * @param chunk The bytes; borrowed for the duration of the call. Not
  *              NUL-terminated; may contain NUL bytes and invalid UTF-8 (a
@@ -265,8 +277,16 @@ typedef void (*bash_mcp_message_callback)(const char *message, size_t len, void 
  * @param stream Which stream the bytes came from.
  * @param user_data The pointer given to bash_mcp_server_execute_with().
  * @warning The callback must return normally: it must not throw a C++
- *          exception or longjmp out. It may call any function of this library
- *          except bash_mcp_server_free() on the server that is running.
+ *          exception or longjmp out. It must not run a tool on the server
+ *          that is running the command (bash_mcp_server_execute(),
+ *          bash_mcp_server_execute_with()): the running call holds one of the
+ *          server's `max_concurrent` slots, so with one slot the nested call
+ *          waits for itself forever. It must not call bash_mcp_server_free()
+ *          on that server, nor free the call's cancel token. It may call the
+ *          cancel token functions (bash_mcp_cancel_token_cancel() stops the
+ *          run: the call then returns `cancelled` with the output so far),
+ *          bash_mcp_string_free(), bash_mcp_last_error_message(),
+ *          bash_mcp_result_str() and bash_mcp_version().
  */
 typedef void (*bash_mcp_output_callback)(const char *chunk,
                                          size_t len,
@@ -318,7 +338,8 @@ void bash_mcp_cancel_token_free(struct bash_mcp_cancel_token *token);
  *
  * By default the library logs nowhere. After this call, every record at
  * @p max_level or more severe goes to @p callback, on the thread that
- * emitted it. A second call replaces the callback; it waits for callbacks
+ * emitted it, which may be one of the library's own threads (see
+ * ::bash_mcp_log_callback). A second call replaces the callback; it waits for callbacks
  * running on other threads to return, so once it returns the previous
  * callback is never called again and its @p user_data may be released.
  *
@@ -349,7 +370,8 @@ enum bash_mcp_result bash_mcp_set_log_callback(bash_mcp_log_callback callback,
  *        worker threads. Must not be NULL.
  * @param user_data Passed to @p callback unchanged; may be NULL. Must stay
  *        valid until bash_mcp_mcp_handler_free() returns.
- * @param out Receives the handler on success; untouched on failure.
+ * @param[out] out Receives the new handler on success; untouched on failure.
+ *        Caller owns the handler; release it with bash_mcp_mcp_handler_free().
  * @return #BASH_MCP_RESULT_OK, or #BASH_MCP_RESULT_NULL_ARGUMENT when
  *         @p server, @p callback or @p out is NULL.
  */
@@ -556,7 +578,11 @@ enum bash_mcp_result bash_mcp_server_new(const char *working_dir,
 void bash_mcp_server_free(struct bash_mcp_server *server);
 
 /**
- * Returns the server's name (`"bash"`).
+ * Returns the server's name.
+ *
+ * A server made by bash_mcp_server_new() is named `bash`; tools are also
+ * accepted qualified with this name (`bash.execute`). (The entropic plugin's
+ * server is named `shell`, or what `BASH_MCP_PLUGIN_NAME` names.)
  *
  * @param server The server; may be NULL.
  * @return Borrowed from the server: valid until bash_mcp_server_free(); do
@@ -581,7 +607,8 @@ char *bash_mcp_server_list_tools(const struct bash_mcp_server *server);
  * Runs a tool and waits for it to finish.
  *
  * Same as bash_mcp_server_execute_with() with no cancel token and no output
- * callback.
+ * callback. A background `execute` (`"background": true`) returns once the
+ * job has started.
  *
  * @param server The server; may be NULL.
  * @param tool_name The tool, local (`execute`) or qualified with the server
@@ -605,9 +632,15 @@ char *bash_mcp_server_execute(struct bash_mcp_server *server,
 /**
  * Runs a tool with a cancel token and a live output callback.
  *
- * The call blocks until the command ends, times out, or is cancelled. A
- * cancel kills the command's whole process group; the result is then
- * `{"error": "cancelled", ..., "output": "<output so far>"}`.
+ * For `execute`, the call blocks until the command ends, times out, or is
+ * cancelled. A cancel kills the command's whole process group; the result is
+ * then `{"error": "cancelled", ..., "output": "<output so far>"}`.
+ *
+ * With `"background": true`, `execute` starts a background job and returns
+ * at once (`{"job_id": ..., "status": "running"}`): @p callback is never
+ * called and @p cancel is ignored; stop the job with the `job_kill` tool.
+ * The other tools (`job_status`, `job_kill`, ...) ignore @p cancel and
+ * @p callback too.
  *
  * @param server The server; may be NULL.
  * @param tool_name As for bash_mcp_server_execute().
@@ -617,7 +650,9 @@ char *bash_mcp_server_execute(struct bash_mcp_server *server,
  *        of the call: it must not be freed before the call returns. A token
  *        already cancelled makes the call return at once as cancelled.
  * @param callback Receives output chunks as they arrive, on the calling
- *        thread, before this function returns; or NULL.
+ *        thread, before this function returns; or NULL. See
+ *        ::bash_mcp_output_callback for what it may do: it must return
+ *        quickly and must not run a tool on @p server.
  * @param user_data Passed to @p callback unchanged; may be NULL.
  * @return As for bash_mcp_server_execute().
  */

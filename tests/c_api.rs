@@ -1,7 +1,9 @@
 //! The C API from C and C++: the examples and the rules program are compiled
 //! with `-Wall -Wextra -Werror` using the commands in the README's "Using from C and C++", run, and
-//! their output checked; one run goes under valgrind. Every command they start
-//! is tagged and must be gone when they exit.
+//! their output checked; each also runs once under valgrind (when installed).
+//! Every command they start is tagged and must be gone when they exit. The
+//! panic boundary is checked from C (with the forced-panic hook of debug
+//! builds) and in the sources (every export is one guard call).
 
 mod cbuild;
 mod common;
@@ -20,7 +22,11 @@ const BUILD_C_STATIC: &str = "cc -std=c11 -Wall -Wextra -Werror -I include examp
 const BUILD_CPP: &str = "c++ -std=c++17 -Wall -Wextra -Werror -pthread -I include examples/cpp/raii.cpp -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_RULES: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/api_rules.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_MCP: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/mcp_handler.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
+const BUILD_PANIC: &str = "cc -std=c11 -Wall -Wextra -Werror -I include tests/c/panic_boundary.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_POLICY: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/policy.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
+
+/// The command the README gives for listing the static link's libraries.
+const NATIVE_LIBS: &str = "cargo rustc --release --lib --crate-type staticlib -- --print native-static-libs";
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -36,6 +42,56 @@ fn docs_show_the_tested_commands() {
         assert!(
             docs.contains(&shown),
             "README.md must show the tested command:\n{shown}"
+        );
+    }
+    assert!(
+        docs.contains(&format!("`{NATIVE_LIBS}`")),
+        "README.md must show the command that lists the static link's libraries:\n{NATIVE_LIBS}"
+    );
+}
+
+/// The static link command ends with every library the Rust standard library
+/// needs, as rustc lists them for a static library (what the README's
+/// `NATIVE_LIBS` command prints for this crate, which adds none).
+#[test]
+fn static_link_names_what_rustc_lists() {
+    if !have("rustc") {
+        println!("SKIP: rustc not on PATH");
+        return;
+    }
+    let scratch = Scratch::new("native-libs");
+    let output = Command::new("rustc")
+        .args([
+            "--edition",
+            "2021",
+            "--crate-type",
+            "staticlib",
+            "--crate-name",
+            "probe",
+        ])
+        .args(["--print", "native-static-libs", "-o"])
+        .arg(scratch.path("libprobe.a"))
+        .arg("-")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run rustc");
+    let report = text(&output.stderr);
+    assert!(output.status.success(), "{report}");
+    let listed = report
+        .lines()
+        .find_map(|l| {
+            l.split_once("native-static-libs: ")
+                .map(|(_, libs)| libs.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("rustc listed no native-static-libs:\n{report}"));
+    let linked: Vec<&str> = BUILD_C_STATIC
+        .split_whitespace()
+        .filter(|w| w.starts_with("-l"))
+        .collect();
+    for lib in listed.split_whitespace() {
+        assert!(
+            linked.contains(&lib),
+            "{lib} (listed by rustc: {listed}) is missing from:\n{BUILD_C_STATIC}"
         );
     }
 }
@@ -193,6 +249,51 @@ fn mcp_handler_serves_from_c() {
 }
 
 #[test]
+fn a_panic_stops_at_each_exported_function() {
+    if !cfg!(debug_assertions) {
+        println!("SKIP: the forced-panic hook exists only in builds with debug assertions");
+        return;
+    }
+    let scratch = Scratch::new("panic");
+    let program = scratch.path("panic_boundary");
+    compile(BUILD_PANIC, &program);
+    let work = scratch.path("work");
+    std::fs::create_dir(&work).unwrap();
+    let tag = unique_tag("panic");
+    let output = run(
+        Command::new(&program)
+            .arg(&work)
+            .env_remove("BASH_MCP_TEST_FORCE_PANIC")
+            .env(TAG_VAR, &tag),
+        DEADLINE,
+    );
+    assert_no_survivors(&tag);
+    let stdout = text(&output.stdout);
+    let stderr = text(&output.stderr);
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert!(
+        output.status.success() && summary.ends_with(" passed, 0 failed"),
+        "panic_boundary failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    // The panics really happened (the default hook reports each on stderr).
+    assert!(stderr.contains("BASH_MCP_TEST_FORCE_PANIC=1"), "{stderr}");
+    let mut envelopes = 0;
+    for line in stdout.lines().filter(|l| l.starts_with("envelope ")) {
+        let json = line.split_once(": ").expect("envelope <name>: <json>").1;
+        let envelope: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert_eq!(envelope["directives"], serde_json::json!([]), "{line}");
+        let result: serde_json::Value =
+            serde_json::from_str(envelope["result"].as_str().expect("a string result")).unwrap();
+        assert_eq!(result["error"], "internal", "{line}");
+        assert!(result["message"].as_str().unwrap().contains("panicked"), "{line}");
+        assert!(result["hint"].is_string(), "{line}");
+        envelopes += 1;
+    }
+    assert_eq!(envelopes, 2, "{stdout}");
+}
+
+#[test]
 fn examples_are_clean_under_valgrind() {
     if !have("valgrind") {
         println!("SKIP: valgrind not installed");
@@ -201,6 +302,8 @@ fn examples_are_clean_under_valgrind() {
     let scratch = Scratch::new("valgrind");
     let basic = scratch.path("basic");
     compile(BUILD_C, &basic);
+    let raii = scratch.path("raii");
+    compile(BUILD_CPP, &raii);
     let rules = scratch.path("api_rules");
     compile(BUILD_RULES, &rules);
     let policy = scratch.path("policy");
@@ -211,6 +314,7 @@ fn examples_are_clean_under_valgrind() {
     std::fs::create_dir(&work).unwrap();
     for (program, args) in [
         (&basic, vec![]),
+        (&raii, vec![]),
         (&rules, vec![work.as_os_str()]),
         (&policy, vec![]),
         (&mcp, vec![]),
@@ -238,4 +342,191 @@ fn examples_are_clean_under_valgrind() {
         );
         assert_valgrind_clean(&report);
     }
+}
+
+/// The Rust sources of `src/ffi/` with comments removed and the contents of
+/// string and character literals blanked, so braces and parentheses in them
+/// do not count.
+fn code_only(source: &str) -> String {
+    let chars: Vec<char> = source.chars().collect();
+    let mut out = String::with_capacity(source.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            i += 2;
+            while i + 1 < chars.len() && !(chars[i] == '*' && chars[i + 1] == '/') {
+                i += 1;
+            }
+            i += 2;
+        } else if c == 'r'
+            && (next == Some('"') || next == Some('#'))
+            && !chars[..i].last().is_some_and(|p| p.is_alphanumeric() || *p == '_')
+        {
+            // A raw string: r"..." or r#"..."#.
+            let mut j = i + 1;
+            let mut hashes = 0;
+            while chars.get(j) == Some(&'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if chars.get(j) != Some(&'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            j += 1;
+            let close: String = std::iter::once('"').chain(std::iter::repeat_n('#', hashes)).collect();
+            while j < chars.len() && !chars[j..].iter().take(close.len()).copied().eq(close.chars()) {
+                j += 1;
+            }
+            out.push_str("r\"\"");
+            i = j + close.len();
+        } else if c == '"' {
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            out.push_str("\"\"");
+            i += 1;
+        } else if c == '\'' && (next == Some('\\') || chars.get(i + 2) == Some(&'\'')) {
+            // A character literal (a lifetime has no closing quote).
+            i += 1;
+            while i < chars.len() && chars[i] != '\'' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            out.push_str("' '");
+            i += 1;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The index just past the bracket that closes the one at `open`.
+fn matching(code: &[u8], open: usize) -> usize {
+    let (up, down) = (code[open], if code[open] == b'(' { b')' } else { b'}' });
+    let mut depth = 0;
+    for (i, &b) in code.iter().enumerate().skip(open) {
+        if b == up {
+            depth += 1;
+        } else if b == down {
+            depth -= 1;
+            if depth == 0 {
+                return i + 1;
+            }
+        }
+    }
+    panic!("unbalanced brackets");
+}
+
+/// Every exported function, with its body: `(file, name, body)`.
+fn exported_functions() -> Vec<(String, String, String)> {
+    let mut found = Vec::new();
+    let dir = crate_dir().join("src/ffi");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("src/ffi")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    for path in files {
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let code = code_only(&std::fs::read_to_string(&path).unwrap());
+        assert!(
+            !code.contains("#[no_mangle]") && !code.contains("export_name") && !code.contains("#[unsafe(export_name"),
+            "{file}: export functions with #[unsafe(no_mangle)] only, so this test sees them"
+        );
+        let bytes = code.as_bytes();
+        let mut rest = 0;
+        while let Some(at) = code[rest..].find("#[unsafe(no_mangle)]") {
+            let start = rest + at;
+            let fn_at = start + code[start..].find("fn ").expect("fn after no_mangle") + 3;
+            let name_end = fn_at + code[fn_at..].find('(').unwrap();
+            let name = code[fn_at..name_end].trim().to_owned();
+            assert!(
+                code[start..fn_at].contains("extern \"\""),
+                "{file}: {name} is exported but not extern \"C\""
+            );
+            let params_end = matching(bytes, name_end);
+            let open = params_end + code[params_end..].find('{').unwrap();
+            let close = matching(bytes, open);
+            found.push((file.clone(), name, code[open + 1..close - 1].trim().to_owned()));
+            rest = close;
+        }
+    }
+    found
+}
+
+/// The panic boundary helpers of `src/ffi/` (`panic.rs`, and the helpers
+/// built on `panic::guard`).
+const GUARDS: [&str; 4] = ["panic::guard(", "panic::guard_code(", "string_call(", "number_call("];
+
+/// Whether a function body is one call to a panic guard, optionally cast
+/// (`as c_int`), with nothing before or after it.
+fn is_one_guard_call(body: &str) -> bool {
+    GUARDS.iter().any(|guard| {
+        body.starts_with(guard) && {
+            let end = matching(body.as_bytes(), guard.len() - 1);
+            let tail = body[end..].trim();
+            tail.is_empty() || tail == "as c_int"
+        }
+    })
+}
+
+#[test]
+fn every_export_runs_inside_the_panic_guard() {
+    // The helpers themselves must go through panic::guard.
+    let string_rs = code_only(&std::fs::read_to_string(crate_dir().join("src/ffi/string.rs")).unwrap());
+    let server_rs = code_only(&std::fs::read_to_string(crate_dir().join("src/ffi/server.rs")).unwrap());
+    for (helper, code) in [("fn string_call", &string_rs), ("fn number_call", &server_rs)] {
+        let body = &code[code.find(helper).expect(helper)..];
+        let open = body.find('{').unwrap();
+        let body = &body[open..matching(body.as_bytes(), open)];
+        assert!(
+            body.trim_start_matches('{').trim().starts_with("panic::guard("),
+            "{helper} must be panic::guard(...)"
+        );
+    }
+
+    let exports = exported_functions();
+    // The scan finds what the header and the plugin export (40 today).
+    assert!(exports.len() >= 40, "only {} exported functions found", exports.len());
+    assert!(exports.iter().any(|(_, n, _)| n == "entropic_mcp_server_execute"));
+    let mut unguarded = Vec::new();
+    for (file, name, body) in &exports {
+        if !is_one_guard_call(body) {
+            unguarded.push(format!("{file}: {name}: {}", body.lines().next().unwrap_or_default()));
+        }
+    }
+    assert!(
+        unguarded.is_empty(),
+        "exported functions whose body is not one call to a panic guard ({GUARDS:?}):\n{}",
+        unguarded.join("\n")
+    );
+}
+
+#[test]
+fn the_source_scan_sees_an_unguarded_export() {
+    // The scan's own check: an export with work outside the guard is caught.
+    let code = code_only(
+        "#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn f(p: *mut u8) { if p.is_null() { return; } // {\n panic::guard(|| (), || g(\"}\")) }",
+    );
+    assert!(code.contains("panic::guard(|| (), || g(\"\"))"), "{code}");
+    assert!(!code.contains("// {"), "{code}");
+    let open = code.find("{ if").unwrap();
+    let body = code[open + 1..matching(code.as_bytes(), open) - 1].trim();
+    assert!(!is_one_guard_call(body), "{body}");
+    assert!(is_one_guard_call(
+        "panic::guard(|| (), || { if p.is_null() { return; } })"
+    ));
+    assert!(is_one_guard_call("panic::guard_code(|| f()) as c_int"));
+    assert!(!is_one_guard_call("panic::guard(|| (), || f()); g()"));
 }

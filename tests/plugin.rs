@@ -1,23 +1,36 @@
 //! The entropic plugin, loaded the way the engine loads it: a C program
 //! dlopens the shared library (RTLD_NOW | RTLD_LOCAL), resolves all nine
 //! symbols, and drives create, name, set_working_dir, list_tools, execute, a
-//! timeout, configure, destroy and dlclose.
+//! timeout, configure, destroy and dlclose. It prints what list_tools and
+//! execute return, and this file parses it as JSON the way the engine does.
 #![cfg(feature = "entropic-plugin")]
 
 mod cbuild;
 mod common;
 
+use std::collections::BTreeMap;
 use std::process::{Command, Output};
 use std::time::Duration;
 
 use cbuild::*;
 use common::{TAG_VAR, assert_no_survivors, unique_tag};
+use serde_json::Value;
 
 const BUILD_LOADER: &str = "cc -std=c11 -Wall -Wextra -Werror -I include tests/c/plugin_loader.c -ldl -o {OUT}";
 
-/// Runs the loader with `env`, expecting `name` and a default time limit of
-/// `timeout` seconds; returns its output after checking nothing survived.
-fn load(env: &[(&str, &str)], name: &str, timeout: u32) -> Output {
+/// What one loader run printed, parsed.
+struct Report {
+    output: Output,
+    /// The list_tools array, when a server was created.
+    tools: Option<Vec<Value>>,
+    /// Each execute call's `result` document, by the loader's call name.
+    results: BTreeMap<String, Value>,
+}
+
+/// Runs the loader with `env` (and `extra` arguments), expecting `name` and a
+/// default time limit of `timeout` seconds; checks nothing survived and that
+/// what list_tools and execute returned is what the engine expects.
+fn load_with(env: &[(&str, &str)], name: &str, timeout: u32, extra: &[&str]) -> Report {
     let scratch = Scratch::new("plugin");
     let loader = scratch.path("plugin_loader");
     compile(BUILD_LOADER, &loader);
@@ -29,8 +42,10 @@ fn load(env: &[(&str, &str)], name: &str, timeout: u32) -> Output {
         .arg(&project)
         .arg(name)
         .arg(timeout.to_string())
+        .args(extra)
         .env_remove("BASH_MCP_PLUGIN_NAME")
         .env_remove("BASH_MCP_PLUGIN_CONFIG")
+        .env_remove("BASH_MCP_TEST_FORCE_PANIC")
         .env(TAG_VAR, &tag);
     for (key, value) in env {
         cmd.env(key, value);
@@ -44,13 +59,122 @@ fn load(env: &[(&str, &str)], name: &str, timeout: u32) -> Output {
         output.status,
         text(&output.stderr)
     );
-    output
+    let report = parse(output, &stdout);
+    if name != "NULL" {
+        check_tools(report.tools.as_deref().expect("a tools line"));
+        check_results(&report.results, &project, timeout);
+    }
+    report
+}
+
+fn load(env: &[(&str, &str)], name: &str, timeout: u32) -> Report {
+    load_with(env, name, timeout, &[])
+}
+
+/// Parses the "tools: " line and the "envelope <call>: " lines; each
+/// envelope must be what the engine accepts: a JSON object whose `result` is
+/// a string and whose `directives` is an array. Here `result` must also be a
+/// JSON object itself.
+fn parse(output: Output, stdout: &str) -> Report {
+    let mut tools = None;
+    let mut results = BTreeMap::new();
+    for line in stdout.lines() {
+        if let Some(json) = line.strip_prefix("tools: ") {
+            let value: Value =
+                serde_json::from_str(json).unwrap_or_else(|e| panic!("list_tools is not JSON ({e}): {json}"));
+            let Value::Array(items) = value else {
+                panic!("list_tools is not an array: {json}")
+            };
+            tools = Some(items);
+        } else if let Some(rest) = line.strip_prefix("envelope ") {
+            let (call, json) = rest.split_once(": ").expect("envelope <call>: <json>");
+            let envelope: Value =
+                serde_json::from_str(json).unwrap_or_else(|e| panic!("{call}: the envelope is not JSON ({e}): {json}"));
+            let object = envelope
+                .as_object()
+                .unwrap_or_else(|| panic!("{call}: not an object: {json}"));
+            let result = object
+                .get("result")
+                .and_then(Value::as_str)
+                .unwrap_or_else(|| panic!("{call}: `result` is not a string: {json}"));
+            assert!(
+                object.get("directives").is_some_and(Value::is_array),
+                "{call}: `directives` is not an array: {json}"
+            );
+            let document: Value = serde_json::from_str(result)
+                .unwrap_or_else(|e| panic!("{call}: `result` is not a JSON document ({e}): {result}"));
+            assert!(document.is_object(), "{call}: `result` is not an object: {result}");
+            assert!(
+                results.insert(call.to_owned(), document).is_none(),
+                "{call} printed twice"
+            );
+        }
+    }
+    Report { output, tools, results }
+}
+
+/// Tools are objects with a string `name`, a string `description` and an
+/// object `inputSchema` (camelCase, as the engine reads it).
+fn check_tools(tools: &[Value]) {
+    assert!(!tools.is_empty(), "no tools");
+    for tool in tools {
+        assert!(tool["name"].is_string(), "{tool}");
+        assert!(tool["description"].is_string(), "{tool}");
+        assert!(tool["inputSchema"].is_object(), "{tool}");
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+        assert!(tool.get("input_schema").is_none(), "{tool}");
+    }
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    for expected in ["execute", "job_status", "job_kill", "job_list"] {
+        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    }
+    let execute = &tools[names.iter().position(|n| *n == "execute").unwrap()];
+    assert_eq!(
+        execute["inputSchema"]["properties"]["command"]["type"], "string",
+        "{execute}"
+    );
+    assert!(
+        execute["inputSchema"]["required"]
+            .as_array()
+            .is_some_and(|r| r.contains(&Value::from("command"))),
+        "{execute}"
+    );
+}
+
+/// An error document: `error` is `code`, with a message and a hint.
+fn assert_error(results: &BTreeMap<String, Value>, call: &str, code: &str) {
+    let result = &results[call];
+    assert_eq!(result["error"], code, "{call}: {result}");
+    assert!(
+        result["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{call}: {result}"
+    );
+    assert!(result["hint"].is_string(), "{call}: {result}");
+}
+
+fn check_results(results: &BTreeMap<String, Value>, project: &std::path::Path, timeout: u32) {
+    let project = project.to_str().unwrap();
+    let run = &results["execute"];
+    assert_eq!(run["exit_code"], 0, "{run}");
+    assert_eq!(run["output"], format!("hello\n{project}\n"), "{run}");
+    assert_eq!(run["working_dir"], project, "{run}");
+    assert!(run["duration_ms"].is_u64(), "{run}");
+    assert_eq!(results["qualified"]["exit_code"], 4, "{}", results["qualified"]);
+    assert_error(results, "null-args", "invalid_arguments");
+    assert_error(results, "not-json", "invalid_json");
+    assert_error(results, "unknown-tool", "unknown_tool");
+    assert_error(results, "timeout", "timeout");
+    let timed_out = &results["timeout"];
+    assert_eq!(timed_out["output"], "before\n", "{timed_out}");
+    let limit = if timeout <= 5 { f64::from(timeout) } else { 0.5 };
+    assert_eq!(timed_out["timeout_seconds"].as_f64(), Some(limit), "{timed_out}");
+    assert!(timed_out["elapsed_ms"].is_u64(), "{timed_out}");
 }
 
 #[test]
 fn plugin_loads_unconfigured_as_shell() {
-    let output = load(&[], "shell", 30);
-    assert!(text(&output.stdout).contains("name: shell\n"));
+    let report = load(&[], "shell", 30);
+    assert!(text(&report.output.stdout).contains("name: shell\n"));
 }
 
 #[test]
@@ -58,7 +182,7 @@ fn plugin_reads_its_name_and_config_from_the_environment() {
     let dir = Scratch::new("plugin-config");
     let config = dir.path("plugin.json");
     std::fs::write(&config, r#"{"timeout_seconds": 1, "max_concurrent": 4}"#).unwrap();
-    let output = load(
+    let report = load(
         &[
             ("BASH_MCP_PLUGIN_NAME", "my-shell_2"),
             ("BASH_MCP_PLUGIN_CONFIG", config.to_str().unwrap()),
@@ -66,14 +190,39 @@ fn plugin_reads_its_name_and_config_from_the_environment() {
         "my-shell_2",
         1,
     );
-    assert!(text(&output.stdout).contains("name: my-shell_2\n"));
+    assert!(text(&report.output.stdout).contains("name: my-shell_2\n"));
+}
+
+#[test]
+fn plugin_execute_stops_a_panic_with_an_error_envelope() {
+    if !cfg!(debug_assertions) {
+        println!("SKIP: the forced-panic hook exists only in builds with debug assertions");
+        return;
+    }
+    let report = load_with(&[], "shell", 30, &["force-panic"]);
+    assert_error(&report.results, "panic", "internal");
+    assert!(
+        report.results["panic"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("panicked"),
+        "{}",
+        report.results["panic"]
+    );
+    assert!(text(&report.output.stderr).contains("BASH_MCP_TEST_FORCE_PANIC=1"));
+    let after = &report.results["after-panic"];
+    assert_eq!(
+        (after["exit_code"].as_i64(), after["output"].as_str()),
+        (Some(0), Some("after\n")),
+        "{after}"
+    );
 }
 
 #[test]
 fn plugin_refuses_a_builtin_or_invalid_name_with_a_warning() {
     for bad in ["bash", "git", "has space", ""] {
-        let output = load(&[("BASH_MCP_PLUGIN_NAME", bad)], "shell", 30);
-        let stderr = text(&output.stderr);
+        let report = load(&[("BASH_MCP_PLUGIN_NAME", bad)], "shell", 30);
+        let stderr = text(&report.output.stderr);
         assert!(
             stderr.contains("BASH_MCP_PLUGIN_NAME") && stderr.contains("using `shell`"),
             "{bad:?}: {stderr}"
@@ -86,16 +235,21 @@ fn plugin_with_an_invalid_config_file_is_not_created() {
     let dir = Scratch::new("plugin-bad-config");
     let config = dir.path("plugin.json");
     std::fs::write(&config, r#"{"timeout_seconds": 1, "bogus": true}"#).unwrap();
-    let output = load(&[("BASH_MCP_PLUGIN_CONFIG", config.to_str().unwrap())], "NULL", 30);
-    let stderr = text(&output.stderr);
+    let report = load(&[("BASH_MCP_PLUGIN_CONFIG", config.to_str().unwrap())], "NULL", 30);
+    assert!(report.tools.is_none() && report.results.is_empty());
+    let stderr = text(&report.output.stderr);
     assert!(
         stderr.contains("BASH_MCP_PLUGIN_CONFIG") && stderr.contains("bogus"),
         "{stderr}"
     );
 
     let missing = dir.path("missing.json");
-    let output = load(&[("BASH_MCP_PLUGIN_CONFIG", missing.to_str().unwrap())], "NULL", 30);
-    assert!(text(&output.stderr).contains("cannot read"), "{}", text(&output.stderr));
+    let report = load(&[("BASH_MCP_PLUGIN_CONFIG", missing.to_str().unwrap())], "NULL", 30);
+    assert!(
+        text(&report.output.stderr).contains("cannot read"),
+        "{}",
+        text(&report.output.stderr)
+    );
 }
 
 #[test]

@@ -74,11 +74,15 @@ pub unsafe extern "C" fn bash_mcp_cancel_token_is_cancelled(token: *const bash_m
 ///        it, during or after this call.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bash_mcp_cancel_token_free(token: *mut bash_mcp_cancel_token) {
-    if token.is_null() {
-        return;
-    }
-    // SAFETY: made by Box::into_raw in bash_mcp_cancel_token_new; the caller gives up ownership.
-    panic::guard(|| (), || drop(unsafe { Box::from_raw(token) }))
+    panic::guard(
+        || (),
+        || {
+            if !token.is_null() {
+                // SAFETY: made by Box::into_raw in bash_mcp_cancel_token_new; the caller gives up ownership.
+                drop(unsafe { Box::from_raw(token) });
+            }
+        },
+    )
 }
 
 #[cfg(test)]

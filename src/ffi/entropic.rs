@@ -178,8 +178,10 @@ pub unsafe extern "C" fn entropic_mcp_server_execute(
 /// `bash_mcp_result` code.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn entropic_mcp_server_configure(server: entropic_mcp_server_t, json: *const c_char) -> c_int {
-    // SAFETY: forwarded contract; the handle is a bash_mcp_server.
-    unsafe { crate::ffi::server::bash_mcp_server_configure(server.cast(), json) as c_int }
+    panic::guard_code(|| {
+        // SAFETY: forwarded contract; the handle is a bash_mcp_server.
+        unsafe { crate::ffi::server::bash_mcp_server_configure(server.cast(), json) }
+    }) as c_int
 }
 
 /// Plugin ABI: sets the working directory; 0 on success, else a
@@ -189,7 +191,7 @@ pub unsafe extern "C" fn entropic_mcp_server_set_working_dir(
     server: entropic_mcp_server_t,
     path: *const c_char,
 ) -> c_int {
-    let code = panic::guard_code(|| {
+    panic::guard_code(|| {
         // SAFETY: forwarded contract; the handle is a bash_mcp_server.
         let code = unsafe { crate::ffi::server::bash_mcp_server_set_working_dir(server.cast(), path) };
         if code != bash_mcp_result::Ok {
@@ -199,22 +201,27 @@ pub unsafe extern "C" fn entropic_mcp_server_set_working_dir(
             );
         }
         code
-    });
-    code as c_int
+    }) as c_int
 }
 
 /// Plugin ABI: destroys the server; NULL-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn entropic_mcp_server_destroy(server: entropic_mcp_server_t) {
     // SAFETY: forwarded contract; the handle is a bash_mcp_server.
-    unsafe { crate::ffi::server::bash_mcp_server_free(server.cast()) }
+    panic::guard(
+        || (),
+        || unsafe { crate::ffi::server::bash_mcp_server_free(server.cast()) },
+    )
 }
 
 /// Plugin ABI: frees a string from list_tools or execute; NULL-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn entropic_free(ptr: *mut c_void) {
     // SAFETY: forwarded contract; every string this plugin returns is a library string.
-    unsafe { crate::ffi::string::bash_mcp_string_free(ptr.cast()) }
+    panic::guard(
+        || (),
+        || unsafe { crate::ffi::string::bash_mcp_string_free(ptr.cast()) },
+    )
 }
 
 /// # Safety

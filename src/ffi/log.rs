@@ -84,9 +84,12 @@ impl From<bash_mcp_log_level> for RawLevel {
 
 /// Receives one log record of the library.
 ///
-/// Called on whichever thread emitted the record (a thread that called into
-/// the library), possibly on several threads at once, so it must be
-/// thread-safe.
+/// Called on whichever thread emitted the record: a thread of the host that
+/// called into the library, or one of the library's own threads (the worker
+/// running a background job, a session's reader and the idle-session
+/// sweeper, the MCP handler's call and progress workers). Records can
+/// arrive on several threads at once, and after the call that caused them
+/// has returned, so the callback must be thread-safe.
 ///
 /// @param level The record's severity (never ::BASH_MCP_LOG_LEVEL_OFF).
 /// @param target Where it comes from, e.g. `"bash_mcp::bash"`. Borrowed for
@@ -111,7 +114,8 @@ pub type bash_mcp_log_callback = Option<
 ///
 /// By default the library logs nowhere. After this call, every record at
 /// @p max_level or more severe goes to @p callback, on the thread that
-/// emitted it. A second call replaces the callback; it waits for callbacks
+/// emitted it, which may be one of the library's own threads (see
+/// ::bash_mcp_log_callback). A second call replaces the callback; it waits for callbacks
 /// running on other threads to return, so once it returns the previous
 /// callback is never called again and its @p user_data may be released.
 ///

@@ -70,7 +70,8 @@ impl Outbound {
 ///        worker threads. Must not be NULL.
 /// @param user_data Passed to @p callback unchanged; may be NULL. Must stay
 ///        valid until bash_mcp_mcp_handler_free() returns.
-/// @param out Receives the handler on success; untouched on failure.
+/// @param[out] out Receives the new handler on success; untouched on failure.
+///        Caller owns the handler; release it with bash_mcp_mcp_handler_free().
 /// @return #BASH_MCP_RESULT_OK, or #BASH_MCP_RESULT_NULL_ARGUMENT when
 ///         @p server, @p callback or @p out is NULL.
 #[unsafe(no_mangle)]

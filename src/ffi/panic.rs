@@ -8,10 +8,17 @@ use crate::ffi::result::{bash_mcp_result, set_last_error};
 /// Runs `body`; if it panics, records the panic as the last error and returns
 /// `on_panic()` instead.
 ///
+/// Every exported function's body is one call to this function or to a
+/// helper built on it (`tests/c_api.rs` checks the sources for that).
+///
 /// `AssertUnwindSafe` is sound here: after a panic the C caller only sees the
 /// error value, and the shared state a body touches (the server's locks) is
 /// poison-tolerant.
 pub(crate) fn guard<T>(on_panic: impl FnOnce() -> T, body: impl FnOnce() -> T) -> T {
+    let body = || {
+        forced_panic_for_tests();
+        body()
+    };
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(value) => value,
         Err(payload) => {
@@ -20,6 +27,22 @@ pub(crate) fn guard<T>(on_panic: impl FnOnce() -> T, body: impl FnOnce() -> T) -
             tracing::error!(target: "bash_mcp::ffi", "{message}");
             on_panic()
         }
+    }
+}
+
+/// The environment variable that, in a build with debug assertions, makes the
+/// body of every exported function panic (when set to `1`), so tests can
+/// check from C what each function returns after a panic. Release builds
+/// (`cargo build --release`) do not have this hook.
+#[cfg(debug_assertions)]
+pub(crate) const FORCE_PANIC_VAR: &str = "BASH_MCP_TEST_FORCE_PANIC";
+
+/// The test hook behind [`FORCE_PANIC_VAR`]; nothing in release builds.
+#[inline]
+fn forced_panic_for_tests() {
+    #[cfg(debug_assertions)]
+    if std::env::var_os(FORCE_PANIC_VAR).is_some_and(|v| v == "1") {
+        panic!("forced by {FORCE_PANIC_VAR}=1 (a test hook of debug builds)");
     }
 }
 

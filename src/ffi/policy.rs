@@ -143,11 +143,15 @@ pub unsafe extern "C" fn bash_mcp_policy_new(
 ///        afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bash_mcp_policy_free(policy: *mut bash_mcp_policy) {
-    if policy.is_null() {
-        return;
-    }
-    // SAFETY: made by Box::into_raw in bash_mcp_policy_new; the caller gives up ownership.
-    panic::guard(|| (), || drop(unsafe { Box::from_raw(policy) }))
+    panic::guard(
+        || (),
+        || {
+            if !policy.is_null() {
+                // SAFETY: made by Box::into_raw in bash_mcp_policy_new; the caller gives up ownership.
+                drop(unsafe { Box::from_raw(policy) });
+            }
+        },
+    )
 }
 
 /// Decides a tool call: allow, deny, or ask the operator.

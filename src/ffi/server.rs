@@ -14,7 +14,12 @@ use crate::ffi::result::{Failure, bash_mcp_result, set_last_error, to_code};
 use crate::ffi::string::{into_c_string, string_call};
 use crate::server::{CallOptions, McpServer, ToolResponse};
 
-/// A shell server with one tool, `execute`.
+/// A shell server: the `execute` tool and its companions.
+///
+/// Its tools are `execute` (run a shell command), the background-job tools
+/// `job_status`, `job_kill` and `job_list`, and the operator and session
+/// tools that the configuration enables; bash_mcp_server_list_tools() lists
+/// the ones offered now.
 ///
 /// Create it with bash_mcp_server_new() and release it with
 /// bash_mcp_server_free(). A server may be used from many threads at once;
@@ -76,8 +81,12 @@ impl From<OutputStream> for bash_mcp_output_stream {
 
 /// Receives the output of a running command as it arrives.
 ///
-/// Called on the thread that called bash_mcp_server_execute_with(), before
-/// that call returns, once per chunk read from the command's pipes.
+/// Called on the thread that called bash_mcp_server_execute_with(), from
+/// inside the loop that runs the command, once per chunk read from the
+/// command's pipes, before that call returns. While the callback runs, the
+/// loop waits: the command's time limit and a cancel are acted on only after
+/// the callback returns, and the command may block on a full pipe. So the
+/// callback must return quickly: copy or hand off the bytes, do not wait.
 ///
 /// @param chunk The bytes; borrowed for the duration of the call. Not
 ///              NUL-terminated; may contain NUL bytes and invalid UTF-8 (a
@@ -86,8 +95,16 @@ impl From<OutputStream> for bash_mcp_output_stream {
 /// @param stream Which stream the bytes came from.
 /// @param user_data The pointer given to bash_mcp_server_execute_with().
 /// @warning The callback must return normally: it must not throw a C++
-///          exception or longjmp out. It may call any function of this library
-///          except bash_mcp_server_free() on the server that is running.
+///          exception or longjmp out. It must not run a tool on the server
+///          that is running the command (bash_mcp_server_execute(),
+///          bash_mcp_server_execute_with()): the running call holds one of the
+///          server's `max_concurrent` slots, so with one slot the nested call
+///          waits for itself forever. It must not call bash_mcp_server_free()
+///          on that server, nor free the call's cancel token. It may call the
+///          cancel token functions (bash_mcp_cancel_token_cancel() stops the
+///          run: the call then returns `cancelled` with the output so far),
+///          bash_mcp_string_free(), bash_mcp_last_error_message(),
+///          bash_mcp_result_str() and bash_mcp_version().
 pub type bash_mcp_output_callback = Option<
     unsafe extern "C" fn(chunk: *const c_char, len: usize, stream: bash_mcp_output_stream, user_data: *mut c_void),
 >;
@@ -141,14 +158,22 @@ pub unsafe extern "C" fn bash_mcp_server_new(
 ///        afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bash_mcp_server_free(server: *mut bash_mcp_server) {
-    if server.is_null() {
-        return;
-    }
-    // SAFETY: made by Box::into_raw in bash_mcp_server_new; the caller gives up ownership.
-    panic::guard(|| (), || drop(unsafe { Box::from_raw(server) }))
+    panic::guard(
+        || (),
+        || {
+            if !server.is_null() {
+                // SAFETY: made by Box::into_raw in bash_mcp_server_new; the caller gives up ownership.
+                drop(unsafe { Box::from_raw(server) });
+            }
+        },
+    )
 }
 
-/// Returns the server's name (`"bash"`).
+/// Returns the server's name.
+///
+/// A server made by bash_mcp_server_new() is named `bash`; tools are also
+/// accepted qualified with this name (`bash.execute`). (The entropic plugin's
+/// server is named `shell`, or what `BASH_MCP_PLUGIN_NAME` names.)
 ///
 /// @param server The server; may be NULL.
 /// @return Borrowed from the server: valid until bash_mcp_server_free(); do
@@ -188,7 +213,8 @@ pub unsafe extern "C" fn bash_mcp_server_list_tools(server: *const bash_mcp_serv
 /// Runs a tool and waits for it to finish.
 ///
 /// Same as bash_mcp_server_execute_with() with no cancel token and no output
-/// callback.
+/// callback. A background `execute` (`"background": true`) returns once the
+/// job has started.
 ///
 /// @param server The server; may be NULL.
 /// @param tool_name The tool, local (`execute`) or qualified with the server
@@ -210,24 +236,32 @@ pub unsafe extern "C" fn bash_mcp_server_execute(
     tool_name: *const c_char,
     args_json: *const c_char,
 ) -> *mut c_char {
-    // SAFETY: forwarded contract.
-    unsafe {
-        bash_mcp_server_execute_with(
-            server,
-            tool_name,
-            args_json,
-            std::ptr::null(),
-            None,
-            std::ptr::null_mut(),
-        )
-    }
+    panic::guard(panic_envelope, || {
+        // SAFETY: forwarded contract.
+        unsafe {
+            bash_mcp_server_execute_with(
+                server,
+                tool_name,
+                args_json,
+                std::ptr::null(),
+                None,
+                std::ptr::null_mut(),
+            )
+        }
+    })
 }
 
 /// Runs a tool with a cancel token and a live output callback.
 ///
-/// The call blocks until the command ends, times out, or is cancelled. A
-/// cancel kills the command's whole process group; the result is then
-/// `{"error": "cancelled", ..., "output": "<output so far>"}`.
+/// For `execute`, the call blocks until the command ends, times out, or is
+/// cancelled. A cancel kills the command's whole process group; the result is
+/// then `{"error": "cancelled", ..., "output": "<output so far>"}`.
+///
+/// With `"background": true`, `execute` starts a background job and returns
+/// at once (`{"job_id": ..., "status": "running"}`): @p callback is never
+/// called and @p cancel is ignored; stop the job with the `job_kill` tool.
+/// The other tools (`job_status`, `job_kill`, ...) ignore @p cancel and
+/// @p callback too.
 ///
 /// @param server The server; may be NULL.
 /// @param tool_name As for bash_mcp_server_execute().
@@ -237,7 +271,9 @@ pub unsafe extern "C" fn bash_mcp_server_execute(
 ///        of the call: it must not be freed before the call returns. A token
 ///        already cancelled makes the call return at once as cancelled.
 /// @param callback Receives output chunks as they arrive, on the calling
-///        thread, before this function returns; or NULL.
+///        thread, before this function returns; or NULL. See
+///        ::bash_mcp_output_callback for what it may do: it must return
+///        quickly and must not run a tool on @p server.
 /// @param user_data Passed to @p callback unchanged; may be NULL.
 /// @return As for bash_mcp_server_execute().
 #[unsafe(no_mangle)]

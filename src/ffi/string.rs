@@ -40,14 +40,15 @@ pub(crate) fn string_call<S: Into<Vec<u8>>>(body: impl FnOnce() -> Result<S, Fai
 ///          afterwards, and must not be released twice or with free().
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bash_mcp_string_free(s: *mut c_char) {
-    if s.is_null() {
-        return;
-    }
     panic::guard(
         || (),
-        // SAFETY: the caller passes a pointer made by CString::into_raw in
-        // into_c_string and gives up its ownership.
-        || drop(unsafe { CString::from_raw(s) }),
+        || {
+            if !s.is_null() {
+                // SAFETY: the caller passes a pointer made by CString::into_raw
+                // in into_c_string and gives up its ownership.
+                drop(unsafe { CString::from_raw(s) });
+            }
+        },
     )
 }
 

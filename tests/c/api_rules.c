@@ -4,17 +4,21 @@
  * Every NULL argument, invalid UTF-8, out-params untouched on failure, NULL
  * frees, result names, the last-error message (per thread), configure and
  * set_working_dir leaving the previous state on failure, output callbacks,
- * pre-cancelled tokens, the log callback, and concurrent use of one server.
+ * pre-cancelled tokens, a cancel from inside the output callback, the log
+ * callback (also on the library's own threads), and concurrent use of one
+ * server.
  *
  * Usage: api_rules <scratch dir>   (the directory must exist and be empty)
  * Prints one line per failed check and ends with "N passed, M failed".
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "bash_mcp.h"
 #include "check.h"
@@ -205,6 +209,47 @@ static void collect(const char *chunk, size_t len, bash_mcp_output_stream stream
     c->chunks++;
 }
 
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Cancels the call's token from inside the output callback, on the first chunk. */
+struct cancel_in_callback {
+    bash_mcp_cancel_token *token;
+    int chunks;
+    int cancelled_seen;
+};
+
+static void cancel_on_first_chunk(const char *chunk, size_t len, bash_mcp_output_stream stream,
+                                  void *user_data) {
+    struct cancel_in_callback *c = user_data;
+    (void)chunk;
+    (void)len;
+    (void)stream;
+    c->chunks++;
+    bash_mcp_cancel_token_cancel(c->token);
+    c->cancelled_seen = bash_mcp_cancel_token_is_cancelled(c->token);
+}
+
+static void check_cancel_from_the_callback(bash_mcp_server *server) {
+    struct cancel_in_callback c = {bash_mcp_cancel_token_new(), 0, 0};
+    CHECK(c.token != NULL);
+    double start = now();
+    char *result = bash_mcp_server_execute_with(
+        server, "execute", "{\"command\": \"echo first; sleep 30; echo never\"}", c.token,
+        cancel_on_first_chunk, &c);
+    double took = now() - start;
+    CHECK(c.chunks == 1);
+    CHECK(c.cancelled_seen);
+    CHECK(took < 10.0);
+    CHECK(result != NULL && strstr(result, "\\\"error\\\":\\\"cancelled\\\"") != NULL);
+    /* The partial output is kept; nothing after the cancel ran. */
+    CHECK(take_has(result, "\\\"output\\\":\\\"first\\\\n\\\""));
+    bash_mcp_cancel_token_free(c.token);
+}
+
 static void check_callbacks_and_cancel(bash_mcp_server *server) {
     struct collected c = {{0}, 0, 0, 0};
     char *result = bash_mcp_server_execute_with(server, "execute", "{\"command\": \"printf 'a\\\\0b'\"}",
@@ -238,6 +283,69 @@ static void check_callbacks_and_cancel(bash_mcp_server *server) {
                                                 NULL, NULL),
                    "cancelled"));
     bash_mcp_cancel_token_free(token);
+
+    check_cancel_from_the_callback(server);
+}
+
+/* Counts records by the thread that delivered them. The callback runs on
+   several threads at once, so it only touches atomics. */
+struct thread_seen {
+    pthread_t caller;
+    atomic_int on_caller;
+    atomic_int on_other;
+    atomic_int other_from_library; /* with a bash_mcp target and a message */
+};
+
+static void on_log_thread(bash_mcp_log_level level, const char *target, const char *message,
+                          void *user_data) {
+    struct thread_seen *seen = user_data;
+    (void)level;
+    if (pthread_equal(pthread_self(), seen->caller)) {
+        atomic_fetch_add(&seen->on_caller, 1);
+        return;
+    }
+    atomic_fetch_add(&seen->on_other, 1);
+    if (target != NULL && message != NULL && strncmp(target, "bash_mcp", 8) == 0 && message[0] != '\0') {
+        atomic_fetch_add(&seen->other_from_library, 1);
+    }
+}
+
+/* A background job runs on a library thread: its records arrive there. */
+static void check_log_from_library_threads(bash_mcp_server *server) {
+    struct thread_seen seen;
+    seen.caller = pthread_self();
+    atomic_init(&seen.on_caller, 0);
+    atomic_init(&seen.on_other, 0);
+    atomic_init(&seen.other_from_library, 0);
+    CHECK(bash_mcp_set_log_callback(on_log_thread, &seen, BASH_MCP_LOG_LEVEL_DEBUG) == BASH_MCP_RESULT_OK);
+
+    char *started = bash_mcp_server_execute(server, "execute",
+                                            "{\"command\": \"echo in the background\", \"background\": true}");
+    char job_id[128] = "";
+    const char *key = "\\\"job_id\\\":\\\"";
+    const char *at = started ? strstr(started, key) : NULL;
+    if (at != NULL) {
+        at += strlen(key);
+        size_t n = 0;
+        while (at[n] != '\0' && at[n] != '\\' && n + 1 < sizeof job_id) n++;
+        memcpy(job_id, at, n);
+        job_id[n] = '\0';
+    }
+    CHECK(job_id[0] != '\0');
+    bash_mcp_string_free(started);
+
+    char args[256];
+    snprintf(args, sizeof args, "{\"job_id\": \"%s\", \"wait_seconds\": 20}", job_id);
+    CHECK(take_has(bash_mcp_server_execute(server, "job_status", args), "in the background\\\\n"));
+
+    /* Replacing the callback waits for callbacks running on other threads. */
+    CHECK(bash_mcp_set_log_callback(NULL, NULL, BASH_MCP_LOG_LEVEL_OFF) == BASH_MCP_RESULT_OK);
+    CHECK(atomic_load(&seen.on_other) >= 1);
+    CHECK(atomic_load(&seen.other_from_library) >= 1);
+    if (atomic_load(&seen.on_other) < 1) {
+        printf("  records: %d on the calling thread, %d on others\n", atomic_load(&seen.on_caller),
+               atomic_load(&seen.on_other));
+    }
 }
 
 struct log_seen {
@@ -267,6 +375,8 @@ static void check_log(bash_mcp_server *server) {
     int before = seen.debug_records;
     bash_mcp_string_free(bash_mcp_server_execute(server, "execute", "{\"command\": \"true\"}"));
     CHECK(seen.debug_records == before);
+
+    check_log_from_library_threads(server);
 }
 
 struct worker {
