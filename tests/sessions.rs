@@ -547,3 +547,75 @@ fn builtin_read_waits_for_input_in_every_shell() {
         assert_no_survivors(&tag);
     }
 }
+
+/// A fish virtualenv activation as `python -m venv` writes it: the prompt
+/// function restores `$status` with `echo "exit $old_status" | .`.
+#[test]
+fn fish_venv_prompt_does_not_end_the_session() {
+    if !installed("fish") {
+        return;
+    }
+    let tag = unique_tag("fish-venv");
+    let venv = std::env::temp_dir().join(format!("venv-{tag}"));
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::fs::write(
+        venv.join("bin/activate.fish"),
+        format!(
+            "set -gx VIRTUAL_ENV {}\n\
+             functions -c fish_prompt _old_fish_prompt\n\
+             function fish_prompt\n\
+             \x20   set -l old_status $status\n\
+             \x20   printf '%s' '(venv) '\n\
+             \x20   echo \"exit $old_status\" | .\n\
+             \x20   _old_fish_prompt\n\
+             end\n",
+            venv.display()
+        ),
+    )
+    .unwrap();
+    let m = manager();
+    let id = start(&m, "fish", &tag);
+    let r = run(&m, &id, &format!("source {}/bin/activate.fish", venv.display()));
+    assert_eq!(r.state, RunState::Finished(0), "{r:?}");
+    for _ in 0..3 {
+        let r = run(&m, &id, "echo $VIRTUAL_ENV");
+        assert_eq!(r.state, RunState::Finished(0), "{r:?}");
+        assert_eq!(r.output, format!("{}\n", venv.display()));
+    }
+    assert_eq!(run(&m, &id, "false").exit_code(), Some(1));
+    assert_eq!(run(&m, &id, "echo alive").output, "alive\n");
+    m.close(&id).unwrap();
+    std::fs::remove_dir_all(&venv).unwrap();
+    assert_no_survivors(&tag);
+}
+
+/// fish refuses the first `exit` while background jobs run: the command
+/// ends with a normal result and the session stays usable.
+#[test]
+fn fish_exit_refused_for_running_jobs_ends_the_command() {
+    if !installed("fish") {
+        return;
+    }
+    for command in ["sleep 100 &\nexit 3", "exit 3"] {
+        let tag = unique_tag("fish-jobs");
+        let m = manager();
+        let id = start(&m, "fish", &tag);
+        if command == "exit 3" {
+            assert_eq!(run(&m, &id, "sleep 100 &").exit_code(), Some(0));
+        }
+        let r = run(&m, &id, command);
+        // The status fish itself reports after the refusal: the argument of `exit`.
+        assert_eq!(r.state, RunState::Finished(3), "{command:?}: {r:?}");
+        assert!(
+            r.output.starts_with("There are still jobs active") && r.output.ends_with("without terminating them.\n"),
+            "{command:?}: the refusal is shown, and nothing after it: {r:?}"
+        );
+        assert_eq!(run(&m, &id, "echo still-here").output, "still-here\n", "{command:?}");
+        // fish refuses again after another command, and exits on the second attempt in a row.
+        assert_eq!(run(&m, &id, "exit 3").state, RunState::Finished(3), "{command:?}");
+        let r = run(&m, &id, "exit 3");
+        assert_eq!(r.state, RunState::ShellExited(3), "{command:?}: {r:?}");
+        m.close(&id).unwrap();
+        assert_no_survivors(&tag);
+    }
+}

@@ -5,7 +5,10 @@
 //!   after the shell has read the command line, so any echo comes before it);
 //! - `ESC ] 633 ; D ; <nonce> ; <status> ; <cwd> ESC ] 633 ; E ; <nonce> BEL`
 //!   — the command finished with `<status>` and the shell is now in `<cwd>`
-//!   (printed by the prompt hook; the `E` part ends the variable-length cwd).
+//!   (printed by the prompt hook; the `E` part ends the variable-length cwd);
+//! - `ESC ] 633 ; F ; <nonce> BEL` — fish only: the command asked the shell to
+//!   exit; what fish prints next is its own (a refusal while jobs run), up to
+//!   an end marker from the next prompt, or the shell's exit.
 //!
 //! A sequence with any other nonce is ordinary output, so a program that
 //! prints marker-like text cannot end a command early.
@@ -16,6 +19,8 @@ pub(crate) enum Event {
     Output(Vec<u8>),
     Start,
     End { status: i32, cwd: Vec<u8> },
+    /// fish is about to exit, or to refuse to.
+    Exiting,
 }
 
 const INTRO: &[u8] = b"\x1b]633;";
@@ -25,6 +30,7 @@ const MAX_PENDING: usize = 64 * 1024;
 /// Incremental parser: feed it chunks as they are read.
 pub(crate) struct Parser {
     start: Vec<u8>,
+    exiting: Vec<u8>,
     end_head: Vec<u8>,
     end_tail: Vec<u8>,
     pending: Vec<u8>,
@@ -34,6 +40,7 @@ impl Parser {
     pub fn new(nonce: &str) -> Self {
         Self {
             start: format!("\x1b]633;C;{nonce}\x07").into_bytes(),
+            exiting: format!("\x1b]633;F;{nonce}\x07").into_bytes(),
             end_head: format!("\x1b]633;D;{nonce};").into_bytes(),
             end_tail: format!("\x1b]633;E;{nonce}\x07").into_bytes(),
             pending: Vec::new(),
@@ -63,6 +70,13 @@ impl Parser {
                 out_from = pos;
                 continue;
             }
+            if rest.starts_with(&self.exiting) {
+                flush(events, &buf[out_from..at]);
+                events.push(Event::Exiting);
+                pos = at + self.exiting.len();
+                out_from = pos;
+                continue;
+            }
             if rest.starts_with(&self.end_head) {
                 let body = &rest[self.end_head.len()..];
                 match find(body, &self.end_tail) {
@@ -86,7 +100,7 @@ impl Parser {
                 continue;
             }
             // A prefix of one of our markers cut by the read: wait for more.
-            if self.start.starts_with(rest) || self.end_head.starts_with(rest) {
+            if self.start.starts_with(rest) || self.exiting.starts_with(rest) || self.end_head.starts_with(rest) {
                 flush(events, &buf[out_from..at]);
                 self.pending = rest.to_vec();
                 return;
@@ -217,7 +231,9 @@ mod tests {
 
     #[test]
     fn markers_split_anywhere_are_found() {
-        let stream = format!("echo\x1b]633;C;{N}\x07hello\n\x1b]633;D;{N};3;/tmp/a b\x1b]633;E;{N}\x07prompt");
+        let stream = format!(
+            "echo\x1b]633;C;{N}\x07hello\n\x1b]633;F;{N}\x07\x1b]633;D;{N};3;/tmp/a b\x1b]633;E;{N}\x07prompt"
+        );
         let bytes = stream.as_bytes();
         for cut in 0..bytes.len() {
             let events = run(&[&bytes[..cut], &bytes[cut..]]);
@@ -227,6 +243,7 @@ mod tests {
                     Event::Output(b"echo".to_vec()),
                     Event::Start,
                     Event::Output(b"hello\n".to_vec()),
+                    Event::Exiting,
                     Event::End {
                         status: 3,
                         cwd: b"/tmp/a b".to_vec()

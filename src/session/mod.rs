@@ -82,6 +82,9 @@ struct State {
     cmd_start_offset: u64,
     delivered: u64,
     last_activity: Instant,
+    /// While fish decides whether to exit: the part of its last line not
+    /// yet passed on (the end of its refusal is terminal redraw, dropped).
+    held: Option<Vec<u8>>,
 }
 
 struct Session {
@@ -443,6 +446,7 @@ impl SessionManager {
                 cmd_start_offset: 0,
                 delivered: 0,
                 last_activity: now,
+                held: None,
             }),
             changed: Condvar::new(),
             busy: Mutex::new(()),
@@ -555,6 +559,7 @@ impl SessionManager {
             state.cmd_started = now;
             state.last_activity = now;
             state.output = BoundedOutput::new(session.output_limit);
+            state.held = None;
             state.cmd_start_offset = state.ring.end();
             state.delivered = state.ring.end();
         }
@@ -968,8 +973,15 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
     let mut notify = false;
     for event in events.drain(..) {
         match event {
-            marker::Event::Output(bytes) => {
+            marker::Event::Output(mut bytes) => {
                 if state.phase == Phase::Running && state.started {
+                    if let Some(held) = state.held.as_mut() {
+                        held.extend_from_slice(&bytes);
+                        let Some(end) = held.iter().rposition(|b| *b == b'\n') else {
+                            continue;
+                        };
+                        bytes = held.drain(..=end).collect();
+                    }
                     state.output.push(&bytes);
                     state.ring.push(&bytes);
                     state.last_activity = Instant::now();
@@ -981,7 +993,13 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
                     state.started = true;
                 }
             }
+            marker::Event::Exiting => {
+                if state.phase == Phase::Running {
+                    state.held = Some(Vec::new());
+                }
+            }
             marker::Event::End { status, cwd } => {
+                state.held = None;
                 state.cwd = PathBuf::from(std::ffi::OsStr::from_bytes(&cwd));
                 match state.phase {
                     Phase::Starting => state.phase = Phase::Idle,
