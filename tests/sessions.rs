@@ -619,3 +619,51 @@ fn fish_exit_refused_for_running_jobs_ends_the_command() {
         assert_no_survivors(&tag);
     }
 }
+
+/// The end marker of an sh session lives in PS1: a command that sets PS1
+/// cannot take it away, even when it is interrupted.
+#[test]
+fn sh_commands_that_set_ps1_keep_results_clean() {
+    if !installed("sh") {
+        return;
+    }
+    let tag = unique_tag("sh-ps1");
+    let venv = std::env::temp_dir().join(format!("venv-{tag}"));
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    // The part of a virtualenv's `activate` that matters here.
+    std::fs::write(
+        venv.join("bin/activate"),
+        format!(
+            "VIRTUAL_ENV={}\nexport VIRTUAL_ENV\nPS1=\"(venv) ${{PS1:-}}\"\nexport PS1\n",
+            venv.display()
+        ),
+    )
+    .unwrap();
+    let m = manager();
+    let id = start(&m, "sh", &tag);
+    let r = run(&m, &id, &format!(". {}/bin/activate", venv.display()));
+    assert_eq!(r.state, RunState::Finished(0), "{r:?}");
+    let r = run(&m, &id, "echo $VIRTUAL_ENV");
+    assert_eq!(r.output, format!("{}\n", venv.display()), "{r:?}");
+    assert_eq!(run(&m, &id, "PS1='x> '").state, RunState::Finished(0));
+    let r = run(&m, &id, "echo ok");
+    assert_eq!((r.state, r.output.as_str()), (RunState::Finished(0), "ok\n"), "{r:?}");
+    let r = m
+        .run(
+            &id,
+            "PS1='y> '; sleep 100",
+            &RunOptions {
+                timeout: Some(Duration::from_millis(300)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(r.state, RunState::Running);
+    let r = m.interrupt(&id, Duration::from_secs(5)).unwrap();
+    assert_eq!(r.state, RunState::Finished(130), "{r:?}");
+    let r = run(&m, &id, "echo ok");
+    assert_eq!((r.state, r.output.as_str()), (RunState::Finished(0), "ok\n"), "{r:?}");
+    m.close(&id).unwrap();
+    std::fs::remove_dir_all(&venv).unwrap();
+    assert_no_survivors(&tag);
+}

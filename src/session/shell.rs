@@ -218,11 +218,14 @@ PS2=''
 ///
 /// For `sh` (dash) the file defines a function instead, called from the typed
 /// line: dash drops the `&&`/`||` context inside `.` scripts, so `set -e`
-/// there would end the shell, but keeps it inside functions.
+/// there would end the shell, but keeps it inside functions. The end marker
+/// lives in `PS1`, so the function makes `PS1` local: a command that sets it
+/// (`. venv/bin/activate`, `PS1='x> '`) changes it only while it runs, even
+/// when interrupted.
 pub(crate) fn command_file(kind: ShellKind, command: &str) -> String {
     match kind {
         ShellKind::Fish => format!("{command}\n"),
-        ShellKind::Sh => format!("__bm_f() {{\n{command}\n}}\n"),
+        ShellKind::Sh => format!("__bm_f() {{ local PS1\n{command}\n}}\n"),
         _ => format!("{{\n{command}\n}}\n"),
     }
 }
