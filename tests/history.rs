@@ -107,16 +107,6 @@ fn kept_commands_are_written_once_without_the_runner_line() {
     let _lock = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     for shell in shells() {
         if shell == "sh" {
-            let m = manager(HistoryMode::Keep);
-            let id = m
-                .start(&StartOptions {
-                    shell: Some("sh".into()),
-                    ..Default::default()
-                })
-                .unwrap();
-            let err = m.run(&id, "true", &RunOptions::default()).unwrap_err();
-            assert_eq!(err.code, ErrorCode::HistoryUnsupported, "{err}");
-            m.close(&id).unwrap();
             continue;
         }
         for (mode, per_call) in [
@@ -215,4 +205,46 @@ fn configuration_key_sets_the_default() {
     assert_eq!(s.sessions().unwrap().config().history, HistoryMode::Keep);
     let err = s.configure(r#"{"sessions": {"history": "off"}}"#).unwrap_err();
     assert!(err.message.contains("sessions.history"), "{err}");
+}
+
+/// sh keeps no history file: with "keep" as the default its commands run
+/// (nothing is recorded, as sh itself would not), and only an explicit
+/// per-call "keep" is refused.
+#[test]
+fn sh_runs_under_a_keep_default_and_refuses_an_explicit_keep() {
+    let _lock = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if bash_mcp::config::resolve_program("sh").is_none() {
+        eprintln!("SKIP: sh is not installed");
+        return;
+    }
+    let tag = unique_tag("hist-sh");
+    let home = std::env::temp_dir().join(format!("home-{tag}"));
+    std::fs::create_dir_all(&home).unwrap();
+    let m = manager(HistoryMode::Keep);
+    let id = m
+        .start(&StartOptions {
+            shell: Some("sh".into()),
+            env: vec![
+                (TAG_VAR.into(), tag.clone()),
+                ("HOME".into(), home.display().to_string()),
+            ],
+            ..Default::default()
+        })
+        .unwrap();
+    let r = m.run(&id, "echo marker-sh", &RunOptions::default()).unwrap();
+    assert_eq!((r.state, r.output.as_str()), (RunState::Finished(0), "marker-sh\n"));
+    let keep = RunOptions {
+        history: Some(HistoryMode::Keep),
+        ..Default::default()
+    };
+    let err = m.run(&id, "echo marker-kept", &keep).unwrap_err();
+    assert_eq!(err.code, ErrorCode::HistoryUnsupported, "{err}");
+    assert!(err.message.contains("sh"), "{err}");
+    let r = m.run(&id, "echo still-usable", &RunOptions::default()).unwrap();
+    assert_eq!(r.output, "still-usable\n");
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+    let files: Vec<_> = std::fs::read_dir(&home).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(files.is_empty(), "nothing is written to HOME: {files:?}");
+    std::fs::remove_dir_all(&home).unwrap();
 }

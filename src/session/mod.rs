@@ -511,14 +511,20 @@ impl SessionManager {
     pub fn run(&self, id: &str, command: &str, options: &RunOptions) -> Result<RunResult, ToolError> {
         let session = self.get(id)?;
         crate::bash::validate_command(command)?;
-        let mode = options.history.unwrap_or(session.history);
-        if mode == HistoryMode::Keep && !session.kind.has_history() {
-            return Err(ToolError::new(
-                ErrorCode::HistoryUnsupported,
-                "this session's shell (sh) keeps no history file, so `history: \"keep\"` cannot be honoured",
-                "use history: \"suppress\", or a bash, zsh or fish session",
-            ));
-        }
+        // sh keeps no history file: a default of "keep" records nothing there
+        // (as the shell itself would), but an explicit request is refused.
+        let mode = match options.history {
+            Some(HistoryMode::Keep) if !session.kind.has_history() => {
+                return Err(ToolError::new(
+                    ErrorCode::HistoryUnsupported,
+                    "this session's shell (sh) keeps no history file, so `history: \"keep\"` cannot be honoured",
+                    "leave out `history` (or pass \"suppress\"), or run the command in a bash, zsh or fish session",
+                ));
+            }
+            Some(mode) => mode,
+            None if session.kind.has_history() => session.history,
+            None => HistoryMode::Suppress,
+        };
         let _busy = session.busy.lock().unwrap_or_else(PoisonError::into_inner);
         {
             let state = session.lock();
