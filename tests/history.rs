@@ -248,3 +248,57 @@ fn sh_runs_under_a_keep_default_and_refuses_an_explicit_keep() {
     assert!(files.is_empty(), "nothing is written to HOME: {files:?}");
     std::fs::remove_dir_all(&home).unwrap();
 }
+
+/// Raw input typed at the prompt with `session_write` is recorded by the
+/// shell in memory like any typed line; a later kept command must write only
+/// itself to the history file, never what was typed before it.
+#[test]
+fn keeping_a_command_does_not_write_earlier_raw_input() {
+    let _lock = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    for shell in ["bash", "zsh"] {
+        if bash_mcp::config::resolve_program(shell).is_none() {
+            eprintln!("SKIP: {shell} is not installed");
+            continue;
+        }
+        for default in [HistoryMode::Suppress, HistoryMode::Keep] {
+            let tag = unique_tag(&format!("hist-raw-{shell}"));
+            let home = std::env::temp_dir().join(format!("home-{tag}"));
+            std::fs::create_dir_all(&home).unwrap();
+            let m = manager(default);
+            let id = m
+                .start(&StartOptions {
+                    shell: Some(shell.into()),
+                    env: vec![
+                        (TAG_VAR.into(), tag.clone()),
+                        ("HOME".into(), home.display().to_string()),
+                    ],
+                    ..Default::default()
+                })
+                .unwrap();
+            m.write(&id, "echo RAWSECRET\n", &[], Duration::from_secs(2), false)
+                .unwrap();
+            let keep = RunOptions {
+                timeout: Some(Duration::from_secs(10)),
+                history: Some(HistoryMode::Keep),
+                ..Default::default()
+            };
+            let r = m.run(&id, "echo kept-command", &keep).unwrap();
+            assert_eq!(r.output, "kept-command\n", "{shell}");
+            m.write(&id, "echo RAWSECRET2\n", &[], Duration::from_secs(2), false)
+                .unwrap();
+            let r = m.run(&id, "echo kept-again", &keep).unwrap();
+            assert_eq!(r.output, "kept-again\n", "{shell}");
+            m.close(&id).unwrap();
+            assert_no_survivors(&tag);
+            let file = history_file(shell, &home);
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            std::fs::remove_dir_all(&home).unwrap();
+            assert!(!text.contains("RAWSECRET"), "{shell} ({default:?}): {text:?}");
+            assert_eq!(
+                text.lines().collect::<Vec<_>>(),
+                ["echo kept-command", "echo kept-again"],
+                "{shell} ({default:?})"
+            );
+        }
+    }
+}

@@ -96,7 +96,7 @@ pub(crate) fn launch(
 HISTCONTROL="ignorespace${{HISTCONTROL:+:$HISTCONTROL}}"
 __bm_n={nonce}; __bm_d={d}; __bm_hf={hf}; __bm_rc=
 __bm_prompt() {{ local s=$? ; s=${{__bm_rc:-$s}}; __bm_rc=; builtin printf '\033]633;D;%s;%s;%s\033]633;E;%s\007' "$__bm_n" "$s" "$PWD" "$__bm_n"; }}
-__bm_keep() {{ local c; IFS= read -r -d '' c < "$__bm_d/h"; builtin history -s -- "$c"; builtin history -a -- "$__bm_hf"; }}
+__bm_keep() {{ local c; IFS= read -r -d '' c < "$__bm_d/h"; builtin history -a /dev/null; builtin history -s -- "$c"; builtin history -a -- "$__bm_hf"; }}
 PROMPT_COMMAND="__bm_prompt${{PROMPT_COMMAND:+; $PROMPT_COMMAND}}"
 PS1=''; PS2=''; PS0='\e]633;C;{nonce}\a'
 "#,
@@ -132,7 +132,7 @@ unset HISTFILE; HISTSIZE=10000; SAVEHIST=10000
 __bm_n={nonce}; __bm_d={d}; __bm_hf={hf}; __bm_rc=
 __bm_prompt() {{ local s=$? ; s=${{__bm_rc:-$s}}; __bm_rc=; builtin printf '\033]633;D;%s;%s;%s\033]633;E;%s\007' "$__bm_n" "$s" "$PWD" "$__bm_n"; }}
 __bm_pre() {{ builtin printf '\033]633;C;%s\007' "$__bm_n"; }}
-__bm_keep() {{ local c; c="$(<"$__bm_d/h")"; builtin print -rs -- "$c"; builtin fc -AI "$__bm_hf"; }}
+__bm_keep() {{ local c; c="$(<"$__bm_d/h")"; builtin fc -AI "$__bm_d/w"; builtin print -rs -- "$c"; builtin fc -AI "$__bm_hf"; : >| "$__bm_d/w"; }}
 precmd_functions=(__bm_prompt $precmd_functions)
 preexec_functions=(__bm_pre $preexec_functions)
 PS1=''; PS2=''; RPS1=''; RPROMPT=''
