@@ -667,3 +667,58 @@ fn sh_commands_that_set_ps1_keep_results_clean() {
     std::fs::remove_dir_all(&venv).unwrap();
     assert_no_survivors(&tag);
 }
+
+#[test]
+fn concurrent_starts_respect_the_session_limit() {
+    let tag = unique_tag("limit");
+    let m = Arc::new(
+        SessionManager::new(
+            SessionConfig {
+                enabled: true,
+                max_sessions: 3,
+                ..Default::default()
+            },
+            std::env::temp_dir(),
+        )
+        .unwrap(),
+    );
+    let barrier = Arc::new(std::sync::Barrier::new(8));
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let (m, tag, barrier) = (m.clone(), tag.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                m.start(&StartOptions {
+                    env: vec![(TAG_VAR.into(), tag)],
+                    ..Default::default()
+                })
+            })
+        })
+        .collect();
+    let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let started: Vec<&String> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    for err in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert_eq!(err.code, ErrorCode::TooManySessions, "{err}");
+        assert!(err.message.contains("the limit is 3"), "{err}");
+    }
+    assert_eq!(started.len(), 3, "{results:?}");
+    assert_eq!(m.list().len(), 3);
+    // After closing one, one more starts; a start that fails gives its place back.
+    m.close(started[0]).unwrap();
+    let err = m
+        .start(&StartOptions {
+            shell: Some("/nonexistent/bash".into()),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::ShellNotFound, "{err}");
+    let options = StartOptions {
+        env: vec![(TAG_VAR.into(), tag.clone())],
+        ..Default::default()
+    };
+    let again = m.start(&options).unwrap();
+    assert_eq!(run(&m, &again, "echo ok").output, "ok\n");
+    assert_eq!(m.start(&options).unwrap_err().code, ErrorCode::TooManySessions);
+    drop(m);
+    assert_no_survivors(&tag);
+}

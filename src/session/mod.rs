@@ -156,6 +156,9 @@ fn kill_session_tree(shell: libc::pid_t) {
 struct Inner {
     config: Mutex<(SessionConfig, Arc<Config>, PathBuf, Duration)>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Sessions being started: they count against `max_sessions` from the
+    /// moment the limit is checked (changed only under the `sessions` lock).
+    starting: std::sync::atomic::AtomicUsize,
     sweeper_stop: Mutex<bool>,
     sweeper_wake: Condvar,
 }
@@ -203,6 +206,7 @@ impl SessionManager {
         let inner = Arc::new(Inner {
             config: Mutex::new((config, server, working_dir, wait)),
             sessions: Mutex::new(HashMap::new()),
+            starting: std::sync::atomic::AtomicUsize::new(0),
             sweeper_stop: Mutex::new(false),
             sweeper_wake: Condvar::new(),
         });
@@ -264,20 +268,7 @@ impl SessionManager {
     pub fn start(&self, options: &StartOptions) -> Result<String, ToolError> {
         self.inner.evict_idle();
         let (config, server, base_dir, _) = self.inner.config.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        {
-            let sessions = self.inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-            let open = sessions
-                .values()
-                .filter(|s| !matches!(s.lock().phase, Phase::Exited(_)))
-                .count();
-            if open >= config.max_sessions {
-                return Err(ToolError::new(
-                    ErrorCode::TooManySessions,
-                    format!("{open} sessions are open; the limit is {}", config.max_sessions),
-                    "close a session you no longer need with session_close (session_list shows them), or raise sessions.max_sessions",
-                ));
-            }
-        }
+        let mut slot = Slot::reserve(&self.inner, config.max_sessions)?;
         let shell_name = options.shell.as_deref().unwrap_or("bash");
         let kind = ShellKind::from_name(shell_name).ok_or_else(|| {
             ToolError::new(
@@ -498,11 +489,7 @@ impl SessionManager {
         }
         std::mem::forget(cleanup_dir);
         tracing::debug!(session = %id, shell = kind.as_str(), pid, "session started");
-        self.inner
-            .sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.clone(), session);
+        slot.fill(id.clone(), session);
         Ok(id)
     }
 
@@ -776,6 +763,57 @@ impl Inner {
         for s in expired {
             tracing::debug!(session = %s.id, "closing idle session");
             s.terminate();
+        }
+    }
+}
+
+/// A place under `max_sessions` held for a session being started: taken
+/// under the sessions lock, and released (on failure) or turned into the
+/// session (on success) under it too, so concurrent starts cannot exceed the
+/// limit.
+struct Slot<'a> {
+    inner: &'a Inner,
+    held: bool,
+}
+
+impl<'a> Slot<'a> {
+    fn reserve(inner: &'a Inner, max: usize) -> Result<Self, ToolError> {
+        use std::sync::atomic::Ordering;
+        let sessions = inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let open = sessions
+            .values()
+            .filter(|s| !matches!(s.lock().phase, Phase::Exited(_)))
+            .count();
+        let starting = inner.starting.load(Ordering::SeqCst);
+        if open + starting >= max {
+            let also = if starting > 0 {
+                format!(" and {starting} being started")
+            } else {
+                String::new()
+            };
+            return Err(ToolError::new(
+                ErrorCode::TooManySessions,
+                format!("{open} sessions are open{also}; the limit is {max}"),
+                "close a session you no longer need with session_close (session_list shows them), or raise sessions.max_sessions",
+            ));
+        }
+        inner.starting.fetch_add(1, Ordering::SeqCst);
+        Ok(Self { inner, held: true })
+    }
+
+    fn fill(&mut self, id: String, session: Arc<Session>) {
+        let mut sessions = self.inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions.insert(id, session);
+        self.inner.starting.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.held = false;
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if self.held {
+            let _sessions = self.inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            self.inner.starting.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         }
     }
 }
