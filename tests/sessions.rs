@@ -722,3 +722,44 @@ fn concurrent_starts_respect_the_session_limit() {
     drop(m);
     assert_no_survivors(&tag);
 }
+
+#[test]
+fn closing_a_session_ends_a_call_waiting_on_it() {
+    let tag = unique_tag("close-wait");
+    let m = Arc::new(manager());
+    let id = start(&m, "bash", &tag);
+    let waiter = {
+        let (m, id) = (m.clone(), id.clone());
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let r = m.run(
+                &id,
+                "echo begun; sleep 100",
+                &RunOptions {
+                    timeout: Some(Duration::from_secs(60)),
+                    ..Default::default()
+                },
+            );
+            (r, started.elapsed())
+        })
+    };
+    // Wait until the command runs (its sleep is alive), then close.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !m.list().iter().any(|s| s.state == "running") || survivors(&tag).len() < 2 {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    m.close(&id).unwrap();
+    let (r, waited) = waiter.join().unwrap();
+    let r = r.unwrap();
+    assert_eq!(r.state, RunState::Closed, "{r:?}");
+    assert_eq!(r.output, "begun\n");
+    assert_eq!(r.exit_code(), None);
+    assert!(waited < Duration::from_secs(30), "returned only after {waited:?}");
+    let doc = r.to_value();
+    assert_eq!(doc["status"], "closed");
+    assert!(doc.get("exit_code").is_none(), "{doc}");
+    assert!(doc["hint"].as_str().unwrap().contains("session_start"), "{doc}");
+    assert_eq!(m.run(&id, "true", &RunOptions::default()).unwrap_err().code, ErrorCode::SessionNotFound);
+    assert_no_survivors(&tag);
+}

@@ -67,6 +67,8 @@ enum Phase {
     Idle,
     Running,
     Exited(i32),
+    /// Closed by `session_close`, idle eviction or the manager's drop.
+    Closed,
 }
 
 struct State {
@@ -115,7 +117,18 @@ impl Session {
     }
 
     /// Kills every process of the shell's session, then the shell; reaps it.
+    /// A call waiting on the session returns at once with `RunState::Closed`.
     fn terminate(&self) {
+        {
+            let mut state = self.lock();
+            if !matches!(state.phase, Phase::Exited(_)) {
+                if state.phase == Phase::Running {
+                    state.cmd_duration = state.cmd_started.elapsed();
+                }
+                state.phase = Phase::Closed;
+            }
+        }
+        self.changed.notify_all();
         let one: u64 = 1;
         // SAFETY: writes 8 bytes to our eventfd.
         unsafe { libc::write(self.stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
@@ -524,6 +537,7 @@ impl SessionManager {
                     ));
                 }
                 Phase::Exited(code) => return Err(shell_exited(code)),
+                Phase::Closed => return Err(closed(id)),
                 _ => {}
             }
         }
@@ -610,8 +624,10 @@ impl SessionManager {
                     .as_slice(),
             );
         }
-        if let Phase::Exited(code) = session.lock().phase {
-            return Err(shell_exited(code));
+        match session.lock().phase {
+            Phase::Exited(code) => return Err(shell_exited(code)),
+            Phase::Closed => return Err(closed(id)),
+            _ => {}
         }
         pty::write_all(session.master.as_raw_fd(), &bytes)
             .map_err(|e| internal(format!("could not write to the session's terminal: {e}")))?;
@@ -649,6 +665,7 @@ impl SessionManager {
                         Phase::Starting | Phase::Idle => "idle",
                         Phase::Running => "running",
                         Phase::Exited(_) => "exited",
+                        Phase::Closed => "closed",
                     },
                     idle: state.last_activity.elapsed(),
                 }
@@ -782,7 +799,7 @@ impl<'a> Slot<'a> {
         let sessions = inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         let open = sessions
             .values()
-            .filter(|s| !matches!(s.lock().phase, Phase::Exited(_)))
+            .filter(|s| !matches!(s.lock().phase, Phase::Exited(_) | Phase::Closed))
             .count();
         let starting = inner.starting.load(Ordering::SeqCst);
         if open + starting >= max {
@@ -873,6 +890,7 @@ fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_
     let run_state = match state.phase {
         Phase::Running => RunState::Running,
         Phase::Exited(code) => RunState::ShellExited(code),
+        Phase::Closed => RunState::Closed,
         _ => RunState::Finished(state.last_exit.unwrap_or(-1)),
     };
     RunResult {
@@ -1078,6 +1096,14 @@ fn spawn_failed(message: String) -> ToolError {
         ErrorCode::SpawnFailed,
         message,
         "check the shell, the working directory and the host's limits, then retry",
+    )
+}
+
+fn closed(id: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::SessionNotFound,
+        format!("session {id:?} was closed"),
+        "start a new one with session_start",
     )
 }
 

@@ -121,6 +121,9 @@ pub enum RunState {
     Running,
     /// The shell itself exited (e.g. `exit`) with this status; the session is over.
     ShellExited(i32),
+    /// The session was closed (`session_close`, idle eviction, or the
+    /// manager dropped) while the call waited; its processes were killed.
+    Closed,
 }
 
 /// A result of `session_run`, `session_wait`, `session_read` or `session_write`.
@@ -153,7 +156,7 @@ impl RunResult {
     pub fn exit_code(&self) -> Option<i32> {
         match self.state {
             RunState::Finished(code) | RunState::ShellExited(code) => Some(code),
-            RunState::Running => None,
+            RunState::Running | RunState::Closed => None,
         }
     }
 
@@ -165,6 +168,7 @@ impl RunResult {
                 RunState::Finished(_) => "finished",
                 RunState::Running => "running",
                 RunState::ShellExited(_) => "shell_exited",
+                RunState::Closed => "closed",
             },
             "output": self.output,
             "truncated": self.truncated,
@@ -189,6 +193,9 @@ impl RunResult {
             }
             RunState::ShellExited(_) => {
                 doc["hint"] = "The shell exited, so this session is over; start a new one with session_start.".into();
+            }
+            RunState::Closed => {
+                doc["hint"] = "The session was closed while this call waited (session_close, idle eviction or server shutdown); the command and every process of the session were killed. Start a new session with session_start.".into();
             }
             RunState::Finished(_) => {}
         }
