@@ -763,3 +763,55 @@ fn closing_a_session_ends_a_call_waiting_on_it() {
     assert_eq!(m.run(&id, "true", &RunOptions::default()).unwrap_err().code, ErrorCode::SessionNotFound);
     assert_no_survivors(&tag);
 }
+
+/// With no command running there is no exit status to report: a fresh
+/// session is idle, and input typed at the prompt runs as the shell's own
+/// line, whose output is returned without an exit code.
+#[test]
+fn idle_sessions_report_no_made_up_exit_codes() {
+    for shell in ["bash", "zsh", "fish", "sh"] {
+        if !installed(shell) {
+            continue;
+        }
+        let tag = unique_tag("idle");
+        let m = manager();
+        let id = start(&m, shell, &tag);
+        let r = m.wait(&id, Duration::from_millis(200), false).unwrap();
+        assert_eq!((r.state, r.exit_code()), (RunState::Idle, None), "{shell}: {r:?}");
+        let doc = r.to_value();
+        assert_eq!(doc["status"], "idle", "{shell}");
+        assert!(doc.get("exit_code").is_none(), "{shell}: {doc}");
+        assert!(doc["hint"].as_str().unwrap().contains("session_run"), "{shell}: {doc}");
+        assert_eq!(m.read(&id, None, false).unwrap().state, RunState::Idle, "{shell}");
+
+        assert_eq!(run(&m, &id, "false").exit_code(), Some(1), "{shell}");
+        // Input at the prompt: its output, and no exit code (not the previous one).
+        let r = m
+            .write(&id, "echo typed-at-prompt\n", &[], Duration::from_secs(5), false)
+            .unwrap();
+        assert_eq!(r.state, RunState::Idle, "{shell}: {r:?}");
+        assert_eq!(r.output, "typed-at-prompt\n", "{shell}: {r:?}");
+        let r = m.wait(&id, Duration::from_millis(100), false).unwrap();
+        assert_eq!((r.state, r.output.as_str()), (RunState::Idle, ""), "{shell}: {r:?}");
+        // A program started that way is reported as running until it ends.
+        let r = m
+            .write(&id, "sleep 0.3; echo late\n", &[], Duration::from_millis(50), false)
+            .unwrap();
+        if shell != "sh" {
+            // sh has no start hook for lines it reads itself.
+            assert_eq!(r.state, RunState::Running, "{shell}: {r:?}");
+        }
+        let r = m.wait(&id, Duration::from_secs(5), false).unwrap();
+        assert_eq!(r.state, RunState::Idle, "{shell}: {r:?}");
+        assert!(r.output.ends_with("late\n"), "{shell}: {r:?}");
+        // session_run still works and reports its own exit code.
+        let r = run(&m, &id, "echo ran; sh -c 'exit 3'");
+        assert_eq!((r.state, r.output.as_str()), (RunState::Finished(3), "ran\n"), "{shell}: {r:?}");
+        // Interrupting the prompt has no command to report on either.
+        let r = m.interrupt(&id, Duration::from_millis(300)).unwrap();
+        assert_eq!(r.state, RunState::Idle, "{shell}: {r:?}");
+        assert_eq!(run(&m, &id, "echo ok").output, "ok\n", "{shell}");
+        m.close(&id).unwrap();
+        assert_no_survivors(&tag);
+    }
+}

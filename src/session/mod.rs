@@ -78,7 +78,13 @@ struct State {
     cwd: PathBuf,
     cmd_started: Instant,
     cmd_duration: Duration,
+    /// The exit status of the last `session_run` command; `None` before the
+    /// first one, and after input typed at the prompt (its status is not
+    /// the shell's report on a command of ours).
     last_exit: Option<i32>,
+    /// Input was typed at the prompt with `session_write`: its output is
+    /// collected until the shell's next end marker.
+    typed: bool,
     output: BoundedOutput,
     ring: Ring,
     cmd_start_offset: u64,
@@ -87,6 +93,19 @@ struct State {
     /// While fish decides whether to exit: the part of its last line not
     /// yet passed on (the end of its refusal is terminal redraw, dropped).
     held: Option<Vec<u8>>,
+}
+
+impl State {
+    /// A command runs, or a line typed at the prompt has not ended yet.
+    fn in_progress(&self) -> bool {
+        self.phase == Phase::Running || (self.phase == Phase::Idle && self.typed)
+    }
+
+    /// Whether a process blocked on the terminal is one of the command's:
+    /// the command has started, or the shell is reading a typed line.
+    fn started_reading(&self) -> bool {
+        self.started || self.phase == Phase::Idle
+    }
 }
 
 struct Session {
@@ -441,6 +460,7 @@ impl SessionManager {
                 cmd_started: now,
                 cmd_duration: Duration::ZERO,
                 last_exit: None,
+                typed: false,
                 output: BoundedOutput::new(config.output_limit_bytes),
                 ring: Ring {
                     data: Default::default(),
@@ -563,6 +583,7 @@ impl SessionManager {
             let now = Instant::now();
             state.phase = Phase::Running;
             state.started = false;
+            state.typed = false;
             state.cmd_started = now;
             state.last_activity = now;
             state.output = BoundedOutput::new(session.output_limit);
@@ -624,10 +645,24 @@ impl SessionManager {
                     .as_slice(),
             );
         }
-        match session.lock().phase {
-            Phase::Exited(code) => return Err(shell_exited(code)),
-            Phase::Closed => return Err(closed(id)),
-            _ => {}
+        {
+            let mut state = session.lock();
+            match state.phase {
+                Phase::Exited(code) => return Err(shell_exited(code)),
+                Phase::Closed => return Err(closed(id)),
+                Phase::Idle => {
+                    // No command runs: the shell itself reads this input as a
+                    // line of its own. Collect what it prints until its next
+                    // end marker; there is no exit status to report.
+                    state.typed = true;
+                    state.last_exit = None;
+                    state.output = BoundedOutput::new(session.output_limit);
+                    state.cmd_start_offset = state.ring.end();
+                    state.delivered = state.ring.end();
+                    state.last_activity = Instant::now();
+                }
+                Phase::Starting | Phase::Running => {}
+            }
         }
         pty::write_all(session.master.as_raw_fd(), &bytes)
             .map_err(|e| internal(format!("could not write to the session's terminal: {e}")))?;
@@ -640,7 +675,17 @@ impl SessionManager {
     /// Sends SIGINT to the terminal's foreground process group.
     pub fn interrupt(&self, id: &str, wait: Duration) -> Result<RunResult, ToolError> {
         let session = self.get(id)?;
-        if let Some(pgrp) = pty::foreground_group(session.master.as_raw_fd()) {
+        let at_prompt = {
+            // At the prompt there is no command to report on afterwards.
+            let mut state = session.lock();
+            if state.phase == Phase::Idle {
+                state.last_exit = None;
+            }
+            state.phase == Phase::Idle && !state.typed
+        };
+        // Nothing runs at an idle prompt, and a shell interrupted there may
+        // drop the next line it reads (zsh does): leave it alone.
+        if !at_prompt && let Some(pgrp) = pty::foreground_group(session.master.as_raw_fd()) {
             crate::spawn::kill_group(pgrp, libc::SIGINT);
         }
         let wait = self.wait_limit(Some(wait.max(Duration::from_millis(1))));
@@ -724,15 +769,15 @@ impl SessionManager {
         let deadline = Instant::now() + timeout;
         let mut state = session.lock();
         loop {
-            if state.phase != Phase::Running {
+            if !state.in_progress() {
                 return snapshot(session, &mut state, raw, whole, false);
             }
             let now = Instant::now();
-            if state.started && waiting_for_input(session) {
+            if state.started_reading() && waiting_for_input(session) {
                 // The reader may hold the final marker: look again once it is idle.
                 drop(state);
                 state = session.lock();
-                if state.phase == Phase::Running {
+                if state.in_progress() {
                     return snapshot(session, &mut state, raw, whole, false);
                 }
                 continue;
@@ -891,7 +936,10 @@ fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_
         Phase::Running => RunState::Running,
         Phase::Exited(code) => RunState::ShellExited(code),
         Phase::Closed => RunState::Closed,
-        _ => RunState::Finished(state.last_exit.unwrap_or(-1)),
+        Phase::Starting | Phase::Idle => match state.last_exit {
+            Some(code) => RunState::Finished(code),
+            None => RunState::Idle,
+        },
     };
     RunResult {
         session_id: session.id.clone(),
@@ -902,7 +950,7 @@ fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_
         cwd: Some(state.cwd.clone()),
         duration,
         timed_out,
-        waiting_for_input: running && state.started && waiting_for_input(session),
+        waiting_for_input: state.in_progress() && state.started_reading() && waiting_for_input(session),
         cursor: state.ring.end(),
     }
 }
@@ -1036,7 +1084,10 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
     for event in events.drain(..) {
         match event {
             marker::Event::Output(mut bytes) => {
-                if state.phase == Phase::Running && state.started {
+                // At the prompt fish's line editor draws the typed line:
+                // its output starts with the start marker.
+                let typed = state.phase == Phase::Idle && state.typed && session.kind != ShellKind::Fish;
+                if (state.phase == Phase::Running && state.started) || typed {
                     if let Some(held) = state.held.as_mut() {
                         held.extend_from_slice(&bytes);
                         let Some(end) = held.iter().rposition(|b| *b == b'\n') else {
@@ -1053,6 +1104,17 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
             marker::Event::Start => {
                 if state.phase == Phase::Running {
                     state.started = true;
+                } else if state.phase == Phase::Idle && state.typed {
+                    // The shell runs the typed line: report it as running.
+                    let now = Instant::now();
+                    state.phase = Phase::Running;
+                    state.started = true;
+                    state.cmd_started = now;
+                    state.last_activity = now;
+                    state.output = BoundedOutput::new(session.output_limit);
+                    state.held = None;
+                    state.cmd_start_offset = state.ring.end();
+                    notify = true;
                 }
             }
             marker::Event::Exiting => {
@@ -1067,10 +1129,12 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
                     Phase::Starting => state.phase = Phase::Idle,
                     Phase::Running if state.started => {
                         state.phase = Phase::Idle;
-                        state.last_exit = Some(status);
+                        state.last_exit = if state.typed { None } else { Some(status) };
+                        state.typed = false;
                         state.cmd_duration = state.cmd_started.elapsed();
                         state.last_activity = Instant::now();
                     }
+                    Phase::Idle => state.typed = false,
                     _ => {}
                 }
                 notify = true;

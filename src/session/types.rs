@@ -117,6 +117,10 @@ pub struct RunOptions {
 pub enum RunState {
     /// Finished with this exit status (128+N after signal N).
     Finished(i32),
+    /// No command of ours runs and there is no result to report: the
+    /// session is fresh, or the call sent input to the shell's prompt (the
+    /// shell ran it as a line of its own, without an exit status for us).
+    Idle,
     /// Still running; wait, read, write or interrupt.
     Running,
     /// The shell itself exited (e.g. `exit`) with this status; the session is over.
@@ -156,7 +160,7 @@ impl RunResult {
     pub fn exit_code(&self) -> Option<i32> {
         match self.state {
             RunState::Finished(code) | RunState::ShellExited(code) => Some(code),
-            RunState::Running | RunState::Closed => None,
+            RunState::Running | RunState::Closed | RunState::Idle => None,
         }
     }
 
@@ -169,6 +173,7 @@ impl RunResult {
                 RunState::Running => "running",
                 RunState::ShellExited(_) => "shell_exited",
                 RunState::Closed => "closed",
+                RunState::Idle => "idle",
             },
             "output": self.output,
             "truncated": self.truncated,
@@ -196,6 +201,9 @@ impl RunResult {
             }
             RunState::Closed => {
                 doc["hint"] = "The session was closed while this call waited (session_close, idle eviction or server shutdown); the command and every process of the session were killed. Start a new session with session_start.".into();
+            }
+            RunState::Idle => {
+                doc["hint"] = "No command is running in this session and there is no exit status to report (input sent at the shell's prompt runs as a line of the shell's own; its output is shown, its status is not). Use session_run to run a command and get its exit code.".into();
             }
             RunState::Finished(_) => {}
         }
