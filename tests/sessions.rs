@@ -815,3 +815,60 @@ fn idle_sessions_report_no_made_up_exit_codes() {
         assert_no_survivors(&tag);
     }
 }
+
+/// `waiting_for_input` means blocked reading the session's terminal, not
+/// any sleep on a read: a process blocked on a socket is not waiting for input.
+#[test]
+fn blocked_on_a_socket_is_not_waiting_for_input() {
+    if !installed("python3") {
+        return;
+    }
+    let tag = unique_tag("socket");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let options = RunOptions {
+        timeout: Some(Duration::from_secs(3)),
+        ..Default::default()
+    };
+    // A TCP connection to itself; the kernel's wait channel for its recv is
+    // the same as for a terminal read (wait_woken).
+    let pair = "import os, select, socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(1); \
+                c = socket.create_connection(s.getsockname()); a, _ = s.accept(); print(\"ready\", flush=True)";
+    for (what, code) in [
+        ("recv", "a.recv(1)"),
+        ("read", "os.read(a.fileno(), 1)"),
+        ("select", "select.select([a], [], [])"),
+        ("epoll", "e = select.epoll(); e.register(a.fileno(), select.EPOLLIN); e.poll()"),
+    ] {
+        let command = format!("python3 -c '{pair}; {code}'");
+        let r = m.run(&id, &command, &options).unwrap();
+        assert_eq!(r.state, RunState::Running, "{what}: {r:?}");
+        assert_eq!(r.output, "ready\n", "{what}: {r:?}");
+        assert!(r.timed_out, "{what}: returned before the timeout: {r:?}");
+        assert!(!r.waiting_for_input, "{what}: {r:?}");
+        let r = m.interrupt(&id, Duration::from_secs(5)).unwrap();
+        assert!(matches!(r.state, RunState::Finished(_)), "{what}: {r:?}");
+    }
+    // Reading the terminal is waiting for input: the shell's `read`, and
+    // programs reading it with read, select, poll or epoll.
+    for (what, command) in [
+        ("read builtin", "read -r x"),
+        ("python read", "python3 -c 'import sys; sys.stdin.readline()'"),
+        (
+            "python select",
+            "python3 -c 'import select, sys; select.select([sys.stdin], [], []); sys.stdin.readline()'",
+        ),
+        (
+            "python epoll",
+            "python3 -c 'import select, sys; e = select.epoll(); e.register(0, select.EPOLLIN); e.poll(); sys.stdin.readline()'",
+        ),
+    ] {
+        let r = m.run(&id, command, &options).unwrap();
+        assert_eq!(r.state, RunState::Running, "{what}: {r:?}");
+        assert!(r.waiting_for_input, "{what}: {r:?}");
+        let r = m.write(&id, "x\n", &[], Duration::from_secs(5), false).unwrap();
+        assert_eq!(r.state, RunState::Finished(0), "{what}: {r:?}");
+    }
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}

@@ -114,6 +114,8 @@ struct Session {
     kind: ShellKind,
     pid: libc::pid_t,
     master: OwnedFd,
+    /// The device number of the terminal's slave side.
+    tty: libc::dev_t,
     dir: PathBuf,
     history: HistoryMode,
     hist_target: Option<PathBuf>,
@@ -431,6 +433,13 @@ impl SessionManager {
         })?;
 
         let pty = pty::open().map_err(|e| spawn_failed(format!("could not open a pseudo-terminal: {e}")))?;
+        let tty = pty::device_of(&pty.slave_path).ok_or_else(|| {
+            spawn_failed(format!(
+                "could not stat the pseudo-terminal {}: {}",
+                pty.slave_path.to_string_lossy(),
+                std::io::Error::last_os_error()
+            ))
+        })?;
         let pid = pty::spawn_on_pty(&program_c, &argv, &envp, &cwd_c, &pty.slave_path)
             .map_err(|e| spawn_failed(format!("could not start {}: {e}", program.display())))?;
         // SAFETY: plain syscall; the fd is owned below.
@@ -449,6 +458,7 @@ impl SessionManager {
             kind,
             pid,
             master: pty.master,
+            tty,
             dir: dir.clone(),
             history: config.history,
             hist_target,
@@ -960,7 +970,7 @@ fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_
 /// marker is in flight is not mistaken for one waiting for input).
 fn waiting_for_input(session: &Session) -> bool {
     use std::sync::atomic::Ordering;
-    if !pty::foreground_reading(session.master.as_raw_fd()) {
+    if !pty::foreground_reading(session.master.as_raw_fd(), session.tty) {
         return false;
     }
     let mut fds = libc::pollfd {
