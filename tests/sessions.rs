@@ -872,3 +872,39 @@ fn blocked_on_a_socket_is_not_waiting_for_input() {
     m.close(&id).unwrap();
     assert_no_survivors(&tag);
 }
+
+/// In canonical (line) mode the kernel keeps at most 4095 bytes of a line
+/// and drops the rest without a word: a longer line is refused, not cut.
+#[test]
+fn long_lines_for_a_line_mode_terminal_are_refused_not_cut() {
+    let tag = unique_tag("longline");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let options = RunOptions {
+        timeout: Some(Duration::from_secs(5)),
+        ..Default::default()
+    };
+    let r = m.run(&id, "read -r x; echo ${#x}", &options).unwrap();
+    assert!(r.waiting_for_input, "{r:?}");
+    let long = format!("{}\n", "a".repeat(6000));
+    let err = m.write(&id, &long, &[], Duration::from_secs(5), false).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArguments, "{err}");
+    assert!(err.message.contains("6000 bytes") && err.message.contains("4095"), "{err}");
+    assert!(err.hint.contains("file"), "{err}");
+    // Nothing was sent: the program still waits, and a line within the limit works.
+    let r = m.read(&id, None, false).unwrap();
+    assert_eq!(r.state, RunState::Running);
+    let r = m
+        .write(&id, &"b".repeat(4095), &["Enter".into()], Duration::from_secs(5), false)
+        .unwrap();
+    assert_eq!((r.state, r.output.as_str()), (RunState::Finished(0), "4095\n"), "{r:?}");
+    // A program that turned line mode off gets long lines whole.
+    let r = m
+        .run(&id, "stty -icanon min 1; head -c 6001 | wc -c; stty icanon", &options)
+        .unwrap();
+    assert!(r.waiting_for_input, "{r:?}");
+    let r = m.write(&id, &long, &[], Duration::from_secs(5), false).unwrap();
+    assert_eq!((r.state, r.output.as_str()), (RunState::Finished(0), "6001\n"), "{r:?}");
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}

@@ -655,6 +655,9 @@ impl SessionManager {
                     .as_slice(),
             );
         }
+        if pty::canonical(session.master.as_raw_fd()) {
+            check_line_lengths(&bytes)?;
+        }
         {
             let mut state = session.lock();
             match state.phase {
@@ -1171,6 +1174,29 @@ fn spawn_failed(message: String) -> ToolError {
         message,
         "check the shell, the working directory and the host's limits, then retry",
     )
+}
+
+/// In canonical mode the kernel keeps at most 4095 bytes of a line (up to a
+/// newline, carriage return or end-of-file character) and drops the rest
+/// without telling anyone: refuse such input instead of sending a cut line.
+fn check_line_lengths(bytes: &[u8]) -> Result<(), ToolError> {
+    let longest = bytes
+        .split(|b| matches!(b, b'\n' | b'\r' | 0x04))
+        .enumerate()
+        .max_by_key(|(_, line)| line.len());
+    match longest {
+        Some((index, line)) if line.len() > pty::MAX_CANON_LINE => Err(ToolError::new(
+            ErrorCode::InvalidArguments,
+            format!(
+                "line {} of the input is {} bytes; the terminal is in line (canonical) mode, where the kernel keeps at most {} bytes of a line and silently drops the rest, so nothing was sent",
+                index + 1,
+                line.len(),
+                pty::MAX_CANON_LINE
+            ),
+            "put long data in a file and have the program read it (write the file with session_run, e.g. a here-doc: cat > file <<'EOF'), or pass it on the command's stdin (cmd < file); or send lines shorter than 4096 bytes",
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn closed(id: &str) -> ToolError {

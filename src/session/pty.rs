@@ -150,6 +150,18 @@ pub(crate) fn foreground_group(master: RawFd) -> Option<libc::pid_t> {
     (pgrp > 0).then_some(pgrp)
 }
 
+/// The longest line the kernel keeps in canonical mode (N_TTY_BUF_SIZE
+/// minus the newline); it drops the rest of a longer line silently.
+pub(crate) const MAX_CANON_LINE: usize = 4095;
+
+/// Whether the terminal is in canonical (line) mode, asked on the master
+/// side (Linux answers with the slave's settings).
+pub(crate) fn canonical(master: RawFd) -> bool {
+    // SAFETY: tcgetattr into a zeroed termios on an fd we own.
+    let mut tio: libc::termios = unsafe { std::mem::zeroed() };
+    (unsafe { libc::tcgetattr(master, &mut tio) }) == 0 && tio.c_lflag & libc::ICANON != 0
+}
+
 /// Writes all of `data` to the master, waiting while the terminal's input
 /// queue is full.
 pub(crate) fn write_all(master: RawFd, mut data: &[u8]) -> io::Result<()> {
