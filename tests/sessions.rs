@@ -908,3 +908,69 @@ fn long_lines_for_a_line_mode_terminal_are_refused_not_cut() {
     m.close(&id).unwrap();
     assert_no_survivors(&tag);
 }
+
+#[test]
+fn large_commands_timeouts_and_key_names_get_fitting_answers() {
+    let tag = unique_tag("limits");
+    let s = tagged(BashServer::new(std::env::temp_dir(), None, 30).unwrap());
+    s.configure(r#"{"sessions": {"enabled": true}}"#).unwrap();
+    let r = call_tool(&s, "session_start", json!({"env": {TAG_VAR: tag}}));
+    let id = r["session_id"].as_str().unwrap().to_owned();
+    // A command beyond the kernel's 128 KiB argument limit runs: it goes through a file.
+    let big = format!(": '{}'; echo done", "x".repeat(140 * 1024));
+    let r = call_tool(&s, "session_run", json!({"session_id": id, "command": big}));
+    assert_eq!((r["status"].as_str(), r["output"].as_str()), (Some("finished"), Some("done\n")), "{r}");
+    let huge = format!(": '{}'", "x".repeat(bash_mcp::session::MAX_COMMAND_BYTES));
+    let r = call_tool(&s, "session_run", json!({"session_id": id, "command": huge}));
+    assert_eq!(r["error"], "command_too_long", "{r}");
+    let message = r["message"].as_str().unwrap();
+    assert!(message.contains("1048576") && !message.contains("argument"), "{r}");
+    assert!(r["hint"].as_str().unwrap().contains("file"), "{r}");
+    // A timeout of 0 is refused with a message that states the rule it broke.
+    let r = call_tool(
+        &s,
+        "session_run",
+        json!({"session_id": id, "command": "true", "timeout_seconds": 0}),
+    );
+    assert_eq!(r["error"], "invalid_timeout", "{r}");
+    assert!(r["message"].as_str().unwrap().contains("greater than 0"), "{r}");
+    let r = call_tool(&s, "session_wait", json!({"session_id": id, "timeout_seconds": -1}));
+    assert!(r["message"].as_str().unwrap().contains("from 0 to 86400"), "{r}");
+    // An unknown key's hint names every key, aliases included.
+    let r = call_tool(&s, "session_write", json!({"session_id": id, "keys": ["Nope"]}));
+    assert_eq!(r["error"], "invalid_arguments", "{r}");
+    let hint = r["hint"].as_str().unwrap();
+    for name in ["Enter", "Return", "Escape", "Esc", "Space", "Tab", "C-c"] {
+        assert!(hint.contains(name), "{name} missing from {hint:?}");
+    }
+    call_tool(&s, "session_close", json!({"session_id": id}));
+    drop(s);
+    assert_no_survivors(&tag);
+}
+
+/// A command still running when its call returns shows the head and the
+/// tail of its output so far, like a finished one.
+#[test]
+fn a_timed_out_run_shows_head_and_tail() {
+    let tag = unique_tag("headtail");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let r = m
+        .run(
+            &id,
+            "echo FIRST-LINE; seq 1 30000; echo LAST-LINE; sleep 100",
+            &RunOptions {
+                timeout: Some(Duration::from_secs(2)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(r.state, RunState::Running, "{r:?}");
+    assert!(r.output.starts_with("FIRST-LINE\n"), "{}", &r.output[..200]);
+    assert!(r.output.ends_with("LAST-LINE\n"), "{}", &r.output[r.output.len() - 200..]);
+    assert!(r.output.contains("bytes omitted"), "the cut is marked");
+    assert!(r.truncated);
+    m.interrupt(&id, Duration::from_secs(5)).unwrap();
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}

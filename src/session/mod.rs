@@ -540,7 +540,7 @@ impl SessionManager {
     /// timeout; a command still running then keeps running (`RunState::Running`).
     pub fn run(&self, id: &str, command: &str, options: &RunOptions) -> Result<RunResult, ToolError> {
         let session = self.get(id)?;
-        crate::bash::validate_command(command)?;
+        validate_command(command)?;
         // sh keeps no history file: a default of "keep" records nothing there
         // (as the shell itself would), but an explicit request is refused.
         let mode = match options.history {
@@ -649,7 +649,10 @@ impl SessionManager {
                         ToolError::new(
                             ErrorCode::InvalidArguments,
                             format!("unknown key name {key:?}"),
-                            format!("use one of: {}, or C-<letter> such as C-c", KEY_NAMES.join(", ")),
+                            format!(
+                                "use one of: {} (also Return for Enter, Esc for Escape), or C-<letter> / Ctrl-<letter> such as C-c",
+                                KEY_NAMES.join(", ")
+                            ),
                         )
                     })?
                     .as_slice(),
@@ -918,18 +921,13 @@ fn sweep(inner: std::sync::Weak<Inner>) {
 
 fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_out: bool) -> RunResult {
     let running = state.phase == Phase::Running;
-    let (bytes, lost, truncated_whole) = if whole && !running {
-        (Vec::new(), 0, state.output.is_truncated())
+    // The first result of a command (`whole`) is its output so far as head
+    // and tail; later results are what the ring holds since the last one.
+    let (text, lost, truncated_whole) = if whole {
+        (state.output.render(), 0, state.output.is_truncated())
     } else {
-        let (b, lost) = state
-            .ring
-            .since(state.delivered.max(if whole { state.cmd_start_offset } else { 0 }));
-        (b, lost, false)
-    };
-    let text = if whole && !running {
-        state.output.render()
-    } else {
-        String::from_utf8_lossy(&bytes).into_owned()
+        let (bytes, lost) = state.ring.since(state.delivered);
+        (String::from_utf8_lossy(&bytes).into_owned(), lost, false)
     };
     let mut output = if raw { text } else { marker::strip_control(&text) };
     if lost > 0 {
@@ -1174,6 +1172,39 @@ fn spawn_failed(message: String) -> ToolError {
         message,
         "check the shell, the working directory and the host's limits, then retry",
     )
+}
+
+/// The longest command `session_run` accepts. It goes through a file, so
+/// the kernel's argument limit does not apply, but the shell reads and
+/// parses all of it before running any of it.
+pub const MAX_COMMAND_BYTES: usize = 1 << 20;
+
+fn validate_command(command: &str) -> Result<(), ToolError> {
+    if command.trim().is_empty() {
+        return Err(ToolError::new(
+            ErrorCode::EmptyCommand,
+            "the command is empty",
+            "pass the shell command to run in `command`",
+        ));
+    }
+    if command.contains('\0') {
+        return Err(ToolError::new(
+            ErrorCode::CommandContainsNul,
+            "the command contains a NUL byte, which a shell cannot read",
+            "remove the NUL byte; to produce one, use printf '\\0' inside the command",
+        ));
+    }
+    if command.len() > MAX_COMMAND_BYTES {
+        return Err(ToolError::new(
+            ErrorCode::CommandTooLong,
+            format!(
+                "the command is {} bytes; a session command may be at most {MAX_COMMAND_BYTES} bytes (1 MiB), since the shell parses all of it before running it",
+                command.len()
+            ),
+            "write large data to a file in parts (several session_run calls of cat >> file <<'EOF' ... EOF) or produce it with a program, then run or read that file",
+        ));
+    }
+    Ok(())
 }
 
 /// In canonical mode the kernel keeps at most 4095 bytes of a line (up to a
