@@ -632,6 +632,12 @@ impl SessionManager {
 
     /// Sends text and named keys to the terminal, then waits up to `wait`
     /// like [`SessionManager::wait`]. The input is sent exactly as given.
+    ///
+    /// With no command running, the shell reads the input as a line of its
+    /// own: the result has that line's output with [`RunState::Idle`] (no
+    /// exit status). While the terminal is in line (canonical) mode, input
+    /// with a line longer than 4095 bytes is refused (`InvalidArguments`),
+    /// since the kernel would drop the rest of it.
     pub fn write(
         &self,
         id: &str,
@@ -688,7 +694,9 @@ impl SessionManager {
         Ok(self.await_command(&session, wait.saturating_sub(Duration::from_millis(20)), raw, false))
     }
 
-    /// Sends SIGINT to the terminal's foreground process group.
+    /// Sends SIGINT to the terminal's foreground process group, and waits up
+    /// to `wait` for the prompt. At an idle prompt nothing is sent, and the
+    /// result is [`RunState::Idle`].
     pub fn interrupt(&self, id: &str, wait: Duration) -> Result<RunResult, ToolError> {
         let session = self.get(id)?;
         let at_prompt = {

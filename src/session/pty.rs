@@ -415,3 +415,17 @@ pub(crate) fn random_hex() -> io::Result<String> {
     }
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::epoll_targets;
+
+    #[test]
+    fn epoll_fdinfo_lists_watched_fds() {
+        let info = "pos:\t0\nflags:\t02\nmnt_id:\t15\nino:\t1057\n\
+                    tfd:        0 events:       19 data:                0  pos:0 ino:3 sdev:17\n\
+                    tfd:        7 events:        4 data:                7  pos:0 ino:9 sdev:8\n";
+        assert_eq!(epoll_targets(info), vec![(0, 0x19), (7, 0x4)]);
+        assert!(epoll_targets("pos:\t0\n").is_empty());
+    }
+}
