@@ -841,9 +841,23 @@ fn blocked_on_a_socket_is_not_waiting_for_input() {
         ("epoll", "e = select.epoll(); e.register(a.fileno(), select.EPOLLIN); e.poll()"),
     ] {
         let command = format!("python3 -c '{pair}; {code}'");
-        let r = m.run(&id, &command, &options).unwrap();
+        let short = RunOptions {
+            timeout: Some(Duration::from_secs(1)),
+            ..Default::default()
+        };
+        let mut r = m.run(&id, &command, &short).unwrap();
+        let mut output = r.output.clone();
+        // Python may start slowly on a busy machine: wait for it to get there.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while output.is_empty() && r.state == RunState::Running && Instant::now() < deadline {
+            assert!(!r.waiting_for_input, "{what}: {r:?}");
+            r = m.wait(&id, Duration::from_secs(1), false).unwrap();
+            output.push_str(&r.output);
+        }
+        assert_eq!(output, "ready\n", "{what}: {r:?}");
+        // Now blocked on the socket: the wait runs out, nothing waits for input.
+        let r = m.wait(&id, Duration::from_secs(2), false).unwrap();
         assert_eq!(r.state, RunState::Running, "{what}: {r:?}");
-        assert_eq!(r.output, "ready\n", "{what}: {r:?}");
         assert!(r.timed_out, "{what}: returned before the timeout: {r:?}");
         assert!(!r.waiting_for_input, "{what}: {r:?}");
         let r = m.interrupt(&id, Duration::from_secs(5)).unwrap();
