@@ -61,16 +61,13 @@ fn session_history(shell: &str, mode: HistoryMode, per_call: Option<HistoryMode>
     assert_eq!(r.output, "marker-one\n", "{shell}");
     let r = m.run(&id, "echo marker-two\necho line-two", &options).unwrap();
     assert_eq!(r.exit_code(), Some(0), "{shell}");
-    // Exit the shell (fish's `exit` in a sourced file only leaves the file,
-    // so fish is ended by closing the session, which sends SIGHUP).
-    if shell != "fish" {
-        let suppress = RunOptions {
-            history: Some(HistoryMode::Suppress),
-            ..Default::default()
-        };
-        let r = m.run(&id, "exit", &suppress).unwrap();
-        assert!(matches!(r.state, RunState::ShellExited(_)), "{shell}: {r:?}");
-    }
+    // Exit the shell, so that it writes whatever it would write on exit.
+    let suppress = RunOptions {
+        history: Some(HistoryMode::Suppress),
+        ..Default::default()
+    };
+    let r = m.run(&id, "exit", &suppress).unwrap();
+    assert!(matches!(r.state, RunState::ShellExited(_)), "{shell}: {r:?}");
     m.close(&id).unwrap();
     assert_no_survivors(&tag);
     let file = history_file(shell, &home);
@@ -107,16 +104,6 @@ fn kept_commands_are_written_once_without_the_runner_line() {
     let _lock = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     for shell in shells() {
         if shell == "sh" {
-            let m = manager(HistoryMode::Keep);
-            let id = m
-                .start(&StartOptions {
-                    shell: Some("sh".into()),
-                    ..Default::default()
-                })
-                .unwrap();
-            let err = m.run(&id, "true", &RunOptions::default()).unwrap_err();
-            assert_eq!(err.code, ErrorCode::HistoryUnsupported, "{err}");
-            m.close(&id).unwrap();
             continue;
         }
         for (mode, per_call) in [
@@ -215,4 +202,100 @@ fn configuration_key_sets_the_default() {
     assert_eq!(s.sessions().unwrap().config().history, HistoryMode::Keep);
     let err = s.configure(r#"{"sessions": {"history": "off"}}"#).unwrap_err();
     assert!(err.message.contains("sessions.history"), "{err}");
+}
+
+/// sh keeps no history file: with "keep" as the default its commands run
+/// (nothing is recorded, as sh itself would not), and only an explicit
+/// per-call "keep" is refused.
+#[test]
+fn sh_runs_under_a_keep_default_and_refuses_an_explicit_keep() {
+    let _lock = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if bash_mcp::config::resolve_program("sh").is_none() {
+        eprintln!("SKIP: sh is not installed");
+        return;
+    }
+    let tag = unique_tag("hist-sh");
+    let home = std::env::temp_dir().join(format!("home-{tag}"));
+    std::fs::create_dir_all(&home).unwrap();
+    let m = manager(HistoryMode::Keep);
+    let id = m
+        .start(&StartOptions {
+            shell: Some("sh".into()),
+            env: vec![
+                (TAG_VAR.into(), tag.clone()),
+                ("HOME".into(), home.display().to_string()),
+            ],
+            ..Default::default()
+        })
+        .unwrap();
+    let r = m.run(&id, "echo marker-sh", &RunOptions::default()).unwrap();
+    assert_eq!((r.state, r.output.as_str()), (RunState::Finished(0), "marker-sh\n"));
+    let keep = RunOptions {
+        history: Some(HistoryMode::Keep),
+        ..Default::default()
+    };
+    let err = m.run(&id, "echo marker-kept", &keep).unwrap_err();
+    assert_eq!(err.code, ErrorCode::HistoryUnsupported, "{err}");
+    assert!(err.message.contains("sh"), "{err}");
+    let r = m.run(&id, "echo still-usable", &RunOptions::default()).unwrap();
+    assert_eq!(r.output, "still-usable\n");
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+    let files: Vec<_> = std::fs::read_dir(&home).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(files.is_empty(), "nothing is written to HOME: {files:?}");
+    std::fs::remove_dir_all(&home).unwrap();
+}
+
+/// Raw input typed at the prompt with `session_write` is recorded by the
+/// shell in memory like any typed line; a later kept command must write only
+/// itself to the history file, never what was typed before it.
+#[test]
+fn keeping_a_command_does_not_write_earlier_raw_input() {
+    let _lock = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    for shell in ["bash", "zsh"] {
+        if bash_mcp::config::resolve_program(shell).is_none() {
+            eprintln!("SKIP: {shell} is not installed");
+            continue;
+        }
+        for default in [HistoryMode::Suppress, HistoryMode::Keep] {
+            let tag = unique_tag(&format!("hist-raw-{shell}"));
+            let home = std::env::temp_dir().join(format!("home-{tag}"));
+            std::fs::create_dir_all(&home).unwrap();
+            let m = manager(default);
+            let id = m
+                .start(&StartOptions {
+                    shell: Some(shell.into()),
+                    env: vec![
+                        (TAG_VAR.into(), tag.clone()),
+                        ("HOME".into(), home.display().to_string()),
+                    ],
+                    ..Default::default()
+                })
+                .unwrap();
+            m.write(&id, "echo RAWSECRET\n", &[], Duration::from_secs(2), false)
+                .unwrap();
+            let keep = RunOptions {
+                timeout: Some(Duration::from_secs(10)),
+                history: Some(HistoryMode::Keep),
+                ..Default::default()
+            };
+            let r = m.run(&id, "echo kept-command", &keep).unwrap();
+            assert_eq!(r.output, "kept-command\n", "{shell}");
+            m.write(&id, "echo RAWSECRET2\n", &[], Duration::from_secs(2), false)
+                .unwrap();
+            let r = m.run(&id, "echo kept-again", &keep).unwrap();
+            assert_eq!(r.output, "kept-again\n", "{shell}");
+            m.close(&id).unwrap();
+            assert_no_survivors(&tag);
+            let file = history_file(shell, &home);
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            std::fs::remove_dir_all(&home).unwrap();
+            assert!(!text.contains("RAWSECRET"), "{shell} ({default:?}): {text:?}");
+            assert_eq!(
+                text.lines().collect::<Vec<_>>(),
+                ["echo kept-command", "echo kept-again"],
+                "{shell} ({default:?})"
+            );
+        }
+    }
 }

@@ -547,3 +547,444 @@ fn builtin_read_waits_for_input_in_every_shell() {
         assert_no_survivors(&tag);
     }
 }
+
+/// A fish virtualenv activation as `python -m venv` writes it: the prompt
+/// function restores `$status` with `echo "exit $old_status" | .`.
+#[test]
+fn fish_venv_prompt_does_not_end_the_session() {
+    if !installed("fish") {
+        return;
+    }
+    let tag = unique_tag("fish-venv");
+    let venv = std::env::temp_dir().join(format!("venv-{tag}"));
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::fs::write(
+        venv.join("bin/activate.fish"),
+        format!(
+            "set -gx VIRTUAL_ENV {}\n\
+             functions -c fish_prompt _old_fish_prompt\n\
+             function fish_prompt\n\
+             \x20   set -l old_status $status\n\
+             \x20   printf '%s' '(venv) '\n\
+             \x20   echo \"exit $old_status\" | .\n\
+             \x20   _old_fish_prompt\n\
+             end\n",
+            venv.display()
+        ),
+    )
+    .unwrap();
+    let m = manager();
+    let id = start(&m, "fish", &tag);
+    let r = run(&m, &id, &format!("source {}/bin/activate.fish", venv.display()));
+    assert_eq!(r.state, RunState::Finished(0), "{r:?}");
+    for _ in 0..3 {
+        let r = run(&m, &id, "echo $VIRTUAL_ENV");
+        assert_eq!(r.state, RunState::Finished(0), "{r:?}");
+        assert_eq!(r.output, format!("{}\n", venv.display()));
+    }
+    assert_eq!(run(&m, &id, "false").exit_code(), Some(1));
+    assert_eq!(run(&m, &id, "echo alive").output, "alive\n");
+    m.close(&id).unwrap();
+    std::fs::remove_dir_all(&venv).unwrap();
+    assert_no_survivors(&tag);
+}
+
+/// fish refuses the first `exit` while background jobs run: the command
+/// ends with a normal result and the session stays usable.
+#[test]
+fn fish_exit_refused_for_running_jobs_ends_the_command() {
+    if !installed("fish") {
+        return;
+    }
+    for command in ["sleep 100 &\nexit 3", "exit 3"] {
+        let tag = unique_tag("fish-jobs");
+        let m = manager();
+        let id = start(&m, "fish", &tag);
+        if command == "exit 3" {
+            assert_eq!(run(&m, &id, "sleep 100 &").exit_code(), Some(0));
+        }
+        let r = run(&m, &id, command);
+        // The status fish itself reports after the refusal: the argument of `exit`.
+        assert_eq!(r.state, RunState::Finished(3), "{command:?}: {r:?}");
+        assert!(
+            r.output.starts_with("There are still jobs active") && r.output.ends_with("without terminating them.\n"),
+            "{command:?}: the refusal is shown, and nothing after it: {r:?}"
+        );
+        assert_eq!(run(&m, &id, "echo still-here").output, "still-here\n", "{command:?}");
+        // fish refuses again after another command, and exits on the second attempt in a row.
+        assert_eq!(run(&m, &id, "exit 3").state, RunState::Finished(3), "{command:?}");
+        let r = run(&m, &id, "exit 3");
+        assert_eq!(r.state, RunState::ShellExited(3), "{command:?}: {r:?}");
+        m.close(&id).unwrap();
+        assert_no_survivors(&tag);
+    }
+}
+
+/// The end marker of an sh session lives in PS1: a command that sets PS1
+/// cannot take it away, even when it is interrupted.
+#[test]
+fn sh_commands_that_set_ps1_keep_results_clean() {
+    if !installed("sh") {
+        return;
+    }
+    let tag = unique_tag("sh-ps1");
+    let venv = std::env::temp_dir().join(format!("venv-{tag}"));
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    // The part of a virtualenv's `activate` that matters here.
+    std::fs::write(
+        venv.join("bin/activate"),
+        format!(
+            "VIRTUAL_ENV={}\nexport VIRTUAL_ENV\nPS1=\"(venv) ${{PS1:-}}\"\nexport PS1\n",
+            venv.display()
+        ),
+    )
+    .unwrap();
+    let m = manager();
+    let id = start(&m, "sh", &tag);
+    let r = run(&m, &id, &format!(". {}/bin/activate", venv.display()));
+    assert_eq!(r.state, RunState::Finished(0), "{r:?}");
+    let r = run(&m, &id, "echo $VIRTUAL_ENV");
+    assert_eq!(r.output, format!("{}\n", venv.display()), "{r:?}");
+    assert_eq!(run(&m, &id, "PS1='x> '").state, RunState::Finished(0));
+    let r = run(&m, &id, "echo ok");
+    assert_eq!((r.state, r.output.as_str()), (RunState::Finished(0), "ok\n"), "{r:?}");
+    let r = m
+        .run(
+            &id,
+            "PS1='y> '; sleep 100",
+            &RunOptions {
+                timeout: Some(Duration::from_millis(300)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(r.state, RunState::Running);
+    let r = m.interrupt(&id, Duration::from_secs(5)).unwrap();
+    assert_eq!(r.state, RunState::Finished(130), "{r:?}");
+    let r = run(&m, &id, "echo ok");
+    assert_eq!((r.state, r.output.as_str()), (RunState::Finished(0), "ok\n"), "{r:?}");
+    m.close(&id).unwrap();
+    std::fs::remove_dir_all(&venv).unwrap();
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn concurrent_starts_respect_the_session_limit() {
+    let tag = unique_tag("limit");
+    let m = Arc::new(
+        SessionManager::new(
+            SessionConfig {
+                enabled: true,
+                max_sessions: 3,
+                ..Default::default()
+            },
+            std::env::temp_dir(),
+        )
+        .unwrap(),
+    );
+    let barrier = Arc::new(std::sync::Barrier::new(8));
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let (m, tag, barrier) = (m.clone(), tag.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                m.start(&StartOptions {
+                    env: vec![(TAG_VAR.into(), tag)],
+                    ..Default::default()
+                })
+            })
+        })
+        .collect();
+    let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let started: Vec<&String> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    for err in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert_eq!(err.code, ErrorCode::TooManySessions, "{err}");
+        assert!(err.message.contains("the limit is 3"), "{err}");
+    }
+    assert_eq!(started.len(), 3, "{results:?}");
+    assert_eq!(m.list().len(), 3);
+    // After closing one, one more starts; a start that fails gives its place back.
+    m.close(started[0]).unwrap();
+    let err = m
+        .start(&StartOptions {
+            shell: Some("/nonexistent/bash".into()),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::ShellNotFound, "{err}");
+    let options = StartOptions {
+        env: vec![(TAG_VAR.into(), tag.clone())],
+        ..Default::default()
+    };
+    let again = m.start(&options).unwrap();
+    assert_eq!(run(&m, &again, "echo ok").output, "ok\n");
+    assert_eq!(m.start(&options).unwrap_err().code, ErrorCode::TooManySessions);
+    drop(m);
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn closing_a_session_ends_a_call_waiting_on_it() {
+    let tag = unique_tag("close-wait");
+    let m = Arc::new(manager());
+    let id = start(&m, "bash", &tag);
+    let waiter = {
+        let (m, id) = (m.clone(), id.clone());
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let r = m.run(
+                &id,
+                "echo begun; sleep 100",
+                &RunOptions {
+                    timeout: Some(Duration::from_secs(60)),
+                    ..Default::default()
+                },
+            );
+            (r, started.elapsed())
+        })
+    };
+    // Wait until the command runs (its sleep is alive), then close.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !m.list().iter().any(|s| s.state == "running") || survivors(&tag).len() < 2 {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    m.close(&id).unwrap();
+    let (r, waited) = waiter.join().unwrap();
+    let r = r.unwrap();
+    assert_eq!(r.state, RunState::Closed, "{r:?}");
+    assert_eq!(r.output, "begun\n");
+    assert_eq!(r.exit_code(), None);
+    assert!(waited < Duration::from_secs(30), "returned only after {waited:?}");
+    let doc = r.to_value();
+    assert_eq!(doc["status"], "closed");
+    assert!(doc.get("exit_code").is_none(), "{doc}");
+    assert!(doc["hint"].as_str().unwrap().contains("session_start"), "{doc}");
+    assert_eq!(m.run(&id, "true", &RunOptions::default()).unwrap_err().code, ErrorCode::SessionNotFound);
+    assert_no_survivors(&tag);
+}
+
+/// With no command running there is no exit status to report: a fresh
+/// session is idle, and input typed at the prompt runs as the shell's own
+/// line, whose output is returned without an exit code.
+#[test]
+fn idle_sessions_report_no_made_up_exit_codes() {
+    for shell in ["bash", "zsh", "fish", "sh"] {
+        if !installed(shell) {
+            continue;
+        }
+        let tag = unique_tag("idle");
+        let m = manager();
+        let id = start(&m, shell, &tag);
+        let r = m.wait(&id, Duration::from_millis(200), false).unwrap();
+        assert_eq!((r.state, r.exit_code()), (RunState::Idle, None), "{shell}: {r:?}");
+        let doc = r.to_value();
+        assert_eq!(doc["status"], "idle", "{shell}");
+        assert!(doc.get("exit_code").is_none(), "{shell}: {doc}");
+        assert!(doc["hint"].as_str().unwrap().contains("session_run"), "{shell}: {doc}");
+        assert_eq!(m.read(&id, None, false).unwrap().state, RunState::Idle, "{shell}");
+
+        assert_eq!(run(&m, &id, "false").exit_code(), Some(1), "{shell}");
+        // Input at the prompt: its output, and no exit code (not the previous one).
+        let r = m
+            .write(&id, "echo typed-at-prompt\n", &[], Duration::from_secs(5), false)
+            .unwrap();
+        assert_eq!(r.state, RunState::Idle, "{shell}: {r:?}");
+        assert_eq!(r.output, "typed-at-prompt\n", "{shell}: {r:?}");
+        let r = m.wait(&id, Duration::from_millis(100), false).unwrap();
+        assert_eq!((r.state, r.output.as_str()), (RunState::Idle, ""), "{shell}: {r:?}");
+        // A program started that way is reported as running until it ends.
+        let r = m
+            .write(&id, "sleep 0.3; echo late\n", &[], Duration::from_millis(50), false)
+            .unwrap();
+        if shell != "sh" {
+            // sh has no start hook for lines it reads itself.
+            assert_eq!(r.state, RunState::Running, "{shell}: {r:?}");
+        }
+        let r = m.wait(&id, Duration::from_secs(5), false).unwrap();
+        assert_eq!(r.state, RunState::Idle, "{shell}: {r:?}");
+        assert!(r.output.ends_with("late\n"), "{shell}: {r:?}");
+        // session_run still works and reports its own exit code.
+        let r = run(&m, &id, "echo ran; sh -c 'exit 3'");
+        assert_eq!((r.state, r.output.as_str()), (RunState::Finished(3), "ran\n"), "{shell}: {r:?}");
+        // Interrupting the prompt has no command to report on either.
+        let r = m.interrupt(&id, Duration::from_millis(300)).unwrap();
+        assert_eq!(r.state, RunState::Idle, "{shell}: {r:?}");
+        assert_eq!(run(&m, &id, "echo ok").output, "ok\n", "{shell}");
+        m.close(&id).unwrap();
+        assert_no_survivors(&tag);
+    }
+}
+
+/// `waiting_for_input` means blocked reading the session's terminal, not
+/// any sleep on a read: a process blocked on a socket is not waiting for input.
+#[test]
+fn blocked_on_a_socket_is_not_waiting_for_input() {
+    if !installed("python3") {
+        return;
+    }
+    let tag = unique_tag("socket");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let options = RunOptions {
+        timeout: Some(Duration::from_secs(3)),
+        ..Default::default()
+    };
+    // A TCP connection to itself; the kernel's wait channel for its recv is
+    // the same as for a terminal read (wait_woken).
+    let pair = "import os, select, socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(1); \
+                c = socket.create_connection(s.getsockname()); a, _ = s.accept(); print(\"ready\", flush=True)";
+    for (what, code) in [
+        ("recv", "a.recv(1)"),
+        ("read", "os.read(a.fileno(), 1)"),
+        ("select", "select.select([a], [], [])"),
+        ("epoll", "e = select.epoll(); e.register(a.fileno(), select.EPOLLIN); e.poll()"),
+    ] {
+        let command = format!("python3 -c '{pair}; {code}'");
+        let short = RunOptions {
+            timeout: Some(Duration::from_secs(1)),
+            ..Default::default()
+        };
+        let mut r = m.run(&id, &command, &short).unwrap();
+        let mut output = r.output.clone();
+        // Python may start slowly on a busy machine: wait for it to get there.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while output.is_empty() && r.state == RunState::Running && Instant::now() < deadline {
+            assert!(!r.waiting_for_input, "{what}: {r:?}");
+            r = m.wait(&id, Duration::from_secs(1), false).unwrap();
+            output.push_str(&r.output);
+        }
+        assert_eq!(output, "ready\n", "{what}: {r:?}");
+        // Now blocked on the socket: the wait runs out, nothing waits for input.
+        let r = m.wait(&id, Duration::from_secs(2), false).unwrap();
+        assert_eq!(r.state, RunState::Running, "{what}: {r:?}");
+        assert!(r.timed_out, "{what}: returned before the timeout: {r:?}");
+        assert!(!r.waiting_for_input, "{what}: {r:?}");
+        let r = m.interrupt(&id, Duration::from_secs(5)).unwrap();
+        assert!(matches!(r.state, RunState::Finished(_)), "{what}: {r:?}");
+    }
+    // Reading the terminal is waiting for input: the shell's `read`, and
+    // programs reading it with read, select, poll or epoll.
+    for (what, command) in [
+        ("read builtin", "read -r x"),
+        ("python read", "python3 -c 'import sys; sys.stdin.readline()'"),
+        (
+            "python select",
+            "python3 -c 'import select, sys; select.select([sys.stdin], [], []); sys.stdin.readline()'",
+        ),
+        (
+            "python epoll",
+            "python3 -c 'import select, sys; e = select.epoll(); e.register(0, select.EPOLLIN); e.poll(); sys.stdin.readline()'",
+        ),
+    ] {
+        let r = m.run(&id, command, &options).unwrap();
+        assert_eq!(r.state, RunState::Running, "{what}: {r:?}");
+        assert!(r.waiting_for_input, "{what}: {r:?}");
+        let r = m.write(&id, "x\n", &[], Duration::from_secs(5), false).unwrap();
+        assert_eq!(r.state, RunState::Finished(0), "{what}: {r:?}");
+    }
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}
+
+/// In canonical (line) mode the kernel keeps at most 4095 bytes of a line
+/// and drops the rest without a word: a longer line is refused, not cut.
+#[test]
+fn long_lines_for_a_line_mode_terminal_are_refused_not_cut() {
+    let tag = unique_tag("longline");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let options = RunOptions {
+        timeout: Some(Duration::from_secs(5)),
+        ..Default::default()
+    };
+    let r = m.run(&id, "read -r x; echo ${#x}", &options).unwrap();
+    assert!(r.waiting_for_input, "{r:?}");
+    let long = format!("{}\n", "a".repeat(6000));
+    let err = m.write(&id, &long, &[], Duration::from_secs(5), false).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArguments, "{err}");
+    assert!(err.message.contains("6000 bytes") && err.message.contains("4095"), "{err}");
+    assert!(err.hint.contains("file"), "{err}");
+    // Nothing was sent: the program still waits, and a line within the limit works.
+    let r = m.read(&id, None, false).unwrap();
+    assert_eq!(r.state, RunState::Running);
+    let r = m
+        .write(&id, &"b".repeat(4095), &["Enter".into()], Duration::from_secs(5), false)
+        .unwrap();
+    assert_eq!((r.state, r.output.as_str()), (RunState::Finished(0), "4095\n"), "{r:?}");
+    // A program that turned line mode off gets long lines whole.
+    let r = m
+        .run(&id, "stty -icanon min 1; head -c 6001 | wc -c; stty icanon", &options)
+        .unwrap();
+    assert!(r.waiting_for_input, "{r:?}");
+    let r = m.write(&id, &long, &[], Duration::from_secs(5), false).unwrap();
+    assert_eq!((r.state, r.output.as_str()), (RunState::Finished(0), "6001\n"), "{r:?}");
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn large_commands_timeouts_and_key_names_get_fitting_answers() {
+    let tag = unique_tag("limits");
+    let s = tagged(BashServer::new(std::env::temp_dir(), None, 30).unwrap());
+    s.configure(r#"{"sessions": {"enabled": true}}"#).unwrap();
+    let r = call_tool(&s, "session_start", json!({"env": {TAG_VAR: tag}}));
+    let id = r["session_id"].as_str().unwrap().to_owned();
+    // A command beyond the kernel's 128 KiB argument limit runs: it goes through a file.
+    let big = format!(": '{}'; echo done", "x".repeat(140 * 1024));
+    let r = call_tool(&s, "session_run", json!({"session_id": id, "command": big}));
+    assert_eq!((r["status"].as_str(), r["output"].as_str()), (Some("finished"), Some("done\n")), "{r}");
+    let huge = format!(": '{}'", "x".repeat(bash_mcp::session::MAX_COMMAND_BYTES));
+    let r = call_tool(&s, "session_run", json!({"session_id": id, "command": huge}));
+    assert_eq!(r["error"], "command_too_long", "{r}");
+    let message = r["message"].as_str().unwrap();
+    assert!(message.contains("1048576") && !message.contains("argument"), "{r}");
+    assert!(r["hint"].as_str().unwrap().contains("file"), "{r}");
+    // A timeout of 0 is refused with a message that states the rule it broke.
+    let r = call_tool(
+        &s,
+        "session_run",
+        json!({"session_id": id, "command": "true", "timeout_seconds": 0}),
+    );
+    assert_eq!(r["error"], "invalid_timeout", "{r}");
+    assert!(r["message"].as_str().unwrap().contains("greater than 0"), "{r}");
+    let r = call_tool(&s, "session_wait", json!({"session_id": id, "timeout_seconds": -1}));
+    assert!(r["message"].as_str().unwrap().contains("from 0 to 86400"), "{r}");
+    // An unknown key's hint names every key, aliases included.
+    let r = call_tool(&s, "session_write", json!({"session_id": id, "keys": ["Nope"]}));
+    assert_eq!(r["error"], "invalid_arguments", "{r}");
+    let hint = r["hint"].as_str().unwrap();
+    for name in ["Enter", "Return", "Escape", "Esc", "Space", "Tab", "C-c"] {
+        assert!(hint.contains(name), "{name} missing from {hint:?}");
+    }
+    call_tool(&s, "session_close", json!({"session_id": id}));
+    drop(s);
+    assert_no_survivors(&tag);
+}
+
+/// A command still running when its call returns shows the head and the
+/// tail of its output so far, like a finished one.
+#[test]
+fn a_timed_out_run_shows_head_and_tail() {
+    let tag = unique_tag("headtail");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let r = m
+        .run(
+            &id,
+            "echo FIRST-LINE; seq 1 30000; echo LAST-LINE; sleep 100",
+            &RunOptions {
+                timeout: Some(Duration::from_secs(2)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(r.state, RunState::Running, "{r:?}");
+    assert!(r.output.starts_with("FIRST-LINE\n"), "{}", &r.output[..200]);
+    assert!(r.output.ends_with("LAST-LINE\n"), "{}", &r.output[r.output.len() - 200..]);
+    assert!(r.output.contains("bytes omitted"), "the cut is marked");
+    assert!(r.truncated);
+    m.interrupt(&id, Duration::from_secs(5)).unwrap();
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}

@@ -11,6 +11,7 @@ pub(super) const KEY_NAMES: &[&str] = &[
     "Left",
     "Home",
     "End",
+    "Space",
     "C-c",
     "C-d",
     "C-z",

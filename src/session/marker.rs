@@ -5,7 +5,10 @@
 //!   after the shell has read the command line, so any echo comes before it);
 //! - `ESC ] 633 ; D ; <nonce> ; <status> ; <cwd> ESC ] 633 ; E ; <nonce> BEL`
 //!   — the command finished with `<status>` and the shell is now in `<cwd>`
-//!   (printed by the prompt hook; the `E` part ends the variable-length cwd).
+//!   (printed by the prompt hook; the `E` part ends the variable-length cwd);
+//! - `ESC ] 633 ; F ; <nonce> BEL` — fish only: the command asked the shell to
+//!   exit; what fish prints next is its own (a refusal while jobs run), up to
+//!   an end marker from the next prompt, or the shell's exit.
 //!
 //! A sequence with any other nonce is ordinary output, so a program that
 //! prints marker-like text cannot end a command early.
@@ -16,6 +19,8 @@ pub(crate) enum Event {
     Output(Vec<u8>),
     Start,
     End { status: i32, cwd: Vec<u8> },
+    /// fish is about to exit, or to refuse to.
+    Exiting,
 }
 
 const INTRO: &[u8] = b"\x1b]633;";
@@ -25,6 +30,7 @@ const MAX_PENDING: usize = 64 * 1024;
 /// Incremental parser: feed it chunks as they are read.
 pub(crate) struct Parser {
     start: Vec<u8>,
+    exiting: Vec<u8>,
     end_head: Vec<u8>,
     end_tail: Vec<u8>,
     pending: Vec<u8>,
@@ -34,6 +40,7 @@ impl Parser {
     pub fn new(nonce: &str) -> Self {
         Self {
             start: format!("\x1b]633;C;{nonce}\x07").into_bytes(),
+            exiting: format!("\x1b]633;F;{nonce}\x07").into_bytes(),
             end_head: format!("\x1b]633;D;{nonce};").into_bytes(),
             end_tail: format!("\x1b]633;E;{nonce}\x07").into_bytes(),
             pending: Vec::new(),
@@ -63,6 +70,13 @@ impl Parser {
                 out_from = pos;
                 continue;
             }
+            if rest.starts_with(&self.exiting) {
+                flush(events, &buf[out_from..at]);
+                events.push(Event::Exiting);
+                pos = at + self.exiting.len();
+                out_from = pos;
+                continue;
+            }
             if rest.starts_with(&self.end_head) {
                 let body = &rest[self.end_head.len()..];
                 match find(body, &self.end_tail) {
@@ -86,7 +100,7 @@ impl Parser {
                 continue;
             }
             // A prefix of one of our markers cut by the read: wait for more.
-            if self.start.starts_with(rest) || self.end_head.starts_with(rest) {
+            if self.start.starts_with(rest) || self.exiting.starts_with(rest) || self.end_head.starts_with(rest) {
                 flush(events, &buf[out_from..at]);
                 self.pending = rest.to_vec();
                 return;
@@ -116,12 +130,23 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Removes terminal control sequences (CSI, OSC, other escapes), BEL and
-/// carriage returns before newlines, for clean output.
+/// Removes terminal control sequences (CSI, OSC, DCS and other escapes),
+/// BEL and shift characters, and resolves carriage returns: `\r\n` becomes
+/// `\n`, and a line redrawn with bare `\r` (a progress bar) keeps only its
+/// last non-empty state, the text after the last `\r` that has any.
+///
+/// A string sequence (OSC, DCS, APC, PM) ends at BEL or `ESC \`; an ESC
+/// followed by anything else also ends it, and starts a new sequence, so a
+/// sequence that was never terminated cannot swallow the text after it or
+/// leave pieces of the next one behind.
 pub(crate) fn strip_control(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    // Where the current output line starts, and where its last `\r` segment starts.
+    let mut line_start = 0;
+    let mut segment_start = 0;
     let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut pending: Option<char> = None;
+    while let Some(c) = pending.take().or_else(|| chars.next()) {
         match c {
             '\x1b' => match chars.next() {
                 Some('[') => {
@@ -133,7 +158,7 @@ pub(crate) fn strip_control(text: &str) -> String {
                     }
                 }
                 Some(']') | Some('P') | Some('_') | Some('^') => {
-                    // OSC/DCS/APC/PM: up to BEL or ESC \.
+                    // OSC/DCS/APC/PM: up to BEL or ESC \; another ESC ends it too.
                     while let Some(c) = chars.next() {
                         if c == '\x07' {
                             break;
@@ -141,6 +166,8 @@ pub(crate) fn strip_control(text: &str) -> String {
                         if c == '\x1b' {
                             if chars.peek() == Some(&'\\') {
                                 chars.next();
+                            } else {
+                                pending = Some(c);
                             }
                             break;
                         }
@@ -149,12 +176,32 @@ pub(crate) fn strip_control(text: &str) -> String {
                 Some('(') | Some(')') | Some('*') | Some('+') => {
                     chars.next();
                 }
+                Some('\x1b') => pending = Some('\x1b'),
                 _ => {}
             },
             '\r' if chars.peek() == Some(&'\n') => {}
+            '\r' => {
+                // The line is redrawn: what follows replaces what came before,
+                // unless nothing visible follows before the next `\r`.
+                if out.len() > segment_start {
+                    out.drain(line_start..segment_start);
+                    segment_start = out.len();
+                }
+            }
+            '\n' => {
+                if out.len() > segment_start {
+                    out.drain(line_start..segment_start);
+                }
+                out.push('\n');
+                line_start = out.len();
+                segment_start = line_start;
+            }
             '\x07' | '\x0e' | '\x0f' => {}
             c => out.push(c),
         }
+    }
+    if out.len() > segment_start {
+        out.drain(line_start..segment_start);
     }
     out
 }
@@ -184,7 +231,9 @@ mod tests {
 
     #[test]
     fn markers_split_anywhere_are_found() {
-        let stream = format!("echo\x1b]633;C;{N}\x07hello\n\x1b]633;D;{N};3;/tmp/a b\x1b]633;E;{N}\x07prompt");
+        let stream = format!(
+            "echo\x1b]633;C;{N}\x07hello\n\x1b]633;F;{N}\x07\x1b]633;D;{N};3;/tmp/a b\x1b]633;E;{N}\x07prompt"
+        );
         let bytes = stream.as_bytes();
         for cut in 0..bytes.len() {
             let events = run(&[&bytes[..cut], &bytes[cut..]]);
@@ -194,6 +243,7 @@ mod tests {
                     Event::Output(b"echo".to_vec()),
                     Event::Start,
                     Event::Output(b"hello\n".to_vec()),
+                    Event::Exiting,
                     Event::End {
                         status: 3,
                         cwd: b"/tmp/a b".to_vec()
@@ -218,5 +268,25 @@ mod tests {
             strip_control("\x1b[1;31mred\x1b[0m\r\nx\x1b]0;title\x07y\x07"),
             "red\nxy"
         );
+    }
+
+    #[test]
+    fn an_unterminated_osc_ends_at_the_next_escape() {
+        assert_eq!(strip_control("\x1b]0;title\x1b]0;b\x07 after"), " after");
+        let fake = "\x1b]633;D;deadbeefdeadbeefdeadbeefdeadbeef;0;/\x1b]633;E;deadbeefdeadbeefdeadbeefdeadbeef\x07 hidden?";
+        assert_eq!(strip_control(fake), " hidden?");
+        // ESC \ still ends it; an ESC starting a CSI ends it and is removed too.
+        assert_eq!(strip_control("a\x1b]0;t\x1b\\b\x1b]0;u\x1b[1mc"), "abc");
+        assert_eq!(strip_control("\x1bP1$r\x1b\x1b[0mtext"), "text");
+    }
+
+    #[test]
+    fn carriage_return_redraws_keep_the_last_state() {
+        assert_eq!(strip_control("10%\r50%\r100%\ndone\n"), "100%\ndone\n");
+        assert_eq!(strip_control("working 1\rworking 2\r"), "working 2");
+        assert_eq!(strip_control("a\r\nb\r\n"), "a\nb\n");
+        assert_eq!(strip_control("x\r\x1b[K\ry\n"), "y\n");
+        assert_eq!(strip_control("\r\rz\n\r"), "z\n");
+        assert_eq!(strip_control("é\rü ö\n"), "ü ö\n");
     }
 }

@@ -67,6 +67,8 @@ enum Phase {
     Idle,
     Running,
     Exited(i32),
+    /// Closed by `session_close`, idle eviction or the manager's drop.
+    Closed,
 }
 
 struct State {
@@ -76,12 +78,34 @@ struct State {
     cwd: PathBuf,
     cmd_started: Instant,
     cmd_duration: Duration,
+    /// The exit status of the last `session_run` command; `None` before the
+    /// first one, and after input typed at the prompt (its status is not
+    /// the shell's report on a command of ours).
     last_exit: Option<i32>,
+    /// Input was typed at the prompt with `session_write`: its output is
+    /// collected until the shell's next end marker.
+    typed: bool,
     output: BoundedOutput,
     ring: Ring,
     cmd_start_offset: u64,
     delivered: u64,
     last_activity: Instant,
+    /// While fish decides whether to exit: the part of its last line not
+    /// yet passed on (the end of its refusal is terminal redraw, dropped).
+    held: Option<Vec<u8>>,
+}
+
+impl State {
+    /// A command runs, or a line typed at the prompt has not ended yet.
+    fn in_progress(&self) -> bool {
+        self.phase == Phase::Running || (self.phase == Phase::Idle && self.typed)
+    }
+
+    /// Whether a process blocked on the terminal is one of the command's:
+    /// the command has started, or the shell is reading a typed line.
+    fn started_reading(&self) -> bool {
+        self.started || self.phase == Phase::Idle
+    }
 }
 
 struct Session {
@@ -90,6 +114,8 @@ struct Session {
     kind: ShellKind,
     pid: libc::pid_t,
     master: OwnedFd,
+    /// The device number of the terminal's slave side.
+    tty: libc::dev_t,
     dir: PathBuf,
     history: HistoryMode,
     hist_target: Option<PathBuf>,
@@ -112,7 +138,18 @@ impl Session {
     }
 
     /// Kills every process of the shell's session, then the shell; reaps it.
+    /// A call waiting on the session returns at once with `RunState::Closed`.
     fn terminate(&self) {
+        {
+            let mut state = self.lock();
+            if !matches!(state.phase, Phase::Exited(_)) {
+                if state.phase == Phase::Running {
+                    state.cmd_duration = state.cmd_started.elapsed();
+                }
+                state.phase = Phase::Closed;
+            }
+        }
+        self.changed.notify_all();
         let one: u64 = 1;
         // SAFETY: writes 8 bytes to our eventfd.
         unsafe { libc::write(self.stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
@@ -153,6 +190,9 @@ fn kill_session_tree(shell: libc::pid_t) {
 struct Inner {
     config: Mutex<(SessionConfig, Arc<Config>, PathBuf, Duration)>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Sessions being started: they count against `max_sessions` from the
+    /// moment the limit is checked (changed only under the `sessions` lock).
+    starting: std::sync::atomic::AtomicUsize,
     sweeper_stop: Mutex<bool>,
     sweeper_wake: Condvar,
 }
@@ -200,6 +240,7 @@ impl SessionManager {
         let inner = Arc::new(Inner {
             config: Mutex::new((config, server, working_dir, wait)),
             sessions: Mutex::new(HashMap::new()),
+            starting: std::sync::atomic::AtomicUsize::new(0),
             sweeper_stop: Mutex::new(false),
             sweeper_wake: Condvar::new(),
         });
@@ -261,20 +302,7 @@ impl SessionManager {
     pub fn start(&self, options: &StartOptions) -> Result<String, ToolError> {
         self.inner.evict_idle();
         let (config, server, base_dir, _) = self.inner.config.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        {
-            let sessions = self.inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-            let open = sessions
-                .values()
-                .filter(|s| !matches!(s.lock().phase, Phase::Exited(_)))
-                .count();
-            if open >= config.max_sessions {
-                return Err(ToolError::new(
-                    ErrorCode::TooManySessions,
-                    format!("{open} sessions are open; the limit is {}", config.max_sessions),
-                    "close a session you no longer need with session_close (session_list shows them), or raise sessions.max_sessions",
-                ));
-            }
-        }
+        let mut slot = Slot::reserve(&self.inner, config.max_sessions)?;
         let shell_name = options.shell.as_deref().unwrap_or("bash");
         let kind = ShellKind::from_name(shell_name).ok_or_else(|| {
             ToolError::new(
@@ -405,6 +433,13 @@ impl SessionManager {
         })?;
 
         let pty = pty::open().map_err(|e| spawn_failed(format!("could not open a pseudo-terminal: {e}")))?;
+        let tty = pty::device_of(&pty.slave_path).ok_or_else(|| {
+            spawn_failed(format!(
+                "could not stat the pseudo-terminal {}: {}",
+                pty.slave_path.to_string_lossy(),
+                std::io::Error::last_os_error()
+            ))
+        })?;
         let pid = pty::spawn_on_pty(&program_c, &argv, &envp, &cwd_c, &pty.slave_path)
             .map_err(|e| spawn_failed(format!("could not start {}: {e}", program.display())))?;
         // SAFETY: plain syscall; the fd is owned below.
@@ -423,6 +458,7 @@ impl SessionManager {
             kind,
             pid,
             master: pty.master,
+            tty,
             dir: dir.clone(),
             history: config.history,
             hist_target,
@@ -434,6 +470,7 @@ impl SessionManager {
                 cmd_started: now,
                 cmd_duration: Duration::ZERO,
                 last_exit: None,
+                typed: false,
                 output: BoundedOutput::new(config.output_limit_bytes),
                 ring: Ring {
                     data: Default::default(),
@@ -443,6 +480,7 @@ impl SessionManager {
                 cmd_start_offset: 0,
                 delivered: 0,
                 last_activity: now,
+                held: None,
             }),
             changed: Condvar::new(),
             busy: Mutex::new(()),
@@ -494,11 +532,7 @@ impl SessionManager {
         }
         std::mem::forget(cleanup_dir);
         tracing::debug!(session = %id, shell = kind.as_str(), pid, "session started");
-        self.inner
-            .sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.clone(), session);
+        slot.fill(id.clone(), session);
         Ok(id)
     }
 
@@ -506,15 +540,21 @@ impl SessionManager {
     /// timeout; a command still running then keeps running (`RunState::Running`).
     pub fn run(&self, id: &str, command: &str, options: &RunOptions) -> Result<RunResult, ToolError> {
         let session = self.get(id)?;
-        crate::bash::validate_command(command)?;
-        let mode = options.history.unwrap_or(session.history);
-        if mode == HistoryMode::Keep && !session.kind.has_history() {
-            return Err(ToolError::new(
-                ErrorCode::HistoryUnsupported,
-                "this session's shell (sh) keeps no history file, so `history: \"keep\"` cannot be honoured",
-                "use history: \"suppress\", or a bash, zsh or fish session",
-            ));
-        }
+        validate_command(command)?;
+        // sh keeps no history file: a default of "keep" records nothing there
+        // (as the shell itself would), but an explicit request is refused.
+        let mode = match options.history {
+            Some(HistoryMode::Keep) if !session.kind.has_history() => {
+                return Err(ToolError::new(
+                    ErrorCode::HistoryUnsupported,
+                    "this session's shell (sh) keeps no history file, so `history: \"keep\"` cannot be honoured",
+                    "leave out `history` (or pass \"suppress\"), or run the command in a bash, zsh or fish session",
+                ));
+            }
+            Some(mode) => mode,
+            None if session.kind.has_history() => session.history,
+            None => HistoryMode::Suppress,
+        };
         let _busy = session.busy.lock().unwrap_or_else(PoisonError::into_inner);
         {
             let state = session.lock();
@@ -527,6 +567,7 @@ impl SessionManager {
                     ));
                 }
                 Phase::Exited(code) => return Err(shell_exited(code)),
+                Phase::Closed => return Err(closed(id)),
                 _ => {}
             }
         }
@@ -552,9 +593,11 @@ impl SessionManager {
             let now = Instant::now();
             state.phase = Phase::Running;
             state.started = false;
+            state.typed = false;
             state.cmd_started = now;
             state.last_activity = now;
             state.output = BoundedOutput::new(session.output_limit);
+            state.held = None;
             state.cmd_start_offset = state.ring.end();
             state.delivered = state.ring.end();
         }
@@ -589,6 +632,12 @@ impl SessionManager {
 
     /// Sends text and named keys to the terminal, then waits up to `wait`
     /// like [`SessionManager::wait`]. The input is sent exactly as given.
+    ///
+    /// With no command running, the shell reads the input as a line of its
+    /// own: the result has that line's output with [`RunState::Idle`] (no
+    /// exit status). While the terminal is in line (canonical) mode, input
+    /// with a line longer than 4095 bytes is refused (`InvalidArguments`),
+    /// since the kernel would drop the rest of it.
     pub fn write(
         &self,
         id: &str,
@@ -606,14 +655,36 @@ impl SessionManager {
                         ToolError::new(
                             ErrorCode::InvalidArguments,
                             format!("unknown key name {key:?}"),
-                            format!("use one of: {}, or C-<letter> such as C-c", KEY_NAMES.join(", ")),
+                            format!(
+                                "use one of: {} (also Return for Enter, Esc for Escape), or C-<letter> / Ctrl-<letter> such as C-c",
+                                KEY_NAMES.join(", ")
+                            ),
                         )
                     })?
                     .as_slice(),
             );
         }
-        if let Phase::Exited(code) = session.lock().phase {
-            return Err(shell_exited(code));
+        if pty::canonical(session.master.as_raw_fd()) {
+            check_line_lengths(&bytes)?;
+        }
+        {
+            let mut state = session.lock();
+            match state.phase {
+                Phase::Exited(code) => return Err(shell_exited(code)),
+                Phase::Closed => return Err(closed(id)),
+                Phase::Idle => {
+                    // No command runs: the shell itself reads this input as a
+                    // line of its own. Collect what it prints until its next
+                    // end marker; there is no exit status to report.
+                    state.typed = true;
+                    state.last_exit = None;
+                    state.output = BoundedOutput::new(session.output_limit);
+                    state.cmd_start_offset = state.ring.end();
+                    state.delivered = state.ring.end();
+                    state.last_activity = Instant::now();
+                }
+                Phase::Starting | Phase::Running => {}
+            }
         }
         pty::write_all(session.master.as_raw_fd(), &bytes)
             .map_err(|e| internal(format!("could not write to the session's terminal: {e}")))?;
@@ -623,10 +694,22 @@ impl SessionManager {
         Ok(self.await_command(&session, wait.saturating_sub(Duration::from_millis(20)), raw, false))
     }
 
-    /// Sends SIGINT to the terminal's foreground process group.
+    /// Sends SIGINT to the terminal's foreground process group, and waits up
+    /// to `wait` for the prompt. At an idle prompt nothing is sent, and the
+    /// result is [`RunState::Idle`].
     pub fn interrupt(&self, id: &str, wait: Duration) -> Result<RunResult, ToolError> {
         let session = self.get(id)?;
-        if let Some(pgrp) = pty::foreground_group(session.master.as_raw_fd()) {
+        let at_prompt = {
+            // At the prompt there is no command to report on afterwards.
+            let mut state = session.lock();
+            if state.phase == Phase::Idle {
+                state.last_exit = None;
+            }
+            state.phase == Phase::Idle && !state.typed
+        };
+        // Nothing runs at an idle prompt, and a shell interrupted there may
+        // drop the next line it reads (zsh does): leave it alone.
+        if !at_prompt && let Some(pgrp) = pty::foreground_group(session.master.as_raw_fd()) {
             crate::spawn::kill_group(pgrp, libc::SIGINT);
         }
         let wait = self.wait_limit(Some(wait.max(Duration::from_millis(1))));
@@ -651,6 +734,7 @@ impl SessionManager {
                         Phase::Starting | Phase::Idle => "idle",
                         Phase::Running => "running",
                         Phase::Exited(_) => "exited",
+                        Phase::Closed => "closed",
                     },
                     idle: state.last_activity.elapsed(),
                 }
@@ -709,15 +793,15 @@ impl SessionManager {
         let deadline = Instant::now() + timeout;
         let mut state = session.lock();
         loop {
-            if state.phase != Phase::Running {
+            if !state.in_progress() {
                 return snapshot(session, &mut state, raw, whole, false);
             }
             let now = Instant::now();
-            if state.started && waiting_for_input(session) {
+            if state.started_reading() && waiting_for_input(session) {
                 // The reader may hold the final marker: look again once it is idle.
                 drop(state);
                 state = session.lock();
-                if state.phase == Phase::Running {
+                if state.in_progress() {
                     return snapshot(session, &mut state, raw, whole, false);
                 }
                 continue;
@@ -769,6 +853,57 @@ impl Inner {
     }
 }
 
+/// A place under `max_sessions` held for a session being started: taken
+/// under the sessions lock, and released (on failure) or turned into the
+/// session (on success) under it too, so concurrent starts cannot exceed the
+/// limit.
+struct Slot<'a> {
+    inner: &'a Inner,
+    held: bool,
+}
+
+impl<'a> Slot<'a> {
+    fn reserve(inner: &'a Inner, max: usize) -> Result<Self, ToolError> {
+        use std::sync::atomic::Ordering;
+        let sessions = inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let open = sessions
+            .values()
+            .filter(|s| !matches!(s.lock().phase, Phase::Exited(_) | Phase::Closed))
+            .count();
+        let starting = inner.starting.load(Ordering::SeqCst);
+        if open + starting >= max {
+            let also = if starting > 0 {
+                format!(" and {starting} being started")
+            } else {
+                String::new()
+            };
+            return Err(ToolError::new(
+                ErrorCode::TooManySessions,
+                format!("{open} sessions are open{also}; the limit is {max}"),
+                "close a session you no longer need with session_close (session_list shows them), or raise sessions.max_sessions",
+            ));
+        }
+        inner.starting.fetch_add(1, Ordering::SeqCst);
+        Ok(Self { inner, held: true })
+    }
+
+    fn fill(&mut self, id: String, session: Arc<Session>) {
+        let mut sessions = self.inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions.insert(id, session);
+        self.inner.starting.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.held = false;
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if self.held {
+            let _sessions = self.inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            self.inner.starting.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
 fn sweep(inner: std::sync::Weak<Inner>) {
     loop {
         let Some(inner) = inner.upgrade() else { return };
@@ -794,18 +929,13 @@ fn sweep(inner: std::sync::Weak<Inner>) {
 
 fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_out: bool) -> RunResult {
     let running = state.phase == Phase::Running;
-    let (bytes, lost, truncated_whole) = if whole && !running {
-        (Vec::new(), 0, state.output.is_truncated())
+    // The first result of a command (`whole`) is its output so far as head
+    // and tail; later results are what the ring holds since the last one.
+    let (text, lost, truncated_whole) = if whole {
+        (state.output.render(), 0, state.output.is_truncated())
     } else {
-        let (b, lost) = state
-            .ring
-            .since(state.delivered.max(if whole { state.cmd_start_offset } else { 0 }));
-        (b, lost, false)
-    };
-    let text = if whole && !running {
-        state.output.render()
-    } else {
-        String::from_utf8_lossy(&bytes).into_owned()
+        let (bytes, lost) = state.ring.since(state.delivered);
+        (String::from_utf8_lossy(&bytes).into_owned(), lost, false)
     };
     let mut output = if raw { text } else { marker::strip_control(&text) };
     if lost > 0 {
@@ -824,7 +954,11 @@ fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_
     let run_state = match state.phase {
         Phase::Running => RunState::Running,
         Phase::Exited(code) => RunState::ShellExited(code),
-        _ => RunState::Finished(state.last_exit.unwrap_or(-1)),
+        Phase::Closed => RunState::Closed,
+        Phase::Starting | Phase::Idle => match state.last_exit {
+            Some(code) => RunState::Finished(code),
+            None => RunState::Idle,
+        },
     };
     RunResult {
         session_id: session.id.clone(),
@@ -835,7 +969,7 @@ fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_
         cwd: Some(state.cwd.clone()),
         duration,
         timed_out,
-        waiting_for_input: running && state.started && waiting_for_input(session),
+        waiting_for_input: state.in_progress() && state.started_reading() && waiting_for_input(session),
         cursor: state.ring.end(),
     }
 }
@@ -845,7 +979,7 @@ fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_
 /// marker is in flight is not mistaken for one waiting for input).
 fn waiting_for_input(session: &Session) -> bool {
     use std::sync::atomic::Ordering;
-    if !pty::foreground_reading(session.master.as_raw_fd()) {
+    if !pty::foreground_reading(session.master.as_raw_fd(), session.tty) {
         return false;
     }
     let mut fds = libc::pollfd {
@@ -968,8 +1102,18 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
     let mut notify = false;
     for event in events.drain(..) {
         match event {
-            marker::Event::Output(bytes) => {
-                if state.phase == Phase::Running && state.started {
+            marker::Event::Output(mut bytes) => {
+                // At the prompt fish's line editor draws the typed line:
+                // its output starts with the start marker.
+                let typed = state.phase == Phase::Idle && state.typed && session.kind != ShellKind::Fish;
+                if (state.phase == Phase::Running && state.started) || typed {
+                    if let Some(held) = state.held.as_mut() {
+                        held.extend_from_slice(&bytes);
+                        let Some(end) = held.iter().rposition(|b| *b == b'\n') else {
+                            continue;
+                        };
+                        bytes = held.drain(..=end).collect();
+                    }
                     state.output.push(&bytes);
                     state.ring.push(&bytes);
                     state.last_activity = Instant::now();
@@ -979,18 +1123,37 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
             marker::Event::Start => {
                 if state.phase == Phase::Running {
                     state.started = true;
+                } else if state.phase == Phase::Idle && state.typed {
+                    // The shell runs the typed line: report it as running.
+                    let now = Instant::now();
+                    state.phase = Phase::Running;
+                    state.started = true;
+                    state.cmd_started = now;
+                    state.last_activity = now;
+                    state.output = BoundedOutput::new(session.output_limit);
+                    state.held = None;
+                    state.cmd_start_offset = state.ring.end();
+                    notify = true;
+                }
+            }
+            marker::Event::Exiting => {
+                if state.phase == Phase::Running {
+                    state.held = Some(Vec::new());
                 }
             }
             marker::Event::End { status, cwd } => {
+                state.held = None;
                 state.cwd = PathBuf::from(std::ffi::OsStr::from_bytes(&cwd));
                 match state.phase {
                     Phase::Starting => state.phase = Phase::Idle,
                     Phase::Running if state.started => {
                         state.phase = Phase::Idle;
-                        state.last_exit = Some(status);
+                        state.last_exit = if state.typed { None } else { Some(status) };
+                        state.typed = false;
                         state.cmd_duration = state.cmd_started.elapsed();
                         state.last_activity = Instant::now();
                     }
+                    Phase::Idle => state.typed = false,
                     _ => {}
                 }
                 notify = true;
@@ -1016,6 +1179,70 @@ fn spawn_failed(message: String) -> ToolError {
         ErrorCode::SpawnFailed,
         message,
         "check the shell, the working directory and the host's limits, then retry",
+    )
+}
+
+/// The longest command `session_run` accepts. It goes through a file, so
+/// the kernel's argument limit does not apply, but the shell reads and
+/// parses all of it before running any of it.
+pub const MAX_COMMAND_BYTES: usize = 1 << 20;
+
+fn validate_command(command: &str) -> Result<(), ToolError> {
+    if command.trim().is_empty() {
+        return Err(ToolError::new(
+            ErrorCode::EmptyCommand,
+            "the command is empty",
+            "pass the shell command to run in `command`",
+        ));
+    }
+    if command.contains('\0') {
+        return Err(ToolError::new(
+            ErrorCode::CommandContainsNul,
+            "the command contains a NUL byte, which a shell cannot read",
+            "remove the NUL byte; to produce one, use printf '\\0' inside the command",
+        ));
+    }
+    if command.len() > MAX_COMMAND_BYTES {
+        return Err(ToolError::new(
+            ErrorCode::CommandTooLong,
+            format!(
+                "the command is {} bytes; a session command may be at most {MAX_COMMAND_BYTES} bytes (1 MiB), since the shell parses all of it before running it",
+                command.len()
+            ),
+            "write large data to a file in parts (several session_run calls of cat >> file <<'EOF' ... EOF) or produce it with a program, then run or read that file",
+        ));
+    }
+    Ok(())
+}
+
+/// In canonical mode the kernel keeps at most 4095 bytes of a line (up to a
+/// newline, carriage return or end-of-file character) and drops the rest
+/// without telling anyone: refuse such input instead of sending a cut line.
+fn check_line_lengths(bytes: &[u8]) -> Result<(), ToolError> {
+    let longest = bytes
+        .split(|b| matches!(b, b'\n' | b'\r' | 0x04))
+        .enumerate()
+        .max_by_key(|(_, line)| line.len());
+    match longest {
+        Some((index, line)) if line.len() > pty::MAX_CANON_LINE => Err(ToolError::new(
+            ErrorCode::InvalidArguments,
+            format!(
+                "line {} of the input is {} bytes; the terminal is in line (canonical) mode, where the kernel keeps at most {} bytes of a line and silently drops the rest, so nothing was sent",
+                index + 1,
+                line.len(),
+                pty::MAX_CANON_LINE
+            ),
+            "put long data in a file and have the program read it (write the file with session_run, e.g. a here-doc: cat > file <<'EOF'), or pass it on the command's stdin (cmd < file); or send lines shorter than 4096 bytes",
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn closed(id: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::SessionNotFound,
+        format!("session {id:?} was closed"),
+        "start a new one with session_start",
     )
 }
 

@@ -150,6 +150,18 @@ pub(crate) fn foreground_group(master: RawFd) -> Option<libc::pid_t> {
     (pgrp > 0).then_some(pgrp)
 }
 
+/// The longest line the kernel keeps in canonical mode (N_TTY_BUF_SIZE
+/// minus the newline); it drops the rest of a longer line silently.
+pub(crate) const MAX_CANON_LINE: usize = 4095;
+
+/// Whether the terminal is in canonical (line) mode, asked on the master
+/// side (Linux answers with the slave's settings).
+pub(crate) fn canonical(master: RawFd) -> bool {
+    // SAFETY: tcgetattr into a zeroed termios on an fd we own.
+    let mut tio: libc::termios = unsafe { std::mem::zeroed() };
+    (unsafe { libc::tcgetattr(master, &mut tio) }) == 0 && tio.c_lflag & libc::ICANON != 0
+}
+
 /// Writes all of `data` to the master, waiting while the terminal's input
 /// queue is full.
 pub(crate) fn write_all(master: RawFd, mut data: &[u8]) -> io::Result<()> {
@@ -217,34 +229,74 @@ fn group_members(pgrp: libc::pid_t) -> Vec<libc::pid_t> {
         .collect()
 }
 
+/// The device number of the pty slave (to recognize it among a process's fds).
+pub(crate) fn device_of(path: &CStr) -> Option<libc::dev_t> {
+    // SAFETY: stat into a zeroed buffer; the path is NUL-terminated.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    (unsafe { libc::stat(path.as_ptr(), &mut st) } == 0).then_some(st.st_rdev)
+}
+
 /// Whether some process of the terminal's foreground group is blocked
-/// reading the terminal, from the kernel's view: the wait channel is the tty
-/// read path, or the process sleeps in `read(0, ...)` on a terminal.
-pub(crate) fn foreground_reading(master: RawFd) -> bool {
+/// reading the terminal `tty` (the slave's device number), from the kernel's
+/// view: `/proc/<pid>/syscall` shows it in `read` on a descriptor of that
+/// terminal, or in `poll`/`select`/`epoll_wait` waiting for one to become
+/// readable. The wait channel alone cannot tell: on current kernels a
+/// terminal read and a TCP receive both sleep in `wait_woken`.
+pub(crate) fn foreground_reading(master: RawFd, tty: libc::dev_t) -> bool {
     let Some(pgrp) = foreground_group(master) else {
         return false;
     };
-    group_members(pgrp).into_iter().any(blocked_on_tty_read)
+    group_members(pgrp).into_iter().any(|pid| blocked_on_tty_read(pid, tty))
 }
 
-fn blocked_on_tty_read(pid: libc::pid_t) -> bool {
+/// Syscalls that read one descriptor (its number is the first argument).
+fn reads_fd(nr: libc::c_long) -> bool {
+    nr == libc::SYS_read || nr == libc::SYS_readv
+}
+
+/// poll-like syscalls: (pollfd array, count, ...).
+fn is_poll(nr: libc::c_long) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if nr == libc::SYS_poll {
+        return true;
+    }
+    nr == libc::SYS_ppoll
+}
+
+/// select-like syscalls: (nfds, read set, ...).
+fn is_select(nr: libc::c_long) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if nr == libc::SYS_select {
+        return true;
+    }
+    nr == libc::SYS_pselect6
+}
+
+/// epoll_wait-like syscalls: (epoll fd, ...).
+fn is_epoll_wait(nr: libc::c_long) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if nr == libc::SYS_epoll_wait {
+        return true;
+    }
+    nr == libc::SYS_epoll_pwait || nr == libc::SYS_epoll_pwait2
+}
+
+fn blocked_on_tty_read(pid: libc::pid_t, tty: libc::dev_t) -> bool {
     let Some(fields) = stat_fields(pid) else {
         return false;
     };
     if fields.first().map(String::as_str) != Some("S") {
         return false;
     }
-    if let Ok(wchan) = std::fs::read_to_string(format!("/proc/{pid}/wchan"))
-        && (wchan == "n_tty_read" || wchan == "wait_woken")
-    {
-        return true;
-    }
-    // /proc/<pid>/syscall: "<nr> <arg0> <arg1> ..." while blocked in a syscall.
+    // /proc/<pid>/syscall: "<nr> <arg0> <arg1> ..." while blocked in a
+    // syscall, "running", or "-1 ..." when blocked elsewhere.
     let Ok(syscall) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else {
-        return false;
+        // Unreadable (no ptrace access): only the tty read path's own wait
+        // channel, which older kernels show, is conclusive.
+        return std::fs::read_to_string(format!("/proc/{pid}/wchan")).is_ok_and(|w| w == "n_tty_read");
     };
     let mut parts = syscall.split_whitespace();
-    let nr = parts.next().and_then(|n| n.parse::<i64>().ok());
+    let nr = parts.next().and_then(|n| n.parse::<libc::c_long>().ok());
     let args: Vec<u64> = parts
         .take(2)
         .filter_map(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
@@ -252,17 +304,12 @@ fn blocked_on_tty_read(pid: libc::pid_t) -> bool {
     let (Some(nr), &[arg0, arg1]) = (nr, args.as_slice()) else {
         return false;
     };
-    let is_tty = |fd: u64| {
-        std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).is_ok_and(|p| {
-            let p = p.to_string_lossy();
-            p.starts_with("/dev/pts/") || p == "/dev/tty"
-        })
-    };
-    if nr == libc::SYS_read {
+    let is_tty = |fd: u64| is_terminal_fd(pid, fd, tty);
+    if reads_fd(nr) {
         return is_tty(arg0);
     }
     // poll(fds, nfds, ...): an array of pollfd in the process's memory.
-    if nr == libc::SYS_poll || nr == libc::SYS_ppoll {
+    if is_poll(nr) {
         let count = arg1.min(64) as usize;
         let Some(raw) = read_memory(pid, arg0, count * std::mem::size_of::<libc::pollfd>()) else {
             return false;
@@ -274,14 +321,51 @@ fn blocked_on_tty_read(pid: libc::pid_t) -> bool {
         });
     }
     // select(nfds, readfds, ...): a bit set of fds in the process's memory.
-    if nr == libc::SYS_select || nr == libc::SYS_pselect6 {
+    if is_select(nr) {
         let nfds = arg0.min(1024);
         let Some(bits) = read_memory(pid, arg1, nfds.div_ceil(8) as usize) else {
             return false;
         };
         return (0..nfds).any(|fd| bits[(fd / 8) as usize] & (1 << (fd % 8)) != 0 && is_tty(fd));
     }
+    // epoll_wait(epfd, ...): the watched fds are listed in the epoll fd's fdinfo.
+    if is_epoll_wait(nr) {
+        let Ok(info) = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{arg0}")) else {
+            return false;
+        };
+        return epoll_targets(&info)
+            .into_iter()
+            .any(|(fd, events)| events & libc::EPOLLIN as u32 != 0 && is_tty(fd));
+    }
     false
+}
+
+/// The watched fds and event masks of an epoll fd, from its fdinfo
+/// (`tfd:        0 events:       19 data: ...`).
+fn epoll_targets(info: &str) -> Vec<(u64, u32)> {
+    info.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("tfd:")?;
+            let mut words = rest.split_whitespace();
+            let fd = words.next()?.parse().ok()?;
+            if words.next()? != "events:" {
+                return None;
+            }
+            let events = u32::from_str_radix(words.next()?, 16).ok()?;
+            Some((fd, events))
+        })
+        .collect()
+}
+
+/// Whether `fd` of `pid` is the session's terminal: the slave itself (same
+/// device number), or `/dev/tty`, which in the session is that terminal.
+fn is_terminal_fd(pid: libc::pid_t, fd: u64, tty: libc::dev_t) -> bool {
+    let link = format!("/proc/{pid}/fd/{fd}");
+    if std::fs::read_link(&link).is_ok_and(|p| p.as_os_str() == "/dev/tty") {
+        return true;
+    }
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    std::fs::metadata(&link).is_ok_and(|m| m.file_type().is_char_device() && m.rdev() == tty)
 }
 
 /// Reads `len` bytes at `address` in process `pid` (our own descendant).
@@ -330,4 +414,18 @@ pub(crate) fn random_hex() -> io::Result<String> {
         filled += n as usize;
     }
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::epoll_targets;
+
+    #[test]
+    fn epoll_fdinfo_lists_watched_fds() {
+        let info = "pos:\t0\nflags:\t02\nmnt_id:\t15\nino:\t1057\n\
+                    tfd:        0 events:       19 data:                0  pos:0 ino:3 sdev:17\n\
+                    tfd:        7 events:        4 data:                7  pos:0 ino:9 sdev:8\n";
+        assert_eq!(epoll_targets(info), vec![(0, 0x19), (7, 0x4)]);
+        assert!(epoll_targets("pos:\t0\n").is_empty());
+    }
 }

@@ -96,7 +96,7 @@ pub(crate) fn launch(
 HISTCONTROL="ignorespace${{HISTCONTROL:+:$HISTCONTROL}}"
 __bm_n={nonce}; __bm_d={d}; __bm_hf={hf}; __bm_rc=
 __bm_prompt() {{ local s=$? ; s=${{__bm_rc:-$s}}; __bm_rc=; builtin printf '\033]633;D;%s;%s;%s\033]633;E;%s\007' "$__bm_n" "$s" "$PWD" "$__bm_n"; }}
-__bm_keep() {{ local c; IFS= read -r -d '' c < "$__bm_d/h"; builtin history -s -- "$c"; builtin history -a -- "$__bm_hf"; }}
+__bm_keep() {{ local c; IFS= read -r -d '' c < "$__bm_d/h"; builtin history -a /dev/null; builtin history -s -- "$c"; builtin history -a -- "$__bm_hf"; }}
 PROMPT_COMMAND="__bm_prompt${{PROMPT_COMMAND:+; $PROMPT_COMMAND}}"
 PS1=''; PS2=''; PS0='\e]633;C;{nonce}\a'
 "#,
@@ -132,7 +132,7 @@ unset HISTFILE; HISTSIZE=10000; SAVEHIST=10000
 __bm_n={nonce}; __bm_d={d}; __bm_hf={hf}; __bm_rc=
 __bm_prompt() {{ local s=$? ; s=${{__bm_rc:-$s}}; __bm_rc=; builtin printf '\033]633;D;%s;%s;%s\033]633;E;%s\007' "$__bm_n" "$s" "$PWD" "$__bm_n"; }}
 __bm_pre() {{ builtin printf '\033]633;C;%s\007' "$__bm_n"; }}
-__bm_keep() {{ local c; c="$(<"$__bm_d/h")"; builtin print -rs -- "$c"; builtin fc -AI "$__bm_hf"; }}
+__bm_keep() {{ local c; c="$(<"$__bm_d/h")"; builtin fc -AI "$__bm_d/w"; builtin print -rs -- "$c"; builtin fc -AI "$__bm_hf"; : >| "$__bm_d/w"; }}
 precmd_functions=(__bm_prompt $precmd_functions)
 preexec_functions=(__bm_pre $preexec_functions)
 PS1=''; PS2=''; RPS1=''; RPROMPT=''
@@ -153,7 +153,8 @@ PS1=''; PS2=''; RPS1=''; RPROMPT=''
                 r#"set -g fish_greeting ''
 set -g __bm_n {nonce}; set -g __bm_d {d}; set -g __bm_s 0
 function __bm_pre --on-event fish_preexec; printf '\e]633;C;%s\a' $__bm_n; end
-function __bm_post --on-event fish_postexec; printf '\e]633;D;%s;%s;%s\e]633;E;%s\a' $__bm_n $status $PWD $__bm_n; end
+function __bm_post --on-event fish_postexec; set -l s $status; if set -q __bm_exiting; printf '\e]633;F;%s\a' $__bm_n; else; printf '\e]633;D;%s;%s;%s\e]633;E;%s\a' $__bm_n $s $PWD $__bm_n; end; end
+function __bm_stay --on-event fish_prompt; set -l s $status; set -q __bm_exiting; or return; set -e __bm_exiting; set -e __bm_x; printf '\e]633;D;%s;%s;%s\e]633;E;%s\a' $__bm_n $s $PWD $__bm_n; end
 function fish_prompt; end
 function fish_right_prompt; end
 function fish_mode_prompt; end
@@ -217,11 +218,14 @@ PS2=''
 ///
 /// For `sh` (dash) the file defines a function instead, called from the typed
 /// line: dash drops the `&&`/`||` context inside `.` scripts, so `set -e`
-/// there would end the shell, but keeps it inside functions.
+/// there would end the shell, but keeps it inside functions. The end marker
+/// lives in `PS1`, so the function makes `PS1` local: a command that sets it
+/// (`. venv/bin/activate`, `PS1='x> '`) changes it only while it runs, even
+/// when interrupted.
 pub(crate) fn command_file(kind: ShellKind, command: &str) -> String {
     match kind {
         ShellKind::Fish => format!("{command}\n"),
-        ShellKind::Sh => format!("__bm_f() {{\n{command}\n}}\n"),
+        ShellKind::Sh => format!("__bm_f() {{ local PS1\n{command}\n}}\n"),
         _ => format!("{{\n{command}\n}}\n"),
     }
 }
@@ -238,9 +242,13 @@ pub(crate) fn command_line(kind: ShellKind, keep_history: bool) -> String {
         ShellKind::Sh => " __bm_c; __bm_rc=; . \"$__bm_d/c\" && __bm_f && __bm_rc=0 || __bm_rc=$?\n".to_owned(),
         // `exit` in a sourced file only leaves the file: the `exit` wrapper
         // marks it, and the line then ends the shell; else the line ends
-        // with the command's own status.
+        // with the command's own status. The mark is cleared first, since
+        // anything may call `exit` between lines (a virtualenv's prompt
+        // function restores `$status` with `echo "exit $s" | .`). While
+        // exiting, the end marker waits for the next prompt: there is none
+        // if the shell exits, and one if fish refuses (jobs still running).
         ShellKind::Fish => {
-            " source $__bm_d/c; set -g __bm_s $status; if set -q __bm_x; functions -e __bm_post; builtin exit $__bm_s; end; __bm_ret $__bm_s\n"
+            " set -e __bm_x; __bm_ret $__bm_s; source $__bm_d/c; set -g __bm_s $status; if set -q __bm_x; set -g __bm_exiting; builtin exit $__bm_s; end; __bm_ret $__bm_s\n"
                 .to_owned()
         }
     }

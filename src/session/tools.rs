@@ -280,11 +280,16 @@ impl Args<'_> {
         let secs = value
             .as_f64()
             .filter(|s| s.is_finite() && (*s > 0.0 || (zero_ok && *s == 0.0)) && *s <= 86_400.0);
+        let range = if zero_ok {
+            "from 0 to 86400"
+        } else {
+            "greater than 0 and at most 86400"
+        };
         secs.map(|s| Some(Duration::from_secs_f64(s))).ok_or_else(|| {
             ToolError::new(
                 ErrorCode::InvalidTimeout,
                 format!(
-                    "{}: `{key}` must be a number of seconds from 0 to 86400, got {value}",
+                    "{}: `{key}` must be a number of seconds {range}, got {value}",
                     self.tool
                 ),
                 "pass a number of seconds such as 5",

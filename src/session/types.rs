@@ -117,10 +117,17 @@ pub struct RunOptions {
 pub enum RunState {
     /// Finished with this exit status (128+N after signal N).
     Finished(i32),
+    /// No command of ours runs and there is no result to report: the
+    /// session is fresh, or the call sent input to the shell's prompt (the
+    /// shell ran it as a line of its own, without an exit status for us).
+    Idle,
     /// Still running; wait, read, write or interrupt.
     Running,
     /// The shell itself exited (e.g. `exit`) with this status; the session is over.
     ShellExited(i32),
+    /// The session was closed (`session_close`, idle eviction, or the
+    /// manager dropped) while the call waited; its processes were killed.
+    Closed,
 }
 
 /// A result of `session_run`, `session_wait`, `session_read` or `session_write`.
@@ -153,7 +160,7 @@ impl RunResult {
     pub fn exit_code(&self) -> Option<i32> {
         match self.state {
             RunState::Finished(code) | RunState::ShellExited(code) => Some(code),
-            RunState::Running => None,
+            RunState::Running | RunState::Closed | RunState::Idle => None,
         }
     }
 
@@ -165,6 +172,8 @@ impl RunResult {
                 RunState::Finished(_) => "finished",
                 RunState::Running => "running",
                 RunState::ShellExited(_) => "shell_exited",
+                RunState::Closed => "closed",
+                RunState::Idle => "idle",
             },
             "output": self.output,
             "truncated": self.truncated,
@@ -189,6 +198,12 @@ impl RunResult {
             }
             RunState::ShellExited(_) => {
                 doc["hint"] = "The shell exited, so this session is over; start a new one with session_start.".into();
+            }
+            RunState::Closed => {
+                doc["hint"] = "The session was closed while this call waited (session_close, idle eviction or server shutdown); the command and every process of the session were killed. Start a new session with session_start.".into();
+            }
+            RunState::Idle => {
+                doc["hint"] = "No command is running in this session and there is no exit status to report (input sent at the shell's prompt runs as a line of the shell's own; its output is shown, its status is not). Use session_run to run a command and get its exit code.".into();
             }
             RunState::Finished(_) => {}
         }
