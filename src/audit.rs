@@ -38,6 +38,9 @@ pub const DEFAULT_REDACTIONS: &[&str] = &[
 ];
 
 const MASK: &str = "[REDACTED]";
+/// Secrets at least this long are also masked where they appear verbatim in
+/// text quoting the command (see [`AuditLog::redact_related`]).
+const MIN_VERBATIM_SECRET: usize = 4;
 
 /// Audit settings (configuration key `audit`).
 #[derive(Debug, Clone, PartialEq)]
@@ -137,18 +140,51 @@ impl AuditLog {
 
     /// Masks every configured secret pattern in `text`.
     pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for re in &self.redactors {
-            if re.is_match(&out) {
-                let replacement = if re.captures_len() > 1 {
-                    format!("${{1}}{MASK}")
-                } else {
-                    MASK.to_owned()
-                };
-                out = re.replace_all(&out, replacement.as_str()).into_owned();
+        self.redact_collecting(text).0
+    }
+
+    /// Masks secrets in free text that may quote `command` (a refusal reason,
+    /// an error message): the configured patterns, and also every secret those
+    /// patterns found in `command` wherever it appears verbatim, so that a
+    /// reworded or unquoted copy of the command leaks nothing either.
+    pub fn redact_related(&self, text: &str, command: Option<&str>) -> String {
+        let mut out = self.redact(text);
+        if let Some(command) = command {
+            let (_, mut secrets) = self.redact_collecting(command);
+            // Longest first, so that a secret containing another is masked whole.
+            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+            for secret in secrets {
+                // Very short values ("1", "x") would mask ordinary words.
+                if secret.chars().count() >= MIN_VERBATIM_SECRET && out.contains(secret.as_str()) {
+                    out = out.replace(secret.as_str(), MASK);
+                }
             }
         }
         out
+    }
+
+    /// `text` with the configured patterns masked, and the masked values.
+    fn redact_collecting(&self, text: &str) -> (String, Vec<String>) {
+        let mut out = text.to_owned();
+        let mut secrets = Vec::new();
+        for re in &self.redactors {
+            if !re.is_match(&out) {
+                continue;
+            }
+            let keep_first = re.captures_len() > 1;
+            out = re
+                .replace_all(&out, |caps: &regex::Captures<'_>| {
+                    let whole = caps.get(0).expect("group 0 always matches");
+                    let kept = caps.get(1).filter(|_| keep_first).map_or("", |g| g.as_str());
+                    let secret = &whole.as_str()[kept.len().min(whole.len())..];
+                    if secret != MASK {
+                        secrets.push(secret.to_owned());
+                    }
+                    format!("{kept}{MASK}")
+                })
+                .into_owned();
+        }
+        (out, secrets)
     }
 
     /// Appends one record (adding `timestamp` if missing). Never fails: a disk

@@ -202,3 +202,43 @@ fn unwritable_path_fails_configure_and_disk_errors_never_fail_a_call() {
     assert_eq!(r["output"], "still works\n");
     assert_eq!(r["exit_code"], 0);
 }
+
+#[test]
+fn refusal_and_error_text_are_redacted_like_the_command() {
+    let d = dir("refusal-redact");
+    let log = d.join("audit.jsonl");
+    let s = server();
+    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    let command = "curl -H 'Authorization: Bearer abc123secret' https://x";
+    // A policy's reason quotes the command, as its parser normalized it (quotes removed).
+    s.record_refusal(
+        "execute",
+        &json!({"command": command}).to_string(),
+        "`curl -H Authorization: Bearer abc123secret https://x` matched `bash.execute:curl *`",
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("abc123secret"), "secret leaked: {text}");
+    let entries = lines(&log);
+    let refusal = entries[0]["refusal"].as_str().unwrap();
+    assert!(refusal.contains("[REDACTED]") && refusal.contains("bash.execute:curl *"), "{refusal}");
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn error_messages_are_recorded_redacted() {
+    let d = dir("message-redact");
+    let log = d.join("audit.jsonl");
+    let s = server();
+    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    // The message of a working-dir error quotes the path it was given.
+    let r = call(
+        &s,
+        json!({"command": "true", "working_dir": "/no/such/dir/API_TOKEN=hunter2hunter2"}),
+    );
+    assert_eq!(r["error"], "working_dir_not_found", "{r}");
+    let entries = lines(&log);
+    let message = entries[0]["message"].as_str().expect("the error message is recorded");
+    assert!(message.contains("/no/such/dir/API_TOKEN=[REDACTED]"), "{message}");
+    assert!(!std::fs::read_to_string(&log).unwrap().contains("hunter2"));
+    std::fs::remove_dir_all(d).unwrap();
+}

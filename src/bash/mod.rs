@@ -234,7 +234,8 @@ impl BashServer {
         if let Some(log) = self.shared.audit() {
             let mut entry = self.audit_entry(&log, tool_name, args_json);
             entry.insert("error".into(), "refused".into());
-            entry.insert("refusal".into(), reason.into());
+            let command = command_of(args_json);
+            entry.insert("refusal".into(), log.redact_related(reason, command.as_deref()).into());
             log.record(entry);
         }
     }
@@ -256,7 +257,7 @@ impl BashServer {
             entry.insert("class".into(), serde_json::to_value(class).unwrap_or(Value::Null));
         }
         if let Some(dir) = args.get("working_dir").and_then(Value::as_str) {
-            entry.insert("working_dir".into(), dir.into());
+            entry.insert("working_dir".into(), log.redact(dir).into());
         }
         if let Some(Value::Object(env)) = args.get("env") {
             let names: Vec<Value> = env.keys().map(|k| Value::from(k.as_str())).collect();
@@ -268,10 +269,9 @@ impl BashServer {
             }
         }
         let qualified = format!("{}.{local}", self.name());
-        entry.insert(
-            "permission_pattern".into(),
-            self.get_permission_pattern(&qualified, args_json).into(),
-        );
+        let pattern = self.get_permission_pattern(&qualified, args_json);
+        let command = args.get("command").and_then(Value::as_str);
+        entry.insert("permission_pattern".into(), log.redact_related(&pattern, command).into());
         entry
     }
 
@@ -379,13 +379,21 @@ impl McpServer for BashServer {
                 "error",
                 "duration_ms",
                 "output_bytes",
-                "working_dir",
                 "session_id",
                 "job_id",
             ] {
                 if let Some(value) = result.get(key) {
                     entry.insert(key.into(), value.clone());
                 }
+            }
+            if let Some(dir) = result.get("working_dir").and_then(Value::as_str) {
+                entry.insert("working_dir".into(), log.redact(dir).into());
+            }
+            if let Some(message) = result.get("message").and_then(Value::as_str)
+                && result.contains_key("error")
+            {
+                let command = command_of(args_json);
+                entry.insert("message".into(), log.redact_related(message, command.as_deref()).into());
             }
             entry.insert("call_ms".into(), (started.elapsed().as_millis() as u64).into());
             result.insert("audit_id".into(), entry["audit_id"].clone());
@@ -569,6 +577,12 @@ impl Tool for ExecuteTool {
             }
         }
     }
+}
+
+/// The `command` argument of a call, if any.
+fn command_of(args_json: &str) -> Option<String> {
+    let args = crate::server::parse_args(args_json).ok()?;
+    args.get("command").and_then(Value::as_str).map(str::to_owned)
 }
 
 /// Whether the `execute` arguments ask for a background job (`background: true`).
