@@ -216,8 +216,15 @@ fn refusal_and_error_text_are_redacted_like_the_command() {
         &json!({"command": command}).to_string(),
         "`curl -H Authorization: Bearer abc123secret https://x` matched `bash.execute:curl *`",
     );
+    // A quoted value with a space, quoted in the reason without its quotes.
+    s.record_refusal(
+        "execute",
+        &json!({"command": "export API_TOKEN='two words' && deploy"}).to_string(),
+        "`export API_TOKEN=two words` matches no allow rule",
+    );
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(!text.contains("abc123secret"), "secret leaked: {text}");
+    assert!(!text.contains("two") && !text.contains("words"), "quoted secret leaked: {text}");
     let entries = lines(&log);
     let refusal = entries[0]["refusal"].as_str().unwrap();
     assert!(refusal.contains("[REDACTED]") && refusal.contains("bash.execute:curl *"), "{refusal}");
