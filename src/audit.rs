@@ -1,9 +1,10 @@
 //! The audit log: one JSON object per line for every tool call, rotated by
 //! size, with secrets redacted.
 //!
-//! One mutex serializes writing and rotating, so lines from many threads never
-//! interleave and a rotation loses none. Write errors are logged through
-//! `tracing` and never fail the call being recorded.
+//! One mutex serializes this process's writers; a lock file (`<path>.lock`,
+//! `flock`) orders them with other processes writing the same path, so lines
+//! never interleave and a rotation loses none. Write errors are logged
+//! through `tracing` and never fail the call being recorded.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -117,8 +118,12 @@ pub struct AuditLog {
 
 #[derive(Debug)]
 struct Writer {
+    /// The live file as this process opened it (`O_APPEND`).
     file: Option<File>,
-    size: u64,
+    /// `<path>.lock`, locked shared around each write and exclusively around
+    /// a rotation, so that several processes can share one log; `None` when
+    /// it cannot be created (then only this process's writers are ordered).
+    lock: Option<File>,
 }
 
 /// What `audit_read` selects.
@@ -162,11 +167,20 @@ impl AuditLog {
                 "choose a writable location, or set `audit` to null to turn the audit log off",
             )
         })?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let lock = match OpenOptions::new().create(true).append(true).open(lock_path(&settings.path)) {
+            Ok(lock) => Some(lock),
+            Err(e) => {
+                tracing::warn!(
+                    path = %settings.path.display(), error = %e,
+                    "audit lock file cannot be created; only this process's writes are ordered across rotations"
+                );
+                None
+            }
+        };
         Ok(Self {
             settings,
             redactors,
-            writer: Mutex::new(Writer { file: Some(file), size }),
+            writer: Mutex::new(Writer { file: Some(file), lock }),
         })
     }
 
@@ -259,27 +273,67 @@ impl AuditLog {
 
     /// Appends one record (adding `timestamp` if missing). Never fails: a disk
     /// error is logged and the call goes on.
+    ///
+    /// Safe with other processes writing the same path: each line is one
+    /// `write` to a file opened with `O_APPEND` while holding a shared lock on
+    /// `<path>.lock`; a file that another process rotated away is noticed
+    /// (its device and inode no longer match the path) and reopened; and a
+    /// rotation holds the lock exclusively and re-checks the size first.
     pub fn record(&self, mut entry: Map<String, Value>) {
         entry.entry("timestamp").or_insert_with(|| Value::from(rfc3339_now()));
         let mut line = Value::Object(entry).to_string();
         line.push('\n');
         let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        if writer.file.is_none() {
-            // A previous rotation failed to reopen; try again.
-            writer.file = open_append(&self.settings.path).ok();
-        }
-        let Some(file) = writer.file.as_mut() else {
-            tracing::error!(path = %self.settings.path.display(), "audit log unavailable; record dropped");
-            return;
+        let writer = &mut *writer;
+        let size = {
+            let _shared = Flock::new(writer.lock.as_ref(), libc::LOCK_SH);
+            self.reopen_if_moved(&mut writer.file);
+            let Some(file) = writer.file.as_mut() else {
+                tracing::error!(path = %self.settings.path.display(), "audit log unavailable; record dropped");
+                return;
+            };
+            if let Err(e) = file.write_all(line.as_bytes()) {
+                tracing::error!(path = %self.settings.path.display(), error = %e, "audit log write failed");
+                return;
+            }
+            file.metadata().map(|m| m.len()).unwrap_or(0)
         };
-        if let Err(e) = file.write_all(line.as_bytes()) {
-            tracing::error!(path = %self.settings.path.display(), error = %e, "audit log write failed");
-            return;
+        if size >= self.settings.max_bytes {
+            let _exclusive = Flock::new(writer.lock.as_ref(), libc::LOCK_EX);
+            // Another process may have rotated while this one waited.
+            let live = std::fs::metadata(&self.settings.path).ok();
+            let still_ours = match (&live, writer.file.as_ref().and_then(|f| f.metadata().ok())) {
+                (Some(live), Some(open)) => same_file(live, &open),
+                _ => false,
+            };
+            if still_ours && live.is_some_and(|m| m.len() >= self.settings.max_bytes) {
+                writer.file = None;
+                self.rotate();
+            }
+            self.reopen_if_moved(&mut writer.file);
         }
-        writer.size += line.len() as u64;
-        if writer.size >= self.settings.max_bytes {
-            self.rotate(&mut writer);
+    }
+
+    /// Reopens the live file when `file` is missing or no longer what the
+    /// path names (another process rotated it away).
+    fn reopen_if_moved(&self, file: &mut Option<File>) {
+        let path = &self.settings.path;
+        if let Some(open) = file.as_ref() {
+            let current = match (std::fs::metadata(path), open.metadata()) {
+                (Ok(live), Ok(open)) => same_file(&live, &open),
+                _ => false,
+            };
+            if current {
+                return;
+            }
         }
+        *file = match open_append(path) {
+            Ok(reopened) => Some(reopened),
+            Err(e) => {
+                tracing::error!(path = %path.display(), error = %e, "audit log cannot be reopened");
+                None
+            }
+        };
     }
 
     /// Path of backup `index` (1-based), compressed or not, if it exists.
@@ -292,14 +346,15 @@ impl AuditLog {
         .find(|p| p.exists())
     }
 
-    /// Size of the live file in bytes.
+    /// Size of the live file in bytes (written by any process).
     pub fn size(&self) -> u64 {
-        self.writer.lock().unwrap_or_else(PoisonError::into_inner).size
+        std::fs::metadata(&self.settings.path).map(|m| m.len()).unwrap_or(0)
     }
 
-    fn rotate(&self, writer: &mut Writer) {
+    /// Shifts the backups and moves the live file to backup 1 (under the
+    /// exclusive lock; the caller reopens).
+    fn rotate(&self) {
         let path = &self.settings.path;
-        writer.file = None;
         let result = (|| -> std::io::Result<()> {
             let n = self.settings.backups;
             if n == 0 {
@@ -329,13 +384,6 @@ impl AuditLog {
         })();
         if let Err(e) = result {
             tracing::error!(path = %path.display(), error = %e, "audit log rotation failed");
-        }
-        match open_append(path) {
-            Ok(file) => {
-                writer.size = file.metadata().map(|m| m.len()).unwrap_or(0);
-                writer.file = Some(file);
-            }
-            Err(e) => tracing::error!(path = %path.display(), error = %e, "audit log cannot be reopened"),
         }
     }
 
@@ -401,6 +449,52 @@ fn open_append(path: &Path) -> std::io::Result<File> {
         std::fs::create_dir_all(parent)?;
     }
     OpenOptions::new().create(true).append(true).open(path)
+}
+
+/// `<path>.lock`: the file whose `flock` orders writers and rotations of
+/// `path` across processes.
+fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// Whether two metadata describe the same file (device and inode).
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+/// An `flock` held until dropped; nothing when there is no lock file or the
+/// lock cannot be taken (logged: the write goes on unordered rather than lost).
+struct Flock<'a>(Option<&'a File>);
+
+impl<'a> Flock<'a> {
+    fn new(file: Option<&'a File>, operation: libc::c_int) -> Self {
+        use std::os::fd::AsRawFd;
+        let Some(file) = file else { return Self(None) };
+        loop {
+            // SAFETY: `file` is an open descriptor for the duration of the call.
+            if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
+                return Self(Some(file));
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                tracing::error!(error = %e, "audit lock failed");
+                return Self(None);
+            }
+        }
+    }
+}
+
+impl Drop for Flock<'_> {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        if let Some(file) = self.0 {
+            // SAFETY: as above; unlocking a descriptor this process locked.
+            unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+        }
+    }
 }
 
 fn numbered(path: &Path, index: usize, gz: bool) -> PathBuf {

@@ -249,3 +249,81 @@ fn error_messages_are_recorded_redacted() {
     assert!(!std::fs::read_to_string(&log).unwrap().contains("hunter2"));
     std::fs::remove_dir_all(d).unwrap();
 }
+
+/// Variable that makes [`child_writer`] write: `<path>|<writer>|<lines>`.
+const CHILD_VAR: &str = "BASH_MCP_AUDIT_CHILD";
+
+/// Settings both child processes of the test below use.
+fn shared_settings(path: &Path) -> AuditSettings {
+    let mut settings = AuditSettings::new(path);
+    settings.max_bytes = 16 * 1024;
+    settings.backups = 1000;
+    settings.gzip_min_bytes = Some(0);
+    settings
+}
+
+/// Not a test of its own: the body of each writer process that
+/// `two_processes_sharing_a_log_lose_no_line_across_rotation` starts.
+#[test]
+#[ignore = "run as a child process by two_processes_sharing_a_log_lose_no_line_across_rotation"]
+fn child_writer() {
+    let spec = std::env::var(CHILD_VAR).expect("started by the parent test");
+    let mut parts = spec.split('|');
+    let path = PathBuf::from(parts.next().unwrap());
+    let writer: u64 = parts.next().unwrap().parse().unwrap();
+    let count: u64 = parts.next().unwrap().parse().unwrap();
+    let log = AuditLog::open(shared_settings(&path)).unwrap();
+    for i in 0..count {
+        let mut entry = Map::new();
+        entry.insert("tool".into(), "execute".into());
+        entry.insert("writer".into(), writer.into());
+        entry.insert("seq".into(), i.into());
+        entry.insert("padding".into(), "x".repeat((i % 50) as usize).into());
+        log.record(entry);
+    }
+}
+
+#[test]
+fn two_processes_sharing_a_log_lose_no_line_across_rotation() {
+    let d = dir("two-processes");
+    let path = d.join("audit.jsonl");
+    let tag = unique_tag("audit-writers");
+    let per_writer = 3000u64;
+    let children: Vec<std::process::Child> = (0..2)
+        .map(|writer| {
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--ignored", "--exact", "child_writer", "--test-threads=1", "--quiet"])
+                .env(CHILD_VAR, format!("{}|{writer}|{per_writer}", path.display()))
+                .env(TAG_VAR, &tag)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("start a writer process")
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success(), "a writer process failed");
+    }
+    assert_no_survivors(&tag);
+
+    let log = AuditLog::open(shared_settings(&path)).unwrap();
+    let mut seen = std::collections::HashSet::new();
+    let mut files = 1;
+    for index in 0..=1000 {
+        if index > 0 && log.backup_path(index).is_none() {
+            continue;
+        }
+        files += usize::from(index > 0);
+        let query = bash_mcp::audit::AuditQuery {
+            backup_index: index,
+            max_entries: Some(usize::MAX),
+            ..Default::default()
+        };
+        for entry in log.read(&query).unwrap() {
+            let key = (entry["writer"].as_u64().unwrap(), entry["seq"].as_u64().unwrap());
+            assert!(seen.insert(key), "duplicate {entry}");
+        }
+    }
+    assert!(files > 10, "expected many rotations, got {files} files");
+    assert_eq!(seen.len() as u64, 2 * per_writer, "lines lost across rotations");
+    std::fs::remove_dir_all(d).unwrap();
+}
