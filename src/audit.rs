@@ -135,8 +135,10 @@ pub struct AuditQuery {
     pub max_entries: Option<usize>,
     /// Only entries of this tool.
     pub tool: Option<String>,
-    /// Only entries at or after this RFC 3339 UTC timestamp (a prefix such as
-    /// `2026-11-29T18` works: timestamps compare as text).
+    /// Only entries stamped at or after this instant: an RFC 3339 time with
+    /// any fraction and `Z` or a `±hh:mm` offset (`2026-11-30T09:33:42.5+01:00`),
+    /// or a date (`2026-11-30`, midnight UTC). Anything else is an
+    /// `invalid_arguments` error.
     pub since: Option<String>,
 }
 
@@ -389,6 +391,16 @@ impl AuditLog {
 
     /// Reads entries, newest first, from the live file or a backup (plain or gzip).
     pub fn read(&self, query: &AuditQuery) -> Result<Vec<Value>, ToolError> {
+        let since = match &query.since {
+            None => None,
+            Some(text) => Some(parse_instant(text).ok_or_else(|| {
+                ToolError::new(
+                    ErrorCode::InvalidArguments,
+                    format!("`since` {text:?} is not an RFC 3339 time or a date"),
+                    "pass a time such as \"2026-11-30T08:33:42Z\" (any fraction; Z or an offset such as +01:00) or a date such as \"2026-11-30\" (midnight UTC)",
+                )
+            })?),
+        };
         let path = if query.backup_index == 0 {
             self.settings.path.clone()
         } else {
@@ -431,8 +443,11 @@ impl AuditLog {
             if query.tool.as_deref().is_some_and(|t| entry["tool"] != t) {
                 continue;
             }
-            if let Some(since) = &query.since
-                && entry["timestamp"].as_str().is_none_or(|ts| ts < since.as_str())
+            if let Some(since) = since
+                && entry["timestamp"]
+                    .as_str()
+                    .and_then(parse_instant)
+                    .is_none_or(|at| at < since)
             {
                 continue;
             }
@@ -539,6 +554,92 @@ pub fn rfc3339(time: SystemTime) -> String {
         rem % 60,
         since.subsec_millis()
     )
+}
+
+/// An instant as (seconds since 1970-01-01 UTC, nanoseconds), from an RFC 3339
+/// time (`2026-11-30T08:33:42Z`, any fraction, `Z` or `±hh:mm`; `T`, `t` or a
+/// space between date and time) or a date (`2026-11-30`, midnight UTC).
+pub fn parse_instant(text: &str) -> Option<(i64, u32)> {
+    fn number(text: &str, digits: usize) -> Option<i64> {
+        (text.len() == digits && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| text.parse().ok())
+            .flatten()
+    }
+    let text = text.trim();
+    let date = text.get(..10)?;
+    let (year, month, day) = (
+        number(date.get(..4)?, 4)?,
+        number(date.get(5..7)?, 2)?,
+        number(date.get(8..10)?, 2)?,
+    );
+    if date.as_bytes()[4] != b'-' || date.as_bytes()[7] != b'-' {
+        return None;
+    }
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    let days = days_from_civil(year, month as u32, day as u32);
+    let rest = &text[10..];
+    if rest.is_empty() {
+        return Some((days * 86_400, 0));
+    }
+    let rest = rest.strip_prefix(['T', 't', ' '])?;
+    let (hour, minute, second) = (
+        number(rest.get(..2)?, 2)?,
+        number(rest.get(3..5)?, 2)?,
+        number(rest.get(6..8)?, 2)?,
+    );
+    if rest.as_bytes()[2] != b':' || rest.as_bytes()[5] != b':' || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut rest = &rest[8..];
+    let mut nanos = 0u32;
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let digits = fraction.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        for (i, b) in fraction.bytes().take(digits.min(9)).enumerate() {
+            nanos += u32::from(b - b'0') * 10u32.pow(8 - i as u32);
+        }
+        rest = &fraction[digits..];
+    }
+    let offset = match rest {
+        "Z" | "z" => 0,
+        _ => {
+            let sign = match rest.as_bytes().first()? {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let (oh, om) = (number(rest.get(1..3)?, 2)?, number(rest.get(4..6)?, 2)?);
+            if rest.len() != 6 || rest.as_bytes()[3] != b':' || oh > 23 || om > 59 {
+                return None;
+            }
+            sign * (oh * 3600 + om * 60)
+        }
+    };
+    Some((days * 86_400 + hour * 3600 + minute * 60 + second - offset, nanos))
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// (year, month, day), proleptic Gregorian, to days since 1970-01-01.
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = i64::from((month + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
@@ -716,6 +817,39 @@ mod tests {
             "`run code=[REDACTED]` and [REDACTED] again"
         );
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn instants_parse_from_rfc3339_and_dates() {
+        let base = 1_795_977_903; // 2026-11-29T18:45:03Z
+        assert_eq!(parse_instant("2026-11-29T18:45:03Z"), Some((base, 0)));
+        assert_eq!(parse_instant("2026-11-29T18:45:03.123Z"), Some((base, 123_000_000)));
+        assert_eq!(parse_instant("2026-11-29t18:45:03.123456789z"), Some((base, 123_456_789)));
+        assert_eq!(parse_instant("2026-11-29 18:45:03.1234567891Z"), Some((base, 123_456_789)));
+        assert_eq!(parse_instant("2026-11-29T19:45:03+01:00"), Some((base, 0)));
+        assert_eq!(parse_instant("2026-11-29T13:15:03-05:30"), Some((base, 0)));
+        assert_eq!(parse_instant("2026-11-29"), Some((base - (18 * 3600 + 45 * 60 + 3), 0)));
+        assert_eq!(parse_instant("1970-01-01T00:00:00Z"), Some((0, 0)));
+        assert_eq!(parse_instant("2000-02-29"), Some((951_782_400, 0)));
+        for t in [
+            "1795977903",
+            "2026-11-29T18:45:03",
+            "2026-11-29T18:45Z",
+            "2026-11-29T18:45:03.Z",
+            "2026-11-29T24:00:00Z",
+            "2026-11-29T18:45:03+1:00",
+            "2026-11-29T18:45:03+01:00x",
+            "2026-02-29",
+            "2026-00-10",
+            "2026-1-10",
+            "last week",
+            "",
+        ] {
+            assert_eq!(parse_instant(t), None, "{t}");
+        }
+        // Round trip with the formatter.
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_977_903_123);
+        assert_eq!(parse_instant(&rfc3339(t)), Some((base, 123_000_000)));
     }
 
     #[test]

@@ -327,3 +327,49 @@ fn two_processes_sharing_a_log_lose_no_line_across_rotation() {
     assert_eq!(seen.len() as u64, 2 * per_writer, "lines lost across rotations");
     std::fs::remove_dir_all(d).unwrap();
 }
+
+#[test]
+fn since_compares_instants_and_rejects_what_is_not_a_time() {
+    let d = dir("since");
+    let path = d.join("audit.jsonl");
+    let s = server();
+    s.configure(&json!({"audit": {"path": path}, "tools": {"audit_read": true}}).to_string())
+        .unwrap();
+    let log = s.audit_log().unwrap();
+    for ts in [
+        "2026-11-29T23:59:59.999Z",
+        "2026-11-30T08:33:41.999Z",
+        "2026-11-30T08:33:42.123Z",
+        "2026-11-30T10:00:00.000Z",
+    ] {
+        let mut entry = Map::new();
+        entry.insert("tool".into(), "execute".into());
+        entry.insert("timestamp".into(), ts.into());
+        log.record(entry);
+    }
+    // Read through the API: calls of the tool would add lines of their own.
+    let count = |since: &str| {
+        let query = bash_mcp::audit::AuditQuery {
+            since: Some(since.to_owned()),
+            ..Default::default()
+        };
+        log.read(&query).unwrap().len()
+    };
+    // Whole seconds select entries within that second, fractions compare as numbers.
+    assert_eq!(count("2026-11-30T08:33:42Z"), 2);
+    assert_eq!(count("2026-11-30T08:33:42.1Z"), 2);
+    assert_eq!(count("2026-11-30T08:33:42.124Z"), 1);
+    // Offsets are honoured: 09:33:42+01:00 is 08:33:42Z.
+    assert_eq!(count("2026-11-30T09:33:42+01:00"), 2);
+    assert_eq!(count("2026-11-30T03:33:42-05:00"), 2);
+    // A date is midnight UTC.
+    assert_eq!(count("2026-11-30"), 3);
+    assert_eq!(count("2026-11-29"), 4);
+    for bad in ["yesterday", "2026-11-30T08:33", "2026-13-01", "2026-02-30", "2026-11-30T08:33:42"] {
+        let r = call_tool(&s, "audit_read", json!({"since": bad}));
+        assert_eq!(r["error"], "invalid_arguments", "{bad}: {r}");
+        assert!(r["message"].as_str().unwrap().contains(bad), "{r}");
+        assert!(r["hint"].as_str().unwrap().contains("2026-"), "{r}");
+    }
+    std::fs::remove_dir_all(d).unwrap();
+}
