@@ -373,3 +373,128 @@ fn since_compares_instants_and_rejects_what_is_not_a_time() {
     }
     std::fs::remove_dir_all(d).unwrap();
 }
+
+/// Audit lines of `tool`, waiting up to 10 s for at least `count` of them
+/// (a background job's line is written by its worker thread).
+fn wait_for_lines(path: &Path, tool: &str, count: usize) -> Vec<Value> {
+    let start = std::time::Instant::now();
+    loop {
+        let found: Vec<Value> = lines(path).into_iter().filter(|e| e["tool"] == tool).collect();
+        if found.len() >= count || start.elapsed() > std::time::Duration::from_secs(10) {
+            return found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn every_line_names_its_working_dir() {
+    let d = dir("working-dir");
+    let log = d.join("audit.jsonl");
+    let default_dir = std::fs::canonicalize(&d).unwrap();
+    let s = tagged(bash_mcp::BashServer::new(&default_dir, None, 30).unwrap());
+    s.configure(&json!({"audit": {"path": log}, "sessions": {"enabled": true}}).to_string())
+        .unwrap();
+    let tag = s.tag().to_owned();
+
+    // A background job, started without a working_dir.
+    let r = call(&s, json!({"command": "true", "background": true}));
+    let job = r["job_id"].as_str().unwrap().to_owned();
+    call_tool(&s, "job_status", json!({"job_id": job, "wait_seconds": 10}));
+    // A session started without a working_dir (its result says `cwd`), a run in it.
+    let r = call_tool(&s, "session_start", json!({"env": {TAG_VAR: tag}}));
+    let id = r["session_id"].as_str().expect("session started").to_owned();
+    call_tool(&s, "session_run", json!({"session_id": id, "command": "cd / && true"}));
+    call_tool(&s, "session_close", json!({"session_id": id}));
+    // A refusal.
+    s.record_refusal("execute", r#"{"command":"rm -rf /"}"#, "denied");
+
+    let entries = lines(&log);
+    let dir_of = |tool: &str| -> Vec<String> {
+        entries
+            .iter()
+            .filter(|e| e["tool"] == tool)
+            .map(|e| e["working_dir"].as_str().unwrap_or_else(|| panic!("no working_dir: {e}")).to_owned())
+            .collect()
+    };
+    let here = default_dir.to_str().unwrap();
+    let execute = dir_of("execute");
+    assert_eq!(execute, [here, here], "the job start and the refusal");
+    assert_eq!(dir_of("session_start"), [here]);
+    assert_eq!(dir_of("session_run"), ["/"], "the run's own cwd");
+    assert_eq!(dir_of("session_close"), [here], "the server's default");
+    assert_eq!(dir_of("job_status"), [here]);
+    assert_eq!(dir_of("job"), [here]);
+    drop(s);
+    assert_no_survivors(&tag);
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn background_jobs_record_their_outcome_when_they_finish() {
+    let d = dir("jobs");
+    let log = d.join("audit.jsonl");
+    // Not a TestServer: its survivor check runs before the server (and its
+    // jobs) is dropped; this test checks after.
+    let tag = unique_tag("audit-jobs");
+    let s = bash_mcp::BashServer::new(std::env::temp_dir(), None, 30).unwrap();
+    s.configure(&json!({"audit": {"path": log}, "env": {"set": {TAG_VAR: tag}}}).to_string())
+        .unwrap();
+    // Never polled.
+    let finished = call(&s, json!({"command": "printf abc; exit 3", "background": true}));
+    // Killed.
+    let killed = call(&s, json!({"command": "sleep 30", "background": true}));
+    let r = call_tool(&s, "job_kill", json!({"job_id": killed["job_id"]}));
+    assert_eq!(r["error"], "cancelled", "{r}");
+    // Still running when the server goes away.
+    let dropped = call(&s, json!({"command": "sleep 30", "background": true, "env": {"A_TOKEN": "x"}}));
+    let jobs = wait_for_lines(&log, "job", 2);
+    let by_id = |id: &Value| jobs.iter().find(|e| e["job_id"] == *id).cloned();
+    let line = by_id(&finished["job_id"]).expect("a line for the finished job that nobody polled");
+    assert_eq!(line["exit_code"], 3, "{line}");
+    assert_eq!(line["output_bytes"], 3, "{line}");
+    assert_eq!(line["command"], "printf abc; exit 3");
+    assert!(line["duration_ms"].is_u64() && line["audit_id"].is_string() && line["server"] == "bash");
+    assert!(line["working_dir"].is_string(), "{line}");
+    let line = by_id(&killed["job_id"]).expect("a line for the killed job");
+    assert_eq!(line["error"], "cancelled", "{line}");
+    assert!(line.get("exit_code").is_none(), "{line}");
+    drop(s);
+    assert_no_survivors(&tag);
+    let jobs = wait_for_lines(&log, "job", 3);
+    let line = by_id_in(&jobs, &dropped["job_id"]).expect("a line for the job the server's end stopped");
+    assert_eq!(line["error"], "cancelled", "{line}");
+    assert_eq!(line["env_names"], json!(["A_TOKEN"]));
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+fn by_id_in(entries: &[Value], id: &Value) -> Option<Value> {
+    entries.iter().find(|e| e["job_id"] == *id).cloned()
+}
+
+#[test]
+fn timestamps_are_when_the_call_or_job_started() {
+    let d = dir("start-time");
+    let log = d.join("audit.jsonl");
+    let s = server();
+    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    // The command prints the time it began, then runs for a while: a
+    // timestamp taken at the start is before that time, one taken at the end
+    // is after it.
+    let command = "date +%s%N; sleep 1";
+    let r = call(&s, json!({"command": command}));
+    let began: u128 = r["output"].as_str().unwrap().trim().parse().unwrap();
+    let r = call(&s, json!({"command": command, "background": true}));
+    let r = call_tool(&s, "job_status", json!({"job_id": r["job_id"], "wait_seconds": 30}));
+    let job_began: u128 = r["output"].as_str().unwrap().trim().parse().unwrap();
+    let nanos = |e: &Value| {
+        let (secs, nanos) = bash_mcp::audit::parse_instant(e["timestamp"].as_str().unwrap()).unwrap();
+        secs as u128 * 1_000_000_000 + u128::from(nanos)
+    };
+    let entries = lines(&log);
+    assert!(nanos(&entries[0]) <= began, "{} is after the command began", entries[0]);
+    assert!(entries[0]["duration_ms"].as_u64().unwrap() >= 1000, "{}", entries[0]);
+    let job = wait_for_lines(&log, "job", 1);
+    assert!(nanos(&job[0]) <= job_began, "{} is after the job began", job[0]);
+    std::fs::remove_dir_all(d).unwrap();
+}
