@@ -422,8 +422,12 @@ impl McpServer for BashServer {
         response
     }
 
+    /// Changes the default working directory. A relative `path` resolves
+    /// against the current default; the new directory must be allowed by the
+    /// roots in force with it as the default (its own project file included).
     fn set_working_dir(&self, path: &Path) -> Result<(), ToolError> {
-        let dir = self.shared.confined_dir(path, None, &self.config())?;
+        let absolute = roots::existing_dir(path, Some(&self.shared.working_dir()))?;
+        let dir = self.shared.confined_dir(&absolute, Some(&absolute), &self.config())?;
         *self.shared.working_dir.write().unwrap_or_else(PoisonError::into_inner) = dir;
         Ok(())
     }
@@ -495,7 +499,7 @@ impl Shared {
         validate_command(&request.command)?;
         let cwd = match &request.working_dir {
             Some(dir) => self.confined_dir(dir, Some(&base), &config)?,
-            None => self.confined_dir(&base, None, &config)?,
+            None => self.confined_dir(&base, Some(&base), &config)?,
         };
         let timeout = config.effective_timeout(request.timeout);
 
@@ -622,7 +626,7 @@ impl Tool for ExecuteTool {
                 let base = self.shared.working_dir();
                 match &request.working_dir {
                     Some(dir) => self.shared.confined_dir(dir, Some(&base), &config),
-                    None => self.shared.confined_dir(&base, None, &config),
+                    None => self.shared.confined_dir(&base, Some(&base), &config),
                 }
             });
             return match checked.and_then(|_| self.jobs.start(request.clone())) {
