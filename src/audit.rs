@@ -91,7 +91,8 @@ pub struct AuditSettings {
     pub backups: usize,
     /// Compress rotated files of at least this size (`None`: never).
     pub gzip_min_bytes: Option<u64>,
-    /// Regular expressions masked in recorded commands.
+    /// Regular expressions masked in recorded commands and in text quoting
+    /// them (see [`DEFAULT_REDACTIONS`] for how a match is masked).
     pub redact: Vec<String>,
 }
 

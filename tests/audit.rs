@@ -267,7 +267,10 @@ fn shared_settings(path: &Path) -> AuditSettings {
 #[test]
 #[ignore = "run as a child process by two_processes_sharing_a_log_lose_no_line_across_rotation"]
 fn child_writer() {
-    let spec = std::env::var(CHILD_VAR).expect("started by the parent test");
+    let Ok(spec) = std::env::var(CHILD_VAR) else {
+        println!("SKIP: only meaningful as a child process of the test named above");
+        return;
+    };
     let mut parts = spec.split('|');
     let path = PathBuf::from(parts.next().unwrap());
     let writer: u64 = parts.next().unwrap().parse().unwrap();
