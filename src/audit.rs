@@ -170,7 +170,11 @@ impl AuditLog {
                 "choose a writable location, or set `audit` to null to turn the audit log off",
             )
         })?;
-        let lock = match OpenOptions::new().create(true).append(true).open(lock_path(&settings.path)) {
+        let lock = match OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(lock_path(&settings.path))
+        {
             Ok(lock) => Some(lock),
             Err(e) => {
                 tracing::warn!(
@@ -732,18 +736,30 @@ mod tests {
             ("mysql -uroot -pSEKRIT db", "mysql -uroot -p[REDACTED] db"),
             ("mysql -u root -p SEKRIT", "mysql -u root -p [REDACTED]"),
             ("mysqldump -h db -p'se cret' x", "mysqldump -h db -p'[REDACTED]' x"),
-            ("mariadb --user=a --password=SEKRIT", "mariadb --user=a --password=[REDACTED]"),
+            (
+                "mariadb --user=a --password=SEKRIT",
+                "mariadb --user=a --password=[REDACTED]",
+            ),
             ("sshpass -p SEKRIT ssh host", "sshpass -p [REDACTED] ssh host"),
             ("sshpass -pSEKRIT ssh host", "sshpass -p[REDACTED] ssh host"),
-            ("docker login -u bob -p SEKRIT ghcr.io", "docker login -u bob -p [REDACTED] ghcr.io"),
+            (
+                "docker login -u bob -p SEKRIT ghcr.io",
+                "docker login -u bob -p [REDACTED] ghcr.io",
+            ),
             ("redis-cli -h r -a SEKRIT ping", "redis-cli -h r -a [REDACTED] ping"),
-            ("AWS_SECRET_ACCESS_KEY=\"x y z\" aws s3 ls", "AWS_SECRET_ACCESS_KEY=\"[REDACTED]\" aws s3 ls"),
+            (
+                "AWS_SECRET_ACCESS_KEY=\"x y z\" aws s3 ls",
+                "AWS_SECRET_ACCESS_KEY=\"[REDACTED]\" aws s3 ls",
+            ),
             ("export TOKEN='a b c'", "export TOKEN='[REDACTED]'"),
             ("export GITHUB_TOKEN=abc123", "export GITHUB_TOKEN=[REDACTED]"),
             ("tool --token=\"two words\" run", "tool --token=\"[REDACTED]\" run"),
             ("tool --token 'two words' run", "tool --token '[REDACTED]' run"),
             ("tool --api-key=abc run", "tool --api-key=[REDACTED] run"),
-            ("printf 'password = \"hunter 2\"\\n' > cfg", "printf 'password = \"[REDACTED]\"\\n' > cfg"),
+            (
+                "printf 'password = \"hunter 2\"\\n' > cfg",
+                "printf 'password = \"[REDACTED]\"\\n' > cfg",
+            ),
             (
                 "curl -d '{\"password\": \"hun ter2\", \"user\": \"bob\"}' x",
                 "curl -d '{\"password\": \"[REDACTED]\", \"user\": \"bob\"}' x",
@@ -752,17 +768,38 @@ mod tests {
                 "curl -d \"{\\\"api_key\\\": \\\"k e y\\\"}\" x",
                 "curl -d \"{\\\"api_key\\\": \\\"[REDACTED]\\\"}\" x",
             ),
-            ("python -c \"cfg = {'token': 'abc'}\"", "python -c \"cfg = {'token': '[REDACTED]'}\""),
+            (
+                "python -c \"cfg = {'token': 'abc'}\"",
+                "python -c \"cfg = {'token': '[REDACTED]'}\"",
+            ),
             ("MYSQL_PWD=SEKRIT mysql db", "MYSQL_PWD=[REDACTED] mysql db"),
             ("DB_PASS=SEKRIT ./run", "DB_PASS=[REDACTED] ./run"),
-            ("docker run -e \"API_TOKEN=SEKRIT\" img", "docker run -e \"API_TOKEN=[REDACTED]\" img"),
+            (
+                "docker run -e \"API_TOKEN=SEKRIT\" img",
+                "docker run -e \"API_TOKEN=[REDACTED]\" img",
+            ),
             ("curl -u bob:SEKRIT https://x", "curl -u bob:[REDACTED] https://x"),
-            ("curl --user 'bob:se cret' https://x", "curl --user 'bob:[REDACTED]' https://x"),
-            ("curl --oauth2-bearer SEKRIT https://x", "curl --oauth2-bearer [REDACTED] https://x"),
-            ("curl -H 'Authorization: Bearer abc.def' x", "curl -H 'Authorization: Bearer [REDACTED]' x"),
+            (
+                "curl --user 'bob:se cret' https://x",
+                "curl --user 'bob:[REDACTED]' https://x",
+            ),
+            (
+                "curl --oauth2-bearer SEKRIT https://x",
+                "curl --oauth2-bearer [REDACTED] https://x",
+            ),
+            (
+                "curl -H 'Authorization: Bearer abc.def' x",
+                "curl -H 'Authorization: Bearer [REDACTED]' x",
+            ),
             ("curl -H 'Cookie: sid=abc; x=y' u", "curl -H 'Cookie: [REDACTED]' u"),
-            ("git clone https://bob:p@ss@host/r.git", "git clone https://bob:[REDACTED]@host/r.git"),
-            ("psql postgres://u:pw@db:5432/x", "psql postgres://u:[REDACTED]@db:5432/x"),
+            (
+                "git clone https://bob:p@ss@host/r.git",
+                "git clone https://bob:[REDACTED]@host/r.git",
+            ),
+            (
+                "psql postgres://u:pw@db:5432/x",
+                "psql postgres://u:[REDACTED]@db:5432/x",
+            ),
             ("openssl enc -pass pass:SEKRIT", "openssl enc -pass [REDACTED]"),
         ] {
             assert_eq!(log.redact(input), expected, "input: {input}");
@@ -825,8 +862,14 @@ mod tests {
         let base = 1_795_977_903; // 2026-11-29T18:45:03Z
         assert_eq!(parse_instant("2026-11-29T18:45:03Z"), Some((base, 0)));
         assert_eq!(parse_instant("2026-11-29T18:45:03.123Z"), Some((base, 123_000_000)));
-        assert_eq!(parse_instant("2026-11-29t18:45:03.123456789z"), Some((base, 123_456_789)));
-        assert_eq!(parse_instant("2026-11-29 18:45:03.1234567891Z"), Some((base, 123_456_789)));
+        assert_eq!(
+            parse_instant("2026-11-29t18:45:03.123456789z"),
+            Some((base, 123_456_789))
+        );
+        assert_eq!(
+            parse_instant("2026-11-29 18:45:03.1234567891Z"),
+            Some((base, 123_456_789))
+        );
         assert_eq!(parse_instant("2026-11-29T19:45:03+01:00"), Some((base, 0)));
         assert_eq!(parse_instant("2026-11-29T13:15:03-05:30"), Some((base, 0)));
         assert_eq!(parse_instant("2026-11-29"), Some((base - (18 * 3600 + 45 * 60 + 3), 0)));

@@ -434,7 +434,10 @@ mod tests {
         assert_eq!(home.as_deref(), Some(base.join("real-home").as_path()));
         assert!(files.nearest(&dir, None, home.as_deref()).is_none());
         // Unresolvable or unset: the raw value, or none.
-        assert_eq!(normalized_home(Some("/no/such/home".into())), Some(PathBuf::from("/no/such/home")));
+        assert_eq!(
+            normalized_home(Some("/no/such/home".into())),
+            Some(PathBuf::from("/no/such/home"))
+        );
         assert_eq!(normalized_home(None), None);
         std::fs::remove_dir_all(base).unwrap();
     }
@@ -456,15 +459,24 @@ mod tests {
         // The request's own replace wins over everything before it.
         assert_eq!(roots("b", "a", Some(&operator)), Some(vec![base.join("y")]));
         // The default dir's extend applies to requests anywhere.
-        assert_eq!(roots("z", "a", Some(&operator)), Some(vec![base.clone(), base.join("x")]));
+        assert_eq!(
+            roots("z", "a", Some(&operator)),
+            Some(vec![base.clone(), base.join("x")])
+        );
         // The default dir's replace too; the request's extend adds to it.
         write("z", "allowed_roots = [\".\"]\n");
-        assert_eq!(roots("z", "b", Some(&operator)), Some(vec![base.join("y"), base.join("z")]));
+        assert_eq!(
+            roots("z", "b", Some(&operator)),
+            Some(vec![base.join("y"), base.join("z")])
+        );
         // Without operator roots, extend changes nothing and replace restricts.
         assert_eq!(roots("z", "a", None), None);
         assert_eq!(roots("a", "b", None), Some(vec![base.join("y"), base.join("x")]));
         // One file counts once.
-        assert_eq!(roots("a", "a", Some(&operator)), Some(vec![base.clone(), base.join("x")]));
+        assert_eq!(
+            roots("a", "a", Some(&operator)),
+            Some(vec![base.clone(), base.join("x")])
+        );
         std::fs::remove_dir_all(base).unwrap();
     }
 

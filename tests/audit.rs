@@ -224,10 +224,16 @@ fn refusal_and_error_text_are_redacted_like_the_command() {
     );
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(!text.contains("abc123secret"), "secret leaked: {text}");
-    assert!(!text.contains("two") && !text.contains("words"), "quoted secret leaked: {text}");
+    assert!(
+        !text.contains("two") && !text.contains("words"),
+        "quoted secret leaked: {text}"
+    );
     let entries = lines(&log);
     let refusal = entries[0]["refusal"].as_str().unwrap();
-    assert!(refusal.contains("[REDACTED]") && refusal.contains("bash.execute:curl *"), "{refusal}");
+    assert!(
+        refusal.contains("[REDACTED]") && refusal.contains("bash.execute:curl *"),
+        "{refusal}"
+    );
     std::fs::remove_dir_all(d).unwrap();
 }
 
@@ -368,7 +374,13 @@ fn since_compares_instants_and_rejects_what_is_not_a_time() {
     // A date is midnight UTC.
     assert_eq!(count("2026-11-30"), 3);
     assert_eq!(count("2026-11-29"), 4);
-    for bad in ["yesterday", "2026-11-30T08:33", "2026-13-01", "2026-02-30", "2026-11-30T08:33:42"] {
+    for bad in [
+        "yesterday",
+        "2026-11-30T08:33",
+        "2026-13-01",
+        "2026-02-30",
+        "2026-11-30T08:33:42",
+    ] {
         let r = call_tool(&s, "audit_read", json!({"since": bad}));
         assert_eq!(r["error"], "invalid_arguments", "{bad}: {r}");
         assert!(r["message"].as_str().unwrap().contains(bad), "{r}");
@@ -417,7 +429,12 @@ fn every_line_names_its_working_dir() {
         entries
             .iter()
             .filter(|e| e["tool"] == tool)
-            .map(|e| e["working_dir"].as_str().unwrap_or_else(|| panic!("no working_dir: {e}")).to_owned())
+            .map(|e| {
+                e["working_dir"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("no working_dir: {e}"))
+                    .to_owned()
+            })
             .collect()
     };
     let here = default_dir.to_str().unwrap();
@@ -450,7 +467,10 @@ fn background_jobs_record_their_outcome_when_they_finish() {
     let r = call_tool(&s, "job_kill", json!({"job_id": killed["job_id"]}));
     assert_eq!(r["error"], "cancelled", "{r}");
     // Still running when the server goes away.
-    let dropped = call(&s, json!({"command": "sleep 30", "background": true, "env": {"A_TOKEN": "x"}}));
+    let dropped = call(
+        &s,
+        json!({"command": "sleep 30", "background": true, "env": {"A_TOKEN": "x"}}),
+    );
     let jobs = wait_for_lines(&log, "job", 2);
     let by_id = |id: &Value| jobs.iter().find(|e| e["job_id"] == *id).cloned();
     let line = by_id(&finished["job_id"]).expect("a line for the finished job that nobody polled");

@@ -162,7 +162,10 @@ fn an_extended_root_of_the_current_project_is_reachable() {
     let s = in_project(&dir);
     let r = call(&s, json!({"command": "pwd", "working_dir": dir.join("outside")}));
     assert_eq!(r["exit_code"], 0, "{r}");
-    assert_eq!(r["output"].as_str().unwrap().trim(), dir.join("outside").to_str().unwrap());
+    assert_eq!(
+        r["output"].as_str().unwrap().trim(),
+        dir.join("outside").to_str().unwrap()
+    );
     // The operator's roots still hold everywhere else.
     let r = call(&s, json!({"command": "pwd", "working_dir": "/"}));
     assert_eq!(r["error"], "working_dir_not_allowed", "{r}");

@@ -285,7 +285,10 @@ impl BashServer {
         let qualified = format!("{}.{local}", self.name());
         let pattern = self.get_permission_pattern(&qualified, args_json);
         let command = args.get("command").and_then(Value::as_str);
-        entry.insert("permission_pattern".into(), log.redact_related(&pattern, command).into());
+        entry.insert(
+            "permission_pattern".into(),
+            log.redact_related(&pattern, command).into(),
+        );
         entry
     }
 
@@ -461,7 +464,10 @@ impl Shared {
         let class = crate::permission::classify(command).class;
         entry.insert("class".into(), serde_json::to_value(class).unwrap_or(Value::Null));
         let pattern = crate::permission::command_pattern(&format!("{}.execute", self.name), command);
-        entry.insert("permission_pattern".into(), log.redact_related(&pattern, Some(command)).into());
+        entry.insert(
+            "permission_pattern".into(),
+            log.redact_related(&pattern, Some(command)).into(),
+        );
         if !end.request.env.is_empty() {
             let names: Vec<Value> = end.request.env.iter().map(|(k, _)| Value::from(k.as_str())).collect();
             entry.insert("env_names".into(), names.into());
@@ -481,7 +487,10 @@ impl Shared {
             }
             Err(error) => {
                 entry.insert("error".into(), serde_json::to_value(error.code).unwrap_or(Value::Null));
-                entry.insert("message".into(), log.redact_related(&error.message, Some(command)).into());
+                entry.insert(
+                    "message".into(),
+                    log.redact_related(&error.message, Some(command)).into(),
+                );
                 let dir = end.request.working_dir.clone().unwrap_or_else(|| self.working_dir());
                 entry.insert("working_dir".into(), log.redact(&dir.to_string_lossy()).into());
             }
