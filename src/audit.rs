@@ -1,9 +1,10 @@
 //! The audit log: one JSON object per line for every tool call, rotated by
 //! size, with secrets redacted.
 //!
-//! One mutex serializes writing and rotating, so lines from many threads never
-//! interleave and a rotation loses none. Write errors are logged through
-//! `tracing` and never fail the call being recorded.
+//! One mutex serializes this process's writers; a lock file (`<path>.lock`,
+//! `flock`) orders them with other processes writing the same path, so lines
+//! never interleave and a rotation loses none. Write errors are logged
+//! through `tracing` and never fail the call being recorded.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -21,23 +22,63 @@ pub const DEFAULT_MAX_BYTES: u64 = 25 * 1024 * 1024;
 /// Default number of rotated files kept.
 pub const DEFAULT_BACKUPS: usize = 5;
 
-/// Patterns masked in recorded commands unless configured otherwise. A first
-/// capture group, when present, is kept (the name of the secret, not its value).
+/// Patterns masked in recorded commands unless configured otherwise.
+///
+/// How a match is masked: every capture group whose name starts with
+/// `secret` (`secret`, `secret_dq`, …) is replaced by `[REDACTED]` and the
+/// rest of the match is kept; a pattern without such groups keeps its first
+/// capture group, when present (the name of the secret, not its value), and
+/// masks the rest of the match.
+///
+/// Covered, besides well-known token formats and PEM private keys:
+/// `NAME=value` / `NAME: value` / `"name": "value"` for names containing
+/// password, passwd, passphrase, secret, token, api key, access key, private
+/// key, credential, or ending in `_pass` / `_pwd` (quoted values whole,
+/// spaces included); flags such as `--password x`, `--token="x"`,
+/// `--oauth2-bearer x`; `-p` values of mysql, mariadb and sshpass and of
+/// `docker login` (only a value attached to `-p` or following it: a bare
+/// `-p` prompts); `redis-cli -a x`; `curl -u user:x`; `Authorization:` and
+/// `Cookie:` headers; passwords in URLs (`https://bob:[REDACTED]@host`, up to
+/// the last `@` before the host).
 pub const DEFAULT_REDACTIONS: &[&str] = &[
-    r"(?i)(\b[\w.-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)[\w.-]*\s*[=:]\s*)[^\s'\x22]+",
-    r"(?i)(--?(?:password|passwd|secret|token|api-key|access-key)(?:=|\s+))[^\s'\x22]+",
-    r"(?i)(authorization:\s*(?:bearer|basic|token)\s+)[^\s'\x22]+",
-    r"(://[^/\s:@]+:)[^/\s@]+@",
+    // NAME=value, NAME: value (unquoted value; the name may follow a quote, as in -e "TOKEN=x").
+    r#"(?i)(?:^|[^\w.\\-])[\w.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|sshpass|_pass\b|_pwd\b)[\w.-]*\s*[=:]\s*(?P<secret>[^\s'"`;&|<>()\\]+)"#,
+    // NAME="value", NAME='value' (the name not inside quotes: `grep "TOKEN=" f` stays readable).
+    r#"(?i)(?:^|[^\w.'"\\-])[\w.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|sshpass|_pass\b|_pwd\b)[\w.-]*\s*[=:]\s*(?:"(?P<secret_dq>[^"]*)"?|'(?P<secret_sq>[^']*)'?)"#,
+    // 'NAME = "value"' and "NAME='value'": the name opens a quoted text, the value uses the other quote.
+    r#"(?i)(?:'[\w.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|sshpass|_pass\b|_pwd\b)[\w.-]*\s*[=:]\s*"(?P<secret_dq>[^"]*)"?|"[\w.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|sshpass|_pass\b|_pwd\b)[\w.-]*\s*[=:]\s*'(?P<secret_sq>[^']*)'?)"#,
+    // "name": "value" and 'name': 'value' (JSON, Python, YAML), also with escaped quotes.
+    r#"(?i)(?:\\?"|')[\w.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|_pass|_pwd)[\w.-]*(?:\\?"|')\s*[=:]\s*(?:\\"(?P<secret_edq>(?:[^"\\]|\\[^"])*)(?:\\")?|"(?P<secret_dq>[^"]*)"?|'(?P<secret_sq>[^']*)'?|(?P<secret>[^\s'"`;&|<>(),}\]\\]+))"#,
+    // --password x, --token="x", --oauth2-bearer x, -passin pass:x (not --no-password, --password-stdin).
+    r#"(?i)(?:^|[\s'"])--?(?:(?:[a-mo-z0-9_]\w*|n[a-np-z0-9_]\w*|no\w+|n)-)*(?:password|passwd|passphrase|pass|passin|passout|secret|token|api-?key|access-?key|private-?key|secret-?(?:access-?)?key|bearer|credentials?)(?:=(?:"(?P<secret_dq>[^"]*)"?|'(?P<secret_sq>[^']*)'?|(?P<secret>[^\s'"`;&|<>()]+))|\s+(?:"(?P<secret_sdq>[^"]*)"?|'(?P<secret_ssq>[^']*)'?|(?P<secret_s>[^\s'"`;&|<>()-][^\s'"`;&|<>()]*)))"#,
+    // mysql -pSEKRIT, mysql -p SEKRIT, sshpass -p x, docker login -p x (a bare -p prompts and stays).
+    r#"(?:\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|sshpass)|\b(?:docker|podman|nerdctl|buildah|skopeo)\s[^\n;&|]*?\blogin)\b[^\n;&|]*?\s-p(?:"(?P<secret_dq>[^"]*)"?|'(?P<secret_sq>[^']*)'?|(?P<secret>[^\s'"`;&|<>()]+)|\s+(?:"(?P<secret_sdq>[^"]*)"?|'(?P<secret_ssq>[^']*)'?|(?P<secret_s>[^\s'"`;&|<>()-][^\s'"`;&|<>()]*)))"#,
+    // redis-cli -a x
+    r#"\bredis-cli\b[^\n;&|]*?\s-a\s+(?:"(?P<secret_dq>[^"]*)"?|'(?P<secret_sq>[^']*)'?|(?P<secret>[^\s'"`;&|<>()-][^\s'"`;&|<>()]*))"#,
+    // curl -u user:x, --user=user:x, --proxy-user user:x (a user without ':' prompts and stays).
+    r#"\bcurl\b[^\n;&|]*?\s(?:-u|-U|--user|--proxy-user)(?:\s+|=)?(?:"[^":]*:(?P<secret_dq>[^"]*)"?|'[^':]*:(?P<secret_sq>[^']*)'?|[^\s'":-][^\s'":]*:(?P<secret>[^\s'"`;&|<>()]+))"#,
+    // Authorization: Bearer x, Proxy-Authorization: Basic x
+    r#"(?i)\b(?:proxy-)?authorization\s*:\s*(?:(?:bearer|basic|token|digest|negotiate)\s+)?(?P<secret>[^\s'"\\]+)"#,
+    // Cookie: a=b; c=d
+    r#"(?i)\b(?:set-)?cookie\s*:\s*(?P<secret>[^'"\n\\]+)"#,
+    // scheme://user:password@host: the password runs to the last '@' before the host.
+    r"://[^/\s:@]*:(?P<secret>[^\s/]*)@",
     r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}",
     r"\bgithub_pat_[A-Za-z0-9_]{20,}",
     r"\bsk-[A-Za-z0-9_-]{16,}",
     r"\bAKIA[0-9A-Z]{16}\b",
-    r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
+    r"\bxox[abeprs]-[A-Za-z0-9-]{10,}",
     r"\bglpat-[A-Za-z0-9_-]{20,}",
+    r"\bnpm_[A-Za-z0-9]{36}\b",
+    r"\bAIza[0-9A-Za-z_-]{35}\b",
+    r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+",
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
 ];
 
 const MASK: &str = "[REDACTED]";
+/// Secrets at least this long are also masked where they appear verbatim in
+/// text quoting the command (see [`AuditLog::redact_related`]).
+const MIN_VERBATIM_SECRET: usize = 4;
 
 /// Audit settings (configuration key `audit`).
 #[derive(Debug, Clone, PartialEq)]
@@ -50,7 +91,8 @@ pub struct AuditSettings {
     pub backups: usize,
     /// Compress rotated files of at least this size (`None`: never).
     pub gzip_min_bytes: Option<u64>,
-    /// Regular expressions masked in recorded commands.
+    /// Regular expressions masked in recorded commands and in text quoting
+    /// them (see [`DEFAULT_REDACTIONS`] for how a match is masked).
     pub redact: Vec<String>,
 }
 
@@ -77,8 +119,12 @@ pub struct AuditLog {
 
 #[derive(Debug)]
 struct Writer {
+    /// The live file as this process opened it (`O_APPEND`).
     file: Option<File>,
-    size: u64,
+    /// `<path>.lock`, locked shared around each write and exclusively around
+    /// a rotation, so that several processes can share one log; `None` when
+    /// it cannot be created (then only this process's writers are ordered).
+    lock: Option<File>,
 }
 
 /// What `audit_read` selects.
@@ -90,8 +136,10 @@ pub struct AuditQuery {
     pub max_entries: Option<usize>,
     /// Only entries of this tool.
     pub tool: Option<String>,
-    /// Only entries at or after this RFC 3339 UTC timestamp (a prefix such as
-    /// `2026-11-29T18` works: timestamps compare as text).
+    /// Only entries stamped at or after this instant: an RFC 3339 time with
+    /// any fraction and `Z` or a `±hh:mm` offset (`2026-11-30T09:33:42.5+01:00`),
+    /// or a date (`2026-11-30`, midnight UTC). Anything else is an
+    /// `invalid_arguments` error.
     pub since: Option<String>,
 }
 
@@ -122,11 +170,24 @@ impl AuditLog {
                 "choose a writable location, or set `audit` to null to turn the audit log off",
             )
         })?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let lock = match OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(lock_path(&settings.path))
+        {
+            Ok(lock) => Some(lock),
+            Err(e) => {
+                tracing::warn!(
+                    path = %settings.path.display(), error = %e,
+                    "audit lock file cannot be created; only this process's writes are ordered across rotations"
+                );
+                None
+            }
+        };
         Ok(Self {
             settings,
             redactors,
-            writer: Mutex::new(Writer { file: Some(file), size }),
+            writer: Mutex::new(Writer { file: Some(file), lock }),
         })
     }
 
@@ -137,43 +198,149 @@ impl AuditLog {
 
     /// Masks every configured secret pattern in `text`.
     pub fn redact(&self, text: &str) -> String {
+        self.redact_collecting(text).0
+    }
+
+    /// Masks secrets in free text that may quote `command` (a refusal reason,
+    /// an error message): the configured patterns, and also every secret those
+    /// patterns found in `command` wherever it appears verbatim, so that a
+    /// reworded or unquoted copy of the command leaks nothing either.
+    pub fn redact_related(&self, text: &str, command: Option<&str>) -> String {
+        // Verbatim copies first: the patterns could mask a part of one and
+        // hide the rest from this pass.
         let mut out = text.to_owned();
-        for re in &self.redactors {
-            if re.is_match(&out) {
-                let replacement = if re.captures_len() > 1 {
-                    format!("${{1}}{MASK}")
-                } else {
-                    MASK.to_owned()
-                };
-                out = re.replace_all(&out, replacement.as_str()).into_owned();
+        if let Some(command) = command {
+            let (_, mut secrets) = self.redact_collecting(command);
+            // Longest first, so that a secret containing another is masked whole.
+            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+            for secret in secrets {
+                // Very short values ("1", "x") would mask ordinary words.
+                if secret.chars().count() >= MIN_VERBATIM_SECRET && out.contains(secret.as_str()) {
+                    out = out.replace(secret.as_str(), MASK);
+                }
             }
         }
-        out
+        self.redact(&out)
+    }
+
+    /// `text` with the configured patterns masked, and the masked values.
+    fn redact_collecting(&self, text: &str) -> (String, Vec<String>) {
+        let mut out = text.to_owned();
+        let mut secrets = Vec::new();
+        for re in &self.redactors {
+            if !re.is_match(&out) {
+                continue;
+            }
+            let secret_groups: Vec<usize> = re
+                .capture_names()
+                .enumerate()
+                .filter(|(_, name)| name.is_some_and(|n| n.starts_with("secret")))
+                .map(|(i, _)| i)
+                .collect();
+            let keep_first = re.captures_len() > 1;
+            out = re
+                .replace_all(&out, |caps: &regex::Captures<'_>| {
+                    let whole = caps.get(0).expect("group 0 always matches");
+                    if secret_groups.is_empty() {
+                        let kept = caps.get(1).filter(|_| keep_first).map_or("", |g| g.as_str());
+                        let secret = &whole.as_str()[kept.len().min(whole.len())..];
+                        if secret != MASK {
+                            secrets.push(secret.to_owned());
+                        }
+                        return format!("{kept}{MASK}");
+                    }
+                    // Mask the secret groups that took part, keep the rest.
+                    let mut spans: Vec<(usize, usize)> = secret_groups
+                        .iter()
+                        .filter_map(|&i| caps.get(i))
+                        .map(|g| (g.start(), g.end()))
+                        .collect();
+                    spans.sort_unstable();
+                    let mut masked = String::with_capacity(whole.len());
+                    let mut at = whole.start();
+                    for (start, end) in spans {
+                        if start < at {
+                            continue;
+                        }
+                        masked.push_str(&out[at..start]);
+                        let secret = &out[start..end];
+                        if secret != MASK {
+                            secrets.push(secret.to_owned());
+                        }
+                        masked.push_str(MASK);
+                        at = end;
+                    }
+                    masked.push_str(&out[at..whole.end()]);
+                    masked
+                })
+                .into_owned();
+        }
+        (out, secrets)
     }
 
     /// Appends one record (adding `timestamp` if missing). Never fails: a disk
     /// error is logged and the call goes on.
+    ///
+    /// Safe with other processes writing the same path: each line is one
+    /// `write` to a file opened with `O_APPEND` while holding a shared lock on
+    /// `<path>.lock`; a file that another process rotated away is noticed
+    /// (its device and inode no longer match the path) and reopened; and a
+    /// rotation holds the lock exclusively and re-checks the size first.
     pub fn record(&self, mut entry: Map<String, Value>) {
         entry.entry("timestamp").or_insert_with(|| Value::from(rfc3339_now()));
         let mut line = Value::Object(entry).to_string();
         line.push('\n');
         let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        if writer.file.is_none() {
-            // A previous rotation failed to reopen; try again.
-            writer.file = open_append(&self.settings.path).ok();
-        }
-        let Some(file) = writer.file.as_mut() else {
-            tracing::error!(path = %self.settings.path.display(), "audit log unavailable; record dropped");
-            return;
+        let writer = &mut *writer;
+        let size = {
+            let _shared = Flock::new(writer.lock.as_ref(), libc::LOCK_SH);
+            self.reopen_if_moved(&mut writer.file);
+            let Some(file) = writer.file.as_mut() else {
+                tracing::error!(path = %self.settings.path.display(), "audit log unavailable; record dropped");
+                return;
+            };
+            if let Err(e) = file.write_all(line.as_bytes()) {
+                tracing::error!(path = %self.settings.path.display(), error = %e, "audit log write failed");
+                return;
+            }
+            file.metadata().map(|m| m.len()).unwrap_or(0)
         };
-        if let Err(e) = file.write_all(line.as_bytes()) {
-            tracing::error!(path = %self.settings.path.display(), error = %e, "audit log write failed");
-            return;
+        if size >= self.settings.max_bytes {
+            let _exclusive = Flock::new(writer.lock.as_ref(), libc::LOCK_EX);
+            // Another process may have rotated while this one waited.
+            let live = std::fs::metadata(&self.settings.path).ok();
+            let still_ours = match (&live, writer.file.as_ref().and_then(|f| f.metadata().ok())) {
+                (Some(live), Some(open)) => same_file(live, &open),
+                _ => false,
+            };
+            if still_ours && live.is_some_and(|m| m.len() >= self.settings.max_bytes) {
+                writer.file = None;
+                self.rotate();
+            }
+            self.reopen_if_moved(&mut writer.file);
         }
-        writer.size += line.len() as u64;
-        if writer.size >= self.settings.max_bytes {
-            self.rotate(&mut writer);
+    }
+
+    /// Reopens the live file when `file` is missing or no longer what the
+    /// path names (another process rotated it away).
+    fn reopen_if_moved(&self, file: &mut Option<File>) {
+        let path = &self.settings.path;
+        if let Some(open) = file.as_ref() {
+            let current = match (std::fs::metadata(path), open.metadata()) {
+                (Ok(live), Ok(open)) => same_file(&live, &open),
+                _ => false,
+            };
+            if current {
+                return;
+            }
         }
+        *file = match open_append(path) {
+            Ok(reopened) => Some(reopened),
+            Err(e) => {
+                tracing::error!(path = %path.display(), error = %e, "audit log cannot be reopened");
+                None
+            }
+        };
     }
 
     /// Path of backup `index` (1-based), compressed or not, if it exists.
@@ -186,14 +353,15 @@ impl AuditLog {
         .find(|p| p.exists())
     }
 
-    /// Size of the live file in bytes.
+    /// Size of the live file in bytes (written by any process).
     pub fn size(&self) -> u64 {
-        self.writer.lock().unwrap_or_else(PoisonError::into_inner).size
+        std::fs::metadata(&self.settings.path).map(|m| m.len()).unwrap_or(0)
     }
 
-    fn rotate(&self, writer: &mut Writer) {
+    /// Shifts the backups and moves the live file to backup 1 (under the
+    /// exclusive lock; the caller reopens).
+    fn rotate(&self) {
         let path = &self.settings.path;
-        writer.file = None;
         let result = (|| -> std::io::Result<()> {
             let n = self.settings.backups;
             if n == 0 {
@@ -224,17 +392,20 @@ impl AuditLog {
         if let Err(e) = result {
             tracing::error!(path = %path.display(), error = %e, "audit log rotation failed");
         }
-        match open_append(path) {
-            Ok(file) => {
-                writer.size = file.metadata().map(|m| m.len()).unwrap_or(0);
-                writer.file = Some(file);
-            }
-            Err(e) => tracing::error!(path = %path.display(), error = %e, "audit log cannot be reopened"),
-        }
     }
 
     /// Reads entries, newest first, from the live file or a backup (plain or gzip).
     pub fn read(&self, query: &AuditQuery) -> Result<Vec<Value>, ToolError> {
+        let since = match &query.since {
+            None => None,
+            Some(text) => Some(parse_instant(text).ok_or_else(|| {
+                ToolError::new(
+                    ErrorCode::InvalidArguments,
+                    format!("`since` {text:?} is not an RFC 3339 time or a date"),
+                    "pass a time such as \"2026-11-30T08:33:42Z\" (any fraction; Z or an offset such as +01:00) or a date such as \"2026-11-30\" (midnight UTC)",
+                )
+            })?),
+        };
         let path = if query.backup_index == 0 {
             self.settings.path.clone()
         } else {
@@ -277,8 +448,11 @@ impl AuditLog {
             if query.tool.as_deref().is_some_and(|t| entry["tool"] != t) {
                 continue;
             }
-            if let Some(since) = &query.since
-                && entry["timestamp"].as_str().is_none_or(|ts| ts < since.as_str())
+            if let Some(since) = since
+                && entry["timestamp"]
+                    .as_str()
+                    .and_then(parse_instant)
+                    .is_none_or(|at| at < since)
             {
                 continue;
             }
@@ -295,6 +469,52 @@ fn open_append(path: &Path) -> std::io::Result<File> {
         std::fs::create_dir_all(parent)?;
     }
     OpenOptions::new().create(true).append(true).open(path)
+}
+
+/// `<path>.lock`: the file whose `flock` orders writers and rotations of
+/// `path` across processes.
+fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// Whether two metadata describe the same file (device and inode).
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+/// An `flock` held until dropped; nothing when there is no lock file or the
+/// lock cannot be taken (logged: the write goes on unordered rather than lost).
+struct Flock<'a>(Option<&'a File>);
+
+impl<'a> Flock<'a> {
+    fn new(file: Option<&'a File>, operation: libc::c_int) -> Self {
+        use std::os::fd::AsRawFd;
+        let Some(file) = file else { return Self(None) };
+        loop {
+            // SAFETY: `file` is an open descriptor for the duration of the call.
+            if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
+                return Self(Some(file));
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                tracing::error!(error = %e, "audit lock failed");
+                return Self(None);
+            }
+        }
+    }
+}
+
+impl Drop for Flock<'_> {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        if let Some(file) = self.0 {
+            // SAFETY: as above; unlocking a descriptor this process locked.
+            unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+        }
+    }
 }
 
 fn numbered(path: &Path, index: usize, gz: bool) -> PathBuf {
@@ -339,6 +559,92 @@ pub fn rfc3339(time: SystemTime) -> String {
         rem % 60,
         since.subsec_millis()
     )
+}
+
+/// An instant as (seconds since 1970-01-01 UTC, nanoseconds), from an RFC 3339
+/// time (`2026-11-30T08:33:42Z`, any fraction, `Z` or `±hh:mm`; `T`, `t` or a
+/// space between date and time) or a date (`2026-11-30`, midnight UTC).
+pub fn parse_instant(text: &str) -> Option<(i64, u32)> {
+    fn number(text: &str, digits: usize) -> Option<i64> {
+        (text.len() == digits && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| text.parse().ok())
+            .flatten()
+    }
+    let text = text.trim();
+    let date = text.get(..10)?;
+    let (year, month, day) = (
+        number(date.get(..4)?, 4)?,
+        number(date.get(5..7)?, 2)?,
+        number(date.get(8..10)?, 2)?,
+    );
+    if date.as_bytes()[4] != b'-' || date.as_bytes()[7] != b'-' {
+        return None;
+    }
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    let days = days_from_civil(year, month as u32, day as u32);
+    let rest = &text[10..];
+    if rest.is_empty() {
+        return Some((days * 86_400, 0));
+    }
+    let rest = rest.strip_prefix(['T', 't', ' '])?;
+    let (hour, minute, second) = (
+        number(rest.get(..2)?, 2)?,
+        number(rest.get(3..5)?, 2)?,
+        number(rest.get(6..8)?, 2)?,
+    );
+    if rest.as_bytes()[2] != b':' || rest.as_bytes()[5] != b':' || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut rest = &rest[8..];
+    let mut nanos = 0u32;
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let digits = fraction.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        for (i, b) in fraction.bytes().take(digits.min(9)).enumerate() {
+            nanos += u32::from(b - b'0') * 10u32.pow(8 - i as u32);
+        }
+        rest = &fraction[digits..];
+    }
+    let offset = match rest {
+        "Z" | "z" => 0,
+        _ => {
+            let sign = match rest.as_bytes().first()? {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let (oh, om) = (number(rest.get(1..3)?, 2)?, number(rest.get(4..6)?, 2)?);
+            if rest.len() != 6 || rest.as_bytes()[3] != b':' || oh > 23 || om > 59 {
+                return None;
+            }
+            sign * (oh * 3600 + om * 60)
+        }
+    };
+    Some((days * 86_400 + hour * 3600 + minute * 60 + second - offset, nanos))
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// (year, month, day), proleptic Gregorian, to days since 1970-01-01.
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = i64::from((month + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
@@ -416,6 +722,178 @@ mod tests {
         assert_eq!(log.redact("ls -la /tmp"), "ls -la /tmp");
         assert_eq!(log.redact("export GITHUB_TOKEN=x"), "export GITHUB_TOKEN=[REDACTED]");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    fn default_log() -> (AuditLog, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("bash-mcp-redact-{}", random_id()));
+        (AuditLog::open(AuditSettings::new(dir.join("a.jsonl"))).unwrap(), dir)
+    }
+
+    #[test]
+    fn default_redactions_mask_quoted_and_tool_specific_secrets() {
+        let (log, dir) = default_log();
+        for (input, expected) in [
+            ("mysql -uroot -pSEKRIT db", "mysql -uroot -p[REDACTED] db"),
+            ("mysql -u root -p SEKRIT", "mysql -u root -p [REDACTED]"),
+            ("mysqldump -h db -p'se cret' x", "mysqldump -h db -p'[REDACTED]' x"),
+            (
+                "mariadb --user=a --password=SEKRIT",
+                "mariadb --user=a --password=[REDACTED]",
+            ),
+            ("sshpass -p SEKRIT ssh host", "sshpass -p [REDACTED] ssh host"),
+            ("sshpass -pSEKRIT ssh host", "sshpass -p[REDACTED] ssh host"),
+            (
+                "docker login -u bob -p SEKRIT ghcr.io",
+                "docker login -u bob -p [REDACTED] ghcr.io",
+            ),
+            ("redis-cli -h r -a SEKRIT ping", "redis-cli -h r -a [REDACTED] ping"),
+            (
+                "AWS_SECRET_ACCESS_KEY=\"x y z\" aws s3 ls",
+                "AWS_SECRET_ACCESS_KEY=\"[REDACTED]\" aws s3 ls",
+            ),
+            ("export TOKEN='a b c'", "export TOKEN='[REDACTED]'"),
+            ("export GITHUB_TOKEN=abc123", "export GITHUB_TOKEN=[REDACTED]"),
+            ("tool --token=\"two words\" run", "tool --token=\"[REDACTED]\" run"),
+            ("tool --token 'two words' run", "tool --token '[REDACTED]' run"),
+            ("tool --api-key=abc run", "tool --api-key=[REDACTED] run"),
+            (
+                "printf 'password = \"hunter 2\"\\n' > cfg",
+                "printf 'password = \"[REDACTED]\"\\n' > cfg",
+            ),
+            (
+                "curl -d '{\"password\": \"hun ter2\", \"user\": \"bob\"}' x",
+                "curl -d '{\"password\": \"[REDACTED]\", \"user\": \"bob\"}' x",
+            ),
+            (
+                "curl -d \"{\\\"api_key\\\": \\\"k e y\\\"}\" x",
+                "curl -d \"{\\\"api_key\\\": \\\"[REDACTED]\\\"}\" x",
+            ),
+            (
+                "python -c \"cfg = {'token': 'abc'}\"",
+                "python -c \"cfg = {'token': '[REDACTED]'}\"",
+            ),
+            ("MYSQL_PWD=SEKRIT mysql db", "MYSQL_PWD=[REDACTED] mysql db"),
+            ("DB_PASS=SEKRIT ./run", "DB_PASS=[REDACTED] ./run"),
+            (
+                "docker run -e \"API_TOKEN=SEKRIT\" img",
+                "docker run -e \"API_TOKEN=[REDACTED]\" img",
+            ),
+            ("curl -u bob:SEKRIT https://x", "curl -u bob:[REDACTED] https://x"),
+            (
+                "curl --user 'bob:se cret' https://x",
+                "curl --user 'bob:[REDACTED]' https://x",
+            ),
+            (
+                "curl --oauth2-bearer SEKRIT https://x",
+                "curl --oauth2-bearer [REDACTED] https://x",
+            ),
+            (
+                "curl -H 'Authorization: Bearer abc.def' x",
+                "curl -H 'Authorization: Bearer [REDACTED]' x",
+            ),
+            ("curl -H 'Cookie: sid=abc; x=y' u", "curl -H 'Cookie: [REDACTED]' u"),
+            (
+                "git clone https://bob:p@ss@host/r.git",
+                "git clone https://bob:[REDACTED]@host/r.git",
+            ),
+            (
+                "psql postgres://u:pw@db:5432/x",
+                "psql postgres://u:[REDACTED]@db:5432/x",
+            ),
+            ("openssl enc -pass pass:SEKRIT", "openssl enc -pass [REDACTED]"),
+        ] {
+            assert_eq!(log.redact(input), expected, "input: {input}");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn ordinary_commands_are_not_masked() {
+        let (log, dir) = default_log();
+        for input in [
+            "ls -p /tmp",
+            "git push origin main",
+            "git push --force-with-lease",
+            "mysql -u root -p",
+            "mysql -u root -p -e 'show databases'",
+            "mysql -h db -P 3306 -u root",
+            "docker run -u 1000:1000 -p 8080:80 img",
+            "docker login --password-stdin -u bob ghcr.io",
+            "psql --no-password -h db app",
+            "curl -u bob https://example.com",
+            "curl https://example.com/@user",
+            "grep -rn \"TOKEN=\" .",
+            "grep -n 'password:' config.yml",
+            "echo $PWD:/bin",
+            "cd $(pwd)/src",
+            "cat ~/.ssh/id_ed25519.pub",
+            "kubectl get secrets -o name",
+            "tar -cpf out.tar dir",
+            "cargo test --test audit",
+            "ssh -p 2222 host",
+        ] {
+            assert_eq!(log.redact(input), input);
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn named_secret_groups_mask_only_themselves() {
+        let dir = std::env::temp_dir().join(format!("bash-mcp-redact-{}", random_id()));
+        let mut settings = AuditSettings::new(dir.join("a.jsonl"));
+        settings.redact = vec![
+            r"pin (?P<secret>\d+) and (?P<secret_2>\d+)!".into(),
+            r"(code=)\w+".into(),
+            r"XYZ\d+".into(),
+        ];
+        let log = AuditLog::open(settings).unwrap();
+        assert_eq!(log.redact("pin 12 and 34!"), "pin [REDACTED] and [REDACTED]!");
+        assert_eq!(log.redact("a code=abc b"), "a code=[REDACTED] b");
+        assert_eq!(log.redact("a XYZ99 b"), "a [REDACTED] b");
+        assert_eq!(
+            log.redact_related("`run code=abcdef` and abcdef again", Some("run code=abcdef")),
+            "`run code=[REDACTED]` and [REDACTED] again"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn instants_parse_from_rfc3339_and_dates() {
+        let base = 1_795_977_903; // 2026-11-29T18:45:03Z
+        assert_eq!(parse_instant("2026-11-29T18:45:03Z"), Some((base, 0)));
+        assert_eq!(parse_instant("2026-11-29T18:45:03.123Z"), Some((base, 123_000_000)));
+        assert_eq!(
+            parse_instant("2026-11-29t18:45:03.123456789z"),
+            Some((base, 123_456_789))
+        );
+        assert_eq!(
+            parse_instant("2026-11-29 18:45:03.1234567891Z"),
+            Some((base, 123_456_789))
+        );
+        assert_eq!(parse_instant("2026-11-29T19:45:03+01:00"), Some((base, 0)));
+        assert_eq!(parse_instant("2026-11-29T13:15:03-05:30"), Some((base, 0)));
+        assert_eq!(parse_instant("2026-11-29"), Some((base - (18 * 3600 + 45 * 60 + 3), 0)));
+        assert_eq!(parse_instant("1970-01-01T00:00:00Z"), Some((0, 0)));
+        assert_eq!(parse_instant("2000-02-29"), Some((951_782_400, 0)));
+        for t in [
+            "1795977903",
+            "2026-11-29T18:45:03",
+            "2026-11-29T18:45Z",
+            "2026-11-29T18:45:03.Z",
+            "2026-11-29T24:00:00Z",
+            "2026-11-29T18:45:03+1:00",
+            "2026-11-29T18:45:03+01:00x",
+            "2026-02-29",
+            "2026-00-10",
+            "2026-1-10",
+            "last week",
+            "",
+        ] {
+            assert_eq!(parse_instant(t), None, "{t}");
+        }
+        // Round trip with the formatter.
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_977_903_123);
+        assert_eq!(parse_instant(&rfc3339(t)), Some((base, 123_000_000)));
     }
 
     #[test]

@@ -108,11 +108,16 @@ pub struct Config {
     /// Whether [`NON_INTERACTIVE_PROFILE`] is applied.
     pub non_interactive: bool,
     /// When set, working directories must resolve inside one of these
-    /// (already resolved) roots. `None`: any existing directory.
+    /// (already resolved) roots. `None`: any existing directory. In JSON
+    /// configuration, relative entries resolve against the process's
+    /// current directory (the `bash-mcp` binary resolves those of its
+    /// configuration file against the file's folder first).
     pub allowed_roots: Option<Vec<PathBuf>>,
-    /// Whether per-project `.bash-mcp.toml` files may extend or replace the roots.
+    /// Whether per-project `.bash-mcp.toml` files may extend or replace the
+    /// roots (see the README's "Where commands may run").
     pub project_config: bool,
-    /// The audit log, when on.
+    /// The audit log, when on. A relative `audit.path` is made absolute
+    /// against the process's current directory when configured.
     pub audit: Option<AuditSettings>,
     /// Optional tools switched on (names from [`OPTIONAL_TOOLS`]).
     pub tools: BTreeSet<String>,
@@ -573,7 +578,11 @@ fn audit_settings(value: &Value) -> Result<Option<AuditSettings>, ToolError> {
         }
     };
     let path = match map.get("path") {
-        Some(Value::String(p)) if !p.is_empty() && !p.contains('\0') => PathBuf::from(p),
+        // Absolute now: the writer reopens the path after rotations, which
+        // must not depend on the process's current directory at that time.
+        Some(Value::String(p)) if !p.is_empty() && !p.contains('\0') => {
+            std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p))
+        }
         _ => return Err(config_error("`audit.path` must be a non-empty path string", hint)),
     };
     let mut settings = AuditSettings::new(path);

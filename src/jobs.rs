@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value, json};
 
@@ -17,6 +17,18 @@ use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse, json_kind};
 
 /// Runs one request to completion (the server's `run_with`).
 pub(crate) type Runner = Arc<dyn Fn(&ExecRequest, CallOptions<'_>) -> Result<ExecOutcome, ToolError> + Send + Sync>;
+
+/// How a job ended, reported once by its worker thread (for the audit log).
+pub(crate) struct JobEnd<'a> {
+    pub id: &'a str,
+    pub request: &'a ExecRequest,
+    /// When the job was started.
+    pub started: SystemTime,
+    pub outcome: &'a Result<ExecOutcome, ToolError>,
+}
+
+/// Called with every job's end, before its result is available to `job_status`.
+pub(crate) type OnFinish = Arc<dyn Fn(&JobEnd<'_>) + Send + Sync>;
 
 /// The job tools with their built-in definitions.
 pub(crate) const JOB_TOOLS: &[(&str, &str)] = &[
@@ -48,15 +60,18 @@ pub(crate) struct JobManager {
     jobs: Mutex<HashMap<String, Arc<Job>>>,
     runner: Runner,
     max_finished: Box<dyn Fn() -> (usize, usize) + Send + Sync>,
+    on_finish: OnFinish,
 }
 
 impl JobManager {
-    /// `limits` returns (max finished jobs kept, output limit bytes).
-    pub fn new(runner: Runner, limits: Box<dyn Fn() -> (usize, usize) + Send + Sync>) -> Self {
+    /// `limits` returns (max finished jobs kept, output limit bytes);
+    /// `on_finish` hears how each job ended, whether or not anyone asks.
+    pub fn new(runner: Runner, limits: Box<dyn Fn() -> (usize, usize) + Send + Sync>, on_finish: OnFinish) -> Self {
         Self {
             jobs: Mutex::new(HashMap::new()),
             runner,
             max_finished: limits,
+            on_finish,
         }
     }
 
@@ -81,6 +96,8 @@ impl JobManager {
         });
         let worker = job.clone();
         let runner = self.runner.clone();
+        let on_finish = self.on_finish.clone();
+        let started = SystemTime::now();
         let handle = std::thread::Builder::new()
             .name(format!("bash-mcp-{id}"))
             .spawn(move || {
@@ -92,6 +109,12 @@ impl JobManager {
                     on_output: Some(&mut sink),
                 };
                 let outcome = runner(&request, options);
+                on_finish(&JobEnd {
+                    id: &worker.id,
+                    request: &request,
+                    started,
+                    outcome: &outcome,
+                });
                 *worker.finished_at.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
                 *worker.result() = Some(outcome);
                 worker.done.notify_all();

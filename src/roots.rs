@@ -124,10 +124,23 @@ pub fn project_file_warnings() -> Vec<String> {
     PROJECT_FILES.warnings()
 }
 
-/// An existing directory that the roots in force allow (`allowed_roots`,
-/// combined with the nearest `.bash-mcp.toml` when `project_config`). When
-/// roots apply, the resolved path is returned, so a symlink swapped after the
-/// check changes nothing.
+/// An existing directory that the roots in force allow. When roots apply,
+/// the resolved path is returned, so a symlink swapped after the check
+/// changes nothing.
+///
+/// `base` is the server's default working directory: a relative `dir`
+/// resolves against it, and with `project_config` the project file that
+/// governs it applies to every request. The roots in force are then:
+///
+/// 1. the operator's `allowed_roots` (none: every directory);
+/// 2. then the project file nearest to `base`: `extend` adds its roots (to
+///    operator roots; without any, every directory stays allowed), `replace`
+///    puts its own list in their place;
+/// 3. then, if it is another file, the project file nearest to `dir`, the
+///    same way.
+///
+/// With operator roots set, a project file is honoured only if its folder
+/// lies inside them; one outside is ignored, with a warning in `status`.
 pub(crate) fn confined_dir(
     dir: &Path,
     base: Option<&Path>,
@@ -140,7 +153,8 @@ pub(crate) fn confined_dir(
     }
     let resolved = resolve(&absolute)?;
     let in_force = if project_config {
-        PROJECT_FILES.effective_roots(&resolved, allowed_roots)
+        let default_dir = base.and_then(|b| std::fs::canonicalize(b).ok());
+        PROJECT_FILES.effective_roots(&resolved, default_dir.as_deref(), allowed_roots, home())
     } else {
         allowed_roots.map(<[PathBuf]>::to_vec)
     };
@@ -186,6 +200,18 @@ pub(crate) fn canonical_roots(roots: &[String], base: &Path) -> Result<Vec<PathB
         .collect()
 }
 
+/// `$HOME` resolved once (symlinks, `..`), where the walk up for project
+/// files stops; the raw value if it cannot be resolved.
+fn home() -> Option<&'static Path> {
+    static HOME: LazyLock<Option<PathBuf>> = LazyLock::new(|| normalized_home(std::env::var_os("HOME")));
+    HOME.as_deref()
+}
+
+fn normalized_home(raw: Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let raw = PathBuf::from(raw.filter(|h| !h.is_empty())?);
+    Some(std::fs::canonicalize(&raw).unwrap_or(raw))
+}
+
 /// How a project file combines with the operator's roots.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Mode {
@@ -218,52 +244,95 @@ struct Cached {
 #[derive(Debug, Default)]
 struct ProjectFiles {
     cache: Mutex<HashMap<PathBuf, Cached>>,
+    /// Files ignored because they lie outside the operator's roots, with why.
+    ignored: Mutex<HashMap<PathBuf, String>>,
 }
 
 impl ProjectFiles {
-    /// The roots in force for `dir` (already resolved): the operator's
-    /// `global` roots combined with the nearest project file, if any.
-    fn effective_roots(&self, dir: &Path, global: Option<&[PathBuf]>) -> Option<Vec<PathBuf>> {
-        let Some((file, project)) = self.nearest(dir) else {
-            return global.map(<[PathBuf]>::to_vec);
-        };
-        match (project.mode, global) {
-            (Mode::Replace, _) => Some(project.roots),
-            // Without operator roots every directory is allowed already.
-            (Mode::Extend, None) => None,
-            (Mode::Extend, Some(global)) => {
-                tracing::debug!(file = %file.display(), "project file extends the allowed roots");
-                Some(global.iter().cloned().chain(project.roots).collect())
+    /// The roots in force for `dir` (resolved) when the server's default
+    /// directory is `default_dir` (resolved): see [`confined_dir`].
+    fn effective_roots(
+        &self,
+        dir: &Path,
+        default_dir: Option<&Path>,
+        operator: Option<&[PathBuf]>,
+        home: Option<&Path>,
+    ) -> Option<Vec<PathBuf>> {
+        let governing = default_dir.and_then(|d| self.nearest(d, operator, home));
+        let nearest = self
+            .nearest(dir, operator, home)
+            .filter(|(file, _)| governing.as_ref().is_none_or(|(g, _)| g != file));
+        let mut roots = operator.map(<[PathBuf]>::to_vec);
+        for (file, project) in governing.into_iter().chain(nearest) {
+            match project.mode {
+                Mode::Replace => roots = Some(project.roots),
+                // Without roots every directory is allowed already.
+                Mode::Extend => {
+                    if let Some(roots) = roots.as_mut() {
+                        tracing::debug!(file = %file.display(), "project file extends the allowed roots");
+                        roots.extend(project.roots);
+                    }
+                }
             }
         }
+        roots
     }
 
-    /// Problems found in project files, for `status`.
+    /// Problems found in project files that still exist, for `status`.
     fn warnings(&self) -> Vec<String> {
-        let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        cache.retain(|path, _| path.exists());
         let mut out: Vec<String> = cache
             .iter()
             .filter_map(|(path, c)| c.parsed.as_ref().err().map(|e| format!("{}: {e}", path.display())))
             .collect();
+        drop(cache);
+        let mut ignored = self.ignored.lock().unwrap_or_else(PoisonError::into_inner);
+        ignored.retain(|path, _| path.exists());
+        out.extend(ignored.iter().map(|(path, why)| format!("{}: {why}", path.display())));
         out.sort();
         out
     }
 
-    fn nearest(&self, dir: &Path) -> Option<(PathBuf, ProjectFile)> {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+    /// The nearest project file at or above `dir` (resolved), up to `home`
+    /// or the filesystem root, if it is valid and honoured: with `operator`
+    /// roots, only a file whose folder lies inside them counts.
+    fn nearest(&self, dir: &Path, operator: Option<&[PathBuf]>, home: Option<&Path>) -> Option<(PathBuf, ProjectFile)> {
         let mut current = Some(dir);
         for _ in 0..MAX_HOPS {
             let here = current?;
             let file = here.join(PROJECT_FILE);
-            if let Ok(meta) = std::fs::metadata(&file) {
-                return self.load(&file, &meta).map(|p| (file, p));
+            match std::fs::metadata(&file) {
+                Ok(meta) => {
+                    let mut ignored = self.ignored.lock().unwrap_or_else(PoisonError::into_inner);
+                    if let Some(roots) = operator
+                        && !roots.iter().any(|root| here.starts_with(root))
+                    {
+                        // Its ancestors lie outside the roots as well: stop here.
+                        ignored.entry(file.clone()).or_insert_with(|| {
+                            tracing::warn!(file = %file.display(), "ignoring project file outside the operator's allowed roots");
+                            "ignored: its folder is outside the operator's allowed roots".to_owned()
+                        });
+                        return None;
+                    }
+                    ignored.remove(&file);
+                    drop(ignored);
+                    return self.load(&file, &meta).map(|p| (file, p));
+                }
+                Err(_) => self.forget(&file),
             }
-            if home.as_deref() == Some(here) {
+            if home == Some(here) {
                 return None;
             }
             current = here.parent();
         }
         None
+    }
+
+    /// Drops what is remembered about a file that is gone.
+    fn forget(&self, file: &Path) {
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner).remove(file);
+        self.ignored.lock().unwrap_or_else(PoisonError::into_inner).remove(file);
     }
 
     fn load(&self, file: &Path, meta: &std::fs::Metadata) -> Option<ProjectFile> {
@@ -338,6 +407,77 @@ mod tests {
         assert_eq!(windows_to_wsl("/home/x"), None);
         assert_eq!(windows_to_wsl("C:relative"), None);
         assert_eq!(windows_to_wsl("ab:/x"), None);
+    }
+
+    /// A fresh, resolved temporary directory.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("bash-mcp-roots-{name}-{}", crate::audit::random_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::canonicalize(dir).unwrap()
+    }
+
+    #[test]
+    fn the_walk_stops_at_home_given_through_a_symlink() {
+        let base = scratch("home");
+        std::fs::create_dir_all(base.join("real-home/project")).unwrap();
+        std::os::unix::fs::symlink(base.join("real-home"), base.join("link-home")).unwrap();
+        // A file above home must not govern directories inside it.
+        std::fs::write(base.join(PROJECT_FILE), "allowed_roots = []\nmode = \"replace\"\n").unwrap();
+        let dir = base.join("real-home/project");
+        let files = ProjectFiles::default();
+        let raw = base.join("link-home");
+        assert!(
+            files.nearest(&dir, None, Some(&raw)).is_some(),
+            "compared unresolved, the symlinked home is never met"
+        );
+        let home = normalized_home(Some(raw.into_os_string()));
+        assert_eq!(home.as_deref(), Some(base.join("real-home").as_path()));
+        assert!(files.nearest(&dir, None, home.as_deref()).is_none());
+        // Unresolvable or unset: the raw value, or none.
+        assert_eq!(
+            normalized_home(Some("/no/such/home".into())),
+            Some(PathBuf::from("/no/such/home"))
+        );
+        assert_eq!(normalized_home(None), None);
+        std::fs::remove_dir_all(base).unwrap();
+    }
+
+    #[test]
+    fn the_default_dirs_project_file_and_the_nearest_one_combine_in_order() {
+        let base = scratch("combine");
+        for sub in ["a", "b", "x", "y", "z"] {
+            std::fs::create_dir_all(base.join(sub)).unwrap();
+        }
+        let write = |sub: &str, text: &str| std::fs::write(base.join(sub).join(PROJECT_FILE), text).unwrap();
+        let files = ProjectFiles::default();
+        let operator = [base.clone()];
+        let roots = |dir: &str, default: &str, operator: Option<&[PathBuf]>| {
+            files.effective_roots(&base.join(dir), Some(&base.join(default)), operator, None)
+        };
+        write("a", "allowed_roots = [\"../x\"]\n");
+        write("b", "allowed_roots = [\"../y\"]\nmode = \"replace\"\n");
+        // The request's own replace wins over everything before it.
+        assert_eq!(roots("b", "a", Some(&operator)), Some(vec![base.join("y")]));
+        // The default dir's extend applies to requests anywhere.
+        assert_eq!(
+            roots("z", "a", Some(&operator)),
+            Some(vec![base.clone(), base.join("x")])
+        );
+        // The default dir's replace too; the request's extend adds to it.
+        write("z", "allowed_roots = [\".\"]\n");
+        assert_eq!(
+            roots("z", "b", Some(&operator)),
+            Some(vec![base.join("y"), base.join("z")])
+        );
+        // Without operator roots, extend changes nothing and replace restricts.
+        assert_eq!(roots("z", "a", None), None);
+        assert_eq!(roots("a", "b", None), Some(vec![base.join("y"), base.join("x")]));
+        // One file counts once.
+        assert_eq!(
+            roots("a", "a", Some(&operator)),
+            Some(vec![base.clone(), base.join("x")])
+        );
+        std::fs::remove_dir_all(base).unwrap();
     }
 
     #[test]

@@ -202,3 +202,322 @@ fn unwritable_path_fails_configure_and_disk_errors_never_fail_a_call() {
     assert_eq!(r["output"], "still works\n");
     assert_eq!(r["exit_code"], 0);
 }
+
+#[test]
+fn refusal_and_error_text_are_redacted_like_the_command() {
+    let d = dir("refusal-redact");
+    let log = d.join("audit.jsonl");
+    let s = server();
+    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    let command = "curl -H 'Authorization: Bearer abc123secret' https://x";
+    // A policy's reason quotes the command, as its parser normalized it (quotes removed).
+    s.record_refusal(
+        "execute",
+        &json!({"command": command}).to_string(),
+        "`curl -H Authorization: Bearer abc123secret https://x` matched `bash.execute:curl *`",
+    );
+    // A quoted value with a space, quoted in the reason without its quotes.
+    s.record_refusal(
+        "execute",
+        &json!({"command": "export API_TOKEN='two words' && deploy"}).to_string(),
+        "`export API_TOKEN=two words` matches no allow rule",
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("abc123secret"), "secret leaked: {text}");
+    assert!(
+        !text.contains("two") && !text.contains("words"),
+        "quoted secret leaked: {text}"
+    );
+    let entries = lines(&log);
+    let refusal = entries[0]["refusal"].as_str().unwrap();
+    assert!(
+        refusal.contains("[REDACTED]") && refusal.contains("bash.execute:curl *"),
+        "{refusal}"
+    );
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn error_messages_are_recorded_redacted() {
+    let d = dir("message-redact");
+    let log = d.join("audit.jsonl");
+    let s = server();
+    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    // The message of a working-dir error quotes the path it was given.
+    let r = call(
+        &s,
+        json!({"command": "true", "working_dir": "/no/such/dir/API_TOKEN=hunter2hunter2"}),
+    );
+    assert_eq!(r["error"], "working_dir_not_found", "{r}");
+    let entries = lines(&log);
+    let message = entries[0]["message"].as_str().expect("the error message is recorded");
+    assert!(message.contains("/no/such/dir/API_TOKEN=[REDACTED]"), "{message}");
+    assert!(!std::fs::read_to_string(&log).unwrap().contains("hunter2"));
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+/// Variable that makes [`child_writer`] write: `<path>|<writer>|<lines>`.
+const CHILD_VAR: &str = "BASH_MCP_AUDIT_CHILD";
+
+/// Settings both child processes of the test below use.
+fn shared_settings(path: &Path) -> AuditSettings {
+    let mut settings = AuditSettings::new(path);
+    settings.max_bytes = 16 * 1024;
+    settings.backups = 1000;
+    settings.gzip_min_bytes = Some(0);
+    settings
+}
+
+/// Not a test of its own: the body of each writer process that
+/// `two_processes_sharing_a_log_lose_no_line_across_rotation` starts.
+#[test]
+#[ignore = "run as a child process by two_processes_sharing_a_log_lose_no_line_across_rotation"]
+fn child_writer() {
+    let Ok(spec) = std::env::var(CHILD_VAR) else {
+        println!("SKIP: only meaningful as a child process of the test named above");
+        return;
+    };
+    let mut parts = spec.split('|');
+    let path = PathBuf::from(parts.next().unwrap());
+    let writer: u64 = parts.next().unwrap().parse().unwrap();
+    let count: u64 = parts.next().unwrap().parse().unwrap();
+    let log = AuditLog::open(shared_settings(&path)).unwrap();
+    for i in 0..count {
+        let mut entry = Map::new();
+        entry.insert("tool".into(), "execute".into());
+        entry.insert("writer".into(), writer.into());
+        entry.insert("seq".into(), i.into());
+        entry.insert("padding".into(), "x".repeat((i % 50) as usize).into());
+        log.record(entry);
+    }
+}
+
+#[test]
+fn two_processes_sharing_a_log_lose_no_line_across_rotation() {
+    let d = dir("two-processes");
+    let path = d.join("audit.jsonl");
+    let tag = unique_tag("audit-writers");
+    let per_writer = 3000u64;
+    let children: Vec<std::process::Child> = (0..2)
+        .map(|writer| {
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--ignored", "--exact", "child_writer", "--test-threads=1", "--quiet"])
+                .env(CHILD_VAR, format!("{}|{writer}|{per_writer}", path.display()))
+                .env(TAG_VAR, &tag)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("start a writer process")
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success(), "a writer process failed");
+    }
+    assert_no_survivors(&tag);
+
+    let log = AuditLog::open(shared_settings(&path)).unwrap();
+    let mut seen = std::collections::HashSet::new();
+    let mut files = 1;
+    for index in 0..=1000 {
+        if index > 0 && log.backup_path(index).is_none() {
+            continue;
+        }
+        files += usize::from(index > 0);
+        let query = bash_mcp::audit::AuditQuery {
+            backup_index: index,
+            max_entries: Some(usize::MAX),
+            ..Default::default()
+        };
+        for entry in log.read(&query).unwrap() {
+            let key = (entry["writer"].as_u64().unwrap(), entry["seq"].as_u64().unwrap());
+            assert!(seen.insert(key), "duplicate {entry}");
+        }
+    }
+    assert!(files > 10, "expected many rotations, got {files} files");
+    assert_eq!(seen.len() as u64, 2 * per_writer, "lines lost across rotations");
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn since_compares_instants_and_rejects_what_is_not_a_time() {
+    let d = dir("since");
+    let path = d.join("audit.jsonl");
+    let s = server();
+    s.configure(&json!({"audit": {"path": path}, "tools": {"audit_read": true}}).to_string())
+        .unwrap();
+    let log = s.audit_log().unwrap();
+    for ts in [
+        "2026-11-29T23:59:59.999Z",
+        "2026-11-30T08:33:41.999Z",
+        "2026-11-30T08:33:42.123Z",
+        "2026-11-30T10:00:00.000Z",
+    ] {
+        let mut entry = Map::new();
+        entry.insert("tool".into(), "execute".into());
+        entry.insert("timestamp".into(), ts.into());
+        log.record(entry);
+    }
+    // Read through the API: calls of the tool would add lines of their own.
+    let count = |since: &str| {
+        let query = bash_mcp::audit::AuditQuery {
+            since: Some(since.to_owned()),
+            ..Default::default()
+        };
+        log.read(&query).unwrap().len()
+    };
+    // Whole seconds select entries within that second, fractions compare as numbers.
+    assert_eq!(count("2026-11-30T08:33:42Z"), 2);
+    assert_eq!(count("2026-11-30T08:33:42.1Z"), 2);
+    assert_eq!(count("2026-11-30T08:33:42.124Z"), 1);
+    // Offsets are honoured: 09:33:42+01:00 is 08:33:42Z.
+    assert_eq!(count("2026-11-30T09:33:42+01:00"), 2);
+    assert_eq!(count("2026-11-30T03:33:42-05:00"), 2);
+    // A date is midnight UTC.
+    assert_eq!(count("2026-11-30"), 3);
+    assert_eq!(count("2026-11-29"), 4);
+    for bad in [
+        "yesterday",
+        "2026-11-30T08:33",
+        "2026-13-01",
+        "2026-02-30",
+        "2026-11-30T08:33:42",
+    ] {
+        let r = call_tool(&s, "audit_read", json!({"since": bad}));
+        assert_eq!(r["error"], "invalid_arguments", "{bad}: {r}");
+        assert!(r["message"].as_str().unwrap().contains(bad), "{r}");
+        assert!(r["hint"].as_str().unwrap().contains("2026-"), "{r}");
+    }
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+/// Audit lines of `tool`, waiting up to 10 s for at least `count` of them
+/// (a background job's line is written by its worker thread).
+fn wait_for_lines(path: &Path, tool: &str, count: usize) -> Vec<Value> {
+    let start = std::time::Instant::now();
+    loop {
+        let found: Vec<Value> = lines(path).into_iter().filter(|e| e["tool"] == tool).collect();
+        if found.len() >= count || start.elapsed() > std::time::Duration::from_secs(10) {
+            return found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn every_line_names_its_working_dir() {
+    let d = dir("working-dir");
+    let log = d.join("audit.jsonl");
+    let default_dir = std::fs::canonicalize(&d).unwrap();
+    let s = tagged(bash_mcp::BashServer::new(&default_dir, None, 30).unwrap());
+    s.configure(&json!({"audit": {"path": log}, "sessions": {"enabled": true}}).to_string())
+        .unwrap();
+    let tag = s.tag().to_owned();
+
+    // A background job, started without a working_dir.
+    let r = call(&s, json!({"command": "true", "background": true}));
+    let job = r["job_id"].as_str().unwrap().to_owned();
+    call_tool(&s, "job_status", json!({"job_id": job, "wait_seconds": 10}));
+    // A session started without a working_dir (its result says `cwd`), a run in it.
+    let r = call_tool(&s, "session_start", json!({"env": {TAG_VAR: tag}}));
+    let id = r["session_id"].as_str().expect("session started").to_owned();
+    call_tool(&s, "session_run", json!({"session_id": id, "command": "cd / && true"}));
+    call_tool(&s, "session_close", json!({"session_id": id}));
+    // A refusal.
+    s.record_refusal("execute", r#"{"command":"rm -rf /"}"#, "denied");
+
+    let entries = lines(&log);
+    let dir_of = |tool: &str| -> Vec<String> {
+        entries
+            .iter()
+            .filter(|e| e["tool"] == tool)
+            .map(|e| {
+                e["working_dir"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("no working_dir: {e}"))
+                    .to_owned()
+            })
+            .collect()
+    };
+    let here = default_dir.to_str().unwrap();
+    let execute = dir_of("execute");
+    assert_eq!(execute, [here, here], "the job start and the refusal");
+    assert_eq!(dir_of("session_start"), [here]);
+    assert_eq!(dir_of("session_run"), ["/"], "the run's own cwd");
+    assert_eq!(dir_of("session_close"), [here], "the server's default");
+    assert_eq!(dir_of("job_status"), [here]);
+    assert_eq!(dir_of("job"), [here]);
+    drop(s);
+    assert_no_survivors(&tag);
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn background_jobs_record_their_outcome_when_they_finish() {
+    let d = dir("jobs");
+    let log = d.join("audit.jsonl");
+    // Not a TestServer: its survivor check runs before the server (and its
+    // jobs) is dropped; this test checks after.
+    let tag = unique_tag("audit-jobs");
+    let s = bash_mcp::BashServer::new(std::env::temp_dir(), None, 30).unwrap();
+    s.configure(&json!({"audit": {"path": log}, "env": {"set": {TAG_VAR: tag}}}).to_string())
+        .unwrap();
+    // Never polled.
+    let finished = call(&s, json!({"command": "printf abc; exit 3", "background": true}));
+    // Killed.
+    let killed = call(&s, json!({"command": "sleep 30", "background": true}));
+    let r = call_tool(&s, "job_kill", json!({"job_id": killed["job_id"]}));
+    assert_eq!(r["error"], "cancelled", "{r}");
+    // Still running when the server goes away.
+    let dropped = call(
+        &s,
+        json!({"command": "sleep 30", "background": true, "env": {"A_TOKEN": "x"}}),
+    );
+    let jobs = wait_for_lines(&log, "job", 2);
+    let by_id = |id: &Value| jobs.iter().find(|e| e["job_id"] == *id).cloned();
+    let line = by_id(&finished["job_id"]).expect("a line for the finished job that nobody polled");
+    assert_eq!(line["exit_code"], 3, "{line}");
+    assert_eq!(line["output_bytes"], 3, "{line}");
+    assert_eq!(line["command"], "printf abc; exit 3");
+    assert!(line["duration_ms"].is_u64() && line["audit_id"].is_string() && line["server"] == "bash");
+    assert!(line["working_dir"].is_string(), "{line}");
+    let line = by_id(&killed["job_id"]).expect("a line for the killed job");
+    assert_eq!(line["error"], "cancelled", "{line}");
+    assert!(line.get("exit_code").is_none(), "{line}");
+    drop(s);
+    assert_no_survivors(&tag);
+    let jobs = wait_for_lines(&log, "job", 3);
+    let line = by_id_in(&jobs, &dropped["job_id"]).expect("a line for the job the server's end stopped");
+    assert_eq!(line["error"], "cancelled", "{line}");
+    assert_eq!(line["env_names"], json!(["A_TOKEN"]));
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+fn by_id_in(entries: &[Value], id: &Value) -> Option<Value> {
+    entries.iter().find(|e| e["job_id"] == *id).cloned()
+}
+
+#[test]
+fn timestamps_are_when_the_call_or_job_started() {
+    let d = dir("start-time");
+    let log = d.join("audit.jsonl");
+    let s = server();
+    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    // The command prints the time it began, then runs for a while: a
+    // timestamp taken at the start is before that time, one taken at the end
+    // is after it.
+    let command = "date +%s%N; sleep 1";
+    let r = call(&s, json!({"command": command}));
+    let began: u128 = r["output"].as_str().unwrap().trim().parse().unwrap();
+    let r = call(&s, json!({"command": command, "background": true}));
+    let r = call_tool(&s, "job_status", json!({"job_id": r["job_id"], "wait_seconds": 30}));
+    let job_began: u128 = r["output"].as_str().unwrap().trim().parse().unwrap();
+    let nanos = |e: &Value| {
+        let (secs, nanos) = bash_mcp::audit::parse_instant(e["timestamp"].as_str().unwrap()).unwrap();
+        secs as u128 * 1_000_000_000 + u128::from(nanos)
+    };
+    let entries = lines(&log);
+    assert!(nanos(&entries[0]) <= began, "{} is after the command began", entries[0]);
+    assert!(entries[0]["duration_ms"].as_u64().unwrap() >= 1000, "{}", entries[0]);
+    let job = wait_for_lines(&log, "job", 1);
+    assert!(nanos(&job[0]) <= job_began, "{} is after the job began", job[0]);
+    std::fs::remove_dir_all(d).unwrap();
+}

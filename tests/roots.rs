@@ -142,3 +142,100 @@ fn windows_paths_outside_wsl_are_invalid_working_dirs() {
     assert_eq!(r["error"], "working_dir_not_found", "{r}");
     assert!(r["message"].as_str().unwrap().contains("Windows path"), "{r}");
 }
+
+/// A confined server whose default directory is `root/inner`, with project files on.
+fn in_project(dir: &Path) -> TestServer {
+    let s = tagged(BashServer::new(dir.join("root/inner"), None, 10).unwrap());
+    s.configure(&json!({"allowed_roots": [dir.join("root")], "project_config": true}).to_string())
+        .unwrap();
+    s
+}
+
+#[test]
+fn an_extended_root_of_the_current_project_is_reachable() {
+    let dir = tree("extended");
+    std::fs::write(
+        dir.join("root/inner/.bash-mcp.toml"),
+        "allowed_roots = [\"../../outside\"]\nmode = \"extend\"\n",
+    )
+    .unwrap();
+    let s = in_project(&dir);
+    let r = call(&s, json!({"command": "pwd", "working_dir": dir.join("outside")}));
+    assert_eq!(r["exit_code"], 0, "{r}");
+    assert_eq!(
+        r["output"].as_str().unwrap().trim(),
+        dir.join("outside").to_str().unwrap()
+    );
+    // The operator's roots still hold everywhere else.
+    let r = call(&s, json!({"command": "pwd", "working_dir": "/"}));
+    assert_eq!(r["error"], "working_dir_not_allowed", "{r}");
+}
+
+#[test]
+fn a_project_file_outside_the_operator_roots_cannot_authorize_itself() {
+    let dir = tree("self-authorizing");
+    let file = dir.join("outside/.bash-mcp.toml");
+    std::fs::write(&file, "allowed_roots = [\".\"]\nmode = \"extend\"\n").unwrap();
+    let s = in_project(&dir);
+    let r = call(&s, json!({"command": "pwd", "working_dir": dir.join("outside")}));
+    assert_eq!(r["error"], "working_dir_not_allowed", "{r}");
+    // Also not with replace.
+    std::fs::write(&file, "allowed_roots = [\".\"]\nmode = \"replace\"\n").unwrap();
+    let r = call(&s, json!({"command": "pwd", "working_dir": dir.join("outside")}));
+    assert_eq!(r["error"], "working_dir_not_allowed", "{r}");
+    let warnings = s.project_file_warnings();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains(file.to_str().unwrap()) && w.contains("outside the operator's allowed roots")),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn replace_with_an_empty_list_in_the_current_project_locks_every_directory_out() {
+    let dir = tree("locked");
+    std::fs::write(
+        dir.join("root/inner/.bash-mcp.toml"),
+        "allowed_roots = []\nmode = \"replace\"\n",
+    )
+    .unwrap();
+    let s = in_project(&dir);
+    for wd in [dir.join("root/inner"), dir.join("root")] {
+        let r = call(&s, json!({"command": "pwd", "working_dir": wd}));
+        assert_eq!(r["error"], "working_dir_not_allowed", "{}: {r}", wd.display());
+        assert!(r["message"].as_str().unwrap().contains("locked out"), "{r}");
+    }
+}
+
+#[test]
+fn warnings_of_deleted_project_files_clear() {
+    let dir = tree("deleted");
+    let file = dir.join("root/inner/.bash-mcp.toml");
+    std::fs::write(&file, "mode = \"sideways\"\n").unwrap();
+    let s = in_project(&dir);
+    let r = call(&s, json!({"command": "pwd"}));
+    assert_eq!(r["exit_code"], 0, "{r}");
+    let mentions = |s: &TestServer| {
+        s.project_file_warnings()
+            .iter()
+            .any(|w| w.contains(file.to_str().unwrap()))
+    };
+    assert!(mentions(&s), "{:?}", s.project_file_warnings());
+    std::fs::remove_file(&file).unwrap();
+    assert!(!mentions(&s), "{:?}", s.project_file_warnings());
+}
+
+#[test]
+fn set_working_dir_resolves_relative_paths_against_the_current_default() {
+    let dir = tree("relative-default");
+    let s = tagged(BashServer::new(dir.join("root"), None, 10).unwrap());
+    s.set_working_dir(Path::new("inner")).unwrap();
+    assert_eq!(s.working_dir(), dir.join("root/inner"));
+    // `..` is kept as given (only roots resolve symlinks): compare resolved.
+    s.set_working_dir(Path::new("../../outside")).unwrap();
+    assert_eq!(std::fs::canonicalize(s.working_dir()).unwrap(), dir.join("outside"));
+    let err = s.set_working_dir(Path::new("no-such-dir")).unwrap_err();
+    assert_eq!(err.code, ErrorCode::WorkingDirNotFound);
+    assert!(err.message.contains("/outside/no-such-dir"), "{err}");
+}

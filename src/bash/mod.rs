@@ -10,7 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value};
 
@@ -21,7 +21,7 @@ use crate::audit::AuditLog;
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::{self, Ending, RunLimits};
-use crate::jobs::{JOB_TOOLS, JobManager, JobTool, Runner};
+use crate::jobs::{JOB_TOOLS, JobEnd, JobManager, JobTool, Runner};
 use crate::limiter::Limiter;
 use crate::roots;
 use crate::server::{CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse};
@@ -157,6 +157,10 @@ impl BashServer {
                 let config = limits_shared.config.read().unwrap_or_else(PoisonError::into_inner);
                 (config.jobs_max_finished, config.output_limit_bytes)
             }),
+            {
+                let shared = shared.clone();
+                Arc::new(move |end: &JobEnd<'_>| shared.record_job_end(end))
+            },
         ));
         let source_shared = shared.clone();
         let sessions = Arc::new(LazyManager::new(Arc::new(move || {
@@ -232,22 +236,27 @@ impl BashServer {
     /// (e.g. by a permission policy); `reason` says why.
     pub fn record_refusal(&self, tool_name: &str, args_json: &str, reason: &str) {
         if let Some(log) = self.shared.audit() {
-            let mut entry = self.audit_entry(&log, tool_name, args_json);
+            let mut entry = self.audit_entry(&log, tool_name, args_json, SystemTime::now());
             entry.insert("error".into(), "refused".into());
-            entry.insert("refusal".into(), reason.into());
+            let command = command_of(args_json);
+            entry.insert("refusal".into(), log.redact_related(reason, command.as_deref()).into());
             log.record(entry);
         }
     }
 
-    /// The common fields of an audit entry for a call.
-    fn audit_entry(&self, log: &AuditLog, tool_name: &str, args_json: &str) -> Map<String, Value> {
+    /// The common fields of an audit entry for a call that started at `started`.
+    ///
+    /// `working_dir` is the call's `working_dir` argument (made absolute
+    /// against the server's default directory), else that default; the
+    /// caller replaces it with the directory the result names, if any.
+    fn audit_entry(&self, log: &AuditLog, tool_name: &str, args_json: &str, started: SystemTime) -> Map<String, Value> {
         let args = crate::server::parse_args(args_json).unwrap_or_default();
         let local = self
             .find_tool(tool_name)
             .map_or(tool_name, |t| t.definition().name.as_str());
         let mut entry = Map::new();
         entry.insert("audit_id".into(), crate::audit::random_id().into());
-        entry.insert("timestamp".into(), crate::audit::rfc3339_now().into());
+        entry.insert("timestamp".into(), crate::audit::rfc3339(started).into());
         entry.insert("server".into(), self.name().into());
         entry.insert("tool".into(), local.into());
         if let Some(command) = args.get("command").and_then(Value::as_str) {
@@ -255,9 +264,15 @@ impl BashServer {
             let class = crate::permission::classify(command).class;
             entry.insert("class".into(), serde_json::to_value(class).unwrap_or(Value::Null));
         }
-        if let Some(dir) = args.get("working_dir").and_then(Value::as_str) {
-            entry.insert("working_dir".into(), dir.into());
-        }
+        let default_dir = self.shared.working_dir();
+        let dir = match args.get("working_dir").and_then(Value::as_str) {
+            Some(dir) => {
+                let joined = default_dir.join(dir);
+                std::path::absolute(&joined).unwrap_or(joined)
+            }
+            None => default_dir,
+        };
+        entry.insert("working_dir".into(), log.redact(&dir.to_string_lossy()).into());
         if let Some(Value::Object(env)) = args.get("env") {
             let names: Vec<Value> = env.keys().map(|k| Value::from(k.as_str())).collect();
             entry.insert("env_names".into(), names.into());
@@ -268,9 +283,11 @@ impl BashServer {
             }
         }
         let qualified = format!("{}.{local}", self.name());
+        let pattern = self.get_permission_pattern(&qualified, args_json);
+        let command = args.get("command").and_then(Value::as_str);
         entry.insert(
             "permission_pattern".into(),
-            self.get_permission_pattern(&qualified, args_json).into(),
+            log.redact_related(&pattern, command).into(),
         );
         entry
     }
@@ -358,6 +375,7 @@ impl McpServer for BashServer {
 
     fn call_tool(&self, tool_name: &str, args_json: &str, options: CallOptions<'_>) -> ToolResponse {
         let started = Instant::now();
+        let started_at = SystemTime::now();
         let mut response = crate::server::dispatch(self, tool_name, args_json, options);
         let counters = &self.shared.counters;
         counters.served.fetch_add(1, Ordering::Relaxed);
@@ -373,19 +391,31 @@ impl McpServer for BashServer {
             counters.failed.fetch_add(1, Ordering::Relaxed);
         }
         if let Some(log) = audit {
-            let mut entry = self.audit_entry(&log, tool_name, args_json);
+            let mut entry = self.audit_entry(&log, tool_name, args_json, started_at);
             for key in [
                 "exit_code",
                 "error",
                 "duration_ms",
                 "output_bytes",
-                "working_dir",
                 "session_id",
                 "job_id",
             ] {
                 if let Some(value) = result.get(key) {
                     entry.insert(key.into(), value.clone());
                 }
+            }
+            // Where it ran, as the result says (`cwd` for sessions).
+            if let Some(dir) = ["working_dir", "cwd"]
+                .iter()
+                .find_map(|key| result.get(*key).and_then(Value::as_str))
+            {
+                entry.insert("working_dir".into(), log.redact(dir).into());
+            }
+            if let Some(message) = result.get("message").and_then(Value::as_str)
+                && result.contains_key("error")
+            {
+                let command = command_of(args_json);
+                entry.insert("message".into(), log.redact_related(message, command.as_deref()).into());
             }
             entry.insert("call_ms".into(), (started.elapsed().as_millis() as u64).into());
             result.insert("audit_id".into(), entry["audit_id"].clone());
@@ -395,8 +425,12 @@ impl McpServer for BashServer {
         response
     }
 
+    /// Changes the default working directory. A relative `path` resolves
+    /// against the current default; the new directory must be allowed by the
+    /// roots in force with it as the default (its own project file included).
     fn set_working_dir(&self, path: &Path) -> Result<(), ToolError> {
-        let dir = self.shared.confined_dir(path, None, &self.config())?;
+        let absolute = roots::existing_dir(path, Some(&self.shared.working_dir()))?;
+        let dir = self.shared.confined_dir(&absolute, Some(&absolute), &self.config())?;
         *self.shared.working_dir.write().unwrap_or_else(PoisonError::into_inner) = dir;
         Ok(())
     }
@@ -415,6 +449,55 @@ impl Shared {
         self.audit.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
+    /// Records, in the audit log if on, how a background job ended (tool
+    /// `job`): whether or not anyone asked with `job_status`.
+    fn record_job_end(&self, end: &JobEnd<'_>) {
+        let Some(log) = self.audit() else { return };
+        let command = end.request.command.as_str();
+        let mut entry = Map::new();
+        entry.insert("audit_id".into(), crate::audit::random_id().into());
+        entry.insert("timestamp".into(), crate::audit::rfc3339(end.started).into());
+        entry.insert("server".into(), self.name.as_str().into());
+        entry.insert("tool".into(), "job".into());
+        entry.insert("job_id".into(), end.id.into());
+        entry.insert("command".into(), log.redact(command).into());
+        let class = crate::permission::classify(command).class;
+        entry.insert("class".into(), serde_json::to_value(class).unwrap_or(Value::Null));
+        let pattern = crate::permission::command_pattern(&format!("{}.execute", self.name), command);
+        entry.insert(
+            "permission_pattern".into(),
+            log.redact_related(&pattern, Some(command)).into(),
+        );
+        if !end.request.env.is_empty() {
+            let names: Vec<Value> = end.request.env.iter().map(|(k, _)| Value::from(k.as_str())).collect();
+            entry.insert("env_names".into(), names.into());
+        }
+        match end.outcome {
+            Ok(outcome) => {
+                let doc = outcome.to_value();
+                for key in ["exit_code", "error", "duration_ms", "output_bytes"] {
+                    if let Some(value) = doc.get(key) {
+                        entry.insert(key.into(), value.clone());
+                    }
+                }
+                entry.insert(
+                    "working_dir".into(),
+                    log.redact(&outcome.working_dir.to_string_lossy()).into(),
+                );
+            }
+            Err(error) => {
+                entry.insert("error".into(), serde_json::to_value(error.code).unwrap_or(Value::Null));
+                entry.insert(
+                    "message".into(),
+                    log.redact_related(&error.message, Some(command)).into(),
+                );
+                let dir = end.request.working_dir.clone().unwrap_or_else(|| self.working_dir());
+                entry.insert("working_dir".into(), log.redact(&dir.to_string_lossy()).into());
+            }
+        }
+        log.record(entry);
+    }
+
     fn confined_dir(&self, dir: &Path, base: Option<&Path>, config: &Config) -> Result<PathBuf, ToolError> {
         roots::confined_dir(dir, base, config.allowed_roots.as_deref(), config.project_config)
     }
@@ -425,7 +508,7 @@ impl Shared {
         validate_command(&request.command)?;
         let cwd = match &request.working_dir {
             Some(dir) => self.confined_dir(dir, Some(&base), &config)?,
-            None => self.confined_dir(&base, None, &config)?,
+            None => self.confined_dir(&base, Some(&base), &config)?,
         };
         let timeout = config.effective_timeout(request.timeout);
 
@@ -553,7 +636,7 @@ impl Tool for ExecuteTool {
                 let base = self.shared.working_dir();
                 match &request.working_dir {
                     Some(dir) => self.shared.confined_dir(dir, Some(&base), &config),
-                    None => self.shared.confined_dir(&base, None, &config),
+                    None => self.shared.confined_dir(&base, Some(&base), &config),
                 }
             });
             return match checked.and_then(|_| self.jobs.start(request.clone())) {
@@ -570,6 +653,12 @@ impl Tool for ExecuteTool {
             }
         }
     }
+}
+
+/// The `command` argument of a call, if any.
+fn command_of(args_json: &str) -> Option<String> {
+    let args = crate::server::parse_args(args_json).ok()?;
+    args.get("command").and_then(Value::as_str).map(str::to_owned)
 }
 
 /// Whether the `execute` arguments ask for a background job (`background: true`).

@@ -88,7 +88,10 @@ pub fn load(common: &Common) -> Result<Settings, String> {
         audit_is_default: true,
     };
     if let Some(path) = &common.config {
-        let map = read_file(path)?;
+        let mut map = read_file(path)?;
+        if let Some(folder) = std::path::absolute(path).ok().as_deref().and_then(Path::parent) {
+            relative_to_file(&mut map, folder);
+        }
         apply(&mut settings, map).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     if let Some(secs) = common.timeout {
@@ -127,6 +130,26 @@ pub fn read_file(path: &Path) -> Result<Map<String, Value>, String> {
     match value {
         Value::Object(map) => Ok(map),
         _ => Err(format!("{} must hold one object (a table of keys)", path.display())),
+    }
+}
+
+/// Makes the file's relative paths — `allowed_roots` entries and
+/// `audit.path` — relative to the file's `folder` instead of the process's
+/// current directory. Values of the wrong type are left for validation.
+fn relative_to_file(map: &mut Map<String, Value>, folder: &Path) {
+    let anchor = |value: &mut Value| {
+        if let Some(text) = value.as_str()
+            && !text.is_empty()
+            && Path::new(text).is_relative()
+        {
+            *value = folder.join(text).to_string_lossy().into_owned().into();
+        }
+    };
+    if let Some(Value::Array(roots)) = map.get_mut("allowed_roots") {
+        roots.iter_mut().for_each(anchor);
+    }
+    if let Some(path) = map.get_mut("audit").and_then(|a| a.get_mut("path")) {
+        anchor(path);
     }
 }
 
@@ -293,6 +316,28 @@ mod tests {
         assert!(s.config.project_config);
         assert!(s.refuse_catastrophic);
         assert!(s.permissions.is_none());
+    }
+
+    #[test]
+    fn relative_paths_in_the_file_resolve_against_its_folder() {
+        let folder = std::env::temp_dir().join(format!("bash-mcp-settings-rel-{}", std::process::id()));
+        std::fs::create_dir_all(folder.join("project")).unwrap();
+        let path = folder.join("bash-mcp.toml");
+        std::fs::write(
+            &path,
+            "allowed_roots = [\"project\", \"/tmp\"]\n[audit]\npath = \"logs/audit.jsonl\"\n",
+        )
+        .unwrap();
+        let s = load(&with_file(path)).unwrap();
+        assert_eq!(
+            s.config.allowed_roots,
+            Some(vec![
+                std::fs::canonicalize(folder.join("project")).unwrap(),
+                std::fs::canonicalize("/tmp").unwrap()
+            ])
+        );
+        assert_eq!(s.config.audit.unwrap().path, folder.join("logs/audit.jsonl"));
+        std::fs::remove_dir_all(folder).unwrap();
     }
 
     #[test]
