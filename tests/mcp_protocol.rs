@@ -586,6 +586,26 @@ fn every_result_matches_the_output_schema() {
 }
 
 #[test]
+fn the_gate_sees_the_local_tool_name() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let h = harness_with(HandlerOptions {
+        gate: Some(Arc::new(move |tool: &str, _args: &str| {
+            record.lock().unwrap().push(tool.to_owned());
+            GateDecision::Allow
+        })),
+        ..HandlerOptions::default()
+    });
+    h.initialize("2025-11-25");
+    for (id, name) in [(1, "execute"), (2, "bash.execute")] {
+        let r = h.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":{"command":"true"}}}));
+        assert!(r.is_empty(), "{r:?}");
+        assert_eq!(h.next(Duration::from_secs(10)).unwrap()["id"], id);
+    }
+    assert_eq!(*seen.lock().unwrap(), ["execute", "execute"]);
+}
+
+#[test]
 fn tools_filter_hides_and_refuses() {
     let h = harness_with(HandlerOptions {
         tools: Some(vec![]),
@@ -814,7 +834,20 @@ impl Server {
     }
 
     fn call(&mut self, id: i64, args: Value) {
-        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"execute","arguments":args}}));
+        self.call_named(id, "execute", args);
+    }
+
+    /// Sends a tools/call of the tool `name` (as a client may spell it).
+    fn call_named(&mut self, id: i64, name: &str, args: Value) {
+        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}}));
+    }
+
+    /// Calls a tool and returns its `tools/call` result (not the JSON-RPC envelope).
+    fn result_of(&mut self, id: i64, name: &str, args: Value) -> Value {
+        self.call_named(id, name, args);
+        let reply = self.expect(json!(id));
+        assert!(reply.get("result").is_some(), "{reply}");
+        reply["result"].clone()
     }
 
     /// Waits for the process to exit, at most `limit`.
@@ -1125,4 +1158,58 @@ fn binary_refuses_catastrophic_commands_by_default() {
         .unwrap();
     let class: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(class["class"], "catastrophic", "{class}");
+}
+
+/// A private folder for one test's files, removed when dropped.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(common::unique_tag(&format!("bash-mcp-{name}")));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    /// Writes `config` as a JSON configuration file and returns its path.
+    fn config(&self, config: &Value) -> String {
+        let path = self.0.join("config.json");
+        std::fs::write(&path, config.to_string()).unwrap();
+        path.to_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn binary_gates_qualified_tool_names_like_local_ones() {
+    // `/bin/echo` as the shell: were the gate skipped, the command would
+    // only be printed, never run.
+    let dir = TempDir::new("qualified");
+    let config = dir.config(&json!({"shell": "/bin/echo", "audit": null}));
+    let mut s = spawn_server(&["serve", "--config", &config]);
+    s.initialize();
+    for (id, name) in [(1, "execute"), (2, "bash.execute")] {
+        let result = s.result_of(id, name, json!({"command": "rm -rf /"}));
+        assert_eq!(result["isError"], true, "{name}: {result}");
+        assert_eq!(result["structuredContent"]["error"], "permission_denied", "{name}: {result}");
+    }
+    drop(s);
+
+    // With rules, the qualified name is matched as `bash.execute`, never `bash.bash.execute`.
+    let config = dir.config(&json!({"shell": "/bin/echo", "audit": null, "permissions": {"allow": ["bash.execute:echo *"]}}));
+    let mut s = spawn_server(&["serve", "--config", &config]);
+    s.initialize();
+    let allowed = s.result_of(3, "bash.execute", json!({"command": "echo hi"}));
+    assert_eq!(allowed["isError"], false, "{allowed}");
+    assert_eq!(allowed["structuredContent"]["exit_code"], 0, "{allowed}");
+    let refused = s.result_of(4, "bash.execute", json!({"command": "make"}));
+    let doc = &refused["structuredContent"];
+    assert_eq!(doc["error"], "permission_denied", "{refused}");
+    assert_eq!(doc["pattern"], "bash.execute:make *", "{refused}");
+    let message = doc["message"].as_str().unwrap();
+    assert!(message.contains("`bash.execute`") && !message.contains("bash.bash"), "{message}");
 }

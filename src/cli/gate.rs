@@ -54,6 +54,11 @@ pub fn build(settings: &Settings, server: Option<Arc<BashServer>>) -> Result<Opt
 
 impl Gate for PolicyGate {
     fn check(&self, tool: &str, args_json: &str) -> GateDecision {
+        // The handler passes the local name; a qualified one is the same tool.
+        let tool = tool
+            .strip_prefix(self.server_name.as_str())
+            .and_then(|rest| rest.strip_prefix('.'))
+            .unwrap_or(tool);
         let decision = self.decide(tool, args_json);
         if let (GateDecision::Refuse { message, .. }, Some(server)) = (&decision, &self.server) {
             server.record_refusal(tool, args_json, message);
@@ -206,6 +211,10 @@ mod tests {
         ));
         assert!(matches!(
             g.check("session_run", &args("sudo rm -rf ~")),
+            GateDecision::Refuse { .. }
+        ));
+        assert!(matches!(
+            g.check("bash.execute", &args("rm -rf /")),
             GateDecision::Refuse { .. }
         ));
         s.refuse_catastrophic = false;

@@ -65,7 +65,7 @@
 //! The official SDK (`rmcp`) is async and built on tokio. This library is
 //! also a C library embedded in hosts with their own threads and event
 //! loops; pulling a runtime into every host process (and into the
-//! `bash_mcp_server_handle_message` C entry point) costs more than the
+//! `bash_mcp_mcp_handler_handle_message` C entry point) costs more than the
 //! protocol is worth. The protocol surface a tool server needs is small —
 //! a handful of methods over JSON-RPC — so it is written here directly on
 //! serde_json with plain threads, which keeps the handler synchronous,
@@ -127,8 +127,9 @@ pub enum GateDecision {
 /// A check run before every `tools/call` (on the worker thread, before the
 /// tool starts). The `bash-mcp` binary enforces its permission policy here.
 pub trait Gate: Send + Sync {
-    /// Decides on a call of `tool` (as the client named it) with its JSON
-    /// arguments.
+    /// Decides on a call of `tool` with its JSON arguments. `tool` is the
+    /// tool's own (local) name, e.g. `execute`, however the client spelled
+    /// it (`bash.execute` reaches the gate as `execute`).
     fn check(&self, tool: &str, args_json: &str) -> GateDecision;
 }
 
@@ -500,11 +501,15 @@ impl Inner {
             }
             None => return invalid("invalid params: `name` (the tool to call) is missing".into()),
         };
-        let known = self
+        // Clients may qualify the name (`bash.execute`); from here on the
+        // call uses the tool's own name, so the gate, the audit log and the
+        // tool all see one spelling.
+        let canonical = self
             .server
             .find_tool(&name)
-            .is_some_and(|t| self.exposed(&t.definition().name));
-        if !known {
+            .map(|t| t.definition().name.clone())
+            .filter(|n| self.exposed(n));
+        let Some(canonical) = canonical else {
             let names: Vec<String> = self
                 .server
                 .tools()
@@ -516,7 +521,7 @@ impl Inner {
                 "invalid params: unknown tool {name:?}; tools: {}",
                 names.join(", ")
             ));
-        }
+        };
         let args_json = match params.get("arguments") {
             None | Some(Value::Null) => "{}".to_owned(),
             Some(args @ Value::Object(_)) => args.to_string(),
@@ -552,7 +557,7 @@ impl Inner {
             id: request.id.clone(),
             key: request.key.clone(),
             call,
-            tool: name,
+            tool: canonical,
             args_json,
             progress_token,
         };
