@@ -768,6 +768,23 @@ fn shutdown_cancels_everything_and_refuses_new_calls() {
     assert_eq!(error_code(&r[0]), -32000);
 }
 
+#[test]
+fn server_shutdown_kills_jobs_and_is_idempotent() {
+    let server = common::server();
+    let tag = unique_tag("server-shutdown");
+    let job = common::call_tagged(&*server, "sleep 1000", &tag, json!({"background": true}));
+    assert!(job["job_id"].is_string(), "{job}");
+    assert!(wait_for_survivors(&tag, 1));
+    let start = Instant::now();
+    assert!(server.shutdown_within(Some(Duration::from_secs(5))));
+    assert_no_survivors(&tag);
+    assert!(start.elapsed() < Duration::from_secs(5));
+    server.shutdown();
+    // Still usable, and the job is forgotten.
+    assert_eq!(common::call_tool(&*server, "job_list", json!({}))["jobs"], json!([]));
+    assert_eq!(common::call(&*server, json!({"command": "echo ok"}))["output"], "ok\n");
+}
+
 // ------------------------------------------------------- the binary over pipes
 
 struct Server {
@@ -1212,4 +1229,57 @@ fn binary_gates_qualified_tool_names_like_local_ones() {
     assert_eq!(doc["pattern"], "bash.execute:make *", "{refused}");
     let message = doc["message"].as_str().unwrap();
     assert!(message.contains("`bash.execute`") && !message.contains("bash.bash"), "{message}");
+}
+
+/// Starts a background job and a session with a background command in it,
+/// all tagged; returns the session's private directory.
+fn start_job_and_session(s: &mut Server, tag: &str) -> std::path::PathBuf {
+    s.initialize();
+    let job = s.result_of(
+        1,
+        "execute",
+        json!({"command": "sleep 1000", "background": true, "env": {TAG_VAR: tag}}),
+    );
+    assert!(job["structuredContent"]["job_id"].is_string(), "{job}");
+    let started = s.result_of(2, "session_start", json!({"env": {TAG_VAR: tag}}));
+    let id = started["structuredContent"]["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned();
+    let ran = s.result_of(3, "session_run", json!({"session_id": id, "command": "sleep 1000 &"}));
+    assert_eq!(ran["structuredContent"]["exit_code"], 0, "{ran}");
+    // The job's sleep, the session's shell and its sleep.
+    assert!(wait_for_survivors(tag, 3), "the job and session did not start: {:?}", survivors(tag));
+    let name = format!("bash-mcp-session-{}", &id[..16]);
+    let dir = [std::path::Path::new("/dev/shm"), &std::env::temp_dir()]
+        .iter()
+        .map(|base| base.join(&name))
+        .find(|d| d.is_dir())
+        .unwrap_or_else(|| panic!("the session's private directory {name} was not found"));
+    dir
+}
+
+#[test]
+fn binary_stops_jobs_and_sessions_on_eof_and_sigterm() {
+    let dir = TempDir::new("stop");
+    let config = dir.config(&json!({"sessions": {"enabled": true}, "audit": null}));
+    for how in ["eof", "sigterm"] {
+        let tag = unique_tag(how);
+        let mut s = spawn_server(&["serve", "--config", &config]);
+        let session_dir = start_job_and_session(&mut s, &tag);
+        let start = Instant::now();
+        if how == "eof" {
+            drop(s.stdin.take());
+        } else {
+            unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+        }
+        let status = s.wait_exit(Duration::from_secs(5)).expect("the server exits");
+        let took = start.elapsed();
+        let dir_left = session_dir.exists();
+        let _ = std::fs::remove_dir_all(&session_dir);
+        assert!(status.success(), "{how}: {status:?}");
+        assert_no_survivors(&tag);
+        assert!(!dir_left, "{how}: {} was left behind", session_dir.display());
+        assert!(took < Duration::from_secs(1), "{how}: exiting took {took:?}");
+    }
 }

@@ -63,6 +63,7 @@ pub struct BashServer {
     /// (shown while the configuration enables them).
     tools: ToolRegistry,
     sessions: Arc<LazyManager>,
+    jobs: Arc<JobManager>,
 }
 
 struct Shared {
@@ -209,7 +210,37 @@ impl BashServer {
             shared,
             tools,
             sessions,
+            jobs,
         })
+    }
+
+    /// Stops everything the server keeps running between calls: kills the
+    /// process group of every background job and closes every session
+    /// (killing its shell and what it started, and removing its private
+    /// directory), then waits for the jobs' threads. Idempotent; the server
+    /// stays usable. Dropping the server does the same.
+    ///
+    /// Calls running on other threads are not affected: cancel them with
+    /// their [`CancelToken`](crate::CancelToken).
+    pub fn shutdown(&self) {
+        self.shutdown_within(None);
+    }
+
+    /// [`shutdown`](BashServer::shutdown), waiting at most `limit` for the
+    /// jobs' threads (each job's process group is killed at once either
+    /// way; a job is slower to end only while `kill_grace_ms` lets it
+    /// handle SIGTERM). Returns whether every job ended in time.
+    pub fn shutdown_within(&self, limit: Option<Duration>) -> bool {
+        let deadline = limit.map(|l| Instant::now() + l);
+        // Cancel the jobs first, so their groups die while sessions close.
+        let jobs = self.jobs.stop_all();
+        if self.sessions.open_sessions() > 0 {
+            match self.sessions.get() {
+                Ok(manager) => manager.close_all(),
+                Err(e) => tracing::warn!("cannot close the open sessions: {}", e.message),
+            }
+        }
+        jobs.wait(deadline)
     }
 
     /// The session manager (created on first use); an error while sessions
@@ -329,6 +360,12 @@ impl BashServer {
     /// ```
     pub fn run_with(&self, request: &ExecRequest, options: CallOptions<'_>) -> Result<ExecOutcome, ToolError> {
         self.shared.run(request, options)
+    }
+}
+
+impl Drop for BashServer {
+    fn drop(&mut self) {
+        self.shutdown();
     }
 }
 

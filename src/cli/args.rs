@@ -77,7 +77,8 @@ CONFIGURATION FILE KEYS:
     catastrophic commands refused, sessions off.
 
 Only protocol messages are written to stdout; logs go to stderr. On end of
-input, SIGTERM, SIGINT or SIGHUP, every running command's process group is killed.
+input, SIGTERM, SIGINT or SIGHUP, every running command and background job is
+killed (its whole process group) and every session is closed.
 ";
 
 /// Parses the arguments (without the program name). `stdin_is_tty` decides
