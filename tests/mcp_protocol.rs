@@ -26,7 +26,13 @@ struct Harness {
 }
 
 fn harness_with(options: HandlerOptions) -> Harness {
+    harness_configured(options, "{}")
+}
+
+/// A harness whose server got `config` (JSON) first.
+fn harness_configured(options: HandlerOptions, config: &str) -> Harness {
     let server = Arc::new(common::tagged(BashServer::new(std::env::temp_dir(), None, 30).unwrap()));
+    bash_mcp::McpServer::configure(&*server, config).unwrap();
     let (tx, rx) = channel();
     let tx = Mutex::new(tx);
     let handler = McpHandler::new(
@@ -478,6 +484,55 @@ fn call_results_text_structured_and_is_error() {
     assert!(r.is_empty());
     for _ in 0..2 {
         assert_eq!(h.next(Duration::from_secs(10)).unwrap()["result"]["isError"], false);
+    }
+}
+
+#[test]
+fn results_other_than_command_output_have_readable_text() {
+    for version in ["2025-03-26", "2025-06-18"] {
+        let h = harness_configured(HandlerOptions::default(), r#"{"tools": {"classify": true, "status": true}}"#);
+        h.initialize(version);
+        let tag = unique_tag("text");
+        let call = |id: i64, name: &str, args: Value| -> (String, Value) {
+            let r = h.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}}));
+            assert!(r.is_empty(), "{r:?}");
+            let reply = h.next(Duration::from_secs(20)).expect("a response");
+            assert_eq!(reply["id"], id, "{reply}");
+            let result = &reply["result"];
+            assert_eq!(
+                result.get("structuredContent").is_some(),
+                version == "2025-06-18",
+                "{version}: {result}"
+            );
+            let text = result["content"][0]["text"].as_str().unwrap().to_owned();
+            assert!(!text.trim().is_empty(), "{version} {name}: empty text: {result}");
+            (text, result.clone())
+        };
+        let (text, _) = call(
+            1,
+            "execute",
+            json!({"command": "echo started; sleep 60", "background": true, "env": {TAG_VAR: tag}}),
+        );
+        // The text alone carries the job id: it is the document as JSON.
+        let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{version}: {e}: {text}"));
+        let job_id = doc["job_id"].as_str().expect("job_id in the text").to_owned();
+        assert_eq!(doc["status"], "running");
+
+        let (text, _) = call(2, "job_status", json!({"job_id": job_id}));
+        assert!(text.contains("status: running"), "{version}: {text}");
+        assert!(text.contains(&format!("job_id: {job_id}")), "{version}: {text}");
+        assert!(text.contains("hint: Still running"), "{version}: {text}");
+
+        let (text, _) = call(3, "job_list", json!({}));
+        assert!(text.contains(&job_id), "{version}: {text}");
+        let (text, _) = call(4, "job_kill", json!({"job_id": job_id}));
+        assert!(text.contains(&format!("job_id: {job_id}")), "{version}: {text}");
+        assert_no_survivors(&tag);
+        let (text, _) = call(5, "classify", json!({"command": "rm -rf /"}));
+        assert!(text.contains("catastrophic"), "{version}: {text}");
+        let (text, _) = call(6, "status", json!({}));
+        let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{version}: {e}: {text}"));
+        assert!(doc["calls"]["served"].as_u64().unwrap() >= 5, "{version}: {text}");
     }
 }
 

@@ -43,9 +43,13 @@
 //! `tools/list` lists the server's tools in registration order, with
 //! `title`, `annotations` and `outputSchema` from the tool definition file
 //! where the client's revision defines them. `tools/call` results carry a
-//! readable text block (the output, then `[exit code: N]`, or the error's
-//! message and hint) and, from 2025-06-18, `structuredContent` with the
-//! tool's JSON result document. `isError` is true when the document has an
+//! readable text block and, from 2025-06-18, `structuredContent` with the
+//! tool's JSON result document. The text of a command's result is its
+//! output, then `[exit code: N]` (or `[error: CODE] message`), `status`,
+//! `job_id`, `session_id`, `hint` and `pattern` lines where present; any
+//! other document (a started job, a list, a status report) is shown as
+//! indented JSON, so a client without `structuredContent` still sees every
+//! field (see [`render_text`]). `isError` is true when the document has an
 //! `error` key (bad arguments, spawn failure, timeout, cancellation, policy
 //! refusal). **A non-zero exit status is a normal result** (`isError:
 //! false`): the command ran, and its status is in the result.
