@@ -1178,6 +1178,12 @@ fn binary_enforces_its_policy_and_audits_refusals() {
     s.initialize();
     let result_of = |reply: Value| -> (bool, Value) {
         let r = &reply["result"];
+        if r["isError"] == true {
+            // The text names the rule to add, as its hint says.
+            let text = r["content"][0]["text"].as_str().unwrap();
+            let pattern = r["structuredContent"]["pattern"].as_str().unwrap();
+            assert!(text.ends_with(&format!("\npattern: {pattern}")), "{text}");
+        }
         (r["isError"] == true, r["structuredContent"].clone())
     };
     s.call(1, json!({"command": "echo allowed && git --version"}));
@@ -1197,9 +1203,18 @@ fn binary_enforces_its_policy_and_audits_refusals() {
         "{doc}"
     );
     drop(s);
+    // `exec` shows the pattern too.
+    let out = bin_command(env!("CARGO_BIN_EXE_bash-mcp"))
+        .args(["exec", "--config", config.to_str().unwrap(), "make"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(126));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("bash-mcp: pattern: bash.execute:make *"), "{stderr}");
     let text = std::fs::read_to_string(&audit).unwrap();
     let entries: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(entries.len(), 3, "{text}");
+    assert_eq!(entries.len(), 4, "three calls over MCP, one exec: {text}");
+    assert_eq!(entries[3]["error"], "refused");
     assert_eq!(entries[0]["exit_code"], 0);
     assert_eq!(entries[1]["error"], "refused");
     assert_eq!(entries[1]["permission_pattern"], "bash.execute:{git,rm} *");

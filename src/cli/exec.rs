@@ -97,6 +97,9 @@ fn print_human(doc: &Value, stdout: &mut impl Write) {
         if !text("hint").is_empty() {
             eprintln!("bash-mcp: hint: {}", text("hint"));
         }
+        if !text("pattern").is_empty() {
+            eprintln!("bash-mcp: pattern: {}", text("pattern"));
+        }
     } else if let Some(code) = doc.get("exit_code").and_then(Value::as_i64).filter(|c| *c != 0) {
         eprintln!("bash-mcp: exit code {code}");
     }
