@@ -849,11 +849,16 @@ struct Server {
 }
 
 fn spawn_server(args: &[&str]) -> Server {
+    spawn_server_logging(args, Stdio::null())
+}
+
+/// [`spawn_server`] with the server's stderr going to `stderr`.
+fn spawn_server_logging(args: &[&str], stderr: Stdio) -> Server {
     let mut child = bin_command(env!("CARGO_BIN_EXE_bash-mcp"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("spawn bash-mcp");
     let stdout = child.stdout.take().unwrap();
@@ -1352,4 +1357,30 @@ fn binary_stops_jobs_and_sessions_on_eof_and_sigterm() {
         assert!(!dir_left, "{how}: {} was left behind", session_dir.display());
         assert!(took < Duration::from_secs(1), "{how}: exiting took {took:?}");
     }
+}
+
+#[test]
+fn binary_command_rules_leave_other_tools_alone_and_quiet() {
+    let dir = TempDir::new("other-tools");
+    let config = dir.config(&json!({
+        "audit": null,
+        "tools": ["execute", "status"],
+        "permissions": {"allow": ["bash.execute:sleep *", "bash.execute:echo *"], "deny": ["bash.job_kill"]},
+    }));
+    let log = dir.0.join("stderr.log");
+    let mut s = spawn_server_logging(&["serve", "--config", &config], Stdio::from(std::fs::File::create(&log).unwrap()));
+    s.initialize();
+    for (id, tool) in [(1, "job_list"), (2, "status")] {
+        let result = s.result_of(id, tool, json!({}));
+        assert_eq!(result["isError"], false, "{tool}: {result}");
+    }
+    let ran = s.result_of(3, "execute", json!({"command": "echo hi"}));
+    assert_eq!(ran["structuredContent"]["exit_code"], 0, "{ran}");
+    // A tool-level deny rule still refuses a tool.
+    let killed = s.result_of(4, "job_kill", json!({"job_id": "job-x"}));
+    assert_eq!(killed["structuredContent"]["error"], "permission_denied", "{killed}");
+    drop(s.stdin.take());
+    assert!(s.wait_exit(Duration::from_secs(5)).is_some());
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert!(!stderr.contains("WARN"), "no warnings for calls without a command: {stderr}");
 }
