@@ -1384,3 +1384,30 @@ fn binary_command_rules_leave_other_tools_alone_and_quiet() {
     let stderr = std::fs::read_to_string(&log).unwrap();
     assert!(!stderr.contains("WARN"), "no warnings for calls without a command: {stderr}");
 }
+
+#[test]
+fn binary_output_into_a_closed_pipe_is_not_a_crash() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let bin = env!("CARGO_BIN_EXE_bash-mcp");
+    for args in [
+        &["classify", "shred /tmp/x"][..],
+        &["pattern", "git status"],
+        &["--help"],
+        &["--version"],
+    ] {
+        // A pipe whose reader is already gone: the first write gets EPIPE.
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        drop(read);
+        let out = bin_command(bin)
+            .args(args)
+            .stdout(Stdio::from(write))
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

@@ -85,23 +85,23 @@ fn exit_status(doc: &Value) -> u8 {
 }
 
 /// The output as the command wrote it on stdout (stderr too when separate),
-/// then, on stderr, a note for anything but a clean exit.
+/// then, on stderr, a note for anything but a clean exit. Write errors (a
+/// reader that went away) are ignored: the exit status is the command's.
 fn print_human(doc: &Value, stdout: &mut impl Write) {
     let text = |key: &str| doc.get(key).and_then(Value::as_str).unwrap_or_default();
     let _ = stdout.write_all(text("output").as_bytes());
     let _ = stdout.write_all(text("stdout").as_bytes());
     let _ = stdout.flush();
-    eprint!("{}", text("stderr"));
+    let _ = std::io::stderr().write_all(text("stderr").as_bytes());
     if let Some(error) = doc.get("error").and_then(Value::as_str) {
-        eprintln!("bash-mcp: [{error}] {}", text("message"));
-        if !text("hint").is_empty() {
-            eprintln!("bash-mcp: hint: {}", text("hint"));
-        }
-        if !text("pattern").is_empty() {
-            eprintln!("bash-mcp: pattern: {}", text("pattern"));
+        super::note(&format!("[{error}] {}", text("message")));
+        for key in ["hint", "pattern"] {
+            if !text(key).is_empty() {
+                super::note(&format!("{key}: {}", text(key)));
+            }
         }
     } else if let Some(code) = doc.get("exit_code").and_then(Value::as_i64).filter(|c| *c != 0) {
-        eprintln!("bash-mcp: exit code {code}");
+        super::note(&format!("exit code {code}"));
     }
 }
 

@@ -7,7 +7,7 @@ mod gate;
 mod serve;
 pub mod settings;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -22,27 +22,21 @@ pub fn main() -> ExitCode {
     let command = match args::parse(std::env::args_os().skip(1), stdin_is_tty) {
         Ok(command) => command,
         Err(message) => {
-            eprintln!("bash-mcp: {message}\nRun `bash-mcp --help` for usage.");
+            note(&format!("{message}\nRun `bash-mcp --help` for usage."));
             return ExitCode::from(2);
         }
     };
     match command {
-        Command::Help => {
-            print!("{}", args::HELP);
-            ExitCode::SUCCESS
-        }
-        Command::Version => {
-            println!(
-                "bash-mcp {} (MCP revisions {})",
-                bash_mcp::VERSION,
-                bash_mcp::mcp::SUPPORTED_VERSIONS.join(", ")
-            );
-            ExitCode::SUCCESS
-        }
+        Command::Help => print_out(args::HELP),
+        Command::Version => print_out(&format!(
+            "bash-mcp {} (MCP revisions {})\n",
+            bash_mcp::VERSION,
+            bash_mcp::mcp::SUPPORTED_VERSIONS.join(", ")
+        )),
         Command::Interactive => {
-            eprint!("{}", args::HELP);
-            eprintln!(
-                "\nbash-mcp: stdin is a terminal; run `bash-mcp serve` to serve MCP here anyway, or configure an MCP client to start it."
+            let _ = writeln!(std::io::stderr(), "{}", args::HELP);
+            note(
+                "stdin is a terminal; run `bash-mcp serve` to serve MCP here anyway, or configure an MCP client to start it.",
             );
             ExitCode::from(2)
         }
@@ -59,7 +53,7 @@ fn with_settings(common: &args::Common, run: impl FnOnce(&Settings) -> Result<u8
     let settings = match settings::load(common) {
         Ok(settings) => settings,
         Err(message) => {
-            eprintln!("bash-mcp: {message}");
+            note(&message);
             return ExitCode::from(2);
         }
     };
@@ -67,7 +61,7 @@ fn with_settings(common: &args::Common, run: impl FnOnce(&Settings) -> Result<u8
     match run(&settings) {
         Ok(status) => ExitCode::from(status),
         Err(message) => {
-            eprintln!("bash-mcp: {message}");
+            note(&message);
             ExitCode::from(1)
         }
     }
@@ -75,15 +69,33 @@ fn with_settings(common: &args::Common, run: impl FnOnce(&Settings) -> Result<u8
 
 fn report(result: Result<String, String>) -> ExitCode {
     match result {
-        Ok(text) => {
-            println!("{text}");
-            ExitCode::SUCCESS
-        }
+        Ok(text) => print_out(&format!("{text}\n")),
         Err(message) => {
-            eprintln!("bash-mcp: {message}");
+            note(&message);
             ExitCode::from(1)
         }
     }
+}
+
+/// Writes `text` to stdout. A reader that has gone away (EPIPE, as in
+/// `bash-mcp classify CMD | head -1`) is not an error: it wanted no more
+/// output, so the status stays success. Any other write error is reported
+/// on stderr, status 1.
+fn print_out(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            note(&format!("cannot write to stdout: {e}"));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `bash-mcp: message` on stderr; never panics (stderr may be closed too).
+pub(crate) fn note(message: &str) {
+    let _ = writeln!(std::io::stderr(), "bash-mcp: {message}");
 }
 
 fn init_logging(level: &str) {
