@@ -590,6 +590,7 @@ fn every_result_matches_the_output_schema() {
                 message: "refused".into(),
                 hint: "ask".into(),
                 pattern: Some("execute(forbidden)".into()),
+                audit_id: Some("0123456789abcdef".into()),
             }
         } else {
             GateDecision::Allow
@@ -1410,4 +1411,42 @@ fn binary_output_into_a_closed_pipe_is_not_a_crash() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn binary_audits_refusals_and_invalid_calls() {
+    let dir = TempDir::new("audit-ids");
+    let audit = dir.0.join("audit.jsonl");
+    // `/bin/echo` as the shell: a command let through is only printed.
+    let config = dir.config(&json!({
+        "shell": "/bin/echo",
+        "tools": ["execute", "status"],
+        "audit": {"path": audit},
+    }));
+    let mut s = spawn_server(&["serve", "--config", &config]);
+    s.initialize();
+    let refused = s.result_of(1, "execute", json!({"command": "rm -rf /"}));
+    let audit_id = refused["structuredContent"]["audit_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a refusal names its audit entry: {refused}"))
+        .to_owned();
+    s.call_named(2, "no_such_tool", json!({"command": "ls"}));
+    assert_eq!(error_code(&s.expect(json!(2))), -32602);
+    s.send(&json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute","arguments":5}}));
+    assert_eq!(error_code(&s.expect(json!(3))), -32602);
+    let status = s.result_of(4, "status", json!({}));
+    let calls = &status["structuredContent"]["calls"];
+    assert_eq!(*calls, json!({"served": 2, "failed": 2}), "the two invalid calls count as failed: {status}");
+    drop(s);
+
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let entries: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(entries.len(), 4, "{text}");
+    assert_eq!(entries[0]["audit_id"], audit_id.as_str());
+    assert_eq!(entries[0]["error"], "refused");
+    assert_eq!(entries[1]["error"], "unknown_tool");
+    assert_eq!(entries[1]["tool"], "no_such_tool");
+    assert_eq!(entries[2]["error"], "invalid_arguments");
+    assert_eq!(entries[2]["tool"], "execute");
+    assert_eq!(entries[3]["tool"], "status");
 }

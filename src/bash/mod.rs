@@ -260,14 +260,17 @@ impl BashServer {
     }
 
     /// Records, in the audit log if on, a call that was refused before it ran
-    /// (e.g. by a permission policy); `reason` says why.
-    pub fn record_refusal(&self, tool_name: &str, args_json: &str, reason: &str) {
-        if let Some(log) = self.shared.audit() {
-            let mut entry = self.audit_entry(&log, tool_name, args_json);
-            entry.insert("error".into(), "refused".into());
-            entry.insert("refusal".into(), reason.into());
-            log.record(entry);
-        }
+    /// (e.g. by a permission policy); `reason` says why. Returns the entry's
+    /// `audit_id` (`None` while the audit log is off), for the refusal's
+    /// result.
+    pub fn record_refusal(&self, tool_name: &str, args_json: &str, reason: &str) -> Option<String> {
+        let log = self.shared.audit()?;
+        let mut entry = self.audit_entry(&log, tool_name, args_json);
+        let id = entry["audit_id"].as_str().map(str::to_owned);
+        entry.insert("error".into(), "refused".into());
+        entry.insert("refusal".into(), reason.into());
+        log.record(entry);
+        id
     }
 
     /// The common fields of an audit entry for a call.
@@ -430,6 +433,17 @@ impl McpServer for BashServer {
             response.result = Value::Object(result).to_string();
         }
         response
+    }
+
+    fn record_rejected_call(&self, tool_name: &str, args_json: &str, error: ErrorCode) {
+        let counters = &self.shared.counters;
+        counters.served.fetch_add(1, Ordering::Relaxed);
+        counters.failed.fetch_add(1, Ordering::Relaxed);
+        if let Some(log) = self.shared.audit() {
+            let mut entry = self.audit_entry(&log, tool_name, args_json);
+            entry.insert("error".into(), error.as_str().into());
+            log.record(entry);
+        }
     }
 
     fn set_working_dir(&self, path: &Path) -> Result<(), ToolError> {

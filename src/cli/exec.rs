@@ -3,7 +3,6 @@
 
 use std::io::Write;
 
-use bash_mcp::mcp::GateDecision;
 use bash_mcp::{CallOptions, CancelToken, McpServer};
 use serde_json::{Value, json};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -27,16 +26,9 @@ pub fn run(settings: &Settings, command: &str, json_output: bool) -> Result<u8, 
         Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let server = super::build_server(settings)?;
     let args = json!({"command": command}).to_string();
-    let refusal = gate::build(settings, Some(server.clone()))?.and_then(|gate| match gate.check("execute", &args) {
-        GateDecision::Allow => None,
-        GateDecision::Refuse { message, hint, pattern } => {
-            let mut doc = json!({"error": "permission_denied", "message": message, "hint": hint});
-            if let Some(pattern) = pattern {
-                doc["pattern"] = pattern.into();
-            }
-            Some(doc.to_string())
-        }
-    });
+    let refusal = gate::build(settings, Some(server.clone()))?
+        .and_then(|gate| gate.check("execute", &args).refusal_document())
+        .map(|doc| doc.to_string());
     let result = match refusal {
         Some(doc) => doc,
         None => {

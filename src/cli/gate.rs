@@ -80,9 +80,9 @@ impl Gate for PolicyGate {
             .strip_prefix(self.server_name.as_str())
             .and_then(|rest| rest.strip_prefix('.'))
             .unwrap_or(tool);
-        let decision = self.decide(tool, args_json);
-        if let (GateDecision::Refuse { message, .. }, Some(server)) = (&decision, &self.server) {
-            server.record_refusal(tool, args_json, message);
+        let mut decision = self.decide(tool, args_json);
+        if let (GateDecision::Refuse { message, audit_id, .. }, Some(server)) = (&mut decision, &self.server) {
+            *audit_id = server.record_refusal(tool, args_json, message);
         }
         decision
     }
@@ -264,6 +264,7 @@ fn refuse(message: String, hint: &str, pattern: String) -> GateDecision {
         message,
         hint: hint.to_owned(),
         pattern: Some(pattern),
+        audit_id: None,
     }
 }
 
@@ -381,7 +382,9 @@ mod tests {
         let input = |text: &str| serde_json::json!({"session_id": "s", "input": text}).to_string();
         // Under rules, only a rule for the whole tool (or `:*`) allows raw input.
         let g = gate(&["bash.session_run:git *", "bash.execute:*"], &[], true);
-        let GateDecision::Refuse { message, hint, pattern } = g.check("session_write", &input("git status\n")) else {
+        let GateDecision::Refuse {
+            message, hint, pattern, ..
+        } = g.check("session_write", &input("git status\n")) else {
             panic!("raw input is refused under rules that do not name it");
         };
         assert!(message.contains("raw input"), "{message}");

@@ -104,6 +104,7 @@ use era::Era;
 use jsonrpc::{IdKey, Incoming};
 use progress::{OutputTail, Ticker};
 
+use crate::error::ErrorCode;
 use crate::server::{CallOptions, McpServer, ToolResponse};
 
 /// Default limit on one incoming message: 4 MiB.
@@ -125,7 +126,35 @@ pub enum GateDecision {
         hint: String,
         /// The permission pattern the call was matched as, when known.
         pattern: Option<String>,
+        /// The audit log entry that recorded the refusal, when the gate
+        /// wrote one; the result carries it as `audit_id`.
+        audit_id: Option<String>,
     },
+}
+
+impl GateDecision {
+    /// The result document of a refused call — `error: "permission_denied"`,
+    /// `message`, `hint`, and `pattern` and `audit_id` when known — or
+    /// `None` for [`GateDecision::Allow`].
+    pub fn refusal_document(&self) -> Option<Value> {
+        let GateDecision::Refuse {
+            message,
+            hint,
+            pattern,
+            audit_id,
+        } = self
+        else {
+            return None;
+        };
+        let mut doc = json!({"error": "permission_denied", "message": message, "hint": hint});
+        if let Some(pattern) = pattern {
+            doc["pattern"] = pattern.clone().into();
+        }
+        if let Some(id) = audit_id {
+            doc["audit_id"] = id.clone().into();
+        }
+        Some(doc)
+    }
 }
 
 /// A check run before every `tools/call` (on the worker thread, before the
@@ -514,6 +543,8 @@ impl Inner {
             .map(|t| t.definition().name.clone())
             .filter(|n| self.exposed(n));
         let Some(canonical) = canonical else {
+            let args_json = params.get("arguments").map_or_else(|| "{}".to_owned(), Value::to_string);
+            self.server.record_rejected_call(&name, &args_json, ErrorCode::UnknownTool);
             let names: Vec<String> = self
                 .server
                 .tools()
@@ -530,6 +561,8 @@ impl Inner {
             None | Some(Value::Null) => "{}".to_owned(),
             Some(args @ Value::Object(_)) => args.to_string(),
             Some(other) => {
+                self.server
+                    .record_rejected_call(&canonical, &other.to_string(), ErrorCode::InvalidArguments);
                 return invalid(format!(
                     "invalid params: `arguments` must be an object, got {}",
                     crate::json_kind(other)
@@ -662,13 +695,9 @@ impl Job {
 
     fn execute(&self, tail: Option<&OutputTail>) -> ToolResponse {
         if let Some(gate) = &self.inner.options.gate
-            && let GateDecision::Refuse { message, hint, pattern } = gate.check(&self.tool, &self.args_json)
+            && let Some(doc) = gate.check(&self.tool, &self.args_json).refusal_document()
         {
-            tracing::info!(tool = %self.tool, %message, "call refused by policy");
-            let mut doc = json!({"error": "permission_denied", "message": message, "hint": hint});
-            if let Some(pattern) = pattern {
-                doc["pattern"] = pattern.into();
-            }
+            tracing::info!(tool = %self.tool, message = %doc["message"], "call refused by policy");
             return ToolResponse::new(doc.to_string());
         }
         let mut observe = |chunk: &[u8], _stream| {
