@@ -208,6 +208,45 @@ fn tools_list_fields_follow_the_revision() {
 }
 
 #[test]
+fn every_tool_has_honest_annotations() {
+    let h = harness_configured(
+        HandlerOptions::default(),
+        r#"{"tools": {"status": true, "check_env": true, "which": true, "list_binaries": true, "audit_read": true, "classify": true}, "sessions": {"enabled": true}}"#,
+    );
+    h.initialize("2025-11-25");
+    let reply = h.request(json!(1), "tools/list", json!({}));
+    let tools = reply["result"]["tools"].as_array().unwrap();
+    let hints = |name: &str| -> [bool; 4] {
+        let tool = tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is listed: {reply}"));
+        let a = &tool["annotations"];
+        assert_eq!(a["title"], tool["title"], "{name}: {tool}");
+        assert!(tool["title"].is_string(), "{name}: {tool}");
+        ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]
+            .map(|k| a[k].as_bool().unwrap_or_else(|| panic!("{name}: {k} is set: {a}")))
+    };
+    // [read-only, destructive, idempotent, open world]
+    const READ_ONLY: [bool; 4] = [true, false, true, false];
+    const RUNS_COMMANDS: [bool; 4] = [false, true, false, true];
+    for name in ["job_status", "job_list", "status", "check_env", "which", "list_binaries", "audit_read", "classify"] {
+        assert_eq!(hints(name), READ_ONLY, "{name}");
+    }
+    for name in ["session_list", "session_read", "session_wait"] {
+        assert_eq!(hints(name), READ_ONLY, "{name}");
+    }
+    for name in ["execute", "session_run", "session_write"] {
+        assert_eq!(hints(name), RUNS_COMMANDS, "{name}");
+    }
+    assert_eq!(hints("job_kill"), [false, true, true, false]);
+    assert_eq!(hints("session_close"), [false, true, true, false]);
+    assert_eq!(hints("session_interrupt"), [false, true, false, false]);
+    assert_eq!(hints("session_start"), [false, false, false, false]);
+    assert_eq!(tools.len(), 18, "every tool was checked: {reply}");
+}
+
+#[test]
 fn host_format_list_tools_keeps_three_keys() {
     use bash_mcp::McpServer;
     let server = BashServer::new(std::env::temp_dir(), None, 30).unwrap();
