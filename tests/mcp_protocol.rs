@@ -1489,3 +1489,22 @@ fn binary_audits_refusals_and_invalid_calls() {
     assert_eq!(entries[2]["tool"], "execute");
     assert_eq!(entries[3]["tool"], "status");
 }
+
+#[test]
+fn binary_debug_log_is_about_bash_mcp_only() {
+    let bin = env!("CARGO_BIN_EXE_bash-mcp");
+    let run = |level: &str| -> String {
+        let out = bin_command(bin)
+            .args(["exec", "--log-level", level, "echo hi"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{level}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let debug = run("debug");
+    assert!(debug.contains("DEBUG") && debug.contains("execute finished"), "{debug}");
+    assert!(!debug.contains("Tokeniz"), "the parser's records stay at warn: {debug}");
+    // A full filter reaches other crates.
+    let full = run("debug,bash_mcp=info");
+    assert!(full.contains("Tokeniz") && !full.contains("execute finished"), "{full}");
+}

@@ -12,6 +12,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use bash_mcp::{BashServer, DEFAULT_SERVER_NAME};
+use tracing::level_filters::LevelFilter;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
 
 use args::Command;
 use settings::Settings;
@@ -98,20 +101,52 @@ pub(crate) fn note(message: &str) {
     let _ = writeln!(std::io::stderr(), "bash-mcp: {message}");
 }
 
-fn init_logging(level: &str) {
-    let filter = match level {
-        "off" => tracing::level_filters::LevelFilter::OFF,
-        "error" => tracing::level_filters::LevelFilter::ERROR,
-        "info" => tracing::level_filters::LevelFilter::INFO,
-        "debug" => tracing::level_filters::LevelFilter::DEBUG,
-        "trace" => tracing::level_filters::LevelFilter::TRACE,
-        _ => tracing::level_filters::LevelFilter::WARN,
+/// The named levels of `--log-level`.
+pub const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
+
+/// The stderr log filter for `--log-level`.
+///
+/// A named level applies to bash-mcp's own records; everything else (the
+/// shell parser logs every token at debug) stays at `warn`, or at the named
+/// level when it is quieter. Anything else is a full filter of
+/// comma-separated `target=level` directives (a bare level sets the
+/// default), e.g. `info,bash_mcp=trace` (bash-mcp at trace, everything
+/// else at info).
+pub fn log_filter(level: &str) -> Result<Targets, String> {
+    if LOG_LEVELS.contains(&level) {
+        let own: LevelFilter = level.parse().map_err(|e| format!("{e}"))?;
+        let others = own.min(LevelFilter::WARN);
+        return Ok(Targets::new()
+            .with_default(others)
+            .with_target(env!("CARGO_CRATE_NAME"), own));
+    }
+    let bad = |why: String| {
+        format!(
+            "--log-level must be one of {} or a filter such as `info,bash_mcp=trace`; got {level:?} ({why})",
+            LOG_LEVELS.join(", ")
+        )
     };
-    tracing_subscriber::fmt()
+    // A bare word would parse as a target enabled at every level: a typo
+    // such as `degub` must not be taken for one.
+    if let Some(part) = level
+        .split(',')
+        .find(|part| !part.contains('=') && !LOG_LEVELS.contains(part))
+    {
+        return Err(bad(format!("{part:?} is neither a level nor `target=level`")));
+    }
+    level.parse::<Targets>().map_err(|e| bad(e.to_string()))
+}
+
+fn init_logging(level: &str) {
+    let full_filter = !LOG_LEVELS.contains(&level);
+    let filter = log_filter(level).unwrap_or_else(|_| Targets::new().with_default(LevelFilter::WARN));
+    let subscriber = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_max_level(filter)
-        .with_target(false)
-        .init();
+        .with_max_level(LevelFilter::TRACE)
+        .with_target(full_filter)
+        .finish()
+        .with(filter);
+    let _ = tracing::subscriber::set_global_default(subscriber);
 }
 
 /// The server the settings describe. A default audit location that cannot
