@@ -230,7 +230,16 @@ fn every_tool_has_honest_annotations() {
     // [read-only, destructive, idempotent, open world]
     const READ_ONLY: [bool; 4] = [true, false, true, false];
     const RUNS_COMMANDS: [bool; 4] = [false, true, false, true];
-    for name in ["job_status", "job_list", "status", "check_env", "which", "list_binaries", "audit_read", "classify"] {
+    for name in [
+        "job_status",
+        "job_list",
+        "status",
+        "check_env",
+        "which",
+        "list_binaries",
+        "audit_read",
+        "classify",
+    ] {
         assert_eq!(hints(name), READ_ONLY, "{name}");
     }
     for name in ["session_list", "session_read", "session_wait"] {
@@ -529,11 +538,15 @@ fn call_results_text_structured_and_is_error() {
 #[test]
 fn results_other_than_command_output_have_readable_text() {
     for version in ["2025-03-26", "2025-06-18"] {
-        let h = harness_configured(HandlerOptions::default(), r#"{"tools": {"classify": true, "status": true}}"#);
+        let h = harness_configured(
+            HandlerOptions::default(),
+            r#"{"tools": {"classify": true, "status": true}}"#,
+        );
         h.initialize(version);
         let tag = unique_tag("text");
         let call = |id: i64, name: &str, args: Value| -> (String, Value) {
-            let r = h.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}}));
+            let r =
+                h.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}}));
             assert!(r.is_empty(), "{r:?}");
             let reply = h.next(Duration::from_secs(20)).expect("a response");
             assert_eq!(reply["id"], id, "{reply}");
@@ -1327,12 +1340,16 @@ fn binary_gates_qualified_tool_names_like_local_ones() {
     for (id, name) in [(1, "execute"), (2, "bash.execute")] {
         let result = s.result_of(id, name, json!({"command": "rm -rf /"}));
         assert_eq!(result["isError"], true, "{name}: {result}");
-        assert_eq!(result["structuredContent"]["error"], "permission_denied", "{name}: {result}");
+        assert_eq!(
+            result["structuredContent"]["error"], "permission_denied",
+            "{name}: {result}"
+        );
     }
     drop(s);
 
     // With rules, the qualified name is matched as `bash.execute`, never `bash.bash.execute`.
-    let config = dir.config(&json!({"shell": "/bin/echo", "audit": null, "permissions": {"allow": ["bash.execute:echo *"]}}));
+    let config =
+        dir.config(&json!({"shell": "/bin/echo", "audit": null, "permissions": {"allow": ["bash.execute:echo *"]}}));
     let mut s = spawn_server(&["serve", "--config", &config]);
     s.initialize();
     let allowed = s.result_of(3, "bash.execute", json!({"command": "echo hi"}));
@@ -1343,7 +1360,10 @@ fn binary_gates_qualified_tool_names_like_local_ones() {
     assert_eq!(doc["error"], "permission_denied", "{refused}");
     assert_eq!(doc["pattern"], "bash.execute:make *", "{refused}");
     let message = doc["message"].as_str().unwrap();
-    assert!(message.contains("`bash.execute`") && !message.contains("bash.bash"), "{message}");
+    assert!(
+        message.contains("`bash.execute`") && !message.contains("bash.bash"),
+        "{message}"
+    );
 }
 
 /// Starts a background job and a session with a background command in it,
@@ -1364,14 +1384,17 @@ fn start_job_and_session(s: &mut Server, tag: &str) -> std::path::PathBuf {
     let ran = s.result_of(3, "session_run", json!({"session_id": id, "command": "sleep 1000 &"}));
     assert_eq!(ran["structuredContent"]["exit_code"], 0, "{ran}");
     // The job's sleep, the session's shell and its sleep.
-    assert!(wait_for_survivors(tag, 3), "the job and session did not start: {:?}", survivors(tag));
+    assert!(
+        wait_for_survivors(tag, 3),
+        "the job and session did not start: {:?}",
+        survivors(tag)
+    );
     let name = format!("bash-mcp-session-{}", &id[..16]);
-    let dir = [std::path::Path::new("/dev/shm"), &std::env::temp_dir()]
+    [std::path::Path::new("/dev/shm"), &std::env::temp_dir()]
         .iter()
         .map(|base| base.join(&name))
         .find(|d| d.is_dir())
-        .unwrap_or_else(|| panic!("the session's private directory {name} was not found"));
-    dir
+        .unwrap_or_else(|| panic!("the session's private directory {name} was not found"))
 }
 
 #[test]
@@ -1408,7 +1431,10 @@ fn binary_command_rules_leave_other_tools_alone_and_quiet() {
         "permissions": {"allow": ["bash.execute:sleep *", "bash.execute:echo *"], "deny": ["bash.job_kill"]},
     }));
     let log = dir.0.join("stderr.log");
-    let mut s = spawn_server_logging(&["serve", "--config", &config], Stdio::from(std::fs::File::create(&log).unwrap()));
+    let mut s = spawn_server_logging(
+        &["serve", "--config", &config],
+        Stdio::from(std::fs::File::create(&log).unwrap()),
+    );
     s.initialize();
     for (id, tool) in [(1, "job_list"), (2, "status")] {
         let result = s.result_of(id, tool, json!({}));
@@ -1422,7 +1448,10 @@ fn binary_command_rules_leave_other_tools_alone_and_quiet() {
     drop(s.stdin.take());
     assert!(s.wait_exit(Duration::from_secs(5)).is_some());
     let stderr = std::fs::read_to_string(&log).unwrap();
-    assert!(!stderr.contains("WARN"), "no warnings for calls without a command: {stderr}");
+    assert!(
+        !stderr.contains("WARN"),
+        "no warnings for calls without a command: {stderr}"
+    );
 }
 
 #[test]
@@ -1475,7 +1504,11 @@ fn binary_audits_refusals_and_invalid_calls() {
     assert_eq!(error_code(&s.expect(json!(3))), -32602);
     let status = s.result_of(4, "status", json!({}));
     let calls = &status["structuredContent"]["calls"];
-    assert_eq!(*calls, json!({"served": 2, "failed": 2}), "the two invalid calls count as failed: {status}");
+    assert_eq!(
+        *calls,
+        json!({"served": 2, "failed": 2}),
+        "the two invalid calls count as failed: {status}"
+    );
     drop(s);
 
     let text = std::fs::read_to_string(&audit).unwrap();

@@ -354,7 +354,15 @@ mod tests {
             &["bash.execute:rm *", "bash.execute:git push*"],
             true,
         );
-        for tool in ["status", "job_list", "job_status", "job_kill", "which", "session_start", "session_close"] {
+        for tool in [
+            "status",
+            "job_list",
+            "job_status",
+            "job_kill",
+            "which",
+            "session_start",
+            "session_close",
+        ] {
             assert_eq!(g.check(tool, r#"{"job_id":"job-1"}"#), GateDecision::Allow, "{tool}");
             assert_eq!(g.check(tool, "{}"), GateDecision::Allow, "{tool}");
         }
@@ -365,7 +373,10 @@ mod tests {
     fn tool_level_deny_rules_block_other_tools() {
         let g = gate(&["bash.execute:sleep *"], &["bash.job_kill", "bash.audit_*"], true);
         let message = refused(g.check("job_kill", r#"{"job_id":"job-1"}"#));
-        assert!(message.contains("`bash.job_kill`") && message.contains("denied"), "{message}");
+        assert!(
+            message.contains("`bash.job_kill`") && message.contains("denied"),
+            "{message}"
+        );
         assert!(refused(g.check("audit_read", "{}")).contains("`bash.audit_*`"));
         assert_eq!(g.check("job_list", "{}"), GateDecision::Allow);
         assert_eq!(g.check("execute", &args("sleep 1")), GateDecision::Allow);
@@ -384,7 +395,8 @@ mod tests {
         let g = gate(&["bash.session_run:git *", "bash.execute:*"], &[], true);
         let GateDecision::Refuse {
             message, hint, pattern, ..
-        } = g.check("session_write", &input("git status\n")) else {
+        } = g.check("session_write", &input("git status\n"))
+        else {
             panic!("raw input is refused under rules that do not name it");
         };
         assert!(message.contains("raw input"), "{message}");
@@ -394,11 +406,22 @@ mod tests {
             let g = gate(&[allow], &[], true);
             assert_eq!(g.check("session_write", &input("y\n")), GateDecision::Allow, "{allow}");
             // Allowed by name: the operator chose raw input, catastrophic or not.
-            assert_eq!(g.check("session_write", &input("rm -rf /\n")), GateDecision::Allow, "{allow}");
+            assert_eq!(
+                g.check("session_write", &input("rm -rf /\n")),
+                GateDecision::Allow,
+                "{allow}"
+            );
         }
-        for deny in ["bash.session_write", "bash.session_write:{unknown}", "bash.session_write:*"] {
+        for deny in [
+            "bash.session_write",
+            "bash.session_write:{unknown}",
+            "bash.session_write:*",
+        ] {
             let g = gate(&["bash.session_write"], &[deny], true);
-            assert!(refused(g.check("session_write", &input("y\n"))).contains("denied"), "{deny}");
+            assert!(
+                refused(g.check("session_write", &input("y\n"))).contains("denied"),
+                "{deny}"
+            );
         }
         // Without rules: input the classifier calls catastrophic is refused.
         let mut s = settings::load(&Common::default()).unwrap();
@@ -406,7 +429,10 @@ mod tests {
         let g = build(&s, None).unwrap().unwrap();
         assert_eq!(g.check("session_write", &input("y\n")), GateDecision::Allow);
         assert!(refused(g.check("session_write", &input("rm -rf /\n"))).contains("unrecoverable"));
-        assert_eq!(g.check("session_write", r#"{"session_id":"s","keys":["C-c"]}"#), GateDecision::Allow);
+        assert_eq!(
+            g.check("session_write", r#"{"session_id":"s","keys":["C-c"]}"#),
+            GateDecision::Allow
+        );
     }
 
     #[test]

@@ -543,8 +543,11 @@ impl Inner {
             .map(|t| t.definition().name.clone())
             .filter(|n| self.exposed(n));
         let Some(canonical) = canonical else {
-            let args_json = params.get("arguments").map_or_else(|| "{}".to_owned(), Value::to_string);
-            self.server.record_rejected_call(&name, &args_json, ErrorCode::UnknownTool);
+            let args_json = params
+                .get("arguments")
+                .map_or_else(|| "{}".to_owned(), Value::to_string);
+            self.server
+                .record_rejected_call(&name, &args_json, ErrorCode::UnknownTool);
             let names: Vec<String> = self
                 .server
                 .tools()
