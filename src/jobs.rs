@@ -250,17 +250,68 @@ impl JobManager {
     }
 }
 
-impl Drop for JobManager {
-    fn drop(&mut self) {
+impl JobManager {
+    /// Kills every job's process group and forgets every job, then waits for
+    /// their threads to end, at most `limit` (`None`: as long as it takes).
+    /// Returns whether they all ended. Idempotent: a second call finds
+    /// nothing to do.
+    pub fn shutdown(&self, limit: Option<Duration>) -> bool {
+        self.stop_all().wait(limit.map(|l| Instant::now() + l))
+    }
+
+    /// Cancels every job (killing its process group) and forgets it; the
+    /// returned value waits for their threads.
+    pub fn stop_all(&self) -> StoppedJobs {
         let jobs: Vec<Arc<Job>> = self.lock().drain().map(|(_, j)| j).collect();
         for job in &jobs {
             job.cancel.cancel();
         }
-        for job in jobs {
+        StoppedJobs(jobs)
+    }
+}
+
+/// Jobs [`JobManager::stop_all`] cancelled, whose threads may still be ending.
+pub(crate) struct StoppedJobs(Vec<Arc<Job>>);
+
+impl StoppedJobs {
+    /// Waits until every job's thread has ended, at most until `deadline`
+    /// (`None`: no limit); returns whether all ended.
+    pub fn wait(self, deadline: Option<Instant>) -> bool {
+        let mut all_ended = true;
+        for job in self.0 {
+            let mut result = job.result();
+            while result.is_none() {
+                result = match deadline {
+                    None => job.done.wait(result).unwrap_or_else(PoisonError::into_inner),
+                    Some(deadline) => {
+                        let now = Instant::now();
+                        if now >= deadline {
+                            break;
+                        }
+                        job.done
+                            .wait_timeout(result, deadline - now)
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .0
+                    }
+                };
+            }
+            let ended = result.is_some();
+            drop(result);
+            if !ended {
+                all_ended = false;
+                continue;
+            }
             if let Some(h) = job.handle.lock().unwrap_or_else(PoisonError::into_inner).take() {
                 let _ = h.join();
             }
         }
+        all_ended
+    }
+}
+
+impl Drop for JobManager {
+    fn drop(&mut self) {
+        self.shutdown(None);
     }
 }
 

@@ -247,6 +247,14 @@ pub trait McpServer: Send + Sync {
         }
     }
 
+    /// Notes a call that was rejected before any tool ran — by a protocol
+    /// layer such as [`McpHandler`](crate::mcp::McpHandler): an unknown tool
+    /// (`ErrorCode::UnknownTool`), arguments that are not a JSON object
+    /// (`ErrorCode::InvalidArguments`). The default does nothing;
+    /// `BashServer` counts it as a failed call and records it in its audit
+    /// log.
+    fn record_rejected_call(&self, _tool_name: &str, _args_json: &str, _error: ErrorCode) {}
+
     /// Whether the host should skip its duplicate-call check for this tool.
     fn skip_duplicate_check(&self, tool_name: &str) -> bool {
         self.find_tool(tool_name).is_some_and(|t| t.skip_duplicate_check())

@@ -26,7 +26,13 @@ struct Harness {
 }
 
 fn harness_with(options: HandlerOptions) -> Harness {
+    harness_configured(options, "{}")
+}
+
+/// A harness whose server got `config` (JSON) first.
+fn harness_configured(options: HandlerOptions, config: &str) -> Harness {
     let server = Arc::new(common::tagged(BashServer::new(std::env::temp_dir(), None, 30).unwrap()));
+    bash_mcp::McpServer::configure(&*server, config).unwrap();
     let (tx, rx) = channel();
     let tx = Mutex::new(tx);
     let handler = McpHandler::new(
@@ -199,6 +205,54 @@ fn tools_list_fields_follow_the_revision() {
     oldest.initialize("2024-11-05");
     let tool = &oldest.request(json!(1), "tools/list", json!({}))["result"]["tools"][0];
     assert!(tool.get("annotations").is_none(), "{tool}");
+}
+
+#[test]
+fn every_tool_has_honest_annotations() {
+    let h = harness_configured(
+        HandlerOptions::default(),
+        r#"{"tools": {"status": true, "check_env": true, "which": true, "list_binaries": true, "audit_read": true, "classify": true}, "sessions": {"enabled": true}}"#,
+    );
+    h.initialize("2025-11-25");
+    let reply = h.request(json!(1), "tools/list", json!({}));
+    let tools = reply["result"]["tools"].as_array().unwrap();
+    let hints = |name: &str| -> [bool; 4] {
+        let tool = tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is listed: {reply}"));
+        let a = &tool["annotations"];
+        assert_eq!(a["title"], tool["title"], "{name}: {tool}");
+        assert!(tool["title"].is_string(), "{name}: {tool}");
+        ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]
+            .map(|k| a[k].as_bool().unwrap_or_else(|| panic!("{name}: {k} is set: {a}")))
+    };
+    // [read-only, destructive, idempotent, open world]
+    const READ_ONLY: [bool; 4] = [true, false, true, false];
+    const RUNS_COMMANDS: [bool; 4] = [false, true, false, true];
+    for name in [
+        "job_status",
+        "job_list",
+        "status",
+        "check_env",
+        "which",
+        "list_binaries",
+        "audit_read",
+        "classify",
+    ] {
+        assert_eq!(hints(name), READ_ONLY, "{name}");
+    }
+    for name in ["session_list", "session_read", "session_wait"] {
+        assert_eq!(hints(name), READ_ONLY, "{name}");
+    }
+    for name in ["execute", "session_run", "session_write"] {
+        assert_eq!(hints(name), RUNS_COMMANDS, "{name}");
+    }
+    assert_eq!(hints("job_kill"), [false, true, true, false]);
+    assert_eq!(hints("session_close"), [false, true, true, false]);
+    assert_eq!(hints("session_interrupt"), [false, true, false, false]);
+    assert_eq!(hints("session_start"), [false, false, false, false]);
+    assert_eq!(tools.len(), 18, "every tool was checked: {reply}");
 }
 
 #[test]
@@ -481,6 +535,59 @@ fn call_results_text_structured_and_is_error() {
     }
 }
 
+#[test]
+fn results_other_than_command_output_have_readable_text() {
+    for version in ["2025-03-26", "2025-06-18"] {
+        let h = harness_configured(
+            HandlerOptions::default(),
+            r#"{"tools": {"classify": true, "status": true}}"#,
+        );
+        h.initialize(version);
+        let tag = unique_tag("text");
+        let call = |id: i64, name: &str, args: Value| -> (String, Value) {
+            let r =
+                h.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}}));
+            assert!(r.is_empty(), "{r:?}");
+            let reply = h.next(Duration::from_secs(20)).expect("a response");
+            assert_eq!(reply["id"], id, "{reply}");
+            let result = &reply["result"];
+            assert_eq!(
+                result.get("structuredContent").is_some(),
+                version == "2025-06-18",
+                "{version}: {result}"
+            );
+            let text = result["content"][0]["text"].as_str().unwrap().to_owned();
+            assert!(!text.trim().is_empty(), "{version} {name}: empty text: {result}");
+            (text, result.clone())
+        };
+        let (text, _) = call(
+            1,
+            "execute",
+            json!({"command": "echo started; sleep 60", "background": true, "env": {TAG_VAR: tag}}),
+        );
+        // The text alone carries the job id: it is the document as JSON.
+        let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{version}: {e}: {text}"));
+        let job_id = doc["job_id"].as_str().expect("job_id in the text").to_owned();
+        assert_eq!(doc["status"], "running");
+
+        let (text, _) = call(2, "job_status", json!({"job_id": job_id}));
+        assert!(text.contains("status: running"), "{version}: {text}");
+        assert!(text.contains(&format!("job_id: {job_id}")), "{version}: {text}");
+        assert!(text.contains("hint: Still running"), "{version}: {text}");
+
+        let (text, _) = call(3, "job_list", json!({}));
+        assert!(text.contains(&job_id), "{version}: {text}");
+        let (text, _) = call(4, "job_kill", json!({"job_id": job_id}));
+        assert!(text.contains(&format!("job_id: {job_id}")), "{version}: {text}");
+        assert_no_survivors(&tag);
+        let (text, _) = call(5, "classify", json!({"command": "rm -rf /"}));
+        assert!(text.contains("catastrophic"), "{version}: {text}");
+        let (text, _) = call(6, "status", json!({}));
+        let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{version}: {e}: {text}"));
+        assert!(doc["calls"]["served"].as_u64().unwrap() >= 5, "{version}: {text}");
+    }
+}
+
 /// A validator for the JSON Schema subset the output schema uses.
 fn validate(schema: &Value, doc: &Value, path: &str) -> Result<(), String> {
     if let Some(t) = schema.get("type").and_then(Value::as_str) {
@@ -535,6 +642,7 @@ fn every_result_matches_the_output_schema() {
                 message: "refused".into(),
                 hint: "ask".into(),
                 pattern: Some("execute(forbidden)".into()),
+                audit_id: Some("0123456789abcdef".into()),
             }
         } else {
             GateDecision::Allow
@@ -583,6 +691,26 @@ fn every_result_matches_the_output_schema() {
         )
         .is_err()
     );
+}
+
+#[test]
+fn the_gate_sees_the_local_tool_name() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let h = harness_with(HandlerOptions {
+        gate: Some(Arc::new(move |tool: &str, _args: &str| {
+            record.lock().unwrap().push(tool.to_owned());
+            GateDecision::Allow
+        })),
+        ..HandlerOptions::default()
+    });
+    h.initialize("2025-11-25");
+    for (id, name) in [(1, "execute"), (2, "bash.execute")] {
+        let r = h.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":{"command":"true"}}}));
+        assert!(r.is_empty(), "{r:?}");
+        assert_eq!(h.next(Duration::from_secs(10)).unwrap()["id"], id);
+    }
+    assert_eq!(*seen.lock().unwrap(), ["execute", "execute"]);
 }
 
 #[test]
@@ -748,6 +876,23 @@ fn shutdown_cancels_everything_and_refuses_new_calls() {
     assert_eq!(error_code(&r[0]), -32000);
 }
 
+#[test]
+fn server_shutdown_kills_jobs_and_is_idempotent() {
+    let server = common::server();
+    let tag = unique_tag("server-shutdown");
+    let job = common::call_tagged(&*server, "sleep 1000", &tag, json!({"background": true}));
+    assert!(job["job_id"].is_string(), "{job}");
+    assert!(wait_for_survivors(&tag, 1));
+    let start = Instant::now();
+    assert!(server.shutdown_within(Some(Duration::from_secs(5))));
+    assert_no_survivors(&tag);
+    assert!(start.elapsed() < Duration::from_secs(5));
+    server.shutdown();
+    // Still usable, and the job is forgotten.
+    assert_eq!(common::call_tool(&*server, "job_list", json!({}))["jobs"], json!([]));
+    assert_eq!(common::call(&*server, json!({"command": "echo ok"}))["output"], "ok\n");
+}
+
 // ------------------------------------------------------- the binary over pipes
 
 struct Server {
@@ -757,11 +902,16 @@ struct Server {
 }
 
 fn spawn_server(args: &[&str]) -> Server {
+    spawn_server_logging(args, Stdio::null())
+}
+
+/// [`spawn_server`] with the server's stderr going to `stderr`.
+fn spawn_server_logging(args: &[&str], stderr: Stdio) -> Server {
     let mut child = bin_command(env!("CARGO_BIN_EXE_bash-mcp"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("spawn bash-mcp");
     let stdout = child.stdout.take().unwrap();
@@ -814,7 +964,20 @@ impl Server {
     }
 
     fn call(&mut self, id: i64, args: Value) {
-        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"execute","arguments":args}}));
+        self.call_named(id, "execute", args);
+    }
+
+    /// Sends a tools/call of the tool `name` (as a client may spell it).
+    fn call_named(&mut self, id: i64, name: &str, args: Value) {
+        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}}));
+    }
+
+    /// Calls a tool and returns its `tools/call` result (not the JSON-RPC envelope).
+    fn result_of(&mut self, id: i64, name: &str, args: Value) -> Value {
+        self.call_named(id, name, args);
+        let reply = self.expect(json!(id));
+        assert!(reply.get("result").is_some(), "{reply}");
+        reply["result"].clone()
     }
 
     /// Waits for the process to exit, at most `limit`.
@@ -1073,6 +1236,12 @@ fn binary_enforces_its_policy_and_audits_refusals() {
     s.initialize();
     let result_of = |reply: Value| -> (bool, Value) {
         let r = &reply["result"];
+        if r["isError"] == true {
+            // The text names the rule to add, as its hint says.
+            let text = r["content"][0]["text"].as_str().unwrap();
+            let pattern = r["structuredContent"]["pattern"].as_str().unwrap();
+            assert!(text.ends_with(&format!("\npattern: {pattern}")), "{text}");
+        }
         (r["isError"] == true, r["structuredContent"].clone())
     };
     s.call(1, json!({"command": "echo allowed && git --version"}));
@@ -1092,9 +1261,18 @@ fn binary_enforces_its_policy_and_audits_refusals() {
         "{doc}"
     );
     drop(s);
+    // `exec` shows the pattern too.
+    let out = bin_command(env!("CARGO_BIN_EXE_bash-mcp"))
+        .args(["exec", "--config", config.to_str().unwrap(), "make"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(126));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("bash-mcp: pattern: bash.execute:make *"), "{stderr}");
     let text = std::fs::read_to_string(&audit).unwrap();
     let entries: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(entries.len(), 3, "{text}");
+    assert_eq!(entries.len(), 4, "three calls over MCP, one exec: {text}");
+    assert_eq!(entries[3]["error"], "refused");
     assert_eq!(entries[0]["exit_code"], 0);
     assert_eq!(entries[1]["error"], "refused");
     assert_eq!(entries[1]["permission_pattern"], "bash.execute:{git,rm} *");
@@ -1125,4 +1303,241 @@ fn binary_refuses_catastrophic_commands_by_default() {
         .unwrap();
     let class: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(class["class"], "catastrophic", "{class}");
+}
+
+/// A private folder for one test's files, removed when dropped.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(common::unique_tag(&format!("bash-mcp-{name}")));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    /// Writes `config` as a JSON configuration file and returns its path.
+    fn config(&self, config: &Value) -> String {
+        let path = self.0.join("config.json");
+        std::fs::write(&path, config.to_string()).unwrap();
+        path.to_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn binary_gates_qualified_tool_names_like_local_ones() {
+    // `/bin/echo` as the shell: were the gate skipped, the command would
+    // only be printed, never run.
+    let dir = TempDir::new("qualified");
+    let config = dir.config(&json!({"shell": "/bin/echo", "audit": null}));
+    let mut s = spawn_server(&["serve", "--config", &config]);
+    s.initialize();
+    for (id, name) in [(1, "execute"), (2, "bash.execute")] {
+        let result = s.result_of(id, name, json!({"command": "rm -rf /"}));
+        assert_eq!(result["isError"], true, "{name}: {result}");
+        assert_eq!(
+            result["structuredContent"]["error"], "permission_denied",
+            "{name}: {result}"
+        );
+    }
+    drop(s);
+
+    // With rules, the qualified name is matched as `bash.execute`, never `bash.bash.execute`.
+    let config =
+        dir.config(&json!({"shell": "/bin/echo", "audit": null, "permissions": {"allow": ["bash.execute:echo *"]}}));
+    let mut s = spawn_server(&["serve", "--config", &config]);
+    s.initialize();
+    let allowed = s.result_of(3, "bash.execute", json!({"command": "echo hi"}));
+    assert_eq!(allowed["isError"], false, "{allowed}");
+    assert_eq!(allowed["structuredContent"]["exit_code"], 0, "{allowed}");
+    let refused = s.result_of(4, "bash.execute", json!({"command": "make"}));
+    let doc = &refused["structuredContent"];
+    assert_eq!(doc["error"], "permission_denied", "{refused}");
+    assert_eq!(doc["pattern"], "bash.execute:make *", "{refused}");
+    let message = doc["message"].as_str().unwrap();
+    assert!(
+        message.contains("`bash.execute`") && !message.contains("bash.bash"),
+        "{message}"
+    );
+}
+
+/// Starts a background job and a session with a background command in it,
+/// all tagged; returns the session's private directory.
+fn start_job_and_session(s: &mut Server, tag: &str) -> std::path::PathBuf {
+    s.initialize();
+    let job = s.result_of(
+        1,
+        "execute",
+        json!({"command": "sleep 1000", "background": true, "env": {TAG_VAR: tag}}),
+    );
+    assert!(job["structuredContent"]["job_id"].is_string(), "{job}");
+    let started = s.result_of(2, "session_start", json!({"env": {TAG_VAR: tag}}));
+    let id = started["structuredContent"]["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned();
+    let ran = s.result_of(3, "session_run", json!({"session_id": id, "command": "sleep 1000 &"}));
+    assert_eq!(ran["structuredContent"]["exit_code"], 0, "{ran}");
+    // The job's sleep, the session's shell and its sleep.
+    assert!(
+        wait_for_survivors(tag, 3),
+        "the job and session did not start: {:?}",
+        survivors(tag)
+    );
+    let name = format!("bash-mcp-session-{}", &id[..16]);
+    [std::path::Path::new("/dev/shm"), &std::env::temp_dir()]
+        .iter()
+        .map(|base| base.join(&name))
+        .find(|d| d.is_dir())
+        .unwrap_or_else(|| panic!("the session's private directory {name} was not found"))
+}
+
+#[test]
+fn binary_stops_jobs_and_sessions_on_eof_and_sigterm() {
+    let dir = TempDir::new("stop");
+    let config = dir.config(&json!({"sessions": {"enabled": true}, "audit": null}));
+    for how in ["eof", "sigterm"] {
+        let tag = unique_tag(how);
+        let mut s = spawn_server(&["serve", "--config", &config]);
+        let session_dir = start_job_and_session(&mut s, &tag);
+        let start = Instant::now();
+        if how == "eof" {
+            drop(s.stdin.take());
+        } else {
+            unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+        }
+        let status = s.wait_exit(Duration::from_secs(5)).expect("the server exits");
+        let took = start.elapsed();
+        let dir_left = session_dir.exists();
+        let _ = std::fs::remove_dir_all(&session_dir);
+        assert!(status.success(), "{how}: {status:?}");
+        assert_no_survivors(&tag);
+        assert!(!dir_left, "{how}: {} was left behind", session_dir.display());
+        assert!(took < Duration::from_secs(1), "{how}: exiting took {took:?}");
+    }
+}
+
+#[test]
+fn binary_command_rules_leave_other_tools_alone_and_quiet() {
+    let dir = TempDir::new("other-tools");
+    let config = dir.config(&json!({
+        "audit": null,
+        "tools": ["execute", "status"],
+        "permissions": {"allow": ["bash.execute:sleep *", "bash.execute:echo *"], "deny": ["bash.job_kill"]},
+    }));
+    let log = dir.0.join("stderr.log");
+    let mut s = spawn_server_logging(
+        &["serve", "--config", &config],
+        Stdio::from(std::fs::File::create(&log).unwrap()),
+    );
+    s.initialize();
+    for (id, tool) in [(1, "job_list"), (2, "status")] {
+        let result = s.result_of(id, tool, json!({}));
+        assert_eq!(result["isError"], false, "{tool}: {result}");
+    }
+    let ran = s.result_of(3, "execute", json!({"command": "echo hi"}));
+    assert_eq!(ran["structuredContent"]["exit_code"], 0, "{ran}");
+    // A tool-level deny rule still refuses a tool.
+    let killed = s.result_of(4, "job_kill", json!({"job_id": "job-x"}));
+    assert_eq!(killed["structuredContent"]["error"], "permission_denied", "{killed}");
+    drop(s.stdin.take());
+    assert!(s.wait_exit(Duration::from_secs(5)).is_some());
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !stderr.contains("WARN"),
+        "no warnings for calls without a command: {stderr}"
+    );
+}
+
+#[test]
+fn binary_output_into_a_closed_pipe_is_not_a_crash() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let bin = env!("CARGO_BIN_EXE_bash-mcp");
+    for args in [
+        &["classify", "shred /tmp/x"][..],
+        &["pattern", "git status"],
+        &["--help"],
+        &["--version"],
+    ] {
+        // A pipe whose reader is already gone: the first write gets EPIPE.
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        drop(read);
+        let out = bin_command(bin)
+            .args(args)
+            .stdout(Stdio::from(write))
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn binary_audits_refusals_and_invalid_calls() {
+    let dir = TempDir::new("audit-ids");
+    let audit = dir.0.join("audit.jsonl");
+    // `/bin/echo` as the shell: a command let through is only printed.
+    let config = dir.config(&json!({
+        "shell": "/bin/echo",
+        "tools": ["execute", "status"],
+        "audit": {"path": audit},
+    }));
+    let mut s = spawn_server(&["serve", "--config", &config]);
+    s.initialize();
+    let refused = s.result_of(1, "execute", json!({"command": "rm -rf /"}));
+    let audit_id = refused["structuredContent"]["audit_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a refusal names its audit entry: {refused}"))
+        .to_owned();
+    s.call_named(2, "no_such_tool", json!({"command": "ls"}));
+    assert_eq!(error_code(&s.expect(json!(2))), -32602);
+    s.send(&json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute","arguments":5}}));
+    assert_eq!(error_code(&s.expect(json!(3))), -32602);
+    let status = s.result_of(4, "status", json!({}));
+    let calls = &status["structuredContent"]["calls"];
+    assert_eq!(
+        *calls,
+        json!({"served": 2, "failed": 2}),
+        "the two invalid calls count as failed: {status}"
+    );
+    drop(s);
+
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let entries: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(entries.len(), 4, "{text}");
+    assert_eq!(entries[0]["audit_id"], audit_id.as_str());
+    assert_eq!(entries[0]["error"], "refused");
+    assert_eq!(entries[1]["error"], "unknown_tool");
+    assert_eq!(entries[1]["tool"], "no_such_tool");
+    assert_eq!(entries[2]["error"], "invalid_arguments");
+    assert_eq!(entries[2]["tool"], "execute");
+    assert_eq!(entries[3]["tool"], "status");
+}
+
+#[test]
+fn binary_debug_log_is_about_bash_mcp_only() {
+    let bin = env!("CARGO_BIN_EXE_bash-mcp");
+    let run = |level: &str| -> String {
+        let out = bin_command(bin)
+            .args(["exec", "--log-level", level, "echo hi"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{level}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let debug = run("debug");
+    assert!(debug.contains("DEBUG") && debug.contains("execute finished"), "{debug}");
+    assert!(!debug.contains("Tokeniz"), "the parser's records stay at warn: {debug}");
+    // A full filter reaches other crates.
+    let full = run("debug,bash_mcp=info");
+    assert!(full.contains("Tokeniz") && !full.contains("execute finished"), "{full}");
 }

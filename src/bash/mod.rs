@@ -63,6 +63,7 @@ pub struct BashServer {
     /// (shown while the configuration enables them).
     tools: ToolRegistry,
     sessions: Arc<LazyManager>,
+    jobs: Arc<JobManager>,
 }
 
 struct Shared {
@@ -213,7 +214,37 @@ impl BashServer {
             shared,
             tools,
             sessions,
+            jobs,
         })
+    }
+
+    /// Stops everything the server keeps running between calls: kills the
+    /// process group of every background job and closes every session
+    /// (killing its shell and what it started, and removing its private
+    /// directory), then waits for the jobs' threads. Idempotent; the server
+    /// stays usable. Dropping the server does the same.
+    ///
+    /// Calls running on other threads are not affected: cancel them with
+    /// their [`CancelToken`](crate::CancelToken).
+    pub fn shutdown(&self) {
+        self.shutdown_within(None);
+    }
+
+    /// [`shutdown`](BashServer::shutdown), waiting at most `limit` for the
+    /// jobs' threads (each job's process group is killed at once either
+    /// way; a job is slower to end only while `kill_grace_ms` lets it
+    /// handle SIGTERM). Returns whether every job ended in time.
+    pub fn shutdown_within(&self, limit: Option<Duration>) -> bool {
+        let deadline = limit.map(|l| Instant::now() + l);
+        // Cancel the jobs first, so their groups die while sessions close.
+        let jobs = self.jobs.stop_all();
+        if self.sessions.open_sessions() > 0 {
+            match self.sessions.get() {
+                Ok(manager) => manager.close_all(),
+                Err(e) => tracing::warn!("cannot close the open sessions: {}", e.message),
+            }
+        }
+        jobs.wait(deadline)
     }
 
     /// The session manager (created on first use); an error while sessions
@@ -233,15 +264,18 @@ impl BashServer {
     }
 
     /// Records, in the audit log if on, a call that was refused before it ran
-    /// (e.g. by a permission policy); `reason` says why.
-    pub fn record_refusal(&self, tool_name: &str, args_json: &str, reason: &str) {
-        if let Some(log) = self.shared.audit() {
-            let mut entry = self.audit_entry(&log, tool_name, args_json, SystemTime::now());
-            entry.insert("error".into(), "refused".into());
-            let command = command_of(args_json);
-            entry.insert("refusal".into(), log.redact_related(reason, command.as_deref()).into());
-            log.record(entry);
-        }
+    /// (e.g. by a permission policy); `reason` says why. Returns the entry's
+    /// `audit_id` (`None` while the audit log is off), for the refusal's
+    /// result.
+    pub fn record_refusal(&self, tool_name: &str, args_json: &str, reason: &str) -> Option<String> {
+        let log = self.shared.audit()?;
+        let mut entry = self.audit_entry(&log, tool_name, args_json, SystemTime::now());
+        let id = entry["audit_id"].as_str().map(str::to_owned);
+        entry.insert("error".into(), "refused".into());
+        let command = command_of(args_json);
+        entry.insert("refusal".into(), log.redact_related(reason, command.as_deref()).into());
+        log.record(entry);
+        id
     }
 
     /// The common fields of an audit entry for a call that started at `started`.
@@ -349,6 +383,12 @@ impl BashServer {
     }
 }
 
+impl Drop for BashServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
 impl McpServer for BashServer {
     fn name(&self) -> &str {
         &self.shared.name
@@ -423,6 +463,17 @@ impl McpServer for BashServer {
             response.result = Value::Object(result).to_string();
         }
         response
+    }
+
+    fn record_rejected_call(&self, tool_name: &str, args_json: &str, error: ErrorCode) {
+        let counters = &self.shared.counters;
+        counters.served.fetch_add(1, Ordering::Relaxed);
+        counters.failed.fetch_add(1, Ordering::Relaxed);
+        if let Some(log) = self.shared.audit() {
+            let mut entry = self.audit_entry(&log, tool_name, args_json, SystemTime::now());
+            entry.insert("error".into(), error.as_str().into());
+            log.record(entry);
+        }
     }
 
     /// Changes the default working directory. A relative `path` resolves

@@ -57,8 +57,10 @@ OPTIONS (serve, exec):
     -c, --config FILE        configuration file, JSON or TOML (by extension)
     -C, --working-dir DIR    default working directory (default: current directory)
     -t, --timeout SECONDS    default time limit of a command (default: 120)
-        --log-level LEVEL    stderr log level: off, error, warn (default), info,
-                             debug, trace
+        --log-level LEVEL    stderr log level of bash-mcp's own records: off,
+                             error, warn (default), info, debug, trace (other
+                             libraries stay at warn); or a filter of
+                             target=level directives, e.g. info,bash_mcp=trace
         --json               (exec) print the raw JSON result document
 
 MCP CLIENT SETUP:
@@ -77,7 +79,8 @@ CONFIGURATION FILE KEYS:
     catastrophic commands refused, sessions off.
 
 Only protocol messages are written to stdout; logs go to stderr. On end of
-input, SIGTERM, SIGINT or SIGHUP, every running command's process group is killed.
+input, SIGTERM, SIGINT or SIGHUP, every running command and background job is
+killed (its whole process group) and every session is closed.
 ";
 
 /// Parses the arguments (without the program name). `stdin_is_tty` decides
@@ -108,11 +111,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
             }
             Long("log-level") => {
                 let level: String = parser.value().map_err(err)?.string().map_err(err)?;
-                if !["off", "error", "warn", "info", "debug", "trace"].contains(&level.as_str()) {
-                    return Err(format!(
-                        "--log-level must be one of off, error, warn, info, debug, trace; got {level:?}"
-                    ));
-                }
+                super::log_filter(&level)?;
                 common.log_level = Some(level);
             }
             Long("json") => json = true,
@@ -229,6 +228,12 @@ mod tests {
         assert!(p(&["--timeout", "0"]).unwrap_err().contains("--timeout"));
         assert!(p(&["--timeout", "abc"]).is_err());
         assert!(p(&["--log-level", "loud"]).is_err());
+        assert!(p(&["--log-level", "bash_mcp=debug,degub"]).is_err());
+        assert!(p(&["--log-level", "bash_mcp=loud"]).is_err());
+        let Ok(Command::Serve(common)) = p(&["serve", "--log-level", "bash_mcp=debug,brush_parser=info"]) else {
+            panic!("a full filter is accepted");
+        };
+        assert_eq!(common.log_level.as_deref(), Some("bash_mcp=debug,brush_parser=info"));
         assert!(p(&["exec"]).unwrap_err().contains("needs a command"));
         assert!(p(&["exec", "ls", "-l"]).is_err());
         assert!(p(&["frobnicate"]).unwrap_err().contains("unknown subcommand"));

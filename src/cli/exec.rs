@@ -3,7 +3,6 @@
 
 use std::io::Write;
 
-use bash_mcp::mcp::GateDecision;
 use bash_mcp::{CallOptions, CancelToken, McpServer};
 use serde_json::{Value, json};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -27,16 +26,9 @@ pub fn run(settings: &Settings, command: &str, json_output: bool) -> Result<u8, 
         Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let server = super::build_server(settings)?;
     let args = json!({"command": command}).to_string();
-    let refusal = gate::build(settings, Some(server.clone()))?.and_then(|gate| match gate.check("execute", &args) {
-        GateDecision::Allow => None,
-        GateDecision::Refuse { message, hint, pattern } => {
-            let mut doc = json!({"error": "permission_denied", "message": message, "hint": hint});
-            if let Some(pattern) = pattern {
-                doc["pattern"] = pattern.into();
-            }
-            Some(doc.to_string())
-        }
-    });
+    let refusal = gate::build(settings, Some(server.clone()))?
+        .and_then(|gate| gate.check("execute", &args).refusal_document())
+        .map(|doc| doc.to_string());
     let result = match refusal {
         Some(doc) => doc,
         None => {
@@ -85,20 +77,23 @@ fn exit_status(doc: &Value) -> u8 {
 }
 
 /// The output as the command wrote it on stdout (stderr too when separate),
-/// then, on stderr, a note for anything but a clean exit.
+/// then, on stderr, a note for anything but a clean exit. Write errors (a
+/// reader that went away) are ignored: the exit status is the command's.
 fn print_human(doc: &Value, stdout: &mut impl Write) {
     let text = |key: &str| doc.get(key).and_then(Value::as_str).unwrap_or_default();
     let _ = stdout.write_all(text("output").as_bytes());
     let _ = stdout.write_all(text("stdout").as_bytes());
     let _ = stdout.flush();
-    eprint!("{}", text("stderr"));
+    let _ = std::io::stderr().write_all(text("stderr").as_bytes());
     if let Some(error) = doc.get("error").and_then(Value::as_str) {
-        eprintln!("bash-mcp: [{error}] {}", text("message"));
-        if !text("hint").is_empty() {
-            eprintln!("bash-mcp: hint: {}", text("hint"));
+        super::note(&format!("[{error}] {}", text("message")));
+        for key in ["hint", "pattern"] {
+            if !text(key).is_empty() {
+                super::note(&format!("{key}: {}", text(key)));
+            }
         }
     } else if let Some(code) = doc.get("exit_code").and_then(Value::as_i64).filter(|c| *c != 0) {
-        eprintln!("bash-mcp: exit code {code}");
+        super::note(&format!("exit code {code}"));
     }
 }
 

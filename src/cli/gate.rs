@@ -2,32 +2,52 @@
 //!
 //! [`build`] turns the settings into a [`Gate`] the MCP handler (and `exec`)
 //! consults before a tool runs; a refusal reaches the model as a result with
-//! `error: "permission_denied"`, a message and a hint, and is recorded in the
-//! audit log.
+//! `error: "permission_denied"`, a message, a hint and the call's permission
+//! pattern, and is recorded in the audit log.
 //!
-//! - With `permissions` rules: Deny → refused, naming the rule; Ask →
-//!   refused too (stdio has no approval UI), naming the parts no allow rule
-//!   covers; Allow → runs.
-//! - With no rules: every command runs, except — while `refuse_catastrophic`
-//!   is on (the default) — what the advisory classifier calls catastrophic.
-//!   An allow rule that names such a command lets it through.
+//! What is checked depends on the tool:
+//!
+//! - Command tools (`execute`, `session_run`): with `permissions` rules,
+//!   each executed part of the command is matched (see
+//!   [`PermissionPolicy`]): Deny → refused, naming the rule; Ask → refused
+//!   too (stdio has no approval UI), naming the parts no allow rule covers;
+//!   Allow → runs. While `refuse_catastrophic` is on (the default), what the
+//!   advisory classifier calls catastrophic is refused unless an allow rule
+//!   names it.
+//! - `session_write` types raw input into a session's terminal, where the
+//!   shell may read it as a command, and keystrokes (split across calls,
+//!   edited with control keys) cannot be checked like a command. With rules
+//!   it is an *opaque* command: it runs only when a tool-level rule
+//!   (`bash.session_write`, `bash.*`) or `bash.session_write:*` allows it,
+//!   and is refused when a tool-level deny rule or one matching
+//!   `bash.session_write:{unknown}` matches. While `refuse_catastrophic` is
+//!   on and no rule allows it, input the classifier calls catastrophic is
+//!   refused (best effort: the classifier sees one call's text).
+//! - Every other tool (`job_*`, `session_start` and the other session tools,
+//!   `status`, `which`, ...): runs unless a tool-level deny rule — an entry
+//!   without `:`, such as `bash.job_kill` or `bash.*` — matches its
+//!   qualified name. Command rules (`bash.execute:git *`) do not apply.
 
 use std::sync::Arc;
 
 use bash_mcp::BashServer;
 use bash_mcp::mcp::{Gate, GateDecision};
-use bash_mcp::permission::{self, Class, Decision, PermissionPolicy};
+use bash_mcp::permission::{self, Class, Decision, OPAQUE_BODY, PermissionPolicy, fnmatch};
 use serde_json::Value;
 
-use super::settings::Settings;
+use super::settings::{Permissions, Settings};
 
 /// Tools whose arguments carry a shell command the gate checks.
 const COMMAND_TOOLS: &[&str] = &["execute", "session_run"];
+/// Tools that send raw input to a shell: checked as an opaque command.
+const RAW_INPUT_TOOLS: &[&str] = &["session_write"];
 
 /// The binary's gate.
 struct PolicyGate {
     server_name: String,
     policy: Option<PermissionPolicy>,
+    /// The rule entries, for the tools the policy's command matching does not cover.
+    rules: Permissions,
     refuse_catastrophic: bool,
     /// Where refusals are recorded (the audit log, when on).
     server: Option<Arc<BashServer>>,
@@ -35,11 +55,11 @@ struct PolicyGate {
 
 /// The gate for these settings; `server` receives refusals for its audit log.
 pub fn build(settings: &Settings, server: Option<Arc<BashServer>>) -> Result<Option<Arc<dyn Gate>>, String> {
-    let policy = match &settings.permissions {
-        Some(rules) if !(rules.allow.is_empty() && rules.deny.is_empty()) => {
-            Some(PermissionPolicy::new(&rules.allow, &rules.deny).map_err(|e| format!("`permissions`: {e}"))?)
-        }
-        _ => None,
+    let rules = settings.permissions.clone().unwrap_or_default();
+    let policy = if rules.allow.is_empty() && rules.deny.is_empty() {
+        None
+    } else {
+        Some(PermissionPolicy::new(&rules.allow, &rules.deny).map_err(|e| format!("`permissions`: {e}"))?)
     };
     if policy.is_none() && !settings.refuse_catastrophic {
         return Ok(None);
@@ -47,6 +67,7 @@ pub fn build(settings: &Settings, server: Option<Arc<BashServer>>) -> Result<Opt
     Ok(Some(Arc::new(PolicyGate {
         server_name: bash_mcp::DEFAULT_SERVER_NAME.to_owned(),
         policy,
+        rules,
         refuse_catastrophic: settings.refuse_catastrophic,
         server,
     })))
@@ -54,25 +75,56 @@ pub fn build(settings: &Settings, server: Option<Arc<BashServer>>) -> Result<Opt
 
 impl Gate for PolicyGate {
     fn check(&self, tool: &str, args_json: &str) -> GateDecision {
-        let decision = self.decide(tool, args_json);
-        if let (GateDecision::Refuse { message, .. }, Some(server)) = (&decision, &self.server) {
-            server.record_refusal(tool, args_json, message);
+        // The handler passes the local name; a qualified one is the same tool.
+        let tool = tool
+            .strip_prefix(self.server_name.as_str())
+            .and_then(|rest| rest.strip_prefix('.'))
+            .unwrap_or(tool);
+        let mut decision = self.decide(tool, args_json);
+        if let (GateDecision::Refuse { message, audit_id, .. }, Some(server)) = (&mut decision, &self.server) {
+            *audit_id = server.record_refusal(tool, args_json, message);
         }
         decision
     }
 }
 
+/// How a rule entry applies to a tool that carries no checkable command.
+#[derive(Clone, Copy, PartialEq)]
+enum Scope {
+    /// Only tool-level entries (`bash.job_list`, `bash.*`).
+    Tool,
+    /// Tool-level entries and those for an opaque command (`bash.session_write:*`).
+    Opaque,
+}
+
 impl PolicyGate {
     fn decide(&self, tool: &str, args_json: &str) -> GateDecision {
         let qualified = format!("{}.{tool}", self.server_name);
-        let pattern = permission::permission_pattern(&qualified, args_json);
+        if COMMAND_TOOLS.contains(&tool) {
+            self.decide_command(&qualified, args_json)
+        } else if RAW_INPUT_TOOLS.contains(&tool) {
+            self.decide_raw_input(&qualified, args_json)
+        } else {
+            match matching_rule(&self.rules.deny, &qualified, Scope::Tool, true) {
+                Some(rule) => refuse(
+                    format!("`{qualified}` was denied by the operator's permission rules: it matched `{rule}`"),
+                    "do not retry this tool; ask the user to change the rules if it is needed",
+                    qualified.clone(),
+                ),
+                None => GateDecision::Allow,
+            }
+        }
+    }
+
+    fn decide_command(&self, qualified: &str, args_json: &str) -> GateDecision {
+        let pattern = permission::permission_pattern(qualified, args_json);
         if let Some(policy) = &self.policy {
-            match policy.decide(&qualified, args_json) {
+            match policy.decide(qualified, args_json) {
                 Decision::Deny => {
                     return refuse(
                         format!(
                             "`{qualified}` was denied by the operator's permission rules: {}",
-                            reasons(policy, &qualified, args_json)
+                            reasons(policy, qualified, args_json)
                         ),
                         "do not retry this command; ask the user to run it or to change the rules",
                         pattern,
@@ -82,7 +134,7 @@ impl PolicyGate {
                     return refuse(
                         format!(
                             "`{qualified}` needs approval, and this server has no way to ask: {}",
-                            reasons(policy, &qualified, args_json)
+                            reasons(policy, qualified, args_json)
                         ),
                         "use commands the allow rules cover, or ask the user to add a rule such as the pattern below",
                         pattern,
@@ -92,30 +144,97 @@ impl PolicyGate {
             }
         }
         if self.refuse_catastrophic
-            && COMMAND_TOOLS.contains(&tool)
-            && let Some(command) = serde_json::from_str::<Value>(args_json)
-                .ok()
-                .and_then(|v| v.get("command").and_then(Value::as_str).map(str::to_owned))
+            && let Some(command) = string_arg(args_json, "command")
         {
-            let classification = permission::classify(&command);
             let explicitly_allowed = self
                 .policy
                 .as_ref()
-                .is_some_and(|p| p.decide(&qualified, args_json) == Decision::Allow);
-            if classification.class == Class::Catastrophic && !explicitly_allowed {
-                return refuse(
-                    format!(
-                        "refused: this command could do unrecoverable damage ({}; rules: {})",
-                        classification.hint,
-                        classification.rules.join(", ")
-                    ),
-                    "do not retry it; if the user really wants this, they can run it themselves, or the operator can allow it with a permission rule or `refuse_catastrophic = false`",
-                    pattern,
-                );
+                .is_some_and(|p| p.decide(qualified, args_json) == Decision::Allow);
+            if !explicitly_allowed && let Some(refusal) = catastrophic(&command, pattern.clone()) {
+                return refusal;
             }
         }
         GateDecision::Allow
     }
+
+    fn decide_raw_input(&self, qualified: &str, args_json: &str) -> GateDecision {
+        let pattern = permission::command_pattern(qualified, "");
+        let mut explicitly_allowed = false;
+        if self.policy.is_some() {
+            if let Some(rule) = matching_rule(&self.rules.deny, qualified, Scope::Opaque, true) {
+                return refuse(
+                    format!("`{qualified}` was denied by the operator's permission rules: it matched `{rule}`"),
+                    "do not retry it; run commands with session_run, which the rules can check",
+                    pattern,
+                );
+            }
+            if matching_rule(&self.rules.allow, qualified, Scope::Opaque, false).is_none() {
+                return refuse(
+                    format!(
+                        "`{qualified}` types raw input into a shell, which permission rules cannot check, and no rule allows it"
+                    ),
+                    &format!(
+                        "run commands with session_run instead; to allow raw input the operator can add the rule `{qualified}`"
+                    ),
+                    pattern,
+                );
+            }
+            explicitly_allowed = true;
+        }
+        if self.refuse_catastrophic
+            && !explicitly_allowed
+            && let Some(input) = string_arg(args_json, "input")
+            && let Some(refusal) = catastrophic(&input, pattern)
+        {
+            return refusal;
+        }
+        GateDecision::Allow
+    }
+}
+
+/// The first entry of `entries` that applies to the tool `qualified`
+/// without a command: tool-level entries, and with [`Scope::Opaque`]
+/// those matching its opaque command (`deny`: `<tool>:{unknown}`;
+/// allow: only `<tool>:*`, as for an opaque command).
+fn matching_rule<'a>(entries: &'a [String], qualified: &str, scope: Scope, deny: bool) -> Option<&'a str> {
+    let opaque = format!("{qualified}:{OPAQUE_BODY}");
+    entries
+        .iter()
+        .find(|entry| match entry.split_once(':') {
+            None => fnmatch(entry, qualified),
+            Some((tool, arg)) if scope == Scope::Opaque && fnmatch(tool, qualified) => {
+                if deny {
+                    fnmatch(entry, &opaque) || fnmatch(entry, &format!("{opaque} "))
+                } else {
+                    arg == "*"
+                }
+            }
+            Some(_) => false,
+        })
+        .map(String::as_str)
+}
+
+/// The string argument `key`, if the arguments have one.
+fn string_arg(args_json: &str, key: &str) -> Option<String> {
+    serde_json::from_str::<Value>(args_json)
+        .ok()
+        .and_then(|v| v.get(key).and_then(Value::as_str).map(str::to_owned))
+}
+
+/// The refusal of a command the classifier calls catastrophic.
+fn catastrophic(command: &str, pattern: String) -> Option<GateDecision> {
+    let classification = permission::classify(command);
+    (classification.class == Class::Catastrophic).then(|| {
+        refuse(
+            format!(
+                "refused: this command could do unrecoverable damage ({}; rules: {})",
+                classification.hint,
+                classification.rules.join(", ")
+            ),
+            "do not retry it; if the user really wants this, they can run it themselves, or the operator can allow it with a permission rule or `refuse_catastrophic = false`",
+            pattern,
+        )
+    })
 }
 
 /// The parts that decided, from the policy's explanation, in one line.
@@ -145,6 +264,7 @@ fn refuse(message: String, hint: &str, pattern: String) -> GateDecision {
         message,
         hint: hint.to_owned(),
         pattern: Some(pattern),
+        audit_id: None,
     }
 }
 
@@ -208,11 +328,111 @@ mod tests {
             g.check("session_run", &args("sudo rm -rf ~")),
             GateDecision::Refuse { .. }
         ));
+        assert!(matches!(
+            g.check("bash.execute", &args("rm -rf /")),
+            GateDecision::Refuse { .. }
+        ));
         s.refuse_catastrophic = false;
         assert!(build(&s, None).unwrap().is_none());
         // An explicit allow rule lets a catastrophic command through.
         let g = gate(&["bash.execute:rm *"], &[], true);
         assert_eq!(g.check("execute", &args("rm -rf /")), GateDecision::Allow);
+    }
+
+    fn refused(decision: GateDecision) -> String {
+        match decision {
+            GateDecision::Refuse { message, .. } => message,
+            GateDecision::Allow => panic!("expected a refusal"),
+        }
+    }
+
+    #[test]
+    fn command_rules_do_not_block_other_tools() {
+        // The README's example: tools execute and status, with command rules.
+        let g = gate(
+            &["bash.execute:git *", "bash.execute:cargo test*", "bash.execute:ls *"],
+            &["bash.execute:rm *", "bash.execute:git push*"],
+            true,
+        );
+        for tool in [
+            "status",
+            "job_list",
+            "job_status",
+            "job_kill",
+            "which",
+            "session_start",
+            "session_close",
+        ] {
+            assert_eq!(g.check(tool, r#"{"job_id":"job-1"}"#), GateDecision::Allow, "{tool}");
+            assert_eq!(g.check(tool, "{}"), GateDecision::Allow, "{tool}");
+        }
+        assert!(refused(g.check("execute", &args("make"))).contains("approval"));
+    }
+
+    #[test]
+    fn tool_level_deny_rules_block_other_tools() {
+        let g = gate(&["bash.execute:sleep *"], &["bash.job_kill", "bash.audit_*"], true);
+        let message = refused(g.check("job_kill", r#"{"job_id":"job-1"}"#));
+        assert!(
+            message.contains("`bash.job_kill`") && message.contains("denied"),
+            "{message}"
+        );
+        assert!(refused(g.check("audit_read", "{}")).contains("`bash.audit_*`"));
+        assert_eq!(g.check("job_list", "{}"), GateDecision::Allow);
+        assert_eq!(g.check("execute", &args("sleep 1")), GateDecision::Allow);
+        // Command rules never apply to them.
+        let g = gate(&[], &["bash.job_list:*"], true);
+        assert_eq!(g.check("job_list", "{}"), GateDecision::Allow);
+        let g = gate(&[], &["bash.*"], true);
+        assert!(refused(g.check("status", "{}")).contains("denied"));
+        assert!(refused(g.check("execute", &args("ls"))).contains("denied"));
+    }
+
+    #[test]
+    fn session_write_is_an_opaque_command() {
+        let input = |text: &str| serde_json::json!({"session_id": "s", "input": text}).to_string();
+        // Under rules, only a rule for the whole tool (or `:*`) allows raw input.
+        let g = gate(&["bash.session_run:git *", "bash.execute:*"], &[], true);
+        let GateDecision::Refuse {
+            message, hint, pattern, ..
+        } = g.check("session_write", &input("git status\n"))
+        else {
+            panic!("raw input is refused under rules that do not name it");
+        };
+        assert!(message.contains("raw input"), "{message}");
+        assert!(hint.contains("`bash.session_write`"), "{hint}");
+        assert_eq!(pattern.as_deref(), Some("bash.session_write:{unknown}"));
+        for allow in ["bash.session_write", "bash.session_*", "bash.session_write:*"] {
+            let g = gate(&[allow], &[], true);
+            assert_eq!(g.check("session_write", &input("y\n")), GateDecision::Allow, "{allow}");
+            // Allowed by name: the operator chose raw input, catastrophic or not.
+            assert_eq!(
+                g.check("session_write", &input("rm -rf /\n")),
+                GateDecision::Allow,
+                "{allow}"
+            );
+        }
+        for deny in [
+            "bash.session_write",
+            "bash.session_write:{unknown}",
+            "bash.session_write:*",
+        ] {
+            let g = gate(&["bash.session_write"], &[deny], true);
+            assert!(
+                refused(g.check("session_write", &input("y\n"))).contains("denied"),
+                "{deny}"
+            );
+        }
+        // Without rules: input the classifier calls catastrophic is refused.
+        let mut s = settings::load(&Common::default()).unwrap();
+        s.permissions = None;
+        let g = build(&s, None).unwrap().unwrap();
+        assert_eq!(g.check("session_write", &input("y\n")), GateDecision::Allow);
+        assert!(refused(g.check("session_write", &input("rm -rf /\n"))).contains("unrecoverable"));
+        assert_eq!(
+            g.check("session_write", r#"{"session_id":"s","keys":["C-c"]}"#),
+            GateDecision::Allow
+        );
     }
 
     #[test]

@@ -7,11 +7,14 @@ mod gate;
 mod serve;
 pub mod settings;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use bash_mcp::{BashServer, DEFAULT_SERVER_NAME};
+use tracing::level_filters::LevelFilter;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
 
 use args::Command;
 use settings::Settings;
@@ -22,27 +25,21 @@ pub fn main() -> ExitCode {
     let command = match args::parse(std::env::args_os().skip(1), stdin_is_tty) {
         Ok(command) => command,
         Err(message) => {
-            eprintln!("bash-mcp: {message}\nRun `bash-mcp --help` for usage.");
+            note(&format!("{message}\nRun `bash-mcp --help` for usage."));
             return ExitCode::from(2);
         }
     };
     match command {
-        Command::Help => {
-            print!("{}", args::HELP);
-            ExitCode::SUCCESS
-        }
-        Command::Version => {
-            println!(
-                "bash-mcp {} (MCP revisions {})",
-                bash_mcp::VERSION,
-                bash_mcp::mcp::SUPPORTED_VERSIONS.join(", ")
-            );
-            ExitCode::SUCCESS
-        }
+        Command::Help => print_out(args::HELP),
+        Command::Version => print_out(&format!(
+            "bash-mcp {} (MCP revisions {})\n",
+            bash_mcp::VERSION,
+            bash_mcp::mcp::SUPPORTED_VERSIONS.join(", ")
+        )),
         Command::Interactive => {
-            eprint!("{}", args::HELP);
-            eprintln!(
-                "\nbash-mcp: stdin is a terminal; run `bash-mcp serve` to serve MCP here anyway, or configure an MCP client to start it."
+            let _ = writeln!(std::io::stderr(), "{}", args::HELP);
+            note(
+                "stdin is a terminal; run `bash-mcp serve` to serve MCP here anyway, or configure an MCP client to start it.",
             );
             ExitCode::from(2)
         }
@@ -59,7 +56,7 @@ fn with_settings(common: &args::Common, run: impl FnOnce(&Settings) -> Result<u8
     let settings = match settings::load(common) {
         Ok(settings) => settings,
         Err(message) => {
-            eprintln!("bash-mcp: {message}");
+            note(&message);
             return ExitCode::from(2);
         }
     };
@@ -67,7 +64,7 @@ fn with_settings(common: &args::Common, run: impl FnOnce(&Settings) -> Result<u8
     match run(&settings) {
         Ok(status) => ExitCode::from(status),
         Err(message) => {
-            eprintln!("bash-mcp: {message}");
+            note(&message);
             ExitCode::from(1)
         }
     }
@@ -75,31 +72,81 @@ fn with_settings(common: &args::Common, run: impl FnOnce(&Settings) -> Result<u8
 
 fn report(result: Result<String, String>) -> ExitCode {
     match result {
-        Ok(text) => {
-            println!("{text}");
-            ExitCode::SUCCESS
-        }
+        Ok(text) => print_out(&format!("{text}\n")),
         Err(message) => {
-            eprintln!("bash-mcp: {message}");
+            note(&message);
             ExitCode::from(1)
         }
     }
 }
 
-fn init_logging(level: &str) {
-    let filter = match level {
-        "off" => tracing::level_filters::LevelFilter::OFF,
-        "error" => tracing::level_filters::LevelFilter::ERROR,
-        "info" => tracing::level_filters::LevelFilter::INFO,
-        "debug" => tracing::level_filters::LevelFilter::DEBUG,
-        "trace" => tracing::level_filters::LevelFilter::TRACE,
-        _ => tracing::level_filters::LevelFilter::WARN,
+/// Writes `text` to stdout. A reader that has gone away (EPIPE, as in
+/// `bash-mcp classify CMD | head -1`) is not an error: it wanted no more
+/// output, so the status stays success. Any other write error is reported
+/// on stderr, status 1.
+fn print_out(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            note(&format!("cannot write to stdout: {e}"));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `bash-mcp: message` on stderr; never panics (stderr may be closed too).
+pub(crate) fn note(message: &str) {
+    let _ = writeln!(std::io::stderr(), "bash-mcp: {message}");
+}
+
+/// The named levels of `--log-level`.
+pub const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
+
+/// The stderr log filter for `--log-level`.
+///
+/// A named level applies to bash-mcp's own records; everything else (the
+/// shell parser logs every token at debug) stays at `warn`, or at the named
+/// level when it is quieter. Anything else is a full filter of
+/// comma-separated `target=level` directives (a bare level sets the
+/// default), e.g. `info,bash_mcp=trace` (bash-mcp at trace, everything
+/// else at info).
+pub fn log_filter(level: &str) -> Result<Targets, String> {
+    if LOG_LEVELS.contains(&level) {
+        let own: LevelFilter = level.parse().map_err(|e| format!("{e}"))?;
+        let others = own.min(LevelFilter::WARN);
+        return Ok(Targets::new()
+            .with_default(others)
+            .with_target(env!("CARGO_CRATE_NAME"), own));
+    }
+    let bad = |why: String| {
+        format!(
+            "--log-level must be one of {} or a filter such as `info,bash_mcp=trace`; got {level:?} ({why})",
+            LOG_LEVELS.join(", ")
+        )
     };
-    tracing_subscriber::fmt()
+    // A bare word would parse as a target enabled at every level: a typo
+    // such as `degub` must not be taken for one.
+    if let Some(part) = level
+        .split(',')
+        .find(|part| !part.contains('=') && !LOG_LEVELS.contains(part))
+    {
+        return Err(bad(format!("{part:?} is neither a level nor `target=level`")));
+    }
+    level.parse::<Targets>().map_err(|e| bad(e.to_string()))
+}
+
+fn init_logging(level: &str) {
+    let full_filter = !LOG_LEVELS.contains(&level);
+    let filter = log_filter(level).unwrap_or_else(|_| Targets::new().with_default(LevelFilter::WARN));
+    let subscriber = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_max_level(filter)
-        .with_target(false)
-        .init();
+        .with_max_level(LevelFilter::TRACE)
+        .with_target(full_filter)
+        .finish()
+        .with(filter);
+    let _ = tracing::subscriber::set_global_default(subscriber);
 }
 
 /// The server the settings describe. A default audit location that cannot

@@ -8,8 +8,9 @@
 //! child), so nothing a command prints can reach the protocol stream.
 //!
 //! Shutdown: on stdin EOF, or SIGTERM / SIGINT / SIGHUP, every running call
-//! is cancelled (its process group killed at once) and the process exits
-//! within a second.
+//! is cancelled and every background job killed (their process groups at
+//! once), every session is closed (its shell and what it started killed, its
+//! private directory removed), and the process exits within a second.
 //!
 //! Signals are handled with `signal-hook`'s iterator: it installs
 //! async-signal-safe handlers that write to a self-pipe and delivers the
@@ -20,8 +21,9 @@
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use bash_mcp::BashServer;
 use bash_mcp::mcp::{HandlerOptions, McpHandler};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -29,7 +31,7 @@ use signal_hook::iterator::Signals;
 use super::gate;
 use super::settings::Settings;
 
-/// How long shutdown waits for running calls to end after killing them.
+/// How long shutdown waits, in all, for calls and jobs to end after killing them.
 const SHUTDOWN_WAIT: Duration = Duration::from_millis(700);
 
 /// stdout, one whole line at a time.
@@ -70,15 +72,16 @@ pub fn run(settings: &Settings) -> Result<(), String> {
         broken: AtomicBool::new(false),
     });
     let out = writer.clone();
-    let handler = Arc::new(McpHandler::new(server, move |line| out.send(&line), options));
+    let handler = Arc::new(McpHandler::new(server.clone(), move |line| out.send(&line), options));
 
     let on_signal = handler.clone();
+    let server_on_signal = server.clone();
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
             if let Some(signal) = signals.forever().next() {
                 tracing::info!(signal, "signal received; stopping");
-                stop(&on_signal);
+                stop(&on_signal, &server_on_signal);
             }
         })
         .map_err(|e| format!("cannot start the signal thread: {e}"))?;
@@ -127,7 +130,7 @@ pub fn run(settings: &Settings) -> Result<(), String> {
         }
     }
     tracing::info!("end of input; stopping");
-    stop(&handler)
+    stop(&handler, &server)
 }
 
 fn deliver(handler: &McpHandler, writer: &LineWriter, line: &[u8], dropped: usize) {
@@ -141,10 +144,22 @@ fn deliver(handler: &McpHandler, writer: &LineWriter, line: &[u8], dropped: usiz
     }
 }
 
-/// Kills every running call and exits.
-fn stop(handler: &McpHandler) -> ! {
-    if !handler.shutdown_within(SHUTDOWN_WAIT) {
-        tracing::warn!("some calls did not end in time; exiting anyway (their process groups were killed)");
+/// Kills every running call, background job and session, and exits.
+///
+/// `std::process::exit` runs no destructors, so everything that would die
+/// with the server object is stopped here explicitly. In order: stop taking
+/// calls and cancel the running ones; kill the jobs and close the sessions;
+/// wait for the calls; and stop again whatever a call that was just ending
+/// started (a job, a session).
+fn stop(handler: &McpHandler, server: &BashServer) -> ! {
+    let deadline = Instant::now() + SHUTDOWN_WAIT;
+    let until = |reserve: Duration| deadline.saturating_duration_since(Instant::now() + reserve);
+    handler.shutdown_within(Duration::ZERO);
+    let mut ended = server.shutdown_within(Some(until(SHUTDOWN_WAIT / 2)));
+    ended &= handler.shutdown_within(until(SHUTDOWN_WAIT / 5));
+    ended &= server.shutdown_within(Some(until(Duration::ZERO)));
+    if !ended {
+        tracing::warn!("some calls or jobs did not end in time; exiting anyway (their process groups were killed)");
     }
     std::process::exit(0);
 }

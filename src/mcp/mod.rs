@@ -43,9 +43,13 @@
 //! `tools/list` lists the server's tools in registration order, with
 //! `title`, `annotations` and `outputSchema` from the tool definition file
 //! where the client's revision defines them. `tools/call` results carry a
-//! readable text block (the output, then `[exit code: N]`, or the error's
-//! message and hint) and, from 2025-06-18, `structuredContent` with the
-//! tool's JSON result document. `isError` is true when the document has an
+//! readable text block and, from 2025-06-18, `structuredContent` with the
+//! tool's JSON result document. The text of a command's result is its
+//! output, then `[exit code: N]` (or `[error: CODE] message`), `status`,
+//! `job_id`, `session_id`, `hint` and `pattern` lines where present; any
+//! other document (a started job, a list, a status report) is shown as
+//! indented JSON, so a client without `structuredContent` still sees every
+//! field (see [`render_text`]). `isError` is true when the document has an
 //! `error` key (bad arguments, spawn failure, timeout, cancellation, policy
 //! refusal). **A non-zero exit status is a normal result** (`isError:
 //! false`): the command ran, and its status is in the result.
@@ -65,7 +69,7 @@
 //! The official SDK (`rmcp`) is async and built on tokio. This library is
 //! also a C library embedded in hosts with their own threads and event
 //! loops; pulling a runtime into every host process (and into the
-//! `bash_mcp_server_handle_message` C entry point) costs more than the
+//! `bash_mcp_mcp_handler_handle_message` C entry point) costs more than the
 //! protocol is worth. The protocol surface a tool server needs is small —
 //! a handful of methods over JSON-RPC — so it is written here directly on
 //! serde_json with plain threads, which keeps the handler synchronous,
@@ -100,6 +104,7 @@ use era::Era;
 use jsonrpc::{IdKey, Incoming};
 use progress::{OutputTail, Ticker};
 
+use crate::error::ErrorCode;
 use crate::server::{CallOptions, McpServer, ToolResponse};
 
 /// Default limit on one incoming message: 4 MiB.
@@ -121,14 +126,43 @@ pub enum GateDecision {
         hint: String,
         /// The permission pattern the call was matched as, when known.
         pattern: Option<String>,
+        /// The audit log entry that recorded the refusal, when the gate
+        /// wrote one; the result carries it as `audit_id`.
+        audit_id: Option<String>,
     },
+}
+
+impl GateDecision {
+    /// The result document of a refused call — `error: "permission_denied"`,
+    /// `message`, `hint`, and `pattern` and `audit_id` when known — or
+    /// `None` for [`GateDecision::Allow`].
+    pub fn refusal_document(&self) -> Option<Value> {
+        let GateDecision::Refuse {
+            message,
+            hint,
+            pattern,
+            audit_id,
+        } = self
+        else {
+            return None;
+        };
+        let mut doc = json!({"error": "permission_denied", "message": message, "hint": hint});
+        if let Some(pattern) = pattern {
+            doc["pattern"] = pattern.clone().into();
+        }
+        if let Some(id) = audit_id {
+            doc["audit_id"] = id.clone().into();
+        }
+        Some(doc)
+    }
 }
 
 /// A check run before every `tools/call` (on the worker thread, before the
 /// tool starts). The `bash-mcp` binary enforces its permission policy here.
 pub trait Gate: Send + Sync {
-    /// Decides on a call of `tool` (as the client named it) with its JSON
-    /// arguments.
+    /// Decides on a call of `tool` with its JSON arguments. `tool` is the
+    /// tool's own (local) name, e.g. `execute`, however the client spelled
+    /// it (`bash.execute` reaches the gate as `execute`).
     fn check(&self, tool: &str, args_json: &str) -> GateDecision;
 }
 
@@ -500,11 +534,20 @@ impl Inner {
             }
             None => return invalid("invalid params: `name` (the tool to call) is missing".into()),
         };
-        let known = self
+        // Clients may qualify the name (`bash.execute`); from here on the
+        // call uses the tool's own name, so the gate, the audit log and the
+        // tool all see one spelling.
+        let canonical = self
             .server
             .find_tool(&name)
-            .is_some_and(|t| self.exposed(&t.definition().name));
-        if !known {
+            .map(|t| t.definition().name.clone())
+            .filter(|n| self.exposed(n));
+        let Some(canonical) = canonical else {
+            let args_json = params
+                .get("arguments")
+                .map_or_else(|| "{}".to_owned(), Value::to_string);
+            self.server
+                .record_rejected_call(&name, &args_json, ErrorCode::UnknownTool);
             let names: Vec<String> = self
                 .server
                 .tools()
@@ -516,11 +559,13 @@ impl Inner {
                 "invalid params: unknown tool {name:?}; tools: {}",
                 names.join(", ")
             ));
-        }
+        };
         let args_json = match params.get("arguments") {
             None | Some(Value::Null) => "{}".to_owned(),
             Some(args @ Value::Object(_)) => args.to_string(),
             Some(other) => {
+                self.server
+                    .record_rejected_call(&canonical, &other.to_string(), ErrorCode::InvalidArguments);
                 return invalid(format!(
                     "invalid params: `arguments` must be an object, got {}",
                     crate::json_kind(other)
@@ -552,7 +597,7 @@ impl Inner {
             id: request.id.clone(),
             key: request.key.clone(),
             call,
-            tool: name,
+            tool: canonical,
             args_json,
             progress_token,
         };
@@ -653,13 +698,9 @@ impl Job {
 
     fn execute(&self, tail: Option<&OutputTail>) -> ToolResponse {
         if let Some(gate) = &self.inner.options.gate
-            && let GateDecision::Refuse { message, hint, pattern } = gate.check(&self.tool, &self.args_json)
+            && let Some(doc) = gate.check(&self.tool, &self.args_json).refusal_document()
         {
-            tracing::info!(tool = %self.tool, %message, "call refused by policy");
-            let mut doc = json!({"error": "permission_denied", "message": message, "hint": hint});
-            if let Some(pattern) = pattern {
-                doc["pattern"] = pattern.into();
-            }
+            tracing::info!(tool = %self.tool, message = %doc["message"], "call refused by policy");
             return ToolResponse::new(doc.to_string());
         }
         let mut observe = |chunk: &[u8], _stream| {

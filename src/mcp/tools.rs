@@ -61,9 +61,23 @@ pub(crate) fn call_result(response: &ToolResponse, era: Era) -> Value {
     }
 }
 
-/// The text a model reads: the output, then the exit status (or, for a
-/// failed call, the error, message and hint).
+/// Keys of a command's result document: a document with none of them (a
+/// job id, a session, a status report, a list) is shown as JSON.
+const COMMAND_RESULT_KEYS: &[&str] = &["output", "stdout", "stderr", "exit_code", "error"];
+
+/// The text a model reads.
+///
+/// For a command's result: the output, then `[exit code: N]` (or, for a
+/// failed call, `[error: CODE] message`), then one line each for `status`,
+/// `job_id` and `session_id` when present, `hint: ...`, and for a policy
+/// refusal `pattern: ...` (the rule that would allow the call). Any other
+/// document (a started job, a session, a status report, a list) is the
+/// document itself as indented JSON, so clients without
+/// `structuredContent` see every field.
 pub fn render_text(doc: &Map<String, Value>) -> String {
+    if !COMMAND_RESULT_KEYS.iter().any(|k| doc.contains_key(*k)) {
+        return serde_json::to_string_pretty(doc).unwrap_or_else(|_| Value::Object(doc.clone()).to_string());
+    }
     let str_of = |key: &str| doc.get(key).and_then(Value::as_str);
     let mut text = String::new();
     let mut push_block = |label: Option<&str>, body: &str| {
@@ -85,14 +99,23 @@ pub fn render_text(doc: &Map<String, Value>) -> String {
         push_block(Some("[stdout]"), str_of("stdout").unwrap_or_default());
         push_block(Some("[stderr]"), str_of("stderr").unwrap_or_default());
     }
+    let mut lines: Vec<String> = Vec::new();
     if let Some(code) = doc.get("exit_code").and_then(Value::as_i64) {
-        text.push_str(&format!("[exit code: {code}]"));
+        lines.push(format!("[exit code: {code}]"));
     } else if let Some(error) = str_of("error") {
-        text.push_str(&format!("[error: {error}] {}", str_of("message").unwrap_or_default()));
-        if let Some(hint) = str_of("hint").filter(|h| !h.is_empty()) {
-            text.push_str(&format!("\nhint: {hint}"));
+        lines.push(format!("[error: {error}] {}", str_of("message").unwrap_or_default()));
+    }
+    for key in ["status", "job_id", "session_id"] {
+        if let Some(value) = str_of(key) {
+            lines.push(format!("{key}: {value}"));
         }
     }
+    for key in ["hint", "pattern"] {
+        if let Some(value) = str_of(key).filter(|v| !v.is_empty()) {
+            lines.push(format!("{key}: {value}"));
+        }
+    }
+    text.push_str(&lines.join("\n"));
     text
 }
 
@@ -127,6 +150,44 @@ mod tests {
                 json!({"output": "partial\n", "error": "timeout", "message": "killed", "hint": "longer"})
             )),
             "partial\n[error: timeout] killed\nhint: longer"
+        );
+    }
+
+    #[test]
+    fn other_documents_are_shown_as_json() {
+        for d in [
+            json!({"job_id": "job-1", "status": "running"}),
+            json!({"jobs": []}),
+            json!({"session_id": "s1", "shell": "bash", "pid": 7}),
+            json!({"calls": {"served": 1, "failed": 0}, "version": "0.1.0"}),
+        ] {
+            let text = render_text(&doc(d.clone()));
+            assert!(text.contains('\n') || text == "{}", "indented: {text}");
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), d);
+        }
+    }
+
+    #[test]
+    fn status_ids_hint_and_pattern_are_shown() {
+        assert_eq!(
+            render_text(&doc(json!({
+                "job_id": "job-1", "status": "running", "output": "so far\n",
+                "hint": "Still running: call job_status again."
+            }))),
+            "so far\nstatus: running\njob_id: job-1\nhint: Still running: call job_status again."
+        );
+        assert_eq!(
+            render_text(&doc(json!({
+                "session_id": "s1", "status": "finished", "output": "x", "exit_code": 0
+            }))),
+            "x\n[exit code: 0]\nstatus: finished\nsession_id: s1"
+        );
+        assert_eq!(
+            render_text(&doc(json!({
+                "error": "permission_denied", "message": "`bash.execute` needs approval",
+                "hint": "add a rule such as the pattern below", "pattern": "bash.execute:make *"
+            }))),
+            "[error: permission_denied] `bash.execute` needs approval\nhint: add a rule such as the pattern below\npattern: bash.execute:make *"
         );
     }
 
