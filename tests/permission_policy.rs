@@ -169,3 +169,34 @@ fn explain_names_the_deciding_rules() {
     assert!(e["opaque"][0]["reason"].as_str().unwrap().contains("eval"));
     assert_eq!(e["opaque_subject"], "bash.execute:{unknown}");
 }
+
+#[test]
+fn input_pasted_into_nested_code_is_never_allowed_by_a_command_rule() {
+    let p = policy(&["bash.execute:echo *", "bash.execute:find *", "bash.execute:cat *"], &[]);
+    for c in [
+        "echo 'x;touch p' | xargs -I{} sh -c 'echo {}'",
+        "echo 'x;touch p' | xargs -i sh -c 'echo {}'",
+        "echo 'x;touch p' | xargs --replace sh -c 'echo {}'",
+        "echo 'x;touch p' | xargs -Iecho sh -c 'echo'",
+        "find . -exec sh -c 'cat {}' \\;",
+        "echo touch p | xargs env",
+    ] {
+        assert_eq!(decide(&p, c), Decision::Ask, "{c}");
+    }
+    assert_eq!(
+        decide(&p, "find . -exec sh -c 'cat \"$1\"' _ {} \\;"),
+        Decision::Allow,
+        "file names as positional parameters stay arguments"
+    );
+}
+
+#[test]
+fn wrapper_option_abbreviations_do_not_hide_the_command() {
+    let p = policy(&["bash.execute:git *"], &["bash.execute:rm *"]);
+    assert_eq!(decide(&p, "env --u git touch p"), Decision::Ask);
+    assert_eq!(decide(&p, "env --spl='touch p' git"), Decision::Ask);
+    assert_eq!(decide(&p, "timeout --sig KILL 5 rm -rf x"), Decision::Deny);
+    assert_eq!(decide(&p, "flock /tmp/l tar -c git -f q6"), Decision::Ask);
+    assert_eq!(decide(&p, "strace -o '|touch p' git status"), Decision::Ask);
+    assert_eq!(decide(&p, "parallel rm ::: x"), Decision::Deny);
+}
