@@ -2093,8 +2093,20 @@ fn find(args: &[Arg], ctx: Ctx) -> Unwrap {
     }
     // Arguments of an executed command may come from expansions; anything else could
     // expand to an action such as -exec.
+    // A tilde word (`~`, `~/src`, `~user`) expands to one absolute path, never an action.
     let in_command = |k: usize| ranges.iter().any(|&(s, e)| k > s && k < e);
-    if let Some((_, bad)) = args.iter().enumerate().find(|(k, a)| !a.literal && !in_command(*k)) {
+    let tilde_path = |a: &Arg| {
+        a.text.starts_with('~')
+            && a.inner.is_empty()
+            && a.text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "~/._-+".contains(c))
+    };
+    if let Some((_, bad)) = args
+        .iter()
+        .enumerate()
+        .find(|(k, a)| !a.literal && !in_command(*k) && !tilde_path(a))
+    {
         return Unwrap::Opaque(format!(
             "`find` gets the argument `{}` from an expansion, which could add an action such as -exec",
             super::word::clip(&bad.text)

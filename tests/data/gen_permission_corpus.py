@@ -250,6 +250,8 @@ for c, e in [
         ("torsocks -u bob -p pw curl x", "curl *"),
         ("proxychains curl x", "curl *"), ("proxychains4 -q -f /etc/p.conf curl x", "curl *"), ("proxychains -x curl", U),
         ("unbuffer make", "make *"), ("unbuffer -p grep x", "grep *"), ("rlwrap sqlite3 db", "sqlite3 *"), ("rlwrap -z filter sqlite3", U),
+        ("find ~ -name x", "find *"), ("find ~/src ~root -delete", "find *"), ("find ~/$x -delete", U), ("find ~/* -delete", U),
+        ("find ~ -exec rm {} +", "{find,rm} *"),
         ("rlwrap -c -H hist sqlite3", "sqlite3 *"), ("nice nohup setsid -f ionice -c3 taskset -c 0 chrt -b 0 git status", "git *"),
     ]:
     add(c, e)
