@@ -102,6 +102,8 @@ fn hostile_inputs() {
         "parallel ".repeat(20_000) + "ls ::: x",
         "env --u x ".repeat(10_000) + "ls",
         "su -c ".repeat(20_000),
+        "f(){ ".repeat(20_000),
+        "function f { f | ".repeat(10_000),
         "\0".into(),
         "11111111111<(111111<(".into(),
         "((((((((((((((((((((((((((((((A".into(),

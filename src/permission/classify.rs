@@ -345,23 +345,35 @@ fn pipelines(text: &str) -> Vec<&str> {
 /// bomb under any name.
 fn has_fork_bomb(text: &str) -> bool {
     let is_name = |c: char| c.is_ascii_alphanumeric() || "_:.-".contains(c);
-    let mut rest = text;
-    while let Some(open) = rest.find('{') {
-        let head = rest[..open].trim_end();
-        let head = head.strip_suffix("()").map(str::trim_end).unwrap_or(head);
-        let name_start = head.rfind(|c: char| !is_name(c)).map_or(0, |p| p + 1);
+    // The next `}` at or after each byte, computed once (linear).
+    let mut next_close = vec![text.len(); text.len() + 1];
+    for (i, b) in text.bytes().enumerate().rev() {
+        next_close[i] = if b == b'}' { i } else { next_close[i + 1] };
+    }
+    let mut definitions = 0;
+    for (open, _) in text.match_indices('{') {
+        let before = text[..open].trim_end();
+        let head = before.strip_suffix("()").map(str::trim_end).unwrap_or(before);
+        let name_start = head
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !is_name(*c))
+            .map_or(0, |(p, c)| p + c.len_utf8());
         let name = &head[name_start..];
-        let body_end = rest[open..].find('}').map_or(rest.len(), |p| open + p);
-        let body = &rest[open + 1..body_end];
-        let is_definition =
-            rest[..open].trim_end().ends_with("()") || head[..name_start].trim_end().ends_with("function");
-        if is_definition && !name.is_empty() && (body.contains('|') || body.contains('&')) {
-            let calls = body.split(|c: char| !is_name(c)).filter(|w| *w == name).count();
-            if calls >= 2 {
-                return true;
-            }
+        let is_definition = before.ends_with("()") || head[..name_start].trim_end().ends_with("function");
+        if !is_definition || name.is_empty() {
+            continue;
         }
-        rest = &rest[open + 1..];
+        definitions += 1;
+        if definitions > 64 {
+            return false;
+        }
+        let body = &text[open + 1..next_close[open + 1]];
+        if (body.contains('|') || body.contains('&'))
+            && body.split(|c: char| !is_name(c)).filter(|w| *w == name).count() >= 2
+        {
+            return true;
+        }
     }
     false
 }
