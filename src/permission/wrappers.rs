@@ -674,7 +674,7 @@ const FLOCK: Spec = Spec {
 };
 
 const STRACE: Spec = Spec {
-    short: "a:Ab:cCdDe:E:fFhiI:knN:o:O:p:P:qrs:S:tTu:U:vVwxX:yYzZ",
+    short: "a:Ab:cCdDe:E:fFhiI:knNo:O:p:P:qrs:S:tTu:U:vVwxX:yYzZ",
     long: &[
         lo("columns", Req, "a"),
         lo("output-append-mode", No, "A"),
@@ -883,7 +883,7 @@ const SETPRIV: Spec = Spec {
 };
 
 const UNSHARE: Spec = Spec {
-    short: "m::u::i::n::p::C::T::U::frcR:w:S:G:hV",
+    short: "muinpCTUfrcl:R:w:S:G:hV",
     long: &[
         lo("mount", Opt, "m"),
         lo("uts", Opt, "u"),
@@ -920,7 +920,7 @@ const UNSHARE: Spec = Spec {
 };
 
 const NSENTER: Spec = Spec {
-    short: "at:m::u::i::n::p::C::U::T::S:G:r::w::W::eFZchV",
+    short: "at:m::u::i::n::N:p::C::U::T::S:G:r::w::W::eFZchV",
     long: &[
         lo("all", No, "a"),
         lo("target", Req, "t"),
@@ -928,6 +928,7 @@ const NSENTER: Spec = Spec {
         lo("uts", Opt, "u"),
         lo("ipc", Opt, "i"),
         lo("net", Opt, "n"),
+        lo("net-socket", Req, "N"),
         lo("pid", Opt, "p"),
         lo("cgroup", Opt, "C"),
         lo("user", Opt, "U"),
@@ -1005,10 +1006,10 @@ const SYSTEMD_RUN_PROPERTIES: &[&str] = &[
 ];
 
 const FAKEROOT: Spec = Spec {
-    short: "l:s:i:ub:hv",
+    short: "l:f:s:i:ub:hv",
     long: &[
         lo("lib", Req, "l"),
-        lo("faked", Req, "faked"),
+        lo("faked", Req, "f"),
         lo("unknown-is-real", No, "u"),
         lo("help", No, "h"),
         lo("version", No, "v"),
@@ -1053,6 +1054,13 @@ const RLWRAP: Spec = Spec {
     long: &[],
     permute: false,
     complete: false,
+};
+
+const CAFFEINATE: Spec = Spec {
+    short: "dhimsut:w:",
+    long: &[],
+    permute: false,
+    complete: true,
 };
 
 const CATCHSEGV: Spec = Spec {
@@ -1241,8 +1249,8 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
             inner(args, p.first, false)
         }
         "nohup" | "caffeinate" => {
-            let p = opts(args, 1, &NO_OPTIONS)?;
-            if informational(&p, "") {
+            let p = opts(args, 1, if name == "nohup" { &NO_OPTIONS } else { &CAFFEINATE })?;
+            if informational(&p, "h") {
                 return Ok(Unwrap::Command);
             }
             inner(args, p.first, false)
@@ -1434,7 +1442,15 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
         }
         "sudo" => {
             let p = opts(args, 1, &SUDO)?;
-            if informational(&p, "V") || p.opts.iter().any(|o| o.key == "h" && o.value.is_none()) {
+            if p.opts.iter().any(|o| o.key == "h" && o.value.is_none()) {
+                // A bare -h is help, unless a word follows: sudo then takes that word
+                // for a host name.
+                if args.len() > 2 {
+                    return Ok(Unwrap::Opaque("`sudo -h` followed by words names a host".into()));
+                }
+                return Ok(Unwrap::Command);
+            }
+            if informational(&p, "V") {
                 return Ok(Unwrap::Command);
             }
             if p.has("e") || p.has("l") || p.has("v") || p.has("K") {
@@ -1544,7 +1560,7 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
             if informational(&p, "hv") {
                 return Ok(Unwrap::Command);
             }
-            if p.has("l") || p.has("faked") {
+            if p.has("l") || p.has("f") {
                 return Ok(Unwrap::Opaque(
                     "`fakeroot --lib`/`--faked` loads another program".into(),
                 ));

@@ -252,7 +252,10 @@ for c, e in [
         ("unbuffer make", "make *"), ("unbuffer -p grep x", "grep *"), ("rlwrap sqlite3 db", "sqlite3 *"), ("rlwrap -z filter sqlite3", U),
         ("find ~ -name x", "find *"), ("find ~/src ~root -delete", "find *"), ("find ~/$x -delete", U), ("find ~/* -delete", U),
         ("find ~ -exec rm {} +", "{find,rm} *"),
-        ("rlwrap -c -H hist sqlite3", "sqlite3 *"), ("nice nohup setsid -f ionice -c3 taskset -c 0 chrt -b 0 git status", "git *"),
+        ("rlwrap -c -H hist sqlite3", "sqlite3 *"), ("strace -N git status", "git *"), ("fakeroot -f /tmp/faked make", U),
+        ("unshare -mR git touch p", "{touch,unshare} *"), ("unshare -mn git status", "{git,unshare} *"), ("nsenter -t 1 -N 3 rm", "{nsenter,rm} *"),
+        ("caffeinate -i make", "make *"), ("caffeinate -t 10 git status", "git *"), ("caffeinate -x make", U),
+        ("sudo -h git touch p", U), ("sudo -h", "sudo *"), ("nice nohup setsid -f ionice -c3 taskset -c 0 chrt -b 0 git status", "git *"),
     ]:
     add(c, e)
 with open("tests/data/permission_corpus.jsonl", "w") as f:
