@@ -630,14 +630,16 @@ const CGEXEC: Spec = Spec {
 };
 
 const WATCH: Spec = Spec {
-    short: "bcCd::eg:hn:pq:rtvwx",
+    short: "bcCd::efghn:pq:rs:tvwx",
     long: &[
         lo("beep", No, "b"),
         lo("color", No, "c"),
         lo("no-color", No, "C"),
         lo("differences", Opt, "d"),
         lo("errexit", No, "e"),
+        lo("follow", No, "f"),
         lo("chgexit", No, "g"),
+        lo("shotsdir", Req, "s"),
         lo("interval", Req, "n"),
         lo("precise", No, "p"),
         lo("equexit", Req, "q"),
@@ -773,7 +775,7 @@ const SCRIPT: Spec = Spec {
 };
 
 const SU: Spec = Spec {
-    short: "c:fg:G:lmpPs:u:hVw:",
+    short: "c:fg:G:lmpPTs:u:hVw:",
     long: &[
         lo("command", Req, "c"),
         lo("session-command", Req, "c"),
@@ -781,6 +783,7 @@ const SU: Spec = Spec {
         lo("login", No, "l"),
         lo("preserve-environment", No, "p"),
         lo("pty", No, "P"),
+        lo("no-pty", No, "T"),
         lo("shell", Req, "s"),
         lo("group", Req, "g"),
         lo("supp-group", Req, "G"),

@@ -255,7 +255,8 @@ for c, e in [
         ("rlwrap -c -H hist sqlite3", "sqlite3 *"), ("strace -N git status", "git *"), ("fakeroot -f /tmp/faked make", U),
         ("unshare -mR git touch p", "{touch,unshare} *"), ("unshare -mn git status", "{git,unshare} *"), ("nsenter -t 1 -N 3 rm", "{nsenter,rm} *"),
         ("caffeinate -i make", "make *"), ("caffeinate -t 10 git status", "git *"), ("caffeinate -x make", U),
-        ("sudo -h git touch p", U), ("sudo -h", "sudo *"), ("nice nohup setsid -f ionice -c3 taskset -c 0 chrt -b 0 git status", "git *"),
+        ("sudo -h git touch p", U), ("sudo -h", "sudo *"),
+        ("watch -g touch p", "touch *"), ("watch -s /tmp/d ls", "ls *"), ("su -T -c 'touch p'", "{su,touch} *"), ("nice nohup setsid -f ionice -c3 taskset -c 0 chrt -b 0 git status", "git *"),
     ]:
     add(c, e)
 with open("tests/data/permission_corpus.jsonl", "w") as f:
