@@ -1444,7 +1444,28 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
             script_at(args, i, true)
         }
         "sudo" => {
-            let p = opts(args, 1, &SUDO)?;
+            // sudo reads NAME=VALUE words (any word with `=` not starting with `/`)
+            // among its options, and options again after them.
+            let mut p = opts(args, 1, &SUDO)?;
+            let mut i = p.first;
+            loop {
+                let ended = i > 0 && args[i - 1].text == "--";
+                let start = i;
+                while !ended && i < args.len() && !args[i].text.starts_with('/') && args[i].text.contains('=') {
+                    let name = args[i].text.split('=').next().unwrap_or("");
+                    if is_risky_variable(name) {
+                        return Ok(Unwrap::Opaque(format!("sets {name}, which changes what runs")));
+                    }
+                    i += 1;
+                }
+                if i > start && i < args.len() && args[i].text.starts_with('-') {
+                    let more = opts(args, i, &SUDO)?;
+                    p.opts.extend(more.opts);
+                    i = more.first;
+                    continue;
+                }
+                break;
+            }
             if p.opts.iter().any(|o| o.key == "h" && o.value.is_none()) {
                 // A bare -h is help, unless a word follows: sudo then takes that word
                 // for a host name.
@@ -1459,7 +1480,6 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
             if p.has("e") || p.has("l") || p.has("v") || p.has("K") {
                 return Ok(Unwrap::Command);
             }
-            let i = opaque_if_risky_assignments(args, p.first).map_err(Unwrap::Opaque)?;
             if p.has("s") || p.has("i") {
                 if i >= args.len() {
                     return Ok(Unwrap::Opaque(
