@@ -1097,16 +1097,18 @@ const COMMAND: Spec = Spec {
 // ---------------------------------------------------------------------------------------
 // Unwrapping
 
+/// Skips the `NAME=VALUE` words `env` puts in the environment: every word containing
+/// `=` (env does not check the name: `a-b=c` and `./x=y` are assignments too).
 fn opaque_if_risky_assignments(args: &[Arg], mut i: usize) -> Result<usize, String> {
     while i < args.len() {
         let a = &args[i];
-        let Some(name) = assignment_name(&a.text) else {
+        let Some((name, _)) = a.text.split_once('=') else {
             break;
         };
-        if !a.literal && a.text.find('$').is_some_and(|p| p < name.len()) {
+        if !a.literal && (name.contains('$') || name.contains('`')) {
             return Err("an assignment name is produced by an expansion".into());
         }
-        if is_risky_variable(name) {
+        if is_risky_variable(assignment_name(&a.text).unwrap_or(name)) {
             return Err(format!("sets {name}, which changes what runs"));
         }
         i += 1;

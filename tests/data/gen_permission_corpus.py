@@ -256,6 +256,7 @@ for c, e in [
         ("unshare -mR git touch p", "{touch,unshare} *"), ("unshare -mn git status", "{git,unshare} *"), ("nsenter -t 1 -N 3 rm", "{nsenter,rm} *"),
         ("caffeinate -i make", "make *"), ("caffeinate -t 10 git status", "git *"), ("caffeinate -x make", U),
         ("sudo -h git touch p", U), ("sudo -h", "sudo *"),
+        ("env a-b=c touch p", "touch *"), ("env ./x=y touch p", "touch *"), ("env A=1 B=$x git", U),
         ("sudo A=1 -s touch p", "{sudo,touch} *"), ("sudo a-b=c touch p", "{sudo,touch} *"), ("sudo A=1 -u bob B=2 git status", "{git,sudo} *"),
         ("sudo A=1 LD_PRELOAD=x git", U), ("sudo x-y=1 PATH=/tmp git", U), ("sudo A=1 -x git", U),
         ("watch -g touch p", "touch *"), ("watch -s /tmp/d ls", "ls *"), ("su -T -c 'touch p'", "{su,touch} *"), ("nice nohup setsid -f ionice -c3 taskset -c 0 chrt -b 0 git status", "git *"),
