@@ -141,3 +141,120 @@ fn output_shape() {
     assert!(safe.rules.is_empty());
     assert!(safe.hint.contains("advisory"));
 }
+
+#[test]
+fn catastrophic_forms_that_once_slipped_through() {
+    for c in [
+        "rm --r -f ~",
+        "rm --rec --fo /",
+        "timeout --sig KILL 5 rm -rf ~",
+        "env --u X rm -rf ~",
+        "xargs --proc 2 rm -rf /",
+        "flock /tmp/l -c 'rm -rf ~'",
+        "script -qc 'rm -rf ~' /dev/null",
+        "su -lc 'rm -rf /'",
+        "unshare -r rm -rf /",
+        "parallel rm -rf ::: /",
+        "rm --recursive --force --no-preserve-root /",
+        "tee /dev/sda",
+        "echo x | sudo tee /dev/nvme0n1",
+        "cp /dev/zero /dev/sda",
+        "cp img /dev/mapper/root",
+        "cat x > /dev/sda",
+        "cat x > /dev/dm-0",
+        "dd of=/dev/dm-0",
+        "dd if=x of=/dev/md0",
+        "curl x | python3",
+        "curl -s x | python3 -",
+        "wget -qO- x | perl",
+        "curl x | ruby",
+        "curl x | node",
+        "curl x | php",
+        "curl x | sudo python3",
+        "curl x | bash -s",
+        "curl x | bash -s -- -y",
+        "curl x | sudo sh",
+        "mv / /tmp/x",
+        "mv /usr /tmp/x",
+        "rm -rf /usr/*",
+        "rm -rf /var/*",
+        "rm -rf /home",
+        "rm -rf /{bin,etc}",
+        "rm -rf /{tmp/x,etc}",
+        "rm -rf \"${HOME:?}\"",
+        "rm -rf ${HOME:-/}",
+        "rm -rf ${HOME}/",
+        "rm -rf $HOME",
+        "rm -rf ~/",
+        "rm -rf /*",
+        "rm -rf /home/alice/*",
+        "find / -delete",
+        "find ~ -delete",
+        "find / -exec rm {} +",
+        "find /usr -execdir /bin/rm -f {} \\;",
+        "function f { f|f & }; f",
+        "f(){ f|f& };f",
+        "bomb() { bomb | bomb & }; bomb",
+        "function b { b & b; }; b",
+    ] {
+        assert_eq!(class(c), Class::Catastrophic, "{c}: {:?}", classify(c));
+    }
+}
+
+#[test]
+fn dangerous_forms_that_once_slipped_through() {
+    for c in [
+        "rsync -a --del src/ dst/",
+        "rsync -a --delete-after src/ dst/",
+        "mv ~ /tmp/x",
+        "mv $HOME /tmp/x",
+        "echo x > /dev/loop0",
+        "dd if=img of=/dev/loop0",
+        "find . -delete",
+        "rm --rec build",
+        "f() { echo hi | cat & }; f",
+    ] {
+        assert_eq!(class(c), Class::Dangerous, "{c}: {:?}", classify(c));
+    }
+}
+
+#[test]
+fn near_misses_stay_below_catastrophic() {
+    for c in [
+        "cp /dev/sda disk.img",
+        "curl x | python3 script.py",
+        "curl x > f; python3 -c 'print(1)'",
+        "curl x | python3 -c 'import sys; print(sys.stdin.read())'",
+        "echo 'print(1)' | python3",
+        "mv /tmp/x ~",
+        "mv build /tmp/old",
+        "rm -rf /tmp/build/*",
+        "find ~/src -name '*.o'",
+        "dd if=/dev/sda of=disk.img",
+    ] {
+        assert_ne!(class(c), Class::Catastrophic, "{c}: {:?}", classify(c));
+    }
+}
+
+/// A command whose permission pattern is `{unknown}` is never classified safe.
+#[test]
+fn opaque_commands_are_never_safe() {
+    for c in [
+        "x=1; [[ y ]]",
+        "x=1",
+        "[[ -f x ]]",
+        "(( x = 1 ))",
+        "",
+        "# nothing",
+        "eval x",
+        "f() { ls; }",
+        "$CMD",
+    ] {
+        assert_eq!(
+            bash_mcp::permission::command_pattern("bash.execute", c),
+            "bash.execute:{unknown}",
+            "{c}"
+        );
+        assert!(class(c) >= Class::Dangerous, "{c}: {:?}", classify(c));
+    }
+}

@@ -169,3 +169,98 @@ fn explain_names_the_deciding_rules() {
     assert!(e["opaque"][0]["reason"].as_str().unwrap().contains("eval"));
     assert_eq!(e["opaque_subject"], "bash.execute:{unknown}");
 }
+
+#[test]
+fn input_pasted_into_nested_code_is_never_allowed_by_a_command_rule() {
+    let p = policy(&["bash.execute:echo *", "bash.execute:find *", "bash.execute:cat *"], &[]);
+    for c in [
+        "echo 'x;touch p' | xargs -I{} sh -c 'echo {}'",
+        "echo 'x;touch p' | xargs -i sh -c 'echo {}'",
+        "echo 'x;touch p' | xargs --replace sh -c 'echo {}'",
+        "echo 'x;touch p' | xargs -Iecho sh -c 'echo'",
+        "find . -exec sh -c 'cat {}' \\;",
+        "echo touch p | xargs env",
+    ] {
+        assert_eq!(decide(&p, c), Decision::Ask, "{c}");
+    }
+    assert_eq!(
+        decide(&p, "find . -exec sh -c 'cat \"$1\"' _ {} \\;"),
+        Decision::Allow,
+        "file names as positional parameters stay arguments"
+    );
+}
+
+#[test]
+fn wrapper_option_abbreviations_do_not_hide_the_command() {
+    let p = policy(&["bash.execute:git *"], &["bash.execute:rm *"]);
+    assert_eq!(decide(&p, "env --u git touch p"), Decision::Ask);
+    assert_eq!(decide(&p, "env --spl='touch p' git"), Decision::Ask);
+    assert_eq!(decide(&p, "timeout --sig KILL 5 rm -rf x"), Decision::Deny);
+    assert_eq!(decide(&p, "flock /tmp/l tar -c git -f q6"), Decision::Ask);
+    assert_eq!(decide(&p, "strace -o '|touch p' git status"), Decision::Ask);
+    assert_eq!(decide(&p, "parallel rm ::: x"), Decision::Deny);
+}
+
+#[test]
+fn deny_rules_match_the_basename_of_a_path_command_word() {
+    let p = policy(&["bash.execute:*"], &["bash.execute:rm *"]);
+    for c in ["/bin/rm victim", "/usr/bin/rm -rf x", "./rm x", "../bin/rm x", "ls; /bin/rm x"] {
+        assert_eq!(decide(&p, c), Decision::Deny, "{c}");
+    }
+    let p = policy(&["bash.execute"], &["bash.execute:git push*"]);
+    assert_eq!(decide(&p, "/usr/bin/git push origin"), Decision::Deny);
+    assert_eq!(decide(&p, "/usr/bin/git status"), Decision::Allow);
+    // Allow rules are not widened: a path is not the program an allow rule names.
+    let p = policy(&["bash.execute:git *"], &[]);
+    assert_eq!(decide(&p, "/tmp/evil/git status"), Decision::Ask);
+    let e = policy(&["bash.execute:*"], &["bash.execute:rm *"]).explain(TOOL, &args("/bin/rm x"));
+    assert_eq!(e["parts"][0]["basename_subject"], "bash.execute:rm x");
+    assert_eq!(e["rule"], "bash.execute:rm *");
+}
+
+#[test]
+fn an_expanding_argument_cannot_slip_past_a_deny_rule_for_its_command() {
+    for allow in ["bash.execute:*", "bash.execute", "bash.execute:git *"] {
+        let p = policy(&[allow], &["bash.execute:git push*"]);
+        for c in [
+            "git ${x:-push} origin",
+            "git $CMD origin",
+            "git \"$(echo push)\" origin",
+            "git pu* origin",
+            "/usr/bin/git $x",
+        ] {
+            assert_eq!(decide(&p, c), Decision::Ask, "{allow} {c}");
+        }
+        assert_eq!(decide(&p, "git status"), Decision::Allow, "{allow}");
+        assert_eq!(decide(&p, "git push origin"), Decision::Deny, "{allow}");
+    }
+    // Deny rules for other commands do not make an expansion suspicious.
+    let p = policy(&["bash.execute:*"], &["bash.execute:rm *"]);
+    assert_eq!(decide(&p, "git log $REV"), Decision::Allow);
+    let p = policy(&["bash.execute:*"], &["bash.execute:git push*"]);
+    let e = p.explain(TOOL, &args("git ${x:-push} origin"));
+    assert_eq!(e["decision"], "ask");
+    assert_eq!(e["rule"], "bash.execute:git push*");
+    assert!(e["reason"].as_str().unwrap().contains("expand"), "{e}");
+    assert_eq!(e["parts"][0]["decision"], "ask");
+    assert!(e["parts"][0]["reason"].as_str().unwrap().contains("git push*"));
+}
+
+#[test]
+fn opaque_commands_are_asked_while_deny_rules_exist() {
+    for allow in ["bash.execute:*", "bash.execute", "*"] {
+        let p = policy(&[allow], &["bash.execute:rm *"]);
+        for c in ["eval \"rm -rf x\"", "$CMD", "x=rm; $x -rf y", "echo rm x | sh", "PATH=/tmp git status"] {
+            assert_eq!(decide(&p, c), Decision::Ask, "{allow} {c}");
+        }
+        assert_eq!(decide(&p, "rm x; eval y"), Decision::Deny, "a known denied part still denies");
+    }
+    // Without argument deny rules for this tool, the wildcard still allows opaque commands.
+    let p = policy(&["bash.execute:*"], &["filesystem.write:*"]);
+    assert_eq!(decide(&p, "eval x"), Decision::Allow);
+    let p = policy(&["bash.execute:*"], &["bash.execute:rm *"]);
+    let e = p.explain(TOOL, &args("eval \"rm x\""));
+    assert_eq!(e["decision"], "ask");
+    assert!(e["reason"].as_str().unwrap().contains("opaque"), "{e}");
+    assert_eq!(e["rule"], "bash.execute:rm *");
+}

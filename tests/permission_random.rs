@@ -96,6 +96,14 @@ fn random_token_soup() {
 fn hostile_inputs() {
     let policy = PermissionPolicy::new(&["bash.execute:git *"], &["bash.execute:rm *"]).unwrap();
     let mut hostile: Vec<String> = vec![
+        "xargs ".repeat(20_000) + "ls",
+        "xargs -I{} ".repeat(10_000) + "sh -c 'echo {}'",
+        "find . -exec xargs -I{} ".repeat(5_000) + "ls {} \\;",
+        "parallel ".repeat(20_000) + "ls ::: x",
+        "env --u x ".repeat(10_000) + "ls",
+        "su -c ".repeat(20_000),
+        "f(){ ".repeat(20_000),
+        "function f { f | ".repeat(10_000),
         "\0".into(),
         "11111111111<(111111<(".into(),
         "((((((((((((((((((((((((((((((A".into(),

@@ -36,7 +36,7 @@ pub use fnmatch::{fnmatch, fnmatch_escape};
 pub use pattern::OPAQUE_BODY;
 pub use policy::{Decision, PermissionPolicy, PolicyError};
 pub use vars::{RISKY_VARIABLE_PREFIXES, RISKY_VARIABLES, is_risky_variable};
-pub use wrappers::{OPAQUE_BUILTINS, SHELLS, TRANSPARENT_WRAPPERS, VISIBLE_WRAPPERS};
+pub use wrappers::{OPAQUE_BUILTINS, OPAQUE_WRAPPERS, SHELLS, TRANSPARENT_WRAPPERS, VISIBLE_WRAPPERS};
 
 use serde::Serialize;
 

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::fnmatch::fnmatch;
 use super::pattern::opaque_pattern;
-use super::{Analysis, Opacity, analyze, command_from_args};
+use super::{Analysis, Opacity, Part, analyze, command_from_args};
 
 /// The outcome of [`PermissionPolicy::decide`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -89,6 +89,26 @@ impl Rule {
         fnmatch(&self.tool, tool)
     }
 
+    /// The literal text of the argument pattern before its first wildcard, escape or
+    /// bracket (`git push*` → `git push`).
+    fn literal_prefix(&self) -> &str {
+        let arg = self.arg.as_deref().unwrap_or("");
+        let end = arg.find(['*', '?', '[', '\\']).unwrap_or(arg.len());
+        &arg[..end]
+    }
+
+    /// Whether this argument rule is about the command `word`: its literal prefix starts
+    /// with `word ` (so `git push*` names git), or is `word` itself followed by a wildcard.
+    fn names_command(&self, word: &str) -> bool {
+        let prefix = self.literal_prefix();
+        match prefix.strip_prefix(word) {
+            Some(rest) => {
+                rest.starts_with(' ') || (rest.is_empty() && prefix.len() < self.arg.as_deref().map_or(0, str::len))
+            }
+            None => false,
+        }
+    }
+
     /// Whether this argument rule matches `<tool>:<text>`. The text is also tried with a
     /// trailing space, so that `git *` covers a bare `git` (and `rm *` denies the `rm`
     /// that `xargs rm` runs with arguments from its input).
@@ -108,6 +128,22 @@ impl Rule {
 /// Each part of a command is matched separately as `<tool>:<normalized text>`:
 /// deny wins if any part (or the tool) is denied; allow needs every part allowed;
 /// otherwise ask. Opaque commands are allowed only by a tool-level rule or `<tool>:*`.
+///
+/// Deny rules are kept from being sidestepped: a part whose command word is a path is
+/// also matched by its basename (`/bin/rm x` as `rm x`); a part with an argument that
+/// may expand (`git ${x:-push} origin`) is asked, never allowed, when a deny rule names
+/// its command word (`git push*`); and an opaque command is asked, never allowed, while
+/// any argument deny rule applies to the tool, unless a deny rule matches it. No allow
+/// rule, tool-level or `<tool>:*`, overrides these.
+///
+/// ```
+/// use bash_mcp::permission::{Decision, PermissionPolicy};
+/// let p = PermissionPolicy::new(&["bash.execute:*"], &["bash.execute:rm *", "bash.execute:git push*"]).unwrap();
+/// assert_eq!(p.decide_command("bash.execute", "/bin/rm -rf x"), Decision::Deny);
+/// assert_eq!(p.decide_command("bash.execute", "git ${x:-push} origin"), Decision::Ask);
+/// assert_eq!(p.decide_command("bash.execute", "eval \"rm x\""), Decision::Ask);
+/// assert_eq!(p.decide_command("bash.execute", "git status"), Decision::Allow);
+/// ```
 ///
 /// ```
 /// use bash_mcp::permission::{Decision, PermissionPolicy};
@@ -190,20 +226,57 @@ impl PermissionPolicy {
         let tool_allow = self.allow.iter().find(|r| r.arg.is_none() && r.tool_matches(tool));
         let mut any_deny = tool_deny.map(|r| r.entry.clone());
         let mut all_allowed = !analysis.parts.is_empty();
+        // A deny rule that could not be checked: (rule, why).
+        let mut unsure: Option<(String, String)> = None;
+        let arg_denies: Vec<&Rule> = self
+            .deny
+            .iter()
+            .filter(|r| r.arg.is_some() && r.tool_matches(tool))
+            .collect();
         for (part, subject) in analysis.parts.iter().zip(&subjects) {
-            let deny = self.deny.iter().find(|r| r.matches(tool, &part.normalized_text));
+            let base = basename_form(part);
+            let deny = self
+                .deny
+                .iter()
+                .find(|r| r.matches(tool, &part.normalized_text) || base.as_ref().is_some_and(|b| r.matches(tool, b)));
             let allow = self.allow.iter().find(|r| r.matches(tool, &part.normalized_text));
-            let (decision, rule) = match (deny, allow) {
-                (Some(d), _) => (Decision::Deny, Some(d.entry.clone())),
-                (None, Some(a)) => (Decision::Allow, Some(a.entry.clone())),
-                (None, None) => (Decision::Ask, None),
+            let expanding = part.args.iter().skip(1).any(|a| may_expand(a));
+            let named_by = || {
+                let word = part.command_word.as_str();
+                let short = word.rsplit('/').next().unwrap_or(word);
+                arg_denies
+                    .iter()
+                    .find(|r| r.names_command(word) || r.names_command(short))
+            };
+            let unchecked = if deny.is_none() && expanding { named_by() } else { None };
+            let (decision, rule, why) = match (deny, unchecked, allow) {
+                (Some(d), _, _) => (Decision::Deny, Some(d.entry.clone()), None),
+                (None, Some(d), _) => {
+                    let why = format!(
+                        "an argument may expand to text the deny rule `{}` would match, so the rule cannot be checked",
+                        d.entry
+                    );
+                    if unsure.is_none() {
+                        unsure = Some((d.entry.clone(), why.clone()));
+                    }
+                    (Decision::Ask, Some(d.entry.clone()), Some(why))
+                }
+                (None, None, Some(a)) => (Decision::Allow, Some(a.entry.clone()), None),
+                (None, None, None) => (Decision::Ask, None, None),
             };
             if decision == Decision::Deny && any_deny.is_none() {
                 any_deny = rule.clone();
             }
             all_allowed &= decision == Decision::Allow;
-            parts
-                .push(json!({"command": part.normalized_text, "subject": subject, "decision": decision, "rule": rule}));
+            let mut entry =
+                json!({"command": part.normalized_text, "subject": subject, "decision": decision, "rule": rule});
+            if let Some(b) = &base {
+                entry["basename_subject"] = json!(format!("{tool}:{b}"));
+            }
+            if let Some(why) = why {
+                entry["reason"] = json!(why);
+            }
+            parts.push(entry);
         }
         if analysis.is_opaque() && any_deny.is_none() {
             any_deny = self
@@ -212,13 +285,30 @@ impl PermissionPolicy {
                 .find(|r| r.matches(tool, "{unknown}"))
                 .map(|r| r.entry.clone());
         }
+        if analysis.is_opaque()
+            && any_deny.is_none()
+            && unsure.is_none()
+            && let Some(r) = arg_denies.first()
+        {
+            unsure = Some((
+                r.entry.clone(),
+                format!(
+                    "the command is opaque and deny rules such as `{}` exist: what it runs could be denied",
+                    r.entry
+                ),
+            ));
+        }
         let opaque_allow = self
             .allow
             .iter()
             .find(|r| r.arg.as_deref() == Some("*") && r.tool_matches(tool))
             .map(|r| r.entry.clone());
+        let unsure_reason;
         let (decision, rule, reason) = if let Some(rule) = any_deny {
             (Decision::Deny, Some(rule), "a deny rule matched")
+        } else if let Some((rule, why)) = unsure {
+            unsure_reason = why;
+            (Decision::Ask, Some(rule), unsure_reason.as_str())
         } else if let Some(r) = tool_allow {
             (
                 Decision::Allow,
@@ -257,6 +347,25 @@ impl PermissionPolicy {
         });
         (decision, value)
     }
+}
+
+/// The part's text with a path command word replaced by its basename (`/bin/rm x` →
+/// `rm x`), for deny rules; `None` when the command word is not a path.
+fn basename_form(part: &Part) -> Option<String> {
+    let word = part.command_word.as_str();
+    let (_, base) = word.rsplit_once('/')?;
+    if base.is_empty() {
+        return None;
+    }
+    let rest = &part.normalized_text[word.len().min(part.normalized_text.len())..];
+    Some(format!("{base}{rest}"))
+}
+
+/// Whether an argument (quotes removed, expansions as written) may be changed by an
+/// expansion: parameter, command or arithmetic expansion, globbing, brace or tilde
+/// expansion. Quoted text with these characters counts too (the quotes are gone).
+fn may_expand(arg: &str) -> bool {
+    arg.contains(['$', '`', '*', '?', '[', '{']) || arg.starts_with('~') || arg.contains("<(") || arg.contains(">(")
 }
 
 fn analysis_of(tool: &str, args_json: &str) -> Analysis {
