@@ -203,6 +203,15 @@ impl Config {
                 "redact_patterns": a.redact.len(),
             })),
             "tools": self.tools.iter().collect::<Vec<_>>(),
+            "sessions": {
+                "enabled": self.sessions.enabled,
+                "max_sessions": self.sessions.max_sessions,
+                "idle_ttl_seconds": self.sessions.idle_ttl.map(|d| d.as_secs_f64()),
+                "output_limit_bytes": self.sessions.output_limit_bytes,
+                "read_rc_files": self.sessions.read_rc_files,
+                "history": self.sessions.history.as_str(),
+            },
+            "jobs": {"max_finished": self.jobs_max_finished},
         })
     }
 

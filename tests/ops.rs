@@ -52,6 +52,9 @@ fn status_reports_health_with_secrets_masked() {
     assert_eq!(st["calls"]["served"], 2);
     assert_eq!(st["calls"]["failed"], 1);
     assert_eq!(st["configuration"]["env"]["set"]["DEPLOY_TOKEN"], "***");
+    assert_eq!(st["configuration"]["sessions"]["max_sessions"], 8);
+    assert_eq!(st["configuration"]["sessions"]["history"], "suppress");
+    assert_eq!(st["configuration"]["jobs"]["max_finished"], 32);
     assert!(!st.to_string().contains("hunter2"));
     assert_eq!(st["audit"], Value::Null);
     assert_eq!(st["jobs"], json!({"running": 0, "finished_unread": 0}));

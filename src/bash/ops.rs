@@ -285,12 +285,20 @@ fn check_env(shared: &Shared) -> Value {
         .filter(|p| !p.is_empty())
         .map(|p| json!({"dir": p, "exists": Path::new(p).is_dir()}))
         .collect();
+    // Shells that name their version in a variable say it; for the others
+    // (dash, busybox sh) ask the package manager about the resolved program.
+    let package = std::fs::canonicalize(&config.shell)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .filter(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)))
+        .unwrap_or_default();
+    let probe = format!(
+        "v=\"${{BASH_VERSION:-${{ZSH_VERSION:-${{KSH_VERSION:-}}}}}}\"; \
+         if [ -z \"$v\" ] && [ -n '{package}' ] && command -v dpkg-query >/dev/null 2>&1; then \
+         v=$(dpkg-query -W -f='${{Version}}' '{package}' 2>/dev/null) && v=\"{package} $v\"; fi; printf '%s' \"$v\""
+    );
     let shell_version = shared
-        .run(
-            &ExecRequest::new("printf '%s' \"${BASH_VERSION:-${ZSH_VERSION:-${KSH_VERSION:-}}}\"")
-                .timeout(PROBE_TIMEOUT),
-            CallOptions::default(),
-        )
+        .run(&ExecRequest::new(probe).timeout(PROBE_TIMEOUT), CallOptions::default())
         .ok()
         .filter(|o| o.success())
         .map(|o| o.output.text())
@@ -395,29 +403,44 @@ fn probe(shared: &Shared, path: &str, name: &str) -> Value {
 
 /// First non-empty line of the program's version output, from a short probe.
 fn version_of(shared: &Shared, program: &Path, name: &str) -> Option<String> {
+    // Programs whose version is not behind `--version`.
     let flag = match name {
         "go" => "version",
         "java" | "javac" => "-version",
-        "ssh" => "-V",
+        "ssh" | "tmux" => "-V",
+        "kubectl" => "version --client",
+        "unzip" => "-v",
+        "zip" => "-v",
         _ => "--version",
     };
-    let command = format!("exec {} {flag} 2>&1", shell_quote(&program.to_string_lossy()));
+    let command = format!("exec {} {flag} 2>&1 </dev/null", shell_quote(&program.to_string_lossy()));
     let outcome = shared
         .run(
             &ExecRequest::new(command).timeout(PROBE_TIMEOUT),
             CallOptions::default(),
         )
         .ok()?;
-    if !matches!(outcome.status, Status::Exited(_)) {
+    // A failing probe printed an error or a usage text, not a version.
+    if outcome.status != Status::Exited(0) {
         return None;
     }
-    outcome
-        .output
-        .text()
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(|l| l.chars().take(200).collect())
+    first_version_line(&outcome.output.text())
+}
+
+/// The first non-empty line of a version text, terminal colours removed;
+/// `None` when it reads as an error or a usage text.
+fn first_version_line(text: &str) -> Option<String> {
+    static ANSI: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\x1b\[[0-9;?]*[ -/]*[@-~]").expect("valid regex"));
+    let line = text.lines().map(|l| ANSI.replace_all(l, "")).map(|l| l.trim().to_owned()).find(|l| !l.is_empty())?;
+    let lower = line.to_ascii_lowercase();
+    if ["usage", "error", "caution", "unknown option", "invalid option", "illegal option"]
+        .iter()
+        .any(|w| lower.starts_with(w))
+    {
+        return None;
+    }
+    Some(line.chars().take(200).collect())
 }
 
 fn shell_quote(text: &str) -> String {
@@ -501,4 +524,18 @@ fn container_hints() -> Vec<String> {
         hints.push("kubernetes (KUBERNETES_SERVICE_HOST)".to_owned());
     }
     hints
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn version_lines_are_cleaned_and_errors_dropped() {
+        use super::first_version_line as v;
+        assert_eq!(v("\n  git version 2.47.3\nmore").as_deref(), Some("git version 2.47.3"));
+        assert_eq!(v("\x1b[1mApache Maven 3.8.7\x1b[m\n").as_deref(), Some("Apache Maven 3.8.7"));
+        assert_eq!(v("Error: unknown flag: --version\n"), None);
+        assert_eq!(v("usage: tmux [-2CDlNuVv]\n"), None);
+        assert_eq!(v("caution: not a zip file\n"), None);
+        assert_eq!(v(""), None);
+    }
 }
