@@ -1,6 +1,6 @@
 //! PermissionPolicy: per-part allow/deny decisions in the host's rule format.
 
-use bash_mcp::permission::{Decision, PermissionPolicy};
+use bash_mcp::permission::{Decision, Dialect, PermissionPolicy};
 
 const TOOL: &str = "bash.execute";
 
@@ -168,4 +168,20 @@ fn explain_names_the_deciding_rules() {
     assert_eq!(e["decision"], "ask");
     assert!(e["opaque"][0]["reason"].as_str().unwrap().contains("eval"));
     assert_eq!(e["opaque_subject"], "bash.execute:{unknown}");
+}
+
+#[test]
+fn the_dialect_decides_how_the_text_is_read() {
+    // dash runs `echo hi &` and then `>/dev/null rm -rf x`.
+    let text = "echo hi &>/dev/null rm -rf x";
+    let p = policy(&["bash.execute:echo *"], &[]);
+    assert_eq!(p.dialect(), Dialect::Unknown);
+    assert_eq!(decide(&p, text), Decision::Ask);
+    assert_eq!(p.clone().with_dialect(Dialect::Posix).decide_command(TOOL, text), Decision::Ask);
+    assert_eq!(p.clone().with_dialect(Dialect::Bash).decide_command(TOOL, text), Decision::Allow);
+    // zsh and fish: only plain text is allowed by a command rule.
+    let z = p.with_dialect(Dialect::Other);
+    assert_eq!(z.decide_command(TOOL, "echo hi"), Decision::Allow);
+    assert_eq!(z.decide_command(TOOL, "echo *(e:'touch p':)"), Decision::Ask);
+    assert_eq!(z.explain(TOOL, &args("echo $x"))["decision"], "ask");
 }
