@@ -59,8 +59,11 @@ pub const PLAIN_CHARACTERS: &str =
 pub const OTHER_SHELL_KEYWORDS: &[&str] = &[
     "-", "nocorrect", "noglob", "r", "not", "and", "or", "begin", "end", "function", "functions", "set",
     "setopt", "unsetopt", "emulate", "autoload", "zmodload", "sched", "abbr", "bind", "bindkey", "zle",
-    "switch", "case", "repeat", "foreach", "funcsave", "vared", "zcompile",
+    "switch", "case", "repeat", "foreach", "funcsave", "vared", "zcompile", "hash", "disable", "enable",
 ];
+
+/// zsh's lowercase arrays tied to risky variables (`path` is `PATH`).
+const ZSH_TIED: &[&str] = &["path", "cdpath", "fpath", "module_path", "manpath"];
 
 impl Dialect {
     /// The dialect of the shell at `path`, from its basename: `bash` is
@@ -107,11 +110,12 @@ pub(crate) fn not_plain(text: &str) -> Option<String> {
         if word.starts_with('=') || word.starts_with('%') || word == "-" {
             return Some(format!("the word `{word}` may be expanded by this shell"));
         }
-        if let Some(eq) = word.find('=') {
-            let name = word[..eq].trim_end_matches('+');
-            if super::vars::is_risky_variable(&name.to_ascii_uppercase()) {
-                return Some(format!("sets {name}, which changes what runs"));
-            }
+        // A risky name given as a word (`read path`, `for path in`, `set PATH`,
+        // `export path=x`) may be assigned: these shells have their own ways to do it.
+        let name = word.split('=').next().unwrap_or(word).trim_end_matches('+');
+        let is_name = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if is_name && (super::vars::is_risky_variable(name) || ZSH_TIED.contains(&name)) {
+            return Some(format!("`{word}` may set {name}, which changes what runs"));
         }
     }
     None

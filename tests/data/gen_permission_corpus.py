@@ -55,7 +55,9 @@ for c, e in [("git status", "git *"), ("git status && git push", "git *"), ("cd 
              ("echo $x", U), ("make 2>&1", U), ("ls ~", U), ("echo \"a\"", U), ("ls # x", U), ("echo [a]", U),
              ("=ls", U), ("kill %1", U), ("- rm x", U), ("not rm x", U), ("true; and rm x", U), ("noglob rm *", U),
              ("set PATH /tmp; git status", U), ("set -gx PATH /tmp", U), ("path=/tmp git status", U), ("PATH=/x git", U),
-             ("zsh -c 'ls'", U), ("r", U), ("ls\\ x", U), ("echo a\\\nb", U)]:
+             ("zsh -c 'ls'", U), ("r", U), ("ls\\ x", U), ("echo a\\\nb", U),
+             ("for path in /tmp; do git; done", U), ("read path", U), ("echo PATH", U), ("hash git=/tmp/x; git", U),
+             ("python3 -m http.server", "python3 *"), ("cat path/to/file", "cat *")]:
     add_in("other", c, e, "zsh/fish: plain text only")
 # arithmetic and array subscripts evaluate variables' values as code
 for c in ["git status \"${a[$'\\x24(touch p)']}\"", "echo ${a[$'\\x60touch p\\x60']}", "[[ 'a[$(touch p)]' -eq 1 ]] || echo",
