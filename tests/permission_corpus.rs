@@ -220,7 +220,10 @@ fn whitespace_and_comments_do_not_change_the_pattern() {
 
 #[test]
 fn normalized_text_drops_assignments_wrappers_and_quotes() {
-    let a = analyze_in("FOO=1 env -i BAR='x y' nice -n 5 git commit -m 'a  b' \"c\"", Dialect::Bash);
+    let a = analyze_in(
+        "FOO=1 env -i BAR='x y' nice -n 5 git commit -m 'a  b' \"c\"",
+        Dialect::Bash,
+    );
     assert_eq!(a.parts.len(), 1);
     assert_eq!(a.parts[0].normalized_text, "git commit -m a  b c");
     assert_eq!(a.parts[0].args, ["git", "commit", "-m", "a  b", "c"]);

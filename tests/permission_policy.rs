@@ -177,8 +177,14 @@ fn the_dialect_decides_how_the_text_is_read() {
     let p = policy(&["bash.execute:echo *"], &[]);
     assert_eq!(p.dialect(), Dialect::Unknown);
     assert_eq!(decide(&p, text), Decision::Ask);
-    assert_eq!(p.clone().with_dialect(Dialect::Posix).decide_command(TOOL, text), Decision::Ask);
-    assert_eq!(p.clone().with_dialect(Dialect::Bash).decide_command(TOOL, text), Decision::Allow);
+    assert_eq!(
+        p.clone().with_dialect(Dialect::Posix).decide_command(TOOL, text),
+        Decision::Ask
+    );
+    assert_eq!(
+        p.clone().with_dialect(Dialect::Bash).decide_command(TOOL, text),
+        Decision::Allow
+    );
     // zsh and fish: only plain text is allowed by a command rule.
     let z = p.with_dialect(Dialect::Other);
     assert_eq!(z.decide_command(TOOL, "echo hi"), Decision::Allow);

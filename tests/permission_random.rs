@@ -172,10 +172,45 @@ fn hostile_inputs() {
 #[test]
 fn repeated_prefixes_and_openers() {
     const PREFIXES: &[&str] = &[
-        "! ", "coproc ", "time ", "time -p ", "{ ", "( ", "if ", "while ", "until ", "case x in x) ", "[[ ! ",
-        "[[ ( ", "function f ", "f() ", "for x in a; do ", "select x in a; do ", "then ", "do ", "$(", "<(", "`",
-        "\"$(", "${x:-", "$((", "((", "[[ ", "exec ", "nice ", "sudo ", "env ", "sh -c ", "x=$(", "a=(", "${a[",
-        "{ ! ", "! { ", "coproc { ", "time ! ", "! time ",
+        "! ",
+        "coproc ",
+        "time ",
+        "time -p ",
+        "{ ",
+        "( ",
+        "if ",
+        "while ",
+        "until ",
+        "case x in x) ",
+        "[[ ! ",
+        "[[ ( ",
+        "function f ",
+        "f() ",
+        "for x in a; do ",
+        "select x in a; do ",
+        "then ",
+        "do ",
+        "$(",
+        "<(",
+        "`",
+        "\"$(",
+        "${x:-",
+        "$((",
+        "((",
+        "[[ ",
+        "exec ",
+        "nice ",
+        "sudo ",
+        "env ",
+        "sh -c ",
+        "x=$(",
+        "a=(",
+        "${a[",
+        "{ ! ",
+        "! { ",
+        "coproc { ",
+        "time ! ",
+        "! time ",
     ];
     let policy = PermissionPolicy::new(&["bash.execute:x *"], &["bash.execute:rm *"]).unwrap();
     let handle = std::thread::Builder::new()
@@ -213,8 +248,14 @@ fn repeated_negation_and_coproc_are_bounded() {
             for c in [negations, coprocs] {
                 assert_eq!(command_pattern_in(TOOL, &c, Dialect::Bash), "bash.execute:{unknown}");
             }
-            assert_eq!(command_pattern_in(TOOL, "[[ ! ! x ]] && ls", Dialect::Bash), "bash.execute:ls *");
-            assert_eq!(command_pattern_in(TOOL, "coproc cat", Dialect::Bash), "bash.execute:cat *");
+            assert_eq!(
+                command_pattern_in(TOOL, "[[ ! ! x ]] && ls", Dialect::Bash),
+                "bash.execute:ls *"
+            );
+            assert_eq!(
+                command_pattern_in(TOOL, "coproc cat", Dialect::Bash),
+                "bash.execute:cat *"
+            );
         })
         .unwrap();
     handle.join().expect("no overflow");

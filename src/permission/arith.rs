@@ -145,9 +145,7 @@ pub(crate) fn builtin_hazard(argv: &[Arg]) -> Option<String> {
                 let t = a.text.as_str();
                 if (t.starts_with('-') || t.starts_with('+')) && t.len() > 1 && !t.contains('=') {
                     if t.contains('n') {
-                        return Some(format!(
-                            "`{name} {t}` makes a name refer to another variable"
-                        ));
+                        return Some(format!("`{name} {t}` makes a name refer to another variable"));
                     }
                     integer |= t.contains('i');
                     continue;

@@ -44,7 +44,10 @@ struct HereDoc {
 /// it is the cheapest: most commands have few openers at all.
 pub(crate) fn nesting_depth(text: &str) -> (usize, usize) {
     let parens = text.bytes().filter(|b| *b == b'(').count();
-    let openers = text.bytes().filter(|b| matches!(b, b'{' | b'[' | b'`' | b'"' | b'!')).count()
+    let openers = text
+        .bytes()
+        .filter(|b| matches!(b, b'{' | b'[' | b'`' | b'"' | b'!'))
+        .count()
         + parens
         + keyword_count(text);
     if openers <= MAX_NESTING && parens <= MAX_PAREN_NESTING {
@@ -75,7 +78,9 @@ fn quote_blind_parens(b: &[u8]) -> usize {
 
 fn keyword_count(text: &str) -> usize {
     text.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-        .filter(|w| matches!(*w, "if" | "case" | "while" | "until" | "for" | "select") || is_prefix_keyword(w.as_bytes()))
+        .filter(|w| {
+            matches!(*w, "if" | "case" | "while" | "until" | "for" | "select") || is_prefix_keyword(w.as_bytes())
+        })
         .count()
 }
 

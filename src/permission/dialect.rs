@@ -50,16 +50,44 @@ pub const POSIX_SHELLS: &[&str] = &[
 /// way. Besides these, a word may not start with `=`, `%`, or `-` alone (zsh expands
 /// `=cmd` to a path, old fish expands `%name` to process ids, zsh's `-` is a
 /// precommand modifier).
-pub const PLAIN_CHARACTERS: &str =
-    "A-Z a-z 0-9, blank, tab, newline and _ . / , : = @ % + - ; & |";
+pub const PLAIN_CHARACTERS: &str = "A-Z a-z 0-9, blank, tab, newline and _ . / , : = @ % + - ; & |";
 
 /// Command words that are keywords or precommand modifiers in zsh or fish and run or
 /// change what follows (`not rm x` runs rm in fish; `set PATH /tmp` sets PATH in fish).
 /// Opaque in [`Dialect::Other`].
 pub const OTHER_SHELL_KEYWORDS: &[&str] = &[
-    "-", "nocorrect", "noglob", "r", "not", "and", "or", "begin", "end", "function", "functions", "set",
-    "setopt", "unsetopt", "emulate", "autoload", "zmodload", "sched", "abbr", "bind", "bindkey", "zle",
-    "switch", "case", "repeat", "foreach", "funcsave", "vared", "zcompile", "hash", "disable", "enable",
+    "-",
+    "nocorrect",
+    "noglob",
+    "r",
+    "not",
+    "and",
+    "or",
+    "begin",
+    "end",
+    "function",
+    "functions",
+    "set",
+    "setopt",
+    "unsetopt",
+    "emulate",
+    "autoload",
+    "zmodload",
+    "sched",
+    "abbr",
+    "bind",
+    "bindkey",
+    "zle",
+    "switch",
+    "case",
+    "repeat",
+    "foreach",
+    "funcsave",
+    "vared",
+    "zcompile",
+    "hash",
+    "disable",
+    "enable",
 ];
 
 /// zsh's lowercase arrays tied to risky variables (`path` is `PATH`).

@@ -172,7 +172,8 @@ impl PermissionPolicy {
     /// assert_eq!(p.decide("bash.execute", "{}"), Decision::Ask);
     /// ```
     pub fn decide(&self, tool_name: &str, args_json: &str) -> Decision {
-        self.evaluate(tool_name, &analysis_of(tool_name, args_json, self.dialect)).0
+        self.evaluate(tool_name, &analysis_of(tool_name, args_json, self.dialect))
+            .0
     }
 
     /// Decides running the shell text `command` with `tool_name`.
@@ -197,7 +198,8 @@ impl PermissionPolicy {
     /// assert_eq!(e["parts"][1]["decision"], "ask");
     /// ```
     pub fn explain(&self, tool_name: &str, args_json: &str) -> Value {
-        self.evaluate(tool_name, &analysis_of(tool_name, args_json, self.dialect)).1
+        self.evaluate(tool_name, &analysis_of(tool_name, args_json, self.dialect))
+            .1
     }
 
     fn evaluate(&self, tool: &str, analysis: &Analysis) -> (Decision, Value) {

@@ -148,7 +148,10 @@ fn pieces_into(
             WordPiece::GettextDoubleQuotedSequence(inner) => {
                 arg.literal = false;
                 if bash_only {
-                    w.opaque("`$\"...\"` quoting is bash-only: sh reads it differently".into(), Vec::new());
+                    w.opaque(
+                        "`$\"...\"` quoting is bash-only: sh reads it differently".into(),
+                        Vec::new(),
+                    );
                 }
                 pieces_into(inner, src, true, w, arg, decoded);
             }
@@ -231,22 +234,52 @@ fn parameter_of(expr: &ParameterExpr) -> Option<(&Parameter, bool)> {
     use ParameterExpr as P;
     match expr {
         P::Parameter { parameter, indirect }
-        | P::UseDefaultValues { parameter, indirect, .. }
-        | P::AssignDefaultValues { parameter, indirect, .. }
-        | P::IndicateErrorIfNullOrUnset { parameter, indirect, .. }
-        | P::UseAlternativeValue { parameter, indirect, .. }
+        | P::UseDefaultValues {
+            parameter, indirect, ..
+        }
+        | P::AssignDefaultValues {
+            parameter, indirect, ..
+        }
+        | P::IndicateErrorIfNullOrUnset {
+            parameter, indirect, ..
+        }
+        | P::UseAlternativeValue {
+            parameter, indirect, ..
+        }
         | P::ParameterLength { parameter, indirect }
-        | P::RemoveSmallestSuffixPattern { parameter, indirect, .. }
-        | P::RemoveLargestSuffixPattern { parameter, indirect, .. }
-        | P::RemoveSmallestPrefixPattern { parameter, indirect, .. }
-        | P::RemoveLargestPrefixPattern { parameter, indirect, .. }
-        | P::Substring { parameter, indirect, .. }
-        | P::Transform { parameter, indirect, .. }
-        | P::UppercaseFirstChar { parameter, indirect, .. }
-        | P::UppercasePattern { parameter, indirect, .. }
-        | P::LowercaseFirstChar { parameter, indirect, .. }
-        | P::LowercasePattern { parameter, indirect, .. }
-        | P::ReplaceSubstring { parameter, indirect, .. } => Some((parameter, *indirect)),
+        | P::RemoveSmallestSuffixPattern {
+            parameter, indirect, ..
+        }
+        | P::RemoveLargestSuffixPattern {
+            parameter, indirect, ..
+        }
+        | P::RemoveSmallestPrefixPattern {
+            parameter, indirect, ..
+        }
+        | P::RemoveLargestPrefixPattern {
+            parameter, indirect, ..
+        }
+        | P::Substring {
+            parameter, indirect, ..
+        }
+        | P::Transform {
+            parameter, indirect, ..
+        }
+        | P::UppercaseFirstChar {
+            parameter, indirect, ..
+        }
+        | P::UppercasePattern {
+            parameter, indirect, ..
+        }
+        | P::LowercaseFirstChar {
+            parameter, indirect, ..
+        }
+        | P::LowercasePattern {
+            parameter, indirect, ..
+        }
+        | P::ReplaceSubstring {
+            parameter, indirect, ..
+        } => Some((parameter, *indirect)),
         P::VariableNames { .. } | P::MemberKeys { .. } => None,
     }
 }
@@ -276,7 +309,8 @@ fn parameter_hazard(expr: &ParameterExpr, source: &str, bash_only: bool) -> Opti
         ));
     }
     if let P::AssignDefaultValues {
-        parameter: Parameter::Named(name) | Parameter::NamedWithIndex { name, .. } | Parameter::NamedWithAllIndices { name, .. },
+        parameter:
+            Parameter::Named(name) | Parameter::NamedWithIndex { name, .. } | Parameter::NamedWithAllIndices { name, .. },
         ..
     } = expr
         && is_risky_variable(name)
@@ -298,15 +332,16 @@ fn parameter_hazard(expr: &ParameterExpr, source: &str, bash_only: bool) -> Opti
                 | P::RemoveLargestPrefixPattern { .. }
         ) && matches!(
             param,
-            Some((Parameter::Positional(_) | Parameter::Special(_) | Parameter::Named(_), _))
+            Some((
+                Parameter::Positional(_) | Parameter::Special(_) | Parameter::Named(_),
+                _
+            ))
         );
         if !posix {
             return Some(format!("`{shown}` is a bash-only expansion"));
         }
         if source.contains(['\'', '"']) {
-            return Some(format!(
-                "quotes inside `{shown}` are read differently by bash and sh"
-            ));
+            return Some(format!("quotes inside `{shown}` are read differently by bash and sh"));
         }
     }
     None
