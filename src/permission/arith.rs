@@ -13,6 +13,7 @@
 //! - a subscript in a variable name (`a[...]`) may contain only digits, `@` or `*`;
 //! - `${!name}` indirection and namerefs (`declare -n`) are opaque.
 
+use super::vars::is_risky_variable;
 use super::word::Arg;
 
 /// Whether `expr` is arithmetic that reads no variable: digits, blanks, operators and
@@ -188,13 +189,26 @@ pub(crate) fn builtin_hazard(argv: &[Arg]) -> Option<String> {
             }
             args.get(i..).unwrap_or_default().iter().find_map(bad_name)
         }
+        "set" => args
+            .iter()
+            .enumerate()
+            .find(|(i, a)| {
+                let t = a.text.as_str();
+                (t.starts_with('-') && !t.starts_with("--") && t.contains('k'))
+                    || (t == "-o" && args.get(i + 1).is_some_and(|n| n.text == "keyword"))
+            })
+            .map(|_| "`set -k` passes every later assignment word to the command's environment".to_owned()),
         "printf" | "wait" => {
             for (i, a) in args.iter().enumerate() {
                 if a.text == "--" || !a.text.starts_with('-') {
                     break;
                 }
                 if a.text == "-v" || a.text == "-p" {
-                    return args.get(i + 1).and_then(bad_name);
+                    let target = args.get(i + 1)?;
+                    if is_risky_variable(target.text.split('[').next().unwrap_or("")) {
+                        return Some(format!("`{name}` sets {}, which changes what runs", target.text));
+                    }
+                    return bad_name(target);
                 }
                 if let Some(rest) = a.text.strip_prefix("-v").or_else(|| a.text.strip_prefix("-p"))
                     && !is_plain_name(rest)

@@ -90,8 +90,29 @@ pub const OTHER_SHELL_KEYWORDS: &[&str] = &[
     "enable",
 ];
 
-/// zsh's lowercase arrays tied to risky variables (`path` is `PATH`).
-const ZSH_TIED: &[&str] = &["path", "cdpath", "fpath", "module_path", "manpath"];
+/// zsh's lowercase arrays tied to risky variables (`path` is `PATH`), and its prompt and
+/// hook variables, which run code at every prompt.
+const ZSH_TIED: &[&str] = &[
+    "path",
+    "cdpath",
+    "fpath",
+    "module_path",
+    "manpath",
+    "PROMPT",
+    "PROMPT2",
+    "PROMPT3",
+    "PROMPT4",
+    "RPROMPT",
+    "RPROMPT2",
+    "RPS1",
+    "RPS2",
+    "precmd_functions",
+    "preexec_functions",
+    "chpwd_functions",
+    "periodic_functions",
+    "zshaddhistory_functions",
+    "zshexit_functions",
+];
 
 impl Dialect {
     /// The dialect of the shell at `path`, from its basename: `bash` is

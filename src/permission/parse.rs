@@ -105,6 +105,30 @@ fn unclosed_cases(text: &str) -> Option<String> {
     (cases.saturating_sub(esacs) > MAX_UNCLOSED_CASES).then(|| "more than eight unclosed `case` commands".into())
 }
 
+/// `{name}>file` (and `{name}<`, `{name}>&-`, ...) anywhere, counted without regard
+/// to quoting: bash assigns a new file descriptor's number to `name` there, even in an
+/// argument (`echo {PATH}>x; git` sets PATH to `10`), and the parser reads it as a
+/// plain word.
+fn named_descriptor(b: &[u8]) -> Option<String> {
+    let mut i = 0;
+    while let Some(p) = b[i..].iter().position(|c| *c == b'{') {
+        let start = i + p + 1;
+        let len = b[start..]
+            .iter()
+            .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+            .unwrap_or(b.len() - start);
+        let end = start + len;
+        if len > 0 && b.get(end) == Some(&b'}') && matches!(b.get(end + 1), Some(b'<' | b'>')) {
+            return Some(format!(
+                "`{{{}}}` before a redirection makes bash assign a file descriptor to that name",
+                String::from_utf8_lossy(&b[start..end])
+            ));
+        }
+        i = start;
+    }
+    None
+}
+
 /// A here-document operator in text with more `(` than `)` (counted without regard
 /// to quoting): inside an unclosed `$(`, a here-document makes the parser allocate
 /// without bound (`$(<<  x ` with two blanks). Such text cannot run as written anyway.
@@ -250,6 +274,9 @@ impl Walker {
         if let Some(reason) = parser_hazard(text) {
             self.opaque(reason, Vec::new());
             return;
+        }
+        if let Some(reason) = named_descriptor(text.as_bytes()) {
+            self.opaque(reason, Vec::new());
         }
         if self.dialect == Dialect::Other
             && let Some(reason) = not_plain(text)
@@ -481,6 +508,14 @@ impl Walker {
             }
             CompoundCommand::Coprocess(c) => {
                 self.bash_only("`coproc`");
+                if let Some(name) = &c.name
+                    && is_risky_variable(&name.value)
+                {
+                    self.opaque(
+                        format!("`coproc {}` sets {}, which changes what runs", name.value, name.value),
+                        Vec::new(),
+                    );
+                }
                 self.nested(|w| w.command(&c.body, feeders));
             }
         }

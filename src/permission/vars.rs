@@ -81,6 +81,13 @@ pub const RISKY_VARIABLES: &[&str] = &[
     "SYSTEMD_EDITOR",
     "GIT_ASKPASS",
     "AWS_CONFIG_FILE",
+    "BASH",
+    "POSIXLY_CORRECT",
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS3",
+    "auto_resume",
 ];
 
 /// Variables matched by prefix (`LD_PRELOAD`, `GIT_SSH_COMMAND`, `PYTHONSTARTUP`,

@@ -84,8 +84,14 @@ for c in ["BASH_CMDS[git]=/usr/bin/touch; git p", "BASH_CMDS=([git]=/usr/bin/tou
           "VIMINIT=x vim", "EXINIT=x vi", "OPENSSL_CONF=x openssl", "GOFLAGS=-toolexec=x go build", "SUDO_EDITOR=x sudoedit f",
           "FCEDIT=x ls", "PERL5OPT=-Mx perl", "RUBYOPT=-rx ruby", "NODE_OPTIONS=--require=x node", "PYTHONSTARTUP=x python",
           "PYTHONPATH=x python", "JAVA_TOOL_OPTIONS=x java", "GCONV_PATH=x iconv", "LESSOPEN='|x %s' less f", "MANPAGER=x man ls",
-          "export BASH_ENV=x; bash s.sh", "env BASH_FUNC_ls%%='() { id; }' bash s.sh"]:
+          "export BASH_ENV=x; bash s.sh", "env BASH_FUNC_ls%%='() { id; }' bash s.sh",
+          "echo {PATH}>/dev/null; git status", "exec {PATH}>/dev/null; git", "ls {x}<f", "coproc PATH { cat; }; git",
+          "wait -n -p PATH; git", "set -k; git status PATH=/tmp", "set -o keyword; git", "PS1='$(id)' ls", "PS0='$(id)'",
+          "POSIXLY_CORRECT=1; ls", "BASH=/x ls", "auto_resume=1; ls"]:
     add(c, U, "risky variable")
+for c, e in [("echo {x} > f", "echo *"), ("set -e; ls", "{ls,set} *"), ("set -o pipefail; ls", "{ls,set} *"), ("wait -n -p pid", "wait *")]:
+    add(c, e)
+add_in("other", "precmd_functions+=touch", U, "zsh hook"); add_in("other", "PROMPT=x", U, "zsh prompt")
 # quoting and escaping of the command word
 add("'git' status", "git *"); add('"git" status', "git *"); add("g\\it status", "git *"); add("$'git' status", "git *")
 add("gi''t status", "git *"); add('gi""t log', "git *"); add("\\git diff", "git *")
