@@ -142,6 +142,7 @@ pub(crate) fn builtin_hazard(argv: &[Arg]) -> Option<String> {
         }),
         "declare" | "typeset" | "local" | "export" | "readonly" => {
             let mut integer = false;
+            let mut array = false;
             for a in args {
                 let t = a.text.as_str();
                 if (t.starts_with('-') || t.starts_with('+')) && t.len() > 1 && !t.contains('=') {
@@ -149,10 +150,23 @@ pub(crate) fn builtin_hazard(argv: &[Arg]) -> Option<String> {
                         return Some(format!("`{name} {t}` makes a name refer to another variable"));
                     }
                     integer |= t.contains('i');
+                    array |= t.contains(['a', 'A']);
                     continue;
                 }
                 if let Some(reason) = bad_name(a) {
                     return Some(reason);
+                }
+                // A value that reads as `(...)`, or comes from an expansion where the
+                // variable may be an array, is evaluated as an array assignment, subscripts
+                // and all (`declare -a a="$v"` with v='([x]=1)').
+                if let Some((_, value)) = t.split_once('=')
+                    && !a.compound
+                    && (value.starts_with('(') || (!a.literal && (array || matches!(name, "declare" | "typeset"))))
+                {
+                    return Some(format!(
+                        "`{name}` may read the value of `{}` as an array assignment, whose subscripts run code",
+                        super::word::clip(t)
+                    ));
                 }
                 if integer
                     && let Some((_, value)) = t.split_once('=')

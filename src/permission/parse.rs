@@ -530,6 +530,7 @@ impl Walker {
             text: "<(...)".into(),
             literal: false,
             inner,
+            compound: false,
         }
     }
 
@@ -570,6 +571,21 @@ impl Walker {
                         }
                     }
                     resolve(&v.value, self);
+                }
+            }
+        }
+    }
+
+    /// Opacity for keys of an array assignment given as an argument (`declare a=([i]=1)`)
+    /// that are not plain subscripts; the word itself is resolved as an argument.
+    fn array_keys(&mut self, a: &Assignment) {
+        if let AssignmentValue::Array(items) = &a.value {
+            for k in items.iter().filter_map(|(k, _)| k.as_ref()) {
+                if !is_plain_subscript(&k.value) {
+                    self.opaque(
+                        format!("the subscript `[{}]=` is evaluated as code", clip(&k.value)),
+                        Vec::new(),
+                    );
                 }
             }
         }
@@ -652,7 +668,15 @@ impl Walker {
         for item in cmd.suffix.iter().flat_map(|s| s.0.iter()) {
             match item {
                 CommandPrefixOrSuffixItem::IoRedirect(r) => self.redirect(r, &mut writes, &mut stdin),
-                CommandPrefixOrSuffixItem::AssignmentWord(_, w) | CommandPrefixOrSuffixItem::Word(w) => {
+                CommandPrefixOrSuffixItem::AssignmentWord(a, w) => {
+                    // An argument such as `declare -a a=([i]=1)`: its keys are
+                    // evaluated like those of a standalone array assignment.
+                    self.array_keys(a);
+                    let mut arg = resolve(&w.value, self);
+                    arg.compound = matches!(a.value, AssignmentValue::Array(_));
+                    argv.push(arg);
+                }
+                CommandPrefixOrSuffixItem::Word(w) => {
                     argv.push(resolve(&w.value, self));
                 }
                 CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
@@ -771,6 +795,7 @@ impl Walker {
                             .join(" "),
                         literal: argv[start..].iter().all(|a| a.literal),
                         inner: argv[start..].iter().flat_map(|a| a.inner.clone()).collect(),
+                        compound: false,
                     };
                     self.script(&argv[0].text, &joined);
                     return;

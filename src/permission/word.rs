@@ -31,6 +31,9 @@ pub(crate) struct Arg {
     pub literal: bool,
     /// Command words run by substitutions inside this word.
     pub inner: Vec<String>,
+    /// The word is an array assignment `name=(...)` written as such (not quoted or
+    /// produced by an expansion).
+    pub compound: bool,
 }
 
 /// Resolves the word `value` (as written in the command), analysing its substitutions.
