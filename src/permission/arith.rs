@@ -7,11 +7,13 @@
 //! The rules here are deliberately simple:
 //!
 //! - arithmetic (`$(( ))`, `$[ ]`, `(( ))`, `for (( ))`, the operands of `[[ -eq ]]`
-//!   and friends, `let`, `declare -i` values, `${x:offset:length}`, array subscripts)
+//!   and friends, `let`, `${x:offset:length}`, array subscripts)
 //!   may contain only digits, blanks, operators and `$#`, `$?`, `$$`, `$!`: any variable
 //!   name or other expansion is opaque;
 //! - a subscript in a variable name (`a[...]`) may contain only digits, `@` or `*`;
-//! - `${!name}` indirection and namerefs (`declare -n`) are opaque.
+//! - `${!name}` indirection, namerefs (`declare -n`) and the integer attribute
+//!   (`declare -i`) are opaque, and so are `declare` values bash may read as array
+//!   assignments (`declare -a a="$v"`).
 
 use super::vars::is_risky_variable;
 use super::word::Arg;
@@ -141,7 +143,6 @@ pub(crate) fn builtin_hazard(argv: &[Arg]) -> Option<String> {
             )
         }),
         "declare" | "typeset" | "local" | "export" | "readonly" => {
-            let mut integer = false;
             let mut array = false;
             for a in args {
                 let t = a.text.as_str();
@@ -149,7 +150,12 @@ pub(crate) fn builtin_hazard(argv: &[Arg]) -> Option<String> {
                     if t.contains('n') {
                         return Some(format!("`{name} {t}` makes a name refer to another variable"));
                     }
-                    integer |= t.contains('i');
+                    if t.starts_with('-') && t.contains('i') {
+                        // Every later assignment to the name is evaluated as arithmetic.
+                        return Some(format!(
+                            "`{name} {t}` makes assignments evaluate their values as arithmetic"
+                        ));
+                    }
                     array |= t.contains(['a', 'A']);
                     continue;
                 }
@@ -165,15 +171,6 @@ pub(crate) fn builtin_hazard(argv: &[Arg]) -> Option<String> {
                 {
                     return Some(format!(
                         "`{name}` may read the value of `{}` as an array assignment, whose subscripts run code",
-                        super::word::clip(t)
-                    ));
-                }
-                if integer
-                    && let Some((_, value)) = t.split_once('=')
-                    && !is_literal_arithmetic(value)
-                {
-                    return Some(format!(
-                        "`{name} -i` evaluates the value of `{}` as arithmetic",
                         super::word::clip(t)
                     ));
                 }

@@ -72,7 +72,7 @@ for c in ["git status \"${a[$'\\x24(touch p)']}\"", "echo ${a[$'\\x60touch p\\x6
           "a=(); declare a=$v", "declare a=\"$v\"", "local -a a=$v", "declare a='(1)'", "echo $'a[\\x60id\\x60]'"]:
     add(c, U, "arithmetic or subscript")
 for c, e in [("echo ${a[0]} ${a[@]} ${#a[*]}", "echo *"), ("read -r a b <<< 1", "read *"), ("printf -v x %s 1", "printf *"),
-             ("declare -i n=5", "declare *"), ("test -v x && ls", "{ls,test} *"), ("[[ 2 -gt 1 ]] && ls", "ls *"),
+             ("declare -i n=5", U), ("declare -i n; n=$v", U), ("test -v x && ls", "{ls,test} *"), ("[[ 2 -gt 1 ]] && ls", "ls *"),
              ("unset x y", "unset *"), ("declare -a a=(1 2) b=([0]=x)", "declare *"), ("local x=$1 y=\"$(pwd)\"", "{local,pwd} *"),
              ("export FOO=$(pwd)", "{export,pwd} *"), ("echo \"a[`id`]\"", "{echo,id} *"), ("a[0]=1; ls", "ls *"), ("echo $(( $# + 1 ))", "echo *")]:
     add(c, e)
