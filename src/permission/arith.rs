@@ -40,9 +40,13 @@ pub(crate) fn is_literal_arithmetic(expr: &str) -> bool {
 }
 
 /// Whether the name `word` (`NAME` or `NAME[subscript]`, possibly followed by `=value`)
-/// carries no subscript that bash would evaluate: the subscript is digits, `@` or `*`.
+/// is written out (no expansion: `"$x"` could hold a subscript) and carries no subscript
+/// that bash would evaluate: the subscript is digits, `@` or `*`.
 pub(crate) fn is_plain_name(word: &str) -> bool {
     let name = word.split('=').next().unwrap_or(word);
+    if name.contains(['$', '`']) {
+        return false;
+    }
     let Some(open) = name.find('[') else {
         return true;
     };
@@ -261,6 +265,8 @@ mod tests {
         assert!(!is_plain_name("a[i]"));
         assert!(!is_plain_name("a[$(touch p)]"));
         assert!(!is_plain_name("a["));
+        assert!(!is_plain_name("$x"));
+        assert!(is_plain_name("x=$y"));
     }
 
     #[test]

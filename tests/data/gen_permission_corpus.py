@@ -69,7 +69,7 @@ for c in ["git status \"${a[$'\\x24(touch p)']}\"", "echo ${a[$'\\x60touch p\\x6
           "echo ${x:1:n}", "[[ $x -eq 1 ]]", "[[ x -gt 1 ]] && ls", "(( x > 1 )) && echo big", "for ((i=0;i<3;i++)); do echo $i; done",
           "a[i]=1", "m[$(touch p)]=1", "a=([i]=1)", "declare -i n=x", "declare -n r=PATH; r=/tmp; git", "local -n r=PATH",
           "typeset -n r=PATH", "echo 'a[$(id)]'", "declare -a a=([x]=1)", "local a=([i]=1)", "declare -A m=([key]=v)", "declare -a a='([x]=1)'", "declare -a a=$v",
-          "a=(); declare a=$v", "declare a=\"$v\"", "local -a a=$v", "declare a='(1)'", "echo $'a[\\x60id\\x60]'"]:
+          "a=(); declare a=$v", "[[ -v $x ]]", "test -v \"$x\"", "printf -v \"$x\" 1", "printf -v$x 1", "declare a=\"$v\"", "local -a a=$v", "declare a='(1)'", "echo $'a[\\x60id\\x60]'"]:
     add(c, U, "arithmetic or subscript")
 for c, e in [("echo ${a[0]} ${a[@]} ${#a[*]}", "echo *"), ("read -r a b <<< 1", "read *"), ("printf -v x %s 1", "printf *"),
              ("declare -i n=5", U), ("declare -i n; n=$v", U), ("test -v x && ls", "{ls,test} *"), ("[[ 2 -gt 1 ]] && ls", "ls *"),
