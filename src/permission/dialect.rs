@@ -88,6 +88,9 @@ pub const OTHER_SHELL_KEYWORDS: &[&str] = &[
     "hash",
     "disable",
     "enable",
+    "integer",
+    "float",
+    "emit",
 ];
 
 /// zsh's lowercase arrays tied to risky variables (`path` is `PATH`), and its prompt and
