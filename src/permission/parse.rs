@@ -734,6 +734,16 @@ impl Walker {
                 self.opaque(reason, Vec::new());
                 return;
             }
+            if word.text.starts_with('-') {
+                // An option a wrapper or keyword did not take as one (`env - rm x`,
+                // `time -- rm x`): what runs is the word after it.
+                let reason = format!(
+                    "the command word `{}` is an option, so the command is probably the next word",
+                    clip(&word.text)
+                );
+                self.opaque(reason, Vec::new());
+                return;
+            }
             if self.dialect == Dialect::Other && OTHER_SHELL_KEYWORDS.contains(&word.text.as_str()) {
                 let reason = format!(
                     "`{}` is a keyword or builtin of zsh or fish that changes what runs",

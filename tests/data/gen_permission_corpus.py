@@ -91,6 +91,8 @@ for c in ["BASH_CMDS[git]=/usr/bin/touch; git p", "BASH_CMDS=([git]=/usr/bin/tou
           "wait -n -p PATH; git", "set -k; git status PATH=/tmp", "set -o keyword; git", "PS1='$(id)' ls", "PS0='$(id)'",
           "POSIXLY_CORRECT=1; ls", "BASH=/x ls", "auto_resume=1; ls"]:
     add(c, U, "risky variable")
+for c in ["env - touch p", "time -- touch p", "exec env - rm x", "-x", "--help"]:
+    add(c, U, "a command word that is an option")
 for c, e in [("echo {x} > f", "echo *"), ("set -e; ls", "{ls,set} *"), ("set -o pipefail; ls", "{ls,set} *"), ("wait -n -p pid", "wait *")]:
     add(c, e)
 add_in("other", "precmd_functions+=touch", U, "zsh hook"); add_in("other", "PROMPT=x", U, "zsh prompt")
