@@ -49,6 +49,18 @@ fn main() {
         per_char[2] / per_char[0]
     );
 
+    let mut pipes = Vec::new();
+    for n in [2_000usize, 20_000] {
+        let text = vec!["a"; n].join("|");
+        let (t, p) = median(&text, 5);
+        pipes.push(t.as_secs_f64() / n as f64);
+        println!("{n:>6} piped commands: median {:>9.1} µs -> {p}", t.as_secs_f64() * 1e6);
+    }
+    println!(
+        "pipeline scaling: time per command at 20 000 is {:.2}x the value at 2 000 (1.0 = linear)",
+        pipes[1] / pipes[0]
+    );
+
     let nested = format!("{}ls{}", "$(".repeat(10_000), ")".repeat(10_000));
     let (t, p) = median(&nested, 51);
     println!("10 000 nested $( : median {:.1} µs -> {p}", t.as_secs_f64() * 1e6);

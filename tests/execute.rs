@@ -731,3 +731,15 @@ fn tempdir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+#[test]
+fn permission_pattern_follows_the_configured_shell() {
+    let s = server();
+    let args = r#"{"command":"echo hi &>/dev/null rm -rf x"}"#;
+    // /bin/sh (the default) runs `echo hi &` then `>/dev/null rm -rf x`.
+    assert_eq!(s.get_permission_pattern("bash.execute", args), "bash.execute:{unknown}");
+    s.configure(r#"{"shell": "/bin/bash"}"#).unwrap();
+    assert_eq!(s.get_permission_pattern("bash.execute", args), "bash.execute:echo *");
+    s.configure(r#"{"shell": "/bin/sh"}"#).unwrap();
+    assert_eq!(s.get_permission_pattern("bash.execute", args), "bash.execute:{unknown}");
+}

@@ -1,6 +1,6 @@
 //! PermissionPolicy: per-part allow/deny decisions in the host's rule format.
 
-use bash_mcp::permission::{Decision, PermissionPolicy};
+use bash_mcp::permission::{Decision, Dialect, PermissionPolicy};
 
 const TOOL: &str = "bash.execute";
 
@@ -263,4 +263,26 @@ fn opaque_commands_are_asked_while_deny_rules_exist() {
     assert_eq!(e["decision"], "ask");
     assert!(e["reason"].as_str().unwrap().contains("opaque"), "{e}");
     assert_eq!(e["rule"], "bash.execute:rm *");
+}
+
+#[test]
+fn the_dialect_decides_how_the_text_is_read() {
+    // dash runs `echo hi &` and then `>/dev/null rm -rf x`.
+    let text = "echo hi &>/dev/null rm -rf x";
+    let p = policy(&["bash.execute:echo *"], &[]);
+    assert_eq!(p.dialect(), Dialect::Unknown);
+    assert_eq!(decide(&p, text), Decision::Ask);
+    assert_eq!(
+        p.clone().with_dialect(Dialect::Posix).decide_command(TOOL, text),
+        Decision::Ask
+    );
+    assert_eq!(
+        p.clone().with_dialect(Dialect::Bash).decide_command(TOOL, text),
+        Decision::Allow
+    );
+    // zsh and fish: only plain text is allowed by a command rule.
+    let z = p.with_dialect(Dialect::Other);
+    assert_eq!(z.decide_command(TOOL, "echo hi"), Decision::Allow);
+    assert_eq!(z.decide_command(TOOL, "echo *(e:'touch p':)"), Decision::Ask);
+    assert_eq!(z.explain(TOOL, &args("echo $x"))["decision"], "ask");
 }

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use bash_mcp::permission::{
-    Decision, PermissionPolicy, analyze, classify, command_pattern, fnmatch, permission_pattern,
+    Decision, Dialect, PermissionPolicy, analyze, classify, command_pattern, command_pattern_in, fnmatch,
+    permission_pattern,
 };
 
 const TOOL: &str = "bash.execute";
@@ -181,4 +182,114 @@ fn hostile_inputs() {
         })
         .unwrap();
     handle.join().expect("no panic or overflow on hostile input");
+}
+
+/// Prefixes and openers the parser recurses on, repeated up to far past the nesting
+/// limit, with several endings: no stack overflow on a 1 MiB thread, the pattern
+/// properties hold, and deep repetitions are opaque.
+#[test]
+fn repeated_prefixes_and_openers() {
+    const PREFIXES: &[&str] = &[
+        "! ",
+        "coproc ",
+        "time ",
+        "time -p ",
+        "{ ",
+        "( ",
+        "if ",
+        "while ",
+        "until ",
+        "case x in x) ",
+        "[[ ! ",
+        "[[ ( ",
+        "function f ",
+        "f() ",
+        "for x in a; do ",
+        "select x in a; do ",
+        "then ",
+        "do ",
+        "$(",
+        "<(",
+        "`",
+        "\"$(",
+        "${x:-",
+        "$((",
+        "((",
+        "[[ ",
+        "exec ",
+        "nice ",
+        "sudo ",
+        "env ",
+        "sh -c ",
+        "x=$(",
+        "a=(",
+        "${a[",
+        "{ ! ",
+        "! { ",
+        "coproc { ",
+        "time ! ",
+        "! time ",
+    ];
+    let policy = PermissionPolicy::new(&["bash.execute:x *"], &["bash.execute:rm *"]).unwrap();
+    let handle = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || {
+            for prefix in PREFIXES {
+                for n in [1usize, 30, 47, 48, 49, 100, 1000, 3000] {
+                    for end in ["x", "x ]]", "x)", "x; }"] {
+                        let command = format!("{}{end}", prefix.repeat(n));
+                        check(&command, &policy);
+                        for dialect in [Dialect::Bash, Dialect::Posix, Dialect::Other] {
+                            let pattern = command_pattern_in(TOOL, &command, dialect);
+                            assert!(fnmatch(&pattern, &pattern));
+                            if n > 100 {
+                                assert_eq!(pattern, "bash.execute:{unknown}", "{prefix:?} x{n} {end:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        })
+        .unwrap();
+    handle.join().expect("no panic or overflow on repeated prefixes");
+}
+
+/// `[[ ! ! ... x ]]` and `coproc coproc ... x` overflowed the stack before the depth
+/// pre-scan counted `!` and `coproc`.
+#[test]
+fn repeated_negation_and_coproc_are_bounded() {
+    let handle = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            let negations = format!("[[ {}x ]]", "! ".repeat(887));
+            let coprocs = format!("{}x", "coproc ".repeat(657));
+            for c in [negations, coprocs] {
+                assert_eq!(command_pattern_in(TOOL, &c, Dialect::Bash), "bash.execute:{unknown}");
+            }
+            assert_eq!(
+                command_pattern_in(TOOL, "[[ ! ! x ]] && ls", Dialect::Bash),
+                "bash.execute:ls *"
+            );
+            assert_eq!(
+                command_pattern_in(TOOL, "coproc cat", Dialect::Bash),
+                "bash.execute:cat *"
+            );
+        })
+        .unwrap();
+    handle.join().expect("no overflow");
+}
+
+/// Long pipelines and wrapper chains are analysed in linear time: the pattern of 20 000
+/// piped commands names the one command, and a long `sudo` chain is refused.
+#[test]
+fn long_pipelines_and_wrapper_chains() {
+    let pipes = vec!["a"; 20_000].join("|");
+    let start = Instant::now();
+    assert_eq!(command_pattern_in(TOOL, &pipes, Dialect::Bash), "bash.execute:a *");
+    // A sanity bound only (quadratic behaviour took over 20 s); the benchmark measures speed.
+    assert!(start.elapsed() < Duration::from_secs(20), "{:?}", start.elapsed());
+    let sudo = format!("{}ls", "sudo ".repeat(3000));
+    assert_eq!(command_pattern_in(TOOL, &sudo, Dialect::Bash), "bash.execute:{unknown}");
+    let nice = format!("{}ls", "nice ".repeat(32));
+    assert_eq!(command_pattern_in(TOOL, &nice, Dialect::Bash), "bash.execute:ls *");
 }

@@ -988,3 +988,24 @@ fn a_timed_out_run_shows_head_and_tail() {
     m.close(&id).unwrap();
     assert_no_survivors(&tag);
 }
+
+#[test]
+fn session_run_patterns_follow_the_session_shell() {
+    let tag = unique_tag("dialect");
+    let s = tagged(BashServer::new(std::env::temp_dir(), None, 30).unwrap());
+    s.configure(r#"{"sessions": {"enabled": true}}"#).unwrap();
+    let pattern = |id: &str| {
+        let args = json!({"session_id": id, "command": "[[ -f x ]] && ls"}).to_string();
+        s.get_permission_pattern("bash.session_run", &args)
+    };
+    let r = call_tool(&s, "session_start", json!({"env": {TAG_VAR: tag}, "shell": "bash"}));
+    let bash = r["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(pattern(&bash), "bash.session_run:ls *");
+    // `[[` is not a keyword in a POSIX sh; an unknown session gets the default.
+    let r = call_tool(&s, "session_start", json!({"env": {TAG_VAR: tag}, "shell": "sh"}));
+    let sh = r["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(pattern(&sh), "bash.session_run:{unknown}");
+    assert_eq!(pattern("nope"), "bash.session_run:{unknown}");
+    drop(s);
+    assert_no_survivors(&tag);
+}

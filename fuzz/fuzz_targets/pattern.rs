@@ -2,7 +2,7 @@
 //! Pattern extraction must never panic, and every pattern must satisfy the grammar's
 //! properties for the words the command runs.
 
-use bash_mcp::permission::{analyze, command_pattern, fnmatch};
+use bash_mcp::permission::{Dialect, analyze_in, command_pattern_in, fnmatch};
 use libfuzzer_sys::fuzz_target;
 
 /// brush-parser 0.4 panics on some malformed input; the library catches those panics and
@@ -25,8 +25,11 @@ fn quiet_parser_panics() {
 fuzz_target!(|data: &[u8]| {
     quiet_parser_panics();
     let Ok(command) = std::str::from_utf8(data) else { return };
-    let analysis = analyze(command);
-    let pattern = command_pattern("bash.execute", command);
+    // The first byte picks the dialect, so every dialect's rules are exercised.
+    let dialect =
+        [Dialect::Unknown, Dialect::Bash, Dialect::Posix, Dialect::Other][data.first().map_or(0, |b| *b as usize % 4)];
+    let analysis = analyze_in(command, dialect);
+    let pattern = command_pattern_in("bash.execute", command, dialect);
     assert!(fnmatch(&pattern, &pattern));
     let opaque = analysis.is_opaque() || analysis.parts.is_empty();
     assert_eq!(opaque, pattern == "bash.execute:{unknown}");

@@ -672,8 +672,10 @@ impl Tool for ExecuteTool {
         &self.definition
     }
 
+    /// Computed in the dialect of the configured shell (`/bin/sh` is POSIX).
     fn permission_pattern(&self, qualified_name: &str, args_json: &str) -> String {
-        crate::permission::permission_pattern(qualified_name, args_json)
+        let dialect = crate::permission::Dialect::for_shell(&self.shared.config().shell);
+        crate::permission::permission_pattern_in(qualified_name, args_json, dialect)
     }
 
     fn call(&self, args: &Map<String, Value>, options: CallOptions<'_>) -> ToolResponse {

@@ -44,8 +44,12 @@ struct HereDoc {
 /// it is the cheapest: most commands have few openers at all.
 pub(crate) fn nesting_depth(text: &str) -> (usize, usize) {
     let parens = text.bytes().filter(|b| *b == b'(').count();
-    let openers =
-        text.bytes().filter(|b| matches!(b, b'{' | b'[' | b'`' | b'"')).count() + parens + keyword_count(text);
+    let openers = text
+        .bytes()
+        .filter(|b| matches!(b, b'{' | b'[' | b'`' | b'"' | b'!'))
+        .count()
+        + parens
+        + keyword_count(text);
     if openers <= MAX_NESTING && parens <= MAX_PAREN_NESTING {
         return (openers, parens);
     }
@@ -74,8 +78,16 @@ fn quote_blind_parens(b: &[u8]) -> usize {
 
 fn keyword_count(text: &str) -> usize {
     text.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-        .filter(|w| matches!(*w, "if" | "case" | "while" | "until" | "for" | "select"))
+        .filter(|w| {
+            matches!(*w, "if" | "case" | "while" | "until" | "for" | "select") || is_prefix_keyword(w.as_bytes())
+        })
         .count()
+}
+
+/// Words the parser recurses on when they are repeated before a command (`! ! x`,
+/// `coproc coproc x`, `time time x`): each adds a level while it lasts.
+fn is_prefix_keyword(w: &[u8]) -> bool {
+    matches!(w, b"!" | b"coproc" | b"time" | b"function")
 }
 
 fn is_code(ctx: Option<&Ctx>) -> bool {
@@ -99,8 +111,10 @@ fn scan(b: &[u8]) -> (usize, usize) {
     let mut i = 0usize;
     let mut word_start = true;
     let mut line_start = true;
+    // Consecutive prefix keywords (`! ! ! x`, `coproc coproc x`) just seen in code.
+    let mut prefixes = 0usize;
     while i < b.len() {
-        max = max.max(stack.len());
+        max = max.max(stack.len() + prefixes);
         max_parens = max_parens.max(parens);
         if max > MAX_NESTING || max_parens > MAX_PAREN_NESTING {
             // Already too deep: the exact figure does not matter, and stopping here keeps
@@ -272,11 +286,22 @@ fn scan(b: &[u8]) -> (usize, usize) {
             }
             _ => {}
         }
+        if word_start && c == b'!' && b.get(i + 1).is_none_or(|n| is_word_break(*n)) {
+            prefixes += 1;
+            i += 1;
+            word_start = true;
+            continue;
+        }
         if word_start && c.is_ascii_alphabetic() {
             let end = b[i..]
                 .iter()
                 .position(|x| !x.is_ascii_alphanumeric() && *x != b'_')
                 .map_or(b.len(), |p| i + p);
+            if is_prefix_keyword(&b[i..end]) {
+                prefixes += 1;
+            } else {
+                prefixes = 0;
+            }
             match &b[i..end] {
                 b"if" => stack.push(Ctx::If),
                 b"case" => stack.push(Ctx::Case),

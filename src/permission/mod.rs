@@ -10,6 +10,12 @@
 //! Anything that cannot be known from the text is *opaque* and gets one fixed pattern
 //! that only `<tool>:*` matches.
 //!
+//! The text is parsed as bash, but the shell that runs it may be dash, zsh or fish, which
+//! read some text differently. Every function takes the [`Dialect`] of that shell
+//! (`analyze_in`, `command_pattern_in`, `permission_pattern_in`); the functions without
+//! it (`analyze`, `command_pattern`, `permission_pattern`) use [`Dialect::Unknown`],
+//! which is opaque wherever bash and a POSIX `sh` would read the text differently.
+//!
 //! ```
 //! use bash_mcp::permission::command_pattern;
 //! assert_eq!(command_pattern("bash.execute", "git status"), "bash.execute:git *");
@@ -18,8 +24,10 @@
 //! assert_eq!(command_pattern("bash.execute", "eval \"$X\""), "bash.execute:{unknown}");
 //! ```
 
+mod arith;
 mod classify;
 mod depth;
+mod dialect;
 mod fnmatch;
 mod parse;
 mod pattern;
@@ -32,6 +40,7 @@ mod wrappers;
 pub use classify::rule_count;
 pub use classify::{Class, Classification, PartClass, classify};
 pub use depth::{MAX_NESTING, MAX_PAREN_NESTING};
+pub use dialect::{Dialect, OTHER_SHELL_KEYWORDS, PLAIN_CHARACTERS, POSIX_SHELLS};
 pub use fnmatch::{fnmatch, fnmatch_escape};
 pub use pattern::OPAQUE_BODY;
 pub use policy::{Decision, PermissionPolicy, PolicyError};
@@ -88,7 +97,9 @@ impl Analysis {
     }
 }
 
-/// Finds every command `command` would execute when run by a POSIX shell or bash.
+/// Finds every command `command` would execute when run by bash or a POSIX `sh`
+/// ([`Dialect::Unknown`]): constructs the two read differently make it opaque. See
+/// [`analyze_in`] to name the shell.
 ///
 /// ```
 /// use bash_mcp::permission::analyze;
@@ -99,7 +110,20 @@ impl Analysis {
 /// assert_eq!(a.parts[2].wrappers, ["env"]);
 /// ```
 pub fn analyze(command: &str) -> Analysis {
-    let mut walker = parse::Walker::new();
+    analyze_in(command, Dialect::Unknown)
+}
+
+/// Finds every command `command` would execute when run by a shell of `dialect`.
+///
+/// ```
+/// use bash_mcp::permission::{Dialect, analyze_in};
+/// // dash reads `&>` as `&` then `>`: `echo hi &` and `>/dev/null rm x`.
+/// let t = "echo hi &>/dev/null rm x";
+/// assert!(!analyze_in(t, Dialect::Bash).is_opaque());
+/// assert!(analyze_in(t, Dialect::Posix).is_opaque());
+/// ```
+pub fn analyze_in(command: &str, dialect: Dialect) -> Analysis {
+    let mut walker = parse::Walker::new(dialect);
     walker.text(command);
     Analysis {
         parts: walker.parts,
@@ -117,7 +141,20 @@ pub fn analyze(command: &str) -> Analysis {
 /// assert_eq!(command_pattern("bash.execute", "python -m http.server"), "bash.execute:python *");
 /// ```
 pub fn command_pattern(tool_name: &str, command: &str) -> String {
-    pattern::render(tool_name, &analyze(command))
+    command_pattern_in(tool_name, command, Dialect::Unknown)
+}
+
+/// The permission pattern for running `command` with `tool_name` in a shell of `dialect`.
+///
+/// ```
+/// use bash_mcp::permission::{Dialect, command_pattern_in};
+/// assert_eq!(command_pattern_in("bash.execute", "ls <(ls)", Dialect::Bash), "bash.execute:ls *");
+/// assert_eq!(command_pattern_in("bash.execute", "ls <(ls)", Dialect::Posix), "bash.execute:{unknown}");
+/// assert_eq!(command_pattern_in("zsh.run", "git status", Dialect::Other), "zsh.run:git *");
+/// assert_eq!(command_pattern_in("zsh.run", "echo *(e:ls:)", Dialect::Other), "zsh.run:{unknown}");
+/// ```
+pub fn command_pattern_in(tool_name: &str, command: &str, dialect: Dialect) -> String {
+    pattern::render(tool_name, &analyze_in(command, dialect))
 }
 
 /// Extracts the `command` string from a tool call's JSON arguments.
@@ -132,7 +169,8 @@ pub(crate) fn command_from_args(args_json: &str) -> Result<String, String> {
 }
 
 /// The permission pattern for a tool call whose arguments are `args_json`
-/// (`{"command": "...", ...}`): what a host's `get_permission_pattern` returns.
+/// (`{"command": "...", ...}`), for bash or a POSIX `sh` ([`Dialect::Unknown`]).
+/// [`permission_pattern_in`] names the shell.
 ///
 /// Malformed JSON or a missing `command` gives the opaque pattern and a
 /// `tracing::warn!`, never a wildcard.
@@ -143,8 +181,24 @@ pub(crate) fn command_from_args(args_json: &str) -> Result<String, String> {
 /// assert_eq!(permission_pattern("bash.execute", "not json"), "bash.execute:{unknown}");
 /// ```
 pub fn permission_pattern(tool_name: &str, args_json: &str) -> String {
+    permission_pattern_in(tool_name, args_json, Dialect::Unknown)
+}
+
+/// The permission pattern for a tool call whose arguments are `args_json`, run by a
+/// shell of `dialect`: what a host's `get_permission_pattern` returns.
+///
+/// Malformed JSON or a missing `command` gives the opaque pattern and a
+/// `tracing::warn!`, never a wildcard.
+///
+/// ```
+/// use bash_mcp::permission::{Dialect, permission_pattern_in};
+/// let args = r#"{"command":"[[ -f x ]] && git push"}"#;
+/// assert_eq!(permission_pattern_in("bash.execute", args, Dialect::Bash), "bash.execute:git *");
+/// assert_eq!(permission_pattern_in("bash.execute", args, Dialect::Unknown), "bash.execute:{unknown}");
+/// ```
+pub fn permission_pattern_in(tool_name: &str, args_json: &str, dialect: Dialect) -> String {
     match command_from_args(args_json) {
-        Ok(command) => command_pattern(tool_name, &command),
+        Ok(command) => command_pattern_in(tool_name, &command, dialect),
         Err(e) => {
             tracing::warn!(tool = tool_name, "permission pattern: {e}");
             pattern::opaque_pattern(tool_name)

@@ -4,12 +4,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use brush_parser::ParserOptions;
 use brush_parser::ast::{
-    AndOr, Assignment, AssignmentName, AssignmentValue, Command, CommandPrefixOrSuffixItem, CompoundCommand,
-    CompoundList, ExtendedTestExpr, IoFileRedirectKind, IoFileRedirectTarget, IoRedirect, Pipeline, RedirectList,
-    SimpleCommand, SubshellCommand,
+    AndOr, Assignment, AssignmentName, AssignmentValue, BinaryPredicate, CaseItemPostAction, Command,
+    CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, ExtendedTestExpr, IoFileRedirectKind,
+    IoFileRedirectTarget, IoRedirect, Pipeline, RedirectList, SimpleCommand, SubshellCommand, UnaryPredicate,
 };
 
+use super::arith::{builtin_hazard, is_literal_arithmetic, is_plain_name, is_plain_subscript};
 use super::depth::{MAX_NESTING, MAX_PAREN_NESTING, nesting_depth};
+use super::dialect::{Dialect, OTHER_SHELL_KEYWORDS, not_plain};
 use super::vars::is_risky_variable;
 use super::word::{Arg, clip, resolve, resolve_heredoc};
 use super::wrappers::{Unwrap, basename, unwrap};
@@ -36,6 +38,9 @@ fn parser_hazard(text: &str) -> Option<String> {
         return Some(reason);
     }
     if let Some(reason) = nested_subscripts(b) {
+        return Some(reason);
+    }
+    if let Some(reason) = unclosed_cases(text) {
         return Some(reason);
     }
     let mut i = 0;
@@ -80,6 +85,46 @@ fn nested_subscripts(b: &[u8]) -> Option<String> {
                 }
             }
         }
+    }
+    None
+}
+
+/// More than eight `case` words without their `esac` (counted without regard to
+/// quoting): the parser backtracks exponentially on nested unclosed `case` (twenty
+/// levels take seconds). Such text cannot run as written anyway.
+fn unclosed_cases(text: &str) -> Option<String> {
+    const MAX_UNCLOSED_CASES: usize = 8;
+    let (mut cases, mut esacs) = (0usize, 0usize);
+    for w in text.split(|c: char| !c.is_ascii_alphanumeric() && c != '_') {
+        match w {
+            "case" => cases += 1,
+            "esac" => esacs += 1,
+            _ => {}
+        }
+    }
+    (cases.saturating_sub(esacs) > MAX_UNCLOSED_CASES).then(|| "more than eight unclosed `case` commands".into())
+}
+
+/// `{name}>file` (and `{name}<`, `{name}>&-`, ...) anywhere, counted without regard
+/// to quoting: bash assigns a new file descriptor's number to `name` there, even in an
+/// argument (`echo {PATH}>x; git` sets PATH to `10`), and the parser reads it as a
+/// plain word.
+fn named_descriptor(b: &[u8]) -> Option<String> {
+    let mut i = 0;
+    while let Some(p) = b[i..].iter().position(|c| *c == b'{') {
+        let start = i + p + 1;
+        let len = b[start..]
+            .iter()
+            .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+            .unwrap_or(b.len() - start);
+        let end = start + len;
+        if len > 0 && b.get(end) == Some(&b'}') && matches!(b.get(end + 1), Some(b'<' | b'>')) {
+            return Some(format!(
+                "`{{{}}}` before a redirection makes bash assign a file descriptor to that name",
+                String::from_utf8_lossy(&b[start..end])
+            ));
+        }
+        i = start;
     }
     None
 }
@@ -152,6 +197,12 @@ fn empty_heredoc_delimiter(b: &[u8]) -> Option<String> {
     None
 }
 
+/// Longest chain of wrappers (`nice`, `sudo`, `env`, ...) followed to the command.
+const MAX_WRAPPERS: usize = 32;
+
+/// At most this many commands are named as feeding a shell's standard input.
+const MAX_FEEDERS: usize = 16;
+
 /// What standard input a simple command gets from its own redirections.
 enum Stdin {
     Inherited,
@@ -166,16 +217,29 @@ pub(crate) struct Walker {
     pub parts: Vec<Part>,
     pub opaque: Vec<Opacity>,
     pub options: ParserOptions,
+    /// The shell that reads the text being walked.
+    pub dialect: Dialect,
     depth: usize,
 }
 
 impl Walker {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(dialect: Dialect) -> Self {
         Walker {
             parts: Vec::new(),
             opaque: Vec::new(),
             options: ParserOptions::default(),
+            dialect,
             depth: 0,
+        }
+    }
+
+    /// Records that a bash-only construct is opaque unless the dialect is bash.
+    fn bash_only(&mut self, what: &str) {
+        if self.dialect.bash_only_is_opaque() {
+            self.opaque(
+                format!("{what} is bash-only: a POSIX sh reads it differently"),
+                Vec::new(),
+            );
         }
     }
 
@@ -211,6 +275,16 @@ impl Walker {
             self.opaque(reason, Vec::new());
             return;
         }
+        if let Some(reason) = named_descriptor(text.as_bytes()) {
+            self.opaque(reason, Vec::new());
+        }
+        if self.dialect == Dialect::Other
+            && let Some(reason) = not_plain(text)
+        {
+            // Still walked as bash below, so that deny rules and the classifier see
+            // the commands bash would find.
+            self.opaque(reason, Vec::new());
+        }
         let options = &self.options;
         // The parser has panicked on input it should reject; a panic means opaque.
         let parsed = catch_unwind(AssertUnwindSafe(|| {
@@ -225,6 +299,13 @@ impl Walker {
             Ok(Err(e)) => self.opaque(format!("the shell parser rejected `{}`: {e}", clip(text)), Vec::new()),
             Err(_) => self.opaque(format!("the shell parser failed on `{}`", clip(text)), Vec::new()),
         }
+    }
+
+    /// Analyses `text`, read by a shell of `dialect`.
+    fn text_in(&mut self, text: &str, dialect: Dialect) {
+        let outer = std::mem::replace(&mut self.dialect, dialect);
+        self.text(text);
+        self.dialect = outer;
     }
 
     /// Analyses nested code (a substitution, `sh -c` string, ...) and returns the command
@@ -260,10 +341,16 @@ impl Walker {
     }
 
     fn pipeline(&mut self, p: &Pipeline) {
-        let start = self.parts.len();
+        // The command words of earlier commands in the pipeline, grown as the pipeline
+        // is walked (rebuilding it per command made long pipelines quadratic).
+        let mut feeders: Vec<String> = Vec::new();
         for cmd in &p.seq {
-            let feeders: Vec<String> = self.parts[start..].iter().map(|p| p.command_word.clone()).collect();
+            let before = self.parts.len();
             self.command(cmd, &feeders);
+            if feeders.len() < MAX_FEEDERS {
+                let room = MAX_FEEDERS - feeders.len();
+                feeders.extend(self.parts[before..].iter().take(room).map(|p| p.command_word.clone()));
+            }
         }
     }
 
@@ -285,6 +372,7 @@ impl Walker {
                 );
             }
             Command::ExtendedTest(t, redirects) => {
+                self.bash_only("`[[ ... ]]`");
                 let start = self.parts.len();
                 self.nested(|w| w.test_expr(&t.expr));
                 self.redirect_list(redirects.as_ref(), start);
@@ -312,12 +400,36 @@ impl Walker {
                 self.nested(|w| w.test_expr(b));
             }
             ExtendedTestExpr::Not(a) | ExtendedTestExpr::Parenthesized(a) => self.nested(|w| w.test_expr(a)),
-            ExtendedTestExpr::UnaryTest(_, word) => {
-                resolve(&word.value, self);
+            ExtendedTestExpr::UnaryTest(op, word) => {
+                let arg = resolve(&word.value, self);
+                if matches!(
+                    op,
+                    UnaryPredicate::ShellVariableIsSetAndAssigned | UnaryPredicate::ShellVariableIsSetAndNameRef
+                ) && !is_plain_name(&arg.text)
+                {
+                    self.opaque(
+                        format!("`[[ {op} {} ]]` evaluates the subscript as code", clip(&word.value)),
+                        Vec::new(),
+                    );
+                }
             }
-            ExtendedTestExpr::BinaryTest(_, a, b) => {
+            ExtendedTestExpr::BinaryTest(op, a, b) => {
                 resolve(&a.value, self);
                 resolve(&b.value, self);
+                let arithmetic = matches!(
+                    op,
+                    BinaryPredicate::ArithmeticEqualTo
+                        | BinaryPredicate::ArithmeticNotEqualTo
+                        | BinaryPredicate::ArithmeticLessThan
+                        | BinaryPredicate::ArithmeticLessThanOrEqualTo
+                        | BinaryPredicate::ArithmeticGreaterThan
+                        | BinaryPredicate::ArithmeticGreaterThanOrEqualTo
+                );
+                if arithmetic {
+                    for w in [a, b] {
+                        self.arithmetic(&w.value);
+                    }
+                }
             }
         }
     }
@@ -328,13 +440,25 @@ impl Walker {
                 format!("a command substitution inside arithmetic `{}`", clip(expr)),
                 Vec::new(),
             );
+        } else if !is_literal_arithmetic(expr) {
+            self.opaque(
+                format!(
+                    "the arithmetic `{}` reads variables, whose values bash evaluates as code",
+                    clip(expr)
+                ),
+                Vec::new(),
+            );
         }
     }
 
     fn compound(&mut self, c: &CompoundCommand, feeders: &[String]) {
         match c {
-            CompoundCommand::Arithmetic(a) => self.arithmetic(&a.expr.value),
+            CompoundCommand::Arithmetic(a) => {
+                self.bash_only("`(( ... ))`");
+                self.arithmetic(&a.expr.value);
+            }
             CompoundCommand::ArithmeticForClause(f) => {
+                self.bash_only("`for (( ... ))`");
                 for e in [&f.initializer, &f.condition, &f.updater].into_iter().flatten() {
                     self.arithmetic(&e.value);
                 }
@@ -357,6 +481,9 @@ impl Walker {
             CompoundCommand::CaseClause(c) => {
                 resolve(&c.value.value, self);
                 for item in &c.cases {
+                    if !matches!(item.post_action, CaseItemPostAction::ExitCase) {
+                        self.bash_only("the case terminator `;&` or `;;&`");
+                    }
                     for p in &item.patterns {
                         resolve(&p.value, self);
                     }
@@ -379,11 +506,23 @@ impl Walker {
                 self.list(&w.0);
                 self.list(&w.1.list);
             }
-            CompoundCommand::Coprocess(c) => self.nested(|w| w.command(&c.body, feeders)),
+            CompoundCommand::Coprocess(c) => {
+                self.bash_only("`coproc`");
+                if let Some(name) = &c.name
+                    && is_risky_variable(&name.value)
+                {
+                    self.opaque(
+                        format!("`coproc {}` sets {}, which changes what runs", name.value, name.value),
+                        Vec::new(),
+                    );
+                }
+                self.nested(|w| w.command(&c.body, feeders));
+            }
         }
     }
 
     fn process_substitution(&mut self, sub: &SubshellCommand) -> Arg {
+        self.bash_only("process substitution `<(...)` or `>(...)`");
         let before = self.parts.len();
         self.nested(|w| w.list(&sub.list));
         let inner = self.parts[before..].iter().map(|p| p.command_word.clone()).collect();
@@ -391,6 +530,7 @@ impl Walker {
             text: "<(...)".into(),
             literal: false,
             inner,
+            compound: false,
         }
     }
 
@@ -401,16 +541,51 @@ impl Walker {
         if is_risky_variable(name) {
             self.opaque(format!("sets {name}, which changes what runs"), Vec::new());
         }
+        if let AssignmentName::ArrayElementName(_, index) = &a.name {
+            self.bash_only("an array element assignment");
+            let arg = resolve(index, self);
+            if !is_plain_subscript(&arg.text) {
+                self.opaque(
+                    format!("the subscript in `{name}[{}]=` is evaluated as code", clip(index)),
+                    Vec::new(),
+                );
+            }
+        }
+        if a.append {
+            self.bash_only("`+=` assignment");
+        }
         match &a.value {
             AssignmentValue::Scalar(w) => {
                 resolve(&w.value, self);
             }
             AssignmentValue::Array(items) => {
+                self.bash_only("an array assignment");
                 for (k, v) in items {
                     if let Some(k) = k {
-                        resolve(&k.value, self);
+                        let key = resolve(&k.value, self);
+                        if !is_plain_subscript(&key.text) {
+                            self.opaque(
+                                format!("the subscript `[{}]=` is evaluated as code", clip(&k.value)),
+                                Vec::new(),
+                            );
+                        }
                     }
                     resolve(&v.value, self);
+                }
+            }
+        }
+    }
+
+    /// Opacity for keys of an array assignment given as an argument (`declare a=([i]=1)`)
+    /// that are not plain subscripts; the word itself is resolved as an argument.
+    fn array_keys(&mut self, a: &Assignment) {
+        if let AssignmentValue::Array(items) = &a.value {
+            for k in items.iter().filter_map(|(k, _)| k.as_ref()) {
+                if !is_plain_subscript(&k.value) {
+                    self.opaque(
+                        format!("the subscript `[{}]=` is evaluated as code", clip(&k.value)),
+                        Vec::new(),
+                    );
                 }
             }
         }
@@ -430,7 +605,8 @@ impl Walker {
                         _ => {}
                     }
                 }
-                IoFileRedirectTarget::Fd(_) => {}
+                // Only `|&` produces a bare descriptor target (`2>&1` written out is a word).
+                IoFileRedirectTarget::Fd(_) => self.bash_only("the pipe `|&`"),
                 IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
                     self.process_substitution(sub);
                     if matches!(kind, IoFileRedirectKind::Read) {
@@ -454,6 +630,7 @@ impl Walker {
                 }
             }
             IoRedirect::HereString(_, w) => {
+                self.bash_only("the here-string `<<<`");
                 let arg = resolve(&w.value, self);
                 *stdin = if arg.literal {
                     Stdin::Text(arg.text)
@@ -462,6 +639,7 @@ impl Walker {
                 };
             }
             IoRedirect::OutputAndError(w, _) => {
+                self.bash_only("the redirection `&>`");
                 let arg = resolve(&w.value, self);
                 writes.push(arg.text);
             }
@@ -490,7 +668,15 @@ impl Walker {
         for item in cmd.suffix.iter().flat_map(|s| s.0.iter()) {
             match item {
                 CommandPrefixOrSuffixItem::IoRedirect(r) => self.redirect(r, &mut writes, &mut stdin),
-                CommandPrefixOrSuffixItem::AssignmentWord(_, w) | CommandPrefixOrSuffixItem::Word(w) => {
+                CommandPrefixOrSuffixItem::AssignmentWord(a, w) => {
+                    // An argument such as `declare -a a=([i]=1)`: its keys are
+                    // evaluated like those of a standalone array assignment.
+                    self.array_keys(a);
+                    let mut arg = resolve(&w.value, self);
+                    arg.compound = matches!(a.value, AssignmentValue::Array(_));
+                    argv.push(arg);
+                }
+                CommandPrefixOrSuffixItem::Word(w) => {
                     argv.push(resolve(&w.value, self));
                 }
                 CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
@@ -517,9 +703,22 @@ impl Walker {
     }
 
     /// Follows wrappers from the command `argv` to every command it runs.
-    fn run(&mut self, mut argv: Vec<Arg>, stdin: &Stdin, writes: &[String], feeders: &[String]) {
+    fn run(&mut self, all: Vec<Arg>, stdin: &Stdin, writes: &[String], feeders: &[String]) {
         let mut wrappers: Vec<String> = Vec::new();
+        // Each wrapper moves `start` on instead of draining `all`, which made long
+        // wrapper chains (`nice nice nice ... ls`) quadratic.
+        let mut start_of_command = 0;
         loop {
+            if wrappers.len() > MAX_WRAPPERS {
+                // Each visible wrapper is a part holding the rest of the arguments, so
+                // long chains (`sudo sudo sudo ...`) would take quadratic time and space.
+                self.opaque(
+                    format!("more than {MAX_WRAPPERS} wrappers around one command"),
+                    Vec::new(),
+                );
+                return;
+            }
+            let argv = &all[start_of_command..];
             let word = &argv[0];
             if !word.literal {
                 let reason = format!("the command word `{}` is produced by an expansion", clip(&word.text));
@@ -535,7 +734,29 @@ impl Walker {
                 self.opaque(reason, Vec::new());
                 return;
             }
-            let unwrapped = unwrap(&argv);
+            if word.text.starts_with('-') {
+                // An option a wrapper or keyword did not take as one (`env - rm x`,
+                // `time -- rm x`): what runs is the word after it.
+                let reason = format!(
+                    "the command word `{}` is an option, so the command is probably the next word",
+                    clip(&word.text)
+                );
+                self.opaque(reason, Vec::new());
+                return;
+            }
+            if self.dialect == Dialect::Other && OTHER_SHELL_KEYWORDS.contains(&word.text.as_str()) {
+                let reason = format!(
+                    "`{}` is a keyword or builtin of zsh or fish that changes what runs",
+                    word.text
+                );
+                self.opaque(reason, Vec::new());
+                return;
+            }
+            if let Some(reason) = builtin_hazard(argv) {
+                self.opaque(reason, Vec::new());
+                return;
+            }
+            let unwrapped = unwrap(argv);
             let fixed = match &unwrapped {
                 Unwrap::Inner { start, .. } | Unwrap::ScriptJoin { start, .. } => *start,
                 Unwrap::Script { index, .. } => *index,
@@ -554,19 +775,19 @@ impl Walker {
             }
             match unwrapped {
                 Unwrap::Command => {
-                    self.push_part(&argv, &wrappers, writes);
+                    self.push_part(argv, &wrappers, writes);
                     return;
                 }
                 Unwrap::Inner { start, visible } => {
                     if visible {
-                        self.push_part(&argv, &wrappers, writes);
+                        self.push_part(argv, &wrappers, writes);
                     }
                     wrappers.push(basename(&argv[0].text).to_owned());
-                    argv.drain(..start);
+                    start_of_command += start;
                 }
                 Unwrap::Script { index, visible } => {
                     if visible {
-                        self.push_part(&argv, &wrappers, writes);
+                        self.push_part(argv, &wrappers, writes);
                     }
                     let code = argv[index].clone();
                     self.script(&argv[0].text, &code);
@@ -574,7 +795,7 @@ impl Walker {
                 }
                 Unwrap::ScriptJoin { start, visible } => {
                     if visible {
-                        self.push_part(&argv, &wrappers, writes);
+                        self.push_part(argv, &wrappers, writes);
                     }
                     let joined = Arg {
                         text: argv[start..]
@@ -584,6 +805,7 @@ impl Walker {
                             .join(" "),
                         literal: argv[start..].iter().all(|a| a.literal),
                         inner: argv[start..].iter().flat_map(|a| a.inner.clone()).collect(),
+                        compound: false,
                     };
                     self.script(&argv[0].text, &joined);
                     return;
@@ -592,7 +814,8 @@ impl Walker {
                     match stdin {
                         Stdin::Text(code) => {
                             let code = code.clone();
-                            self.nested(|w| w.text(&code));
+                            let dialect = Dialect::for_shell(&argv[0].text);
+                            self.nested(|w| w.text_in(&code, dialect));
                         }
                         Stdin::Unknown => self.opaque(
                             format!(
@@ -609,7 +832,7 @@ impl Walker {
                     return;
                 }
                 Unwrap::Multi(ranges) => {
-                    self.push_part(&argv, &wrappers, writes);
+                    self.push_part(argv, &wrappers, writes);
                     for (s, e) in ranges {
                         let inner = argv[s..e].to_vec();
                         self.nested(|w| w.run(inner, &Stdin::Inherited, &[], &[]));
@@ -622,7 +845,7 @@ impl Walker {
                     return;
                 }
             }
-            if argv.is_empty() {
+            if start_of_command >= all.len() {
                 return;
             }
         }
@@ -631,12 +854,27 @@ impl Walker {
     fn script(&mut self, runner: &str, code: &Arg) {
         if code.literal {
             let text = code.text.clone();
-            self.nested(|w| w.text(&text));
+            let dialect = script_dialect(runner);
+            self.nested(|w| w.text_in(&text, dialect));
         } else {
             self.opaque(
                 format!("`{runner}` runs a command string produced by an expansion"),
                 code.inner.clone(),
             );
         }
+    }
+}
+
+/// The shell that runs the code string of `runner` (`sh -c CODE`, `su -c CODE`, ...).
+/// `watch` uses `sh -c`; `su`, `sudo -s`, `flock` and `script` use the user's shell,
+/// which may be anything.
+fn script_dialect(runner: &str) -> Dialect {
+    let name = basename(runner);
+    if super::wrappers::SHELLS.contains(&name) {
+        Dialect::for_shell(name)
+    } else if name == "watch" {
+        Dialect::Unknown
+    } else {
+        Dialect::Other
     }
 }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::fnmatch::fnmatch;
 use super::pattern::opaque_pattern;
-use super::{Analysis, Opacity, Part, analyze, command_from_args};
+use super::{Analysis, Dialect, Opacity, Part, analyze_in, command_from_args};
 
 /// The outcome of [`PermissionPolicy::decide`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -156,6 +156,7 @@ impl Rule {
 pub struct PermissionPolicy {
     allow: Vec<Rule>,
     deny: Vec<Rule>,
+    dialect: Dialect,
 }
 
 impl PermissionPolicy {
@@ -173,7 +174,28 @@ impl PermissionPolicy {
                 .map(|e| Rule::parse(e.as_ref()))
                 .collect::<Result<_, _>>()?,
             deny: deny.iter().map(|e| Rule::parse(e.as_ref())).collect::<Result<_, _>>()?,
+            dialect: Dialect::default(),
         })
+    }
+
+    /// The policy with commands analysed for a shell of `dialect` (by default
+    /// [`Dialect::Unknown`]: bash or a POSIX `sh`).
+    ///
+    /// ```
+    /// use bash_mcp::permission::{Decision, Dialect, PermissionPolicy};
+    /// let p = PermissionPolicy::new(&["bash.execute:ls *"], &[] as &[&str]).unwrap();
+    /// assert_eq!(p.decide_command("bash.execute", "[[ -d x ]] && ls"), Decision::Ask);
+    /// let p = p.with_dialect(Dialect::Bash);
+    /// assert_eq!(p.decide_command("bash.execute", "[[ -d x ]] && ls"), Decision::Allow);
+    /// ```
+    pub fn with_dialect(mut self, dialect: Dialect) -> Self {
+        self.dialect = dialect;
+        self
+    }
+
+    /// The dialect commands are analysed in.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
     }
 
     /// Decides a tool call whose arguments are `args_json` (`{"command": "..."}`).
@@ -186,7 +208,8 @@ impl PermissionPolicy {
     /// assert_eq!(p.decide("bash.execute", "{}"), Decision::Ask);
     /// ```
     pub fn decide(&self, tool_name: &str, args_json: &str) -> Decision {
-        self.evaluate(tool_name, &analysis_of(tool_name, args_json)).0
+        self.evaluate(tool_name, &analysis_of(tool_name, args_json, self.dialect))
+            .0
     }
 
     /// Decides running the shell text `command` with `tool_name`.
@@ -197,7 +220,7 @@ impl PermissionPolicy {
     /// assert_eq!(p.decide_command("bash.execute", "eval x"), Decision::Allow);
     /// ```
     pub fn decide_command(&self, tool_name: &str, command: &str) -> Decision {
-        self.evaluate(tool_name, &analyze(command)).0
+        self.evaluate(tool_name, &analyze_in(command, self.dialect)).0
     }
 
     /// Explains [`decide`](Self::decide): for each part, the rule that decided it.
@@ -211,7 +234,8 @@ impl PermissionPolicy {
     /// assert_eq!(e["parts"][1]["decision"], "ask");
     /// ```
     pub fn explain(&self, tool_name: &str, args_json: &str) -> Value {
-        self.evaluate(tool_name, &analysis_of(tool_name, args_json)).1
+        self.evaluate(tool_name, &analysis_of(tool_name, args_json, self.dialect))
+            .1
     }
 
     fn evaluate(&self, tool: &str, analysis: &Analysis) -> (Decision, Value) {
@@ -368,9 +392,9 @@ fn may_expand(arg: &str) -> bool {
     arg.contains(['$', '`', '*', '?', '[', '{']) || arg.starts_with('~') || arg.contains("<(") || arg.contains(">(")
 }
 
-fn analysis_of(tool: &str, args_json: &str) -> Analysis {
+fn analysis_of(tool: &str, args_json: &str, dialect: Dialect) -> Analysis {
     match command_from_args(args_json) {
-        Ok(command) => analyze(&command),
+        Ok(command) => analyze_in(&command, dialect),
         Err(e) => {
             tracing::warn!(tool, "permission policy: {e}");
             Analysis {

@@ -49,18 +49,66 @@ pub const RISKY_VARIABLES: &[&str] = &[
     "CXX",
     "MAKEFLAGS",
     "GCONV_PATH",
+    "EXECIGNORE",
+    "FPATH",
+    "TAR_OPTIONS",
+    "RSYNC_RSH",
+    "VIMINIT",
+    "EXINIT",
+    "MYVIMRC",
+    "OPENSSL_CONF",
+    "GOFLAGS",
+    "GOPROXY",
+    "SUDO_EDITOR",
+    "FCEDIT",
+    "GIT_EDITOR",
+    "PERL_MB_OPT",
+    "GEM_HOME",
+    "GEM_PATH",
+    "BUNDLE_GEMFILE",
+    "CPATH",
+    "LIBRARY_PATH",
+    "WGETRC",
+    "CURL_HOME",
+    "SSH_AUTH_SOCK",
+    "GNUPGHOME",
+    "KUBECONFIG",
+    "DOCKER_HOST",
+    "INPUTRC",
+    "TERMINFO",
+    "HISTFILE",
+    "SYSTEMD_PAGER",
+    "SYSTEMD_EDITOR",
+    "GIT_ASKPASS",
+    "AWS_CONFIG_FILE",
+    "BASH",
+    "POSIXLY_CORRECT",
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS3",
+    "auto_resume",
 ];
 
-/// Variables matched by prefix (`LD_PRELOAD`, `GIT_SSH_COMMAND`, `PYTHONSTARTUP`, ...).
+/// Variables matched by prefix (`LD_PRELOAD`, `GIT_SSH_COMMAND`, `PYTHONSTARTUP`,
+/// every `BASH_*` such as `BASH_ENV`, `BASH_CMDS` and `BASH_ALIASES`, ...).
 pub const RISKY_VARIABLE_PREFIXES: &[&str] = &[
     "LD_",
     "DYLD_",
     "GIT_",
     "PYTHON",
-    "BASH_FUNC_",
+    "BASH_",
     "NPM_CONFIG_",
     "CARGO_",
     "PIP_",
+    "LUA_INIT",
+    "LUA_PATH",
+    "LUA_CPATH",
+    "JAVA_",
+    "MAVEN_",
+    "GRADLE_",
+    "NODE_",
+    "YARN_",
 ];
 
 /// Whether assigning `name` can change which program runs or what it does.
@@ -70,10 +118,15 @@ pub const RISKY_VARIABLE_PREFIXES: &[&str] = &[
 /// assert!(is_risky_variable("PATH"));
 /// assert!(is_risky_variable("LD_PRELOAD"));
 /// assert!(is_risky_variable("GIT_SSH_COMMAND"));
+/// assert!(is_risky_variable("BASH_CMDS"));
+/// assert!(is_risky_variable("npm_config_script_shell"));
 /// assert!(!is_risky_variable("FOO"));
 /// ```
 pub fn is_risky_variable(name: &str) -> bool {
-    RISKY_VARIABLES.contains(&name) || RISKY_VARIABLE_PREFIXES.iter().any(|p| name.starts_with(p))
+    RISKY_VARIABLES.contains(&name)
+        || RISKY_VARIABLE_PREFIXES.iter().any(|p| name.starts_with(p))
+        // npm reads its configuration variables whatever their case.
+        || name.get(..11).is_some_and(|p| p.eq_ignore_ascii_case("npm_config_"))
 }
 
 /// The variable name of an assignment word `NAME=v`, `NAME+=v` or `NAME[i]=v`, if it is one.

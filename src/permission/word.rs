@@ -2,9 +2,24 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use brush_parser::word::{ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource};
+use brush_parser::word::{Parameter, ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource};
 
+use super::arith::{decode_ansi_c, is_literal_arithmetic, is_plain_subscript};
 use super::parse::Walker;
+use super::vars::is_risky_variable;
+
+/// The text of a word as the shell sees it after decoding `$'...'` escapes and removing
+/// quotes, with every expansion replaced by a placeholder: what bash would re-read if
+/// the word were used as a variable name or arithmetic.
+#[derive(Default)]
+struct Decoded {
+    text: String,
+    /// A `$'...'` string contributed text.
+    ansi_c: bool,
+}
+
+/// Stands for the value of an expansion in [`Decoded`] text.
+const EXPANDED: char = '\u{1}';
 
 /// One word of a command after quote removal.
 #[derive(Clone, Debug, Default)]
@@ -16,6 +31,9 @@ pub(crate) struct Arg {
     pub literal: bool,
     /// Command words run by substitutions inside this word.
     pub inner: Vec<String>,
+    /// The word is an array assignment `name=(...)` written as such (not quoted or
+    /// produced by an expansion).
+    pub compound: bool,
 }
 
 /// Resolves the word `value` (as written in the command), analysing its substitutions.
@@ -26,7 +44,20 @@ pub(crate) fn resolve(value: &str, w: &mut Walker) -> Arg {
     };
     let options = &w.options;
     match catch_unwind(AssertUnwindSafe(|| brush_parser::word::parse(value, options))) {
-        Ok(Ok(pieces)) => pieces_into(&pieces, value, false, w, &mut arg),
+        Ok(Ok(pieces)) => {
+            let mut decoded = Decoded::default();
+            pieces_into(&pieces, value, false, w, &mut arg, &mut decoded);
+            let d = &decoded.text;
+            if d.contains('[') && (d.contains("$(") || d.contains('`') || (decoded.ansi_c && d.contains('\\'))) {
+                w.opaque(
+                    format!(
+                        "`{}` holds a subscript with code, which bash runs when the text is used as a name or arithmetic",
+                        clip(value)
+                    ),
+                    Vec::new(),
+                );
+            }
+        }
         _ => {
             w.opaque(
                 format!("the shell word `{}` could not be parsed", clip(value)),
@@ -47,7 +78,7 @@ pub(crate) fn resolve_heredoc(body: &str, w: &mut Walker) -> Arg {
     };
     let options = &w.options;
     match catch_unwind(AssertUnwindSafe(|| brush_parser::word::parse_heredoc(body, options))) {
-        Ok(Ok(pieces)) => pieces_into(&pieces, body, true, w, &mut arg),
+        Ok(Ok(pieces)) => pieces_into(&pieces, body, true, w, &mut arg, &mut Decoded::default()),
         _ => {
             w.opaque("a here-document body could not be parsed".into(), Vec::new());
             arg.text = body.to_owned();
@@ -66,7 +97,15 @@ pub(crate) fn clip(s: &str) -> String {
     out
 }
 
-fn pieces_into(pieces: &[WordPieceWithSource], src: &str, quoted: bool, w: &mut Walker, arg: &mut Arg) {
+fn pieces_into(
+    pieces: &[WordPieceWithSource],
+    src: &str,
+    quoted: bool,
+    w: &mut Walker,
+    arg: &mut Arg,
+    decoded: &mut Decoded,
+) {
+    let bash_only = w.dialect.bash_only_is_opaque();
     for p in pieces {
         let source = src.get(p.start_index..p.end_index).unwrap_or("");
         match &p.piece {
@@ -81,26 +120,55 @@ fn pieces_into(pieces: &[WordPieceWithSource], src: &str, quoted: bool, w: &mut 
                 if !quoted && expands_unquoted(s) {
                     arg.literal = false;
                 }
+                if bash_only && !quoted && s.contains('(') {
+                    w.opaque(
+                        format!("`{}` is an extended glob, a bash-only construct", clip(s)),
+                        Vec::new(),
+                    );
+                }
                 arg.text.push_str(s);
+                decoded.text.push_str(s);
             }
-            WordPiece::SingleQuotedText(s) => arg.text.push_str(s),
+            WordPiece::SingleQuotedText(s) => {
+                arg.text.push_str(s);
+                decoded.text.push_str(s);
+            }
             WordPiece::AnsiCQuotedText(s) => {
                 if s.contains('\\') {
                     arg.literal = false;
                 }
+                if bash_only {
+                    w.opaque(
+                        format!("`$'{}'` quoting is bash-only: sh reads it differently", clip(s)),
+                        Vec::new(),
+                    );
+                }
                 arg.text.push_str(s);
+                decoded.text.push_str(&decode_ansi_c(s));
+                decoded.ansi_c = true;
             }
-            WordPiece::DoubleQuotedSequence(inner) => pieces_into(inner, src, true, w, arg),
+            WordPiece::DoubleQuotedSequence(inner) => pieces_into(inner, src, true, w, arg, decoded),
             WordPiece::GettextDoubleQuotedSequence(inner) => {
                 arg.literal = false;
-                pieces_into(inner, src, true, w, arg);
+                if bash_only {
+                    w.opaque(
+                        "`$\"...\"` quoting is bash-only: sh reads it differently".into(),
+                        Vec::new(),
+                    );
+                }
+                pieces_into(inner, src, true, w, arg, decoded);
             }
             WordPiece::TildeExpansion(_) => {
                 arg.literal = false;
                 arg.text.push_str(source);
+                decoded.text.push(EXPANDED);
             }
             WordPiece::ParameterExpansion(expr) => {
                 arg.literal = false;
+                decoded.text.push(EXPANDED);
+                if let Some(reason) = parameter_hazard(expr, source, bash_only) {
+                    w.opaque(reason, Vec::new());
+                }
                 if ["$(", "`", "<(", ">("].iter().any(|m| source.contains(m)) {
                     w.opaque(
                         format!(
@@ -129,25 +197,157 @@ fn pieces_into(pieces: &[WordPieceWithSource], src: &str, quoted: bool, w: &mut 
                 let words = w.substitution(code);
                 arg.inner.extend(words);
                 arg.text.push_str(source);
+                decoded.text.push(EXPANDED);
             }
             WordPiece::EscapeSequence(s) => {
                 let rest = s.strip_prefix('\\').unwrap_or(s);
                 if rest != "\n" {
                     arg.text.push_str(rest);
+                    decoded.text.push_str(rest);
                 }
             }
             WordPiece::ArithmeticExpression(e) => {
                 arg.literal = false;
+                decoded.text.push(EXPANDED);
                 if e.value.contains("$(") || e.value.contains('`') {
                     w.opaque(
                         format!("a command substitution inside arithmetic `{}`", clip(source)),
                         Vec::new(),
                     );
+                } else if !is_literal_arithmetic(&e.value) {
+                    w.opaque(
+                        format!(
+                            "the arithmetic `{}` reads variables, whose values bash evaluates as code",
+                            clip(source)
+                        ),
+                        Vec::new(),
+                    );
+                }
+                if bash_only && source.starts_with("$[") {
+                    w.opaque("`$[...]` arithmetic is bash-only".into(), Vec::new());
                 }
                 arg.text.push_str(source);
             }
         }
     }
+}
+
+/// The parameter and indirection flag of a parameter expansion, if it has one.
+fn parameter_of(expr: &ParameterExpr) -> Option<(&Parameter, bool)> {
+    use ParameterExpr as P;
+    match expr {
+        P::Parameter { parameter, indirect }
+        | P::UseDefaultValues {
+            parameter, indirect, ..
+        }
+        | P::AssignDefaultValues {
+            parameter, indirect, ..
+        }
+        | P::IndicateErrorIfNullOrUnset {
+            parameter, indirect, ..
+        }
+        | P::UseAlternativeValue {
+            parameter, indirect, ..
+        }
+        | P::ParameterLength { parameter, indirect }
+        | P::RemoveSmallestSuffixPattern {
+            parameter, indirect, ..
+        }
+        | P::RemoveLargestSuffixPattern {
+            parameter, indirect, ..
+        }
+        | P::RemoveSmallestPrefixPattern {
+            parameter, indirect, ..
+        }
+        | P::RemoveLargestPrefixPattern {
+            parameter, indirect, ..
+        }
+        | P::Substring {
+            parameter, indirect, ..
+        }
+        | P::Transform {
+            parameter, indirect, ..
+        }
+        | P::UppercaseFirstChar {
+            parameter, indirect, ..
+        }
+        | P::UppercasePattern {
+            parameter, indirect, ..
+        }
+        | P::LowercaseFirstChar {
+            parameter, indirect, ..
+        }
+        | P::LowercasePattern {
+            parameter, indirect, ..
+        }
+        | P::ReplaceSubstring {
+            parameter, indirect, ..
+        } => Some((parameter, *indirect)),
+        P::VariableNames { .. } | P::MemberKeys { .. } => None,
+    }
+}
+
+/// Why a parameter expansion can run code or means something else outside bash.
+fn parameter_hazard(expr: &ParameterExpr, source: &str, bash_only: bool) -> Option<String> {
+    use ParameterExpr as P;
+    let shown = clip(source);
+    let param = parameter_of(expr);
+    if let Some((_, true)) = param {
+        return Some(format!(
+            "`{shown}` expands the variable named by a value, which bash may evaluate as code"
+        ));
+    }
+    if let Some((Parameter::NamedWithIndex { index, .. }, _)) = param
+        && !is_plain_subscript(index)
+    {
+        return Some(format!(
+            "the subscript in `{shown}` is evaluated as arithmetic, which runs code hidden in variables"
+        ));
+    }
+    if let P::Substring { offset, length, .. } = expr
+        && (!is_literal_arithmetic(&offset.value) || length.as_ref().is_some_and(|l| !is_literal_arithmetic(&l.value)))
+    {
+        return Some(format!(
+            "the offset in `{shown}` is evaluated as arithmetic, which runs code hidden in variables"
+        ));
+    }
+    if let P::AssignDefaultValues {
+        parameter:
+            Parameter::Named(name) | Parameter::NamedWithIndex { name, .. } | Parameter::NamedWithAllIndices { name, .. },
+        ..
+    } = expr
+        && is_risky_variable(name)
+    {
+        return Some(format!("`{shown}` may set {name}, which changes what runs"));
+    }
+    if bash_only {
+        let posix = matches!(
+            expr,
+            P::Parameter { .. }
+                | P::UseDefaultValues { .. }
+                | P::AssignDefaultValues { .. }
+                | P::IndicateErrorIfNullOrUnset { .. }
+                | P::UseAlternativeValue { .. }
+                | P::ParameterLength { .. }
+                | P::RemoveSmallestSuffixPattern { .. }
+                | P::RemoveLargestSuffixPattern { .. }
+                | P::RemoveSmallestPrefixPattern { .. }
+                | P::RemoveLargestPrefixPattern { .. }
+        ) && matches!(
+            param,
+            Some((
+                Parameter::Positional(_) | Parameter::Special(_) | Parameter::Named(_),
+                _
+            ))
+        );
+        if !posix {
+            return Some(format!("`{shown}` is a bash-only expansion"));
+        }
+        if source.contains(['\'', '"']) {
+            return Some(format!("quotes inside `{shown}` are read differently by bash and sh"));
+        }
+    }
+    None
 }
 
 /// Whether unquoted text is subject to pathname or brace expansion.

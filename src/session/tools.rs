@@ -103,11 +103,14 @@ impl Tool for SessionTool {
         self.manager.enabled()
     }
 
-    /// `session_run` is matched like `execute`; `session_write` types raw
-    /// input into a shell, which can run anything, so its pattern is opaque.
+    /// `session_run` is matched like `execute`, in the dialect of the session's shell;
+    /// `session_write` types raw input into a shell, which can run anything, so its
+    /// pattern is opaque.
     fn permission_pattern(&self, qualified_name: &str, args_json: &str) -> String {
         match self.definition.name.as_str() {
-            "session_run" => crate::permission::permission_pattern(qualified_name, args_json),
+            "session_run" => {
+                crate::permission::permission_pattern_in(qualified_name, args_json, self.session_dialect(args_json))
+            }
             "session_write" => crate::permission::command_pattern(qualified_name, ""),
             _ => qualified_name.to_owned(),
         }
@@ -122,6 +125,24 @@ impl Tool for SessionTool {
 }
 
 impl SessionTool {
+    /// The dialect of the shell of the session named in `args_json`; the conservative
+    /// default when there is no such session.
+    fn session_dialect(&self, args_json: &str) -> crate::permission::Dialect {
+        let id = serde_json::from_str::<Value>(args_json)
+            .ok()
+            .and_then(|v| v.get("session_id")?.as_str().map(str::to_owned));
+        let (Some(id), Some(manager)) = (id, self.manager.cell.get()) else {
+            return crate::permission::Dialect::Unknown;
+        };
+        manager
+            .list()
+            .into_iter()
+            .find(|s| s.id == id)
+            .map_or(crate::permission::Dialect::Unknown, |s| {
+                crate::permission::Dialect::for_shell(s.shell.as_str())
+            })
+    }
+
     fn dispatch(&self, args: &Map<String, Value>) -> Result<Value, ToolError> {
         let name = self.definition.name.as_str();
         let allowed: Vec<&str> = self.definition.input_schema["properties"]

@@ -22,6 +22,80 @@ for w, args in [("git","status"),("ls","-la"),("cargo","test --release"),("make"
                 ("perl","-ne print f"),("php","-v"),("sqlite3","db .tables"),("psql","-c 'select 1'"),("tmux","ls"),
                 ("apt-get","install -y curl"),("sudo","-v"),("x.y-z_w+v@1%2:3",""),("kill","1234")]:
     add(f"{w} {args}".strip(), f"{w.replace('[', chr(92)+'[')} *")
+# dialects, subscripts, risky variables
+def add_in(dialect, cmd, expect, note=""):
+    E.append({"command": cmd, "expect": expect, "dialect": dialect, **({"note": note} if note else {})})
+# bash-only constructs: analysed in bash; opaque for a POSIX sh and when the shell is unknown
+for c, e in [("echo hi &>/dev/null touch p", "echo *"), ("echo hi &>/dev/null rm -rf ~", "echo *"),
+             ("echo hi &>>log touch p", "echo *"), ("echo $'\\' ; touch p ;\n\\''", "echo *"),
+             ("echo 'touch p' > ']]'; [[ x || sh ]]; echo ok", "echo *"), ("[[ -f x ]] && ls", "ls *"),
+             ("(( 1 + 2 )) && ls", "ls *"), ("ls |& cat", "{cat,ls} *"), ("cat <<< hi", "cat *"),
+             ("diff <(ls a) <(ls b)", "{diff,ls} *"), ("ls > >(cat)", "{cat,ls} *"), ("coproc cat", "cat *"),
+             ("case x in a) ls;& b) id;; esac", "{id,ls} *"), ("case x in a) ls;;& b) id;; esac", "{id,ls} *"),
+             ("a=(1 2); ls", "ls *"), ("a+=x; ls", "ls *"), ("a[1]=x; ls", "ls *"), ("echo ${x/a/b}", "echo *"),
+             ("echo ${x:1:2}", "echo *"), ("echo ${x^^}", "echo *"), ("echo ${#a[@]}", "echo *"), ("echo @(a|b)", "echo *"),
+             ("echo $\"hi\"", "echo *"), ("echo $[1+2]", "echo *"), ("echo $'a'", "echo *"), ("echo ${x:-'a'}", "echo *"),
+             ("sh -c '[[ -f x ]] && ls'", U), ("dash -c 'echo hi &>/dev/null rm x'", U)]:
+    add(c, e, "bash reading")
+    add_in("posix", c, U, "bash-only construct")
+    add_in("unknown", c, U, "bash-only construct")
+# text bash and sh read alike keeps its pattern in every bash-like dialect
+for c, e in [("git status && git push", "git *"), ("cd src; make -j4 2>&1 | tail -n 20", "{cd,make,tail} *"),
+             ("echo \"$HOME\" '$x' \"${x%.rs}\" ${x:-a}", "echo *"), ("time git status", "git *"), ("! git diff --quiet", "git *"),
+             ("if test -f x; then cat x; fi", "{cat,test} *"), ("cat <<EOF\nhi\nEOF", "cat *"), ("echo $((1 + 2)) $# $?", "echo *"),
+             ("bash -c '[[ -f x ]] && ls'", "ls *"), ("sh -c 'ls | wc -l'", "{ls,wc} *"), ("x=$(date); echo \"[$x]\"", "{date,echo} *"),
+             ("grep -E '\\[ERROR\\]' log", "grep *"), ("echo \"[$(date +%T)] done\"", "{date,echo} *")]:
+    add(c, e)
+    add_in("posix", c, e)
+    add_in("unknown", c, e)
+# zsh, fish and other shells: only plain text keeps its pattern
+for c, e in [("git status", "git *"), ("git status && git push", "git *"), ("cd src; make -j4 | tail -n 20", "{cd,make,tail} *"),
+             ("ls -la ./x,y:z@1+2", "ls *"), ("FOO=1 git status", "git *"), ("echo a=b", "echo *"), ("sh -c ls", "ls *"),
+             ("echo *(e:\"touch p\":)", U), ("x='$(touch p)'; echo ${(e)x}", U), ("echo '\\'' ; touch f1 ; # '", U),
+             ("echo $x", U), ("make 2>&1", U), ("ls ~", U), ("echo \"a\"", U), ("ls # x", U), ("echo [a]", U),
+             ("=ls", U), ("kill %1", U), ("- rm x", U), ("not rm x", U), ("true; and rm x", U), ("noglob rm *", U),
+             ("set PATH /tmp; git status", U), ("set -gx PATH /tmp", U), ("path=/tmp git status", U), ("PATH=/x git", U),
+             ("zsh -c 'ls'", U), ("r", U), ("ls\\ x", U), ("echo a\\\nb", U),
+             ("for path in /tmp; do git; done", U), ("read path", U), ("echo PATH", U), ("hash git=/tmp/x; git", U),
+             ("python3 -m http.server", "python3 *"), ("cat path/to/file", "cat *")]:
+    add_in("other", c, e, "zsh/fish: plain text only")
+# arithmetic and array subscripts evaluate variables' values as code
+for c in ["git status \"${a[$'\\x24(touch p)']}\"", "echo ${a[$'\\x60touch p\\x60']}", "[[ 'a[$(touch p)]' -eq 1 ]] || echo",
+          "test -v 'a[$(touch p)]'", "[ -v 'a[$(touch p)]' ]", "[[ -v 'a[$(touch p)]' ]]", "printf -v 'a[$(touch p)]' x",
+          "printf -v'a[$(touch p)]' x", "read 'a[$(touch p)]' <<< 1", "read -r x 'a[i]' <<< 1", "read -a 'a[i]' <<< 1",
+          "declare 'a[$(touch p)]'=1", "typeset 'a[i]=1'", "local 'a[i]'", "export 'a[i]=1'", "unset 'a[i]'",
+          "getopts ab 'a[i]'", "wait -p 'a[i]'", "let $'a[\\x24(touch p)]'", "let x=1", "let i++",
+          "x='a[$(touch p)]'; echo $((x))", "echo $((x + 1))", "echo ${y[x]}", "echo ${y[$i]}", "echo ${!x}", "echo ${x:x}",
+          "echo ${x:1:n}", "[[ $x -eq 1 ]]", "[[ x -gt 1 ]] && ls", "(( x > 1 )) && echo big", "for ((i=0;i<3;i++)); do echo $i; done",
+          "a[i]=1", "m[$(touch p)]=1", "a=([i]=1)", "declare -i n=x", "declare -n r=PATH; r=/tmp; git", "local -n r=PATH",
+          "typeset -n r=PATH", "echo 'a[$(id)]'", "declare -a a=([x]=1)", "local a=([i]=1)", "declare -A m=([key]=v)", "declare -a a='([x]=1)'", "declare -a a=$v",
+          "a=(); declare a=$v", "[[ -v $x ]]", "test -v \"$x\"", "printf -v \"$x\" 1", "printf -v$x 1", "declare a=\"$v\"", "local -a a=$v", "declare a='(1)'", "echo $'a[\\x60id\\x60]'"]:
+    add(c, U, "arithmetic or subscript")
+for c, e in [("echo ${a[0]} ${a[@]} ${#a[*]}", "echo *"), ("read -r a b <<< 1", "read *"), ("printf -v x %s 1", "printf *"),
+             ("declare -i n=5", U), ("declare -i n; n=$v", U), ("test -v x && ls", "{ls,test} *"), ("[[ 2 -gt 1 ]] && ls", "ls *"),
+             ("unset x y", "unset *"), ("declare -a a=(1 2) b=([0]=x)", "declare *"), ("local x=$1 y=\"$(pwd)\"", "{local,pwd} *"),
+             ("export FOO=$(pwd)", "{export,pwd} *"), ("echo \"a[`id`]\"", "{echo,id} *"), ("a[0]=1; ls", "ls *"), ("echo $(( $# + 1 ))", "echo *")]:
+    add(c, e)
+# bash's command hash and alias tables, and other variables that change what runs
+for c in ["BASH_CMDS[git]=/usr/bin/touch; git p", "BASH_CMDS=([git]=/usr/bin/touch); git p",
+          "printf -v 'BASH_CMDS[git]' /usr/bin/touch; git p", "read 'BASH_CMDS[git]' <<< /usr/bin/touch; git p",
+          "shopt -s expand_aliases; BASH_ALIASES[ls]='touch p'; ls", "declare -A BASH_ALIASES; ls", "BASH_XTRACEFD=1 ls",
+          "BASH_COMPAT=31 ls", ": ${BASH_CMDS[git]:=/usr/bin/touch}; git p", ": ${PATH:=/tmp}; git", "EXECIGNORE=x ls",
+          "TAR_OPTIONS=--to-command=x tar xf a.tar", "RSYNC_RSH=x rsync a b", "npm_config_script_shell=x npm test",
+          "NPM_CONFIG_SCRIPT_SHELL=x npm test", "Npm_Config_Script_Shell=x npm test", "LUA_INIT=@x lua", "LUA_INIT_5_4=@x lua",
+          "VIMINIT=x vim", "EXINIT=x vi", "OPENSSL_CONF=x openssl", "GOFLAGS=-toolexec=x go build", "SUDO_EDITOR=x sudoedit f",
+          "FCEDIT=x ls", "PERL5OPT=-Mx perl", "RUBYOPT=-rx ruby", "NODE_OPTIONS=--require=x node", "PYTHONSTARTUP=x python",
+          "PYTHONPATH=x python", "JAVA_TOOL_OPTIONS=x java", "GCONV_PATH=x iconv", "LESSOPEN='|x %s' less f", "MANPAGER=x man ls",
+          "export BASH_ENV=x; bash s.sh", "env BASH_FUNC_ls%%='() { id; }' bash s.sh",
+          "echo {PATH}>/dev/null; git status", "exec {PATH}>/dev/null; git", "ls {x}<f", "coproc PATH { cat; }; git",
+          "wait -n -p PATH; git", "set -k; git status PATH=/tmp", "set -o keyword; git", "PS1='$(id)' ls", "PS0='$(id)'",
+          "POSIXLY_CORRECT=1; ls", "BASH=/x ls", "auto_resume=1; ls"]:
+    add(c, U, "risky variable")
+for c in ["env - touch p", "time -- touch p", "exec env - rm x", "-x", "--help"]:
+    add(c, U, "a command word that is an option")
+for c, e in [("echo {x} > f", "echo *"), ("set -e; ls", "{ls,set} *"), ("set -o pipefail; ls", "{ls,set} *"), ("wait -n -p pid", "wait *")]:
+    add(c, e)
+add_in("other", "precmd_functions+=touch", U, "zsh hook"); add_in("other", "PROMPT=x", U, "zsh prompt")
 # quoting and escaping of the command word
 add("'git' status", "git *"); add('"git" status', "git *"); add("g\\it status", "git *"); add("$'git' status", "git *")
 add("gi''t status", "git *"); add('gi""t log', "git *"); add("\\git diff", "git *")
@@ -60,8 +134,8 @@ for c, e in [("if true; then rm x; fi", "{rm,true} *"), ("if git diff --quiet; t
              ("while read l; do echo $l; done < f", "{echo,read} *"), ("until false; do sleep 1; done", "{false,sleep} *"),
              ("for f in *.rs; do rustfmt $f; done", "rustfmt *"), ("for f in $(ls); do cat $f; done", "{cat,ls} *"),
              ("case $x in a) rm a;; b) ls;; esac", "{ls,rm} *"), ("case $(uname) in Linux) echo l;; esac", "{echo,uname} *"),
-             ("[[ -f x ]] && echo y", "echo *"), ("[[ $(whoami) == root ]] && id", "{id,whoami} *"), ("(( x > 1 )) && echo big", "echo *"),
-             ("for ((i=0;i<3;i++)); do echo $i; done", "echo *"), ("if [ -f x ]; then cat x; fi", U), ("if test -f x; then cat x; fi", "{cat,test} *"),
+             ("[[ -f x ]] && echo y", "echo *"), ("[[ $(whoami) == root ]] && id", "{id,whoami} *"), ("(( x > 1 )) && echo big", U),
+             ("for ((i=0;i<3;i++)); do echo $i; done", U), ("if [ -f x ]; then cat x; fi", U), ("if test -f x; then cat x; fi", "{cat,test} *"),
              ("select x in a b; do echo $x; break; done", U), ("coproc cat", "cat *"),
              ("{ echo a; } > out.txt", "echo *"), ("( cd /tmp && ls ) 2>/dev/null", "{cd,ls} *")]:
     add(c, e)
