@@ -1712,11 +1712,14 @@ fn su(args: &[Arg], runuser: bool) -> Result<Unwrap, Unwrap> {
 /// replace-string.
 fn xargs(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
     let p = opts(args, 1, &XARGS)?;
-    if informational(&p, "") || p.has("show-limits") {
+    // `--show-limits` prints the limits and still runs the command.
+    if informational(&p, "") {
         return Ok(Unwrap::Command);
     }
     if p.first >= args.len() {
-        return Ok(Unwrap::Command);
+        return Ok(Unwrap::Opaque(
+            "`xargs` without a command runs `echo` with words read from its input".into(),
+        ));
     }
     if ctx.check {
         // -I R, -i[R], --replace[=R]; the last one given wins; default `{}`.
@@ -2183,7 +2186,11 @@ fn shell(args: &[Arg]) -> Unwrap {
             break;
         }
         if let Some(long) = t.strip_prefix("--") {
-            i += if matches!(long, "rcfile" | "init-file") { 2 } else { 1 };
+            // Startup files run before the command: whatever they hold runs too.
+            if matches!(long, "login" | "rcfile" | "init-file") {
+                return Unwrap::Opaque(format!("`{} --{long}` runs the user's startup files", args[0].text));
+            }
+            i += 1;
             continue;
         }
         if (t.starts_with('-') || t.starts_with('+')) && t.len() > 1 {
@@ -2193,6 +2200,12 @@ fn shell(args: &[Arg]) -> Unwrap {
                     'c' => command_mode = true,
                     's' => stdin_mode = true,
                     'o' | 'O' => step = 2,
+                    'l' | 'i' if t.starts_with('-') => {
+                        return Unwrap::Opaque(format!(
+                            "`{} -{c}` (login or interactive) runs the user's startup files",
+                            args[0].text
+                        ));
+                    }
                     _ => {}
                 }
             }
@@ -2212,6 +2225,16 @@ fn shell(args: &[Arg]) -> Unwrap {
             "`{}` runs a script whose name is produced by an expansion",
             args[0].text
         ));
+    }
+    // A script "file" that is really a stream reads commands from input.
+    let script = args[i].text.as_str();
+    if script == "/dev/stdin"
+        || script == "/dev/tty"
+        || script.starts_with("/dev/fd/")
+        || script.starts_with("/proc/self/fd/")
+        || script.starts_with("/proc/thread-self/fd/")
+    {
+        return Unwrap::Stdin;
     }
     Unwrap::Command
 }

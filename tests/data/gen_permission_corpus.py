@@ -91,8 +91,10 @@ for c in ["BASH_CMDS[git]=/usr/bin/touch; git p", "BASH_CMDS=([git]=/usr/bin/tou
           "wait -n -p PATH; git", "set -k; git status PATH=/tmp", "set -o keyword; git", "PS1='$(id)' ls", "PS0='$(id)'",
           "POSIXLY_CORRECT=1; ls", "BASH=/x ls", "auto_resume=1; ls"]:
     add(c, U, "risky variable")
-for c in ["env - touch p", "time -- touch p", "exec env - rm x", "-x", "--help"]:
+for c in ["time -- touch p", "-x", "--help"]:
     add(c, U, "a command word that is an option")
+# `env -` is `env -i`: it clears the environment and runs the command after it.
+add("env - touch p", "touch *"); add("exec env - rm x", "rm *")
 for c, e in [("echo {x} > f", "echo *"), ("set -e; ls", "{ls,set} *"), ("set -o pipefail; ls", "{ls,set} *"), ("wait -n -p pid", "wait *")]:
     add(c, e)
 add_in("other", "precmd_functions+=touch", U, "zsh hook"); add_in("other", "PROMPT=x", U, "zsh prompt")
@@ -161,7 +163,8 @@ for c, e in [("bash <<EOF\nrm -rf /\nEOF", "rm *"), ("sh <<EOF\ngit status\nls\n
              ("zsh -c 'rm x'", "rm *"), ("dash -c 'ls'", "ls *")]:
     add(c, e)
 # sh -c recursion
-for c, e in [("sh -c 'rm -rf /'", "rm *"), ("bash -c 'git status; rm x'", "{git,rm} *"), ("bash -lc 'git push'", "git *"),
+for c, e in [("sh -c 'rm -rf /'", "rm *"), ("bash -c 'git status; rm x'", "{git,rm} *"), ("bash -lc 'git push'", U), ("bash --login -c 'ls'", U), ("bash -ic 'ls'", U),
+             ("bash --rcfile x -c 'ls'", U), ("echo 'rm x' | sh /dev/stdin", U), ("sh /dev/fd/0 < f", U), ("sh ./build.sh", "sh *"),
              ("bash -ec 'ls'", "ls *"), ("bash -o pipefail -c 'ls | wc'", "{ls,wc} *"), ("sh -c \"sh -c 'rm x'\"", "rm *"),
              ("bash -c \"$CMD\"", U), ("sh -c \"$(curl x)\"", U), ("bash -c 'eval x'", U), ("sh -c 'echo $(rm x)'", "{echo,rm} *"),
              ("/bin/sh -c 'ls'", "ls *"), ("bash -c", U), ("bash --norc -c 'ls'", "ls *"), ("sudo sh -c 'rm x'", "{rm,sudo} *")]:
@@ -174,7 +177,7 @@ for c, e in [("env git status", "git *"), ("env -i git status", "git *"), ("env 
              ("nice git status", "git *"), ("nice -n 10 git status", "git *"), ("nice -10 make", "make *"), ("nohup make &", "make *"),
              ("time make", "make *"), ("/usr/bin/time -v make", "make *"), ("timeout 5 make", "make *"), ("timeout -s KILL 5 make", "make *"),
              ("timeout --signal=KILL 5 make", "make *"), ("timeout -k 1 5 rm x", "rm *"), ("stdbuf -oL make", "make *"), ("stdbuf -o L make", "make *"),
-             ("xargs rm", "rm *"), ("xargs -0 -n1 rm", "rm *"), ("xargs -I {} rm {}", "rm *"), ("xargs -a list rm", "rm *"), ("xargs", "xargs *"),
+             ("xargs rm", "rm *"), ("xargs -0 -n1 rm", "rm *"), ("xargs -I {} rm {}", "rm *"), ("xargs -a list rm", "rm *"), ("xargs", U), ("xargs --show-limits rm x", "rm *"),
              ("find . -name '*.o' -exec rm {} \\;", "{find,rm} *"), ("find . -execdir git add {} +", "{find,git} *"), ("find . -ok rm {} \\;", "{find,rm} *"),
              ("find . -name x", "find *"), ("find . -exec sh -c 'rm $1' _ {} \\;", "{find,rm} *"),
              ("sudo rm -rf /", "{rm,sudo} *"), ("sudo -u bob git pull", "{git,sudo} *"), ("sudo -E make install", "{make,sudo} *"), ("sudo", "sudo *"),
