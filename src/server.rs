@@ -153,6 +153,14 @@ pub trait Tool: Send + Sync {
         qualified_name.to_owned()
     }
 
+    /// The shell dialect a command of this call is read in (the shell that
+    /// would run it), for matching permission rules the way the pattern was
+    /// computed. Default: [`Dialect::Unknown`](crate::permission::Dialect::Unknown),
+    /// the conservative reading.
+    fn permission_dialect(&self, _args_json: &str) -> crate::permission::Dialect {
+        crate::permission::Dialect::Unknown
+    }
+
     /// Whether the host should skip its duplicate-call check. Default false.
     fn skip_duplicate_check(&self) -> bool {
         false

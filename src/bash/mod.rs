@@ -674,8 +674,11 @@ impl Tool for ExecuteTool {
 
     /// Computed in the dialect of the configured shell (`/bin/sh` is POSIX).
     fn permission_pattern(&self, qualified_name: &str, args_json: &str) -> String {
-        let dialect = crate::permission::Dialect::for_shell(&self.shared.config().shell);
-        crate::permission::permission_pattern_in(qualified_name, args_json, dialect)
+        crate::permission::permission_pattern_in(qualified_name, args_json, self.permission_dialect(args_json))
+    }
+
+    fn permission_dialect(&self, _args_json: &str) -> crate::permission::Dialect {
+        crate::permission::Dialect::for_shell(&self.shared.config().shell)
     }
 
     fn call(&self, args: &Map<String, Value>, options: CallOptions<'_>) -> ToolResponse {

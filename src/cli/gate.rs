@@ -30,9 +30,9 @@
 
 use std::sync::Arc;
 
-use bash_mcp::BashServer;
+use bash_mcp::{BashServer, McpServer};
 use bash_mcp::mcp::{Gate, GateDecision};
-use bash_mcp::permission::{self, Class, Decision, OPAQUE_BODY, PermissionPolicy, fnmatch};
+use bash_mcp::permission::{self, Class, Decision, Dialect, OPAQUE_BODY, PermissionPolicy, fnmatch};
 use serde_json::Value;
 
 use super::settings::{Permissions, Settings};
@@ -101,7 +101,14 @@ impl PolicyGate {
     fn decide(&self, tool: &str, args_json: &str) -> GateDecision {
         let qualified = format!("{}.{tool}", self.server_name);
         if COMMAND_TOOLS.contains(&tool) {
-            self.decide_command(&qualified, args_json)
+            // Read the command as the shell that will run it does: the
+            // configured shell for `execute`, the session's for `session_run`.
+            let dialect = self
+                .server
+                .as_ref()
+                .and_then(|s| s.find_tool(tool).map(|t| t.permission_dialect(args_json)))
+                .unwrap_or_default();
+            self.decide_command(&qualified, args_json, dialect)
         } else if RAW_INPUT_TOOLS.contains(&tool) {
             self.decide_raw_input(&qualified, args_json)
         } else {
@@ -116,9 +123,10 @@ impl PolicyGate {
         }
     }
 
-    fn decide_command(&self, qualified: &str, args_json: &str) -> GateDecision {
-        let pattern = permission::permission_pattern(qualified, args_json);
-        if let Some(policy) = &self.policy {
+    fn decide_command(&self, qualified: &str, args_json: &str, dialect: Dialect) -> GateDecision {
+        let pattern = permission::permission_pattern_in(qualified, args_json, dialect);
+        let policy = self.policy.clone().map(|p| p.with_dialect(dialect));
+        if let Some(policy) = &policy {
             match policy.decide(qualified, args_json) {
                 Decision::Deny => {
                     return refuse(
@@ -146,8 +154,7 @@ impl PolicyGate {
         if self.refuse_catastrophic
             && let Some(command) = string_arg(args_json, "command")
         {
-            let explicitly_allowed = self
-                .policy
+            let explicitly_allowed = policy
                 .as_ref()
                 .is_some_and(|p| p.decide(qualified, args_json) == Decision::Allow);
             if !explicitly_allowed && let Some(refusal) = catastrophic(&command, pattern.clone()) {
@@ -312,6 +319,25 @@ mod tests {
             panic!("make is not allowed");
         };
         assert!(message.contains("approval") && message.contains("make"), "{message}");
+    }
+
+    #[test]
+    fn commands_are_read_in_the_dialect_of_the_shell_that_runs_them() {
+        let mut s = settings::load(&Common::default()).unwrap();
+        s.permissions = Some(Permissions {
+            allow: vec!["bash.execute:ls *".into()],
+            deny: vec![],
+        });
+        let server = Arc::new(BashServer::new(std::env::temp_dir(), None, 30).unwrap());
+        let g = build(&s, Some(server.clone())).unwrap().expect("a gate");
+        // `[[` is a keyword in bash but a command in a POSIX sh (/bin/sh).
+        let text = args("[[ -f x ]] && ls");
+        let GateDecision::Refuse { pattern, .. } = g.check("execute", &text) else {
+            panic!("/bin/sh reads `[[` as a command");
+        };
+        assert_eq!(pattern.as_deref(), Some("bash.execute:{unknown}"));
+        server.configure(r#"{"shell": "bash"}"#).unwrap();
+        assert_eq!(g.check("execute", &text), GateDecision::Allow);
     }
 
     #[test]

@@ -109,11 +109,15 @@ impl Tool for SessionTool {
     fn permission_pattern(&self, qualified_name: &str, args_json: &str) -> String {
         match self.definition.name.as_str() {
             "session_run" => {
-                crate::permission::permission_pattern_in(qualified_name, args_json, self.session_dialect(args_json))
+                crate::permission::permission_pattern_in(qualified_name, args_json, self.permission_dialect(args_json))
             }
             "session_write" => crate::permission::command_pattern(qualified_name, ""),
             _ => qualified_name.to_owned(),
         }
+    }
+
+    fn permission_dialect(&self, args_json: &str) -> crate::permission::Dialect {
+        self.session_dialect(args_json)
     }
 
     fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
