@@ -440,6 +440,34 @@ enum bash_mcp_result bash_mcp_policy_new(const char *const *allow,
                                          struct bash_mcp_policy **out);
 
 /**
+ * Creates a policy, like bash_mcp_policy_new(), that reads command text the
+ * way the shell at @p shell does (its dialect): `bash` understands `[[ ]]`
+ * and `&>`; a POSIX `sh` (dash) reads them otherwise, so under `sh`
+ * such text is a command no rule names. Use the shell your commands run
+ * with (the server's `shell` setting, `/bin/sh` by default).
+ *
+ * @param allow As in bash_mcp_policy_new().
+ * @param allow_len As in bash_mcp_policy_new().
+ * @param deny As in bash_mcp_policy_new().
+ * @param deny_len As in bash_mcp_policy_new().
+ * @param shell Path or name of the shell (`/bin/bash`, `sh`, `zsh`), or NULL
+ *        for the conservative reading of bash_mcp_policy_new() (text that bash
+ *        and a POSIX `sh` read differently is a command no rule names).
+ *        Borrowed for the duration of the call.
+ * @param[out] out Receives the new policy on success; untouched on failure.
+ *        Caller owns the policy; release it with bash_mcp_policy_free().
+ * @return As bash_mcp_policy_new(); ::BASH_MCP_RESULT_INVALID_UTF8 also for
+ *         @p shell.
+ * @note Thread-safe: any number of policies may be made at once.
+ */
+enum bash_mcp_result bash_mcp_policy_new_for_shell(const char *const *allow,
+                                                   size_t allow_len,
+                                                   const char *const *deny,
+                                                   size_t deny_len,
+                                                   const char *shell,
+                                                   struct bash_mcp_policy **out);
+
+/**
  * Releases a policy.
  *
  * @param policy A policy from bash_mcp_policy_new(), or NULL (then nothing

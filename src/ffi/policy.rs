@@ -5,10 +5,10 @@
 use std::ffi::c_char;
 
 use crate::ffi::panic;
-use crate::ffi::ptr::{null_arg, ref_arg, str_arg};
+use crate::ffi::ptr::{null_arg, opt_str_arg, ref_arg, str_arg};
 use crate::ffi::result::{Failure, bash_mcp_result, to_code};
 use crate::ffi::string::string_call;
-use crate::permission::{Decision, PermissionPolicy, PolicyError, classify, command_pattern};
+use crate::permission::{Decision, Dialect, PermissionPolicy, PolicyError, classify, command_pattern};
 
 /// Allow and deny rules in a host's format, applied to each command a shell
 /// text would run.
@@ -128,6 +128,56 @@ pub unsafe extern "C" fn bash_mcp_policy_new(
             let allow = unsafe { str_array(allow, allow_len, "allow") }?;
             let deny = unsafe { str_array(deny, deny_len, "deny") }?;
             let inner = PermissionPolicy::new(&allow, &deny).map_err(|e| invalid_entry(&e, &allow, &deny))?;
+            let boxed = Box::new(bash_mcp_policy { inner });
+            // SAFETY: `out` is non-NULL and points to writable storage per the contract.
+            unsafe { out.write(Box::into_raw(boxed)) };
+            Ok(())
+        })())
+    })
+}
+
+/// Creates a policy, like bash_mcp_policy_new(), that reads command text the
+/// way the shell at @p shell does (its dialect): `bash` understands `[[ ]]`
+/// and `&>`; a POSIX `sh` (dash) reads them otherwise, so under `sh`
+/// such text is a command no rule names. Use the shell your commands run
+/// with (the server's `shell` setting, `/bin/sh` by default).
+///
+/// @param allow As in bash_mcp_policy_new().
+/// @param allow_len As in bash_mcp_policy_new().
+/// @param deny As in bash_mcp_policy_new().
+/// @param deny_len As in bash_mcp_policy_new().
+/// @param shell Path or name of the shell (`/bin/bash`, `sh`, `zsh`), or NULL
+///        for the conservative reading of bash_mcp_policy_new() (text that bash
+///        and a POSIX `sh` read differently is a command no rule names).
+///        Borrowed for the duration of the call.
+/// @param[out] out Receives the new policy on success; untouched on failure.
+///        Caller owns the policy; release it with bash_mcp_policy_free().
+/// @return As bash_mcp_policy_new(); ::BASH_MCP_RESULT_INVALID_UTF8 also for
+///         @p shell.
+/// @note Thread-safe: any number of policies may be made at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bash_mcp_policy_new_for_shell(
+    allow: *const *const c_char,
+    allow_len: usize,
+    deny: *const *const c_char,
+    deny_len: usize,
+    shell: *const c_char,
+    out: *mut *mut bash_mcp_policy,
+) -> bash_mcp_result {
+    panic::guard_code(|| {
+        to_code((|| {
+            if out.is_null() {
+                return Err(null_arg("out"));
+            }
+            // SAFETY: a C string or NULL per the documented contract.
+            let shell = unsafe { opt_str_arg(shell, "shell") }?;
+            // SAFETY: arrays of C strings per the documented contract.
+            let allow = unsafe { str_array(allow, allow_len, "allow") }?;
+            let deny = unsafe { str_array(deny, deny_len, "deny") }?;
+            let dialect = shell.map(Dialect::for_shell).unwrap_or_default();
+            let inner = PermissionPolicy::new(&allow, &deny)
+                .map_err(|e| invalid_entry(&e, &allow, &deny))?
+                .with_dialect(dialect);
             let boxed = Box::new(bash_mcp_policy { inner });
             // SAFETY: `out` is non-NULL and points to writable storage per the contract.
             unsafe { out.write(Box::into_raw(boxed)) };

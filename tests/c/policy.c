@@ -182,6 +182,31 @@ static void check_decisions(void) {
     bash_mcp_policy_free(both);
 }
 
+/* The shell decides how text is read: dash runs `echo hi &` and then
+ * `>/dev/null touch p`, bash sends echo's output to /dev/null. */
+static void check_dialects(void) {
+    const char *allow[] = {TOOL ":echo *"};
+    const char *text = "{\"command\": \"echo hi &>/dev/null touch p\"}";
+    bash_mcp_policy *bash = NULL, *sh = NULL, *unknown = NULL;
+    bash_mcp_policy *sentinel = SENTINEL;
+
+    CHECK(bash_mcp_policy_new_for_shell(allow, 1, NULL, 0, "/bin/bash", &bash) == BASH_MCP_RESULT_OK);
+    CHECK(bash_mcp_policy_new_for_shell(allow, 1, NULL, 0, "sh", &sh) == BASH_MCP_RESULT_OK);
+    CHECK(bash_mcp_policy_new_for_shell(allow, 1, NULL, 0, NULL, &unknown) == BASH_MCP_RESULT_OK);
+    CHECK(bash_mcp_policy_new_for_shell(allow, 1, NULL, 0, "\xff", &sentinel) == BASH_MCP_RESULT_INVALID_UTF8);
+    CHECK(sentinel == SENTINEL);
+    CHECK(bash_mcp_policy_new_for_shell(allow, 1, NULL, 0, "bash", NULL) == BASH_MCP_RESULT_NULL_ARGUMENT);
+    if (bash != NULL && sh != NULL && unknown != NULL) {
+        CHECK(bash_mcp_policy_decide(bash, TOOL, text) == BASH_MCP_DECISION_ALLOW);
+        CHECK(bash_mcp_policy_decide(sh, TOOL, text) == BASH_MCP_DECISION_ASK);
+        CHECK(bash_mcp_policy_decide(unknown, TOOL, text) == BASH_MCP_DECISION_ASK);
+        CHECK(bash_mcp_policy_decide(sh, TOOL, "{\"command\": \"echo hi\"}") == BASH_MCP_DECISION_ALLOW);
+    }
+    bash_mcp_policy_free(bash);
+    bash_mcp_policy_free(sh);
+    bash_mcp_policy_free(unknown);
+}
+
 static void check_classify_and_pattern(void) {
     CHECK(take_has(bash_mcp_classify("rm -rf /"), "\"catastrophic\""));
     CHECK(take_has(bash_mcp_classify("echo hi && 'rm' -r -f ~"), "\"class\":\"catastrophic\""));
@@ -239,6 +264,7 @@ int main(void) {
     check_result_code();
     check_new_failures();
     check_decisions();
+    check_dialects();
     check_classify_and_pattern();
     check_threads();
 
