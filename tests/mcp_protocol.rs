@@ -1506,8 +1506,8 @@ fn binary_audits_refusals_and_invalid_calls() {
     let calls = &status["structuredContent"]["calls"];
     assert_eq!(
         *calls,
-        json!({"served": 2, "failed": 2}),
-        "the two invalid calls count as failed: {status}"
+        json!({"served": 3, "failed": 3}),
+        "the refusal and the two invalid calls count as failed: {status}"
     );
     drop(s);
 

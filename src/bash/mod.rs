@@ -263,11 +263,16 @@ impl BashServer {
         self.shared.audit()
     }
 
-    /// Records, in the audit log if on, a call that was refused before it ran
+    /// Counts as a failed call and records, in the audit log if on, a call
+    /// that was refused before it ran
     /// (e.g. by a permission policy); `reason` says why. Returns the entry's
     /// `audit_id` (`None` while the audit log is off), for the refusal's
     /// result.
     pub fn record_refusal(&self, tool_name: &str, args_json: &str, reason: &str) -> Option<String> {
+        // A refused call was served, and failed: `status` counts it.
+        let counters = &self.shared.counters;
+        counters.served.fetch_add(1, Ordering::Relaxed);
+        counters.failed.fetch_add(1, Ordering::Relaxed);
         let log = self.shared.audit()?;
         let mut entry = self.audit_entry(&log, tool_name, args_json, SystemTime::now());
         let id = entry["audit_id"].as_str().map(str::to_owned);
