@@ -791,13 +791,16 @@ impl SessionManager {
 
     fn await_command(&self, session: &Session, timeout: Duration, raw: bool, whole: bool) -> RunResult {
         let deadline = Instant::now() + timeout;
+        // Looking at the kernel's view scans /proc: only once a wait has passed
+        // without the command ending, so quick commands never pay for it.
+        let mut next_input_check = Instant::now() + INPUT_CHECK;
         let mut state = session.lock();
         loop {
             if !state.in_progress() {
                 return snapshot(session, &mut state, raw, whole, false);
             }
             let now = Instant::now();
-            if state.started_reading() && waiting_for_input(session) {
+            if now >= next_input_check && state.started_reading() && waiting_for_input(session) {
                 // The reader may hold the final marker: look again once it is idle.
                 drop(state);
                 state = session.lock();
@@ -806,10 +809,15 @@ impl SessionManager {
                 }
                 continue;
             }
+            if now >= next_input_check {
+                next_input_check = now + INPUT_CHECK;
+            }
             if now >= deadline {
                 return snapshot(session, &mut state, raw, whole, true);
             }
-            let step = deadline.saturating_duration_since(now).min(INPUT_CHECK);
+            let step = deadline
+                .saturating_duration_since(now)
+                .min(next_input_check.saturating_duration_since(now));
             state = session
                 .changed
                 .wait_timeout(state, step)

@@ -246,7 +246,11 @@ pub(crate) fn foreground_reading(master: RawFd, tty: libc::dev_t) -> bool {
     let Some(pgrp) = foreground_group(master) else {
         return false;
     };
-    group_members(pgrp).into_iter().any(|pid| blocked_on_tty_read(pid, tty))
+    // The group's leader first: scanning /proc for the other members costs more.
+    blocked_on_tty_read(pgrp, tty)
+        || group_members(pgrp)
+            .into_iter()
+            .any(|pid| pid != pgrp && blocked_on_tty_read(pid, tty))
 }
 
 /// Syscalls that read one descriptor (its number is the first argument).
