@@ -238,12 +238,7 @@ impl BashServer {
         let deadline = limit.map(|l| Instant::now() + l);
         // Cancel the jobs first, so their groups die while sessions close.
         let jobs = self.jobs.stop_all();
-        if self.sessions.open_sessions() > 0 {
-            match self.sessions.get() {
-                Ok(manager) => manager.close_all(),
-                Err(e) => tracing::warn!("cannot close the open sessions: {}", e.message),
-            }
-        }
+        self.sessions.close_all();
         jobs.wait(deadline)
     }
 

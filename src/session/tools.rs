@@ -56,6 +56,14 @@ impl LazyManager {
         self.cell.get().map_or(0, |m| m.list().len())
     }
 
+    /// Closes every open session, whether or not the configuration still
+    /// enables sessions (they may have been turned off after some started).
+    pub fn close_all(&self) {
+        if let Some(manager) = self.cell.get() {
+            manager.close_all();
+        }
+    }
+
     pub fn new(source: ConfigSource) -> Self {
         Self {
             cell: OnceLock::new(),
