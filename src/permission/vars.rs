@@ -48,6 +48,12 @@ pub const RISKY_VARIABLES: &[&str] = &[
     "CC",
     "CXX",
     "MAKEFLAGS",
+    "GNUMAKEFLAGS",
+    "MFLAGS",
+    // Debian's bash reads ~/.bashrc when these say it was started by sshd.
+    "SSH_CLIENT",
+    "SSH2_CLIENT",
+    "SHLVL",
     "GCONV_PATH",
     "EXECIGNORE",
     "FPATH",

@@ -92,6 +92,12 @@ pub const OPAQUE_BUILTINS: &[&str] = &[
     "coproc",
     "mapfile",
     "readarray",
+    // Runs a command (`-C`) or expands its word list (`-W '$(...)'`).
+    "compgen",
+    "complete",
+    // Adds to or reads the history that `!` expansion then rebuilds commands from.
+    "history",
+    "bind",
 ];
 
 /// Builtins that assign variables named by their arguments.
@@ -1235,7 +1241,17 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
                 inner(args, 1, false)
             }
         }
-        "exec" => inner(args, opts(args, 1, &EXEC)?.first, false),
+        "exec" => {
+            let p = opts(args, 1, &EXEC)?;
+            // `-l`, or a name starting with `-`, makes a shell a login shell,
+            // which first runs the user's profile (perhaps written a moment ago).
+            if p.has("l") || p.last("a").is_some_and(|a| a.value.as_deref().is_some_and(|v| v.starts_with('-'))) {
+                return Ok(Unwrap::Opaque(
+                    "`exec -l` (or `-a -name`) starts a login shell, which runs the user's profile".into(),
+                ));
+            }
+            inner(args, p.first, false)
+        }
         "nice" => {
             // `nice -10 cmd`, `nice --10 cmd`, `nice -+10 cmd`: an adjustment, not options.
             let old_style = args.get(1).is_some_and(|a| {
@@ -2170,6 +2186,25 @@ fn find(args: &[Arg], ctx: Ctx) -> Unwrap {
     }
 }
 
+/// An absolute path with empty and `.` components dropped and `..` applied
+/// (text only; symlinks are not followed). Relative paths come back as given.
+fn lexical_path(path: &str) -> String {
+    if !path.starts_with('/') {
+        return path.to_owned();
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
 /// `sh`/`bash`/... : `-c CODE`, stdin, or a script file.
 fn shell(args: &[Arg]) -> Unwrap {
     let mut i = 1;
@@ -2226,13 +2261,13 @@ fn shell(args: &[Arg]) -> Unwrap {
             args[0].text
         ));
     }
-    // A script "file" that is really a stream reads commands from input.
-    let script = args[i].text.as_str();
+    // A script "file" that is really a stream reads commands from input;
+    // compare the path with `//`, `/./` and `..` folded (`/dev//stdin`).
+    let script = lexical_path(&args[i].text);
     if script == "/dev/stdin"
         || script == "/dev/tty"
         || script.starts_with("/dev/fd/")
-        || script.starts_with("/proc/self/fd/")
-        || script.starts_with("/proc/thread-self/fd/")
+        || script.starts_with("/proc/")
     {
         return Unwrap::Stdin;
     }
