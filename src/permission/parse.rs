@@ -275,6 +275,10 @@ impl Walker {
             self.opaque(reason, Vec::new());
             return;
         }
+        if let Some(reason) = continued_heredoc(text) {
+            self.opaque(reason, Vec::new());
+            return;
+        }
         if let Some(reason) = named_descriptor(text.as_bytes()) {
             self.opaque(reason, Vec::new());
         }
@@ -878,3 +882,22 @@ fn script_dialect(runner: &str) -> Dialect {
         Dialect::Other
     }
 }
+
+/// A here-document operator in text that also has a backslash-newline (anywhere, quoted
+/// or not): the shells join a line ending in a backslash to the next one inside an
+/// unquoted here-document's body (`$\` then `(touch p)` is a substitution) and in
+/// bash even on the delimiter line (`EO\` then `F` ends the document early), which the
+/// parser does not. Checked after joining, so `<\` then `<EOF` counts too; a here-string
+/// (`<<<`) has no body or delimiter line and does not count.
+fn continued_heredoc(text: &str) -> Option<String> {
+    let joined = text.replace("\\\n", "");
+    let b = joined.as_bytes();
+    // `<<` that is not part of a here-string's `<<<`.
+    let heredoc = b
+        .windows(2)
+        .enumerate()
+        .any(|(i, w)| w == b"<<" && b.get(i + 2) != Some(&b'<') && (i == 0 || b[i - 1] != b'<'));
+    (joined.len() != text.len() && heredoc)
+        .then(|| "a here-document in text with a line continuation (a backslash at the end of a line)".into())
+}
+

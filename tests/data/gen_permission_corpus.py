@@ -98,6 +98,15 @@ add("env - touch p", "touch *"); add("exec env - rm x", "rm *")
 for c, e in [("echo {x} > f", "echo *"), ("set -e; ls", "{ls,set} *"), ("set -o pipefail; ls", "{ls,set} *"), ("wait -n -p pid", "wait *")]:
     add(c, e)
 add_in("other", "precmd_functions+=touch", U, "zsh hook"); add_in("other", "PROMPT=x", U, "zsh prompt")
+# here-documents, shared stdin, history expansion
+# A line continuation (backslash-newline) in text with a here-document: the shells join it
+# inside an unquoted body ($\ then ( is a substitution) and bash even on the delimiter line.
+for c in ["cat <<EOF\nx\nEO\\\nF\ntouch p\nEOF", "cat <<EOF\n$\\\n(touch p)\nEOF", "cat <<-EOF\n\t$\\\n(touch p)\nEOF",
+          "cat <<'EOF'\nx\\\ny\nEOF", "echo a\\\nb; cat <<EOF\nx\nEOF", "echo $(cat <<EOF\nx\nEO\\\nF\ntouch p\nEOF\n)",
+          "bash -c 'cat <<EOF\n$\\\n(touch p)\nEOF'"]:
+    add(c, U)
+for c, e in [("echo a\\\nb", "echo *"), ("cat <<EOF\n$(ls)\nEOF", "{cat,ls} *")]:
+    add(c, e)
 # quoting and escaping of the command word
 add("'git' status", "git *"); add('"git" status', "git *"); add("g\\it status", "git *"); add("$'git' status", "git *")
 add("gi''t status", "git *"); add('gi""t log', "git *"); add("\\git diff", "git *")
