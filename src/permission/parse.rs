@@ -597,50 +597,62 @@ impl Walker {
 
     fn redirect(&mut self, r: &IoRedirect, writes: &mut Vec<String>, stdin: &mut Stdin) {
         match r {
-            IoRedirect::File(fd, kind, target) => match target {
-                IoFileRedirectTarget::Filename(w) => {
-                    let arg = resolve(&w.value, self);
-                    match kind {
-                        IoFileRedirectKind::Read if fd.is_none_or(|f| f == 0) => *stdin = Stdin::Unknown,
-                        IoFileRedirectKind::Write
-                        | IoFileRedirectKind::Append
-                        | IoFileRedirectKind::Clobber
-                        | IoFileRedirectKind::ReadAndWrite => writes.push(arg.text),
-                        _ => {}
+            IoRedirect::File(fd, kind, target) => {
+                // Whatever a redirection puts on descriptor 0 replaces the standard input
+                // a here-document or here-string gave before it (`sh <<EOF <&3`).
+                let default_fd = match kind {
+                    IoFileRedirectKind::Read
+                    | IoFileRedirectKind::ReadAndWrite
+                    | IoFileRedirectKind::DuplicateInput => 0,
+                    _ => 1,
+                };
+                if fd.unwrap_or(default_fd) == 0 {
+                    *stdin = Stdin::Unknown;
+                }
+                match target {
+                    IoFileRedirectTarget::Filename(w) => {
+                        let arg = resolve(&w.value, self);
+                        match kind {
+                            IoFileRedirectKind::Write
+                            | IoFileRedirectKind::Append
+                            | IoFileRedirectKind::Clobber
+                            | IoFileRedirectKind::ReadAndWrite => writes.push(arg.text),
+                            _ => {}
+                        }
+                    }
+                    // Only `|&` produces a bare descriptor target (`2>&1` written out is a word).
+                    IoFileRedirectTarget::Fd(_) => self.bash_only("the pipe `|&`"),
+                    IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
+                        self.process_substitution(sub);
+                    }
+                    IoFileRedirectTarget::Duplicate(w) => {
+                        resolve(&w.value, self);
                     }
                 }
-                // Only `|&` produces a bare descriptor target (`2>&1` written out is a word).
-                IoFileRedirectTarget::Fd(_) => self.bash_only("the pipe `|&`"),
-                IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
-                    self.process_substitution(sub);
-                    if matches!(kind, IoFileRedirectKind::Read) {
-                        *stdin = Stdin::Unknown;
-                    }
-                }
-                IoFileRedirectTarget::Duplicate(w) => {
-                    resolve(&w.value, self);
-                }
-            },
-            IoRedirect::HereDocument(_, doc) => {
-                if doc.requires_expansion {
+            }
+            // Only a here-document or here-string on descriptor 0 is standard input;
+            // on another descriptor (`sh 3<<EOF`) it is not what a shell reads.
+            IoRedirect::HereDocument(fd, doc) => {
+                let text = if doc.requires_expansion {
                     let arg = resolve_heredoc(&doc.doc.value, self);
+                    arg.literal.then_some(arg.text)
+                } else {
+                    Some(doc.doc.value.clone())
+                };
+                if fd.is_none_or(|f| f == 0) {
+                    *stdin = text.map_or(Stdin::Unknown, Stdin::Text);
+                }
+            }
+            IoRedirect::HereString(fd, w) => {
+                self.bash_only("the here-string `<<<`");
+                let arg = resolve(&w.value, self);
+                if fd.is_none_or(|f| f == 0) {
                     *stdin = if arg.literal {
                         Stdin::Text(arg.text)
                     } else {
                         Stdin::Unknown
                     };
-                } else {
-                    *stdin = Stdin::Text(doc.doc.value.clone());
                 }
-            }
-            IoRedirect::HereString(_, w) => {
-                self.bash_only("the here-string `<<<`");
-                let arg = resolve(&w.value, self);
-                *stdin = if arg.literal {
-                    Stdin::Text(arg.text)
-                } else {
-                    Stdin::Unknown
-                };
             }
             IoRedirect::OutputAndError(w, _) => {
                 self.bash_only("the redirection `&>`");
@@ -815,6 +827,19 @@ impl Walker {
                     return;
                 }
                 Unwrap::Stdin => {
+                    if super::wrappers::SHELLS.contains(&basename(&argv[0].text))
+                        && let Some(path) = argv[1..].iter().find(|a| names_other_stream(&a.text))
+                    {
+                        self.opaque(
+                            format!(
+                                "`{}` may read commands from `{}`, not from its standard input",
+                                argv[0].text,
+                                clip(&path.text)
+                            ),
+                            Vec::new(),
+                        );
+                        return;
+                    }
                     match stdin {
                         Stdin::Text(code) => {
                             let code = code.clone();
@@ -899,5 +924,23 @@ fn continued_heredoc(text: &str) -> Option<String> {
         .any(|(i, w)| w == b"<<" && b.get(i + 2) != Some(&b'<') && (i == 0 || b[i - 1] != b'<'));
     (joined.len() != text.len() && heredoc)
         .then(|| "a here-document in text with a line continuation (a backslash at the end of a line)".into())
+}
+
+/// A path a shell given no `-c` may take as its script that is a stream other than its
+/// standard input: `/dev/fd/3`, `/proc/self/fd/3`, `/dev/tty` (slashes collapsed).
+fn names_other_stream(arg: &str) -> bool {
+    let mut path = String::with_capacity(arg.len());
+    for c in arg.chars() {
+        if !(c == '/' && path.ends_with('/')) {
+            path.push(c);
+        }
+    }
+    if !path.starts_with('/') {
+        return false;
+    }
+    if let Some((_, fd)) = path.rsplit_once("/fd/") {
+        return fd != "0";
+    }
+    (path.starts_with("/dev/") || path.starts_with("/proc/")) && path != "/dev/stdin"
 }
 

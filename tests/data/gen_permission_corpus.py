@@ -107,6 +107,17 @@ for c in ["cat <<EOF\nx\nEO\\\nF\ntouch p\nEOF", "cat <<EOF\n$\\\n(touch p)\nEOF
     add(c, U)
 for c, e in [("echo a\\\nb", "echo *"), ("cat <<EOF\n$(ls)\nEOF", "{cat,ls} *")]:
     add(c, e)
+# Only a here-document or here-string on descriptor 0 is a shell's script; anything later
+# on descriptor 0, or a script path naming another descriptor, makes the script unknown.
+for c in ["echo 'touch p' | sh 3<<EOF\ngit status\nEOF", "echo 'touch p' | bash 3<<< 'git status'",
+          "echo 'touch p' | sh 1<<EOF\ngit status\nEOF", "sh <<EOF <&3\ngit status\nEOF", "sh <<EOF <>x\ngit status\nEOF",
+          "sh <<EOF 0<x\ngit status\nEOF", "sh <<EOF <x\ngit status\nEOF", "sh /dev/fd/3 3<x <<EOF\ngit status\nEOF",
+          "sh /proc/self/fd/3 <<EOF\ngit status\nEOF", "bash -c \"sh 3<<< 'git status'\""]:
+    add(c, U)
+for c, e in [("sh 0<<EOF\ngit status\nEOF", "git *"), ("sh 3<x <<EOF\ngit status\nEOF", "git *"),
+             ("sh /dev/fd/0 <<EOF\ngit status\nEOF", "git *"), ("bash 0<<< 'git status'", "git *"),
+             ("cat 3<<EOF\nx\nEOF", "cat *"), ("sh <<EOF 2>&1\ngit status\nEOF", "git *")]:
+    add(c, e)
 # quoting and escaping of the command word
 add("'git' status", "git *"); add('"git" status', "git *"); add("g\\it status", "git *"); add("$'git' status", "git *")
 add("gi''t status", "git *"); add('gi""t log', "git *"); add("\\git diff", "git *")
