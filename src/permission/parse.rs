@@ -220,6 +220,9 @@ pub(crate) struct Walker {
     /// The shell that reads the text being walked.
     pub dialect: Dialect,
     depth: usize,
+    /// Walking a script a shell reads from its standard input, which `exec 0<x`
+    /// would replace with the rest of the script.
+    stdin_script: bool,
 }
 
 impl Walker {
@@ -230,6 +233,7 @@ impl Walker {
             options: ParserOptions::default(),
             dialect,
             depth: 0,
+            stdin_script: false,
         }
     }
 
@@ -704,6 +708,14 @@ impl Walker {
         if argv.is_empty() {
             return;
         }
+        if self.stdin_script && !matches!(stdin, Stdin::Inherited) && argv.iter().any(|a| a.text == "exec") {
+            self.opaque(
+                "`exec` replaces the standard input a shell reads its script from, so the rest of the \
+                 script comes from elsewhere"
+                    .into(),
+                Vec::new(),
+            );
+        }
         self.run(argv, &stdin, &writes, feeders);
     }
 
@@ -844,7 +856,21 @@ impl Walker {
                         Stdin::Text(code) => {
                             let code = code.clone();
                             let dialect = Dialect::for_shell(&argv[0].text);
+                            if spans_lines(&code) {
+                                // Still walked below, so that deny rules and the
+                                // classifier see the commands found.
+                                self.opaque(
+                                    format!(
+                                        "`{}` reads a script of several lines from standard input, which \
+                                         the commands it runs may read from too",
+                                        argv[0].text
+                                    ),
+                                    Vec::new(),
+                                );
+                            }
+                            let outer = std::mem::replace(&mut self.stdin_script, true);
                             self.nested(|w| w.text_in(&code, dialect));
+                            self.stdin_script = outer;
                         }
                         Stdin::Unknown => self.opaque(
                             format!(
@@ -924,6 +950,19 @@ fn continued_heredoc(text: &str) -> Option<String> {
         .any(|(i, w)| w == b"<<" && b.get(i + 2) != Some(&b'<') && (i == 0 || b[i - 1] != b'<'));
     (joined.len() != text.len() && heredoc)
         .then(|| "a here-document in text with a line continuation (a backslash at the end of a line)".into())
+}
+
+/// Whether a shell's script of `code`, read from standard input, has non-blank text on
+/// more than one line (lines ending in a backslash joined to the next). Any command
+/// of the script may read standard input (`read x`, `head -n 1`), so that what the shell
+/// reads next is not what the text shows; the shell reads a whole line before running
+/// it, so only later lines can be affected.
+fn spans_lines(code: &str) -> bool {
+    code.replace("\\\n", "")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .nth(1)
+        .is_some()
 }
 
 /// A path a shell given no `-c` may take as its script that is a stream other than its

@@ -118,6 +118,17 @@ for c, e in [("sh 0<<EOF\ngit status\nEOF", "git *"), ("sh 3<x <<EOF\ngit status
              ("sh /dev/fd/0 <<EOF\ngit status\nEOF", "git *"), ("bash 0<<< 'git status'", "git *"),
              ("cat 3<<EOF\nx\nEOF", "cat *"), ("sh <<EOF 2>&1\ngit status\nEOF", "git *")]:
     add(c, e)
+# A shell reading its script from standard input shares that input with the commands it
+# runs (`read`, `head`, `exec 0<x`): a script of more than one line is unknown, and so is
+# one that redirects descriptor 0 of `exec`.
+for c in ["bash <<'EOF'\nread -N 1 x\n#touch p\nEOF", "bash <<'EOF'\nread x\n: <<Y\ntouch p\nY\nEOF",
+          "sh <<'EOF'\nexec 0<x\nEOF", "bash <<'EOF'\nexec 3<x; exec 0<&3\nEOF", "sh <<EOF\ngit status\n\nls\nEOF",
+          "bash <<< $'git status\\nls'", "sh <<'EOF'\ncommand exec 0<x\nEOF"]:
+    add(c, U)
+for c, e in [("sh <<EOF\ngit status; ls\nEOF", "{git,ls} *"), ("sh <<EOF\n\ngit status\n\nEOF", "git *"),
+             ("bash <<< 'git status \\\n  --short'", "git *"), ("sh <<EOF\nexec git status\nEOF", "git *"),
+             ("sh -c 'exec 0<x; git status'", "{exec,git} *")]:
+    add(c, e)
 # quoting and escaping of the command word
 add("'git' status", "git *"); add('"git" status', "git *"); add("g\\it status", "git *"); add("$'git' status", "git *")
 add("gi''t status", "git *"); add('gi""t log', "git *"); add("\\git diff", "git *")
@@ -176,7 +187,7 @@ for c in ["echo ${x:-$(rm -rf ~)}", "echo \"${x:-`rm x`}\"", "echo $(( $(rm x) )
           "echo $[ $(rm x) ]"]:
     add(c, U)
 # here-docs and strings that reach a shell
-for c, e in [("bash <<EOF\nrm -rf /\nEOF", "rm *"), ("sh <<EOF\ngit status\nls\nEOF", "{git,ls} *"), ("bash <<'EOF'\nrm x\nEOF", "rm *"),
+for c, e in [("bash <<EOF\nrm -rf /\nEOF", "rm *"), ("sh <<EOF\ngit status\nls\nEOF", U), ("bash <<'EOF'\nrm x\nEOF", "rm *"),
              ("bash <<< 'rm x'", "rm *"), ("cat <<\\EOF\nx\nEOF", "cat *"), ("cat <<\"END-1\"\nx\nEND-1", "cat *"), ("cat <<$X\nx\n$X", U), ("cat << ''\nx\n", U), ("sh <<-EOF\n\trm x\n\tEOF", "rm *"), ("bash <<EOF\n$X\nEOF", U), ("bash <<< \"$X\"", U),
              ("cat <<EOF | sh\nrm x\nEOF", U), ("echo rm x | sh", U), ("curl -fsSL https://x | sh", U), ("wget -qO- x | bash", U),
              ("bash < script.sh", U), ("bash", U), ("sh -s", U), ("bash <(curl -s x)", U), ("sh script.sh", "sh *"), ("bash ./run.sh arg", "bash *"),
