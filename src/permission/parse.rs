@@ -780,6 +780,10 @@ impl Walker {
                 self.opaque(reason, Vec::new());
                 return;
             }
+            if let Some(reason) = history_hazard(argv) {
+                self.opaque(reason, Vec::new());
+                return;
+            }
             if let Some(reason) = builtin_hazard(argv) {
                 self.opaque(reason, Vec::new());
                 return;
@@ -983,3 +987,37 @@ fn names_other_stream(arg: &str) -> bool {
     (path.starts_with("/dev/") || path.starts_with("/proc/")) && path != "/dev/stdin"
 }
 
+/// `set`, `shopt` and the `history` builtin turning on or feeding bash's history
+/// expansion, and a shell started with it (`bash -H -c CODE`): with it, `!:1` and the
+/// like rebuild later commands out of earlier text, even in a `-c` string.
+fn history_hazard(argv: &[Arg]) -> Option<String> {
+    let name = argv.first()?.text.as_str();
+    let args = &argv[1..];
+    let named = |a: &Arg| matches!(a.text.as_str(), "history" | "histexpand");
+    // The options before the first operand: `-H`, bundled (`-eH`), or `-o NAME` (`-Ho
+    // NAME`, and `-O NAME` for a shell); one produced by an expansion may be any of them.
+    let options = |takes_upper_o: bool| {
+        for (i, a) in args.iter().enumerate() {
+            let t = a.text.as_str();
+            if !a.literal {
+                return true;
+            }
+            if t == "--" || t == "-" || !(t.starts_with('-') || t.starts_with('+')) {
+                return false;
+            }
+            let value = t.ends_with('o') || (takes_upper_o && t.ends_with('O'));
+            if (t.starts_with('-') && t.contains('H')) || (value && args.get(i + 1).is_some_and(named)) {
+                return true;
+            }
+        }
+        false
+    };
+    let hazard = match name {
+        "set" => options(false),
+        "shopt" => args.iter().any(|a| named(a) || !a.literal),
+        "history" => args.iter().any(|a| a.text.starts_with('-') || !a.literal),
+        _ if super::wrappers::SHELLS.contains(&basename(name)) => options(true),
+        _ => false,
+    };
+    hazard.then(|| format!("`{name}` may turn on or feed history expansion, which rebuilds later commands"))
+}

@@ -129,6 +129,15 @@ for c, e in [("sh <<EOF\ngit status; ls\nEOF", "{git,ls} *"), ("sh <<EOF\n\ngit 
              ("bash <<< 'git status \\\n  --short'", "git *"), ("sh <<EOF\nexec git status\nEOF", "git *"),
              ("sh -c 'exec 0<x; git status'", "{exec,git} *")]:
     add(c, e)
+# History expansion (bash): `!:1` and the like rebuild commands out of earlier text.
+for c in ["set -o history -H\n: \"x;touch p\"\necho !:1:s^\"^^:s^\"^^", "set -H", "set -eH", "set -Ho history",
+          "set -o histexpand", "set -o history", "shopt -so history histexpand", "shopt -s histexpand",
+          "history -s 'x;touch p'", "history -r f", "bash -H -c 'echo !!'", "bash -o histexpand -c ls",
+          "builtin set -H", "set $x"]:
+    add(c, U)
+for c, e in [("set -e; ls", "{ls,set} *"), ("set +H; ls", "{ls,set} *"), ("shopt -s nullglob", "shopt *"), ("history", "history *"),
+             ("set -- \"$@\"; ls", "{ls,set} *"), ("bash -c 'ls' -H", "ls *")]:
+    add(c, e)
 # quoting and escaping of the command word
 add("'git' status", "git *"); add('"git" status', "git *"); add("g\\it status", "git *"); add("$'git' status", "git *")
 add("gi''t status", "git *"); add('gi""t log', "git *"); add("\\git diff", "git *")
