@@ -995,17 +995,19 @@ fn history_hazard(argv: &[Arg]) -> Option<String> {
     let args = &argv[1..];
     let named = |a: &Arg| matches!(a.text.as_str(), "history" | "histexpand");
     // The options before the first operand: `-H`, bundled (`-eH`), or `-o NAME` (`-Ho
-    // NAME`, and `-O NAME` for a shell); one produced by an expansion may be any of them.
-    let options = |takes_upper_o: bool| {
+    // NAME`, and `-O NAME` for a shell). One produced by an expansion may be any of them:
+    // for `set` that is opaque here; a shell given one is opaque anyway (its script
+    // becomes unknown), with a better reason.
+    let options = |shell: bool| {
         for (i, a) in args.iter().enumerate() {
             let t = a.text.as_str();
             if !a.literal {
-                return true;
+                return !shell;
             }
             if t == "--" || t == "-" || !(t.starts_with('-') || t.starts_with('+')) {
                 return false;
             }
-            let value = t.ends_with('o') || (takes_upper_o && t.ends_with('O'));
+            let value = t.ends_with('o') || (shell && t.ends_with('O'));
             if (t.starts_with('-') && t.contains('H')) || (value && args.get(i + 1).is_some_and(named)) {
                 return true;
             }
