@@ -999,7 +999,8 @@ fn history_hazard(argv: &[Arg]) -> Option<String> {
     // for `set` that is opaque here; a shell given one is opaque anyway (its script
     // becomes unknown), with a better reason.
     let options = |shell: bool| {
-        for (i, a) in args.iter().enumerate() {
+        let mut i = 0;
+        while let Some(a) = args.get(i) {
             let t = a.text.as_str();
             if !a.literal {
                 return !shell;
@@ -1007,10 +1008,17 @@ fn history_hazard(argv: &[Arg]) -> Option<String> {
             if t == "--" || t == "-" || !(t.starts_with('-') || t.starts_with('+')) {
                 return false;
             }
-            let value = t.ends_with('o') || (shell && t.ends_with('O'));
-            if (t.starts_with('-') && t.contains('H')) || (value && args.get(i + 1).is_some_and(named)) {
+            if t.starts_with('-') && t.contains('H') {
                 return true;
             }
+            // `-o NAME`: the next word is the option's name, not an operand.
+            if t.ends_with('o') || (shell && t.ends_with('O')) {
+                if args.get(i + 1).is_some_and(named) {
+                    return true;
+                }
+                i += 1;
+            }
+            i += 1;
         }
         false
     };

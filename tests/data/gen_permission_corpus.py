@@ -133,10 +133,11 @@ for c, e in [("sh <<EOF\ngit status; ls\nEOF", "{git,ls} *"), ("sh <<EOF\n\ngit 
 for c in ["set -o history -H\n: \"x;touch p\"\necho !:1:s^\"^^:s^\"^^", "set -H", "set -eH", "set -Ho history",
           "set -o histexpand", "set -o history", "shopt -so history histexpand", "shopt -s histexpand",
           "history -s 'x;touch p'", "history -r f", "bash -H -c 'echo !!'", "bash -o histexpand -c ls",
-          "builtin set -H", "set $x"]:
+          "builtin set -H", "set $x", "set -o posix -o history", "set -o pipefail -H", "bash -o posix -O histexpand -c ls"]:
     add(c, U)
 for c, e in [("set -e; ls", "{ls,set} *"), ("set +H; ls", "{ls,set} *"), ("shopt -s nullglob", "shopt *"), ("history", "history *"),
-             ("set -- \"$@\"; ls", "{ls,set} *"), ("bash -c 'ls' -H", "ls *")]:
+             ("set -- \"$@\"; ls", "{ls,set} *"), ("bash -c 'ls' -H", "ls *"),
+             ("set -o pipefail -o errexit; ls", "{ls,set} *"), ("bash -o pipefail -c ls", "ls *")]:
     add(c, e)
 # quoting and escaping of the command word
 add("'git' status", "git *"); add('"git" status', "git *"); add("g\\it status", "git *"); add("$'git' status", "git *")
