@@ -220,6 +220,9 @@ pub(crate) struct Walker {
     /// The shell that reads the text being walked.
     pub dialect: Dialect,
     depth: usize,
+    /// Walking a script a shell reads from its standard input, which `exec 0<x`
+    /// would replace with the rest of the script.
+    stdin_script: bool,
 }
 
 impl Walker {
@@ -230,6 +233,7 @@ impl Walker {
             options: ParserOptions::default(),
             dialect,
             depth: 0,
+            stdin_script: false,
         }
     }
 
@@ -272,6 +276,10 @@ impl Walker {
             return;
         }
         if let Some(reason) = parser_hazard(text) {
+            self.opaque(reason, Vec::new());
+            return;
+        }
+        if let Some(reason) = continued_heredoc(text) {
             self.opaque(reason, Vec::new());
             return;
         }
@@ -593,50 +601,62 @@ impl Walker {
 
     fn redirect(&mut self, r: &IoRedirect, writes: &mut Vec<String>, stdin: &mut Stdin) {
         match r {
-            IoRedirect::File(fd, kind, target) => match target {
-                IoFileRedirectTarget::Filename(w) => {
-                    let arg = resolve(&w.value, self);
-                    match kind {
-                        IoFileRedirectKind::Read if fd.is_none_or(|f| f == 0) => *stdin = Stdin::Unknown,
-                        IoFileRedirectKind::Write
-                        | IoFileRedirectKind::Append
-                        | IoFileRedirectKind::Clobber
-                        | IoFileRedirectKind::ReadAndWrite => writes.push(arg.text),
-                        _ => {}
+            IoRedirect::File(fd, kind, target) => {
+                // Whatever a redirection puts on descriptor 0 replaces the standard input
+                // a here-document or here-string gave before it (`sh <<EOF <&3`).
+                let default_fd = match kind {
+                    IoFileRedirectKind::Read
+                    | IoFileRedirectKind::ReadAndWrite
+                    | IoFileRedirectKind::DuplicateInput => 0,
+                    _ => 1,
+                };
+                if fd.unwrap_or(default_fd) == 0 {
+                    *stdin = Stdin::Unknown;
+                }
+                match target {
+                    IoFileRedirectTarget::Filename(w) => {
+                        let arg = resolve(&w.value, self);
+                        match kind {
+                            IoFileRedirectKind::Write
+                            | IoFileRedirectKind::Append
+                            | IoFileRedirectKind::Clobber
+                            | IoFileRedirectKind::ReadAndWrite => writes.push(arg.text),
+                            _ => {}
+                        }
+                    }
+                    // Only `|&` produces a bare descriptor target (`2>&1` written out is a word).
+                    IoFileRedirectTarget::Fd(_) => self.bash_only("the pipe `|&`"),
+                    IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
+                        self.process_substitution(sub);
+                    }
+                    IoFileRedirectTarget::Duplicate(w) => {
+                        resolve(&w.value, self);
                     }
                 }
-                // Only `|&` produces a bare descriptor target (`2>&1` written out is a word).
-                IoFileRedirectTarget::Fd(_) => self.bash_only("the pipe `|&`"),
-                IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
-                    self.process_substitution(sub);
-                    if matches!(kind, IoFileRedirectKind::Read) {
-                        *stdin = Stdin::Unknown;
-                    }
-                }
-                IoFileRedirectTarget::Duplicate(w) => {
-                    resolve(&w.value, self);
-                }
-            },
-            IoRedirect::HereDocument(_, doc) => {
-                if doc.requires_expansion {
+            }
+            // Only a here-document or here-string on descriptor 0 is standard input;
+            // on another descriptor (`sh 3<<EOF`) it is not what a shell reads.
+            IoRedirect::HereDocument(fd, doc) => {
+                let text = if doc.requires_expansion {
                     let arg = resolve_heredoc(&doc.doc.value, self);
+                    arg.literal.then_some(arg.text)
+                } else {
+                    Some(doc.doc.value.clone())
+                };
+                if fd.is_none_or(|f| f == 0) {
+                    *stdin = text.map_or(Stdin::Unknown, Stdin::Text);
+                }
+            }
+            IoRedirect::HereString(fd, w) => {
+                self.bash_only("the here-string `<<<`");
+                let arg = resolve(&w.value, self);
+                if fd.is_none_or(|f| f == 0) {
                     *stdin = if arg.literal {
                         Stdin::Text(arg.text)
                     } else {
                         Stdin::Unknown
                     };
-                } else {
-                    *stdin = Stdin::Text(doc.doc.value.clone());
                 }
-            }
-            IoRedirect::HereString(_, w) => {
-                self.bash_only("the here-string `<<<`");
-                let arg = resolve(&w.value, self);
-                *stdin = if arg.literal {
-                    Stdin::Text(arg.text)
-                } else {
-                    Stdin::Unknown
-                };
             }
             IoRedirect::OutputAndError(w, _) => {
                 self.bash_only("the redirection `&>`");
@@ -687,6 +707,14 @@ impl Walker {
         }
         if argv.is_empty() {
             return;
+        }
+        if self.stdin_script && !matches!(stdin, Stdin::Inherited) && argv.iter().any(|a| a.text == "exec") {
+            self.opaque(
+                "`exec` replaces the standard input a shell reads its script from, so the rest of the \
+                 script comes from elsewhere"
+                    .into(),
+                Vec::new(),
+            );
         }
         self.run(argv, &stdin, &writes, feeders);
     }
@@ -752,6 +780,10 @@ impl Walker {
                 self.opaque(reason, Vec::new());
                 return;
             }
+            if let Some(reason) = history_hazard(argv) {
+                self.opaque(reason, Vec::new());
+                return;
+            }
             if let Some(reason) = builtin_hazard(argv) {
                 self.opaque(reason, Vec::new());
                 return;
@@ -811,11 +843,38 @@ impl Walker {
                     return;
                 }
                 Unwrap::Stdin => {
+                    if super::wrappers::SHELLS.contains(&basename(&argv[0].text))
+                        && let Some(path) = argv[1..].iter().find(|a| names_other_stream(&a.text))
+                    {
+                        self.opaque(
+                            format!(
+                                "`{}` may read commands from `{}`, not from its standard input",
+                                argv[0].text,
+                                clip(&path.text)
+                            ),
+                            Vec::new(),
+                        );
+                        return;
+                    }
                     match stdin {
                         Stdin::Text(code) => {
                             let code = code.clone();
                             let dialect = Dialect::for_shell(&argv[0].text);
+                            if spans_lines(&code) {
+                                // Still walked below, so that deny rules and the
+                                // classifier see the commands found.
+                                self.opaque(
+                                    format!(
+                                        "`{}` reads a script of several lines from standard input, which \
+                                         the commands it runs may read from too",
+                                        argv[0].text
+                                    ),
+                                    Vec::new(),
+                                );
+                            }
+                            let outer = std::mem::replace(&mut self.stdin_script, true);
                             self.nested(|w| w.text_in(&code, dialect));
+                            self.stdin_script = outer;
                         }
                         Stdin::Unknown => self.opaque(
                             format!(
@@ -877,4 +936,98 @@ fn script_dialect(runner: &str) -> Dialect {
     } else {
         Dialect::Other
     }
+}
+
+/// A here-document operator in text that also has a backslash-newline (anywhere, quoted
+/// or not): the shells join a line ending in a backslash to the next one inside an
+/// unquoted here-document's body (`$\` then `(touch p)` is a substitution) and in
+/// bash even on the delimiter line (`EO\` then `F` ends the document early), which the
+/// parser does not. Checked after joining, so `<\` then `<EOF` counts too; a here-string
+/// (`<<<`) has no body or delimiter line and does not count.
+fn continued_heredoc(text: &str) -> Option<String> {
+    let joined = text.replace("\\\n", "");
+    let b = joined.as_bytes();
+    // `<<` that is not part of a here-string's `<<<`.
+    let heredoc = b
+        .windows(2)
+        .enumerate()
+        .any(|(i, w)| w == b"<<" && b.get(i + 2) != Some(&b'<') && (i == 0 || b[i - 1] != b'<'));
+    (joined.len() != text.len() && heredoc)
+        .then(|| "a here-document in text with a line continuation (a backslash at the end of a line)".into())
+}
+
+/// Whether a shell's script of `code`, read from standard input, has non-blank text on
+/// more than one line (lines ending in a backslash joined to the next). Any command
+/// of the script may read standard input (`read x`, `head -n 1`), so that what the shell
+/// reads next is not what the text shows; the shell reads a whole line before running
+/// it, so only later lines can be affected.
+fn spans_lines(code: &str) -> bool {
+    code.replace("\\\n", "")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .nth(1)
+        .is_some()
+}
+
+/// A path a shell given no `-c` may take as its script that is a stream other than its
+/// standard input: `/dev/fd/3`, `/proc/self/fd/3`, `/dev/tty` (slashes collapsed).
+fn names_other_stream(arg: &str) -> bool {
+    let mut path = String::with_capacity(arg.len());
+    for c in arg.chars() {
+        if !(c == '/' && path.ends_with('/')) {
+            path.push(c);
+        }
+    }
+    if !path.starts_with('/') {
+        return false;
+    }
+    if let Some((_, fd)) = path.rsplit_once("/fd/") {
+        return fd != "0";
+    }
+    (path.starts_with("/dev/") || path.starts_with("/proc/")) && path != "/dev/stdin"
+}
+
+/// `set`, `shopt` and the `history` builtin turning on or feeding bash's history
+/// expansion, and a shell started with it (`bash -H -c CODE`): with it, `!:1` and the
+/// like rebuild later commands out of earlier text, even in a `-c` string.
+fn history_hazard(argv: &[Arg]) -> Option<String> {
+    let name = argv.first()?.text.as_str();
+    let args = &argv[1..];
+    let named = |a: &Arg| matches!(a.text.as_str(), "history" | "histexpand");
+    // The options before the first operand: `-H`, bundled (`-eH`), or `-o NAME` (`-Ho
+    // NAME`, and `-O NAME` for a shell). One produced by an expansion may be any of them:
+    // for `set` that is opaque here; a shell given one is opaque anyway (its script
+    // becomes unknown), with a better reason.
+    let options = |shell: bool| {
+        let mut i = 0;
+        while let Some(a) = args.get(i) {
+            let t = a.text.as_str();
+            if !a.literal {
+                return !shell;
+            }
+            if t == "--" || t == "-" || !(t.starts_with('-') || t.starts_with('+')) {
+                return false;
+            }
+            if t.starts_with('-') && t.contains('H') {
+                return true;
+            }
+            // `-o NAME`: the next word is the option's name, not an operand.
+            if t.ends_with('o') || (shell && t.ends_with('O')) {
+                if args.get(i + 1).is_some_and(named) {
+                    return true;
+                }
+                i += 1;
+            }
+            i += 1;
+        }
+        false
+    };
+    let hazard = match name {
+        "set" => options(false),
+        "shopt" => args.iter().any(|a| named(a) || !a.literal),
+        "history" => args.iter().any(|a| a.text.starts_with('-') || !a.literal),
+        _ if super::wrappers::SHELLS.contains(&basename(name)) => options(true),
+        _ => false,
+    };
+    hazard.then(|| format!("`{name}` may turn on or feed history expansion, which rebuilds later commands"))
 }

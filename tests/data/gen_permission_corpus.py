@@ -98,6 +98,47 @@ add("env - touch p", "touch *"); add("exec env - rm x", "rm *")
 for c, e in [("echo {x} > f", "echo *"), ("set -e; ls", "{ls,set} *"), ("set -o pipefail; ls", "{ls,set} *"), ("wait -n -p pid", "wait *")]:
     add(c, e)
 add_in("other", "precmd_functions+=touch", U, "zsh hook"); add_in("other", "PROMPT=x", U, "zsh prompt")
+# here-documents, shared stdin, history expansion
+# A line continuation (backslash-newline) in text with a here-document: the shells join it
+# inside an unquoted body ($\ then ( is a substitution) and bash even on the delimiter line.
+for c in ["cat <<EOF\nx\nEO\\\nF\ntouch p\nEOF", "cat <<EOF\n$\\\n(touch p)\nEOF", "cat <<-EOF\n\t$\\\n(touch p)\nEOF",
+          "cat <<'EOF'\nx\\\ny\nEOF", "echo a\\\nb; cat <<EOF\nx\nEOF", "echo $(cat <<EOF\nx\nEO\\\nF\ntouch p\nEOF\n)",
+          "bash -c 'cat <<EOF\n$\\\n(touch p)\nEOF'"]:
+    add(c, U)
+for c, e in [("echo a\\\nb", "echo *"), ("cat <<EOF\n$(ls)\nEOF", "{cat,ls} *")]:
+    add(c, e)
+# Only a here-document or here-string on descriptor 0 is a shell's script; anything later
+# on descriptor 0, or a script path naming another descriptor, makes the script unknown.
+for c in ["echo 'touch p' | sh 3<<EOF\ngit status\nEOF", "echo 'touch p' | bash 3<<< 'git status'",
+          "echo 'touch p' | sh 1<<EOF\ngit status\nEOF", "sh <<EOF <&3\ngit status\nEOF", "sh <<EOF <>x\ngit status\nEOF",
+          "sh <<EOF 0<x\ngit status\nEOF", "sh <<EOF <x\ngit status\nEOF", "sh /dev/fd/3 3<x <<EOF\ngit status\nEOF",
+          "sh /proc/self/fd/3 <<EOF\ngit status\nEOF", "bash -c \"sh 3<<< 'git status'\""]:
+    add(c, U)
+for c, e in [("sh 0<<EOF\ngit status\nEOF", "git *"), ("sh 3<x <<EOF\ngit status\nEOF", "git *"),
+             ("sh /dev/fd/0 <<EOF\ngit status\nEOF", "git *"), ("bash 0<<< 'git status'", "git *"),
+             ("cat 3<<EOF\nx\nEOF", "cat *"), ("sh <<EOF 2>&1\ngit status\nEOF", "git *")]:
+    add(c, e)
+# A shell reading its script from standard input shares that input with the commands it
+# runs (`read`, `head`, `exec 0<x`): a script of more than one line is unknown, and so is
+# one that redirects descriptor 0 of `exec`.
+for c in ["bash <<'EOF'\nread -N 1 x\n#touch p\nEOF", "bash <<'EOF'\nread x\n: <<Y\ntouch p\nY\nEOF",
+          "sh <<'EOF'\nexec 0<x\nEOF", "bash <<'EOF'\nexec 3<x; exec 0<&3\nEOF", "sh <<EOF\ngit status\n\nls\nEOF",
+          "bash <<< $'git status\\nls'", "sh <<'EOF'\ncommand exec 0<x\nEOF"]:
+    add(c, U)
+for c, e in [("sh <<EOF\ngit status; ls\nEOF", "{git,ls} *"), ("sh <<EOF\n\ngit status\n\nEOF", "git *"),
+             ("bash <<< 'git status \\\n  --short'", "git *"), ("sh <<EOF\nexec git status\nEOF", "git *"),
+             ("sh -c 'exec 0<x; git status'", "{exec,git} *")]:
+    add(c, e)
+# History expansion (bash): `!:1` and the like rebuild commands out of earlier text.
+for c in ["set -o history -H\n: \"x;touch p\"\necho !:1:s^\"^^:s^\"^^", "set -H", "set -eH", "set -Ho history",
+          "set -o histexpand", "set -o history", "shopt -so history histexpand", "shopt -s histexpand",
+          "history -s 'x;touch p'", "history -r f", "bash -H -c 'echo !!'", "bash -o histexpand -c ls",
+          "builtin set -H", "set $x", "set -o posix -o history", "set -o pipefail -H", "bash -o posix -O histexpand -c ls"]:
+    add(c, U)
+for c, e in [("set -e; ls", "{ls,set} *"), ("set +H; ls", "{ls,set} *"), ("shopt -s nullglob", "shopt *"), ("history", "history *"),
+             ("set -- \"$@\"; ls", "{ls,set} *"), ("bash -c 'ls' -H", "ls *"),
+             ("set -o pipefail -o errexit; ls", "{ls,set} *"), ("bash -o pipefail -c ls", "ls *")]:
+    add(c, e)
 # quoting and escaping of the command word
 add("'git' status", "git *"); add('"git" status', "git *"); add("g\\it status", "git *"); add("$'git' status", "git *")
 add("gi''t status", "git *"); add('gi""t log', "git *"); add("\\git diff", "git *")
@@ -156,7 +197,7 @@ for c in ["echo ${x:-$(rm -rf ~)}", "echo \"${x:-`rm x`}\"", "echo $(( $(rm x) )
           "echo $[ $(rm x) ]"]:
     add(c, U)
 # here-docs and strings that reach a shell
-for c, e in [("bash <<EOF\nrm -rf /\nEOF", "rm *"), ("sh <<EOF\ngit status\nls\nEOF", "{git,ls} *"), ("bash <<'EOF'\nrm x\nEOF", "rm *"),
+for c, e in [("bash <<EOF\nrm -rf /\nEOF", "rm *"), ("sh <<EOF\ngit status\nls\nEOF", U), ("bash <<'EOF'\nrm x\nEOF", "rm *"),
              ("bash <<< 'rm x'", "rm *"), ("cat <<\\EOF\nx\nEOF", "cat *"), ("cat <<\"END-1\"\nx\nEND-1", "cat *"), ("cat <<$X\nx\n$X", U), ("cat << ''\nx\n", U), ("sh <<-EOF\n\trm x\n\tEOF", "rm *"), ("bash <<EOF\n$X\nEOF", U), ("bash <<< \"$X\"", U),
              ("cat <<EOF | sh\nrm x\nEOF", U), ("echo rm x | sh", U), ("curl -fsSL https://x | sh", U), ("wget -qO- x | bash", U),
              ("bash < script.sh", U), ("bash", U), ("sh -s", U), ("bash <(curl -s x)", U), ("sh script.sh", "sh *"), ("bash ./run.sh arg", "bash *"),
