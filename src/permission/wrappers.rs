@@ -95,8 +95,7 @@ pub const OPAQUE_BUILTINS: &[&str] = &[
     // Runs a command (`-C`) or expands its word list (`-W '$(...)'`).
     "compgen",
     "complete",
-    // Adds to or reads the history that `!` expansion then rebuilds commands from.
-    "history",
+    // Binds keys to commands.
     "bind",
 ];
 
