@@ -722,7 +722,8 @@ fn request_is_background(args: &Map<String, Value>) -> bool {
     args.get("background").and_then(Value::as_bool) == Some(true)
 }
 
-pub(crate) fn validate_command(command: &str) -> Result<(), ToolError> {
+/// The checks every command text gets, whatever runs it: not empty, no NUL.
+pub(crate) fn validate_command_text(command: &str) -> Result<(), ToolError> {
     if command.trim().is_empty() {
         return Err(ToolError::new(
             ErrorCode::EmptyCommand,
@@ -733,10 +734,15 @@ pub(crate) fn validate_command(command: &str) -> Result<(), ToolError> {
     if command.contains('\0') {
         return Err(ToolError::new(
             ErrorCode::CommandContainsNul,
-            "the command contains a NUL byte, which cannot be passed to a shell",
+            "the command contains a NUL byte, which a shell cannot read",
             "remove the NUL byte; to produce one, use printf '\\0' inside the command",
         ));
     }
+    Ok(())
+}
+
+pub(crate) fn validate_command(command: &str) -> Result<(), ToolError> {
+    validate_command_text(command)?;
     if command.len() > MAX_ARG_LEN {
         return Err(ToolError::new(
             ErrorCode::CommandTooLong,

@@ -119,20 +119,9 @@ pub unsafe extern "C" fn bash_mcp_policy_new(
     deny_len: usize,
     out: *mut *mut bash_mcp_policy,
 ) -> bash_mcp_result {
-    panic::guard_code(|| {
-        to_code((|| {
-            if out.is_null() {
-                return Err(null_arg("out"));
-            }
-            // SAFETY: arrays of C strings per the documented contract.
-            let allow = unsafe { str_array(allow, allow_len, "allow") }?;
-            let deny = unsafe { str_array(deny, deny_len, "deny") }?;
-            let inner = PermissionPolicy::new(&allow, &deny).map_err(|e| invalid_entry(&e, &allow, &deny))?;
-            let boxed = Box::new(bash_mcp_policy { inner });
-            // SAFETY: `out` is non-NULL and points to writable storage per the contract.
-            unsafe { out.write(Box::into_raw(boxed)) };
-            Ok(())
-        })())
+    // SAFETY: the same contract, with no shell (the conservative reading).
+    panic::guard_code(|| unsafe {
+        bash_mcp_policy_new_for_shell(allow, allow_len, deny, deny_len, std::ptr::null(), out)
     })
 }
 

@@ -1196,20 +1196,7 @@ fn spawn_failed(message: String) -> ToolError {
 pub const MAX_COMMAND_BYTES: usize = 1 << 20;
 
 fn validate_command(command: &str) -> Result<(), ToolError> {
-    if command.trim().is_empty() {
-        return Err(ToolError::new(
-            ErrorCode::EmptyCommand,
-            "the command is empty",
-            "pass the shell command to run in `command`",
-        ));
-    }
-    if command.contains('\0') {
-        return Err(ToolError::new(
-            ErrorCode::CommandContainsNul,
-            "the command contains a NUL byte, which a shell cannot read",
-            "remove the NUL byte; to produce one, use printf '\\0' inside the command",
-        ));
-    }
+    crate::bash::validate_command_text(command)?;
     if command.len() > MAX_COMMAND_BYTES {
         return Err(ToolError::new(
             ErrorCode::CommandTooLong,
