@@ -640,7 +640,12 @@ fn a_directory_that_cannot_be_entered_is_a_working_dir_error() {
         }
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let out = std::process::Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_bash-mcp")])
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                env!("CARGO_BIN_EXE_bash-mcp"),
+            ])
             .args(["exec", "--json", "--working-dir"])
             .arg(&locked)
             .arg("true")

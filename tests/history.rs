@@ -241,7 +241,11 @@ fn sh_runs_under_a_keep_default_and_refuses_an_explicit_keep() {
     assert_eq!(r.output, "still-usable\n");
     m.close(&id).unwrap();
     assert_no_survivors(&tag);
-    let files: Vec<_> = std::fs::read_dir(&home).unwrap().flatten().map(|e| e.file_name()).collect();
+    let files: Vec<_> = std::fs::read_dir(&home)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
     assert!(files.is_empty(), "nothing is written to HOME: {files:?}");
     std::fs::remove_dir_all(&home).unwrap();
 }

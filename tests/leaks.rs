@@ -35,7 +35,13 @@ fn ten_thousand_calls_leak_nothing() {
         });
         let request = ExecRequest::new("sleep 5 & sleep 5").env(TAG_VAR, &tag);
         let outcome = s
-            .run_with(&request, CallOptions { cancel: Some(&token), on_output: None })
+            .run_with(
+                &request,
+                CallOptions {
+                    cancel: Some(&token),
+                    on_output: None,
+                },
+            )
             .unwrap();
         t.join().unwrap();
         assert_eq!(outcome.status, Status::Cancelled);

@@ -898,9 +898,20 @@ fn server_shutdown_closes_sessions_even_after_they_were_disabled() {
     let server = common::server();
     let tag = unique_tag("shutdown-disabled");
     bash_mcp::McpServer::configure(&server, r#"{"sessions": {"enabled": true}}"#).unwrap();
-    let started = common::call_tool(&*server, "session_start", json!({"shell": "sh", "env": {TAG_VAR: &tag}}));
-    let id = started["session_id"].as_str().unwrap_or_else(|| panic!("{started}")).to_owned();
-    let run = common::call_tool(&*server, "session_run", json!({"session_id": id, "command": "sleep 1000 &"}));
+    let started = common::call_tool(
+        &*server,
+        "session_start",
+        json!({"shell": "sh", "env": {TAG_VAR: &tag}}),
+    );
+    let id = started["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned();
+    let run = common::call_tool(
+        &*server,
+        "session_run",
+        json!({"session_id": id, "command": "sleep 1000 &"}),
+    );
     assert_eq!(run["exit_code"], 0, "{run}");
     assert!(wait_for_survivors(&tag, 2));
     bash_mcp::McpServer::configure(&server, r#"{"sessions": {"enabled": false}}"#).unwrap();

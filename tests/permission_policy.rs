@@ -172,7 +172,10 @@ fn explain_names_the_deciding_rules() {
 
 #[test]
 fn input_pasted_into_nested_code_is_never_allowed_by_a_command_rule() {
-    let p = policy(&["bash.execute:echo *", "bash.execute:find *", "bash.execute:cat *"], &[]);
+    let p = policy(
+        &["bash.execute:echo *", "bash.execute:find *", "bash.execute:cat *"],
+        &[],
+    );
     for c in [
         "echo 'x;touch p' | xargs -I{} sh -c 'echo {}'",
         "echo 'x;touch p' | xargs -i sh -c 'echo {}'",
@@ -204,7 +207,13 @@ fn wrapper_option_abbreviations_do_not_hide_the_command() {
 #[test]
 fn deny_rules_match_the_basename_of_a_path_command_word() {
     let p = policy(&["bash.execute:*"], &["bash.execute:rm *"]);
-    for c in ["/bin/rm victim", "/usr/bin/rm -rf x", "./rm x", "../bin/rm x", "ls; /bin/rm x"] {
+    for c in [
+        "/bin/rm victim",
+        "/usr/bin/rm -rf x",
+        "./rm x",
+        "../bin/rm x",
+        "ls; /bin/rm x",
+    ] {
         assert_eq!(decide(&p, c), Decision::Deny, "{c}");
     }
     let p = policy(&["bash.execute"], &["bash.execute:git push*"]);
@@ -250,10 +259,20 @@ fn an_expanding_argument_cannot_slip_past_a_deny_rule_for_its_command() {
 fn opaque_commands_are_asked_while_deny_rules_exist() {
     for allow in ["bash.execute:*", "bash.execute", "*"] {
         let p = policy(&[allow], &["bash.execute:rm *"]);
-        for c in ["eval \"rm -rf x\"", "$CMD", "x=rm; $x -rf y", "echo rm x | sh", "PATH=/tmp git status"] {
+        for c in [
+            "eval \"rm -rf x\"",
+            "$CMD",
+            "x=rm; $x -rf y",
+            "echo rm x | sh",
+            "PATH=/tmp git status",
+        ] {
             assert_eq!(decide(&p, c), Decision::Ask, "{allow} {c}");
         }
-        assert_eq!(decide(&p, "rm x; eval y"), Decision::Deny, "a known denied part still denies");
+        assert_eq!(
+            decide(&p, "rm x; eval y"),
+            Decision::Deny,
+            "a known denied part still denies"
+        );
     }
     // Without argument deny rules for this tool, the wildcard still allows opaque commands.
     let p = policy(&["bash.execute:*"], &["filesystem.write:*"]);

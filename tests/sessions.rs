@@ -760,7 +760,10 @@ fn closing_a_session_ends_a_call_waiting_on_it() {
     assert_eq!(doc["status"], "closed");
     assert!(doc.get("exit_code").is_none(), "{doc}");
     assert!(doc["hint"].as_str().unwrap().contains("session_start"), "{doc}");
-    assert_eq!(m.run(&id, "true", &RunOptions::default()).unwrap_err().code, ErrorCode::SessionNotFound);
+    assert_eq!(
+        m.run(&id, "true", &RunOptions::default()).unwrap_err().code,
+        ErrorCode::SessionNotFound
+    );
     assert_no_survivors(&tag);
 }
 
@@ -806,7 +809,11 @@ fn idle_sessions_report_no_made_up_exit_codes() {
         assert!(r.output.ends_with("late\n"), "{shell}: {r:?}");
         // session_run still works and reports its own exit code.
         let r = run(&m, &id, "echo ran; sh -c 'exit 3'");
-        assert_eq!((r.state, r.output.as_str()), (RunState::Finished(3), "ran\n"), "{shell}: {r:?}");
+        assert_eq!(
+            (r.state, r.output.as_str()),
+            (RunState::Finished(3), "ran\n"),
+            "{shell}: {r:?}"
+        );
         // Interrupting the prompt has no command to report on either.
         let r = m.interrupt(&id, Duration::from_millis(300)).unwrap();
         assert_eq!(r.state, RunState::Idle, "{shell}: {r:?}");
@@ -838,7 +845,10 @@ fn blocked_on_a_socket_is_not_waiting_for_input() {
         ("recv", "a.recv(1)"),
         ("read", "os.read(a.fileno(), 1)"),
         ("select", "select.select([a], [], [])"),
-        ("epoll", "e = select.epoll(); e.register(a.fileno(), select.EPOLLIN); e.poll()"),
+        (
+            "epoll",
+            "e = select.epoll(); e.register(a.fileno(), select.EPOLLIN); e.poll()",
+        ),
     ] {
         let command = format!("python3 -c '{pair}; {code}'");
         let short = RunOptions {
@@ -903,7 +913,10 @@ fn long_lines_for_a_line_mode_terminal_are_refused_not_cut() {
     let long = format!("{}\n", "a".repeat(6000));
     let err = m.write(&id, &long, &[], Duration::from_secs(5), false).unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidArguments, "{err}");
-    assert!(err.message.contains("6000 bytes") && err.message.contains("4095"), "{err}");
+    assert!(
+        err.message.contains("6000 bytes") && err.message.contains("4095"),
+        "{err}"
+    );
     assert!(err.hint.contains("file"), "{err}");
     // Nothing was sent: the program still waits, and a line within the limit works.
     let r = m.read(&id, None, false).unwrap();
@@ -933,7 +946,11 @@ fn large_commands_timeouts_and_key_names_get_fitting_answers() {
     // A command beyond the kernel's 128 KiB argument limit runs: it goes through a file.
     let big = format!(": '{}'; echo done", "x".repeat(140 * 1024));
     let r = call_tool(&s, "session_run", json!({"session_id": id, "command": big}));
-    assert_eq!((r["status"].as_str(), r["output"].as_str()), (Some("finished"), Some("done\n")), "{r}");
+    assert_eq!(
+        (r["status"].as_str(), r["output"].as_str()),
+        (Some("finished"), Some("done\n")),
+        "{r}"
+    );
     let huge = format!(": '{}'", "x".repeat(bash_mcp::session::MAX_COMMAND_BYTES));
     let r = call_tool(&s, "session_run", json!({"session_id": id, "command": huge}));
     assert_eq!(r["error"], "command_too_long", "{r}");
@@ -981,7 +998,11 @@ fn a_timed_out_run_shows_head_and_tail() {
         .unwrap();
     assert_eq!(r.state, RunState::Running, "{r:?}");
     assert!(r.output.starts_with("FIRST-LINE\n"), "{}", &r.output[..200]);
-    assert!(r.output.ends_with("LAST-LINE\n"), "{}", &r.output[r.output.len() - 200..]);
+    assert!(
+        r.output.ends_with("LAST-LINE\n"),
+        "{}",
+        &r.output[r.output.len() - 200..]
+    );
     assert!(r.output.contains("bytes omitted"), "the cut is marked");
     assert!(r.truncated);
     m.interrupt(&id, Duration::from_secs(5)).unwrap();

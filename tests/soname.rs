@@ -13,9 +13,14 @@ fn shared_library_has_a_soname() {
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "readelf failed: {}", String::from_utf8_lossy(&out.stderr));
     assert!(
-        text.lines().any(|l| l.contains("(SONAME)") && l.contains("[libbash_mcp.so]")),
+        out.status.success(),
+        "readelf failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("(SONAME)") && l.contains("[libbash_mcp.so]")),
         "no SONAME libbash_mcp.so in:\n{text}"
     );
 }
@@ -25,7 +30,11 @@ fn a_program_linked_by_path_records_the_name_only() {
     let lib = cbuild::library();
     let scratch = cbuild::Scratch::new("soname");
     let source = scratch.0.join("main.c");
-    std::fs::write(&source, "#include \"bash_mcp.h\"\nint main(void) { return bash_mcp_version() ? 0 : 1; }\n").unwrap();
+    std::fs::write(
+        &source,
+        "#include \"bash_mcp.h\"\nint main(void) { return bash_mcp_version() ? 0 : 1; }\n",
+    )
+    .unwrap();
     let exe = scratch.0.join("main");
     let Ok(status) = Command::new("cc")
         .arg("-I")
@@ -45,7 +54,10 @@ fn a_program_linked_by_path_records_the_name_only() {
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);
-    let needed: Vec<&str> = text.lines().filter(|l| l.contains("(NEEDED)") && l.contains("bash_mcp")).collect();
+    let needed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("(NEEDED)") && l.contains("bash_mcp"))
+        .collect();
     assert_eq!(needed.len(), 1, "{text}");
     assert!(needed[0].contains("[libbash_mcp.so]"), "{}", needed[0]);
     // It runs when the library is found through the search path.

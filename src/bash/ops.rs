@@ -413,7 +413,10 @@ fn version_of(shared: &Shared, program: &Path, name: &str) -> Option<String> {
         "zip" => "-v",
         _ => "--version",
     };
-    let command = format!("exec {} {flag} 2>&1 </dev/null", shell_quote(&program.to_string_lossy()));
+    let command = format!(
+        "exec {} {flag} 2>&1 </dev/null",
+        shell_quote(&program.to_string_lossy())
+    );
     let outcome = shared
         .run(
             &ExecRequest::new(command).timeout(PROBE_TIMEOUT),
@@ -432,11 +435,22 @@ fn version_of(shared: &Shared, program: &Path, name: &str) -> Option<String> {
 fn first_version_line(text: &str) -> Option<String> {
     static ANSI: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"\x1b\[[0-9;?]*[ -/]*[@-~]").expect("valid regex"));
-    let line = text.lines().map(|l| ANSI.replace_all(l, "")).map(|l| l.trim().to_owned()).find(|l| !l.is_empty())?;
+    let line = text
+        .lines()
+        .map(|l| ANSI.replace_all(l, ""))
+        .map(|l| l.trim().to_owned())
+        .find(|l| !l.is_empty())?;
     let lower = line.to_ascii_lowercase();
-    if ["usage", "error", "caution", "unknown option", "invalid option", "illegal option"]
-        .iter()
-        .any(|w| lower.starts_with(w))
+    if [
+        "usage",
+        "error",
+        "caution",
+        "unknown option",
+        "invalid option",
+        "illegal option",
+    ]
+    .iter()
+    .any(|w| lower.starts_with(w))
     {
         return None;
     }
@@ -532,7 +546,10 @@ mod tests {
     fn version_lines_are_cleaned_and_errors_dropped() {
         use super::first_version_line as v;
         assert_eq!(v("\n  git version 2.47.3\nmore").as_deref(), Some("git version 2.47.3"));
-        assert_eq!(v("\x1b[1mApache Maven 3.8.7\x1b[m\n").as_deref(), Some("Apache Maven 3.8.7"));
+        assert_eq!(
+            v("\x1b[1mApache Maven 3.8.7\x1b[m\n").as_deref(),
+            Some("Apache Maven 3.8.7")
+        );
         assert_eq!(v("Error: unknown flag: --version\n"), None);
         assert_eq!(v("usage: tmux [-2CDlNuVv]\n"), None);
         assert_eq!(v("caution: not a zip file\n"), None);

@@ -120,7 +120,9 @@ impl ExecRequest {
             request.working_dir = Some(PathBuf::from(dir));
         }
         if let Some(value) = args.get("timeout_seconds").filter(|v| !v.is_null()) {
-            let secs = value.as_f64().filter(|s| s.is_finite() && *s >= 0.001 && *s <= 86_400.0);
+            let secs = value
+                .as_f64()
+                .filter(|s| s.is_finite() && *s >= 0.001 && *s <= 86_400.0);
             let Some(secs) = secs else {
                 return Err(ToolError::new(
                     ErrorCode::InvalidTimeout,

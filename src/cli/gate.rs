@@ -30,9 +30,9 @@
 
 use std::sync::Arc;
 
-use bash_mcp::{BashServer, McpServer};
 use bash_mcp::mcp::{Gate, GateDecision};
 use bash_mcp::permission::{self, Class, Decision, Dialect, OPAQUE_BODY, PermissionPolicy, fnmatch};
+use bash_mcp::{BashServer, McpServer};
 use serde_json::Value;
 
 use super::settings::{Permissions, Settings};

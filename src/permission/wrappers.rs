@@ -1244,7 +1244,10 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
             let p = opts(args, 1, &EXEC)?;
             // `-l`, or a name starting with `-`, makes a shell a login shell,
             // which first runs the user's profile (perhaps written a moment ago).
-            if p.has("l") || p.last("a").is_some_and(|a| a.value.as_deref().is_some_and(|v| v.starts_with('-'))) {
+            if p.has("l")
+                || p.last("a")
+                    .is_some_and(|a| a.value.as_deref().is_some_and(|v| v.starts_with('-')))
+            {
                 return Ok(Unwrap::Opaque(
                     "`exec -l` (or `-a -name`) starts a login shell, which runs the user's profile".into(),
                 ));
@@ -2263,10 +2266,7 @@ fn shell(args: &[Arg]) -> Unwrap {
     // A script "file" that is really a stream reads commands from input;
     // compare the path with `//`, `/./` and `..` folded (`/dev//stdin`).
     let script = lexical_path(&args[i].text);
-    if script == "/dev/stdin"
-        || script == "/dev/tty"
-        || script.starts_with("/dev/fd/")
-        || script.starts_with("/proc/")
+    if script == "/dev/stdin" || script == "/dev/tty" || script.starts_with("/dev/fd/") || script.starts_with("/proc/")
     {
         return Unwrap::Stdin;
     }

@@ -18,7 +18,10 @@
 pub(crate) enum Event {
     Output(Vec<u8>),
     Start,
-    End { status: i32, cwd: Vec<u8> },
+    End {
+        status: i32,
+        cwd: Vec<u8>,
+    },
     /// fish is about to exit, or to refuse to.
     Exiting,
 }
@@ -231,9 +234,8 @@ mod tests {
 
     #[test]
     fn markers_split_anywhere_are_found() {
-        let stream = format!(
-            "echo\x1b]633;C;{N}\x07hello\n\x1b]633;F;{N}\x07\x1b]633;D;{N};3;/tmp/a b\x1b]633;E;{N}\x07prompt"
-        );
+        let stream =
+            format!("echo\x1b]633;C;{N}\x07hello\n\x1b]633;F;{N}\x07\x1b]633;D;{N};3;/tmp/a b\x1b]633;E;{N}\x07prompt");
         let bytes = stream.as_bytes();
         for cut in 0..bytes.len() {
             let events = run(&[&bytes[..cut], &bytes[cut..]]);
@@ -273,7 +275,8 @@ mod tests {
     #[test]
     fn an_unterminated_osc_ends_at_the_next_escape() {
         assert_eq!(strip_control("\x1b]0;title\x1b]0;b\x07 after"), " after");
-        let fake = "\x1b]633;D;deadbeefdeadbeefdeadbeefdeadbeef;0;/\x1b]633;E;deadbeefdeadbeefdeadbeefdeadbeef\x07 hidden?";
+        let fake =
+            "\x1b]633;D;deadbeefdeadbeefdeadbeefdeadbeef;0;/\x1b]633;E;deadbeefdeadbeefdeadbeefdeadbeef\x07 hidden?";
         assert_eq!(strip_control(fake), " hidden?");
         // ESC \ still ends it; an ESC starting a CSI ends it and is removed too.
         assert_eq!(strip_control("a\x1b]0;t\x1b\\b\x1b]0;u\x1b[1mc"), "abc");
