@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::cancel::CancelToken;
 use crate::capture::BoundedOutput;
-use crate::spawn::{self, SpawnSpec, Streams};
+use crate::spawn::{self, SpawnSpec};
 
 /// Which stream a chunk of output came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -97,16 +97,6 @@ pub(crate) fn run(
 ) -> io::Result<RawOutcome> {
     let start = Instant::now();
     let deadline = start + limits.timeout;
-    // A call cancelled before it starts must have no effect at all.
-    if cancel.is_some_and(CancelToken::is_cancelled) {
-        return Ok(RawOutcome {
-            ending: Ending::Cancelled,
-            status: 128 + libc::SIGKILL,
-            stdout: BoundedOutput::new(limits.output_limit),
-            stderr: (spec.streams == Streams::Separate).then(|| BoundedOutput::new(limits.output_limit)),
-            elapsed: Duration::ZERO,
-        });
-    }
     let child = spawn::spawn(spec)?;
     let mut guard = GroupGuard {
         pid: child.pid,
