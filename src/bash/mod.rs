@@ -265,9 +265,7 @@ impl BashServer {
     /// result.
     pub fn record_refusal(&self, tool_name: &str, args_json: &str, reason: &str) -> Option<String> {
         // A refused call was served, and failed: `status` counts it.
-        let counters = &self.shared.counters;
-        counters.served.fetch_add(1, Ordering::Relaxed);
-        counters.failed.fetch_add(1, Ordering::Relaxed);
+        self.shared.count_failed_call();
         let log = self.shared.audit()?;
         let mut entry = self.audit_entry(&log, tool_name, args_json, SystemTime::now());
         let id = entry["audit_id"].as_str().map(str::to_owned);
@@ -288,16 +286,10 @@ impl BashServer {
         let local = self
             .find_tool(tool_name)
             .map_or(tool_name, |t| t.definition().name.as_str());
-        let mut entry = Map::new();
-        entry.insert("audit_id".into(), crate::audit::random_id().into());
-        entry.insert("timestamp".into(), crate::audit::rfc3339(started).into());
-        entry.insert("server".into(), self.name().into());
-        entry.insert("tool".into(), local.into());
-        if let Some(command) = args.get("command").and_then(Value::as_str) {
-            entry.insert("command".into(), log.redact(command).into());
-            let class = crate::permission::classify(command).class;
-            entry.insert("class".into(), serde_json::to_value(class).unwrap_or(Value::Null));
-        }
+        let qualified = format!("{}.{local}", self.name());
+        let pattern = self.get_permission_pattern(&qualified, args_json);
+        let command = args.get("command").and_then(Value::as_str);
+        let mut entry = self.shared.audit_head(log, started, local, command, &pattern);
         let default_dir = self.shared.working_dir();
         let dir = match args.get("working_dir").and_then(Value::as_str) {
             Some(dir) => {
@@ -316,13 +308,6 @@ impl BashServer {
                 entry.insert(key.into(), id.into());
             }
         }
-        let qualified = format!("{}.{local}", self.name());
-        let pattern = self.get_permission_pattern(&qualified, args_json);
-        let command = args.get("command").and_then(Value::as_str);
-        entry.insert(
-            "permission_pattern".into(),
-            log.redact_related(&pattern, command).into(),
-        );
         entry
     }
 
@@ -466,9 +451,7 @@ impl McpServer for BashServer {
     }
 
     fn record_rejected_call(&self, tool_name: &str, args_json: &str, error: ErrorCode) {
-        let counters = &self.shared.counters;
-        counters.served.fetch_add(1, Ordering::Relaxed);
-        counters.failed.fetch_add(1, Ordering::Relaxed);
+        self.shared.count_failed_call();
         if let Some(log) = self.shared.audit() {
             let mut entry = self.audit_entry(&log, tool_name, args_json, SystemTime::now());
             entry.insert("error".into(), error.as_str().into());
@@ -500,25 +483,47 @@ impl Shared {
         self.audit.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
+    /// The fields every audit entry starts with: its id, the start time, the
+    /// server and tool, and for a command its redacted text, its class and
+    /// its permission pattern.
+    fn audit_head(
+        &self,
+        log: &AuditLog,
+        started: SystemTime,
+        tool: &str,
+        command: Option<&str>,
+        pattern: &str,
+    ) -> Map<String, Value> {
+        let mut entry = Map::new();
+        entry.insert("audit_id".into(), crate::audit::random_id().into());
+        entry.insert("timestamp".into(), crate::audit::rfc3339(started).into());
+        entry.insert("server".into(), self.name.as_str().into());
+        entry.insert("tool".into(), tool.into());
+        if let Some(command) = command {
+            entry.insert("command".into(), log.redact(command).into());
+            let class = crate::permission::classify(command).class;
+            entry.insert("class".into(), serde_json::to_value(class).unwrap_or(Value::Null));
+        }
+        entry.insert("permission_pattern".into(), log.redact_related(pattern, command).into());
+        entry
+    }
+
+    /// Counts a call that failed before any tool ran (refused or rejected).
+    fn count_failed_call(&self) {
+        self.counters.served.fetch_add(1, Ordering::Relaxed);
+        self.counters.failed.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Records, in the audit log if on, how a background job ended (tool
     /// `job`): whether or not anyone asked with `job_status`.
     fn record_job_end(&self, end: &JobEnd<'_>) {
         let Some(log) = self.audit() else { return };
         let command = end.request.command.as_str();
-        let mut entry = Map::new();
-        entry.insert("audit_id".into(), crate::audit::random_id().into());
-        entry.insert("timestamp".into(), crate::audit::rfc3339(end.started).into());
-        entry.insert("server".into(), self.name.as_str().into());
-        entry.insert("tool".into(), "job".into());
+        // The pattern `execute` gave the job: in the configured shell's dialect.
+        let dialect = crate::permission::Dialect::for_shell(&self.config().shell);
+        let pattern = crate::permission::command_pattern_in(&format!("{}.execute", self.name), command, dialect);
+        let mut entry = self.audit_head(&log, end.started, "job", Some(command), &pattern);
         entry.insert("job_id".into(), end.id.into());
-        entry.insert("command".into(), log.redact(command).into());
-        let class = crate::permission::classify(command).class;
-        entry.insert("class".into(), serde_json::to_value(class).unwrap_or(Value::Null));
-        let pattern = crate::permission::command_pattern(&format!("{}.execute", self.name), command);
-        entry.insert(
-            "permission_pattern".into(),
-            log.redact_related(&pattern, Some(command)).into(),
-        );
         if !end.request.env.is_empty() {
             let names: Vec<Value> = end.request.env.iter().map(|(k, _)| Value::from(k.as_str())).collect();
             entry.insert("env_names".into(), names.into());
@@ -589,6 +594,8 @@ impl Shared {
             run_marker: Some(run_marker),
         };
 
+        // The limiter checks the token before it grants a slot: a call
+        // cancelled before its turn never starts its command.
         let Some(_permit) = self.limiter.acquire(options.cancel) else {
             return Ok(ExecOutcome {
                 status: Status::Cancelled,
