@@ -580,10 +580,14 @@ pub fn parse_instant(text: &str) -> Option<(i64, u32)> {
     if date.as_bytes()[4] != b'-' || date.as_bytes()[7] != b'-' {
         return None;
     }
-    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
         return None;
     }
     let days = days_from_civil(year, month as u32, day as u32);
+    // A day past the month's end (Feb 30) lands in the next month.
+    if civil_from_days(days) != (year, month as u32, day as u32) {
+        return None;
+    }
     let rest = &text[10..];
     if rest.is_empty() {
         return Some((days * 86_400, 0));
@@ -625,15 +629,6 @@ pub fn parse_instant(text: &str) -> Option<(i64, u32)> {
         }
     };
     Some((days * 86_400 + hour * 3600 + minute * 60 + second - offset, nanos))
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
 }
 
 /// (year, month, day), proleptic Gregorian, to days since 1970-01-01.
