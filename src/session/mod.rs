@@ -106,6 +106,14 @@ impl State {
     fn started_reading(&self) -> bool {
         self.started || self.phase == Phase::Idle
     }
+
+    /// Starts collecting a new command's output at the ring's end.
+    fn begin_output(&mut self, output_limit: usize, now: Instant) {
+        self.output = BoundedOutput::new(output_limit);
+        self.held = None;
+        self.cmd_start_offset = self.ring.end();
+        self.last_activity = now;
+    }
 }
 
 struct Session {
@@ -595,10 +603,7 @@ impl SessionManager {
             state.started = false;
             state.typed = false;
             state.cmd_started = now;
-            state.last_activity = now;
-            state.output = BoundedOutput::new(session.output_limit);
-            state.held = None;
-            state.cmd_start_offset = state.ring.end();
+            state.begin_output(session.output_limit, now);
             state.delivered = state.ring.end();
         }
         pty::write_all(session.master.as_raw_fd(), line.as_bytes())
@@ -678,10 +683,8 @@ impl SessionManager {
                     // end marker; there is no exit status to report.
                     state.typed = true;
                     state.last_exit = None;
-                    state.output = BoundedOutput::new(session.output_limit);
-                    state.cmd_start_offset = state.ring.end();
+                    state.begin_output(session.output_limit, Instant::now());
                     state.delivered = state.ring.end();
-                    state.last_activity = Instant::now();
                 }
                 Phase::Starting | Phase::Running => {}
             }
@@ -1137,10 +1140,7 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
                     state.phase = Phase::Running;
                     state.started = true;
                     state.cmd_started = now;
-                    state.last_activity = now;
-                    state.output = BoundedOutput::new(session.output_limit);
-                    state.held = None;
-                    state.cmd_start_offset = state.ring.end();
+                    state.begin_output(session.output_limit, now);
                     notify = true;
                 }
             }

@@ -124,22 +124,9 @@ impl Tool for SessionTool {
         }
     }
 
+    /// The dialect of the shell of the session named in `args_json`; the
+    /// conservative default when there is no such session.
     fn permission_dialect(&self, args_json: &str) -> crate::permission::Dialect {
-        self.session_dialect(args_json)
-    }
-
-    fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
-        match self.dispatch(args) {
-            Ok(value) => ToolResponse::new(value.to_string()),
-            Err(error) => ToolResponse::error(&error),
-        }
-    }
-}
-
-impl SessionTool {
-    /// The dialect of the shell of the session named in `args_json`; the conservative
-    /// default when there is no such session.
-    fn session_dialect(&self, args_json: &str) -> crate::permission::Dialect {
         let id = serde_json::from_str::<Value>(args_json)
             .ok()
             .and_then(|v| v.get("session_id")?.as_str().map(str::to_owned));
@@ -155,6 +142,15 @@ impl SessionTool {
             })
     }
 
+    fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
+        match self.dispatch(args) {
+            Ok(value) => ToolResponse::new(value.to_string()),
+            Err(error) => ToolResponse::error(&error),
+        }
+    }
+}
+
+impl SessionTool {
     fn dispatch(&self, args: &Map<String, Value>) -> Result<Value, ToolError> {
         let name = self.definition.name.as_str();
         let allowed: Vec<&str> = self.definition.input_schema["properties"]
