@@ -45,7 +45,9 @@ const RAW_INPUT_TOOLS: &[&str] = &["session_write"];
 /// The binary's gate.
 struct PolicyGate {
     server_name: String,
-    policy: Option<PermissionPolicy>,
+    /// The operator's rules, once per dialect (built at start, not per call);
+    /// empty without rules.
+    policies: Vec<PermissionPolicy>,
     /// The rule entries, for the tools the policy's command matching does not cover.
     rules: Permissions,
     refuse_catastrophic: bool,
@@ -66,7 +68,12 @@ pub fn build(settings: &Settings, server: Option<Arc<BashServer>>) -> Result<Opt
     }
     Ok(Some(Arc::new(PolicyGate {
         server_name: bash_mcp::DEFAULT_SERVER_NAME.to_owned(),
-        policy,
+        policies: policy.map_or_else(Vec::new, |p| {
+            [Dialect::Bash, Dialect::Posix, Dialect::Other, Dialect::Unknown]
+                .into_iter()
+                .map(|d| p.clone().with_dialect(d))
+                .collect()
+        }),
         rules,
         refuse_catastrophic: settings.refuse_catastrophic,
         server,
@@ -125,8 +132,8 @@ impl PolicyGate {
 
     fn decide_command(&self, qualified: &str, args_json: &str, dialect: Dialect) -> GateDecision {
         let pattern = permission::permission_pattern_in(qualified, args_json, dialect);
-        let policy = self.policy.clone().map(|p| p.with_dialect(dialect));
-        if let Some(policy) = &policy {
+        let policy = self.policies.iter().find(|p| p.dialect() == dialect);
+        if let Some(policy) = policy {
             match policy.decide(qualified, args_json) {
                 Decision::Deny => {
                     return refuse(
@@ -151,15 +158,13 @@ impl PolicyGate {
                 Decision::Allow => {}
             }
         }
+        // Past the rules, a command they cover was allowed by them explicitly.
         if self.refuse_catastrophic
+            && policy.is_none()
             && let Some(command) = string_arg(args_json, "command")
+            && let Some(refusal) = catastrophic(&command, pattern)
         {
-            let explicitly_allowed = policy
-                .as_ref()
-                .is_some_and(|p| p.decide(qualified, args_json) == Decision::Allow);
-            if !explicitly_allowed && let Some(refusal) = catastrophic(&command, pattern.clone()) {
-                return refusal;
-            }
+            return refusal;
         }
         GateDecision::Allow
     }
@@ -167,7 +172,7 @@ impl PolicyGate {
     fn decide_raw_input(&self, qualified: &str, args_json: &str) -> GateDecision {
         let pattern = permission::command_pattern(qualified, "");
         let mut explicitly_allowed = false;
-        if self.policy.is_some() {
+        if !self.policies.is_empty() {
             if let Some(rule) = matching_rule(&self.rules.deny, qualified, Scope::Opaque, true) {
                 return refuse(
                     format!("`{qualified}` was denied by the operator's permission rules: it matched `{rule}`"),

@@ -105,12 +105,7 @@ pub fn render_text(doc: &Map<String, Value>) -> String {
     } else if let Some(error) = str_of("error") {
         lines.push(format!("[error: {error}] {}", str_of("message").unwrap_or_default()));
     }
-    for key in ["status", "job_id", "session_id"] {
-        if let Some(value) = str_of(key) {
-            lines.push(format!("{key}: {value}"));
-        }
-    }
-    for key in ["hint", "pattern"] {
+    for key in ["status", "job_id", "session_id", "hint", "pattern"] {
         if let Some(value) = str_of(key).filter(|v| !v.is_empty()) {
             lines.push(format!("{key}: {value}"));
         }
