@@ -843,7 +843,7 @@ impl Walker {
                     return;
                 }
                 Unwrap::Stdin => {
-                    if super::wrappers::SHELLS.contains(&basename(&argv[0].text))
+                    if super::wrappers::is_shell(&argv[0].text)
                         && let Some(path) = argv[1..].iter().find(|a| names_other_stream(&a.text))
                     {
                         self.opaque(
@@ -1026,7 +1026,7 @@ fn history_hazard(argv: &[Arg]) -> Option<String> {
         "set" => options(false),
         "shopt" => args.iter().any(|a| named(a) || !a.literal),
         "history" => args.iter().any(|a| a.text.starts_with('-') || !a.literal),
-        _ if super::wrappers::SHELLS.contains(&basename(name)) => options(true),
+        _ if super::wrappers::is_shell(name) => options(true),
         _ => false,
     };
     hazard.then(|| format!("`{name}` may turn on or feed history expansion, which rebuilds later commands"))

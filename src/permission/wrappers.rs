@@ -131,6 +131,11 @@ pub(crate) fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
 
+/// Whether the command word `word` (a name or a path) names one of the [`SHELLS`].
+pub(crate) fn is_shell(word: &str) -> bool {
+    SHELLS.contains(&basename(word))
+}
+
 /// Whether the command named `name` runs other commands or code given in its arguments.
 fn runs_arguments(name: &str) -> bool {
     TRANSPARENT_WRAPPERS.contains(&name)
@@ -1686,7 +1691,7 @@ fn su(args: &[Arg], runuser: bool) -> Result<Unwrap, Unwrap> {
         return Ok(Unwrap::Command);
     }
     if let Some(shell) = p.last("s").and_then(|g| g.value.as_deref())
-        && !SHELLS.contains(&basename(shell))
+        && !is_shell(shell)
     {
         return Ok(Unwrap::Opaque(format!(
             "`{name} -s {shell}` runs a program we do not know"
