@@ -12,7 +12,7 @@ use brush_parser::ast::{
 use super::arith::{builtin_hazard, is_literal_arithmetic, is_plain_name, is_plain_subscript};
 use super::depth::{MAX_NESTING, MAX_PAREN_NESTING, nesting_depth};
 use super::dialect::{Dialect, OTHER_SHELL_KEYWORDS, not_plain};
-use super::vars::is_risky_variable;
+use super::vars::{is_risky_variable, risky_assignment};
 use super::word::{Arg, clip, resolve, resolve_heredoc};
 use super::wrappers::{Unwrap, basename, unwrap};
 use super::{Opacity, Part};
@@ -546,8 +546,8 @@ impl Walker {
         let name = match &a.name {
             AssignmentName::VariableName(n) | AssignmentName::ArrayElementName(n, _) => n,
         };
-        if is_risky_variable(name) {
-            self.opaque(format!("sets {name}, which changes what runs"), Vec::new());
+        if let Some(reason) = risky_assignment(name) {
+            self.opaque(reason, Vec::new());
         }
         if let AssignmentName::ArrayElementName(_, index) = &a.name {
             self.bash_only("an array element assignment");
