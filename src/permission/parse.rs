@@ -12,7 +12,7 @@ use brush_parser::ast::{
 use super::arith::{builtin_hazard, is_literal_arithmetic, is_plain_name, is_plain_subscript};
 use super::depth::{MAX_NESTING, MAX_PAREN_NESTING, nesting_depth};
 use super::dialect::{Dialect, OTHER_SHELL_KEYWORDS, not_plain};
-use super::vars::is_risky_variable;
+use super::vars::{is_risky_variable, risky_assignment};
 use super::word::{Arg, clip, resolve, resolve_heredoc};
 use super::wrappers::{Unwrap, basename, unwrap};
 use super::{Opacity, Part};
@@ -546,8 +546,8 @@ impl Walker {
         let name = match &a.name {
             AssignmentName::VariableName(n) | AssignmentName::ArrayElementName(n, _) => n,
         };
-        if is_risky_variable(name) {
-            self.opaque(format!("sets {name}, which changes what runs"), Vec::new());
+        if let Some(reason) = risky_assignment(name) {
+            self.opaque(reason, Vec::new());
         }
         if let AssignmentName::ArrayElementName(_, index) = &a.name {
             self.bash_only("an array element assignment");
@@ -843,7 +843,7 @@ impl Walker {
                     return;
                 }
                 Unwrap::Stdin => {
-                    if super::wrappers::SHELLS.contains(&basename(&argv[0].text))
+                    if super::wrappers::is_shell(&argv[0].text)
                         && let Some(path) = argv[1..].iter().find(|a| names_other_stream(&a.text))
                     {
                         self.opaque(
@@ -1026,7 +1026,7 @@ fn history_hazard(argv: &[Arg]) -> Option<String> {
         "set" => options(false),
         "shopt" => args.iter().any(|a| named(a) || !a.literal),
         "history" => args.iter().any(|a| a.text.starts_with('-') || !a.literal),
-        _ if super::wrappers::SHELLS.contains(&basename(name)) => options(true),
+        _ if super::wrappers::is_shell(name) => options(true),
         _ => false,
     };
     hazard.then(|| format!("`{name}` may turn on or feed history expansion, which rebuilds later commands"))

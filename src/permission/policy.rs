@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::fnmatch::fnmatch;
 use super::pattern::opaque_pattern;
+use super::wrappers::basename;
 use super::{Analysis, Dialect, Opacity, Part, analyze_in, command_from_args};
 
 /// The outcome of [`PermissionPolicy::decide`].
@@ -267,7 +268,7 @@ impl PermissionPolicy {
             let expanding = part.args.iter().skip(1).any(|a| may_expand(a));
             let named_by = || {
                 let word = part.command_word.as_str();
-                let short = word.rsplit('/').next().unwrap_or(word);
+                let short = basename(word);
                 arg_denies
                     .iter()
                     .find(|r| r.names_command(word) || r.names_command(short))

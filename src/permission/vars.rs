@@ -135,6 +135,12 @@ pub fn is_risky_variable(name: &str) -> bool {
         || name.get(..11).is_some_and(|p| p.eq_ignore_ascii_case("npm_config_"))
 }
 
+/// Why setting the variable `name` makes a command opaque, or `None` when it is not
+/// risky.
+pub(crate) fn risky_assignment(name: &str) -> Option<String> {
+    is_risky_variable(name).then(|| format!("sets {name}, which changes what runs"))
+}
+
 /// The variable name of an assignment word `NAME=v`, `NAME+=v` or `NAME[i]=v`, if it is one.
 pub(crate) fn assignment_name(word: &str) -> Option<&str> {
     let end = word.find(['=', '[', '+'])?;

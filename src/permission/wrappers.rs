@@ -9,7 +9,7 @@
 //! is taken) makes the command opaque rather than guessing where the wrapped command
 //! starts.
 
-use super::vars::{assignment_name, is_risky_variable};
+use super::vars::{assignment_name, is_risky_variable, risky_assignment};
 use super::word::Arg;
 
 /// Wrappers that are stripped: the wrapped command is the part (`nice git` is git).
@@ -129,6 +129,11 @@ pub(crate) enum Unwrap {
 /// The basename of a command word (`/usr/bin/env` → `env`).
 pub(crate) fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
+}
+
+/// Whether the command word `word` (a name or a path) names one of the [`SHELLS`].
+pub(crate) fn is_shell(word: &str) -> bool {
+    SHELLS.contains(&basename(word))
 }
 
 /// Whether the command named `name` runs other commands or code given in its arguments.
@@ -1124,9 +1129,8 @@ fn opaque_if_risky_assignments(args: &[Arg], mut i: usize) -> Result<usize, Stri
 /// Opaque when any `NAME=value` among `values` sets a risky variable.
 fn opaque_if_risky_values<'a>(values: impl Iterator<Item = &'a str>) -> Result<(), String> {
     for v in values {
-        let name = v.split('=').next().unwrap_or(v);
-        if is_risky_variable(name) {
-            return Err(format!("sets {name}, which changes what runs"));
+        if let Some(reason) = risky_assignment(v.split('=').next().unwrap_or(v)) {
+            return Err(reason);
         }
     }
     Ok(())
@@ -1191,8 +1195,8 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
             }
             let word = a.text.trim_start_matches('-');
             let candidate = assignment_name(&a.text).unwrap_or(word);
-            if is_risky_variable(candidate) {
-                return Ok(Unwrap::Opaque(format!("sets {candidate}, which changes what runs")));
+            if let Some(reason) = risky_assignment(candidate) {
+                return Ok(Unwrap::Opaque(reason));
             }
         }
         if args[0].text == "let" && args[1..].iter().any(|a| a.text.contains('$') || a.text.contains('`')) {
@@ -1472,10 +1476,7 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
                 let ended = i > 0 && args[i - 1].text == "--";
                 let start = i;
                 while !ended && i < args.len() && !args[i].text.starts_with('/') && args[i].text.contains('=') {
-                    let name = args[i].text.split('=').next().unwrap_or("");
-                    if is_risky_variable(name) {
-                        return Ok(Unwrap::Opaque(format!("sets {name}, which changes what runs")));
-                    }
+                    opaque_if_risky_values(std::iter::once(args[i].text.as_str())).map_err(Unwrap::Opaque)?;
                     i += 1;
                 }
                 if i > start && i < args.len() && args[i].text.starts_with('-') {
@@ -1686,7 +1687,7 @@ fn su(args: &[Arg], runuser: bool) -> Result<Unwrap, Unwrap> {
         return Ok(Unwrap::Command);
     }
     if let Some(shell) = p.last("s").and_then(|g| g.value.as_deref())
-        && !SHELLS.contains(&basename(shell))
+        && !is_shell(shell)
     {
         return Ok(Unwrap::Opaque(format!(
             "`{name} -s {shell}` runs a program we do not know"
@@ -1963,9 +1964,9 @@ fn bwrap(args: &[Arg]) -> Result<Unwrap, Unwrap> {
         };
         if t == "--setenv"
             && let Some(var) = args.get(i + 1)
-            && is_risky_variable(&var.text)
+            && let Some(reason) = risky_assignment(&var.text)
         {
-            return Ok(Unwrap::Opaque(format!("sets {}, which changes what runs", var.text)));
+            return Ok(Unwrap::Opaque(reason));
         }
         if args[i + 1..].len() < n {
             return Ok(Unwrap::Opaque(format!("`bwrap {t}` is missing its arguments")));
