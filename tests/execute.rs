@@ -89,8 +89,8 @@ fn timeout_kills_the_group_and_reaps_the_shell() {
     assert_eq!(r["timeout_seconds"], 1);
     let elapsed_ms = r["elapsed_ms"].as_u64().unwrap();
     // About 1 s: the bound only guards against a hang, the benchmark measures.
-    assert!((1000..2000).contains(&elapsed_ms), "{r}");
-    assert!(elapsed < Duration::from_secs(4), "took {elapsed:?}");
+    assert!((1000..3000).contains(&elapsed_ms), "{r}");
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
     let message = r["message"].as_str().unwrap();
     assert!(
         message.contains("1 s timeout") && message.contains("killed"),
