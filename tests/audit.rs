@@ -204,7 +204,7 @@ fn unwritable_path_fails_configure_and_disk_errors_never_fail_a_call() {
 }
 
 #[test]
-fn refusal_and_error_text_are_redacted_like_the_command() {
+fn refusal_reasons_are_redacted_like_the_command() {
     let d = dir("refusal-redact");
     let log = d.join("audit.jsonl");
     let s = server();
@@ -472,14 +472,13 @@ fn background_jobs_record_their_outcome_when_they_finish() {
         json!({"command": "sleep 30", "background": true, "env": {"A_TOKEN": "x"}}),
     );
     let jobs = wait_for_lines(&log, "job", 2);
-    let by_id = |id: &Value| jobs.iter().find(|e| e["job_id"] == *id).cloned();
-    let line = by_id(&finished["job_id"]).expect("a line for the finished job that nobody polled");
+    let line = by_id_in(&jobs, &finished["job_id"]).expect("a line for the finished job that nobody polled");
     assert_eq!(line["exit_code"], 3, "{line}");
     assert_eq!(line["output_bytes"], 3, "{line}");
     assert_eq!(line["command"], "printf abc; exit 3");
     assert!(line["duration_ms"].is_u64() && line["audit_id"].is_string() && line["server"] == "bash");
     assert!(line["working_dir"].is_string(), "{line}");
-    let line = by_id(&killed["job_id"]).expect("a line for the killed job");
+    let line = by_id_in(&jobs, &killed["job_id"]).expect("a line for the killed job");
     assert_eq!(line["error"], "cancelled", "{line}");
     assert!(line.get("exit_code").is_none(), "{line}");
     drop(s);
