@@ -17,6 +17,15 @@ fn dir(name: &str) -> PathBuf {
     d
 }
 
+/// A fresh directory, the audit log in it, and a server writing that log.
+fn audited(name: &str) -> (PathBuf, PathBuf, TestServer) {
+    let d = dir(name);
+    let log = d.join("audit.jsonl");
+    let s = server();
+    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    (d, log, s)
+}
+
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -27,10 +36,7 @@ fn lines(path: &Path) -> Vec<Value> {
 
 #[test]
 fn every_call_is_recorded_with_its_audit_id_and_no_output_or_secret() {
-    let d = dir("record");
-    let log = d.join("audit.jsonl");
-    let s = server();
-    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    let (d, log, s) = audited("record");
 
     let r = call(
         &s,
@@ -82,10 +88,7 @@ fn every_call_is_recorded_with_its_audit_id_and_no_output_or_secret() {
 
 #[test]
 fn refusals_are_recorded() {
-    let d = dir("refusal");
-    let log = d.join("audit.jsonl");
-    let s = server();
-    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    let (d, log, s) = audited("refusal");
     s.record_refusal(
         "execute",
         r#"{"command":"rm -rf /"}"#,
@@ -205,10 +208,7 @@ fn unwritable_path_fails_configure_and_disk_errors_never_fail_a_call() {
 
 #[test]
 fn refusal_reasons_are_redacted_like_the_command() {
-    let d = dir("refusal-redact");
-    let log = d.join("audit.jsonl");
-    let s = server();
-    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    let (d, log, s) = audited("refusal-redact");
     let command = "curl -H 'Authorization: Bearer abc123secret' https://x";
     // A policy's reason quotes the command, as its parser normalized it (quotes removed).
     s.record_refusal(
@@ -239,10 +239,7 @@ fn refusal_reasons_are_redacted_like_the_command() {
 
 #[test]
 fn error_messages_are_recorded_redacted() {
-    let d = dir("message-redact");
-    let log = d.join("audit.jsonl");
-    let s = server();
-    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    let (d, log, s) = audited("message-redact");
     // The message of a working-dir error quotes the path it was given.
     let r = call(
         &s,
@@ -496,10 +493,7 @@ fn by_id_in(entries: &[Value], id: &Value) -> Option<Value> {
 
 #[test]
 fn timestamps_are_when_the_call_or_job_started() {
-    let d = dir("start-time");
-    let log = d.join("audit.jsonl");
-    let s = server();
-    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    let (d, log, s) = audited("start-time");
     // The command prints the time it began, then runs for a while: a
     // timestamp taken at the start is before that time, one taken at the end
     // is after it.
