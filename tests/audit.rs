@@ -17,6 +17,15 @@ fn dir(name: &str) -> PathBuf {
     d
 }
 
+/// A fresh directory, the audit log in it, and a server writing that log.
+fn audited(name: &str) -> (PathBuf, PathBuf, TestServer) {
+    let d = dir(name);
+    let log = d.join("audit.jsonl");
+    let s = server();
+    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    (d, log, s)
+}
+
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -27,10 +36,7 @@ fn lines(path: &Path) -> Vec<Value> {
 
 #[test]
 fn every_call_is_recorded_with_its_audit_id_and_no_output_or_secret() {
-    let d = dir("record");
-    let log = d.join("audit.jsonl");
-    let s = server();
-    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    let (d, log, s) = audited("record");
 
     let r = call(
         &s,
@@ -82,10 +88,7 @@ fn every_call_is_recorded_with_its_audit_id_and_no_output_or_secret() {
 
 #[test]
 fn refusals_are_recorded() {
-    let d = dir("refusal");
-    let log = d.join("audit.jsonl");
-    let s = server();
-    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    let (d, log, s) = audited("refusal");
     s.record_refusal(
         "execute",
         r#"{"command":"rm -rf /"}"#,
@@ -204,11 +207,8 @@ fn unwritable_path_fails_configure_and_disk_errors_never_fail_a_call() {
 }
 
 #[test]
-fn refusal_and_error_text_are_redacted_like_the_command() {
-    let d = dir("refusal-redact");
-    let log = d.join("audit.jsonl");
-    let s = server();
-    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+fn refusal_reasons_are_redacted_like_the_command() {
+    let (d, log, s) = audited("refusal-redact");
     let command = "curl -H 'Authorization: Bearer abc123secret' https://x";
     // A policy's reason quotes the command, as its parser normalized it (quotes removed).
     s.record_refusal(
@@ -239,10 +239,7 @@ fn refusal_and_error_text_are_redacted_like_the_command() {
 
 #[test]
 fn error_messages_are_recorded_redacted() {
-    let d = dir("message-redact");
-    let log = d.join("audit.jsonl");
-    let s = server();
-    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    let (d, log, s) = audited("message-redact");
     // The message of a working-dir error quotes the path it was given.
     let r = call(
         &s,
@@ -472,14 +469,13 @@ fn background_jobs_record_their_outcome_when_they_finish() {
         json!({"command": "sleep 30", "background": true, "env": {"A_TOKEN": "x"}}),
     );
     let jobs = wait_for_lines(&log, "job", 2);
-    let by_id = |id: &Value| jobs.iter().find(|e| e["job_id"] == *id).cloned();
-    let line = by_id(&finished["job_id"]).expect("a line for the finished job that nobody polled");
+    let line = by_id_in(&jobs, &finished["job_id"]).expect("a line for the finished job that nobody polled");
     assert_eq!(line["exit_code"], 3, "{line}");
     assert_eq!(line["output_bytes"], 3, "{line}");
     assert_eq!(line["command"], "printf abc; exit 3");
     assert!(line["duration_ms"].is_u64() && line["audit_id"].is_string() && line["server"] == "bash");
     assert!(line["working_dir"].is_string(), "{line}");
-    let line = by_id(&killed["job_id"]).expect("a line for the killed job");
+    let line = by_id_in(&jobs, &killed["job_id"]).expect("a line for the killed job");
     assert_eq!(line["error"], "cancelled", "{line}");
     assert!(line.get("exit_code").is_none(), "{line}");
     drop(s);
@@ -497,10 +493,7 @@ fn by_id_in(entries: &[Value], id: &Value) -> Option<Value> {
 
 #[test]
 fn timestamps_are_when_the_call_or_job_started() {
-    let d = dir("start-time");
-    let log = d.join("audit.jsonl");
-    let s = server();
-    s.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+    let (d, log, s) = audited("start-time");
     // The command prints the time it began, then runs for a while: a
     // timestamp taken at the start is before that time, one taken at the end
     // is after it.

@@ -89,8 +89,8 @@ fn timeout_kills_the_group_and_reaps_the_shell() {
     assert_eq!(r["timeout_seconds"], 1);
     let elapsed_ms = r["elapsed_ms"].as_u64().unwrap();
     // About 1 s: the bound only guards against a hang, the benchmark measures.
-    assert!((1000..2000).contains(&elapsed_ms), "{r}");
-    assert!(elapsed < Duration::from_secs(4), "took {elapsed:?}");
+    assert!((1000..3000).contains(&elapsed_ms), "{r}");
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
     let message = r["message"].as_str().unwrap();
     assert!(
         message.contains("1 s timeout") && message.contains("killed"),
@@ -161,15 +161,7 @@ fn escapees_are_killed_on_timeout_and_cancel() {
     });
     let tag = unique_tag("setsid-cancel");
     let request = ExecRequest::new("setsid sleep 30 >/dev/null 2>&1 & sleep 30").env(TAG_VAR, &tag);
-    let outcome = s
-        .run_with(
-            &request,
-            CallOptions {
-                cancel: Some(&token),
-                on_output: None,
-            },
-        )
-        .unwrap();
+    let outcome = run_cancellable(&s, &request, &token);
     t.join().unwrap();
     assert_eq!(outcome.status, Status::Cancelled);
     assert_no_survivors(&tag);
@@ -476,15 +468,7 @@ fn cancellation_kills_the_group_and_keeps_partial_output() {
     });
     let request = ExecRequest::new("echo before; sleep 30 & sleep 30").env(TAG_VAR, &tag);
     let start = Instant::now();
-    let outcome = s
-        .run_with(
-            &request,
-            CallOptions {
-                cancel: Some(&token),
-                on_output: None,
-            },
-        )
-        .unwrap();
+    let outcome = run_cancellable(&s, &request, &token);
     t.join().unwrap();
     assert_eq!(outcome.status, Status::Cancelled);
     assert_eq!(outcome.output, Output::Merged("before\n".into()));
@@ -589,15 +573,7 @@ fn a_call_cancelled_before_it_starts_has_no_effect() {
     token.cancel();
     for _ in 0..50 {
         let request = ExecRequest::new(format!("echo ran >> '{}'", witness.display()));
-        let outcome = s
-            .run_with(
-                &request,
-                CallOptions {
-                    cancel: Some(&token),
-                    on_output: None,
-                },
-            )
-            .unwrap();
+        let outcome = run_cancellable(&s, &request, &token);
         assert_eq!(outcome.status, Status::Cancelled);
     }
     assert!(!witness.exists(), "a cancelled call ran its command");

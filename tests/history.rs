@@ -35,13 +35,14 @@ fn history_file(shell: &str, home: &Path) -> PathBuf {
     }
 }
 
-/// Runs two commands (one multi-line) with `mode`, exits the shell, and
-/// returns the history file's contents ("" when absent).
-fn session_history(shell: &str, mode: HistoryMode, per_call: Option<HistoryMode>) -> (String, PathBuf) {
-    let tag = unique_tag(&format!("hist-{shell}"));
+/// A session of `shell` in a new manager whose default is `history`, its
+/// processes tagged and HOME a fresh temporary directory.
+/// Returns (manager, session id, tag, home).
+fn start_at_private_home(shell: &str, history: HistoryMode, name: &str) -> (SessionManager, String, String, PathBuf) {
+    let tag = unique_tag(name);
     let home = std::env::temp_dir().join(format!("home-{tag}"));
     std::fs::create_dir_all(&home).unwrap();
-    let m = manager(mode);
+    let m = manager(history);
     let id = m
         .start(&StartOptions {
             shell: Some(shell.into()),
@@ -52,6 +53,13 @@ fn session_history(shell: &str, mode: HistoryMode, per_call: Option<HistoryMode>
             ..Default::default()
         })
         .unwrap();
+    (m, id, tag, home)
+}
+
+/// Runs two commands (one multi-line) with `mode`, exits the shell, and
+/// returns the history file's contents ("" when absent).
+fn session_history(shell: &str, mode: HistoryMode, per_call: Option<HistoryMode>) -> (String, PathBuf) {
+    let (m, id, tag, home) = start_at_private_home(shell, mode, &format!("hist-{shell}"));
     let options = RunOptions {
         timeout: Some(Duration::from_secs(10)),
         history: per_call,
@@ -214,20 +222,7 @@ fn sh_runs_under_a_keep_default_and_refuses_an_explicit_keep() {
         eprintln!("SKIP: sh is not installed");
         return;
     }
-    let tag = unique_tag("hist-sh");
-    let home = std::env::temp_dir().join(format!("home-{tag}"));
-    std::fs::create_dir_all(&home).unwrap();
-    let m = manager(HistoryMode::Keep);
-    let id = m
-        .start(&StartOptions {
-            shell: Some("sh".into()),
-            env: vec![
-                (TAG_VAR.into(), tag.clone()),
-                ("HOME".into(), home.display().to_string()),
-            ],
-            ..Default::default()
-        })
-        .unwrap();
+    let (m, id, tag, home) = start_at_private_home("sh", HistoryMode::Keep, "hist-sh");
     let r = m.run(&id, "echo marker-sh", &RunOptions::default()).unwrap();
     assert_eq!((r.state, r.output.as_str()), (RunState::Finished(0), "marker-sh\n"));
     let keep = RunOptions {
@@ -262,20 +257,7 @@ fn keeping_a_command_does_not_write_earlier_raw_input() {
             continue;
         }
         for default in [HistoryMode::Suppress, HistoryMode::Keep] {
-            let tag = unique_tag(&format!("hist-raw-{shell}"));
-            let home = std::env::temp_dir().join(format!("home-{tag}"));
-            std::fs::create_dir_all(&home).unwrap();
-            let m = manager(default);
-            let id = m
-                .start(&StartOptions {
-                    shell: Some(shell.into()),
-                    env: vec![
-                        (TAG_VAR.into(), tag.clone()),
-                        ("HOME".into(), home.display().to_string()),
-                    ],
-                    ..Default::default()
-                })
-                .unwrap();
+            let (m, id, tag, home) = start_at_private_home(shell, default, &format!("hist-raw-{shell}"));
             m.write(&id, "echo RAWSECRET\n", &[], Duration::from_secs(2), false)
                 .unwrap();
             let keep = RunOptions {

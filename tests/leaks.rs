@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use bash_mcp::{CallOptions, CancelToken, ExecRequest, Status};
+use bash_mcp::{CancelToken, ExecRequest, Status};
 use common::*;
 use serde_json::json;
 
@@ -34,15 +34,7 @@ fn ten_thousand_calls_leak_nothing() {
             canceller.cancel();
         });
         let request = ExecRequest::new("sleep 5 & sleep 5").env(TAG_VAR, &tag);
-        let outcome = s
-            .run_with(
-                &request,
-                CallOptions {
-                    cancel: Some(&token),
-                    on_output: None,
-                },
-            )
-            .unwrap();
+        let outcome = run_cancellable(&s, &request, &token);
         t.join().unwrap();
         assert_eq!(outcome.status, Status::Cancelled);
     }

@@ -1378,7 +1378,8 @@ fn binary_gates_qualified_tool_names_like_local_ones() {
         dir.config(&json!({"shell": "/bin/echo", "audit": null, "permissions": {"allow": ["bash.execute:echo *"]}}));
     let mut s = spawn_server(&["serve", "--config", &config]);
     s.initialize();
-    let allowed = s.result_of(3, "bash.execute", json!({"command": "echo hi"}));
+    let tag = unique_tag("qualified");
+    let allowed = s.result_of(3, "bash.execute", json!({"command": "echo hi", "env": {TAG_VAR: tag}}));
     assert_eq!(allowed["isError"], false, "{allowed}");
     assert_eq!(allowed["structuredContent"]["exit_code"], 0, "{allowed}");
     let refused = s.result_of(4, "bash.execute", json!({"command": "make"}));
@@ -1390,6 +1391,8 @@ fn binary_gates_qualified_tool_names_like_local_ones() {
         message.contains("`bash.execute`") && !message.contains("bash.bash"),
         "{message}"
     );
+    drop(s);
+    assert_no_survivors(&tag);
 }
 
 /// Starts a background job and a session with a background command in it,
@@ -1466,13 +1469,15 @@ fn binary_command_rules_leave_other_tools_alone_and_quiet() {
         let result = s.result_of(id, tool, json!({}));
         assert_eq!(result["isError"], false, "{tool}: {result}");
     }
-    let ran = s.result_of(3, "execute", json!({"command": "echo hi"}));
+    let tag = unique_tag("other-tools");
+    let ran = s.result_of(3, "execute", json!({"command": "echo hi", "env": {TAG_VAR: tag}}));
     assert_eq!(ran["structuredContent"]["exit_code"], 0, "{ran}");
     // A tool-level deny rule still refuses a tool.
     let killed = s.result_of(4, "job_kill", json!({"job_id": "job-x"}));
     assert_eq!(killed["structuredContent"]["error"], "permission_denied", "{killed}");
     drop(s.stdin.take());
     assert!(s.wait_exit(Duration::from_secs(5)).is_some());
+    assert_no_survivors(&tag);
     let stderr = std::fs::read_to_string(&log).unwrap();
     assert!(
         !stderr.contains("WARN"),
@@ -1552,9 +1557,11 @@ fn binary_audits_refusals_and_invalid_calls() {
 #[test]
 fn binary_debug_log_is_about_bash_mcp_only() {
     let bin = env!("CARGO_BIN_EXE_bash-mcp");
+    let tag = unique_tag("debug-log");
     let run = |level: &str| -> String {
         let out = bin_command(bin)
             .args(["exec", "--log-level", level, "echo hi"])
+            .env(TAG_VAR, &tag)
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0), "{level}");
@@ -1566,4 +1573,5 @@ fn binary_debug_log_is_about_bash_mcp_only() {
     // A full filter reaches other crates.
     let full = run("debug,bash_mcp=info");
     assert!(full.contains("Tokeniz") && !full.contains("execute finished"), "{full}");
+    assert_no_survivors(&tag);
 }

@@ -32,15 +32,15 @@ fn start(m: &SessionManager, shell: &str, tag: &str) -> String {
 }
 
 fn run(m: &SessionManager, id: &str, command: &str) -> RunResult {
-    m.run(
-        id,
-        command,
-        &RunOptions {
-            timeout: Some(Duration::from_secs(10)),
-            ..Default::default()
-        },
-    )
-    .unwrap()
+    m.run(id, command, &within(Duration::from_secs(10))).unwrap()
+}
+
+/// Options for a run that returns after `timeout` at the latest.
+fn within(timeout: Duration) -> RunOptions {
+    RunOptions {
+        timeout: Some(timeout),
+        ..Default::default()
+    }
 }
 
 fn installed(shell: &str) -> bool {
@@ -205,14 +205,7 @@ fn read_waits_for_input_and_write_answers_it() {
     let m = manager();
     let id = start(&m, "bash", &tag);
     let r = m
-        .run(
-            &id,
-            "read -r x; echo \"got $x\"",
-            &RunOptions {
-                timeout: Some(Duration::from_secs(5)),
-                ..Default::default()
-            },
-        )
+        .run(&id, "read -r x; echo \"got $x\"", &within(Duration::from_secs(5)))
         .unwrap();
     assert_eq!(r.state, RunState::Running);
     assert!(r.waiting_for_input, "{r:?}");
@@ -222,16 +215,7 @@ fn read_waits_for_input_and_write_answers_it() {
     assert_eq!(r.state, RunState::Finished(0));
     assert_eq!(r.output, "got hello\n");
     // A program reading the terminal (not the shell) is seen too.
-    let r = m
-        .run(
-            &id,
-            "head -n1",
-            &RunOptions {
-                timeout: Some(Duration::from_secs(5)),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let r = m.run(&id, "head -n1", &within(Duration::from_secs(5))).unwrap();
     assert!(r.waiting_for_input, "{r:?}");
     let r = m.write(&id, "line\n", &[], Duration::from_secs(5), false).unwrap();
     assert_eq!((r.state, r.output.as_str()), (RunState::Finished(0), "line\n"));
@@ -249,10 +233,7 @@ fn long_command_keeps_running_past_the_timeout() {
         .run(
             &id,
             "echo begin; sleep 2; echo end",
-            &RunOptions {
-                timeout: Some(Duration::from_millis(500)),
-                ..Default::default()
-            },
+            &within(Duration::from_millis(500)),
         )
         .unwrap();
     assert_eq!(r.state, RunState::Running);
@@ -278,16 +259,7 @@ fn interrupt_stops_the_foreground_job() {
     let tag = unique_tag("intr");
     let m = manager();
     let id = start(&m, "bash", &tag);
-    let r = m
-        .run(
-            &id,
-            "sleep 100",
-            &RunOptions {
-                timeout: Some(Duration::from_millis(200)),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let r = m.run(&id, "sleep 100", &within(Duration::from_millis(200))).unwrap();
     assert_eq!(r.state, RunState::Running);
     let r = m.interrupt(&id, Duration::from_secs(5)).unwrap();
     assert_eq!(r.state, RunState::Finished(130), "{r:?}");
@@ -379,15 +351,8 @@ fn dropping_the_manager_kills_everything() {
         run(&m, &id, "sleep 1000 &");
     }
     let _running = start(&m, "bash", &tag);
-    m.run(
-        &_running,
-        "sleep 1000",
-        &RunOptions {
-            timeout: Some(Duration::from_millis(100)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    m.run(&_running, "sleep 1000", &within(Duration::from_millis(100)))
+        .unwrap();
     assert!(wait_for_survivors(&tag, 8));
     drop(m);
     assert_no_survivors(&tag);
@@ -527,10 +492,7 @@ fn builtin_read_waits_for_input_in_every_shell() {
         let tag = unique_tag("builtin-read");
         let m = manager();
         let id = start(&m, shell, &tag);
-        let options = RunOptions {
-            timeout: Some(Duration::from_secs(5)),
-            ..Default::default()
-        };
+        let options = within(Duration::from_secs(5));
         let r = m.run(&id, command, &options).unwrap();
         assert_eq!(r.state, RunState::Running, "{shell}");
         assert!(r.waiting_for_input, "{shell}: {r:?}");
@@ -649,14 +611,7 @@ fn sh_commands_that_set_ps1_keep_results_clean() {
     let r = run(&m, &id, "echo ok");
     assert_eq!((r.state, r.output.as_str()), (RunState::Finished(0), "ok\n"), "{r:?}");
     let r = m
-        .run(
-            &id,
-            "PS1='y> '; sleep 100",
-            &RunOptions {
-                timeout: Some(Duration::from_millis(300)),
-                ..Default::default()
-            },
-        )
+        .run(&id, "PS1='y> '; sleep 100", &within(Duration::from_millis(300)))
         .unwrap();
     assert_eq!(r.state, RunState::Running);
     let r = m.interrupt(&id, Duration::from_secs(5)).unwrap();
@@ -732,14 +687,7 @@ fn closing_a_session_ends_a_call_waiting_on_it() {
         let (m, id) = (m.clone(), id.clone());
         std::thread::spawn(move || {
             let started = Instant::now();
-            let r = m.run(
-                &id,
-                "echo begun; sleep 100",
-                &RunOptions {
-                    timeout: Some(Duration::from_secs(60)),
-                    ..Default::default()
-                },
-            );
+            let r = m.run(&id, "echo begun; sleep 100", &within(Duration::from_secs(60)));
             (r, started.elapsed())
         })
     };
@@ -833,10 +781,7 @@ fn blocked_on_a_socket_is_not_waiting_for_input() {
     let tag = unique_tag("socket");
     let m = manager();
     let id = start(&m, "bash", &tag);
-    let options = RunOptions {
-        timeout: Some(Duration::from_secs(3)),
-        ..Default::default()
-    };
+    let options = within(Duration::from_secs(3));
     // A TCP connection to itself; the kernel's wait channel for its recv is
     // the same as for a terminal read (wait_woken).
     let pair = "import os, select, socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(1); \
@@ -851,10 +796,7 @@ fn blocked_on_a_socket_is_not_waiting_for_input() {
         ),
     ] {
         let command = format!("python3 -c '{pair}; {code}'");
-        let short = RunOptions {
-            timeout: Some(Duration::from_secs(1)),
-            ..Default::default()
-        };
+        let short = within(Duration::from_secs(1));
         let mut r = m.run(&id, &command, &short).unwrap();
         let mut output = r.output.clone();
         // Python may start slowly on a busy machine: wait for it to get there.
@@ -904,10 +846,7 @@ fn long_lines_for_a_line_mode_terminal_are_refused_not_cut() {
     let tag = unique_tag("longline");
     let m = manager();
     let id = start(&m, "bash", &tag);
-    let options = RunOptions {
-        timeout: Some(Duration::from_secs(5)),
-        ..Default::default()
-    };
+    let options = within(Duration::from_secs(5));
     let r = m.run(&id, "read -r x; echo ${#x}", &options).unwrap();
     assert!(r.waiting_for_input, "{r:?}");
     let long = format!("{}\n", "a".repeat(6000));
@@ -990,10 +929,7 @@ fn a_timed_out_run_shows_head_and_tail() {
         .run(
             &id,
             "echo FIRST-LINE; seq 1 30000; echo LAST-LINE; sleep 100",
-            &RunOptions {
-                timeout: Some(Duration::from_secs(2)),
-                ..Default::default()
-            },
+            &within(Duration::from_secs(2)),
         )
         .unwrap();
     assert_eq!(r.state, RunState::Running, "{r:?}");

@@ -209,12 +209,6 @@ static void collect(const char *chunk, size_t len, bash_mcp_output_stream stream
     c->chunks++;
 }
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Cancels the call's token from inside the output callback, on the first chunk. */
 struct cancel_in_callback {
     bash_mcp_cancel_token *token;

@@ -9,6 +9,7 @@
 #define BASH_MCP_TESTS_CHECK_H
 
 #include <stdio.h>
+#include <time.h>
 
 static int passed, failed;
 
@@ -21,6 +22,13 @@ static int passed, failed;
             printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);         \
         }                                                                  \
     } while (0)
+
+/* Seconds on the monotonic clock (the program defines _POSIX_C_SOURCE). */
+static inline double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 #ifdef BASH_MCP_H
 #include <string.h>

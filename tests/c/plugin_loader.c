@@ -51,12 +51,6 @@ static void show(const char *call, char *envelope) {
     entropic_free(envelope);
 }
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 int main(int argc, char **argv) {
     if (argc != 5 && !(argc == 6 && strcmp(argv[5], "force-panic") == 0)) {
         fprintf(stderr,

@@ -121,6 +121,24 @@ pub fn call_tagged(server: &impl McpServer, command: &str, tag: &str, extra: Val
     call(server, args)
 }
 
+/// Runs `request` on `server` with `token` as its cancel token and no
+/// output callback.
+pub fn run_cancellable(
+    server: &BashServer,
+    request: &bash_mcp::ExecRequest,
+    token: &bash_mcp::CancelToken,
+) -> bash_mcp::ExecOutcome {
+    server
+        .run_with(
+            request,
+            bash_mcp::CallOptions {
+                cancel: Some(token),
+                on_output: None,
+            },
+        )
+        .expect("run_with")
+}
+
 /// Live (non-zombie) processes whose environment carries `tag`.
 pub fn survivors(tag: &str) -> Vec<i32> {
     let needle = format!("{TAG_VAR}={tag}");
