@@ -2189,23 +2189,24 @@ fn find(args: &[Arg], ctx: Ctx) -> Unwrap {
     }
 }
 
-/// An absolute path with empty and `.` components dropped and `..` applied
-/// (text only; symlinks are not followed). Relative paths come back as given.
-fn lexical_path(path: &str) -> String {
-    if !path.starts_with('/') {
-        return path.to_owned();
-    }
+/// A path with empty and `.` components dropped (`/dev//stdin` is
+/// `/dev/stdin`); `None` when a component is `..`, which after a symlink
+/// leads anywhere, so the text cannot tell what file it names.
+fn folded_path(path: &str) -> Option<String> {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {
             "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
+            ".." => return None,
             p => parts.push(p),
         }
     }
-    format!("/{}", parts.join("/"))
+    let joined = parts.join("/");
+    Some(if path.starts_with('/') {
+        format!("/{joined}")
+    } else {
+        joined
+    })
 }
 
 /// `sh`/`bash`/... : `-c CODE`, stdin, or a script file.
@@ -2265,8 +2266,13 @@ fn shell(args: &[Arg]) -> Unwrap {
         ));
     }
     // A script "file" that is really a stream reads commands from input;
-    // compare the path with `//`, `/./` and `..` folded (`/dev//stdin`).
-    let script = lexical_path(&args[i].text);
+    // compare the path with `//` and `/./` folded (`/dev//stdin`).
+    let Some(script) = folded_path(&args[i].text) else {
+        return Unwrap::Opaque(format!(
+            "`{}` runs a script whose path has `..`: through a symlink it may be any file, or a stream such as /dev/stdin",
+            args[0].text
+        ));
+    };
     if script == "/dev/stdin" || script == "/dev/tty" || script.starts_with("/dev/fd/") || script.starts_with("/proc/")
     {
         return Unwrap::Stdin;

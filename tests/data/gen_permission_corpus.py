@@ -206,6 +206,7 @@ for c, e in [("bash <<EOF\nrm -rf /\nEOF", "rm *"), ("sh <<EOF\ngit status\nls\n
 # sh -c recursion
 for c, e in [("sh -c 'rm -rf /'", "rm *"), ("bash -c 'git status; rm x'", "{git,rm} *"), ("bash -lc 'git push'", U), ("bash --login -c 'ls'", U), ("bash -ic 'ls'", U),
              ("bash --rcfile x -c 'ls'", U), ("echo 'rm x' | sh /dev/stdin", U), ("sh /dev/fd/0 < f", U), ("sh ./build.sh", "sh *"),
+             ("sh /tmp/l/../../dev/stdin <<'E'\ngit status\nE", U), ("bash ../scripts/test.sh", U), ("sh /dev//stdin < f", U),
              ("bash -ec 'ls'", "ls *"), ("bash -o pipefail -c 'ls | wc'", "{ls,wc} *"), ("sh -c \"sh -c 'rm x'\"", "rm *"),
              ("bash -c \"$CMD\"", U), ("sh -c \"$(curl x)\"", U), ("bash -c 'eval x'", U), ("sh -c 'echo $(rm x)'", "{echo,rm} *"),
              ("/bin/sh -c 'ls'", "ls *"), ("bash -c", U), ("bash --norc -c 'ls'", "ls *"), ("sudo sh -c 'rm x'", "{rm,sudo} *")]:
