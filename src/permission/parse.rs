@@ -184,6 +184,13 @@ fn empty_heredoc_delimiter(b: &[u8]) -> Option<String> {
         // are removed it must be a plain non-empty word (EOF, 'END', \EOT, _MARK-1); the
         // parser mishandles empty and expanding delimiters.
         let end = b[j..].iter().position(is_break).map_or(b.len(), |p| j + p);
+        // A quote left open runs the delimiter on past the blank (to the end of
+        // the text, here), and the parser allocates without bound on that (found
+        // by fuzzing).
+        let unclosed = |q: u8| b[j..end].iter().filter(|c| **c == q).count() % 2 == 1;
+        if unclosed(b'"') || unclosed(b'\'') {
+            return Some("an unterminated quote in a here-document delimiter".into());
+        }
         let word: Vec<u8> = b[j..end]
             .iter()
             .copied()

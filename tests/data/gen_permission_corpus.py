@@ -99,6 +99,8 @@ for c, e in [("echo {x} > f", "echo *"), ("set -e; ls", "{ls,set} *"), ("set -o 
     add(c, e)
 add_in("other", "precmd_functions+=touch", U, "zsh hook"); add_in("other", "PROMPT=x", U, "zsh prompt")
 # here-documents, shared stdin, history expansion
+# a quote left open in a here-document delimiter runs it on past the blank
+add('cat <<"E x\nhi', U); add("cat <<'E O F'\nx\nE O F", U)
 # A line continuation (backslash-newline) in text with a here-document: the shells join it
 # inside an unquoted body ($\ then ( is a substitution) and bash even on the delimiter line.
 for c in ["cat <<EOF\nx\nEO\\\nF\ntouch p\nEOF", "cat <<EOF\n$\\\n(touch p)\nEOF", "cat <<-EOF\n\t$\\\n(touch p)\nEOF",
