@@ -38,6 +38,53 @@ pub(super) fn append_fish_history(target: Option<&Path>, command: &str) -> Resul
         .map_err(|e| internal(format!("could not append to fish history {}: {e}", path.display())))
 }
 
+/// The file the typed line sources, kept open and rewritten per command.
+///
+/// Truncating a memory-backed file frees its page and the next write
+/// allocates a new one, which costs more than the rest of starting a
+/// command: a shorter command is instead padded with newlines (blank lines
+/// the shell skips) up to the previous length, unless that would mean
+/// writing much more than the command itself.
+pub(super) struct CommandFile {
+    file: std::fs::File,
+    len: usize,
+}
+
+/// Largest padding written instead of truncating the file.
+const MAX_PADDING: usize = 4096;
+
+impl CommandFile {
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)?;
+        Ok(Self { file, len: 0 })
+    }
+
+    /// Makes `text` the whole content of the file, as the shell reads it.
+    pub fn replace(&mut self, text: &str) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let shorter_by = self.len.saturating_sub(text.len());
+        if shorter_by == 0 || shorter_by > MAX_PADDING {
+            self.file.write_all_at(text.as_bytes(), 0)?;
+            if shorter_by > 0 {
+                self.file.set_len(text.len() as u64)?;
+            }
+            self.len = text.len();
+        } else {
+            let mut padded = Vec::with_capacity(self.len);
+            padded.extend_from_slice(text.as_bytes());
+            padded.resize(self.len, b'\n');
+            self.file.write_all_at(&padded, 0)?;
+        }
+        Ok(())
+    }
+}
+
 /// Where private session directories go: /dev/shm (memory, so command text
 /// never reaches a disk) when usable, else the temp dir.
 pub(super) fn private_base() -> PathBuf {
@@ -60,4 +107,36 @@ impl Drop for DirGuard {
 }
 pub(super) fn scopeguard(dir: PathBuf) -> DirGuard {
     DirGuard(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CommandFile, MAX_PADDING, scopeguard};
+
+    fn content(dir: &std::path::Path) -> String {
+        std::fs::read_to_string(dir.join("c")).unwrap()
+    }
+
+    #[test]
+    fn command_file_holds_the_latest_command_only() {
+        let dir = std::env::temp_dir().join(format!("bash-mcp-cmdfile-{}", crate::audit::random_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let _cleanup = scopeguard(dir.clone());
+        let mut file = CommandFile::create(&dir.join("c")).unwrap();
+        file.replace("{\necho a long first command\n}\n").unwrap();
+        assert_eq!(content(&dir), "{\necho a long first command\n}\n");
+        // Shorter: padded with blank lines, never a leftover of the old text.
+        file.replace("{\ntrue\n}\n").unwrap();
+        let text = content(&dir);
+        assert_eq!(text.len(), "{\necho a long first command\n}\n".len());
+        assert_eq!(text.trim_end_matches('\n'), "{\ntrue\n}");
+        // Longer again: exact.
+        file.replace("{\necho an even longer command than before\n}\n").unwrap();
+        assert_eq!(content(&dir), "{\necho an even longer command than before\n}\n");
+        // Much shorter: truncated rather than padded.
+        let big = format!("{{\n: {}\n}}\n", "x".repeat(MAX_PADDING * 2));
+        file.replace(&big).unwrap();
+        file.replace("{\ntrue\n}\n").unwrap();
+        assert_eq!(content(&dir), "{\ntrue\n}\n");
+    }
 }

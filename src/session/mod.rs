@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 pub use shell::ShellKind;
 pub use types::{HISTORY_ENV, HistoryMode, RunOptions, RunResult, RunState, SessionConfig, SessionInfo, StartOptions};
 
-use files::{append_fish_history, private_base, scopeguard, write_private};
+use files::{CommandFile, append_fish_history, private_base, scopeguard, write_private};
 use keys::{KEY_NAMES, key_bytes};
 
 use crate::capture::BoundedOutput;
@@ -136,8 +136,8 @@ struct Session {
     reader: Mutex<Option<JoinHandle<()>>>,
     /// Set by the reader from before a read until its bytes are applied.
     in_flight: std::sync::atomic::AtomicBool,
-    /// The file the typed line sources, kept open and rewritten per command.
-    cmd_file: std::fs::File,
+    /// The file the typed line sources.
+    cmd_file: Mutex<CommandFile>,
 }
 
 impl Session {
@@ -406,13 +406,7 @@ impl SessionManager {
         for (path, text) in &launch.files {
             write_private(path, text)?;
         }
-        let cmd_file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(dir.join("c"))
+        let cmd_file = CommandFile::create(&dir.join("c"))
             .map_err(|e| spawn_failed(format!("could not create the session's command file: {e}")))?;
         let mut env_pairs: Vec<(String, String)> = options.env.clone();
         env_pairs.retain(|(n, _)| !launch.env_remove.contains(&n.as_str()));
@@ -496,7 +490,7 @@ impl SessionManager {
             stop: unsafe { OwnedFd::from_raw_fd(stop) },
             reader: Mutex::new(None),
             in_flight: std::sync::atomic::AtomicBool::new(false),
-            cmd_file,
+            cmd_file: Mutex::new(cmd_file),
         });
         let reader_session = session.clone();
         let handle = std::thread::Builder::new()
@@ -579,15 +573,12 @@ impl SessionManager {
                 _ => {}
             }
         }
-        {
-            use std::os::unix::fs::FileExt;
-            let text = shell::command_file(session.kind, command);
-            session
-                .cmd_file
-                .set_len(0)
-                .and_then(|()| session.cmd_file.write_all_at(text.as_bytes(), 0))
-                .map_err(|e| internal(format!("could not write the session's command file: {e}")))?;
-        }
+        session
+            .cmd_file
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(&shell::command_file(session.kind, command))
+            .map_err(|e| internal(format!("could not write the session's command file: {e}")))?;
         let keep = mode == HistoryMode::Keep;
         if keep {
             match session.kind {
