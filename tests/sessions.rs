@@ -162,6 +162,31 @@ fn multiline_heredoc_and_syntax_errors() {
 }
 
 #[test]
+fn line_numbers_are_the_commands_own() {
+    for shell in ["bash", "zsh"] {
+        if !installed(shell) {
+            continue;
+        }
+        let tag = unique_tag("lineno");
+        let m = manager();
+        let id = start(&m, shell, &tag);
+        assert_eq!(run(&m, &id, "echo $LINENO\necho $LINENO").output, "1\n2\n", "{shell}");
+        m.close(&id).unwrap();
+        assert_no_survivors(&tag);
+    }
+    // A syntax error names the line of the command where it is.
+    let tag = unique_tag("lineno-error");
+    let m = manager();
+    let id = start(&m, "bash", &tag);
+    let r = run(&m, &id, "echo 'unbalanced");
+    assert!(r.output.contains("line 1: unexpected EOF"), "{:?}", r.output);
+    let r = run(&m, &id, "true\necho \"unbalanced");
+    assert!(r.output.contains("line 2: unexpected EOF"), "{:?}", r.output);
+    m.close(&id).unwrap();
+    assert_no_survivors(&tag);
+}
+
+#[test]
 fn forged_markers_do_not_end_a_command() {
     let tag = unique_tag("forge");
     let m = manager();

@@ -222,11 +222,14 @@ PS2=''
 /// lives in `PS1`, so the function makes `PS1` local: a command that sets it
 /// (`. venv/bin/activate`, `PS1='x> '`) changes it only while it runs, even
 /// when interrupted.
+///
+/// The command starts on the file's first line, so `$LINENO` and the line
+/// numbers in the shell's error messages are the command's own.
 pub(crate) fn command_file(kind: ShellKind, command: &str) -> String {
     match kind {
         ShellKind::Fish => format!("{command}\n"),
-        ShellKind::Sh => format!("__bm_f() {{ local PS1\n{command}\n}}\n"),
-        _ => format!("{{\n{command}\n}}\n"),
+        ShellKind::Sh => format!("__bm_f() {{ local PS1; {command}\n}}\n"),
+        _ => format!("{{ {command}\n}}\n"),
     }
 }
 
