@@ -66,22 +66,27 @@ impl CommandFile {
     }
 
     /// Makes `text` the whole content of the file, as the shell reads it.
+    ///
+    /// `len` is kept an upper bound of the file's length even when a write
+    /// fails part-way, so no bytes of an earlier command can survive past
+    /// the end of a later one.
     pub fn replace(&mut self, text: &str) -> std::io::Result<()> {
         use std::os::unix::fs::FileExt;
-        let shorter_by = self.len.saturating_sub(text.len());
-        if shorter_by == 0 || shorter_by > MAX_PADDING {
-            self.file.write_all_at(text.as_bytes(), 0)?;
-            if shorter_by > 0 {
-                self.file.set_len(text.len() as u64)?;
-            }
-            self.len = text.len();
-        } else {
-            let mut padded = Vec::with_capacity(self.len);
+        let old = self.len;
+        self.len = old.max(text.len());
+        if old <= text.len() {
+            self.file.write_all_at(text.as_bytes(), 0)
+        } else if old - text.len() <= MAX_PADDING {
+            let mut padded = Vec::with_capacity(old);
             padded.extend_from_slice(text.as_bytes());
-            padded.resize(self.len, b'\n');
-            self.file.write_all_at(&padded, 0)?;
+            padded.resize(old, b'\n');
+            self.file.write_all_at(&padded, 0)
+        } else {
+            self.file.write_all_at(text.as_bytes(), 0)?;
+            self.file.set_len(text.len() as u64)?;
+            self.len = text.len();
+            Ok(())
         }
-        Ok(())
     }
 }
 
