@@ -217,6 +217,12 @@ typedef struct bash_mcp_policy bash_mcp_policy;
  * bash_mcp_server_free(). A server may be used from many threads at once;
  * only bash_mcp_server_free() must not run concurrently with any other call
  * on the same server.
+ *
+ * The first command a process runs also starts a guard: a detached
+ * `/bin/sh` (`sh -c … bash-mcp-guard …` in `ps`, not a child of the host)
+ * that waits for the host process to exit, however it exits, and then kills
+ * every process the library started for it. It writes nothing and costs no
+ * CPU while the host lives; one per process, whatever the number of servers.
  */
 typedef struct bash_mcp_server bash_mcp_server;
 

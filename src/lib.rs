@@ -8,6 +8,8 @@
 //!   child holding the pipe cannot hang a call;
 //! - a timeout, a cancel, or the end of the command kills the whole process
 //!   group; the shell is always reaped;
+//! - if the host process dies abruptly (SIGKILL, a crash), a guard process
+//!   started with the first command kills what the library started for it;
 //! - output is kept whole or truncated in the middle with a marker that says
 //!   how many bytes were left out, with host memory bounded;
 //! - bad input gets a typed [`ToolError`] (`{"error", "message", "hint"}` on
@@ -36,6 +38,7 @@ pub mod config;
 mod error;
 mod exec;
 pub mod ffi;
+mod guard;
 mod jobs;
 mod limiter;
 pub mod mcp;

@@ -136,8 +136,62 @@ impl Drop for Attrs {
 
 static DEV_NULL: &CStr = c"/dev/null";
 
+/// Starts `argv` in a new session (so no terminal's signals reach it), with
+/// `/dev/null` as stdin, stdout and stderr, `keep` as its fd 3, and every
+/// other fd closed. For the library's own helper, not for commands.
+pub(crate) fn spawn_helper(program: &CStr, argv: &[CString], envp: &[CString], keep: RawFd) -> io::Result<libc::pid_t> {
+    // dup2 onto its own number would keep close-on-exec: move it clear of 3.
+    // SAFETY: duplicates an fd the caller owns into a new owned fd.
+    let moved = unsafe { libc::fcntl(keep, libc::F_DUPFD_CLOEXEC, 10) };
+    if moved < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let moved = unsafe { OwnedFd::from_raw_fd(moved) };
+    let mut argv_p: Vec<*mut libc::c_char> = argv.iter().map(|a| a.as_ptr().cast_mut()).collect();
+    argv_p.push(std::ptr::null_mut());
+    let mut envp_p: Vec<*mut libc::c_char> = envp.iter().map(|e| e.as_ptr().cast_mut()).collect();
+    envp_p.push(std::ptr::null_mut());
+    let mut fa = FileActions::new()?;
+    let mut attr = Attrs::new()?;
+    let mut pid: libc::pid_t = 0;
+    // SAFETY: every pointer passed below is valid for the duration of the calls;
+    // the file actions and attributes are initialized and destroyed by their owners.
+    unsafe {
+        for (fd, flags) in [(0, libc::O_RDONLY), (1, libc::O_WRONLY), (2, libc::O_WRONLY)] {
+            check(libc::posix_spawn_file_actions_addopen(
+                fa.ptr(),
+                fd,
+                DEV_NULL.as_ptr(),
+                flags,
+                0,
+            ))?;
+        }
+        check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), moved.as_raw_fd(), 3))?;
+        check(libc::posix_spawn_file_actions_addclosefrom_np(fa.ptr(), 4))?;
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        check(libc::posix_spawnattr_setsigdefault(attr.ptr(), &all))?;
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        check(libc::posix_spawnattr_setsigmask(attr.ptr(), &none))?;
+        let flags =
+            libc::POSIX_SPAWN_SETSID as libc::c_int | libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK;
+        check(libc::posix_spawnattr_setflags(attr.ptr(), flags as libc::c_short))?;
+        check(libc::posix_spawn(
+            &mut pid,
+            program.as_ptr(),
+            fa.ptr(),
+            attr.ptr(),
+            argv_p.as_ptr(),
+            envp_p.as_ptr(),
+        ))?;
+    }
+    Ok(pid)
+}
+
 /// Starts `spec` as the leader of a new process group.
 pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
+    crate::guard::ensure();
     let stdin = if spec.stdin_pipe { Some(pipe()?) } else { None };
     let (out_r, out_w) = pipe()?;
     let err = match spec.streams {

@@ -1451,6 +1451,64 @@ fn binary_stops_jobs_and_sessions_on_eof_and_sigterm() {
     }
 }
 
+/// Processes whose command line names the guard of host `host`.
+fn guards_of(host: u32) -> Vec<i32> {
+    let host = format!("\0{host}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<i32>().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let text = String::from_utf8_lossy(&cmdline);
+            (text.contains("bash-mcp-guard\0") && text.ends_with(&host)).then_some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn binary_killed_outright_leaves_nothing_behind() {
+    let dir = TempDir::new("sigkill");
+    let config = dir.config(&json!({"sessions": {"enabled": true}, "audit": null}));
+    let tag = unique_tag("sigkill");
+    let mut s = spawn_server(&["serve", "--config", &config]);
+    let host = s.child.id();
+    let session_dir = start_job_and_session(&mut s, &tag);
+    // bash does not pass a hangup on to its jobs while a foreground
+    // command runs: leave one running in the session.
+    let ids = s.result_of(4, "session_list", json!({}));
+    let id = ids["structuredContent"]["sessions"][0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let ran = s.result_of(
+        5,
+        "session_run",
+        json!({"session_id": id, "command": "sleep 1001", "timeout_seconds": 0.3}),
+    );
+    assert_eq!(ran["structuredContent"]["status"], "running", "{ran}");
+    // A process that left its command's group, and a command still running.
+    let escaped = s.result_of(
+        6,
+        "execute",
+        json!({"command": "setsid sleep 1002 & echo started", "env": {TAG_VAR: &tag}}),
+    );
+    assert_eq!(escaped["structuredContent"]["exit_code"], 0, "{escaped}");
+    s.call(7, json!({"command": "sleep 1003", "env": {TAG_VAR: &tag}}));
+    assert!(wait_for_survivors(&tag, 6), "not all started: {:?}", survivors(&tag));
+    assert!(!guards_of(host).is_empty(), "no guard runs beside the server");
+
+    unsafe { libc::kill(host as i32, libc::SIGKILL) };
+    s.wait_exit(Duration::from_secs(5)).expect("the server dies");
+    let _ = std::fs::remove_dir_all(&session_dir);
+    assert_no_survivors(&tag);
+    let start = Instant::now();
+    while !guards_of(host).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(2), "the guard outlived its work");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn binary_command_rules_leave_other_tools_alone_and_quiet() {
     let dir = TempDir::new("other-tools");

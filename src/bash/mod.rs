@@ -649,12 +649,19 @@ impl Shared {
 /// leave the run's process group can still be found (see `exec`).
 pub const RUN_MARKER_VAR: &str = "BASH_MCP_RUN_ID";
 
-/// `BASH_MCP_RUN_ID=<process prefix>-<counter>`, unique per run.
-fn next_run_marker() -> Vec<u8> {
-    static PREFIX: std::sync::LazyLock<String> =
-        std::sync::LazyLock::new(|| crate::audit::random_id()[..12].to_owned());
+/// `BASH_MCP_RUN_ID=<process prefix>-<counter>`, unique per run (and per
+/// session: a session's shell carries one too).
+pub(crate) fn next_run_marker() -> Vec<u8> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!("{RUN_MARKER_VAR}={}-{}", *PREFIX, NEXT.fetch_add(1, Ordering::Relaxed)).into_bytes()
+    format!("{}{}", run_marker_prefix(), NEXT.fetch_add(1, Ordering::Relaxed)).into_bytes()
+}
+
+/// `BASH_MCP_RUN_ID=<process prefix>-`: the start of every marker this
+/// process hands out, random per process.
+pub(crate) fn run_marker_prefix() -> &'static str {
+    static PREFIX: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("{RUN_MARKER_VAR}={}-", &crate::audit::random_id()[..12]));
+    &PREFIX
 }
 
 fn empty_output(streams: Streams) -> Output {

@@ -418,6 +418,12 @@ impl SessionManager {
             !launch.env_remove.iter().any(|r| r.as_bytes() == name)
                 || launch.env_set.iter().any(|(n, _)| n.as_bytes() == name)
         });
+        // Like every command's, the session's processes carry a run marker:
+        // the guard finds them by it if the host dies.
+        envp.insert(
+            0,
+            CString::new(crate::bash::next_run_marker()).map_err(|_| internal("run marker contains NUL".into()))?,
+        );
         let argv: Vec<CString> = launch
             .argv
             .iter()

@@ -84,6 +84,7 @@ pub(crate) fn spawn_on_pty(
     cwd: &CStr,
     slave_path: &CStr,
 ) -> io::Result<libc::pid_t> {
+    crate::guard::ensure();
     let mut argv_p: Vec<*mut libc::c_char> = argv.iter().map(|a| a.as_ptr().cast_mut()).collect();
     argv_p.push(std::ptr::null_mut());
     let mut envp_p: Vec<*mut libc::c_char> = envp.iter().map(|e| e.as_ptr().cast_mut()).collect();

@@ -1,0 +1,119 @@
+//! The guard: a small process that outlives the host and, once the host is
+//! gone, kills what the library started for it.
+//!
+//! Commands run in their own process groups (and sessions in their own
+//! terminal sessions), so nothing kills them when the host dies abruptly:
+//! a SIGKILL, a crash, or an abort skips every destructor. The guard is
+//! `/bin/sh` running a short script, started detached (its parent is the
+//! init process or the nearest subreaper, in a session of its own, with
+//! SIGHUP, SIGINT, SIGTERM and SIGQUIT ignored). It blocks reading a pipe
+//! whose only write end the host holds, close-on-exec. When the host exits,
+//! however it exits, the kernel closes that end; the guard's read ends,
+//! and it SIGKILLs every process whose environment carries this host's
+//! `BASH_MCP_RUN_ID` prefix (every command, background job and session shell
+//! inherits one), several rounds so that children forked meanwhile go too.
+//! Reading other users' /proc entries fails harmlessly, so it can only reach
+//! this user's processes.
+//!
+//! The host writes nothing to the pipe: the guard costs no CPU while the host
+//! lives, and one `sh` process per host process. It is started with the
+//! first command and replaced if it dies (checked at most once a second).
+//! Processes that clear their environment (`env -i`) lose the marker, and
+//! with it the guard's protection.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Waits for end of input on fd 3, then kills what carries the marker `$1`.
+/// The work runs in a background subshell so the guard is not the host's
+/// child; `$2` is the host's pid, for people reading `ps`.
+const SCRIPT: &str = r#"trap '' HUP INT TERM QUIT PIPE
+(
+  while read -r _; do :; done
+  round=0
+  while [ "$round" -lt 5 ]; do
+    found=$(grep -laz -- "^$1" /proc/[0-9]*/environ 2>/dev/null)
+    [ -n "$found" ] || break
+    for file in $found; do
+      pid=${file#/proc/}
+      kill -KILL "${pid%/environ}" 2>/dev/null
+    done
+    round=$((round + 1))
+  done
+) <&3 3<&- &
+"#;
+
+/// How often a live guard is checked for having died.
+const RECHECK: Duration = Duration::from_secs(1);
+
+struct Guard {
+    /// The write end of the guard's pipe; never written, closed only when
+    /// the host exits.
+    pipe: Option<OwnedFd>,
+    checked: Option<Instant>,
+}
+
+static GUARD: Mutex<Guard> = Mutex::new(Guard {
+    pipe: None,
+    checked: None,
+});
+
+/// Makes sure this process has a live guard. Called before each spawn;
+/// failures are logged and retried later, never passed on (a command runs
+/// whether or not a guard watches it).
+pub(crate) fn ensure() {
+    let mut guard = GUARD.lock().unwrap_or_else(PoisonError::into_inner);
+    let now = Instant::now();
+    if guard.checked.is_some_and(|at| now.duration_since(at) < RECHECK) {
+        return;
+    }
+    guard.checked = Some(now);
+    if guard.pipe.as_ref().is_some_and(reader_alive) {
+        return;
+    }
+    match start() {
+        Ok(pipe) => guard.pipe = Some(pipe),
+        Err(e) => {
+            guard.pipe = None;
+            tracing::warn!("could not start the guard that cleans up after a crashed host: {e}");
+        }
+    }
+}
+
+/// Whether the read end of the pipe is still open (the guard lives).
+fn reader_alive(pipe: &OwnedFd) -> bool {
+    let mut fds = libc::pollfd {
+        fd: pipe.as_raw_fd(),
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; a zero timeout only looks.
+    let ready = unsafe { libc::poll(&mut fds, 1, 0) };
+    ready == 0 || fds.revents & libc::POLLERR == 0
+}
+
+fn start() -> std::io::Result<OwnedFd> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid two-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 returned two fresh fds that we now own.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let argv = [
+        c"sh".to_owned(),
+        c"-c".to_owned(),
+        CString::new(SCRIPT).expect("no NUL in the script"),
+        c"bash-mcp-guard".to_owned(),
+        CString::new(crate::bash::run_marker_prefix()).expect("no NUL in the marker"),
+        CString::new(std::process::id().to_string()).expect("digits"),
+    ];
+    let envp = [c"PATH=/usr/bin:/bin".to_owned(), c"LC_ALL=C".to_owned()];
+    let pid = crate::spawn::spawn_helper(c"/bin/sh", &argv, &envp, read.as_raw_fd())?;
+    // The script only starts the guard in the background: reap it at once.
+    crate::spawn::reap(pid);
+    drop(read);
+    Ok(write)
+}
