@@ -301,9 +301,10 @@ fn close_kills_background_children() {
     run(
         &m,
         &id,
-        "sleep 1000 & (sleep 1000 &) ; nohup sleep 1000 >/dev/null 2>&1 &",
+        "sleep 1000 & (sleep 1000 &) ; nohup sleep 1000 >/dev/null 2>&1 & setsid sleep 1000 &",
     );
-    assert!(wait_for_survivors(&tag, 4), "shell and sleeps are alive");
+    // The last one left the terminal's session: found by its run marker.
+    assert!(wait_for_survivors(&tag, 5), "shell and sleeps are alive");
     let pid = m.shell_pid(&id).unwrap();
     m.close(&id).unwrap();
     assert_no_survivors(&tag);

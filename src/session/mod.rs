@@ -138,6 +138,8 @@ struct Session {
     in_flight: std::sync::atomic::AtomicBool,
     /// The file the typed line sources.
     cmd_file: Mutex<CommandFile>,
+    /// The `BASH_MCP_RUN_ID=...` entry every process of the session inherits.
+    run_marker: Vec<u8>,
 }
 
 impl Session {
@@ -165,6 +167,7 @@ impl Session {
             let _ = handle.join();
         }
         kill_session_tree(self.pid);
+        crate::exec::sweep_escapees(&self.run_marker);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -419,10 +422,12 @@ impl SessionManager {
                 || launch.env_set.iter().any(|(n, _)| n.as_bytes() == name)
         });
         // Like every command's, the session's processes carry a run marker:
-        // the guard finds them by it if the host dies.
+        // closing finds those that left the terminal's session by it, and
+        // the guard finds them all if the host dies.
+        let run_marker = crate::bash::next_run_marker();
         envp.insert(
             0,
-            CString::new(crate::bash::next_run_marker()).map_err(|_| internal("run marker contains NUL".into()))?,
+            CString::new(run_marker.clone()).map_err(|_| internal("run marker contains NUL".into()))?,
         );
         let argv: Vec<CString> = launch
             .argv
@@ -497,6 +502,7 @@ impl SessionManager {
             reader: Mutex::new(None),
             in_flight: std::sync::atomic::AtomicBool::new(false),
             cmd_file: Mutex::new(cmd_file),
+            run_marker,
         });
         let reader_session = session.clone();
         let handle = std::thread::Builder::new()
