@@ -53,11 +53,14 @@ struct Guard {
     /// the host exits.
     pipe: Option<OwnedFd>,
     checked: Option<Instant>,
+    /// A failure to start was logged as a warning (later ones at debug level).
+    warned: bool,
 }
 
 static GUARD: Mutex<Guard> = Mutex::new(Guard {
     pipe: None,
     checked: None,
+    warned: false,
 });
 
 /// Makes sure this process has a live guard. Called before each spawn;
@@ -77,7 +80,11 @@ pub(crate) fn ensure() {
         Ok(pipe) => guard.pipe = Some(pipe),
         Err(e) => {
             guard.pipe = None;
-            tracing::warn!("could not start the guard that cleans up after a crashed host: {e}");
+            if std::mem::replace(&mut guard.warned, true) {
+                tracing::debug!("could not start the guard that cleans up after a crashed host: {e}");
+            } else {
+                tracing::warn!("could not start the guard that cleans up after a crashed host: {e}");
+            }
         }
     }
 }
