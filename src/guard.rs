@@ -11,7 +11,9 @@
 //! however it exits, the kernel closes that end; the guard's read ends,
 //! and it SIGKILLs every process whose environment carries this host's
 //! `BASH_MCP_RUN_ID` prefix (every command, background job and session shell
-//! inherits one), several rounds so that children forked meanwhile go too.
+//! inherits one), several rounds so that children forked meanwhile go too,
+//! then removes the host's session directories (they hold the last command
+//! of each session).
 //! Reading other users' /proc entries fails harmlessly, so it can only reach
 //! this user's processes.
 //!
@@ -23,12 +25,14 @@
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// Waits for end of input on fd 3, then kills what carries the marker `$1`.
-/// The work runs in a background subshell so the guard is not the host's
-/// child; `$2` is the host's pid, for people reading `ps`.
+/// Waits for end of input on fd 3, then kills what carries the marker `$1`
+/// and removes the session directories whose paths start with `$2`. The
+/// work runs in a background subshell so the guard is not the host's child;
+/// `$3` is the host's pid, for people reading `ps`.
 const SCRIPT: &str = r#"trap '' HUP INT TERM QUIT PIPE
 (
   while read -r _; do :; done
@@ -42,6 +46,9 @@ const SCRIPT: &str = r#"trap '' HUP INT TERM QUIT PIPE
     done
     round=$((round + 1))
   done
+  case $2 in
+    /?*/bash-mcp-session-?*-) rm -rf -- "$2"* ;;
+  esac
 ) <&3 3<&- &
 "#;
 
@@ -115,6 +122,8 @@ fn start() -> std::io::Result<OwnedFd> {
         CString::new(SCRIPT).expect("no NUL in the script"),
         c"bash-mcp-guard".to_owned(),
         CString::new(crate::bash::run_marker_prefix()).expect("no NUL in the marker"),
+        CString::new(crate::session::private_dir_prefix().into_os_string().into_vec())
+            .map_err(|_| std::io::Error::other("the session directory's path contains NUL"))?,
         CString::new(std::process::id().to_string()).expect("digits"),
     ];
     let envp = [c"PATH=/usr/bin:/bin".to_owned(), c"LC_ALL=C".to_owned()];

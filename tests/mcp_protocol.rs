@@ -1418,12 +1418,18 @@ fn start_job_and_session(s: &mut Server, tag: &str) -> std::path::PathBuf {
         "the job and session did not start: {:?}",
         survivors(tag)
     );
-    let name = format!("bash-mcp-session-{}", &id[..16]);
+    // `bash-mcp-session-<server process tag>-<start of the session id>`
+    let suffix = format!("-{}", &id[..16]);
     [std::path::Path::new("/dev/shm"), &std::env::temp_dir()]
         .iter()
-        .map(|base| base.join(&name))
-        .find(|d| d.is_dir())
-        .unwrap_or_else(|| panic!("the session's private directory {name} was not found"))
+        .filter_map(|base| std::fs::read_dir(base).ok())
+        .flat_map(|entries| entries.flatten())
+        .map(|entry| entry.path())
+        .find(|path| {
+            let name = path.file_name().unwrap().to_string_lossy();
+            name.starts_with("bash-mcp-session-") && name.ends_with(&suffix) && path.is_dir()
+        })
+        .unwrap_or_else(|| panic!("the session's private directory (…{suffix}) was not found"))
 }
 
 #[test]
@@ -1500,11 +1506,19 @@ fn binary_killed_outright_leaves_nothing_behind() {
 
     unsafe { libc::kill(host as i32, libc::SIGKILL) };
     s.wait_exit(Duration::from_secs(5)).expect("the server dies");
-    let _ = std::fs::remove_dir_all(&session_dir);
     assert_no_survivors(&tag);
+    // The guard also removes the session's directory (it holds the last
+    // command), then exits.
     let start = Instant::now();
-    while !guards_of(host).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(2), "the guard outlived its work");
+    while !guards_of(host).is_empty() || session_dir.exists() {
+        if start.elapsed() > Duration::from_secs(2) {
+            let _ = std::fs::remove_dir_all(&session_dir);
+            panic!(
+                "after 2 s: guard {:?}, session directory left: {}",
+                guards_of(host),
+                session_dir.exists()
+            );
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -656,12 +656,19 @@ pub(crate) fn next_run_marker() -> Vec<u8> {
     format!("{}{}", run_marker_prefix(), NEXT.fetch_add(1, Ordering::Relaxed)).into_bytes()
 }
 
-/// `BASH_MCP_RUN_ID=<process prefix>-`: the start of every marker this
-/// process hands out, random per process.
+/// `BASH_MCP_RUN_ID=<process tag>-`: the start of every marker this
+/// process hands out.
 pub(crate) fn run_marker_prefix() -> &'static str {
     static PREFIX: std::sync::LazyLock<String> =
-        std::sync::LazyLock::new(|| format!("{RUN_MARKER_VAR}={}-", &crate::audit::random_id()[..12]));
+        std::sync::LazyLock::new(|| format!("{RUN_MARKER_VAR}={}-", process_tag()));
     &PREFIX
+}
+
+/// 12 random hex digits, fixed for the life of this process: they name what
+/// belongs to it (run markers, session directories).
+pub(crate) fn process_tag() -> &'static str {
+    static TAG: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| crate::audit::random_id()[..12].to_owned());
+    &TAG
 }
 
 fn empty_output(streams: Streams) -> Output {

@@ -388,7 +388,7 @@ impl SessionManager {
 
         let id = pty::random_hex().map_err(|e| internal(format!("getrandom failed: {e}")))?;
         let nonce = pty::random_hex().map_err(|e| internal(format!("getrandom failed: {e}")))?;
-        let dir = private_base().join(format!("bash-mcp-session-{}", &id[..16]));
+        let dir = PathBuf::from(format!("{}{}", private_dir_prefix().display(), &id[..16]));
         std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|e| {
             spawn_failed(format!(
                 "could not create the session's private directory {}: {e}",
@@ -1250,6 +1250,13 @@ fn shell_exited(code: i32) -> ToolError {
         format!("the session's shell has exited (status {code})"),
         "close it with session_close and start a new one with session_start",
     )
+}
+
+/// The start of the path of every session directory of this process
+/// (`<base>/bash-mcp-session-<process tag>-`), so that the guard can remove
+/// them when the host dies.
+pub(crate) fn private_dir_prefix() -> PathBuf {
+    private_base().join(format!("bash-mcp-session-{}-", crate::bash::process_tag()))
 }
 
 /// 128 random bits as hex (for session and job ids).
