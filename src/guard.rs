@@ -13,9 +13,8 @@
 //! `BASH_MCP_RUN_ID` prefix (every command, background job and session shell
 //! inherits one), several rounds so that children forked meanwhile go too,
 //! then removes the host's session directories (they hold the last command
-//! of each session).
-//! Reading other users' /proc entries fails harmlessly, so it can only reach
-//! this user's processes.
+//! of each session). Reading other users' /proc entries fails harmlessly,
+//! so it can only reach this user's processes.
 //!
 //! The host writes nothing to the pipe: the guard costs no CPU while the host
 //! lives, and one `sh` process per host process. It is started with the
