@@ -11,14 +11,12 @@ use bash_mcp::{ErrorCode, McpServer};
 use common::*;
 use serde_json::{Map, Value, json};
 
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(unique_tag(&format!("bash-mcp-audit-{name}")));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn dir(name: &str) -> TempDir {
+    TempDir::new(&format!("audit-{name}"))
 }
 
 /// A fresh directory, the audit log in it, and a server writing that log.
-fn audited(name: &str) -> (PathBuf, PathBuf, TestServer) {
+fn audited(name: &str) -> (TempDir, PathBuf, TestServer) {
     let d = dir(name);
     let log = d.join("audit.jsonl");
     let s = server();
@@ -36,7 +34,7 @@ fn lines(path: &Path) -> Vec<Value> {
 
 #[test]
 fn every_call_is_recorded_with_its_audit_id_and_no_output_or_secret() {
-    let (d, log, s) = audited("record");
+    let (_d, log, s) = audited("record");
 
     let r = call(
         &s,
@@ -83,12 +81,11 @@ fn every_call_is_recorded_with_its_audit_id_and_no_output_or_secret() {
         text.matches("SECRET_OUTPUT_TEXT").count() == 1,
         "only the command, never the output"
     );
-    std::fs::remove_dir_all(d).unwrap();
 }
 
 #[test]
 fn refusals_are_recorded() {
-    let (d, log, s) = audited("refusal");
+    let (_d, log, s) = audited("refusal");
     s.record_refusal(
         "execute",
         r#"{"command":"rm -rf /"}"#,
@@ -98,7 +95,6 @@ fn refusals_are_recorded() {
     assert_eq!(entries[0]["error"], "refused");
     assert_eq!(entries[0]["command"], "rm -rf /");
     assert!(entries[0]["refusal"].as_str().unwrap().contains("rm *"));
-    std::fs::remove_dir_all(d).unwrap();
 }
 
 #[test]
@@ -140,7 +136,6 @@ fn rotation_under_eight_writers_loses_no_line() {
         }
     }
     assert_eq!(seen.len(), 8000, "lines lost across rotations");
-    std::fs::remove_dir_all(d).unwrap();
 }
 
 #[test]
@@ -186,7 +181,6 @@ fn backups_are_bounded_and_gzip_backups_read_back() {
     assert_eq!(none["count"], 0);
     let missing = call_tool(&s, "audit_read", json!({"backup_index": 9}));
     assert_eq!(missing["error"], "invalid_arguments");
-    std::fs::remove_dir_all(d).unwrap();
 }
 
 #[test]
@@ -208,7 +202,7 @@ fn unwritable_path_fails_configure_and_disk_errors_never_fail_a_call() {
 
 #[test]
 fn refusal_reasons_are_redacted_like_the_command() {
-    let (d, log, s) = audited("refusal-redact");
+    let (_d, log, s) = audited("refusal-redact");
     let command = "curl -H 'Authorization: Bearer abc123secret' https://x";
     // A policy's reason quotes the command, as its parser normalized it (quotes removed).
     s.record_refusal(
@@ -234,12 +228,11 @@ fn refusal_reasons_are_redacted_like_the_command() {
         refusal.contains("[REDACTED]") && refusal.contains("bash.execute:curl *"),
         "{refusal}"
     );
-    std::fs::remove_dir_all(d).unwrap();
 }
 
 #[test]
 fn error_messages_are_recorded_redacted() {
-    let (d, log, s) = audited("message-redact");
+    let (_d, log, s) = audited("message-redact");
     // The message of a working-dir error quotes the path it was given.
     let r = call(
         &s,
@@ -250,7 +243,6 @@ fn error_messages_are_recorded_redacted() {
     let message = entries[0]["message"].as_str().expect("the error message is recorded");
     assert!(message.contains("/no/such/dir/API_TOKEN=[REDACTED]"), "{message}");
     assert!(!std::fs::read_to_string(&log).unwrap().contains("hunter2"));
-    std::fs::remove_dir_all(d).unwrap();
 }
 
 /// Variable that makes [`child_writer`] write: `<path>|<writer>|<lines>`.
@@ -331,7 +323,6 @@ fn two_processes_sharing_a_log_lose_no_line_across_rotation() {
     }
     assert!(files > 10, "expected many rotations, got {files} files");
     assert_eq!(seen.len() as u64, 2 * per_writer, "lines lost across rotations");
-    std::fs::remove_dir_all(d).unwrap();
 }
 
 #[test]
@@ -383,7 +374,6 @@ fn since_compares_instants_and_rejects_what_is_not_a_time() {
         assert!(r["message"].as_str().unwrap().contains(bad), "{r}");
         assert!(r["hint"].as_str().unwrap().contains("2026-"), "{r}");
     }
-    std::fs::remove_dir_all(d).unwrap();
 }
 
 /// Audit lines of `tool`, waiting up to 10 s for at least `count` of them
@@ -444,7 +434,6 @@ fn every_line_names_its_working_dir() {
     assert_eq!(dir_of("job"), [here]);
     drop(s);
     assert_no_survivors(&tag);
-    std::fs::remove_dir_all(d).unwrap();
 }
 
 #[test]
@@ -484,7 +473,6 @@ fn background_jobs_record_their_outcome_when_they_finish() {
     let line = by_id_in(&jobs, &dropped["job_id"]).expect("a line for the job the server's end stopped");
     assert_eq!(line["error"], "cancelled", "{line}");
     assert_eq!(line["env_names"], json!(["A_TOKEN"]));
-    std::fs::remove_dir_all(d).unwrap();
 }
 
 fn by_id_in(entries: &[Value], id: &Value) -> Option<Value> {
@@ -493,7 +481,7 @@ fn by_id_in(entries: &[Value], id: &Value) -> Option<Value> {
 
 #[test]
 fn timestamps_are_when_the_call_or_job_started() {
-    let (d, log, s) = audited("start-time");
+    let (_d, log, s) = audited("start-time");
     // The command prints the time it began, then runs for a while: a
     // timestamp taken at the start is before that time, one taken at the end
     // is after it.
@@ -512,5 +500,4 @@ fn timestamps_are_when_the_call_or_job_started() {
     assert!(entries[0]["duration_ms"].as_u64().unwrap() >= 1000, "{}", entries[0]);
     let job = wait_for_lines(&log, "job", 1);
     assert!(nanos(&job[0]) <= job_began, "{} is after the job began", job[0]);
-    std::fs::remove_dir_all(d).unwrap();
 }

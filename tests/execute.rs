@@ -291,7 +291,8 @@ fn env_overrides_and_non_interactive_profile() {
 #[test]
 fn bad_inputs_get_typed_errors() {
     let s = server();
-    let file = tempdir("notdir").join("file");
+    let scratch = tempdir("notdir");
+    let file = scratch.join("file");
     std::fs::write(&file, "x").unwrap();
     let cases: Vec<(String, &str)> = vec![
         ("not json".into(), "invalid_json"),
@@ -649,7 +650,7 @@ fn set_working_dir_is_safe_while_commands_run() {
     s.set_working_dir(&a).unwrap();
     let runner = {
         let s = s.clone();
-        let (a, b) = (a.clone(), b.clone());
+        let (a, b) = (a.to_path_buf(), b.to_path_buf());
         std::thread::spawn(move || {
             for _ in 0..50 {
                 let r = call(&*s, json!({"command": "pwd"}));
@@ -707,10 +708,8 @@ fn object_model_defaults() {
     assert!(r["result"].as_str().unwrap().contains("\"q\\n\""), "{r}");
 }
 
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(unique_tag(&format!("bash-mcp-{name}")));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn tempdir(name: &str) -> TempDir {
+    TempDir::new(name)
 }
 
 #[test]

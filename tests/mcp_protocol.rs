@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use bash_mcp::BashServer;
 use bash_mcp::mcp::{GateDecision, HandlerOptions, McpHandler};
-use common::{TAG_VAR, assert_no_survivors, survivors, unique_tag, wait_for_survivors};
+use common::{TAG_VAR, TempDir, assert_no_survivors, survivors, unique_tag, wait_for_survivors};
 use serde_json::{Value, json};
 
 const V_NEW: &str = "2026-07-28";
@@ -1211,8 +1211,7 @@ fn binary_cli_basics() {
     assert_eq!(timeout.status.code(), Some(124));
     assert!(String::from_utf8_lossy(&timeout.stderr).contains("[timeout]"));
 
-    let dir = std::env::temp_dir().join(format!("bash-mcp-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("cli");
     let config = dir.join("config.toml");
     std::fs::write(
         &config,
@@ -1238,16 +1237,26 @@ fn binary_cli_basics() {
 /// The binary, with its per-user data folder (default audit log) in a
 /// private temporary folder instead of the user's.
 fn bin_command(bin: &str) -> Command {
-    let data = std::env::temp_dir().join(format!("bash-mcp-protocol-data-{}", std::process::id()));
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    REGISTERED.call_once(|| {
+        // Shared by the tests of this binary, so removed when it exits.
+        extern "C" fn remove_data() {
+            let _ = std::fs::remove_dir_all(protocol_data());
+        }
+        unsafe { libc::atexit(remove_data) };
+    });
     let mut command = Command::new(bin);
-    command.env("XDG_DATA_HOME", data);
+    command.env("XDG_DATA_HOME", protocol_data());
     command
+}
+
+fn protocol_data() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("bash-mcp-protocol-data-{}", std::process::id()))
 }
 
 #[test]
 fn binary_enforces_its_policy_and_audits_refusals() {
-    let dir = std::env::temp_dir().join(format!("bash-mcp-policy-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("policy");
     let audit = dir.join("audit.jsonl");
     let config = dir.join("policy.toml");
     std::fs::write(
@@ -1303,7 +1312,6 @@ fn binary_enforces_its_policy_and_audits_refusals() {
     assert_eq!(entries[1]["error"], "refused");
     assert_eq!(entries[1]["permission_pattern"], "bash.execute:{git,rm} *");
     assert_eq!(entries[2]["error"], "refused");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -1329,30 +1337,6 @@ fn binary_refuses_catastrophic_commands_by_default() {
         .unwrap();
     let class: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(class["class"], "catastrophic", "{class}");
-}
-
-/// A private folder for one test's files, removed when dropped.
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(common::unique_tag(&format!("bash-mcp-{name}")));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    /// Writes `config` as a JSON configuration file and returns its path.
-    fn config(&self, config: &Value) -> String {
-        let path = self.0.join("config.json");
-        std::fs::write(&path, config.to_string()).unwrap();
-        path.to_str().unwrap().to_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 #[test]
@@ -1531,7 +1515,7 @@ fn binary_command_rules_leave_other_tools_alone_and_quiet() {
         "tools": ["execute", "status"],
         "permissions": {"allow": ["bash.execute:sleep *", "bash.execute:echo *"], "deny": ["bash.job_kill"]},
     }));
-    let log = dir.0.join("stderr.log");
+    let log = dir.join("stderr.log");
     let mut s = spawn_server_logging(
         &["serve", "--config", &config],
         Stdio::from(std::fs::File::create(&log).unwrap()),
@@ -1587,7 +1571,7 @@ fn binary_output_into_a_closed_pipe_is_not_a_crash() {
 #[test]
 fn binary_audits_refusals_and_invalid_calls() {
     let dir = TempDir::new("audit-ids");
-    let audit = dir.0.join("audit.jsonl");
+    let audit = dir.join("audit.jsonl");
     // `/bin/echo` as the shell: a command let through is only printed.
     let config = dir.config(&json!({
         "shell": "/bin/echo",

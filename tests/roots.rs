@@ -9,14 +9,15 @@ use bash_mcp::{BashServer, ErrorCode, McpServer};
 use common::*;
 use serde_json::json;
 
-fn tree(name: &str) -> PathBuf {
-    let dir = std::fs::canonicalize(std::env::temp_dir())
-        .unwrap()
-        .join(unique_tag(&format!("bash-mcp-roots-{name}")));
+/// `root/inner`, `outside` and `root/link -> /etc` in a fresh directory
+/// (removed when the returned guard drops), and its resolved path.
+fn tree(name: &str) -> (TempDir, PathBuf) {
+    let scratch = TempDir::new(&format!("roots-{name}"));
+    let dir = std::fs::canonicalize(&*scratch).unwrap();
     std::fs::create_dir_all(dir.join("root/inner")).unwrap();
     std::fs::create_dir_all(dir.join("outside")).unwrap();
     std::os::unix::fs::symlink("/etc", dir.join("root/link")).unwrap();
-    dir
+    (scratch, dir)
 }
 
 fn confined(dir: &Path) -> TestServer {
@@ -28,7 +29,7 @@ fn confined(dir: &Path) -> TestServer {
 
 #[test]
 fn commands_run_inside_the_roots() {
-    let dir = tree("inside");
+    let (_scratch, dir) = tree("inside");
     let s = confined(&dir);
     let r = call(&s, json!({"command": "pwd", "working_dir": "inner"}));
     assert_eq!(
@@ -41,7 +42,7 @@ fn commands_run_inside_the_roots() {
 
 #[test]
 fn escapes_are_refused_with_the_roots_named() {
-    let dir = tree("escape");
+    let (_scratch, dir) = tree("escape");
     let s = confined(&dir);
     for wd in [
         dir.join("outside"),
@@ -67,7 +68,7 @@ fn escapes_are_refused_with_the_roots_named() {
 
 #[test]
 fn a_default_dir_outside_new_roots_is_refused_at_call_time() {
-    let dir = tree("default");
+    let (_scratch, dir) = tree("default");
     let s = tagged(BashServer::new(dir.join("outside"), None, 10).unwrap());
     s.configure(&json!({"allowed_roots": [dir.join("root")]}).to_string())
         .unwrap();
@@ -77,7 +78,7 @@ fn a_default_dir_outside_new_roots_is_refused_at_call_time() {
 
 #[test]
 fn roots_must_exist_and_null_lifts_them() {
-    let dir = tree("config");
+    let (_scratch, dir) = tree("config");
     let s = confined(&dir);
     let err = s.configure(r#"{"allowed_roots": ["/no/such/root"]}"#).unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidConfig);
@@ -89,7 +90,7 @@ fn roots_must_exist_and_null_lifts_them() {
 
 #[test]
 fn project_file_extends_replaces_and_fails_soft() {
-    let dir = tree("project");
+    let (_scratch, dir) = tree("project");
     let s = confined(&dir);
     s.configure(r#"{"project_config": true}"#).unwrap();
     let project = dir.join("root/inner");
@@ -153,7 +154,7 @@ fn in_project(dir: &Path) -> TestServer {
 
 #[test]
 fn an_extended_root_of_the_current_project_is_reachable() {
-    let dir = tree("extended");
+    let (_scratch, dir) = tree("extended");
     std::fs::write(
         dir.join("root/inner/.bash-mcp.toml"),
         "allowed_roots = [\"../../outside\"]\nmode = \"extend\"\n",
@@ -173,7 +174,7 @@ fn an_extended_root_of_the_current_project_is_reachable() {
 
 #[test]
 fn a_project_file_outside_the_operator_roots_cannot_authorize_itself() {
-    let dir = tree("self-authorizing");
+    let (_scratch, dir) = tree("self-authorizing");
     let file = dir.join("outside/.bash-mcp.toml");
     std::fs::write(&file, "allowed_roots = [\".\"]\nmode = \"extend\"\n").unwrap();
     let s = in_project(&dir);
@@ -194,7 +195,7 @@ fn a_project_file_outside_the_operator_roots_cannot_authorize_itself() {
 
 #[test]
 fn replace_with_an_empty_list_in_the_current_project_locks_every_directory_out() {
-    let dir = tree("locked");
+    let (_scratch, dir) = tree("locked");
     std::fs::write(
         dir.join("root/inner/.bash-mcp.toml"),
         "allowed_roots = []\nmode = \"replace\"\n",
@@ -210,7 +211,7 @@ fn replace_with_an_empty_list_in_the_current_project_locks_every_directory_out()
 
 #[test]
 fn warnings_of_deleted_project_files_clear() {
-    let dir = tree("deleted");
+    let (_scratch, dir) = tree("deleted");
     let file = dir.join("root/inner/.bash-mcp.toml");
     std::fs::write(&file, "mode = \"sideways\"\n").unwrap();
     let s = in_project(&dir);
@@ -228,7 +229,7 @@ fn warnings_of_deleted_project_files_clear() {
 
 #[test]
 fn set_working_dir_resolves_relative_paths_against_the_current_default() {
-    let dir = tree("relative-default");
+    let (_scratch, dir) = tree("relative-default");
     let s = tagged(BashServer::new(dir.join("root"), None, 10).unwrap());
     s.set_working_dir(Path::new("inner")).unwrap();
     assert_eq!(s.working_dir(), dir.join("root/inner"));

@@ -234,8 +234,25 @@ fn string_list(key: &str, value: &Value) -> Result<Vec<String>, String> {
 mod tests {
     use super::*;
 
+    /// A folder for these tests' files, removed when the test binary exits.
+    fn folder() -> PathBuf {
+        static REGISTERED: std::sync::Once = std::sync::Once::new();
+        REGISTERED.call_once(|| {
+            extern "C" fn remove_folder() {
+                let _ = std::fs::remove_dir_all(folder_path());
+            }
+            // SAFETY: registers a plain function to run at exit.
+            unsafe { libc::atexit(remove_folder) };
+        });
+        folder_path()
+    }
+
+    fn folder_path() -> PathBuf {
+        std::env::temp_dir().join(format!("bash-mcp-settings-{}", std::process::id()))
+    }
+
     fn file(name: &str, text: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("bash-mcp-settings-{}", std::process::id()));
+        let dir = folder();
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
@@ -320,7 +337,7 @@ mod tests {
 
     #[test]
     fn relative_paths_in_the_file_resolve_against_its_folder() {
-        let folder = std::env::temp_dir().join(format!("bash-mcp-settings-rel-{}", std::process::id()));
+        let folder = folder().join("rel");
         std::fs::create_dir_all(folder.join("project")).unwrap();
         let path = folder.join("bash-mcp.toml");
         std::fs::write(

@@ -264,3 +264,50 @@ pub fn peak_rss_kib() -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmHWM")
 }
+
+/// A fresh directory under the temp dir, removed with its contents when
+/// dropped, so test runs leave nothing in /tmp.
+pub struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    /// `<temp>/bash-mcp-<name>-<pid>-<n>`, created empty.
+    pub fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(unique_tag(&format!("bash-mcp-{name}")));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    /// Writes `config` as a JSON configuration file and returns its path.
+    pub fn config(&self, config: &Value) -> String {
+        let path = self.0.join("config.json");
+        std::fs::write(&path, config.to_string()).unwrap();
+        path.to_str().unwrap().to_owned()
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::fs::remove_dir_all(&self.0).is_err() && self.0.exists() {
+            // A test may have locked a directory (mode 000): open it up first.
+            let _ = std::process::Command::new("chmod")
+                .arg("-R")
+                .arg("u+rwx")
+                .arg(&self.0)
+                .status();
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
