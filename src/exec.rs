@@ -320,8 +320,8 @@ impl std::ops::DerefMut for ReadBuffer {
 }
 
 /// Kills every process (outside our own) whose environment carries
-/// `marker`: what a command started but moved out of its process group with
-/// `setsid`. Returns how many were killed.
+/// `marker`: what a command started but moved out of its process group (or
+/// a session's terminal session) with `setsid`. Returns how many were killed.
 pub(crate) fn sweep_escapees(marker: &[u8]) -> usize {
     let me = std::process::id() as libc::pid_t;
     let Ok(entries) = std::fs::read_dir("/proc") else {

@@ -146,6 +146,7 @@ pub(crate) fn spawn_helper(program: &CStr, argv: &[CString], envp: &[CString], k
     if moved < 0 {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: fcntl returned a fresh fd that we now own.
     let moved = unsafe { OwnedFd::from_raw_fd(moved) };
     let mut argv_p: Vec<*mut libc::c_char> = argv.iter().map(|a| a.as_ptr().cast_mut()).collect();
     argv_p.push(std::ptr::null_mut());
