@@ -82,7 +82,8 @@ pub(crate) fn set_nonblocking(fd: RawFd) {
     }
 }
 
-fn check(rc: libc::c_int) -> io::Result<()> {
+/// A `posix_spawn*` return code as a result.
+pub(crate) fn check(rc: libc::c_int) -> io::Result<()> {
     if rc == 0 {
         Ok(())
     } else {
@@ -91,16 +92,16 @@ fn check(rc: libc::c_int) -> io::Result<()> {
 }
 
 /// Owns a `posix_spawn_file_actions_t` and destroys it on drop.
-struct FileActions(MaybeUninit<libc::posix_spawn_file_actions_t>);
+pub(crate) struct FileActions(MaybeUninit<libc::posix_spawn_file_actions_t>);
 
 impl FileActions {
-    fn new() -> io::Result<Self> {
+    pub(crate) fn new() -> io::Result<Self> {
         let mut fa = MaybeUninit::uninit();
         // SAFETY: initializes the storage we pass.
         check(unsafe { libc::posix_spawn_file_actions_init(fa.as_mut_ptr()) })?;
         Ok(Self(fa))
     }
-    fn ptr(&mut self) -> *mut libc::posix_spawn_file_actions_t {
+    pub(crate) fn ptr(&mut self) -> *mut libc::posix_spawn_file_actions_t {
         self.0.as_mut_ptr()
     }
 }
@@ -113,16 +114,32 @@ impl Drop for FileActions {
 }
 
 /// Owns a `posix_spawnattr_t` and destroys it on drop.
-struct Attrs(MaybeUninit<libc::posix_spawnattr_t>);
+pub(crate) struct Attrs(MaybeUninit<libc::posix_spawnattr_t>);
 
 impl Attrs {
-    fn new() -> io::Result<Self> {
+    /// Attributes that start the child with every signal at its default
+    /// disposition and an empty signal mask, whatever the host ignores or
+    /// blocks, plus `flags` (`POSIX_SPAWN_SETPGROUP`, `POSIX_SPAWN_SETSID`).
+    pub(crate) fn with_clean_signals(flags: libc::c_int) -> io::Result<Self> {
         let mut at = MaybeUninit::uninit();
         // SAFETY: initializes the storage we pass.
         check(unsafe { libc::posix_spawnattr_init(at.as_mut_ptr()) })?;
-        Ok(Self(at))
+        let mut attr = Self(at);
+        // SAFETY: the attributes are initialized; the sets are filled before use.
+        unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            check(libc::posix_spawnattr_setsigdefault(attr.ptr(), &all))?;
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            check(libc::posix_spawnattr_setsigmask(attr.ptr(), &none))?;
+            let flags = flags | libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK;
+            check(libc::posix_spawnattr_setflags(attr.ptr(), flags as libc::c_short))?;
+        }
+        Ok(attr)
     }
-    fn ptr(&mut self) -> *mut libc::posix_spawnattr_t {
+
+    pub(crate) fn ptr(&mut self) -> *mut libc::posix_spawnattr_t {
         self.0.as_mut_ptr()
     }
 }
@@ -136,6 +153,36 @@ impl Drop for Attrs {
 
 static DEV_NULL: &CStr = c"/dev/null";
 
+/// `posix_spawn` of `program` with `argv` and `envp`; returns the child's pid.
+pub(crate) fn posix_spawn(
+    program: &CStr,
+    argv: &[CString],
+    envp: &[CString],
+    fa: &mut FileActions,
+    attr: &mut Attrs,
+) -> io::Result<libc::pid_t> {
+    let null_terminated = |strings: &[CString]| {
+        let mut pointers: Vec<*mut libc::c_char> = strings.iter().map(|s| s.as_ptr().cast_mut()).collect();
+        pointers.push(std::ptr::null_mut());
+        pointers
+    };
+    let (argv, envp) = (null_terminated(argv), null_terminated(envp));
+    let mut pid: libc::pid_t = 0;
+    // SAFETY: the pointer arrays end with a null pointer and borrow strings that
+    // outlive the call; the actions and attributes are initialized.
+    check(unsafe {
+        libc::posix_spawn(
+            &mut pid,
+            program.as_ptr(),
+            fa.ptr(),
+            attr.ptr(),
+            argv.as_ptr(),
+            envp.as_ptr(),
+        )
+    })?;
+    Ok(pid)
+}
+
 /// Starts `argv` in a new session (so no terminal's signals reach it), with
 /// `/dev/null` as stdin, stdout and stderr, `keep` as its fd 3, and every
 /// other fd closed. For the library's own helper, not for commands.
@@ -148,15 +195,8 @@ pub(crate) fn spawn_helper(program: &CStr, argv: &[CString], envp: &[CString], k
     }
     // SAFETY: fcntl returned a fresh fd that we now own.
     let moved = unsafe { OwnedFd::from_raw_fd(moved) };
-    let mut argv_p: Vec<*mut libc::c_char> = argv.iter().map(|a| a.as_ptr().cast_mut()).collect();
-    argv_p.push(std::ptr::null_mut());
-    let mut envp_p: Vec<*mut libc::c_char> = envp.iter().map(|e| e.as_ptr().cast_mut()).collect();
-    envp_p.push(std::ptr::null_mut());
     let mut fa = FileActions::new()?;
-    let mut attr = Attrs::new()?;
-    let mut pid: libc::pid_t = 0;
-    // SAFETY: every pointer passed below is valid for the duration of the calls;
-    // the file actions and attributes are initialized and destroyed by their owners.
+    // SAFETY: the actions are initialized; the path is NUL-terminated and static.
     unsafe {
         for (fd, flags) in [(0, libc::O_RDONLY), (1, libc::O_WRONLY), (2, libc::O_WRONLY)] {
             check(libc::posix_spawn_file_actions_addopen(
@@ -169,25 +209,9 @@ pub(crate) fn spawn_helper(program: &CStr, argv: &[CString], envp: &[CString], k
         }
         check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), moved.as_raw_fd(), 3))?;
         check(libc::posix_spawn_file_actions_addclosefrom_np(fa.ptr(), 4))?;
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        check(libc::posix_spawnattr_setsigdefault(attr.ptr(), &all))?;
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        check(libc::posix_spawnattr_setsigmask(attr.ptr(), &none))?;
-        let flags =
-            libc::POSIX_SPAWN_SETSID as libc::c_int | libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK;
-        check(libc::posix_spawnattr_setflags(attr.ptr(), flags as libc::c_short))?;
-        check(libc::posix_spawn(
-            &mut pid,
-            program.as_ptr(),
-            fa.ptr(),
-            attr.ptr(),
-            argv_p.as_ptr(),
-            envp_p.as_ptr(),
-        ))?;
     }
-    Ok(pid)
+    let mut attr = Attrs::with_clean_signals(libc::POSIX_SPAWN_SETSID as libc::c_int)?;
+    posix_spawn(program, argv, envp, &mut fa, &mut attr)
 }
 
 /// Starts `spec` as the leader of a new process group.
@@ -200,16 +224,9 @@ pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
         Streams::Merged => None,
     };
 
-    let mut argv: Vec<*mut libc::c_char> = spec.argv.iter().map(|a| a.as_ptr().cast_mut()).collect();
-    argv.push(std::ptr::null_mut());
-    let mut envp: Vec<*mut libc::c_char> = spec.envp.iter().map(|e| e.as_ptr().cast_mut()).collect();
-    envp.push(std::ptr::null_mut());
-
     let mut fa = FileActions::new()?;
-    let mut attr = Attrs::new()?;
-    let mut pid: libc::pid_t = 0;
     // SAFETY: every pointer passed below is valid for the duration of the calls;
-    // the file actions and attributes are initialized and destroyed by their owners.
+    // the file actions are initialized and destroyed by their owner.
     unsafe {
         match &stdin {
             Some((r, _)) => check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), r.as_raw_fd(), 0))?,
@@ -226,26 +243,11 @@ pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
         check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), err_w, 2))?;
         check(libc::posix_spawn_file_actions_addchdir_np(fa.ptr(), spec.cwd.as_ptr()))?;
         check(libc::posix_spawn_file_actions_addclosefrom_np(fa.ptr(), 3))?;
-
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        check(libc::posix_spawnattr_setsigdefault(attr.ptr(), &all))?;
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        check(libc::posix_spawnattr_setsigmask(attr.ptr(), &none))?;
-        check(libc::posix_spawnattr_setpgroup(attr.ptr(), 0))?;
-        let flags = libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK;
-        check(libc::posix_spawnattr_setflags(attr.ptr(), flags as libc::c_short))?;
-
-        check(libc::posix_spawn(
-            &mut pid,
-            spec.program.as_ptr(),
-            fa.ptr(),
-            attr.ptr(),
-            argv.as_ptr(),
-            envp.as_ptr(),
-        ))?;
     }
+    let mut attr = Attrs::with_clean_signals(libc::POSIX_SPAWN_SETPGROUP)?;
+    // SAFETY: the attributes are initialized; 0 makes the child its group's leader.
+    check(unsafe { libc::posix_spawnattr_setpgroup(attr.ptr(), 0) })?;
+    let pid = posix_spawn(spec.program, spec.argv, spec.envp, &mut fa, &mut attr)?;
     // The child holds the write ends now; ours must close so EOF can come.
     drop(out_w);
     let stdin = stdin.map(|(r, w)| {

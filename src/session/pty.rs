@@ -65,14 +65,6 @@ pub(crate) fn open() -> io::Result<Pty> {
     }
 }
 
-fn check(rc: libc::c_int) -> io::Result<()> {
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(rc))
-    }
-}
-
 /// Spawns `argv` as the leader of a new session whose controlling terminal
 /// is the pty slave: `POSIX_SPAWN_SETSID` runs `setsid()` in the child before
 /// the file actions, so opening the slave (without `O_NOCTTY`) as fd 0
@@ -84,57 +76,26 @@ pub(crate) fn spawn_on_pty(
     cwd: &CStr,
     slave_path: &CStr,
 ) -> io::Result<libc::pid_t> {
+    use crate::spawn::{Attrs, FileActions, check};
     crate::guard::ensure();
-    let mut argv_p: Vec<*mut libc::c_char> = argv.iter().map(|a| a.as_ptr().cast_mut()).collect();
-    argv_p.push(std::ptr::null_mut());
-    let mut envp_p: Vec<*mut libc::c_char> = envp.iter().map(|e| e.as_ptr().cast_mut()).collect();
-    envp_p.push(std::ptr::null_mut());
-    let mut pid: libc::pid_t = 0;
-    // SAFETY: the attribute and action objects are initialized before use and
-    // destroyed afterwards; every pointer outlives the calls.
+    let mut fa = FileActions::new()?;
+    // SAFETY: the actions are initialized; the paths are NUL-terminated and
+    // outlive the spawn.
     unsafe {
-        let mut fa: libc::posix_spawn_file_actions_t = std::mem::zeroed();
-        check(libc::posix_spawn_file_actions_init(&mut fa))?;
-        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
-        if let Err(e) = check(libc::posix_spawnattr_init(&mut attr)) {
-            libc::posix_spawn_file_actions_destroy(&mut fa);
-            return Err(e);
-        }
-        let result = (|| {
-            check(libc::posix_spawn_file_actions_addopen(
-                &mut fa,
-                0,
-                slave_path.as_ptr(),
-                libc::O_RDWR,
-                0,
-            ))?;
-            check(libc::posix_spawn_file_actions_adddup2(&mut fa, 0, 1))?;
-            check(libc::posix_spawn_file_actions_adddup2(&mut fa, 0, 2))?;
-            check(libc::posix_spawn_file_actions_addchdir_np(&mut fa, cwd.as_ptr()))?;
-            check(libc::posix_spawn_file_actions_addclosefrom_np(&mut fa, 3))?;
-            let mut all: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut all);
-            check(libc::posix_spawnattr_setsigdefault(&mut attr, &all))?;
-            let mut none: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut none);
-            check(libc::posix_spawnattr_setsigmask(&mut attr, &none))?;
-            let flags =
-                libc::POSIX_SPAWN_SETSID as libc::c_int | libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK;
-            check(libc::posix_spawnattr_setflags(&mut attr, flags as libc::c_short))?;
-            check(libc::posix_spawn(
-                &mut pid,
-                program.as_ptr(),
-                &fa,
-                &attr,
-                argv_p.as_ptr(),
-                envp_p.as_ptr(),
-            ))
-        })();
-        libc::posix_spawn_file_actions_destroy(&mut fa);
-        libc::posix_spawnattr_destroy(&mut attr);
-        result?;
+        check(libc::posix_spawn_file_actions_addopen(
+            fa.ptr(),
+            0,
+            slave_path.as_ptr(),
+            libc::O_RDWR,
+            0,
+        ))?;
+        check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), 0, 1))?;
+        check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), 0, 2))?;
+        check(libc::posix_spawn_file_actions_addchdir_np(fa.ptr(), cwd.as_ptr()))?;
+        check(libc::posix_spawn_file_actions_addclosefrom_np(fa.ptr(), 3))?;
     }
-    Ok(pid)
+    let mut attr = Attrs::with_clean_signals(libc::POSIX_SPAWN_SETSID as libc::c_int)?;
+    crate::spawn::posix_spawn(program, argv, envp, &mut fa, &mut attr)
 }
 
 /// A pidfd for our unreaped child (None on kernels without pidfd_open).
