@@ -658,23 +658,14 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 /// A random 128-bit id as 32 hex digits (from the kernel's generator).
 pub fn random_id() -> String {
-    let mut bytes = [0u8; 16];
-    let mut filled = 0;
-    while filled < bytes.len() {
-        // SAFETY: writes into the unfilled part of a local buffer.
-        let n = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0) };
-        if n <= 0 {
-            // Only before the entropy pool is ready: fall back to time and counter.
-            let nanos = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_nanos();
-            bytes = (nanos ^ (u128::from(std::process::id()) << 64)).to_le_bytes();
-            break;
-        }
-        filled += n as usize;
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::session::random_hex().unwrap_or_else(|_| {
+        // Only before the entropy pool is ready: fall back to time and pid.
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        format!("{:032x}", nanos ^ (u128::from(std::process::id()) << 64))
+    })
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+pub(crate) use pty::random_hex;
 pub use shell::ShellKind;
 pub use types::{HISTORY_ENV, HistoryMode, RunOptions, RunResult, RunState, SessionConfig, SessionInfo, StartOptions};
 
