@@ -279,7 +279,8 @@ fn grow_pipe(fd: RawFd) {
     unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20) };
 }
 
-fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
+/// A pidfd for our unreaped child (None on kernels without pidfd_open).
+pub(crate) fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
     // SAFETY: pid is our unreaped child, so it cannot have been recycled.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })

@@ -1011,7 +1011,7 @@ fn waiting_for_input(session: &Session) -> bool {
 /// exits or the session is closed.
 fn read_loop(session: &Session, nonce: &str) {
     let mut parser = marker::Parser::new(nonce);
-    let pidfd = pty::pidfd(session.pid);
+    let pidfd = crate::spawn::pidfd_open(session.pid);
     let mut buf = vec![0u8; 64 * 1024];
     let mut events = Vec::new();
     let mut master_open = true;

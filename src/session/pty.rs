@@ -98,13 +98,6 @@ pub(crate) fn spawn_on_pty(
     crate::spawn::posix_spawn(program, argv, envp, &mut fa, &mut attr)
 }
 
-/// A pidfd for our unreaped child (None on kernels without pidfd_open).
-pub(crate) fn pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
-    // SAFETY: pid is our unreaped child, so it cannot have been recycled.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
-}
-
 /// The terminal's foreground process group, asked on the master side.
 pub(crate) fn foreground_group(master: RawFd) -> Option<libc::pid_t> {
     // SAFETY: ioctl on an fd we own.
