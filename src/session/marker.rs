@@ -66,17 +66,13 @@ impl Parser {
         while let Some(off) = find(&buf[pos..], INTRO) {
             let at = pos + off;
             let rest = &buf[at..];
-            if rest.starts_with(&self.start) {
+            let fixed = [(&self.start, Event::Start), (&self.exiting, Event::Exiting)]
+                .into_iter()
+                .find(|(marker, _)| rest.starts_with(marker));
+            if let Some((marker, event)) = fixed {
                 flush(events, &buf[out_from..at]);
-                events.push(Event::Start);
-                pos = at + self.start.len();
-                out_from = pos;
-                continue;
-            }
-            if rest.starts_with(&self.exiting) {
-                flush(events, &buf[out_from..at]);
-                events.push(Event::Exiting);
-                pos = at + self.exiting.len();
+                events.push(event);
+                pos = at + marker.len();
                 out_from = pos;
                 continue;
             }
