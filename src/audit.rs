@@ -656,21 +656,10 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
-/// A random 128-bit id as 32 hex digits (from the kernel's generator).
-pub fn random_id() -> String {
-    crate::session::random_hex().unwrap_or_else(|_| {
-        // Only before the entropy pool is ready: fall back to time and pid.
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos();
-        format!("{:032x}", nanos ^ (u128::from(std::process::id()) << 64))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::random_id;
     use std::time::Duration;
 
     #[test]
@@ -880,13 +869,5 @@ mod tests {
         // Round trip with the formatter.
         let t = UNIX_EPOCH + Duration::from_millis(1_795_977_903_123);
         assert_eq!(parse_instant(&rfc3339(t)), Some((base, 123_000_000)));
-    }
-
-    #[test]
-    fn ids_are_random_hex() {
-        let (a, b) = (random_id(), random_id());
-        assert_eq!(a.len(), 32);
-        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
-        assert_ne!(a, b);
     }
 }

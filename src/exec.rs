@@ -97,6 +97,8 @@ pub(crate) fn run(
 ) -> io::Result<RawOutcome> {
     let start = Instant::now();
     let deadline = start + limits.timeout;
+    // The guard cleans up after a crashed host; it starts with the first command.
+    crate::guard::ensure();
     let child = spawn::spawn(spec)?;
     let mut guard = GroupGuard {
         pid: child.pid,

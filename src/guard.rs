@@ -69,7 +69,8 @@ static GUARD: Mutex<Guard> = Mutex::new(Guard {
     warned: false,
 });
 
-/// Makes sure this process has a live guard. Called before each spawn;
+/// Makes sure this process has a live guard. Called by the layers that
+/// start commands and session shells (`exec`, `session`) before each spawn;
 /// failures are logged and retried later, never passed on (a command runs
 /// whether or not a guard watches it).
 pub(crate) fn ensure() {
@@ -120,8 +121,8 @@ fn start() -> std::io::Result<OwnedFd> {
         c"-c".to_owned(),
         CString::new(SCRIPT).expect("no NUL in the script"),
         c"bash-mcp-guard".to_owned(),
-        CString::new(crate::bash::run_marker_prefix()).expect("no NUL in the marker"),
-        CString::new(crate::session::private_dir_prefix().into_os_string().into_vec())
+        CString::new(crate::ids::run_marker_prefix()).expect("no NUL in the marker"),
+        CString::new(crate::ids::session_dir_prefix().into_os_string().into_vec())
             .map_err(|_| std::io::Error::other("the session directory's path contains NUL"))?,
         CString::new(std::process::id().to_string()).expect("digits"),
     ];

@@ -9,11 +9,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value, json};
 
-use crate::bash::{ExecOutcome, ExecRequest};
+use crate::args::json_kind;
 use crate::cancel::CancelToken;
 use crate::capture::BoundedOutput;
 use crate::error::{ErrorCode, ToolError};
-use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse, json_kind};
+use crate::outcome::ExecOutcome;
+use crate::request::ExecRequest;
+use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
 
 /// Runs one request to completion (the server's `run_with`).
 pub(crate) type Runner = Arc<dyn Fn(&ExecRequest, CallOptions<'_>) -> Result<ExecOutcome, ToolError> + Send + Sync>;
@@ -81,7 +83,7 @@ impl JobManager {
 
     /// Starts `request` in the background and returns its id.
     pub fn start(&self, request: ExecRequest) -> Result<String, ToolError> {
-        let id = format!("job-{}", crate::session::random_id()?);
+        let id = format!("job-{}", crate::ids::secret_id()?);
         let (_, limit) = (self.max_finished)();
         let job = Arc::new(Job {
             id: id.clone(),
@@ -185,7 +187,7 @@ impl JobManager {
                     "status": "running",
                     "command": job.command,
                     "elapsed_ms": job.started.elapsed().as_millis() as u64,
-                    "output": crate::session::clean(&live.render()),
+                    "output": crate::term::clean(&live.render()),
                     "output_bytes": live.total(),
                     "truncated": live.is_truncated(),
                     "hint": "Still running: call job_status again (with wait_seconds to block), or job_kill to stop it.",
@@ -197,7 +199,10 @@ impl JobManager {
                 if let Some(h) = job.handle.lock().unwrap_or_else(PoisonError::into_inner).take() {
                     let _ = h.join();
                 }
-                let outcome = outcome?;
+                let mut outcome = outcome?;
+                // Cleaned like the running job's output, so a job reads the
+                // same before and after it ends.
+                outcome.output = outcome.output.map(crate::term::clean);
                 let mut doc = outcome.to_value();
                 doc["job_id"] = job.id.clone().into();
                 doc["status"] = if outcome.exit_code().is_some() {

@@ -30,6 +30,7 @@
 //! # Ok::<(), bash_mcp::ToolError>(())
 //! ```
 
+mod args;
 pub mod audit;
 mod bash;
 mod cancel;
@@ -39,14 +40,18 @@ mod error;
 mod exec;
 pub mod ffi;
 mod guard;
+mod ids;
 mod jobs;
 mod limiter;
 pub mod mcp;
+mod outcome;
 pub mod permission;
+mod request;
 pub mod roots;
 mod server;
 pub mod session;
 mod spawn;
+mod term;
 
 pub use bash::{
     BashServer, DEFAULT_BINARIES, DEFAULT_SERVER_NAME, EXECUTE_ARGUMENTS, EXECUTE_DEFINITION, ExecOutcome, ExecRequest,
@@ -57,9 +62,7 @@ pub use capture::BoundedOutput;
 pub use config::Config;
 pub use error::{ErrorCode, ToolError};
 pub use exec::{OutputSink, OutputStream};
-pub use server::{
-    CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse, dispatch, json_kind, parse_args,
-};
+pub use server::{CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse};
 pub use spawn::Streams;
 
 /// Names of the background-job tools, registered beside `execute`.

@@ -216,7 +216,6 @@ pub(crate) fn spawn_helper(program: &CStr, argv: &[CString], envp: &[CString], k
 
 /// Starts `spec` as the leader of a new process group.
 pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
-    crate::guard::ensure();
     let stdin = if spec.stdin_pipe { Some(pipe()?) } else { None };
     let (out_r, out_w) = pipe()?;
     let err = match spec.streams {

@@ -34,6 +34,30 @@ fn background_job_finishes_with_exit_code_and_output() {
     assert_no_survivors(&tag);
 }
 
+/// A job's output reads the same while it runs and once it has finished:
+/// terminal sequences and `\r\n` are cleaned in both.
+#[test]
+fn finished_job_output_is_cleaned_like_running_output() {
+    let s = server();
+    let tag = unique_tag("jobclean");
+    let command = r"printf 'a\033[1mb\r\n'; sleep 0.5";
+    let id = background(&s, command, &tag);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let running = loop {
+        let r = call_tool(&s, "job_status", json!({"job_id": id}));
+        if r["status"] == "running" && r["output"] != "" {
+            break r;
+        }
+        assert!(Instant::now() < deadline && r["status"] == "running", "{r}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(running["output"], "ab\n", "{running}");
+    let finished = call_tool(&s, "job_status", json!({"job_id": id, "wait_seconds": 10}));
+    assert_eq!(finished["status"], "finished", "{finished}");
+    assert_eq!(finished["output"], "ab\n", "{finished}");
+    assert_no_survivors(&tag);
+}
+
 #[test]
 fn running_job_shows_output_so_far_and_can_be_killed() {
     let s = server();

@@ -2,8 +2,6 @@
 
 mod ops;
 pub use ops::DEFAULT_BINARIES;
-mod outcome;
-mod request;
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -14,8 +12,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value};
 
-pub use outcome::{ExecOutcome, Output, Status};
-pub use request::{EXECUTE_ARGUMENTS, ExecRequest};
+pub use crate::outcome::{ExecOutcome, Output, Status};
+use crate::request::validate_command;
+pub use crate::request::{EXECUTE_ARGUMENTS, ExecRequest};
 
 use crate::audit::AuditLog;
 use crate::config::Config;
@@ -27,7 +26,7 @@ use crate::roots;
 use crate::server::{CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse};
 use crate::session::SessionManager;
 use crate::session::tools::{LazyManager, SESSION_TOOLS, SessionTool};
-use crate::spawn::{MAX_ARG_LEN, SpawnSpec, Streams};
+use crate::spawn::{SpawnSpec, Streams};
 
 /// The built-in definition of the `execute` tool (used when the data dir has none).
 pub const EXECUTE_DEFINITION: &str = include_str!("../../data/tools/bash/execute.json");
@@ -209,7 +208,7 @@ impl BashServer {
             )))?;
         }
         // An invalid BASH_MCP_HISTORY is a configuration error at start-up.
-        crate::session::HistoryMode::from_env()?;
+        crate::config::HistoryMode::from_env()?;
         Ok(Self {
             shared,
             tools,
@@ -282,7 +281,7 @@ impl BashServer {
     /// against the server's default directory), else that default; the
     /// caller replaces it with the directory the result names, if any.
     fn audit_entry(&self, log: &AuditLog, tool_name: &str, args_json: &str, started: SystemTime) -> Map<String, Value> {
-        let args = crate::server::parse_args(args_json).unwrap_or_default();
+        let args = crate::args::parse_args(args_json).unwrap_or_default();
         let local = self
             .find_tool(tool_name)
             .map_or(tool_name, |t| t.definition().name.as_str());
@@ -386,7 +385,7 @@ impl McpServer for BashServer {
     fn configure(&self, config_json: &str) -> Result<(), ToolError> {
         let mut slot = self.shared.config.write().unwrap_or_else(PoisonError::into_inner);
         let next = slot.apply_json(config_json)?;
-        crate::session::HistoryMode::from_env()?;
+        crate::config::HistoryMode::from_env()?;
         // Open a new audit log before anything changes, so a bad path fails
         // the whole configure and leaves the previous state in force.
         if next.audit != slot.audit {
@@ -495,7 +494,7 @@ impl Shared {
         pattern: &str,
     ) -> Map<String, Value> {
         let mut entry = Map::new();
-        entry.insert("audit_id".into(), crate::audit::random_id().into());
+        entry.insert("audit_id".into(), crate::ids::random_id().into());
         entry.insert("timestamp".into(), crate::audit::rfc3339(started).into());
         entry.insert("server".into(), self.name.as_str().into());
         entry.insert("tool".into(), tool.into());
@@ -575,7 +574,7 @@ impl Shared {
             CString::new(request.command.as_str()).expect("checked for NUL above"),
         ];
         let mut envp = config.build_env(&request.env);
-        let run_marker = next_run_marker();
+        let run_marker = crate::ids::next_run_marker();
         envp.insert(0, CString::new(run_marker.clone()).expect("marker has no NUL"));
         let cwd_c = c_path(&cwd)?;
         let spec = SpawnSpec {
@@ -645,32 +644,6 @@ impl Shared {
     }
 }
 
-/// The variable every process of one run inherits, so that processes which
-/// leave the run's process group can still be found (see `exec`).
-pub const RUN_MARKER_VAR: &str = "BASH_MCP_RUN_ID";
-
-/// `BASH_MCP_RUN_ID=<process prefix>-<counter>`, unique per run (and per
-/// session: a session's shell carries one too).
-pub(crate) fn next_run_marker() -> Vec<u8> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!("{}{}", run_marker_prefix(), NEXT.fetch_add(1, Ordering::Relaxed)).into_bytes()
-}
-
-/// `BASH_MCP_RUN_ID=<process tag>-`: the start of every marker this
-/// process hands out.
-pub(crate) fn run_marker_prefix() -> &'static str {
-    static PREFIX: std::sync::LazyLock<String> =
-        std::sync::LazyLock::new(|| format!("{RUN_MARKER_VAR}={}-", process_tag()));
-    &PREFIX
-}
-
-/// 12 random hex digits, fixed for the life of this process: they name what
-/// belongs to it (run markers, session directories).
-pub(crate) fn process_tag() -> &'static str {
-    static TAG: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| crate::audit::random_id()[..12].to_owned());
-    &TAG
-}
-
 fn empty_output(streams: Streams) -> Output {
     match streams {
         Streams::Merged => Output::Merged(String::new()),
@@ -734,47 +707,13 @@ impl Tool for ExecuteTool {
 
 /// The `command` argument of a call, if any.
 fn command_of(args_json: &str) -> Option<String> {
-    let args = crate::server::parse_args(args_json).ok()?;
+    let args = crate::args::parse_args(args_json).ok()?;
     args.get("command").and_then(Value::as_str).map(str::to_owned)
 }
 
 /// Whether the `execute` arguments ask for a background job (`background: true`).
 fn request_is_background(args: &Map<String, Value>) -> bool {
     args.get("background").and_then(Value::as_bool) == Some(true)
-}
-
-/// The checks every command text gets, whatever runs it: not empty, no NUL.
-pub(crate) fn validate_command_text(command: &str) -> Result<(), ToolError> {
-    if command.trim().is_empty() {
-        return Err(ToolError::new(
-            ErrorCode::EmptyCommand,
-            "the command is empty",
-            "pass the shell command to run in `command`",
-        ));
-    }
-    if command.contains('\0') {
-        return Err(ToolError::new(
-            ErrorCode::CommandContainsNul,
-            "the command contains a NUL byte, which a shell cannot read",
-            "remove the NUL byte; to produce one, use printf '\\0' inside the command",
-        ));
-    }
-    Ok(())
-}
-
-pub(crate) fn validate_command(command: &str) -> Result<(), ToolError> {
-    validate_command_text(command)?;
-    if command.len() > MAX_ARG_LEN {
-        return Err(ToolError::new(
-            ErrorCode::CommandTooLong,
-            format!(
-                "the command is {} bytes; the kernel accepts at most {MAX_ARG_LEN} bytes in one argument",
-                command.len()
-            ),
-            "write the script to a file and run the file, or feed the data through `stdin`",
-        ));
-    }
-    Ok(())
 }
 
 fn c_path(path: &Path) -> Result<CString, ToolError> {

@@ -11,11 +11,12 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{ExecRequest, Shared, Status};
+use crate::args::json_kind;
 use crate::audit::AuditQuery;
 use crate::config::resolve_program;
 use crate::error::{ErrorCode, ToolError};
 use crate::jobs::JobManager;
-use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse, json_kind};
+use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
 use crate::session::tools::LazyManager;
 
 /// Built-in definitions, by tool name.

@@ -131,7 +131,7 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming, ParseFailure> {
                     INVALID_REQUEST,
                     format!(
                         "invalid request: expected a JSON object, got {}",
-                        crate::json_kind(&other)
+                        crate::args::json_kind(&other)
                     ),
                 ),
             )));
@@ -153,7 +153,7 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming, ParseFailure> {
         Some(other) => {
             return invalid(format!(
                 "invalid request: `method` must be a string, got {}",
-                crate::json_kind(&other)
+                crate::args::json_kind(&other)
             ));
         }
         None if id.is_some() && (map.contains_key("result") || map.contains_key("error")) => {
@@ -180,7 +180,7 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming, ParseFailure> {
 fn describe_id(id: &Value) -> String {
     match id {
         Value::Number(n) => format!("the number {n}"),
-        other => crate::json_kind(other).to_owned(),
+        other => crate::args::json_kind(other).to_owned(),
     }
 }
 

@@ -338,7 +338,7 @@ impl Inner {
                             INVALID_PARAMS,
                             format!(
                                 "invalid params: `params` must be an object, got {}",
-                                crate::json_kind(other)
+                                crate::args::json_kind(other)
                             ),
                         );
                         return Some(jsonrpc::error_response(&id, &e));
@@ -463,7 +463,7 @@ impl Inner {
                     INVALID_PARAMS,
                     format!(
                         "invalid params: `protocolVersion` must be a string, got {}",
-                        crate::json_kind(other)
+                        crate::args::json_kind(other)
                     ),
                 ));
             }
@@ -529,7 +529,7 @@ impl Inner {
             Some(other) => {
                 return invalid(format!(
                     "invalid params: `name` must be a string, got {}",
-                    crate::json_kind(other)
+                    crate::args::json_kind(other)
                 ));
             }
             None => return invalid("invalid params: `name` (the tool to call) is missing".into()),
@@ -568,7 +568,7 @@ impl Inner {
                     .record_rejected_call(&canonical, &other.to_string(), ErrorCode::InvalidArguments);
                 return invalid(format!(
                     "invalid params: `arguments` must be an object, got {}",
-                    crate::json_kind(other)
+                    crate::args::json_kind(other)
                 ));
             }
         };
@@ -578,7 +578,7 @@ impl Inner {
             Some(other) => {
                 return invalid(format!(
                     "invalid params: `_meta.progressToken` must be a string or a number, got {}",
-                    crate::json_kind(other)
+                    crate::args::json_kind(other)
                 ));
             }
         };

@@ -1,6 +1,5 @@
 //! Private files of a session: the rc and command files, and fish history.
 
-use std::ffi::CString;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -90,19 +89,6 @@ impl CommandFile {
     }
 }
 
-/// Where private session directories go: /dev/shm (memory, so command text
-/// never reaches a disk) when usable, else the temp dir.
-pub(super) fn private_base() -> PathBuf {
-    let shm = Path::new("/dev/shm");
-    let usable = std::fs::metadata(shm).is_ok_and(|m| m.is_dir())
-        && CString::new("/dev/shm").is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0);
-    if usable {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    }
-}
-
 /// Removes a directory on drop unless forgotten.
 pub(super) struct DirGuard(PathBuf);
 impl Drop for DirGuard {
@@ -124,7 +110,7 @@ mod tests {
 
     #[test]
     fn command_file_holds_the_latest_command_only() {
-        let dir = std::env::temp_dir().join(format!("bash-mcp-cmdfile-{}", crate::audit::random_id()));
+        let dir = std::env::temp_dir().join(format!("bash-mcp-cmdfile-{}", crate::ids::random_id()));
         std::fs::create_dir_all(&dir).unwrap();
         let _cleanup = scopeguard(dir.clone());
         let mut file = CommandFile::create(&dir.join("c")).unwrap();

@@ -23,11 +23,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub(crate) use pty::random_hex;
+pub use crate::config::{HISTORY_ENV, HistoryMode, SessionConfig};
 pub use shell::ShellKind;
-pub use types::{HISTORY_ENV, HistoryMode, RunOptions, RunResult, RunState, SessionConfig, SessionInfo, StartOptions};
+pub use types::{RunOptions, RunResult, RunState, SessionInfo, StartOptions};
 
-use files::{CommandFile, append_fish_history, private_base, scopeguard, write_private};
+use files::{CommandFile, append_fish_history, scopeguard, write_private};
 use keys::{KEY_NAMES, key_bytes};
 
 use crate::capture::BoundedOutput;
@@ -387,9 +387,9 @@ impl SessionManager {
             ShellKind::Sh => None,
         };
 
-        let id = pty::random_hex().map_err(|e| internal(format!("getrandom failed: {e}")))?;
-        let nonce = pty::random_hex().map_err(|e| internal(format!("getrandom failed: {e}")))?;
-        let dir = PathBuf::from(format!("{}{}", private_dir_prefix().display(), &id[..16]));
+        let id = crate::ids::secret_id()?;
+        let nonce = crate::ids::secret_id()?;
+        let dir = PathBuf::from(format!("{}{}", crate::ids::session_dir_prefix().display(), &id[..16]));
         std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|e| {
             spawn_failed(format!(
                 "could not create the session's private directory {}: {e}",
@@ -425,7 +425,7 @@ impl SessionManager {
         // Like every command's, the session's processes carry a run marker:
         // closing finds those that left the terminal's session by it, and
         // the guard finds them all if the host dies.
-        let run_marker = crate::bash::next_run_marker();
+        let run_marker = crate::ids::next_run_marker();
         envp.insert(
             0,
             CString::new(run_marker.clone()).map_err(|_| internal("run marker contains NUL".into()))?,
@@ -952,7 +952,7 @@ fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_
         let (bytes, lost) = state.ring.since(state.delivered);
         (String::from_utf8_lossy(&bytes).into_owned(), lost, false)
     };
-    let mut output = if raw { text } else { marker::strip_control(&text) };
+    let mut output = if raw { text } else { crate::term::clean(&text) };
     if lost > 0 {
         output.insert_str(
             0,
@@ -1200,7 +1200,7 @@ fn spawn_failed(message: String) -> ToolError {
 pub const MAX_COMMAND_BYTES: usize = 1 << 20;
 
 fn validate_command(command: &str) -> Result<(), ToolError> {
-    crate::bash::validate_command_text(command)?;
+    crate::request::validate_command_text(command)?;
     if command.len() > MAX_COMMAND_BYTES {
         return Err(ToolError::new(
             ErrorCode::CommandTooLong,
@@ -1251,21 +1251,4 @@ fn shell_exited(code: i32) -> ToolError {
         format!("the session's shell has exited (status {code})"),
         "close it with session_close and start a new one with session_start",
     )
-}
-
-/// The start of the path of every session directory of this process
-/// (`<base>/bash-mcp-session-<process tag>-`), so that the guard can remove
-/// them when the host dies.
-pub(crate) fn private_dir_prefix() -> PathBuf {
-    private_base().join(format!("bash-mcp-session-{}-", crate::bash::process_tag()))
-}
-
-/// 128 random bits as hex (for session and job ids).
-pub(crate) fn random_id() -> Result<String, ToolError> {
-    pty::random_hex().map_err(|e| internal(format!("getrandom failed: {e}")))
-}
-
-/// Output with terminal control sequences removed.
-pub(crate) fn clean(text: &str) -> String {
-    marker::strip_control(text)
 }

@@ -356,25 +356,6 @@ pub(crate) fn rss_kib(pid: libc::pid_t) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-/// 128 bits from `getrandom(2)`, as 32 hex digits.
-pub(crate) fn random_hex() -> io::Result<String> {
-    let mut bytes = [0u8; 16];
-    let mut filled = 0;
-    while filled < bytes.len() {
-        // SAFETY: writes into the unfilled part of a valid buffer.
-        let n = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0) };
-        if n < 0 {
-            let err = last_error();
-            if err.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return Err(err);
-        }
-        filled += n as usize;
-    }
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::epoll_targets;

@@ -8,9 +8,10 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{HistoryMode, RunOptions, SessionManager, StartOptions};
+use crate::args::json_kind;
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
-use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse, json_kind};
+use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
 
 /// The tool names, in registration order, with their built-in definitions.
 pub(crate) const SESSION_TOOLS: &[(&str, &str)] = &[

@@ -13,9 +13,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+mod session;
+pub use session::{HISTORY_ENV, HistoryMode, SessionConfig};
+
 use crate::audit::AuditSettings;
 use crate::error::{ErrorCode, ToolError};
-use crate::session::{HistoryMode, SessionConfig};
 
 /// Default output limit: 32 KiB (head 16 KiB + tail 16 KiB).
 ///

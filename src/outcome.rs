@@ -42,6 +42,18 @@ impl Output {
             Output::Separate { stdout, stderr } => format!("{stdout}{stderr}"),
         }
     }
+
+    /// The same output with each text passed through `f` (e.g. cleaned of
+    /// terminal sequences).
+    pub(crate) fn map(self, f: impl Fn(&str) -> String) -> Output {
+        match self {
+            Output::Merged(text) => Output::Merged(f(&text)),
+            Output::Separate { stdout, stderr } => Output::Separate {
+                stdout: f(&stdout),
+                stderr: f(&stderr),
+            },
+        }
+    }
 }
 
 /// What running a command produced.

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::args::json_kind;
 use crate::config::is_valid_env_name;
 use crate::error::{ErrorCode, ToolError};
-use crate::server::json_kind;
-use crate::spawn::Streams;
+use crate::spawn::{MAX_ARG_LEN, Streams};
 
 /// One command to run.
 ///
@@ -207,4 +207,38 @@ fn parse_env(value: &Value) -> Result<Vec<(String, String)>, ToolError> {
             }
         })
         .collect()
+}
+
+/// The checks every command text gets, whatever runs it: not empty, no NUL.
+pub(crate) fn validate_command_text(command: &str) -> Result<(), ToolError> {
+    if command.trim().is_empty() {
+        return Err(ToolError::new(
+            ErrorCode::EmptyCommand,
+            "the command is empty",
+            "pass the shell command to run in `command`",
+        ));
+    }
+    if command.contains('\0') {
+        return Err(ToolError::new(
+            ErrorCode::CommandContainsNul,
+            "the command contains a NUL byte, which a shell cannot read",
+            "remove the NUL byte; to produce one, use printf '\\0' inside the command",
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn validate_command(command: &str) -> Result<(), ToolError> {
+    validate_command_text(command)?;
+    if command.len() > MAX_ARG_LEN {
+        return Err(ToolError::new(
+            ErrorCode::CommandTooLong,
+            format!(
+                "the command is {} bytes; the kernel accepts at most {MAX_ARG_LEN} bytes in one argument",
+                command.len()
+            ),
+            "write the script to a file and run the file, or feed the data through `stdin`",
+        ));
+    }
+    Ok(())
 }

@@ -1,0 +1,139 @@
+//! Identifiers, the bottom layer: random ids, the process tag, run markers,
+//! and the names derived from them. Everything that names what this process
+//! owns (run markers, session directories, job and session ids) comes from
+//! here, so the layers that start processes and the guard that cleans up
+//! after them agree without importing each other.
+
+use std::ffi::CString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::error::{ErrorCode, ToolError};
+
+/// The variable every process of one run inherits, so that processes which
+/// leave the run's process group can still be found (see `exec`).
+pub(crate) const RUN_MARKER_VAR: &str = "BASH_MCP_RUN_ID";
+
+/// 128 bits from `getrandom(2)`, as 32 hex digits.
+pub(crate) fn random_hex() -> io::Result<String> {
+    let mut bytes = [0u8; 16];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        // SAFETY: the pointer and length describe the unfilled tail of
+        // `bytes`, a live local buffer the kernel writes at most that many
+        // bytes into.
+        let n = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0) };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(err);
+        }
+        filled += n as usize;
+    }
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A random 128-bit id as 32 hex digits (from the kernel's generator), with
+/// a time-and-pid fallback for the moment before the entropy pool is ready.
+/// For names that must be unique, not secret (audit entries, scratch files).
+pub(crate) fn random_id() -> String {
+    random_hex().unwrap_or_else(|_| {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        format!("{:032x}", nanos ^ (u128::from(std::process::id()) << 64))
+    })
+}
+
+/// 128 random bits as hex, or an error when the kernel has none to give:
+/// for ids a caller may not guess (sessions, jobs).
+pub(crate) fn secret_id() -> Result<String, ToolError> {
+    random_hex().map_err(|e| {
+        ToolError::new(
+            ErrorCode::Internal,
+            format!("getrandom failed: {e}"),
+            "retry; if it persists, report it with the message",
+        )
+    })
+}
+
+/// 12 random hex digits, fixed for the life of this process: they name what
+/// belongs to it (run markers, session directories).
+pub(crate) fn process_tag() -> &'static str {
+    static TAG: LazyLock<String> = LazyLock::new(|| random_id()[..12].to_owned());
+    &TAG
+}
+
+/// `BASH_MCP_RUN_ID=<process tag>-`: the start of every marker this
+/// process hands out.
+pub(crate) fn run_marker_prefix() -> &'static str {
+    static PREFIX: LazyLock<String> = LazyLock::new(|| format!("{RUN_MARKER_VAR}={}-", process_tag()));
+    &PREFIX
+}
+
+/// `BASH_MCP_RUN_ID=<process tag>-<counter>`, unique per run (and per
+/// session: a session's shell carries one too).
+pub(crate) fn next_run_marker() -> Vec<u8> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("{}{}", run_marker_prefix(), NEXT.fetch_add(1, Ordering::Relaxed)).into_bytes()
+}
+
+/// Where private session directories go: /dev/shm (memory, so command text
+/// never reaches a disk) when usable, else the temp dir.
+pub(crate) fn private_base() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let writable = || {
+        let path = CString::new("/dev/shm").expect("no NUL");
+        // SAFETY: `path` is a NUL-terminated string that outlives the call;
+        // access(2) only reads it.
+        unsafe { libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+    };
+    if std::fs::metadata(shm).is_ok_and(|m| m.is_dir()) && writable() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// The start of the path of every session directory of this process
+/// (`<base>/bash-mcp-session-<process tag>-`), so that the guard can remove
+/// them when the host dies.
+pub(crate) fn session_dir_prefix() -> PathBuf {
+    private_base().join(format!("bash-mcp-session-{}-", process_tag()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_ids_are_32_hex_digits_and_differ() {
+        let (a, b) = (random_id(), random_id());
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn run_markers_share_the_process_prefix_and_differ() {
+        let (a, b) = (next_run_marker(), next_run_marker());
+        let prefix = run_marker_prefix().as_bytes();
+        assert!(a.starts_with(prefix) && b.starts_with(prefix));
+        assert_ne!(a, b);
+        assert!(run_marker_prefix().starts_with("BASH_MCP_RUN_ID="));
+        assert_eq!(process_tag().len(), 12);
+    }
+
+    #[test]
+    fn session_directories_are_named_by_the_process_tag() {
+        let prefix = session_dir_prefix();
+        let name = prefix.file_name().unwrap().to_str().unwrap();
+        assert_eq!(name, format!("bash-mcp-session-{}-", process_tag()));
+    }
+}
