@@ -316,7 +316,7 @@ struct Reals {
 /// Programs that run another program; their stub logs and then execs the real one.
 const EXEC_WRAPPERS: &[&str] = &[
     "bash", "dash", "sh", "env", "xargs", "timeout", "nice", "nohup", "stdbuf", "setsid", "flock", "script", "ionice",
-    "taskset", "chrt", "time", "watch",
+    "taskset", "chrt", "time", "watch", "rbash",
 ];
 
 /// Names that only a shell provides (bash builtins and keywords without a program of

@@ -124,7 +124,7 @@ impl Dialect {
     /// [`Other`](Self::Other).
     pub fn for_shell(path: impl AsRef<Path>) -> Dialect {
         let name = path.as_ref().file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name == "bash" {
+        if name == "bash" || name == "rbash" {
             Dialect::Bash
         } else if POSIX_SHELLS.contains(&name) {
             Dialect::Posix

@@ -32,6 +32,7 @@ mod fnmatch;
 mod parse;
 mod pattern;
 mod policy;
+mod shells;
 mod vars;
 mod word;
 mod wrappers;
@@ -44,8 +45,9 @@ pub use dialect::{Dialect, OTHER_SHELL_KEYWORDS, PLAIN_CHARACTERS, POSIX_SHELLS}
 pub use fnmatch::{fnmatch, fnmatch_escape};
 pub use pattern::OPAQUE_BODY;
 pub use policy::{Decision, PermissionPolicy, PolicyError};
-pub use vars::{RISKY_VARIABLE_PREFIXES, RISKY_VARIABLES, is_risky_variable};
-pub use wrappers::{OPAQUE_BUILTINS, OPAQUE_WRAPPERS, SHELLS, TRANSPARENT_WRAPPERS, VISIBLE_WRAPPERS};
+pub use shells::{SHELLS, UNANALYSED_SHELLS};
+pub use vars::{RISKY_VARIABLE_PREFIXES, RISKY_VARIABLES, is_risky_setting, is_risky_variable};
+pub use wrappers::{OPAQUE_BUILTINS, OPAQUE_WRAPPERS, TRANSPARENT_WRAPPERS, VISIBLE_WRAPPERS};
 
 use serde::Serialize;
 

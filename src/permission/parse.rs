@@ -12,7 +12,7 @@ use brush_parser::ast::{
 use super::arith::{builtin_hazard, is_literal_arithmetic, is_plain_name, is_plain_subscript};
 use super::depth::{MAX_NESTING, MAX_PAREN_NESTING, nesting_depth};
 use super::dialect::{Dialect, OTHER_SHELL_KEYWORDS, not_plain};
-use super::vars::{is_risky_variable, risky_assignment};
+use super::vars::{is_risky_variable, risky_setting};
 use super::word::{Arg, clip, resolve, resolve_heredoc};
 use super::wrappers::{Unwrap, basename, unwrap};
 use super::{Opacity, Part};
@@ -553,7 +553,14 @@ impl Walker {
         let name = match &a.name {
             AssignmentName::VariableName(n) | AssignmentName::ArrayElementName(n, _) => n,
         };
-        if let Some(reason) = risky_assignment(name) {
+        let value = match &a.value {
+            AssignmentValue::Scalar(w) => {
+                let arg = resolve(&w.value, self);
+                arg.literal.then_some(arg.text)
+            }
+            AssignmentValue::Array(_) => None,
+        };
+        if let Some(reason) = risky_setting(name, value.as_deref()) {
             self.opaque(reason, Vec::new());
         }
         if let AssignmentName::ArrayElementName(_, index) = &a.name {
@@ -570,9 +577,7 @@ impl Walker {
             self.bash_only("`+=` assignment");
         }
         match &a.value {
-            AssignmentValue::Scalar(w) => {
-                resolve(&w.value, self);
-            }
+            AssignmentValue::Scalar(_) => {}
             AssignmentValue::Array(items) => {
                 self.bash_only("an array assignment");
                 for (k, v) in items {
@@ -936,7 +941,7 @@ impl Walker {
 /// which may be anything.
 fn script_dialect(runner: &str) -> Dialect {
     let name = basename(runner);
-    if super::wrappers::SHELLS.contains(&name) {
+    if super::shells::SHELLS.contains(&name) {
         Dialect::for_shell(name)
     } else if name == "watch" {
         Dialect::Unknown

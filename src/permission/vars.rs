@@ -94,6 +94,14 @@ pub const RISKY_VARIABLES: &[&str] = &[
     "PS2",
     "PS3",
     "auto_resume",
+    // The locale chooses the character set a shell reads its code in: in GBK, BIG5 or
+    // GB18030 a multibyte character can end in the byte of `\\` and swallow it, so bash
+    // sees commands the text does not show. LOCPATH and NLSPATH load locale and message
+    // files from anywhere. A locale setting to a known-safe value is not risky (see
+    // `risky_setting`).
+    "LANG",
+    "LOCPATH",
+    "NLSPATH",
 ];
 
 /// Variables matched by prefix (`LD_PRELOAD`, `GIT_SSH_COMMAND`, `PYTHONSTARTUP`,
@@ -115,6 +123,7 @@ pub const RISKY_VARIABLE_PREFIXES: &[&str] = &[
     "GRADLE_",
     "NODE_",
     "YARN_",
+    "LC_",
 ];
 
 /// Whether assigning `name` can change which program runs or what it does.
@@ -135,10 +144,52 @@ pub fn is_risky_variable(name: &str) -> bool {
         || name.get(..11).is_some_and(|p| p.eq_ignore_ascii_case("npm_config_"))
 }
 
-/// Why setting the variable `name` makes a command opaque, or `None` when it is not
-/// risky.
-pub(crate) fn risky_assignment(name: &str) -> Option<String> {
-    is_risky_variable(name).then(|| format!("sets {name}, which changes what runs"))
+/// Why setting `name` to `value` (`None`: a value not known from the text) makes a
+/// command opaque, or `None` when it does not.
+pub(crate) fn risky_setting(name: &str, value: Option<&str>) -> Option<String> {
+    is_risky_setting(name, value).then(|| format!("sets {name}, which changes what runs"))
+}
+
+/// Whether setting `name` to `value` (`None`: not known) can change which program runs
+/// or what it does. Like [`is_risky_variable`], except that the locale variables (`LANG`,
+/// `LC_*`) set to a locale whose character set keeps ASCII bytes apart from multibyte
+/// characters (`C`, `POSIX`, any `*.UTF-8`) are not risky.
+///
+/// ```
+/// use bash_mcp::permission::is_risky_setting;
+/// assert!(!is_risky_setting("LC_ALL", Some("C")));
+/// assert!(!is_risky_setting("LANG", Some("en_US.UTF-8")));
+/// assert!(is_risky_setting("LC_ALL", Some("zh_CN.GBK")));
+/// assert!(is_risky_setting("LC_ALL", None));
+/// assert!(is_risky_setting("LOCPATH", Some("/tmp")));
+/// assert!(is_risky_setting("PATH", Some("/usr/bin")));
+/// ```
+pub fn is_risky_setting(name: &str, value: Option<&str>) -> bool {
+    let locale = name == "LANG" || name.starts_with("LC_");
+    if locale && let Some(v) = value {
+        return !is_safe_locale(v);
+    }
+    is_risky_variable(name)
+}
+
+/// `C`, `POSIX`, empty, or `LANGUAGE[_TERRITORY].UTF-8[@MODIFIER]` (also `utf8`) made of
+/// letters only: a name glibc looks up among the system's locales (no `/`), in an
+/// encoding where every byte below 0x80 is that ASCII character.
+fn is_safe_locale(v: &str) -> bool {
+    if matches!(v, "" | "C" | "POSIX") {
+        return true;
+    }
+    let (base, modifier) = v.split_once('@').unwrap_or((v, ""));
+    let Some((lang, codeset)) = base.split_once('.') else {
+        return false;
+    };
+    let letters = |s: &str| s.chars().all(|c| c.is_ascii_alphabetic());
+    let (language, territory) = lang.split_once('_').unwrap_or((lang, ""));
+    matches!(codeset, "UTF-8" | "utf8" | "UTF8" | "utf-8")
+        && !language.is_empty()
+        && letters(language)
+        && letters(territory)
+        && letters(modifier)
 }
 
 /// The variable name of an assignment word `NAME=v`, `NAME+=v` or `NAME[i]=v`, if it is one.

@@ -16,10 +16,18 @@ struct Decoded {
     text: String,
     /// A `$'...'` string contributed text.
     ansi_c: bool,
+    /// The word as the expansion steps see it: unquoted text as written, every quoted
+    /// character as [`QUOTED`] and every expansion as [`EXPANDED`]. Brace expansion,
+    /// globbing and tilde expansion act on the unquoted characters of the whole word,
+    /// whichever pieces they come from (`{"5",rm}`, `["-"]exec`).
+    shape: String,
 }
 
 /// Stands for the value of an expansion in [`Decoded`] text.
 const EXPANDED: char = '\u{1}';
+
+/// Stands for a quoted character in [`Decoded::shape`].
+const QUOTED: char = '\u{2}';
 
 /// One word of a command after quote removal.
 #[derive(Clone, Debug, Default)]
@@ -47,6 +55,9 @@ pub(crate) fn resolve(value: &str, w: &mut Walker) -> Arg {
         Ok(Ok(pieces)) => {
             let mut decoded = Decoded::default();
             pieces_into(&pieces, value, false, w, &mut arg, &mut decoded);
+            if expands_in_shape(&decoded.shape) {
+                arg.literal = false;
+            }
             let d = &decoded.text;
             if d.contains('[') && (d.contains("$(") || d.contains('`') || (decoded.ansi_c && d.contains('\\'))) {
                 w.opaque(
@@ -128,10 +139,12 @@ fn pieces_into(
                 }
                 arg.text.push_str(s);
                 decoded.text.push_str(s);
+                push_shape(decoded, s, quoted);
             }
             WordPiece::SingleQuotedText(s) => {
                 arg.text.push_str(s);
                 decoded.text.push_str(s);
+                push_shape(decoded, s, true);
             }
             WordPiece::AnsiCQuotedText(s) => {
                 if s.contains('\\') {
@@ -146,6 +159,7 @@ fn pieces_into(
                 arg.text.push_str(s);
                 decoded.text.push_str(&decode_ansi_c(s));
                 decoded.ansi_c = true;
+                push_shape(decoded, s, true);
             }
             WordPiece::DoubleQuotedSequence(inner) => pieces_into(inner, src, true, w, arg, decoded),
             WordPiece::GettextDoubleQuotedSequence(inner) => {
@@ -162,10 +176,12 @@ fn pieces_into(
                 arg.literal = false;
                 arg.text.push_str(source);
                 decoded.text.push(EXPANDED);
+                decoded.shape.push(EXPANDED);
             }
             WordPiece::ParameterExpansion(expr) => {
                 arg.literal = false;
                 decoded.text.push(EXPANDED);
+                decoded.shape.push(EXPANDED);
                 if let Some(reason) = parameter_hazard(expr, source, bash_only) {
                     w.opaque(reason, Vec::new());
                 }
@@ -198,17 +214,20 @@ fn pieces_into(
                 arg.inner.extend(words);
                 arg.text.push_str(source);
                 decoded.text.push(EXPANDED);
+                decoded.shape.push(EXPANDED);
             }
             WordPiece::EscapeSequence(s) => {
                 let rest = s.strip_prefix('\\').unwrap_or(s);
                 if rest != "\n" {
                     arg.text.push_str(rest);
                     decoded.text.push_str(rest);
+                    push_shape(decoded, rest, true);
                 }
             }
             WordPiece::ArithmeticExpression(e) => {
                 arg.literal = false;
                 decoded.text.push(EXPANDED);
+                decoded.shape.push(EXPANDED);
                 if e.value.contains("$(") || e.value.contains('`') {
                     w.opaque(
                         format!("a command substitution inside arithmetic `{}`", clip(source)),
@@ -364,6 +383,56 @@ fn expands_unquoted(s: &str) -> bool {
         let rest = &s[open..];
         if rest.contains('}') && (rest.contains(',') || rest.contains("..")) {
             return true;
+        }
+    }
+    false
+}
+
+/// Adds `s` to the shape of the word: as written when unquoted, one [`QUOTED`] per
+/// character otherwise.
+fn push_shape(decoded: &mut Decoded, s: &str, quoted: bool) {
+    if quoted {
+        decoded.shape.extend(s.chars().map(|_| QUOTED));
+    } else {
+        decoded.shape.push_str(s);
+    }
+}
+
+/// Whether some expansion of bash or a POSIX sh may turn the word of this shape into
+/// other text or into several words, judged on its unquoted characters wherever they
+/// come from: a glob character (`*`, `?`, `[` with anything after it, an extended
+/// glob's `(`), a brace expansion (an unquoted `{`, then an unquoted `,` or `.`, then an
+/// unquoted `}`), or a tilde that bash expands (at the start or after an unquoted `=` or
+/// `:`). Erring towards "may" keeps the analysis closed: such a word is never used to
+/// decide what runs.
+pub(crate) fn expands_in_shape(shape: &str) -> bool {
+    let chars: Vec<char> = shape.chars().collect();
+    if chars.iter().any(|c| matches!(c, '*' | '?' | '(')) {
+        return true;
+    }
+    if let Some(open) = chars.iter().position(|c| *c == '[')
+        && open + 1 < chars.len()
+    {
+        return true;
+    }
+    for (i, c) in chars.iter().enumerate() {
+        if *c == '~' && (i == 0 || matches!(chars[i - 1], '=' | ':')) {
+            return true;
+        }
+    }
+    brace_expands(&chars)
+}
+
+/// An unquoted `{` followed by an unquoted `,` or `.` and later an unquoted `}`.
+fn brace_expands(chars: &[char]) -> bool {
+    let mut open = false;
+    let mut separated = false;
+    for c in chars {
+        match c {
+            '{' => open = true,
+            ',' | '.' if open => separated = true,
+            '}' if open && separated => return true,
+            _ => {}
         }
     }
     false

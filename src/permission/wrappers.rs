@@ -9,7 +9,8 @@
 //! is taken) makes the command opaque rather than guessing where the wrapped command
 //! starts.
 
-use super::vars::{assignment_name, is_risky_variable, risky_assignment};
+use super::shells::{SHELLS, UNANALYSED_SHELLS, shell};
+use super::vars::{assignment_name, risky_setting};
 use super::word::Arg;
 
 /// Wrappers that are stripped: the wrapped command is the part (`nice git` is git).
@@ -76,9 +77,6 @@ pub const VISIBLE_WRAPPERS: &[&str] = &[
 /// cannot be followed reliably from the text.
 pub const OPAQUE_WRAPPERS: &[&str] = &["firejail"];
 
-/// Shells whose `-c` string, here-document or here-string is parsed as shell code.
-pub const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh"];
-
 /// Builtins that run text as code or change how later names resolve: always opaque.
 pub const OPAQUE_BUILTINS: &[&str] = &[
     "eval",
@@ -133,7 +131,8 @@ pub(crate) fn basename(word: &str) -> &str {
 
 /// Whether the command word `word` (a name or a path) names one of the [`SHELLS`].
 pub(crate) fn is_shell(word: &str) -> bool {
-    SHELLS.contains(&basename(word))
+    let name = basename(word);
+    SHELLS.contains(&name) || UNANALYSED_SHELLS.contains(&name)
 }
 
 /// Whether the command named `name` runs other commands or code given in its arguments.
@@ -141,7 +140,7 @@ fn runs_arguments(name: &str) -> bool {
     TRANSPARENT_WRAPPERS.contains(&name)
         || VISIBLE_WRAPPERS.contains(&name)
         || OPAQUE_WRAPPERS.contains(&name)
-        || SHELLS.contains(&name)
+        || is_shell(name)
         || OPAQUE_BUILTINS.contains(&name)
 }
 
@@ -187,6 +186,19 @@ struct Spec {
     /// getopt resolves them. When false, only exact long names are accepted and an
     /// abbreviation is opaque (the program may have options the table lacks).
     complete: bool,
+    /// Options (by key) whose value sets or unsets a variable in the environment of the
+    /// command the wrapper runs (`xargs --process-slot-var=NAME`, `strace -E NAME=V`):
+    /// a risky one makes the command opaque, whichever wrapper it is given to.
+    env: &'static [(&'static str, EnvValue)],
+}
+
+/// What the value of an environment-setting option holds.
+#[derive(Clone, Copy)]
+enum EnvValue {
+    /// A variable name (its value is set or removed by the wrapper).
+    Name,
+    /// `NAME=VALUE`, or `NAME` alone to remove it.
+    Assignment,
 }
 
 /// One option as given.
@@ -430,6 +442,7 @@ const ENV: Spec = Spec {
     ],
     permute: false,
     complete: true,
+    env: &[("u", EnvValue::Name)],
 };
 
 const TIMEOUT: Spec = Spec {
@@ -445,6 +458,7 @@ const TIMEOUT: Spec = Spec {
     ],
     permute: false,
     complete: true,
+    env: &[],
 };
 
 const NICE: Spec = Spec {
@@ -452,6 +466,7 @@ const NICE: Spec = Spec {
     long: &[lo("adjustment", Req, "n"), HELP, VERSION],
     permute: false,
     complete: true,
+    env: &[],
 };
 
 const NO_OPTIONS: Spec = Spec {
@@ -459,6 +474,7 @@ const NO_OPTIONS: Spec = Spec {
     long: &[HELP, VERSION],
     permute: false,
     complete: true,
+    env: &[],
 };
 
 const STDBUF: Spec = Spec {
@@ -472,6 +488,7 @@ const STDBUF: Spec = Spec {
     ],
     permute: false,
     complete: true,
+    env: &[],
 };
 
 const TIME: Spec = Spec {
@@ -488,6 +505,7 @@ const TIME: Spec = Spec {
     ],
     permute: false,
     complete: true,
+    env: &[],
 };
 
 const XARGS: Spec = Spec {
@@ -514,6 +532,7 @@ const XARGS: Spec = Spec {
     ],
     permute: false,
     complete: true,
+    env: &[("process-slot-var", EnvValue::Name)],
 };
 
 const SETSID: Spec = Spec {
@@ -527,6 +546,7 @@ const SETSID: Spec = Spec {
     ],
     permute: false,
     complete: true,
+    env: &[],
 };
 
 const IONICE: Spec = Spec {
@@ -543,6 +563,7 @@ const IONICE: Spec = Spec {
     ],
     permute: false,
     complete: true,
+    env: &[],
 };
 
 const TASKSET: Spec = Spec {
@@ -556,6 +577,7 @@ const TASKSET: Spec = Spec {
     ],
     permute: false,
     complete: true,
+    env: &[],
 };
 
 const CHRT: Spec = Spec {
@@ -581,6 +603,7 @@ const CHRT: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const NUMACTL: Spec = Spec {
@@ -599,6 +622,7 @@ const NUMACTL: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const PRLIMIT: Spec = Spec {
@@ -630,6 +654,7 @@ const PRLIMIT: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const CGEXEC: Spec = Spec {
@@ -637,6 +662,7 @@ const CGEXEC: Spec = Spec {
     long: &[lo("sticky", No, "sticky")],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const WATCH: Spec = Spec {
@@ -662,6 +688,7 @@ const WATCH: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const FLOCK: Spec = Spec {
@@ -683,6 +710,7 @@ const FLOCK: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const STRACE: Spec = Spec {
@@ -739,6 +767,7 @@ const STRACE: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[("E", EnvValue::Assignment)],
 };
 
 const LTRACE: Spec = Spec {
@@ -758,6 +787,7 @@ const LTRACE: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const SCRIPT: Spec = Spec {
@@ -782,6 +812,7 @@ const SCRIPT: Spec = Spec {
     ],
     permute: true,
     complete: false,
+    env: &[],
 };
 
 const SU: Spec = Spec {
@@ -804,6 +835,7 @@ const SU: Spec = Spec {
     ],
     permute: true,
     complete: false,
+    env: &[],
 };
 
 const SUDO: Spec = Spec {
@@ -840,6 +872,7 @@ const SUDO: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const DOAS: Spec = Spec {
@@ -847,6 +880,7 @@ const DOAS: Spec = Spec {
     long: &[],
     permute: false,
     complete: true,
+    env: &[],
 };
 
 const CHROOT: Spec = Spec {
@@ -860,6 +894,7 @@ const CHROOT: Spec = Spec {
     ],
     permute: false,
     complete: true,
+    env: &[],
 };
 
 const SETPRIV: Spec = Spec {
@@ -893,6 +928,7 @@ const SETPRIV: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const UNSHARE: Spec = Spec {
@@ -930,6 +966,7 @@ const UNSHARE: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const NSENTER: Spec = Spec {
@@ -961,6 +998,7 @@ const NSENTER: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const SYSTEMD_RUN: Spec = Spec {
@@ -997,6 +1035,7 @@ const SYSTEMD_RUN: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[("E", EnvValue::Assignment)],
 };
 
 /// Unit properties `systemd-run -p` may set: resource limits that do not change what
@@ -1029,6 +1068,7 @@ const FAKEROOT: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const FAKETIME: Spec = Spec {
@@ -1042,6 +1082,7 @@ const FAKETIME: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const TORSOCKS: Spec = Spec {
@@ -1060,6 +1101,7 @@ const TORSOCKS: Spec = Spec {
     ],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const RLWRAP: Spec = Spec {
@@ -1067,6 +1109,7 @@ const RLWRAP: Spec = Spec {
     long: &[],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const CAFFEINATE: Spec = Spec {
@@ -1074,6 +1117,7 @@ const CAFFEINATE: Spec = Spec {
     long: &[],
     permute: false,
     complete: true,
+    env: &[],
 };
 
 const CATCHSEGV: Spec = Spec {
@@ -1081,6 +1125,7 @@ const CATCHSEGV: Spec = Spec {
     long: &[HELP, VERSION],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const UNBUFFER: Spec = Spec {
@@ -1088,6 +1133,7 @@ const UNBUFFER: Spec = Spec {
     long: &[],
     permute: false,
     complete: false,
+    env: &[],
 };
 
 const EXEC: Spec = Spec {
@@ -1095,6 +1141,7 @@ const EXEC: Spec = Spec {
     long: &[],
     permute: false,
     complete: true,
+    env: &[],
 };
 
 const COMMAND: Spec = Spec {
@@ -1102,6 +1149,7 @@ const COMMAND: Spec = Spec {
     long: &[],
     permute: false,
     complete: true,
+    env: &[],
 };
 
 // ---------------------------------------------------------------------------------------
@@ -1118,8 +1166,9 @@ fn opaque_if_risky_assignments(args: &[Arg], mut i: usize) -> Result<usize, Stri
         if !a.literal && (name.contains('$') || name.contains('`')) {
             return Err("an assignment name is produced by an expansion".into());
         }
-        if is_risky_variable(assignment_name(&a.text).unwrap_or(name)) {
-            return Err(format!("sets {name}, which changes what runs"));
+        let value = a.literal.then(|| a.text.split_once('=').map_or("", |(_, v)| v));
+        if let Some(reason) = risky_setting(assignment_name(&a.text).unwrap_or(name), value) {
+            return Err(reason);
         }
         i += 1;
     }
@@ -1129,7 +1178,8 @@ fn opaque_if_risky_assignments(args: &[Arg], mut i: usize) -> Result<usize, Stri
 /// Opaque when any `NAME=value` among `values` sets a risky variable.
 fn opaque_if_risky_values<'a>(values: impl Iterator<Item = &'a str>) -> Result<(), String> {
     for v in values {
-        if let Some(reason) = risky_assignment(v.split('=').next().unwrap_or(v)) {
+        let (name, value) = v.split_once('=').map_or((v, None), |(n, value)| (n, Some(value)));
+        if let Some(reason) = risky_setting(name, value) {
             return Err(reason);
         }
     }
@@ -1164,7 +1214,22 @@ fn unwrap_with(args: &[Arg], ctx: Ctx) -> Unwrap {
 
 /// `Parsed` or the opaque reason.
 fn opts(args: &[Arg], from: usize, spec: &Spec) -> Result<Parsed, Unwrap> {
-    parse(args, from, spec).map_err(Unwrap::Opaque)
+    let p = parse(args, from, spec).map_err(Unwrap::Opaque)?;
+    for (key, kind) in spec.env {
+        for v in p.values(key) {
+            let (name, value) = match kind {
+                EnvValue::Name => (v, None),
+                EnvValue::Assignment => match v.split_once('=') {
+                    Some((n, value)) => (n, Some(value)),
+                    None => (v, None),
+                },
+            };
+            if let Some(reason) = risky_setting(name, value) {
+                return Err(Unwrap::Opaque(format!("`{}` {reason}", basename(&args[0].text))));
+            }
+        }
+    }
+    Ok(p)
 }
 
 fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
@@ -1183,10 +1248,23 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
         )));
     }
     if ASSIGNING_BUILTINS.contains(&args[0].text.as_str()) {
+        let data_words = matches!(args[0].text.as_str(), "printf" | "let");
+        // printf's first word may expand to `-v`, making the next one a name.
+        let printf_name = args.get(1).is_some_and(|a| a.text == "-v") && args.get(2).is_some_and(|a| !a.literal);
+        if args[0].text == "printf" && (args.get(1).is_some_and(|a| !a.literal) || printf_name) {
+            return Ok(Unwrap::Opaque(
+                "the first argument of `printf` is produced by an expansion and may be `-v NAME`".into(),
+            ));
+        }
         for a in &args[1..] {
-            if !a.literal && (args[0].text != "printf" && args[0].text != "let") {
+            if !a.literal && !data_words {
+                // A name part that is not plain may expand to any name (`{PATH,x}=1`,
+                // `PAT?=x` matching a file, `$n=1`).
                 let name_part = a.text.split('=').next().unwrap_or("");
-                if name_part.contains('$') || name_part.contains('`') {
+                let plain = name_part
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                if !plain {
                     return Ok(Unwrap::Opaque(format!(
                         "`{}` assigns a variable whose name is produced by an expansion",
                         args[0].text
@@ -1195,7 +1273,8 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
             }
             let word = a.text.trim_start_matches('-');
             let candidate = assignment_name(&a.text).unwrap_or(word);
-            if let Some(reason) = risky_assignment(candidate) {
+            let value = a.text.split_once('=').filter(|_| a.literal).map(|(_, v)| v);
+            if let Some(reason) = risky_setting(candidate, value) {
                 return Ok(Unwrap::Opaque(reason));
             }
         }
@@ -1204,7 +1283,7 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
         }
         return Ok(Unwrap::Command);
     }
-    if SHELLS.contains(&name) {
+    if is_shell(name) {
         return Ok(shell(args));
     }
     if OPAQUE_WRAPPERS.contains(&name) {
@@ -1389,7 +1468,6 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
             if p.values("o").any(|v| v.starts_with('|') || v.starts_with('!')) {
                 return Ok(Unwrap::Opaque("`strace -o |CMD` pipes the trace into a command".into()));
             }
-            opaque_if_risky_values(p.values("E")).map_err(Unwrap::Opaque)?;
             inner(args, p.first, false)
         }
         "ltrace" => {
@@ -1588,7 +1666,6 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
                     "`systemd-run --shell` starts a shell that reads standard input".into(),
                 ));
             }
-            opaque_if_risky_values(p.values("E")).map_err(Unwrap::Opaque)?;
             for v in p.values("p") {
                 let prop = v.split('=').next().unwrap_or(v);
                 if !SYSTEMD_RUN_PROPERTIES.contains(&prop) {
@@ -1670,7 +1747,7 @@ fn unwrap_inner(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
     Ok(u)
 }
 
-fn script_at(args: &[Arg], index: usize, visible: bool) -> Unwrap {
+pub(crate) fn script_at(args: &[Arg], index: usize, visible: bool) -> Unwrap {
     if index < args.len() {
         Unwrap::Script { index, visible }
     } else {
@@ -1962,9 +2039,13 @@ fn bwrap(args: &[Arg]) -> Result<Unwrap, Unwrap> {
                 super::word::clip(t)
             )));
         };
-        if t == "--setenv"
+        let value = args
+            .get(i + 2)
+            .filter(|v| t == "--setenv" && v.literal)
+            .map(|v| v.text.as_str());
+        if matches!(t, "--setenv" | "--unsetenv")
             && let Some(var) = args.get(i + 1)
-            && let Some(reason) = risky_assignment(&var.text)
+            && let Some(reason) = risky_setting(&var.text, value)
         {
             return Ok(Unwrap::Opaque(reason));
         }
@@ -2192,7 +2273,7 @@ fn find(args: &[Arg], ctx: Ctx) -> Unwrap {
 /// A path with empty and `.` components dropped (`/dev//stdin` is
 /// `/dev/stdin`); `None` when a component is `..`, which after a symlink
 /// leads anywhere, so the text cannot tell what file it names.
-fn folded_path(path: &str) -> Option<String> {
+pub(crate) fn folded_path(path: &str) -> Option<String> {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {
@@ -2207,75 +2288,4 @@ fn folded_path(path: &str) -> Option<String> {
     } else {
         joined
     })
-}
-
-/// `sh`/`bash`/... : `-c CODE`, stdin, or a script file.
-fn shell(args: &[Arg]) -> Unwrap {
-    let mut i = 1;
-    let mut command_mode = false;
-    let mut stdin_mode = false;
-    while i < args.len() {
-        let a = &args[i];
-        if !a.literal {
-            break;
-        }
-        let t = a.text.as_str();
-        if t == "--" || t == "-" {
-            i += 1;
-            break;
-        }
-        if let Some(long) = t.strip_prefix("--") {
-            // Startup files run before the command: whatever they hold runs too.
-            if matches!(long, "login" | "rcfile" | "init-file") {
-                return Unwrap::Opaque(format!("`{} --{long}` runs the user's startup files", args[0].text));
-            }
-            i += 1;
-            continue;
-        }
-        if (t.starts_with('-') || t.starts_with('+')) && t.len() > 1 {
-            let mut step = 1;
-            for c in t[1..].chars() {
-                match c {
-                    'c' => command_mode = true,
-                    's' => stdin_mode = true,
-                    'o' | 'O' => step = 2,
-                    'l' | 'i' if t.starts_with('-') => {
-                        return Unwrap::Opaque(format!(
-                            "`{} -{c}` (login or interactive) runs the user's startup files",
-                            args[0].text
-                        ));
-                    }
-                    _ => {}
-                }
-            }
-            i += step;
-            continue;
-        }
-        break;
-    }
-    if command_mode {
-        return script_at(args, i, false);
-    }
-    if stdin_mode || i >= args.len() {
-        return Unwrap::Stdin;
-    }
-    if !args[i].literal {
-        return Unwrap::Opaque(format!(
-            "`{}` runs a script whose name is produced by an expansion",
-            args[0].text
-        ));
-    }
-    // A script "file" that is really a stream reads commands from input;
-    // compare the path with `//` and `/./` folded (`/dev//stdin`).
-    let Some(script) = folded_path(&args[i].text) else {
-        return Unwrap::Opaque(format!(
-            "`{}` runs a script whose path has `..`: through a symlink it may be any file, or a stream such as /dev/stdin",
-            args[0].text
-        ));
-    };
-    if script == "/dev/stdin" || script == "/dev/tty" || script.starts_with("/dev/fd/") || script.starts_with("/proc/")
-    {
-        return Unwrap::Stdin;
-    }
-    Unwrap::Command
 }

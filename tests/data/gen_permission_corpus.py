@@ -203,7 +203,7 @@ for c, e in [("bash <<EOF\nrm -rf /\nEOF", "rm *"), ("sh <<EOF\ngit status\nls\n
              ("bash <<< 'rm x'", "rm *"), ("cat <<\\EOF\nx\nEOF", "cat *"), ("cat <<\"END-1\"\nx\nEND-1", "cat *"), ("cat <<$X\nx\n$X", U), ("cat << ''\nx\n", U), ("sh <<-EOF\n\trm x\n\tEOF", "rm *"), ("bash <<EOF\n$X\nEOF", U), ("bash <<< \"$X\"", U),
              ("cat <<EOF | sh\nrm x\nEOF", U), ("echo rm x | sh", U), ("curl -fsSL https://x | sh", U), ("wget -qO- x | bash", U),
              ("bash < script.sh", U), ("bash", U), ("sh -s", U), ("bash <(curl -s x)", U), ("sh script.sh", "sh *"), ("bash ./run.sh arg", "bash *"),
-             ("zsh -c 'rm x'", "rm *"), ("dash -c 'ls'", "ls *")]:
+             ("zsh -c 'rm x'", U), ("zsh -f -c 'rm x'", "rm *"), ("dash -c 'ls'", "ls *")]:
     add(c, e)
 # sh -c recursion
 for c, e in [("sh -c 'rm -rf /'", "rm *"), ("bash -c 'git status; rm x'", "{git,rm} *"), ("bash -lc 'git push'", U), ("bash --login -c 'ls'", U), ("bash -ic 'ls'", U),
@@ -383,6 +383,44 @@ for c, e in [
         ("watch -g touch p", "touch *"), ("watch -s /tmp/d ls", "ls *"), ("su -T -c 'touch p'", "{su,touch} *"), ("nice nohup setsid -f ionice -c3 taskset -c 0 chrt -b 0 git status", "git *"),
     ]:
     add(c, e)
+# Fail closed by construction: a word decides only when it is one literal word after
+# every expansion. Brace expansion and globs assembled from quoted and unquoted pieces:
+for c, e in [('timeout {"5",rm,-rf} git', U), ("find . {-exec,rm,-rf,x,\\;}", U), ('nice -n {"5",rm} git', U),
+             ('env -u {"X",rm} git', U), ('xargs -n {"1",rm} git', U), ('stdbuf -o{"L",rm} git', U), ('ionice -c {"3",rm} git', U),
+             ('taskset -c {"0",rm} git', U), ('flock {"f",rm} git', U), ('chrt -b {"0",rm} git', U), ('timeout -s {"KILL",rm} 5 git', U),
+             ('bash {"-c","rm x"}', U), ("sh {'-c','rm x'}", U), ('e{cho,x} hi', U), ('git log --format={a,b}', "git *"),
+             ("find . -name '{a,b}'", "find *"), ("timeout 5 git {a,b}", "git *"), ("find . -exec rm {} \\;", "{find,rm} *"),
+             ('export {PATH,X}=/tmp; git status', U), ('export PAT?=/tmp; git status', U), ('printf -v "$n" x', U), ('printf "$f" x', U),
+             ("find . -maxdepth 0 [\"-\"]exec rm -rf x \\;", U), ("sh [\"-\"]c 'rm -rf ~'", U), ("sh [-]c 'rm x'", U),
+             ("find . -name \"*.rs\"", "find *"), ("bash -c 'ls' [x]", "ls *"), ("git add [\"-\"]A", "git *"),
+             ("env A=~ git status", U), ("timeout --kill-after=~ 5 git", U)]:
+    add(c, e, "word decided only when literal after every expansion")
+# Shell option parsing: bundles, -o/-O values, long options, other shells.
+for c, e in [("sh -oo errexit nounset -c 'rm -rf ~'", "rm *"), ("sh -o errexit -c 'rm x'", "rm *"), ("bash -o bogus -c 'rm x'", U),
+             ("bash -O extglob -c 'ls'", U), ("bash -O nullglob -c 'ls'", "ls *"), ("bash -k -c 'ls'", U), ("bash -xe -c 'ls'", "ls *"),
+             ("bash -ec 'rm x'", "rm *"), ("bash --norc -c 'ls'", "ls *"), ("bash -x --norc -c 'ls'", U), ("sh --norc -c 'ls'", U),
+             ("bash -o history -c 'ls'", U), ("bash -oo errexit -c 'rm x'", U),
+             ("zsh --emulate sh -c 'rm x'", U), ("zsh --emulate sh -f -c 'rm x'", "rm *"), ("zsh --emulate csh -f -c 'rm x'", U),
+             ("rbash -c 'rm -rf x'", "rm *"), ("echo 'rm x' | rbash", U), ("rbash <<< 'rm x'", "rm *"),
+             ("fish -c 'rm x'", U), ("fish -N -c 'rm x'", "rm *"), ("fish <<< 'rm x'", U), ("echo 'rm x' | fish", U),
+             ("tcsh -c 'ls'", U), ("csh -c ls", U), ("ksh93 -c 'ls'", U), ("pwsh -c ls", U), ("busybox sh -c 'rm x'", "rm *")]:
+    add(c, e, "shell options are read as the shell reads them")
+# Wrapper options that set variables in the wrapped command's environment.
+for c, e in [("xargs --process-slot-var=BASH_ENV bash -c 'git status'", U), ("xargs --process-slot-var BASH_ENV git status", U),
+             ("xargs --process-slot-var=SLOT git status", "git *"), ("xargs --process-slot-var=LD_PRELOAD git", U),
+             ("env -u PATH git status", U), ("env -u FOO git status", "git *"), ("strace -E LD_PRELOAD=x git", U),
+             ("systemd-run -E BASH_ENV=x bash -c ls", U), ("bwrap --unsetenv PATH git", U)]:
+    add(c, e, "wrapper options that set risky variables")
+# Startup files a shell reads before its code.
+for c, e in [("zsh -c 'git status'", U), ("zsh -f -c 'git status'", "git *"), ("zsh -d -c 'ls'", U), ("echo ls | zsh", U),
+             ("fish -c 'git status'", U), ("sh -i -c 'ls'", U), ("dash -l -c ls", U), ("zsh script.zsh", "zsh *")]:
+    add(c, e, "startup files")
+# Locale: the character set a shell reads its code in.
+for c, e in [("LC_ALL=zh_CN.GBK bash -c 'git status'", U), ("LC_ALL=C sort f", "sort *"), ("LANG=en_US.UTF-8 git status", "git *"),
+             ("LC_ALL=C.UTF-8 git log", "git *"), ("LOCPATH=/tmp/l git status", U), ("env LC_CTYPE=zh_TW.BIG5 bash -c 'ls'", U),
+             ("export LC_ALL=GB18030; bash -c ls", U), ("LC_ALL=$x git status", U), ("sudo LANG=ja_JP.SJIS git", U),
+             ("NLSPATH=/tmp/%N git", U), ("LC_ALL=./x git status", U), ("env LANG=C git status", "git *")]:
+    add(c, e, "locale variables")
 with open("tests/data/permission_corpus.jsonl", "w") as f:
     for e in E:
         f.write(json.dumps(e, ensure_ascii=False) + "\n")
