@@ -27,3 +27,22 @@ for target in pattern policy; do
     grep -E '^Done [0-9]+ runs' "$log" || true
 done
 echo "fuzz: every target ran $runs inputs from seed $seed without a failure"
+
+# The generative differential fuzzer: commands built from shell grammar pieces run under
+# bash and dash in the differential test's sandbox, PERMFUZZ_SECONDS (default 120) from
+# the fixed seed PERMFUZZ_SEED (default 1); fails on any program that ran but is not named
+# by the command's pattern.
+cd ..
+fuzz_seconds="${PERMFUZZ_SECONDS:-120}"
+fuzz_seed="${PERMFUZZ_SEED:-1}"
+echo "differential fuzzing: ${fuzz_seconds}s from seed $fuzz_seed"
+log=target/permfuzz.log
+mkdir -p target
+if ! PERMFUZZ_SECONDS="$fuzz_seconds" PERMFUZZ_SEED="$fuzz_seed" cargo test --all-features \
+    --test permission_differential generated_commands_run_only_what_the_pattern_names -- --nocapture \
+    >"$log" 2>&1; then
+    tail -n 80 "$log"
+    echo "differential fuzzing found commands that run programs their pattern does not name (see above)"
+    exit 1
+fi
+grep -E '^seed ' "$log" || true
