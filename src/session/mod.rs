@@ -5,13 +5,18 @@
 //! that drains the pty master continuously, parses the markers, and keeps
 //! the command's output (head+tail) and a bounded ring for incremental reads.
 
+mod echo;
 mod files;
 mod keys;
 mod marker;
+mod names;
 mod pty;
 mod shell;
+mod subscribe;
 pub(crate) mod tools;
 mod types;
+mod view;
+mod window;
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -24,8 +29,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use crate::config::{HISTORY_ENV, HistoryMode, SessionConfig};
+pub use names::is_name;
 pub use shell::ShellKind;
+pub use subscribe::Subscription;
 pub use types::{RunOptions, RunResult, RunState, SessionInfo, StartOptions};
+pub use view::{TerminalCallback, TerminalEvent};
 
 use files::{CommandFile, append_fish_history, scopeguard, write_private};
 use keys::{KEY_NAMES, key_bytes};
@@ -94,6 +102,10 @@ struct State {
     /// While fish decides whether to exit: the part of its last line not
     /// yet passed on (the end of its refusal is terminal redraw, dropped).
     held: Option<Vec<u8>>,
+    /// The terminal's echo of the agent's input, kept out of its results.
+    echo: echo::EchoFilter,
+    /// A person typed into the terminal since the agent's last result.
+    person_typed: bool,
 }
 
 impl State {
@@ -120,6 +132,11 @@ impl State {
 struct Session {
     id: String,
     name: Option<String>,
+    /// The human name (`falcon`) and number (`#2`).
+    handle: String,
+    number: u32,
+    /// What people watching the terminal see.
+    view: Mutex<view::View>,
     kind: ShellKind,
     pid: libc::pid_t,
     master: OwnedFd,
@@ -148,6 +165,11 @@ impl Session {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The view; taken after the state lock when both are needed.
+    fn view(&self) -> MutexGuard<'_, view::View> {
+        self.view.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Kills every process of the shell's session, then the shell; reaps it.
     /// A call waiting on the session returns at once with `RunState::Closed`.
     fn terminate(&self) {
@@ -170,6 +192,7 @@ impl Session {
         kill_session_tree(self.pid);
         crate::exec::sweep_escapees(&self.run_marker);
         let _ = std::fs::remove_dir_all(&self.dir);
+        self.view().close();
     }
 }
 
@@ -207,6 +230,8 @@ struct Inner {
     starting: std::sync::atomic::AtomicUsize,
     sweeper_stop: Mutex<bool>,
     sweeper_wake: Condvar,
+    /// The number the next session gets (`#1`, `#2`, ...).
+    next_number: std::sync::atomic::AtomicU32,
 }
 
 /// Owns persistent shell sessions; closing or dropping it kills them all.
@@ -255,6 +280,7 @@ impl SessionManager {
             starting: std::sync::atomic::AtomicUsize::new(0),
             sweeper_stop: Mutex::new(false),
             sweeper_wake: Condvar::new(),
+            next_number: std::sync::atomic::AtomicU32::new(1),
         });
         let weak = Arc::downgrade(&inner);
         let sweeper = std::thread::Builder::new()
@@ -466,9 +492,13 @@ impl SessionManager {
             )));
         }
         let now = Instant::now();
+        let (number, handle) = self.inner.new_name(&nonce);
         let session = Arc::new(Session {
             id: id.clone(),
             name: options.name.clone(),
+            handle,
+            number,
+            view: Mutex::new(view::View::new()),
             kind,
             pid,
             master: pty.master,
@@ -495,6 +525,8 @@ impl SessionManager {
                 delivered: 0,
                 last_activity: now,
                 held: None,
+                echo: Default::default(),
+                person_typed: false,
             }),
             changed: Condvar::new(),
             busy: Mutex::new(()),
@@ -609,6 +641,8 @@ impl SessionManager {
             state.cmd_started = now;
             state.begin_output(session.output_limit, now);
             state.delivered = state.ring.end();
+            state.echo.clear();
+            session.view().command_typed(command);
         }
         pty::write_all(session.master.as_raw_fd(), line.as_bytes())
             .map_err(|e| internal(format!("could not write to the session's terminal: {e}")))?;
@@ -692,6 +726,11 @@ impl SessionManager {
                 }
                 Phase::Starting | Phase::Running => {}
             }
+            if pty::echoes(session.master.as_raw_fd())
+                && let Some(echo) = echo::expected(&bytes)
+            {
+                state.echo.expect(&echo);
+            }
         }
         pty::write_all(session.master.as_raw_fd(), &bytes)
             .map_err(|e| internal(format!("could not write to the session's terminal: {e}")))?;
@@ -734,6 +773,9 @@ impl SessionManager {
                 SessionInfo {
                     id: s.id.clone(),
                     name: s.name.clone(),
+                    handle: s.handle.clone(),
+                    number: s.number,
+                    watchers: s.view().watchers(),
                     shell: s.kind,
                     pid: s.pid,
                     cwd: state.cwd.clone(),
@@ -846,6 +888,20 @@ impl Drop for SessionManager {
 }
 
 impl Inner {
+    /// The next session's number and a human name no open session has.
+    fn new_name(&self, random_hex: &str) -> (u32, String) {
+        let number = self.next_number.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let taken: Vec<String> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(|s| s.handle.clone())
+            .collect();
+        let random = u64::from_str_radix(&random_hex[..12], 16).unwrap_or(u64::from(number));
+        (number, names::pick(&taken, random))
+    }
+
     fn evict_idle(&self) {
         let ttl = self.config.lock().unwrap_or_else(PoisonError::into_inner).0.idle_ttl;
         let Some(ttl) = ttl else { return };
@@ -975,8 +1031,13 @@ fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_
             None => RunState::Idle,
         },
     };
+    let waiting = state.in_progress() && state.started_reading() && waiting_for_input(session);
     RunResult {
         session_id: session.id.clone(),
+        session_name: session.handle.clone(),
+        watchers: session.view().watchers(),
+        person_typed: std::mem::take(&mut state.person_typed),
+        secret_prompt: waiting && pty::hides_input(session.master.as_raw_fd()),
         state: run_state,
         output,
         truncated: truncated_whole || lost > 0,
@@ -984,7 +1045,7 @@ fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_
         cwd: Some(state.cwd.clone()),
         duration,
         timed_out,
-        waiting_for_input: state.in_progress() && state.started_reading() && waiting_for_input(session),
+        waiting_for_input: waiting,
         cursor: state.ring.end(),
     }
 }
@@ -1082,6 +1143,7 @@ fn read_loop(session: &Session, nonce: &str) {
             state.last_exit = Some(code);
             drop(state);
             session.changed.notify_all();
+            session.view().close();
             // Wait for close (the tree is killed and the shell reaped there).
             let mut stop = [libc::pollfd {
                 fd: session.stop.as_raw_fd(),
@@ -1117,7 +1179,12 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
     let mut notify = false;
     for event in events.drain(..) {
         match event {
-            marker::Event::Output(mut bytes) => {
+            marker::Event::Output(bytes) => {
+                session.view().output(&bytes);
+                let mut bytes = state.echo.filter(bytes);
+                if bytes.is_empty() {
+                    continue;
+                }
                 // At the prompt fish's line editor draws the typed line:
                 // its output starts with the start marker.
                 let typed = state.phase == Phase::Idle && state.typed && session.kind != ShellKind::Fish;
@@ -1136,6 +1203,7 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
                 }
             }
             marker::Event::Start => {
+                session.view().command_started();
                 if state.phase == Phase::Running {
                     state.started = true;
                 } else if state.phase == Phase::Idle && state.typed {
@@ -1154,7 +1222,9 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
                 }
             }
             marker::Event::End { status, cwd } => {
+                session.view().prompt();
                 state.held = None;
+                state.echo.clear();
                 state.cwd = PathBuf::from(std::ffi::OsStr::from_bytes(&cwd));
                 match state.phase {
                     Phase::Starting => state.phase = Phase::Idle,

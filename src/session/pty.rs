@@ -48,7 +48,11 @@ pub(crate) fn open() -> io::Result<Pty> {
         if libc::tcgetattr(slave.as_raw_fd(), &mut tio) != 0 {
             return Err(last_error());
         }
-        tio.c_lflag &= !(libc::ECHO | libc::ECHOE | libc::ECHOK | libc::ECHONL | libc::ECHOCTL);
+        // Echo stays on, as on any terminal: a person watching sees what is
+        // typed, and a program that reads a secret turns it off, which is
+        // how a secret prompt is recognized (see `hides_input`).
+        tio.c_lflag |= libc::ECHO;
+        tio.c_lflag &= !(libc::ECHOE | libc::ECHOK | libc::ECHONL | libc::ECHOCTL);
         tio.c_oflag &= !libc::ONLCR;
         if libc::tcsetattr(slave.as_raw_fd(), libc::TCSANOW, &tio) != 0 {
             return Err(last_error());
@@ -115,6 +119,39 @@ pub(crate) fn canonical(master: RawFd) -> bool {
     // SAFETY: tcgetattr into a zeroed termios on an fd we own.
     let mut tio: libc::termios = unsafe { std::mem::zeroed() };
     (unsafe { libc::tcgetattr(master, &mut tio) }) == 0 && tio.c_lflag & libc::ICANON != 0
+}
+
+fn local_flags(master: RawFd) -> Option<libc::tcflag_t> {
+    // SAFETY: tcgetattr into a zeroed termios on an fd we own.
+    let mut tio: libc::termios = unsafe { std::mem::zeroed() };
+    ((unsafe { libc::tcgetattr(master, &mut tio) }) == 0).then_some(tio.c_lflag)
+}
+
+/// Whether the terminal echoes input (`ECHO`).
+pub(crate) fn echoes(master: RawFd) -> bool {
+    local_flags(master).is_some_and(|f| f & libc::ECHO != 0)
+}
+
+/// Whether the terminal reads lines without echoing them: `ECHO` cleared
+/// while in line mode, as `sudo`, `ssh`, `read -s` and `getpass` set it to
+/// read a secret (full-screen programs leave line mode as well).
+pub(crate) fn hides_input(master: RawFd) -> bool {
+    local_flags(master).is_some_and(|f| f & libc::ECHO == 0 && f & libc::ICANON != 0)
+}
+
+/// Sets the terminal's window size; the kernel tells the foreground group (SIGWINCH).
+pub(crate) fn resize(master: RawFd, rows: u16, cols: u16) -> io::Result<()> {
+    let size = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCSWINSZ reads one winsize from a valid pointer.
+    if unsafe { libc::ioctl(master, libc::TIOCSWINSZ, &size) } != 0 {
+        return Err(last_error());
+    }
+    Ok(())
 }
 
 /// Writes all of `data` to the master, waiting while the terminal's input

@@ -179,15 +179,23 @@ impl SessionTool {
                     working_dir: a.string("working_dir")?.map(PathBuf::from),
                     env: a.env()?,
                     name: a.string("name")?,
+                    visible: a.flag("visible")?,
                 };
                 let id = manager.start(&options)?;
                 let info = manager.list().into_iter().find(|s| s.id == id);
-                Ok(json!({
+                let mut doc = json!({
                     "session_id": id,
+                    "attach_name": info.as_ref().map(|i| i.handle.clone()),
+                    "title": info.as_ref().map(|i| i.title()),
+                    "attach": info.as_ref().map(|i| format!("bash-mcp attach {}", i.handle)),
                     "shell": info.as_ref().map(|i| i.shell.as_str()),
                     "pid": info.as_ref().map(|i| i.pid),
                     "cwd": info.as_ref().map(|i| i.cwd.display().to_string()),
-                }))
+                });
+                if let (true, Some(info)) = (options.visible, &info) {
+                    super::window::describe(&mut doc, super::window::open(&info.handle));
+                }
+                Ok(doc)
             }
             "session_run" => {
                 let id = a.required("session_id")?;
@@ -247,6 +255,9 @@ impl SessionTool {
                 "sessions": manager.list().iter().map(|s| json!({
                     "session_id": s.id,
                     "name": s.name,
+                    "attach_name": s.handle,
+                    "title": s.title(),
+                    "people_watching": s.watchers,
                     "shell": s.shell.as_str(),
                     "pid": s.pid,
                     "cwd": s.cwd.display().to_string(),

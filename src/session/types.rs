@@ -17,6 +17,8 @@ pub struct StartOptions {
     pub env: Vec<(String, String)>,
     /// A label shown by `session_list`.
     pub name: Option<String>,
+    /// Open a terminal window that shows the session to a person.
+    pub visible: bool,
 }
 
 /// How to run one command.
@@ -53,6 +55,15 @@ pub enum RunState {
 pub struct RunResult {
     /// The session.
     pub session_id: String,
+    /// The session's human name (`falcon`), what `bash-mcp attach` takes.
+    pub session_name: String,
+    /// How many views (people attached, a host's terminal) watch the terminal.
+    pub watchers: usize,
+    /// A person typed into the terminal since the agent's last result.
+    pub person_typed: bool,
+    /// The command waits for input that the terminal does not echo: a
+    /// password or passphrase prompt. Only a person should answer it.
+    pub secret_prompt: bool,
     /// Finished, running, or shell exited.
     pub state: RunState,
     /// Clean output (or raw, on request).
@@ -107,7 +118,19 @@ impl RunResult {
         if let Some(cwd) = &self.cwd {
             doc["cwd"] = cwd.display().to_string().into();
         }
+        if self.watchers > 0 {
+            doc["people_watching"] = self.watchers.into();
+        }
+        if self.person_typed {
+            doc["person_typed"] = true.into();
+        }
+        if self.secret_prompt {
+            doc["secret_prompt"] = true.into();
+        }
         match self.state {
+            RunState::Running if self.secret_prompt => {
+                doc["hint"] = self.secret_hint().into();
+            }
             RunState::Running if self.waiting_for_input => {
                 doc["hint"] = "The command is waiting for input on the terminal: send it with session_write (text and/or keys), or stop it with session_interrupt.".into();
             }
@@ -125,7 +148,26 @@ impl RunResult {
             }
             RunState::Finished(_) => {}
         }
+        if self.person_typed {
+            let hint = doc["hint"].as_str().map(|h| format!(" {h}")).unwrap_or_default();
+            doc["hint"] = format!(
+                "A person typed into this terminal since your last look: read the output again before you act.{hint}"
+            )
+            .into();
+        }
         doc
+    }
+
+    fn secret_hint(&self) -> String {
+        let who = if self.watchers > 0 {
+            "A person is watching this terminal: ask them to type it there"
+        } else {
+            "Ask the person to run this in their own terminal and type it there"
+        };
+        format!(
+            "The command is waiting for a secret (a password or passphrase: the terminal does not echo what is typed). Do not ask for the secret and never send it with session_write. {who}: `bash-mcp attach {}`. Then call session_wait for the result.",
+            self.session_name
+        )
     }
 }
 
@@ -136,6 +178,12 @@ pub struct SessionInfo {
     pub id: String,
     /// The label given at start.
     pub name: Option<String>,
+    /// The human name (`falcon`), what `bash-mcp attach` takes.
+    pub handle: String,
+    /// The session's number on this server (`#2`).
+    pub number: u32,
+    /// How many views watch its terminal.
+    pub watchers: usize,
     /// Which shell.
     pub shell: ShellKind,
     /// The shell's process id.
@@ -146,4 +194,11 @@ pub struct SessionInfo {
     pub state: &'static str,
     /// Time since the last call or command activity.
     pub idle: Duration,
+}
+
+impl SessionInfo {
+    /// `#2 falcon`.
+    pub fn title(&self) -> String {
+        format!("#{} {}", self.number, self.handle)
+    }
 }
