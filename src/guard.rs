@@ -13,8 +13,8 @@
 //! `BASH_MCP_RUN_ID` prefix (every command, background job and session shell
 //! inherits one), several rounds so that children forked meanwhile go too,
 //! then removes the host's session directories (they hold the last command
-//! of each session). Reading other users' /proc entries fails harmlessly,
-//! so it can only reach this user's processes.
+//! of each session) and its attach socket. Reading other users' /proc
+//! entries fails harmlessly, so it can only reach this user's processes.
 //!
 //! The host writes nothing to the pipe: the guard costs no CPU while the host
 //! lives, and one `sh` process per host process. It is started with the
@@ -28,10 +28,11 @@ use std::os::unix::ffi::OsStringExt;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// Waits for end of input on fd 3, then kills what carries the marker `$1`
-/// and removes the session directories whose paths start with `$2`. The
-/// work runs in a background subshell so the guard is not the host's child;
-/// `$3` is the host's pid, for people reading `ps`.
+/// Waits for end of input on fd 3, then kills what carries the marker `$1`,
+/// removes the session directories whose paths start with `$2` and the
+/// host's attach socket `$3`. The work runs in a background subshell so the
+/// guard is not the host's child; `$4` is the host's pid, for people reading
+/// `ps`.
 const SCRIPT: &str = r#"trap '' HUP INT TERM QUIT PIPE
 (
   while read -r _; do :; done
@@ -47,6 +48,9 @@ const SCRIPT: &str = r#"trap '' HUP INT TERM QUIT PIPE
   done
   case $2 in
     /?*/bash-mcp-session-?*-) rm -rf -- "$2"* ;;
+  esac
+  case $3 in
+    /?*/bash-mcp*/[0-9]*-?*.sock) rm -f -- "$3" ;;
   esac
 ) <&3 3<&- &
 "#;
@@ -124,6 +128,8 @@ fn start() -> std::io::Result<OwnedFd> {
         CString::new(crate::ids::run_marker_prefix()).expect("no NUL in the marker"),
         CString::new(crate::ids::session_dir_prefix().into_os_string().into_vec())
             .map_err(|_| std::io::Error::other("the session directory's path contains NUL"))?,
+        CString::new(crate::ids::attach_socket_path().into_os_string().into_vec())
+            .map_err(|_| std::io::Error::other("the attach socket's path contains NUL"))?,
         CString::new(std::process::id().to_string()).expect("digits"),
     ];
     let envp = [c"PATH=/usr/bin:/bin".to_owned(), c"LC_ALL=C".to_owned()];

@@ -108,6 +108,23 @@ pub(crate) fn session_dir_prefix() -> PathBuf {
     private_base().join(format!("bash-mcp-session-{}-", process_tag()))
 }
 
+/// The private directory where servers offer their sessions to
+/// `bash-mcp attach`: `$XDG_RUNTIME_DIR/bash-mcp` (a directory only this
+/// user can enter), else `<temp dir>/bash-mcp-<uid>`.
+pub(crate) fn attach_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| Path::new(d).is_absolute()) {
+        Some(runtime) => PathBuf::from(runtime).join("bash-mcp"),
+        // SAFETY: geteuid cannot fail.
+        None => std::env::temp_dir().join(format!("bash-mcp-{}", unsafe { libc::geteuid() })),
+    }
+}
+
+/// This process's attach socket: `<attach dir>/<pid>-<process tag>.sock`
+/// (the tag keeps a reused pid from naming an old server's socket).
+pub(crate) fn attach_socket_path() -> PathBuf {
+    attach_dir().join(format!("{}-{}.sock", std::process::id(), process_tag()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,6 +23,8 @@ pub enum Command {
     Pattern(String),
     /// Print the advisory class of a command.
     Classify(String),
+    /// Connect this terminal to a running session (or list them).
+    Attach { session: Option<String>, read_only: bool },
     /// Print the help text.
     Help,
     /// Print the version.
@@ -51,6 +53,11 @@ USAGE:
     bash-mcp pattern CMD                  print the permission pattern of CMD
     bash-mcp classify CMD                 print the advisory class of CMD
                                           (safe, dangerous or catastrophic)
+    bash-mcp attach [SESSION] [--read-only]
+                                          watch a running session in this terminal
+                                          and type into it (no SESSION: list them,
+                                          or attach to the only one); detach with
+                                          Ctrl-] then d
     bash-mcp --help | --version
 
 OPTIONS (serve, exec):
@@ -90,6 +97,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
     let mut subcommand: Option<String> = None;
     let mut common = Common::default();
     let mut json = false;
+    let mut read_only = false;
     let mut positional: Vec<String> = Vec::new();
     let err = |e: lexopt::Error| e.to_string();
     while let Some(arg) = parser.next().map_err(err)? {
@@ -115,6 +123,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
                 common.log_level = Some(level);
             }
             Long("json") => json = true,
+            Long("read-only") => read_only = true,
             Value(value) => {
                 let value = value
                     .into_string()
@@ -144,6 +153,9 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
     if json && subcommand.as_deref() != Some("exec") {
         return Err("--json applies to `exec` only".into());
     }
+    if read_only && subcommand.as_deref() != Some("attach") {
+        return Err("--read-only applies to `attach` only".into());
+    }
     let uses_common = common != Common::default();
     let command = match subcommand.as_deref() {
         None if stdin_is_tty => Command::Interactive,
@@ -166,10 +178,23 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
                 Command::Classify(command)
             }
         }
+        Some("attach") => {
+            if uses_common {
+                return Err("`attach` takes no options but --read-only".into());
+            }
+            let mut positional = positional.into_iter();
+            let session = positional.next();
+            if let Some(extra) = positional.next() {
+                return Err(format!(
+                    "unexpected argument {extra:?}: `attach` takes one session name or id"
+                ));
+            }
+            Command::Attach { session, read_only }
+        }
         Some("help") => Command::Help,
         Some(other) => {
             return Err(format!(
-                "unknown subcommand {other:?}; expected serve, exec, pattern or classify (see --help)"
+                "unknown subcommand {other:?}; expected serve, exec, attach, pattern or classify (see --help)"
             ));
         }
     };
@@ -240,6 +265,22 @@ mod tests {
         assert!(p(&["--bogus"]).is_err());
         assert!(p(&["serve", "extra"]).is_err());
         assert!(p(&["serve", "--json"]).is_err());
+        assert!(p(&["serve", "--read-only"]).is_err());
+        assert!(p(&["attach", "a", "b"]).is_err());
+        assert_eq!(
+            p(&["attach", "--read-only", "falcon"]),
+            Ok(Command::Attach {
+                session: Some("falcon".into()),
+                read_only: true
+            })
+        );
+        assert_eq!(
+            p(&["attach"]),
+            Ok(Command::Attach {
+                session: None,
+                read_only: false
+            })
+        );
     }
 
     #[test]

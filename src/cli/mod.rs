@@ -1,7 +1,8 @@
 //! The `bash-mcp` command line: argument parsing, configuration, and the
-//! `serve`, `exec`, `pattern` and `classify` subcommands.
+//! `serve`, `exec`, `attach`, `pattern` and `classify` subcommands.
 
 pub mod args;
+mod attach;
 mod exec;
 mod gate;
 mod serve;
@@ -49,6 +50,13 @@ pub fn main() -> ExitCode {
         }
         Command::Pattern(command) => report(gate::pattern(&command)),
         Command::Classify(command) => report(gate::classify(&command)),
+        Command::Attach { session, read_only } => match attach::run(session.as_deref(), read_only) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                note(&message);
+                ExitCode::from(1)
+            }
+        },
     }
 }
 

@@ -5,6 +5,7 @@
 //! that drains the pty master continuously, parses the markers, and keeps
 //! the command's output (head+tail) and a bounded ring for incremental reads.
 
+pub mod attach;
 mod echo;
 mod files;
 mod keys;
@@ -222,7 +223,7 @@ fn kill_session_tree(shell: libc::pid_t) {
     crate::spawn::reap(shell);
 }
 
-struct Inner {
+pub(crate) struct Inner {
     config: Mutex<(SessionConfig, Arc<Config>, PathBuf, Duration)>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Sessions being started: they count against `max_sessions` from the
@@ -250,6 +251,8 @@ struct Inner {
 pub struct SessionManager {
     inner: Arc<Inner>,
     sweeper: Mutex<Option<JoinHandle<()>>>,
+    /// The socket that offers the sessions to `bash-mcp attach`, once served.
+    attach: Mutex<Option<attach::AttachServer>>,
 }
 
 const DEFAULT_RUN_WAIT: Duration = Duration::from_secs(30);
@@ -290,6 +293,7 @@ impl SessionManager {
         Ok(Self {
             inner,
             sweeper: Mutex::new(Some(sweeper)),
+            attach: Mutex::new(None),
         })
     }
 
@@ -320,20 +324,7 @@ impl SessionManager {
     }
 
     fn get(&self, id: &str) -> Result<Arc<Session>, ToolError> {
-        self.inner.evict_idle();
-        self.inner
-            .sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(id)
-            .cloned()
-            .ok_or_else(|| {
-                ToolError::new(
-                    ErrorCode::SessionNotFound,
-                    format!("no session with id {id:?} (it was closed, evicted after being idle, or never existed)"),
-                    "call session_list to see open sessions, or session_start to open one",
-                )
-            })
+        self.inner.get(id)
     }
 
     /// Starts a shell and returns its session id (128 random bits, hex).
@@ -764,33 +755,7 @@ impl SessionManager {
 
     /// The open sessions.
     pub fn list(&self) -> Vec<SessionInfo> {
-        self.inner.evict_idle();
-        let sessions = self.inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut list: Vec<SessionInfo> = sessions
-            .values()
-            .map(|s| {
-                let state = s.lock();
-                SessionInfo {
-                    id: s.id.clone(),
-                    name: s.name.clone(),
-                    handle: s.handle.clone(),
-                    number: s.number,
-                    watchers: s.view().watchers(),
-                    shell: s.kind,
-                    pid: s.pid,
-                    cwd: state.cwd.clone(),
-                    state: match state.phase {
-                        Phase::Starting | Phase::Idle => "idle",
-                        Phase::Running => "running",
-                        Phase::Exited(_) => "exited",
-                        Phase::Closed => "closed",
-                    },
-                    idle: state.last_activity.elapsed(),
-                }
-            })
-            .collect();
-        list.sort_by(|a, b| a.id.cmp(&b.id));
-        list
+        self.inner.list()
     }
 
     /// Closes a session: kills every process of its terminal session.
@@ -878,6 +843,8 @@ impl SessionManager {
 
 impl Drop for SessionManager {
     fn drop(&mut self) {
+        // No one attaches any more; those attached are told as sessions close.
+        drop(self.attach.lock().unwrap_or_else(PoisonError::into_inner).take());
         *self.inner.sweeper_stop.lock().unwrap_or_else(PoisonError::into_inner) = true;
         self.inner.sweeper_wake.notify_all();
         if let Some(handle) = self.sweeper.lock().unwrap_or_else(PoisonError::into_inner).take() {
@@ -888,6 +855,53 @@ impl Drop for SessionManager {
 }
 
 impl Inner {
+    fn get(&self, id: &str) -> Result<Arc<Session>, ToolError> {
+        self.evict_idle();
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| {
+                ToolError::new(
+                    ErrorCode::SessionNotFound,
+                    format!("no session with id {id:?} (it was closed, evicted after being idle, or never existed)"),
+                    "call session_list to see open sessions, or session_start to open one",
+                )
+            })
+    }
+
+    /// The open sessions.
+    fn list(&self) -> Vec<SessionInfo> {
+        self.evict_idle();
+        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut list: Vec<SessionInfo> = sessions
+            .values()
+            .map(|s| {
+                let state = s.lock();
+                SessionInfo {
+                    id: s.id.clone(),
+                    name: s.name.clone(),
+                    handle: s.handle.clone(),
+                    number: s.number,
+                    watchers: s.view().watchers(),
+                    shell: s.kind,
+                    pid: s.pid,
+                    cwd: state.cwd.clone(),
+                    state: match state.phase {
+                        Phase::Starting | Phase::Idle => "idle",
+                        Phase::Running => "running",
+                        Phase::Exited(_) => "exited",
+                        Phase::Closed => "closed",
+                    },
+                    idle: state.last_activity.elapsed(),
+                }
+            })
+            .collect();
+        list.sort_by(|a, b| a.id.cmp(&b.id));
+        list
+    }
+
     /// The next session's number and a human name no open session has.
     fn new_name(&self, random_hex: &str) -> (u32, String) {
         let number = self.next_number.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -6,7 +6,7 @@ use std::os::fd::AsRawFd;
 use std::sync::{Arc, Weak};
 
 use super::view::TerminalCallback;
-use super::{Phase, Session, SessionManager, internal, pty};
+use super::{Inner, Phase, Session, SessionManager, internal, pty};
 use crate::error::{ErrorCode, ToolError};
 
 /// A subscriber's place on a session's view; dropping it unsubscribes.
@@ -23,10 +23,10 @@ impl Drop for Subscription {
     }
 }
 
-impl SessionManager {
+impl Inner {
     /// The id of the session that `key` names: its id, its human name
     /// (`falcon`), its title (`#2 falcon`) or number (`#2`, `2`).
-    pub fn resolve(&self, key: &str) -> Result<String, ToolError> {
+    pub(crate) fn resolve(&self, key: &str) -> Result<String, ToolError> {
         let key = key.trim();
         let number = key.trim_start_matches('#').split_whitespace().next().unwrap_or("");
         let found = self
@@ -53,7 +53,7 @@ impl SessionManager {
     /// runs on the session's reader thread: it must return quickly and must
     /// not call into this manager. Results of the agent's calls say how many
     /// subscribers watch.
-    pub fn subscribe(&self, id: &str, callback: TerminalCallback) -> Result<Subscription, ToolError> {
+    pub(crate) fn subscribe(&self, id: &str, callback: TerminalCallback) -> Result<Subscription, ToolError> {
         let session = self.get(id)?;
         let sub = session.view().subscribe(callback);
         Ok(Subscription {
@@ -66,7 +66,7 @@ impl SessionManager {
     /// given (a secret typed here reaches the program and nothing else: it
     /// is neither logged nor shown to the agent). The agent's next result
     /// says a person typed.
-    pub fn type_input(&self, id: &str, bytes: &[u8]) -> Result<(), ToolError> {
+    pub(crate) fn type_input(&self, id: &str, bytes: &[u8]) -> Result<(), ToolError> {
         let session = self.get(id)?;
         {
             let mut state = session.lock();
@@ -82,7 +82,7 @@ impl SessionManager {
 
     /// Sets the terminal's window size (rows and columns, each at least 1);
     /// its foreground programs get SIGWINCH.
-    pub fn resize(&self, id: &str, rows: u16, cols: u16) -> Result<(), ToolError> {
+    pub(crate) fn resize(&self, id: &str, rows: u16, cols: u16) -> Result<(), ToolError> {
         if rows == 0 || cols == 0 {
             return Err(ToolError::new(
                 ErrorCode::InvalidArguments,
@@ -93,5 +93,63 @@ impl SessionManager {
         let session = self.get(id)?;
         pty::resize(session.master.as_raw_fd(), rows, cols)
             .map_err(|e| internal(format!("could not resize the session's terminal: {e}")))
+    }
+}
+
+impl SessionManager {
+    /// The id of the session that `key` names: its id, its human name
+    /// (`falcon`), its title (`#2 falcon`) or number (`#2`, `2`).
+    pub fn resolve(&self, key: &str) -> Result<String, ToolError> {
+        self.inner.resolve(key)
+    }
+
+    /// Calls `callback` with the session's terminal as a person sees it: a
+    /// replay of recent output at once, then every new piece, then
+    /// [`super::TerminalEvent::Closed`] when the session ends. The callback
+    /// runs on the session's reader thread: it must return quickly and must
+    /// not call into this manager. Results of the agent's calls say how many
+    /// subscribers watch.
+    pub fn subscribe(&self, id: &str, callback: TerminalCallback) -> Result<Subscription, ToolError> {
+        self.inner.subscribe(id, callback)
+    }
+
+    /// Types a person's keystrokes into the session's terminal, exactly as
+    /// given (a secret typed here reaches the program and nothing else: it
+    /// is neither logged nor shown to the agent). The agent's next result
+    /// says a person typed.
+    pub fn type_input(&self, id: &str, bytes: &[u8]) -> Result<(), ToolError> {
+        self.inner.type_input(id, bytes)
+    }
+
+    /// Sets the terminal's window size (rows and columns, each at least 1);
+    /// its foreground programs get SIGWINCH.
+    pub fn resize(&self, id: &str, rows: u16, cols: u16) -> Result<(), ToolError> {
+        self.inner.resize(id, rows, cols)
+    }
+
+    /// Offers the sessions to `bash-mcp attach` on this server's socket in
+    /// [`super::attach::socket_dir`] (once; later calls return its path).
+    /// The socket is removed when the manager is dropped, or by the guard
+    /// if the host dies.
+    pub fn serve_attach(&self) -> std::io::Result<std::path::PathBuf> {
+        let mut slot = self.attach.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(server) = slot.as_ref() {
+            return Ok(server.path().to_path_buf());
+        }
+        let server = super::attach::AttachServer::start(Arc::downgrade(&self.inner))?;
+        let path = server.path().to_path_buf();
+        *slot = Some(server);
+        Ok(path)
+    }
+
+    /// Stops offering the sessions to `bash-mcp attach` and removes the
+    /// socket (those attached stay until their sessions close).
+    pub(crate) fn stop_attach(&self) {
+        drop(
+            self.attach
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
     }
 }

@@ -61,6 +61,7 @@ impl LazyManager {
     /// enables sessions (they may have been turned off after some started).
     pub fn close_all(&self) {
         if let Some(manager) = self.cell.get() {
+            manager.stop_attach();
             manager.close_all();
         }
     }
@@ -87,7 +88,12 @@ impl LazyManager {
             return Ok(manager);
         }
         let manager = SessionManager::with_server_config(config.sessions.clone(), config, dir)?;
-        Ok(self.cell.get_or_init(|| manager))
+        let manager = self.cell.get_or_init(|| manager);
+        // People attach through the server's socket; sessions work without it.
+        if let Err(e) = manager.serve_attach() {
+            tracing::warn!("sessions cannot be attached to (bash-mcp attach): {e}");
+        }
+        Ok(manager)
     }
 }
 

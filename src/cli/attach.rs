@@ -1,0 +1,321 @@
+//! `bash-mcp attach [SESSION] [--read-only]`: this terminal shows a running
+//! session (a replay of recent output, then everything live) and sends it
+//! the keystrokes; the window size follows this terminal's. `Ctrl-]` then
+//! `d` detaches (the session keeps running); `Ctrl-]` twice sends one.
+
+use std::io::{IsTerminal, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+
+use bash_mcp::session::attach::{sockets, wire};
+use serde_json::{Value, json};
+
+/// The detach prefix (Ctrl-]); `d` after it detaches.
+const PREFIX: u8 = 0x1d;
+
+/// One session some server offers.
+struct Offer {
+    socket: PathBuf,
+    session: Value,
+}
+
+impl Offer {
+    fn field(&self, key: &str) -> &str {
+        self.session[key].as_str().unwrap_or("")
+    }
+
+    fn matches(&self, key: &str) -> bool {
+        let number = key.trim_start_matches('#');
+        key == self.field("session_id")
+            || key == self.field("name")
+            || key == self.field("title")
+            || self.field("title").split_whitespace().next() == Some(&format!("#{number}"))
+    }
+
+    fn line(&self) -> String {
+        format!(
+            "{:<14} {:<8} {:<5} {:<8} {}",
+            self.field("title"),
+            self.field("state"),
+            self.field("shell"),
+            format!("{} watching", self.session["watchers"].as_u64().unwrap_or(0)),
+            self.field("cwd")
+        )
+    }
+}
+
+pub fn run(session: Option<&str>, read_only: bool) -> Result<(), String> {
+    let offers = discover()?;
+    let offer = match session {
+        Some(key) => pick(&offers, key)?,
+        None => match offers.as_slice() {
+            [] => return Err(no_sessions()),
+            [only] => only,
+            many => {
+                let mut out = String::from("Sessions you can attach to (bash-mcp attach NAME):\n");
+                for offer in many {
+                    out.push_str(&format!("  {}\n", offer.line()));
+                }
+                let _ = std::io::stdout().write_all(out.as_bytes());
+                return Ok(());
+            }
+        },
+    };
+    Attached::connect(offer, read_only)?.relay()
+}
+
+fn no_sessions() -> String {
+    format!(
+        "no session is open to attach to (looked for servers in {}); the agent starts one with session_start",
+        bash_mcp::session::attach::socket_dir().display()
+    )
+}
+
+/// Every session of every live server of this user.
+fn discover() -> Result<Vec<Offer>, String> {
+    let paths = match sockets() {
+        Ok(paths) => paths,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(no_sessions()),
+        Err(e) => return Err(format!("cannot look for sessions: {e}")),
+    };
+    let mut offers = Vec::new();
+    for socket in paths {
+        // A server that ended without removing its socket refuses connections: skip it.
+        let Ok(mut stream) = UnixStream::connect(&socket) else {
+            continue;
+        };
+        if wire::write_frame(&mut stream, wire::LIST, b"").is_err() {
+            continue;
+        }
+        let Ok(Some((wire::SESSIONS, payload))) = wire::read_frame(&mut stream) else {
+            continue;
+        };
+        let list: Value = serde_json::from_slice(&payload).unwrap_or(Value::Null);
+        for session in list["sessions"].as_array().into_iter().flatten() {
+            offers.push(Offer {
+                socket: socket.clone(),
+                session: session.clone(),
+            });
+        }
+    }
+    Ok(offers)
+}
+
+fn pick<'a>(offers: &'a [Offer], key: &str) -> Result<&'a Offer, String> {
+    let found: Vec<&Offer> = offers.iter().filter(|o| o.matches(key.trim())).collect();
+    match found.as_slice() {
+        [one] => Ok(one),
+        [] if offers.is_empty() => Err(no_sessions()),
+        [] => Err(format!(
+            "no session is called {key:?}; open sessions: {}",
+            offers.iter().map(|o| o.field("title")).collect::<Vec<_>>().join(", ")
+        )),
+        many => Err(format!(
+            "{key:?} names {} sessions of different servers; attach by id: {}",
+            many.len(),
+            many.iter()
+                .map(|o| format!("{} ({})", o.field("session_id"), o.field("title")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+struct Attached {
+    stream: UnixStream,
+    title: String,
+    read_only: bool,
+}
+
+impl Attached {
+    fn connect(offer: &Offer, read_only: bool) -> Result<Self, String> {
+        let mut stream = UnixStream::connect(&offer.socket)
+            .map_err(|e| format!("cannot reach the session's server ({}): {e}", offer.socket.display()))?;
+        let request = json!({"session": offer.field("session_id"), "read_only": read_only});
+        wire::write_frame(&mut stream, wire::ATTACH, request.to_string().as_bytes())
+            .map_err(|e| format!("cannot talk to the session's server: {e}"))?;
+        match wire::read_frame(&mut stream) {
+            Ok(Some((wire::ATTACHED, payload))) => {
+                let hello: Value = serde_json::from_slice(&payload).unwrap_or(Value::Null);
+                let title = hello["title"].as_str().unwrap_or("session").to_owned();
+                Ok(Self {
+                    stream,
+                    title,
+                    read_only,
+                })
+            }
+            Ok(Some((wire::ERROR, payload))) => Err(String::from_utf8_lossy(&payload).into_owned()),
+            Ok(_) => Err("the session's server ended the connection".into()),
+            Err(e) => Err(format!("cannot talk to the session's server: {e}")),
+        }
+    }
+
+    fn relay(mut self) -> Result<(), String> {
+        let winch = winch_pipe()?;
+        let raw = RawMode::enter();
+        let mode = if self.read_only { ", read-only" } else { "" };
+        say(&format!(
+            "\x1b]0;bash-mcp: {}\x07[attached to {}{mode}; detach: Ctrl-] then d]\r\n",
+            self.title, self.title
+        ));
+        self.send_size();
+        let end = self.pump(&winch);
+        drop(raw);
+        say(&format!("\r\n{}\r\n", end.unwrap_or_else(|e| e)));
+        Ok(())
+    }
+
+    /// Relays until the session ends, the person detaches or the server goes.
+    fn pump(&mut self, winch: &UnixStream) -> Result<String, String> {
+        let stdin = std::io::stdin();
+        let mut prefix = false;
+        let mut stdin_open = true;
+        let mut buf = [0u8; 4096];
+        loop {
+            let mut fds = [
+                poll_in(if stdin_open { stdin.as_raw_fd() } else { -1 }),
+                poll_in(self.stream.as_raw_fd()),
+                poll_in(winch.as_raw_fd()),
+            ];
+            // SAFETY: three valid pollfds.
+            if unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) } < 0 {
+                continue;
+            }
+            if fds[2].revents != 0 {
+                let _ = (&*winch).read(&mut buf);
+                self.send_size();
+            }
+            if fds[1].revents != 0 {
+                match wire::read_frame(&mut self.stream) {
+                    Ok(Some((wire::OUTPUT, bytes))) => {
+                        let mut out = std::io::stdout().lock();
+                        let _ = out.write_all(&bytes).and_then(|()| out.flush());
+                    }
+                    Ok(Some((wire::CLOSED, _))) => return Ok(format!("[session {} ended]", self.title)),
+                    Ok(Some(_)) => {}
+                    Ok(None) | Err(_) => return Ok(format!("[the server of session {} ended]", self.title)),
+                }
+            }
+            if fds[0].revents != 0 {
+                let n = stdin.lock().read(&mut buf).unwrap_or(0);
+                if n == 0 {
+                    stdin_open = false;
+                    continue;
+                }
+                let (keys, detach) = filter_keys(&buf[..n], &mut prefix);
+                if detach {
+                    return Ok(format!("[detached from {}; it keeps running]", self.title));
+                }
+                if !self.read_only && !keys.is_empty() {
+                    wire::write_frame(&mut self.stream, wire::INPUT, &keys)
+                        .map_err(|e| format!("[lost the server: {e}]"))?;
+                }
+            }
+        }
+    }
+
+    fn send_size(&mut self) {
+        if let Some((rows, cols)) = window_size() {
+            let _ = wire::write_frame(&mut self.stream, wire::RESIZE, &wire::size_payload(rows, cols));
+        }
+    }
+}
+
+/// Keystrokes to send, and whether the person asked to detach.
+fn filter_keys(input: &[u8], prefix: &mut bool) -> (Vec<u8>, bool) {
+    let mut keys = Vec::with_capacity(input.len());
+    for &b in input {
+        if std::mem::take(prefix) {
+            match b {
+                b'd' => return (keys, true),
+                PREFIX => keys.push(PREFIX),
+                other => keys.extend_from_slice(&[PREFIX, other]),
+            }
+        } else if b == PREFIX {
+            *prefix = true;
+        } else {
+            keys.push(b);
+        }
+    }
+    (keys, false)
+}
+
+fn poll_in(fd: i32) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+fn say(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
+/// A socket that becomes readable on each SIGWINCH.
+fn winch_pipe() -> Result<UnixStream, String> {
+    let (read, write) = UnixStream::pair().map_err(|e| format!("cannot watch the window size: {e}"))?;
+    read.set_nonblocking(true).map_err(|e| e.to_string())?;
+    signal_hook::low_level::pipe::register(signal_hook::consts::SIGWINCH, write)
+        .map_err(|e| format!("cannot watch the window size: {e}"))?;
+    Ok(read)
+}
+
+/// This terminal's rows and columns.
+fn window_size() -> Option<(u16, u16)> {
+    // SAFETY: TIOCGWINSZ writes one winsize into a zeroed local.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(std::io::stdout().as_raw_fd(), libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_row > 0 && size.ws_col > 0).then_some((size.ws_row, size.ws_col))
+}
+
+/// The terminal in raw mode (keys pass through as typed, Ctrl-C included)
+/// until dropped; nothing when stdin is not a terminal.
+struct RawMode(Option<libc::termios>);
+
+impl RawMode {
+    fn enter() -> Self {
+        let fd = std::io::stdin().as_raw_fd();
+        if !std::io::stdin().is_terminal() {
+            return Self(None);
+        }
+        // SAFETY: tcgetattr/tcsetattr on our stdin with a local termios.
+        unsafe {
+            let mut saved: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(fd, &mut saved) != 0 {
+                return Self(None);
+            }
+            let mut raw = saved;
+            libc::cfmakeraw(&mut raw);
+            libc::tcsetattr(fd, libc::TCSANOW, &raw);
+            Self(Some(saved))
+        }
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        if let Some(saved) = &self.0 {
+            // SAFETY: restores the settings read in `enter`.
+            unsafe { libc::tcsetattr(std::io::stdin().as_raw_fd(), libc::TCSANOW, saved) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_detach_key_and_its_escape() {
+        let mut prefix = false;
+        assert_eq!(filter_keys(b"ls\r", &mut prefix), (b"ls\r".to_vec(), false));
+        assert_eq!(filter_keys(b"x\x1dd", &mut prefix), (b"x".to_vec(), true));
+        assert_eq!(filter_keys(b"\x1d\x1d", &mut prefix), (vec![PREFIX], false));
+        assert_eq!(filter_keys(b"\x1d", &mut prefix), (vec![], false));
+        assert!(prefix);
+        assert_eq!(filter_keys(b"q", &mut prefix), (vec![PREFIX, b'q'], false));
+    }
+}

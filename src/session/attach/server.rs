@@ -1,0 +1,292 @@
+//! The per-server socket: accepts same-user connections and serves each on
+//! a thread of its own (list the sessions, or attach to one).
+
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Weak;
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::thread::JoinHandle;
+
+use serde_json::{Value, json};
+
+use super::wire::{self, read_frame, write_frame};
+use crate::session::{Inner, TerminalEvent};
+
+/// Pieces of output queued for one slow client before it is dropped.
+const QUEUE: usize = 4096;
+
+pub(crate) struct AttachServer {
+    path: PathBuf,
+    stop: OwnedFd,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl AttachServer {
+    /// Listens on this process's socket in the private directory.
+    pub fn start(sessions: Weak<Inner>) -> io::Result<Self> {
+        let path = crate::ids::attach_socket_path();
+        let dir = path.parent().expect("the socket path has a directory");
+        super::dir::ensure_private(dir)?;
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path)
+            .map_err(|e| io::Error::new(e.kind(), format!("could not listen on {}: {e}", path.display())))?;
+        // SAFETY: plain syscall; the fd is owned below.
+        let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if stop < 0 {
+            let _ = std::fs::remove_file(&path);
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: eventfd returned a fresh fd.
+        let stop = unsafe { OwnedFd::from_raw_fd(stop) };
+        let stop_fd = stop.as_raw_fd();
+        let thread = std::thread::Builder::new()
+            .name("bash-mcp-attach".into())
+            .spawn(move || accept_loop(&listener, stop_fd, &sessions));
+        match thread {
+            Ok(thread) => Ok(Self {
+                path,
+                stop,
+                thread: Some(thread),
+            }),
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                Err(e)
+            }
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for AttachServer {
+    fn drop(&mut self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes to our eventfd.
+        unsafe { libc::write(self.stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn accept_loop(listener: &UnixListener, stop: i32, sessions: &Weak<Inner>) {
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: stop,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: listener.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: two valid pollfds.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return;
+        }
+        if fds[0].revents != 0 {
+            return;
+        }
+        let Ok((stream, _)) = listener.accept() else { continue };
+        if let Err(why) = same_user(&stream) {
+            tracing::warn!("refused an attach connection: {why}");
+            let _ = write_frame(&mut &stream, wire::ERROR, why.as_bytes());
+            continue;
+        }
+        let sessions = sessions.clone();
+        let _ = std::thread::Builder::new()
+            .name("bash-mcp-attached".into())
+            .spawn(move || serve(stream, &sessions));
+    }
+}
+
+/// Accepts only a peer running as this process's user (from the kernel's
+/// `SO_PEERCRED`, not from anything the peer says).
+fn same_user(stream: &UnixStream) -> Result<(), String> {
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if rc != 0 {
+        return Err(format!(
+            "could not read the peer's credentials: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    if cred.uid != me {
+        return Err(format!(
+            "uid {} may not attach to sessions of uid {me}; only the same user can",
+            cred.uid
+        ));
+    }
+    Ok(())
+}
+
+fn serve(stream: UnixStream, sessions: &Weak<Inner>) {
+    let mut reader = &stream;
+    while let Ok(Some((kind, payload))) = read_frame(&mut reader) {
+        let Some(inner) = sessions.upgrade() else { return };
+        match kind {
+            wire::LIST => {
+                let list = session_list(&inner);
+                drop(inner);
+                if write_frame(&mut &stream, wire::SESSIONS, list.to_string().as_bytes()).is_err() {
+                    return;
+                }
+            }
+            wire::ATTACH => {
+                drop(inner);
+                let request: Value = serde_json::from_slice(&payload).unwrap_or(Value::Null);
+                return attach(&stream, sessions, &request);
+            }
+            _ => {
+                let _ = write_frame(&mut &stream, wire::ERROR, b"expected a list or attach request first");
+                return;
+            }
+        }
+    }
+}
+
+fn session_list(inner: &Inner) -> Value {
+    let sessions: Vec<Value> = inner
+        .list()
+        .iter()
+        .map(|s| {
+            json!({
+                "session_id": s.id,
+                "name": s.handle,
+                "title": s.title(),
+                "label": s.name,
+                "shell": s.shell.as_str(),
+                "cwd": s.cwd.display().to_string(),
+                "state": s.state,
+                "watchers": s.watchers,
+            })
+        })
+        .collect();
+    json!({"server_pid": std::process::id(), "sessions": sessions})
+}
+
+enum Piece {
+    Output(Vec<u8>),
+    Closed,
+}
+
+/// Attaches the connection to the session the request names, then relays
+/// until the client leaves or the session ends.
+fn attach(stream: &UnixStream, sessions: &Weak<Inner>, request: &Value) {
+    let Some(inner) = sessions.upgrade() else { return };
+    let key = request["session"].as_str().unwrap_or_default();
+    let read_only = request["read_only"].as_bool().unwrap_or(false);
+    let id = match inner.resolve(key) {
+        Ok(id) => id,
+        Err(e) => {
+            let _ = write_frame(
+                &mut &*stream,
+                wire::ERROR,
+                format!("{} ({})", e.message, e.hint).as_bytes(),
+            );
+            return;
+        }
+    };
+    let info = inner.list().into_iter().find(|s| s.id == id);
+    let hello = json!({
+        "session_id": id,
+        "name": info.as_ref().map(|i| i.handle.clone()),
+        "title": info.as_ref().map(|i| i.title()),
+    });
+    let (Ok(writer), Ok(cutter)) = (stream.try_clone(), stream.try_clone()) else {
+        return;
+    };
+    if write_frame(&mut &*stream, wire::ATTACHED, hello.to_string().as_bytes()).is_err() {
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+    let Ok(writer) = std::thread::Builder::new()
+        .name("bash-mcp-attach-out".into())
+        .spawn(move || relay_out(writer, &rx))
+    else {
+        return;
+    };
+    let subscription = inner.subscribe(&id, Box::new(move |event| forward(&tx, &cutter, event)));
+    let Ok(subscription) = subscription else {
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+        let _ = writer.join();
+        return;
+    };
+    drop(inner);
+    relay_in(stream, sessions, &id, read_only);
+    drop(subscription);
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    let _ = writer.join();
+}
+
+/// Queues a piece for the client; a client too slow to keep up is cut off.
+fn forward(tx: &SyncSender<Piece>, cutter: &UnixStream, event: TerminalEvent<'_>) {
+    let piece = match event {
+        TerminalEvent::Output(bytes) => Piece::Output(bytes.to_vec()),
+        TerminalEvent::Closed => Piece::Closed,
+    };
+    if let Err(TrySendError::Full(_)) = tx.try_send(piece) {
+        let _ = cutter.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+fn relay_out(mut out: UnixStream, rx: &Receiver<Piece>) {
+    while let Ok(piece) = rx.recv() {
+        let written = match piece {
+            Piece::Output(bytes) => write_frame(&mut out, wire::OUTPUT, &bytes),
+            Piece::Closed => {
+                let _ = write_frame(&mut out, wire::CLOSED, b"the session ended");
+                let _ = out.flush();
+                let _ = out.shutdown(std::net::Shutdown::Both);
+                return;
+            }
+        };
+        if written.is_err() {
+            return;
+        }
+    }
+}
+
+/// The client's keystrokes and window sizes, until it leaves. A read-only
+/// client's keystrokes are dropped here, whatever the client sends.
+fn relay_in(stream: &UnixStream, sessions: &Weak<Inner>, id: &str, read_only: bool) {
+    let mut reader = stream;
+    while let Ok(Some((kind, payload))) = read_frame(&mut reader) {
+        let Some(inner) = sessions.upgrade() else { return };
+        let applied = match kind {
+            wire::INPUT if read_only => Ok(()),
+            wire::INPUT => inner.type_input(id, &payload),
+            wire::RESIZE => match wire::parse_size(&payload) {
+                Some((rows, cols)) => inner.resize(id, rows, cols),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        };
+        if applied.is_err() {
+            return;
+        }
+    }
+}

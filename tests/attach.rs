@@ -1,0 +1,625 @@
+//! A person at the same terminal: `bash-mcp attach` runs inside tmux (keys
+//! typed with `send-keys`, the screen read with `capture-pane`) against a
+//! `bash-mcp serve` driven over MCP by this test. Waits poll the screen or
+//! the server with generous hang guards only.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_bash-mcp");
+/// The hang guard of every wait: far above what any step needs.
+const PATIENCE: Duration = Duration::from_secs(60);
+const SECRET: &str = "hunter2-not-for-models";
+
+fn have_tmux() -> bool {
+    let found = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        println!("SKIP: tmux is not installed (.ci/run installs it)");
+    }
+    found
+}
+
+/// A `bash-mcp serve` with sessions on, its own runtime directory (so its
+/// attach socket is found only by this test's `attach`), an audit log and
+/// a debug log on stderr.
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    dir: TempDir,
+    next_id: i64,
+    /// Every tool result the model was given.
+    seen_by_model: String,
+}
+
+impl Server {
+    fn start(name: &str) -> Self {
+        let dir = TempDir::new(name);
+        std::fs::DirBuilder::new().mode(0o700).create(dir.join("run")).unwrap();
+        let config = dir.config(&json!({
+            "sessions": {"enabled": true},
+            "audit": {"path": dir.join("audit.jsonl")},
+        }));
+        let log = std::fs::File::create(dir.join("server.log")).unwrap();
+        let mut child = Command::new(BIN)
+            .args(["serve", "--config", &config, "--log-level", "debug"])
+            .env("XDG_RUNTIME_DIR", dir.join("run"))
+            .env("XDG_DATA_HOME", dir.join("data"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("spawn bash-mcp serve");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut server = Self {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            dir,
+            next_id: 1,
+            seen_by_model: String::new(),
+        };
+        server.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}));
+        server.reply(0);
+        server.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+        server
+    }
+
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(format!("{message}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn reply(&mut self, id: i64) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .expect("a reply from the server");
+            let value: Value = serde_json::from_str(&line).unwrap();
+            if value["id"] == id {
+                return value;
+            }
+        }
+    }
+
+    /// Calls a tool; returns its structured result (the model sees the text).
+    fn tool(&mut self, name: &str, args: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}}));
+        let reply = self.reply(id);
+        self.seen_by_model.push_str(&reply.to_string());
+        let result = &reply["result"];
+        assert!(result.is_object(), "{reply}");
+        let text = result["content"][0]["text"].as_str().unwrap_or("{}");
+        serde_json::from_str(text).unwrap_or_else(|_| result["structuredContent"].clone())
+    }
+
+    fn runtime_dir(&self) -> PathBuf {
+        self.dir.join("run")
+    }
+
+    fn sockets(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(self.runtime_dir().join("bash-mcp"))
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    }
+
+    fn start_session(&mut self, tag: &str) -> (String, String) {
+        let r = self.tool("session_start", json!({"env": {TAG_VAR: tag}}));
+        let id = r["session_id"].as_str().expect("a session id").to_owned();
+        let name = r["attach_name"].as_str().expect("an attach name").to_owned();
+        assert_eq!(r["attach"], format!("bash-mcp attach {name}"), "{r}");
+        (id, name)
+    }
+
+    /// Ends the server by closing its input; it must exit and remove its socket.
+    fn stop(mut self) -> (String, String, String) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + PATIENCE;
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "the server did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(self.sockets().is_empty(), "socket left: {:?}", self.sockets());
+        let audit = std::fs::read_to_string(self.dir.join("audit.jsonl")).unwrap_or_default();
+        let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+        (std::mem::take(&mut self.seen_by_model), audit, log)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A tmux server of this test's own, with one window per attached person;
+/// its panes carry the test's tag, so survivors are found.
+struct Tmux {
+    socket: PathBuf,
+    tag: String,
+    _dir: TempDir,
+}
+
+impl Tmux {
+    fn new(tag: &str) -> Self {
+        let dir = TempDir::new("tmux");
+        Self {
+            socket: dir.join("tmux.sock"),
+            tag: tag.to_owned(),
+            _dir: dir,
+        }
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.arg("-f").arg("/dev/null").arg("-S").arg(&self.socket);
+        c
+    }
+
+    /// Opens window `window` running `bash-mcp attach ARGS` for the server;
+    /// when attach exits the window stays, with its exit status shown.
+    fn attach(&self, server: &Server, window: &str, args: &str) {
+        let script = format!(
+            "export {TAG_VAR}={}; XDG_RUNTIME_DIR='{}' '{BIN}' attach {args}; echo \"[attach exited $?]\"; exec sleep 600",
+            self.tag,
+            server.runtime_dir().display()
+        );
+        let (verb, target) = if self.socket.exists() {
+            (
+                "new-window",
+                vec!["-t".to_owned(), "main".to_owned(), "-n".to_owned(), window.to_owned()],
+            )
+        } else {
+            (
+                "new-session",
+                vec![
+                    "-s".into(),
+                    "main".into(),
+                    "-n".into(),
+                    window.to_owned(),
+                    "-x".into(),
+                    "120".into(),
+                    "-y".into(),
+                    "40".into(),
+                ],
+            )
+        };
+        let status = self
+            .cmd()
+            .arg(verb)
+            .arg("-d")
+            .args(target)
+            .arg(script)
+            .status()
+            .unwrap();
+        assert!(status.success(), "tmux {verb} failed");
+    }
+
+    fn keys(&self, window: &str, keys: &[&str]) {
+        let status = self
+            .cmd()
+            .args(["send-keys", "-t", &format!("main:{window}")])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn type_text(&self, window: &str, text: &str) {
+        let status = self
+            .cmd()
+            .args(["send-keys", "-l", "-t", &format!("main:{window}"), text])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn screen(&self, window: &str) -> String {
+        let out = self
+            .cmd()
+            .args([
+                "capture-pane",
+                "-p",
+                "-J",
+                "-S",
+                "-200",
+                "-t",
+                &format!("main:{window}"),
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Polls the window until its screen shows `needle`.
+    fn wait_for(&self, window: &str, needle: &str) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let screen = self.screen(window);
+            if screen.contains(needle) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{needle:?} never appeared in window {window}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").stderr(Stdio::null()).status();
+    }
+}
+
+/// Processes running this test's `bash-mcp attach` (found by its runtime dir).
+fn attach_processes(server: &Server) -> Vec<i32> {
+    let needle = format!("XDG_RUNTIME_DIR={}", server.runtime_dir().display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<i32>().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let environ = std::fs::read(e.path().join("environ")).ok()?;
+            let is_attach = cmdline.split(|b| *b == 0).nth(1) == Some(b"attach".as_slice());
+            let ours = environ.split(|b| *b == 0).any(|v| v == needle.as_bytes());
+            (is_attach && ours && !is_zombie(pid)).then_some(pid)
+        })
+        .collect()
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: still not so");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_person_watches_types_the_password_interrupts_and_detaches() {
+    if !have_tmux() {
+        return;
+    }
+    let tag = unique_tag("attach-main");
+    let mut server = Server::start("attach-main");
+    let (id, name) = server.start_session(&tag);
+    let tmux = Tmux::new(&tag);
+    tmux.attach(&server, "person", "");
+    tmux.wait_for("person", &format!("[attached to #1 {name}; detach: Ctrl-] then d]"));
+
+    // The person sees the agent's command as typed, and its output.
+    let r = server.tool(
+        "session_run",
+        json!({"session_id": id, "command": "echo hello-from-$((6*7))"}),
+    );
+    assert_eq!(r["output"], "hello-from-42\n", "{r}");
+    assert_eq!(r["people_watching"], 1, "{r}");
+    let screen = tmux.wait_for("person", "hello-from-42");
+    assert!(screen.contains("$ echo hello-from-$((6*7))"), "{screen}");
+    assert!(
+        !screen.contains("__bm") && !screen.contains("633;"),
+        "plumbing shown:\n{screen}"
+    );
+
+    // A password prompt: the agent is told to have the person type it.
+    // The command checks the password by its checksum, so the secret is
+    // nowhere in what the agent sends.
+    let sum = Command::new("sh")
+        .args(["-c", &format!("printf %s '{SECRET}' | cksum")])
+        .output()
+        .unwrap();
+    let sum = String::from_utf8(sum.stdout).unwrap().trim().to_owned();
+    let command = format!(
+        "read -r -s -p 'Password: ' pw; echo; [ \"$(printf %s \"$pw\" | cksum)\" = '{sum}' ] && echo password-accepted; pw="
+    );
+    let r = server.tool(
+        "session_run",
+        json!({"session_id": id, "command": command, "timeout_seconds": 10}),
+    );
+    assert_eq!(
+        (r["status"].as_str(), r["secret_prompt"].as_bool()),
+        (Some("running"), Some(true)),
+        "{r}"
+    );
+    let hint = r["hint"].as_str().unwrap();
+    assert!(hint.contains(&format!("`bash-mcp attach {name}`")), "{hint}");
+    assert!(hint.contains("never send it with session_write"), "{hint}");
+    tmux.wait_for("person", "Password: ");
+    tmux.type_text("person", SECRET);
+    tmux.keys("person", &["Enter"]);
+    let r = server.tool("session_wait", json!({"session_id": id, "timeout_seconds": 30}));
+    assert_eq!(
+        (r["status"].as_str(), r["exit_code"].as_i64()),
+        (Some("finished"), Some(0)),
+        "{r}"
+    );
+    assert!(r["output"].as_str().unwrap().contains("password-accepted"), "{r}");
+    assert_eq!(r["person_typed"], true, "{r}");
+    let screen = tmux.wait_for("person", "password-accepted");
+    assert!(!screen.contains(SECRET), "the password was echoed:\n{screen}");
+
+    // Ctrl-C from the person interrupts the agent's command.
+    let r = server.tool(
+        "session_run",
+        json!({"session_id": id, "command": "sleep 600", "timeout_seconds": 0.5}),
+    );
+    assert_eq!(r["status"], "running", "{r}");
+    tmux.wait_for("person", "$ sleep 600");
+    tmux.keys("person", &["C-c"]);
+    let r = server.tool("session_wait", json!({"session_id": id, "timeout_seconds": 30}));
+    assert_eq!(
+        (r["status"].as_str(), r["exit_code"].as_i64()),
+        (Some("finished"), Some(130)),
+        "{r}"
+    );
+
+    // Detaching leaves the session running.
+    tmux.keys("person", &["C-]", "d"]);
+    tmux.wait_for("person", &format!("[detached from #1 {name}; it keeps running]"));
+    tmux.wait_for("person", "[attach exited 0]");
+    let r = server.tool("session_run", json!({"session_id": id, "command": "echo still-here"}));
+    assert_eq!(r["output"], "still-here\n", "{r}");
+    assert!(r.get("people_watching").is_none(), "{r}");
+
+    wait_until("the attach process ends", || attach_processes(&server).is_empty());
+    drop(tmux);
+    let (model, audit, log) = server.stop();
+    assert!(model.contains("password-accepted"), "the results were recorded");
+    assert!(audit.contains("session_run"), "the audit log was written: {audit}");
+    for (what, text) in [
+        ("the model's results", &model),
+        ("the audit log", &audit),
+        ("the server's log", &log),
+    ] {
+        assert!(!text.contains(SECRET), "the password reached {what}");
+    }
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn read_only_cannot_type_and_closing_the_session_ends_every_view() {
+    if !have_tmux() {
+        return;
+    }
+    let tag = unique_tag("attach-ro");
+    let mut server = Server::start("attach-ro");
+    let (id, name) = server.start_session(&tag);
+    let tmux = Tmux::new(&tag);
+    tmux.attach(&server, "typist", &name);
+    tmux.attach(&server, "watcher", &format!("--read-only '#1'"));
+    tmux.wait_for("typist", "[attached to");
+    tmux.wait_for("watcher", "read-only; detach: Ctrl-] then d]");
+    let r = server.tool(
+        "session_run",
+        json!({"session_id": id, "command": "echo both-see-this"}),
+    );
+    assert_eq!(r["people_watching"], 2, "{r}");
+    tmux.wait_for("typist", "both-see-this");
+    tmux.wait_for("watcher", "both-see-this");
+
+    // The watcher's keys go nowhere; the typist's run at the prompt.
+    tmux.type_text("watcher", "echo from-the-watcher > typed.txt");
+    tmux.keys("watcher", &["Enter"]);
+    tmux.type_text("typist", "echo from-the-typist");
+    tmux.keys("typist", &["Enter"]);
+    tmux.wait_for("watcher", "\nfrom-the-typist");
+    let r = server.tool(
+        "session_run",
+        json!({"session_id": id, "command": "ls typed.txt 2>&1; echo done"}),
+    );
+    assert!(r["output"].as_str().unwrap().contains("No such file"), "{r}");
+    assert_eq!(r["person_typed"], true, "{r}");
+    assert!(!tmux.screen("watcher").contains("from-the-watcher"));
+
+    // Closing the session ends both views cleanly.
+    server.tool("session_close", json!({"session_id": id}));
+    for window in ["typist", "watcher"] {
+        tmux.wait_for(window, &format!("[session #1 {name} ended]"));
+        tmux.wait_for(window, "[attach exited 0]");
+    }
+    wait_until("the attach processes end", || attach_processes(&server).is_empty());
+    drop(tmux);
+    server.stop();
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn without_a_name_attach_lists_or_picks_the_only_session() {
+    let tag = unique_tag("attach-list");
+    let mut server = Server::start("attach-list");
+    let runtime = server.runtime_dir();
+    let run_attach = |args: &[&str]| {
+        Command::new(BIN)
+            .arg("attach")
+            .args(args)
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // Before any session, nothing to attach to.
+    let out = run_attach(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no session is open"),
+        "{out:?}"
+    );
+    let (_, first) = server.start_session(&tag);
+    let (_, second) = server.start_session(&tag);
+    let out = run_attach(&[]);
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        listing.contains(&format!("#1 {first}")) && listing.contains(&format!("#2 {second}")),
+        "{listing}"
+    );
+    let out = run_attach(&["nosuch"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no session is called \"nosuch\"") && err.contains(&first),
+        "{err}"
+    );
+    let list = server.tool("session_list", json!({}));
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 2, "{list}");
+    assert!(
+        list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["title"] == format!("#1 {first}")),
+        "{list}"
+    );
+    server.stop();
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn another_user_cannot_connect() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIP: dropping to another uid needs root (CI runs as root)");
+        return;
+    }
+    let tag = unique_tag("attach-uid");
+    let mut server = Server::start("attach-uid");
+    let (_, name) = server.start_session(&tag);
+    let as_nobody = |program: &str, args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", program])
+            .args(args)
+            .env("XDG_RUNTIME_DIR", server.runtime_dir())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // The private directory keeps another user out...
+    let out = as_nobody(BIN, &["attach", &name]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // ...and with the modes opened by mistake, the server's credential check does.
+    let socket = server.sockets().pop().expect("the server's socket");
+    let chmod = |mode: &str, path: &Path| Command::new("chmod").arg(mode).arg(path).status().unwrap();
+    for dir in [
+        server.dir.to_path_buf(),
+        server.runtime_dir(),
+        server.runtime_dir().join("bash-mcp"),
+    ] {
+        chmod("0755", &dir);
+    }
+    chmod("0777", &socket);
+    let answer = String::from_utf8_lossy(&connect_as_nobody(&socket)).into_owned();
+    assert!(answer.contains("uid 65534 may not attach"), "{answer:?}");
+    assert!(!answer.contains(&name), "the list reached another user: {answer}");
+    chmod("0700", &server.runtime_dir().join("bash-mcp"));
+    server.stop();
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn killing_the_server_leaves_no_socket_and_no_process() {
+    if !have_tmux() {
+        return;
+    }
+    let tag = unique_tag("attach-kill");
+    let mut server = Server::start("attach-kill");
+    let (id, name) = server.start_session(&tag);
+    let tmux = Tmux::new(&tag);
+    tmux.attach(&server, "person", &name);
+    tmux.wait_for("person", "[attached to");
+    let r = server.tool(
+        "session_run",
+        json!({"session_id": id, "command": "sleep 600", "timeout_seconds": 0.2}),
+    );
+    assert_eq!(r["status"], "running");
+    assert_eq!(server.sockets().len(), 1);
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGKILL) };
+    let _ = server.child.wait();
+    tmux.wait_for("person", &format!("[the server of session #1 {name} ended]"));
+    wait_until("the guard removes the socket", || server.sockets().is_empty());
+    wait_until("the attach process ends", || attach_processes(&server).is_empty());
+    drop(tmux);
+    assert_no_survivors(&tag);
+}
+
+/// Connects to `socket` as uid/gid 65534 (in a forked child), asks for the
+/// session list, and returns what the server answered.
+fn connect_as_nobody(socket: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut address: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    address.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (slot, byte) in address.sun_path.iter_mut().zip(socket.as_os_str().as_bytes()) {
+        *slot = *byte as libc::c_char;
+    }
+    let request = *b"L\0\0\0\0";
+    let mut pipe = [0; 2];
+    assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0);
+    // SAFETY: the child makes only system calls on memory prepared before
+    // the fork, then _exit()s.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        unsafe {
+            libc::close(pipe[0]);
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setresgid(65534, 65534, 65534) != 0
+                || libc::setresuid(65534, 65534, 65534) != 0
+            {
+                libc::_exit(2);
+            }
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+            let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+            if libc::connect(fd, (&address as *const libc::sockaddr_un).cast(), len) != 0 {
+                libc::_exit(3);
+            }
+            libc::write(fd, request.as_ptr().cast(), request.len());
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+                if n <= 0 {
+                    break;
+                }
+                libc::write(pipe[1], buf.as_ptr().cast(), n as usize);
+            }
+            libc::_exit(0);
+        }
+    }
+    unsafe { libc::close(pipe[1]) };
+    let mut answer = Vec::new();
+    let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(pipe[0]) };
+    std::io::Read::read_to_end(&mut file, &mut answer).unwrap();
+    let mut status = 0;
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the probe failed: {status:#x}"
+    );
+    answer
+}
