@@ -53,8 +53,10 @@ impl Server {
             "audit": {"path": dir.join("audit.jsonl")},
         }));
         let log = std::fs::File::create(dir.join("server.log")).unwrap();
+        std::fs::create_dir(dir.join("work")).unwrap();
         let mut child = Command::new(BIN)
-            .args(["serve", "--config", &config, "--log-level", "debug"])
+            .args(["serve", "--config", &config, "--log-level", "debug", "--working-dir"])
+            .arg(dir.join("work"))
             .env("XDG_RUNTIME_DIR", dir.join("run"))
             .env("XDG_DATA_HOME", dir.join("data"))
             .stdin(Stdio::piped())
@@ -332,16 +334,21 @@ fn a_person_watches_types_the_password_interrupts_and_detaches() {
     );
 
     // A password prompt: the agent is told to have the person type it.
-    // The command checks the password by its checksum, so the secret is
+    // A program that checks the password by its checksum, so the secret is
     // nowhere in what the agent sends.
     let sum = Command::new("sh")
         .args(["-c", &format!("printf %s '{SECRET}' | cksum")])
         .output()
         .unwrap();
     let sum = String::from_utf8(sum.stdout).unwrap().trim().to_owned();
-    let command = format!(
-        "read -r -s -p 'Password: ' pw; echo; [ \"$(printf %s \"$pw\" | cksum)\" = '{sum}' ] && echo password-accepted; pw="
-    );
+    let checker = server.dir.join("work/check-password");
+    std::fs::write(
+        &checker,
+        format!("#!/bin/sh\n[ \"$(printf %s \"$1\" | cksum)\" = '{sum}' ] && echo password accepted\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&checker, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let command = "read -r -s -p 'Password: ' pw; echo; ./check-password \"$pw\"";
     let r = server.tool(
         "session_run",
         json!({"session_id": id, "command": command, "timeout_seconds": 10}),
@@ -363,10 +370,11 @@ fn a_person_watches_types_the_password_interrupts_and_detaches() {
         (Some("finished"), Some(0)),
         "{r}"
     );
-    assert!(r["output"].as_str().unwrap().contains("password-accepted"), "{r}");
+    assert!(r["output"].as_str().unwrap().contains("password accepted"), "{r}");
     assert_eq!(r["person_typed"], true, "{r}");
-    let screen = tmux.wait_for("person", "password-accepted");
+    let screen = tmux.wait_for("person", "password accepted\n$");
     assert!(!screen.contains(SECRET), "the password was echoed:\n{screen}");
+    assert_readme_shows(&screen, &name);
 
     // Ctrl-C from the person interrupts the agent's command.
     let r = server.tool(
@@ -394,7 +402,7 @@ fn a_person_watches_types_the_password_interrupts_and_detaches() {
     wait_until("the attach process ends", || attach_processes(&server).is_empty());
     drop(tmux);
     let (model, audit, log) = server.stop();
-    assert!(model.contains("password-accepted"), "the results were recorded");
+    assert!(model.contains("password accepted"), "the results were recorded");
     assert!(audit.contains("session_run"), "the audit log was written: {audit}");
     for (what, text) in [
         ("the model's results", &model),
@@ -622,4 +630,21 @@ fn connect_as_nobody(socket: &Path) -> Vec<u8> {
         "the probe failed: {status:#x}"
     );
     answer
+}
+
+/// The README's capture of a person's view is this test's screen (with the
+/// session's random name in place of `falcon`).
+fn assert_readme_shows(screen: &str, name: &str) {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let block = readme
+        .split("```text\n")
+        .find(|b| b.starts_with("[attached to #1 falcon"))
+        .and_then(|b| b.split("```").next())
+        .expect("the README shows a capture of an attached view");
+    let expected: Vec<String> = block.lines().map(|l| l.replace("falcon", name)).collect();
+    let shown: Vec<&str> = screen.lines().map(str::trim_end).take(expected.len()).collect();
+    assert_eq!(
+        shown, expected,
+        "the README's capture differs from the screen:\n{screen}"
+    );
 }
