@@ -72,6 +72,9 @@ pub enum ErrorCode {
     JobNotFound,
     /// An unexpected internal failure (a bug); the message says where.
     Internal,
+    /// The command was refused by permission rules the server enforces itself
+    /// (the entropic plugin's `permissions`); the message names the part and rule.
+    PermissionDenied,
 }
 
 impl ErrorCode {
@@ -106,6 +109,7 @@ impl ErrorCode {
             Self::SessionsDisabled => "sessions_disabled",
             Self::JobNotFound => "job_not_found",
             Self::Internal => "internal",
+            Self::PermissionDenied => "permission_denied",
         }
     }
 }
@@ -144,6 +148,36 @@ impl ToolError {
         serde_json::to_string(self)
             .unwrap_or_else(|_| r#"{"error":"internal","message":"error could not be serialized","hint":""}"#.into())
     }
+}
+
+/// A result document as text, its `error` key (when it has one) first.
+///
+/// Hosts recognise an error result by where `"error"` appears (the entropic
+/// engine looks in the first 32 characters), so an error document must not
+/// start with keys that sort before it. Successful documents have no `error`
+/// key and are written as they are.
+///
+/// ```
+/// use bash_mcp::document_text;
+/// let doc = serde_json::json!({"duration_ms": 5, "elapsed_ms": 5, "error": "timeout"});
+/// assert_eq!(document_text(&doc), r#"{"error":"timeout","duration_ms":5,"elapsed_ms":5}"#);
+/// ```
+pub fn document_text(doc: &serde_json::Value) -> String {
+    let Some(map) = doc.as_object() else {
+        return doc.to_string();
+    };
+    let Some(error) = map.get("error") else {
+        return doc.to_string();
+    };
+    let mut text = format!("{{\"error\":{error}");
+    for (key, value) in map.iter().filter(|(key, _)| *key != "error") {
+        text.push(',');
+        text.push_str(&serde_json::Value::from(key.as_str()).to_string());
+        text.push(':');
+        text.push_str(&value.to_string());
+    }
+    text.push('}');
+    text
 }
 
 impl fmt::Display for ToolError {

@@ -385,7 +385,7 @@ impl Tool for JobTool {
             self.jobs.status(&id, wait)
         })();
         match result {
-            Ok(v) => ToolResponse::new(v.to_string()),
+            Ok(v) => ToolResponse::new(crate::error::document_text(&v)),
             Err(e) => ToolResponse::error(&e),
         }
     }

@@ -60,7 +60,7 @@ pub use bash::{
 pub use cancel::CancelToken;
 pub use capture::BoundedOutput;
 pub use config::Config;
-pub use error::{ErrorCode, ToolError};
+pub use error::{ErrorCode, ToolError, document_text};
 pub use exec::{OutputSink, OutputStream};
 pub use server::{CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse};
 pub use spawn::Streams;

@@ -154,9 +154,9 @@ impl ExecOutcome {
         doc
     }
 
-    /// [`ExecOutcome::to_value`] as a compact JSON string.
+    /// [`ExecOutcome::to_value`] as a compact JSON string (an `error` key first).
     pub fn to_json(&self) -> String {
-        self.to_value().to_string()
+        crate::error::document_text(&self.to_value())
     }
 }
 

@@ -125,10 +125,9 @@ fn check_tools(tools: &[Value]) {
         assert!(tool.get("input_schema").is_none(), "{tool}");
     }
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    for expected in ["execute", "job_status", "job_kill", "job_list"] {
-        assert!(names.contains(&expected), "{expected} missing from {names:?}");
-    }
-    let execute = &tools[names.iter().position(|n| *n == "execute").unwrap()];
+    // Only `execute` by default: jobs and sessions are not offered to the engine.
+    assert_eq!(names, ["execute"], "{tools:?}");
+    let execute = &tools[0];
     assert_eq!(
         execute["inputSchema"]["properties"]["command"]["type"], "string",
         "{execute}"
@@ -139,6 +138,14 @@ fn check_tools(tools: &[Value]) {
             .is_some_and(|r| r.contains(&Value::from("command"))),
         "{execute}"
     );
+    // No argument sorts before `command`: the engine keys its rules on the first.
+    let properties: Vec<&String> = execute["inputSchema"]["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(properties.first().map(|k| k.as_str()), Some("command"), "{execute}");
+    assert!(!execute.to_string().contains("background"), "{execute}");
 }
 
 /// An error document: `error` is `code`, with a message and a hint.
@@ -220,7 +227,7 @@ fn plugin_execute_stops_a_panic_with_an_error_envelope() {
 
 #[test]
 fn plugin_refuses_a_builtin_or_invalid_name_with_a_warning() {
-    for bad in ["bash", "git", "has space", ""] {
+    for bad in ["git", "filesystem", "has space", ""] {
         let report = load(&[("BASH_MCP_PLUGIN_NAME", bad)], "shell", 30);
         let stderr = text(&report.output.stderr);
         assert!(
@@ -228,6 +235,21 @@ fn plugin_refuses_a_builtin_or_invalid_name_with_a_warning() {
             "{bad:?}: {stderr}"
         );
     }
+}
+
+#[test]
+fn plugin_may_be_named_bash_by_its_config_file_or_the_environment() {
+    let dir = Scratch::new("plugin-bash");
+    let config = dir.path("plugin.json");
+    std::fs::write(&config, r#"{"name": "bash", "timeout_seconds": 1}"#).unwrap();
+    let report = load(&[("BASH_MCP_PLUGIN_CONFIG", config.to_str().unwrap())], "bash", 1);
+    assert!(text(&report.output.stdout).contains("name: bash\n"));
+    let report = load(&[("BASH_MCP_PLUGIN_NAME", "bash")], "bash", 30);
+    assert!(
+        text(&report.output.stderr).is_empty(),
+        "{}",
+        text(&report.output.stderr)
+    );
 }
 
 #[test]

@@ -144,7 +144,7 @@ impl Tool for OpsTool {
             Kind::Classify => classify(args),
         });
         match result {
-            Ok(value) => ToolResponse::new(value.to_string()),
+            Ok(value) => ToolResponse::new(crate::error::document_text(&value)),
             Err(error) => ToolResponse::error(&error),
         }
     }

@@ -126,7 +126,8 @@ impl bash_mcp_result {
             | ErrorCode::HistoryConflict
             | ErrorCode::HistoryUnsupported
             | ErrorCode::SessionsDisabled
-            | ErrorCode::JobNotFound => Self::InvalidArgument,
+            | ErrorCode::JobNotFound
+            | ErrorCode::PermissionDenied => Self::InvalidArgument,
             ErrorCode::SpawnFailed | ErrorCode::Timeout | ErrorCode::Cancelled | ErrorCode::Internal => Self::Internal,
         }
     }

@@ -151,7 +151,7 @@ impl Tool for SessionTool {
 
     fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
         match self.dispatch(args) {
-            Ok(value) => ToolResponse::new(value.to_string()),
+            Ok(value) => ToolResponse::new(crate::error::document_text(&value)),
             Err(error) => ToolResponse::error(&error),
         }
     }

@@ -1,0 +1,226 @@
+//! The tools the engine sees through the plugin, and the checks a call
+//! passes before it runs.
+//!
+//! The engine (v2.10) matches `permissions.allow/deny` against
+//! `<tool>:<value of the first argument in alphabetical key order>`, or
+//! `<tool>:*` when that value is not a string. So every argument the plugin
+//! accepts for `execute` sorts after `command`: `background` (which sorts
+//! before it) is not offered, and a call whose first key is anything but
+//! `command` is refused before it runs. Tools whose commands the engine
+//! could not key at all (background jobs, sessions) are not exposed.
+
+use serde_json::{Map, Value};
+
+use crate::bash::BashServer;
+use crate::config::OPTIONAL_TOOLS;
+use crate::error::{ErrorCode, ToolError};
+use crate::permission::{Decision, Dialect, PermissionPolicy, PolicyError};
+use crate::server::McpServer;
+
+/// The one tool that runs commands through the plugin.
+pub const EXECUTE: &str = "execute";
+/// `execute`'s arguments through the plugin; each sorts after `command`.
+pub const PLUGIN_EXECUTE_ARGUMENTS: &[&str] = &["command", "env", "stdin", "streams", "timeout_seconds", "working_dir"];
+/// The sentence of `execute`'s description about the (hidden) background mode.
+const BACKGROUND_SENTENCE: &str = " For long commands pass background: true and poll job_status.";
+
+/// Whether the plugin exposes the tool `local` (`execute`, and the optional
+/// operator tools when the configuration turns them on; none runs a command).
+pub fn exposed(local: &str) -> bool {
+    local == EXECUTE || OPTIONAL_TOOLS.contains(&local)
+}
+
+/// The plugin's `list_tools`: the server's exposed tools, with `execute`
+/// offering only [`PLUGIN_EXECUTE_ARGUMENTS`].
+pub fn list_tools(server: &BashServer) -> String {
+    let tools: Vec<Value> = serde_json::from_str(&server.list_tools()).unwrap_or_default();
+    let tools: Vec<Value> = tools
+        .into_iter()
+        .filter(|t| t["name"].as_str().is_some_and(exposed))
+        .map(|mut tool| {
+            if tool["name"] == EXECUTE {
+                if let Some(props) = tool["inputSchema"]["properties"].as_object_mut() {
+                    props.retain(|k, _| PLUGIN_EXECUTE_ARGUMENTS.contains(&k.as_str()));
+                }
+                if let Some(text) = tool["description"].as_str() {
+                    tool["description"] = text.replace(BACKGROUND_SENTENCE, "").into();
+                }
+            }
+            tool
+        })
+        .collect();
+    Value::Array(tools).to_string()
+}
+
+/// The value the engine builds its permission pattern from: the first
+/// argument in byte order when it is a string (`None` means `*`).
+pub fn engine_subject(args: &Map<String, Value>) -> Option<&str> {
+    // serde_json's map is ordered by bytes, like the engine's std::map.
+    args.iter().next().and_then(|(_, v)| v.as_str())
+}
+
+/// Refuses a call the engine would have keyed on something other than the
+/// command, or that asks for a tool the plugin does not expose.
+pub fn check_call(local: &str, args_json: &str) -> Result<(), ToolError> {
+    if !exposed(local) {
+        return Err(ToolError::new(
+            ErrorCode::UnknownTool,
+            format!("the tool `{local}` is not available through the entropic plugin"),
+            "use `execute` (background jobs and sessions are not offered, because the engine's permission rules could not see their commands)",
+        ));
+    }
+    if local != EXECUTE {
+        return Ok(());
+    }
+    // Malformed arguments are left to the server, which refuses them.
+    let Ok(Value::Object(args)) = serde_json::from_str::<Value>(args_json) else {
+        return Ok(());
+    };
+    if let Some(key) = args.keys().find(|k| !PLUGIN_EXECUTE_ARGUMENTS.contains(&k.as_str())) {
+        return Err(ToolError::new(
+            ErrorCode::UnknownArgument,
+            format!("`execute` through the entropic plugin does not accept `{key}`"),
+            format!(
+                "pass only {}; the engine matches its permission rules against the first argument in alphabetical order, so no argument may sort before `command`",
+                PLUGIN_EXECUTE_ARGUMENTS.join(", ")
+            ),
+        ));
+    }
+    match (args.get("command").and_then(Value::as_str), engine_subject(&args)) {
+        (Some(command), Some(subject)) if command == subject => Ok(()),
+        // No string command: the server refuses the call itself.
+        (None, _) => Ok(()),
+        _ => Err(ToolError::new(
+            ErrorCode::InvalidArguments,
+            "the engine would match this call's permission rules against something other than `command`",
+            "pass the command as the string argument `command`",
+        )),
+    }
+}
+
+/// Per-part allow/deny rules the plugin checks itself (`permissions` in its
+/// configuration file), with the semantics of [`PermissionPolicy`].
+#[derive(Debug)]
+pub struct Enforcement {
+    policy: PermissionPolicy,
+    /// Whether `allow` had entries: then every part must be allowed.
+    allow_listed: bool,
+}
+
+impl Enforcement {
+    /// Rules as the engine's `permissions` holds them. With no `allow`
+    /// entry, only `deny` is enforced (the engine's approval decides the rest).
+    pub fn new(allow: &[String], deny: &[String], dialect: Dialect) -> Result<Self, PolicyError> {
+        let allow_listed = !allow.is_empty();
+        let allow = if allow_listed {
+            allow.to_vec()
+        } else {
+            vec!["*".to_owned()]
+        };
+        Ok(Self {
+            policy: PermissionPolicy::new(&allow, deny)?.with_dialect(dialect),
+            allow_listed,
+        })
+    }
+
+    /// Refuses `command` (run as `tool`, e.g. `bash.execute`) unless every
+    /// part is allowed and none is denied; the error names the parts.
+    pub fn check(&self, tool: &str, command: &str) -> Result<(), ToolError> {
+        let args = serde_json::json!({ "command": command }).to_string();
+        if self.policy.decide(tool, &args) == Decision::Allow {
+            return Ok(());
+        }
+        let explained = self.policy.explain(tool, &args);
+        let refused: Vec<String> = explained["parts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["decision"] != "allow")
+            .map(|p| match p["rule"].as_str() {
+                Some(rule) if p["decision"] == "deny" => {
+                    format!("`{}` (denied by `{rule}`)", p["command"].as_str().unwrap_or(""))
+                }
+                Some(rule) => format!(
+                    "`{}` (the deny rule `{rule}` cannot be checked)",
+                    p["command"].as_str().unwrap_or("")
+                ),
+                None => format!("`{}` (no allow rule matches)", p["command"].as_str().unwrap_or("")),
+            })
+            .collect();
+        let parts = if refused.is_empty() {
+            format!("`{command}`")
+        } else {
+            refused.join(", ")
+        };
+        let hint = if self.allow_listed {
+            "run only commands whose every part the operator's allow rules name; ask the operator to extend the rules if this one is needed"
+        } else {
+            "the operator's deny rules refuse this command; do not retry it in another form"
+        };
+        Err(ToolError::new(
+            ErrorCode::PermissionDenied,
+            format!("The plugin's permission rules refuse {parts}; nothing was run."),
+            hint,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(json: &str) -> Map<String, Value> {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn every_plugin_argument_sorts_after_command() {
+        let mut sorted = PLUGIN_EXECUTE_ARGUMENTS.to_vec();
+        sorted.sort();
+        assert_eq!(sorted[0], "command");
+        for name in crate::EXECUTE_ARGUMENTS {
+            assert_eq!(PLUGIN_EXECUTE_ARGUMENTS.contains(name), *name >= "command", "{name}");
+        }
+    }
+
+    #[test]
+    fn the_engine_subject_is_the_first_key_in_byte_order() {
+        assert_eq!(
+            engine_subject(&map(r#"{"working_dir": "/", "command": "ls"}"#)),
+            Some("ls")
+        );
+        assert_eq!(engine_subject(&map(r#"{"background": false, "command": "ls"}"#)), None);
+        assert_eq!(engine_subject(&map(r#"{"Z": "x", "command": "ls"}"#)), Some("x"));
+    }
+
+    #[test]
+    fn calls_keyed_off_the_command_are_refused() {
+        assert!(check_call("execute", r#"{"command": "ls", "env": {"A": "1"}}"#).is_ok());
+        for (args, code) in [
+            (
+                r#"{"background": false, "command": "rm -rf x"}"#,
+                ErrorCode::UnknownArgument,
+            ),
+            (r#"{"Command": "x", "command": "rm -rf x"}"#, ErrorCode::UnknownArgument),
+        ] {
+            assert_eq!(check_call("execute", args).unwrap_err().code, code, "{args}");
+        }
+        assert_eq!(check_call("job_list", "{}").unwrap_err().code, ErrorCode::UnknownTool);
+        assert_eq!(
+            check_call("session_write", "{}").unwrap_err().code,
+            ErrorCode::UnknownTool
+        );
+    }
+
+    #[test]
+    fn enforcement_refuses_any_part_not_allowed() {
+        let e = Enforcement::new(&["bash.execute:git *".into()], &[], Dialect::Unknown).unwrap();
+        assert!(e.check("bash.execute", "git status").is_ok());
+        let err = e.check("bash.execute", "git status && rm -rf x").unwrap_err();
+        assert_eq!(err.code, ErrorCode::PermissionDenied);
+        assert!(err.message.contains("`rm -rf x` (no allow rule matches)"), "{err}");
+        let deny_only = Enforcement::new(&[], &["bash.execute:rm *".into()], Dialect::Unknown).unwrap();
+        assert!(deny_only.check("bash.execute", "ls; echo hi").is_ok());
+        assert!(deny_only.check("bash.execute", "ls; rm -rf x").is_err());
+    }
+}
