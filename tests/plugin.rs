@@ -145,7 +145,11 @@ fn check_tools(tools: &[Value]) {
         .keys()
         .collect();
     assert_eq!(properties.first().map(|k| k.as_str()), Some("command"), "{execute}");
-    assert!(!execute.to_string().contains("background"), "{execute}");
+    assert!(!properties.iter().any(|k| *k == "background"), "{execute}");
+    assert!(
+        !execute["description"].as_str().unwrap().contains("background: true"),
+        "{execute}"
+    );
 }
 
 /// An error document: `error` is `code`, with a message and a hint.

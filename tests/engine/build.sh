@@ -92,6 +92,6 @@ done
 [ "$failed" -eq 0 ] || { echo "build.sh: a source failed to compile (see above)" >&2; exit 1; }
 
 mkdir -p "$dir/lib"
-g++ -shared -o "$dir/lib/libentropic_mcp.so.tmp" "$dir"/obj/*.o -lspdlog -lfmt -ldl -pthread
+g++ -shared -o "$dir/lib/libentropic_mcp.so.tmp" "$dir"/obj/*.o -lcpp-httplib -lspdlog -lfmt -ldl -pthread
 mv "$dir/lib/libentropic_mcp.so.tmp" "$dir/lib/libentropic_mcp.so"
 echo "$dir"
