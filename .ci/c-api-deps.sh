@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the C API tests need: a C and C++ compiler (the tests build the
 # examples with cc and c++), doxygen (tests/doxygen.rs), and valgrind (the leak
-# check in tests/c_api.rs). Idempotent: apt is used only for what is missing.
+# check in tests/c_api.rs), and the entropic engine's build dependencies
+# (tests/entropic_engine.rs builds its MCP layer: spdlog, nlohmann-json,
+# cpp-httplib). Idempotent: apt is used only for what is missing.
 set -euo pipefail
 
 packages=()
@@ -10,9 +12,12 @@ command -v c++ >/dev/null 2>&1 || packages+=(g++)
 command -v doxygen >/dev/null 2>&1 || packages+=(doxygen)
 command -v valgrind >/dev/null 2>&1 || packages+=(valgrind)
 command -v nm >/dev/null 2>&1 || packages+=(binutils)
+for package in libspdlog-dev nlohmann-json3-dev libcpp-httplib-dev; do
+    dpkg -s "$package" >/dev/null 2>&1 || packages+=("$package")
+done
 
 if [ "${#packages[@]}" -eq 0 ]; then
-    echo "c-api-deps: all present (cc, c++, doxygen, valgrind, nm)"
+    echo "c-api-deps: all present (cc, c++, doxygen, valgrind, nm, the engine's libraries)"
     exit 0
 fi
 

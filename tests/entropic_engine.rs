@@ -122,6 +122,10 @@ fn compile_driver(dir: &Path) -> PathBuf {
 /// Runs one scenario of the driver with the plugin configured by `config`
 /// (the JSON of its `BASH_MCP_PLUGIN_CONFIG` file); returns its stderr.
 fn scenario(name: &str, config: &str) -> Option<String> {
+    scenario_with(name, config, &[])
+}
+
+fn scenario_with(name: &str, config: &str, env: &[(&str, &Path)]) -> Option<String> {
     let Some(engine) = engine() else {
         println!("SKIP: {}", third_party().unwrap_err());
         return None;
@@ -141,7 +145,8 @@ fn scenario(name: &str, config: &str) -> Option<String> {
             .current_dir(&scratch.0)
             .env("BASH_MCP_PLUGIN_CONFIG", &config_file)
             .env_remove("BASH_MCP_PLUGIN_NAME")
-            .env(TAG_VAR, &tag),
+            .env(TAG_VAR, &tag)
+            .envs(env.iter().copied()),
         Duration::from_secs(300),
     );
     assert_no_survivors(&tag);
@@ -201,4 +206,36 @@ fn engine_allowed_compound_is_refused_by_the_plugins_own_rules() {
         "enforce",
         r#"{"name": "bash", "permissions": {"allow": ["bash.execute:git *", "bash.execute:echo *"]}}"#,
     );
+}
+
+/// The first fenced block of `lang` in the README's entropic plugin section.
+fn readme_block(lang: &str) -> String {
+    let readme = std::fs::read_to_string(crate_dir().join("README.md")).expect("README.md");
+    let section = &readme[readme.find("### The entropic plugin").expect("the plugin section")..];
+    let fence = format!("```{lang}\n");
+    let start = section.find(&fence).unwrap_or_else(|| panic!("no {lang} block")) + fence.len();
+    let block = &section[start..];
+    let end = block.find("```").expect("a closing fence");
+    // The blocks sit in a list item: drop the item's indentation.
+    let indent = block.len() - block.trim_start_matches(' ').len();
+    let lines: Vec<&str> = block[..end]
+        .lines()
+        .map(|line| {
+            let spaces = line.len() - line.trim_start_matches(' ').len();
+            &line[spaces.min(indent)..]
+        })
+        .collect();
+    lines.join("\n")
+}
+
+#[test]
+fn engine_loads_the_readme_configuration() {
+    let yaml = readme_block("yaml");
+    let shown = "/opt/bash-mcp/lib/libbash_mcp.so";
+    assert!(yaml.contains(shown), "{yaml}");
+    let yaml = yaml.replace(shown, library().shared.to_str().unwrap());
+    let dir = Scratch::new("engine-readme");
+    let file = dir.path("engine.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    scenario_with("readme", &readme_block("json"), &[("DRIVE_ENGINE_YAML", &file)]);
 }

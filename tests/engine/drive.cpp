@@ -21,8 +21,12 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -158,6 +162,9 @@ void keying(const Args &a) {
         auto d = routed(e, "bash.execute", args);
         CHECK(fs::exists(victim), args.dump() + " " + d.dump());
     }
+    // A repeated key: the engine and the plugin both take the last one.
+    e.servers->execute("bash.execute", R"({"command": "echo safe", "command": "rm -rf victim"})");
+    CHECK(fs::exists(victim), "deleted through a repeated key");
     // A harmless call with every argument still runs.
     auto ok = routed(e, "bash.execute", {{"command", "echo ran"}, {"working_dir", a.project}, {"env", {{"A", "1"}}}});
     CHECK(ok.value("output", "") == "ran\n", ok.dump());
@@ -299,6 +306,29 @@ void enforce(const Args &a) {
     CHECK(kind(fine) == "ok" && fine.content.find("fine") != std::string::npos, fine.content);
 }
 
+// 7. The README's engine configuration and plugin file, as an operator copies them.
+void readme(const Args &a) {
+    const char *path = std::getenv("DRIVE_ENGINE_YAML");
+    CHECK(path != nullptr);
+    if (path == nullptr) return;
+    std::ifstream in(path);
+    std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    Engine e(yaml, a);
+    CHECK(e.plugins_rc == ENTROPIC_OK);
+    CHECK(!e.config.mcp.enable_bash);
+    auto names = e.servers->server_names();
+    CHECK(std::count(names.begin(), names.end(), "bash") == 1);
+    CHECK(e.servers->is_explicitly_allowed("bash.execute", json({{"command", "git status"}}).dump()));
+    auto victim = fs::current_path() / "x";
+    fs::create_directories(victim);
+    auto envelope = json::parse(e.servers->execute("bash.execute", json({{"command", "rm -rf x"}}).dump()));
+    CHECK(fs::exists(victim));
+    CHECK(envelope.value("result", "").rfind("Error: Permission denied", 0) == 0, envelope.dump());
+    auto m = call(e, "bash.execute", {{"command", "git status && rm -rf x"}}, false);
+    CHECK(fs::exists(victim), m.content);
+    CHECK(kind(m) == "error" && m.content.find("permission_denied") != std::string::npos, m.content);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -316,6 +346,7 @@ int main(int argc, char **argv) {
     else if (scenario == "duplicate") duplicate(a);
     else if (scenario == "codes") codes(a);
     else if (scenario == "enforce") enforce(a);
+    else if (scenario == "readme") readme(a);
     else {
         std::fprintf(stderr, "unknown scenario %s\n", scenario.c_str());
         return 2;
