@@ -431,14 +431,19 @@ fn matching(code: &[u8], open: usize) -> usize {
 fn exported_functions() -> Vec<(String, String, String)> {
     let mut found = Vec::new();
     let dir = crate_dir().join("src/ffi");
+    // src/ffi/*.rs and one level of modules below (src/ffi/entropic/).
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("src/ffi")
         .map(|e| e.unwrap().path())
+        .flat_map(|p| match std::fs::read_dir(&p) {
+            Ok(sub) => sub.map(|e| e.unwrap().path()).collect::<Vec<_>>(),
+            Err(_) => vec![p],
+        })
         .filter(|p| p.extension().is_some_and(|e| e == "rs"))
         .collect();
     files.sort();
     for path in files {
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let file = path.strip_prefix(&dir).unwrap().to_string_lossy().into_owned();
         let code = code_only(&std::fs::read_to_string(&path).unwrap());
         assert!(
             !code.contains("#[no_mangle]") && !code.contains("export_name") && !code.contains("#[unsafe(export_name"),
@@ -467,7 +472,13 @@ fn exported_functions() -> Vec<(String, String, String)> {
 
 /// The panic boundary helpers of `src/ffi/` (`panic.rs`, and the helpers
 /// built on `panic::guard`).
-const GUARDS: [&str; 4] = ["panic::guard(", "panic::guard_code(", "string_call(", "number_call("];
+const GUARDS: [&str; 5] = [
+    "panic::guard(",
+    "panic::guard_code(",
+    "string_call(",
+    "number_call(",
+    "code_call(",
+];
 
 /// Whether a function body is one call to a panic guard, optionally cast
 /// (`as c_int`), with nothing before or after it.
@@ -486,7 +497,12 @@ fn every_export_runs_inside_the_panic_guard() {
     // The helpers themselves must go through panic::guard.
     let string_rs = code_only(&std::fs::read_to_string(crate_dir().join("src/ffi/string.rs")).unwrap());
     let server_rs = code_only(&std::fs::read_to_string(crate_dir().join("src/ffi/server.rs")).unwrap());
-    for (helper, code) in [("fn string_call", &string_rs), ("fn number_call", &server_rs)] {
+    let plugin_rs = code_only(&std::fs::read_to_string(crate_dir().join("src/ffi/entropic/mod.rs")).unwrap());
+    for (helper, code) in [
+        ("fn string_call", &string_rs),
+        ("fn number_call", &server_rs),
+        ("fn code_call", &plugin_rs),
+    ] {
         let body = &code[code.find(helper).expect(helper)..];
         let open = body.find('{').unwrap();
         let body = &body[open..matching(body.as_bytes(), open)];

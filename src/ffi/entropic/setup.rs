@@ -41,8 +41,6 @@ pub const HOST_RESULT_LIMIT: usize = 16_384;
 /// rest of the document (keys, message, hint, working directory), so the
 /// engine's cut never reaches our tail and truncation marker.
 pub const PLUGIN_OUTPUT_LIMIT_BYTES: usize = 1024;
-/// Keys of the configuration file that belong to the plugin, not the server.
-const PLUGIN_KEYS: &[&str] = &["name", "permissions"];
 
 /// The name, server configuration and rules read at creation.
 #[derive(Debug, Default)]
@@ -139,7 +137,6 @@ pub fn parse_file(text: &str) -> Result<Setup, ToolError> {
         Some(other) => return Err(config_error(format!("`name` must be a string, got {other}"), hint)),
     };
     let rules = map.remove("permissions").map(|v| parse_rules(&v)).transpose()?;
-    debug_assert!(PLUGIN_KEYS.iter().all(|k| !map.contains_key(*k)));
     Ok(Setup {
         name,
         server: map,
