@@ -208,6 +208,11 @@ fn engine_allowed_compound_is_refused_by_the_plugins_own_rules() {
     );
 }
 
+#[test]
+fn engine_relative_working_dir_resolves_against_the_project() {
+    scenario("workdir", "{}");
+}
+
 /// The first fenced block of `lang` in the README's entropic plugin section.
 fn readme_block(lang: &str) -> String {
     let readme = std::fs::read_to_string(crate_dir().join("README.md")).expect("README.md");

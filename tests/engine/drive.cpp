@@ -306,6 +306,20 @@ void enforce(const Args &a) {
     CHECK(kind(fine) == "ok" && fine.content.find("fine") != std::string::npos, fine.content);
 }
 
+// 6b. A relative working_dir: ours resolves against the project directory the
+// engine gave set_working_dir (mcp.working_dir), its built-in against the
+// process's current directory (here another directory, without `sub`).
+void workdir(const Args &a) {
+    Engine e(engine_yaml(a, true, "permissions:\n  auto_approve: true\n"), a);
+    CHECK(e.plugins_rc == ENTROPIC_OK);
+    fs::create_directories(fs::path(a.project) / "sub");
+    CHECK(fs::current_path() != fs::path(a.project) && !fs::exists("sub"));
+    auto ours = routed(e, "shell.execute", {{"command", "pwd"}, {"working_dir", "sub"}});
+    CHECK(ours.value("output", "") == (fs::path(a.project) / "sub").string() + "\n", ours.dump());
+    auto builtin = json::parse(e.servers->execute("bash.execute", json({{"command", "pwd"}, {"working_dir", "sub"}}).dump()));
+    CHECK(builtin.value("result", "").rfind("Error: working_dir is not an existing directory", 0) == 0, builtin.dump());
+}
+
 // 7. The README's engine configuration and plugin file, as an operator copies them.
 void readme(const Args &a) {
     const char *path = std::getenv("DRIVE_ENGINE_YAML");
@@ -347,6 +361,7 @@ int main(int argc, char **argv) {
     else if (scenario == "codes") codes(a);
     else if (scenario == "enforce") enforce(a);
     else if (scenario == "readme") readme(a);
+    else if (scenario == "workdir") workdir(a);
     else {
         std::fprintf(stderr, "unknown scenario %s\n", scenario.c_str());
         return 2;
