@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use serde::{Deserialize, Serialize};
 
 use super::fnmatch::{fnmatch, fnmatch_pathname};
-use super::wrappers::basename;
+use super::unwrap::basename;
 use super::{Part, analyze};
 
 /// How much damage a command can do. Ordered: `Safe < Dangerous < Catastrophic`.

@@ -29,12 +29,15 @@ mod classify;
 mod depth;
 mod dialect;
 mod fnmatch;
+mod options;
 mod parse;
 mod pattern;
 mod policy;
 mod shells;
+mod unwrap;
 mod vars;
 mod word;
+mod wrapper_table;
 mod wrappers;
 
 #[doc(hidden)]

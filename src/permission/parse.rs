@@ -12,9 +12,10 @@ use brush_parser::ast::{
 use super::arith::{builtin_hazard, is_literal_arithmetic, is_plain_name, is_plain_subscript};
 use super::depth::{MAX_NESTING, MAX_PAREN_NESTING, nesting_depth};
 use super::dialect::{Dialect, OTHER_SHELL_KEYWORDS, not_plain};
+use super::unwrap::{Unwrap, basename};
 use super::vars::{is_risky_variable, risky_setting};
 use super::word::{Arg, clip, resolve, resolve_heredoc};
-use super::wrappers::{Unwrap, basename, unwrap};
+use super::wrappers::unwrap;
 use super::{Opacity, Part};
 
 /// Characters allowed in a command word that gets a pattern of its own.

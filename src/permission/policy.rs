@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::fnmatch::fnmatch;
 use super::pattern::opaque_pattern;
-use super::wrappers::basename;
+use super::unwrap::basename;
 use super::{Analysis, Dialect, Opacity, Part, analyze_in, command_from_args};
 
 /// The outcome of [`PermissionPolicy::decide`].
