@@ -376,13 +376,13 @@ fn since_compares_instants_and_rejects_what_is_not_a_time() {
     }
 }
 
-/// Audit lines of `tool`, waiting up to 10 s for at least `count` of them
+/// Audit lines of `tool`, waiting up to 30 s for at least `count` of them
 /// (a background job's line is written by its worker thread).
 fn wait_for_lines(path: &Path, tool: &str, count: usize) -> Vec<Value> {
     let start = std::time::Instant::now();
     loop {
         let found: Vec<Value> = lines(path).into_iter().filter(|e| e["tool"] == tool).collect();
-        if found.len() >= count || start.elapsed() > std::time::Duration::from_secs(10) {
+        if found.len() >= count || start.elapsed() > std::time::Duration::from_secs(30) {
             return found;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));

@@ -181,7 +181,7 @@ fn raii_cpp_example_runs_with_cancel_and_live_output() {
         .expect("a cancelled line");
     assert!(cancelled.contains(r#"\"error\":\"cancelled\""#), "{out}");
     assert!(cancelled.contains(r#"\"output\":\"working\\n\""#), "{out}");
-    assert!(out.contains("cancel took under 10 s"), "{out}");
+    assert!(out.contains("cancel took under 20 s"), "{out}");
     assert!(out.contains("debug records: some"), "{out}");
 }
 

@@ -61,7 +61,7 @@ fn start_at_private_home(shell: &str, history: HistoryMode, name: &str) -> (Sess
 fn session_history(shell: &str, mode: HistoryMode, per_call: Option<HistoryMode>) -> (String, PathBuf) {
     let (m, id, tag, home) = start_at_private_home(shell, mode, &format!("hist-{shell}"));
     let options = RunOptions {
-        timeout: Some(Duration::from_secs(10)),
+        timeout: Some(Duration::from_secs(30)),
         history: per_call,
         ..Default::default()
     };
@@ -258,16 +258,16 @@ fn keeping_a_command_does_not_write_earlier_raw_input() {
         }
         for default in [HistoryMode::Suppress, HistoryMode::Keep] {
             let (m, id, tag, home) = start_at_private_home(shell, default, &format!("hist-raw-{shell}"));
-            m.write(&id, "echo RAWSECRET\n", &[], Duration::from_secs(2), false)
+            m.write(&id, "echo RAWSECRET\n", &[], Duration::from_secs(30), false)
                 .unwrap();
             let keep = RunOptions {
-                timeout: Some(Duration::from_secs(10)),
+                timeout: Some(Duration::from_secs(30)),
                 history: Some(HistoryMode::Keep),
                 ..Default::default()
             };
             let r = m.run(&id, "echo kept-command", &keep).unwrap();
             assert_eq!(r.output, "kept-command\n", "{shell}");
-            m.write(&id, "echo RAWSECRET2\n", &[], Duration::from_secs(2), false)
+            m.write(&id, "echo RAWSECRET2\n", &[], Duration::from_secs(30), false)
                 .unwrap();
             let r = m.run(&id, "echo kept-again", &keep).unwrap();
             assert_eq!(r.output, "kept-again\n", "{shell}");

@@ -105,7 +105,7 @@ fn run(command: &mut Command) -> Output {
     let entry = format!("HOME={}", home.display());
     let settle = Instant::now();
     let mut left = processes_with(&entry);
-    while !left.is_empty() && settle.elapsed() < Duration::from_secs(3) {
+    while !left.is_empty() && settle.elapsed() < Duration::from_secs(15) {
         std::thread::sleep(Duration::from_millis(20));
         left = processes_with(&entry);
     }

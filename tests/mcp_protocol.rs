@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use bash_mcp::BashServer;
 use bash_mcp::mcp::{GateDecision, HandlerOptions, McpHandler};
-use common::{TAG_VAR, TempDir, assert_no_survivors, survivors, unique_tag, wait_for_survivors};
+use common::{HANG_GUARD, TAG_VAR, TempDir, assert_no_survivors, survivors, unique_tag, until_file_exists, wait_for_survivors};
 use serde_json::{Value, json};
 
 const V_NEW: &str = "2026-07-28";
@@ -112,7 +112,7 @@ impl Harness {
     /// Runs a call and returns its response (skipping nothing: asserts it is the next message).
     fn call(&self, id: Value, args: Value) -> Value {
         self.start_call(id.clone(), args, Value::Null);
-        let reply = self.next(Duration::from_secs(20)).expect("a response");
+        let reply = self.next(HANG_GUARD).expect("a response");
         assert_eq!(reply["id"], id, "{reply}");
         reply
     }
@@ -348,7 +348,7 @@ fn stateless_results_are_complete_and_cacheable() {
     assert!(result["tools"][0]["outputSchema"].is_object());
 
     h.start_call(json!(2), json!({"command": "echo modern"}), modern_meta());
-    let reply = h.next(Duration::from_secs(10)).unwrap();
+    let reply = h.next(HANG_GUARD).unwrap();
     assert_eq!(reply["result"]["resultType"], "complete");
     assert_eq!(reply["result"]["structuredContent"]["output"], "modern\n");
     assert!(reply["result"]["_meta"]["io.modelcontextprotocol/serverInfo"].is_object());
@@ -364,7 +364,7 @@ fn both_eras_on_one_handler() {
     assert!(reply["result"].get("resultType").is_none());
     // Same process, stateless request.
     h.start_call(json!(2), json!({"command": "echo new"}), modern_meta());
-    let reply = h.next(Duration::from_secs(10)).unwrap();
+    let reply = h.next(HANG_GUARD).unwrap();
     assert_eq!(reply["result"]["structuredContent"]["output"], "new\n");
     assert_eq!(reply["result"]["resultType"], "complete");
 }
@@ -477,7 +477,7 @@ fn duplicate_id_in_flight_is_refused_and_ids_are_typed() {
     h.start_call(json!("7"), json!({"command": "echo s"}), Value::Null);
     let mut ids = vec![];
     for _ in 0..2 {
-        let reply = h.next(Duration::from_secs(10)).unwrap();
+        let reply = h.next(HANG_GUARD).unwrap();
         assert!(reply.get("result").is_some(), "{reply}");
         ids.push(reply["id"].clone());
     }
@@ -531,7 +531,7 @@ fn call_results_text_structured_and_is_error() {
     let r = h.send(json!({"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"bash.execute","arguments":{"command":"true"}}}));
     assert!(r.is_empty());
     for _ in 0..2 {
-        assert_eq!(h.next(Duration::from_secs(10)).unwrap()["result"]["isError"], false);
+        assert_eq!(h.next(HANG_GUARD).unwrap()["result"]["isError"], false);
     }
 }
 
@@ -548,7 +548,7 @@ fn results_other_than_command_output_have_readable_text() {
             let r =
                 h.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}}));
             assert!(r.is_empty(), "{r:?}");
-            let reply = h.next(Duration::from_secs(20)).expect("a response");
+            let reply = h.next(HANG_GUARD).expect("a response");
             assert_eq!(reply["id"], id, "{reply}");
             let result = &reply["result"];
             assert_eq!(
@@ -708,7 +708,7 @@ fn the_gate_sees_the_local_tool_name() {
     for (id, name) in [(1, "execute"), (2, "bash.execute")] {
         let r = h.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":{"command":"true"}}}));
         assert!(r.is_empty(), "{r:?}");
-        assert_eq!(h.next(Duration::from_secs(10)).unwrap()["id"], id);
+        assert_eq!(h.next(HANG_GUARD).unwrap()["id"], id);
     }
     assert_eq!(*seen.lock().unwrap(), ["execute", "execute"]);
 }
@@ -732,12 +732,17 @@ fn tools_filter_hides_and_refuses() {
 fn other_messages_are_answered_while_a_call_runs() {
     let h = harness();
     h.initialize("2025-11-25");
-    h.start_call(json!(1), json!({"command": "sleep 1"}), Value::Null);
-    let start = Instant::now();
+    let dir = TempDir::new("answered");
+    let release = dir.join("release");
+    // The call runs until the test releases it, after the other answers.
+    let command = format!("{}; echo released", until_file_exists(&release));
+    h.start_call(json!(1), json!({ "command": command }), Value::Null);
     assert_eq!(h.request(json!(2), "ping", json!({}))["result"], json!({}));
     let _ = h.request(json!(3), "tools/list", json!({}));
-    assert!(start.elapsed() < Duration::from_millis(200));
-    assert_eq!(h.next(Duration::from_secs(5)).unwrap()["id"], 1);
+    std::fs::write(&release, "").unwrap();
+    let reply = h.next(HANG_GUARD).unwrap();
+    assert_eq!(reply["id"], 1);
+    assert_eq!(reply["result"]["structuredContent"]["output"], "released\n", "{reply}");
 }
 
 // ------------------------------------------------------- progress
@@ -753,7 +758,7 @@ fn progress_increases_and_never_follows_the_response() {
     h.start_call(json!(1), json!({"command": command}), json!({"progressToken": "tok"}));
     let mut progress = Vec::new();
     let response = loop {
-        let message = h.next(Duration::from_secs(10)).expect("messages");
+        let message = h.next(HANG_GUARD).expect("messages");
         if message.get("id").is_some() {
             break message;
         }
@@ -773,7 +778,7 @@ fn progress_increases_and_never_follows_the_response() {
 
     // Without a token: no progress at all.
     h.start_call(json!(2), json!({"command": "sleep 0.5"}), Value::Null);
-    assert_eq!(h.next(Duration::from_secs(5)).unwrap()["id"], 2);
+    assert_eq!(h.next(HANG_GUARD).unwrap()["id"], 2);
 }
 
 #[test]
@@ -783,17 +788,23 @@ fn progress_message_is_cut_to_about_200_chars() {
         ..HandlerOptions::default()
     });
     h.initialize("2025-11-25");
-    h.start_call(
-        json!(1),
-        json!({"command": "printf '%0500d\\n' 0; sleep 0.5"}),
-        json!({"progressToken": 9}),
-    );
-    let first = h.next(Duration::from_secs(5)).unwrap();
-    assert_eq!(first["params"]["progressToken"], 9);
-    let message = first["params"]["message"].as_str().unwrap();
+    let dir = TempDir::new("progress-cut");
+    let release = dir.join("release");
+    // The call runs until the test has seen a progress message with the line.
+    let command = format!("printf '%0500d\\n' 0; {}", until_file_exists(&release));
+    h.start_call(json!(1), json!({ "command": command }), json!({"progressToken": 9}));
+    let message = loop {
+        let m = h.next(HANG_GUARD).expect("progress");
+        assert_eq!(m["params"]["progressToken"], 9, "{m}");
+        let message = m["params"]["message"].as_str().unwrap().to_owned();
+        if message.contains("last output: ") {
+            break message;
+        }
+    };
+    std::fs::write(&release, "").unwrap();
     let line = message.split("last output: ").nth(1).unwrap();
     assert_eq!(line.chars().count(), 201, "{message}");
-    while h.next(Duration::from_secs(5)).unwrap().get("id").is_none() {}
+    while h.next(HANG_GUARD).unwrap().get("id").is_none() {}
 }
 
 // ------------------------------------------------------- cancellation
@@ -813,22 +824,16 @@ fn cancel_kills_the_group_and_silences_the_call() {
     let replies =
         h.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"test"}}));
     assert!(replies.is_empty());
-    let cancelled_at = Instant::now();
-    // Drain what was sent before the cancel, then silence.
-    while let Some(m) = h.next(Duration::from_millis(50)) {
-        assert_eq!(
-            m["method"], "notifications/progress",
-            "only progress sent before the cancel: {m}"
-        );
-        assert!(
-            cancelled_at.elapsed() < Duration::from_millis(100),
-            "progress after the cancel: {m}"
-        );
+    // Progress ticks already under way when the cancel came may still
+    // arrive (a loaded machine delays the call thread); then silence. A call
+    // that kept ticking (every 100 ms) would not fall silent; one that
+    // answered would send a response.
+    let mut after = 0;
+    while let Some(m) = h.next(Duration::from_millis(800)) {
+        assert_eq!(m["method"], "notifications/progress", "only progress, no response: {m}");
+        after += 1;
+        assert!(after < 50, "progress goes on after the cancel: {m}");
     }
-    assert!(
-        h.next(Duration::from_millis(800)).is_none(),
-        "no response for a cancelled call"
-    );
     assert_no_survivors(&tag);
     assert_eq!(h.handler.calls_in_flight(), 0);
     // A late cancel (and one for an unknown id) is ignored; the id is free again.
@@ -864,9 +869,8 @@ fn shutdown_cancels_everything_and_refuses_new_calls() {
     }
     std::thread::sleep(Duration::from_millis(200));
     assert!(wait_for_survivors(&tag, 3));
-    let start = Instant::now();
-    assert!(h.handler.shutdown_within(Duration::from_secs(2)));
-    assert!(start.elapsed() < Duration::from_millis(500), "{:?}", start.elapsed());
+    // The calls are cancelled, not waited for (their sleeps last 30 s).
+    assert!(h.handler.shutdown_within(Duration::from_secs(20)));
     assert_no_survivors(&tag);
     assert!(
         h.next(Duration::from_millis(100)).is_none(),
@@ -883,10 +887,8 @@ fn server_shutdown_kills_jobs_and_is_idempotent() {
     let job = common::call_tagged(&*server, "sleep 1000", &tag, json!({"background": true}));
     assert!(job["job_id"].is_string(), "{job}");
     assert!(wait_for_survivors(&tag, 1));
-    let start = Instant::now();
-    assert!(server.shutdown_within(Some(Duration::from_secs(5))));
+    assert!(server.shutdown_within(Some(HANG_GUARD)));
     assert_no_survivors(&tag);
-    assert!(start.elapsed() < Duration::from_secs(5));
     server.shutdown();
     // Still usable, and the job is forgotten.
     assert_eq!(common::call_tool(&*server, "job_list", json!({}))["jobs"], json!([]));
@@ -915,7 +917,7 @@ fn server_shutdown_closes_sessions_even_after_they_were_disabled() {
     assert_eq!(run["exit_code"], 0, "{run}");
     assert!(wait_for_survivors(&tag, 2));
     bash_mcp::McpServer::configure(&server, r#"{"sessions": {"enabled": false}}"#).unwrap();
-    assert!(server.shutdown_within(Some(Duration::from_secs(5))));
+    assert!(server.shutdown_within(Some(HANG_GUARD)));
     assert_no_survivors(&tag);
 }
 
@@ -978,7 +980,7 @@ impl Server {
     }
 
     fn expect(&self, id: Value) -> Value {
-        let reply = self.next(Duration::from_secs(10)).expect("a reply");
+        let reply = self.next(HANG_GUARD).expect("a reply");
         assert_eq!(reply["id"], id, "{reply}");
         reply
     }
@@ -1041,7 +1043,7 @@ fn binary_stdout_carries_only_protocol() {
     );
     let mut results = std::collections::HashMap::new();
     for _ in 0..2 {
-        let reply = s.next(Duration::from_secs(10)).unwrap();
+        let reply = s.next(HANG_GUARD).unwrap();
         results.insert(reply["id"].as_i64().unwrap(), reply);
     }
     let out = results[&2]["result"]["structuredContent"]["output"]
@@ -1065,7 +1067,7 @@ fn binary_stdout_carries_only_protocol() {
         "the late echo never reached stdout"
     );
     drop(s.stdin.take());
-    assert!(s.wait_exit(Duration::from_secs(2)).is_some());
+    assert!(s.wait_exit(HANG_GUARD).is_some());
     // Whatever else was written parses (checked by next()).
     while s.next(Duration::from_millis(100)).is_some() {}
 }
@@ -1099,11 +1101,7 @@ fn start_tagged_sleepers(s: &mut Server, tag: &str) {
     s.initialize();
     s.call(1, json!({"command": "sleep 60 & sleep 60", "env": {TAG_VAR: tag}}));
     s.call(2, json!({"command": "sleep 60", "env": {TAG_VAR: tag}}));
-    let start = Instant::now();
-    while survivors(tag).len() < 3 {
-        assert!(start.elapsed() < Duration::from_secs(5), "sleepers did not start");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    assert!(wait_for_survivors(tag, 3), "sleepers did not start");
 }
 
 #[test]
@@ -1111,11 +1109,10 @@ fn binary_exits_on_eof_killing_everything() {
     let tag = unique_tag("eof");
     let mut s = spawn_server(&["serve"]);
     start_tagged_sleepers(&mut s, &tag);
-    let start = Instant::now();
     drop(s.stdin.take());
-    let status = s.wait_exit(Duration::from_secs(1)).expect("exits within 1 s of EOF");
+    // Exits on EOF, not when its 60 s sleepers end.
+    let status = s.wait_exit(HANG_GUARD).expect("exits after EOF");
     assert!(status.success(), "{status:?}");
-    assert!(start.elapsed() < Duration::from_secs(1));
     assert_no_survivors(&tag);
 }
 
@@ -1125,11 +1122,9 @@ fn binary_exits_on_sigterm_and_sigint_killing_everything() {
         let tag = unique_tag("signal");
         let mut s = spawn_server(&["serve"]);
         start_tagged_sleepers(&mut s, &tag);
-        let start = Instant::now();
         unsafe { libc::kill(s.child.id() as i32, signal) };
-        s.wait_exit(Duration::from_secs(1))
-            .expect("exits within 1 s of the signal");
-        assert!(start.elapsed() < Duration::from_secs(1));
+        // Exits on the signal, not when its 60 s sleepers end.
+        s.wait_exit(HANG_GUARD).expect("exits after the signal");
         assert_no_survivors(&tag);
     }
 }
@@ -1140,7 +1135,7 @@ fn binary_spawned_and_killed_at_once_leaves_nothing() {
     for _ in 0..5 {
         let mut s = spawn_server(&["serve"]);
         unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
-        assert!(s.wait_exit(Duration::from_secs(1)).is_some());
+        assert!(s.wait_exit(HANG_GUARD).is_some());
     }
     // Killed right after a call was written, without waiting for anything.
     for i in 0..5 {
@@ -1152,7 +1147,7 @@ fn binary_spawned_and_killed_at_once_leaves_nothing() {
             std::thread::sleep(Duration::from_millis(20));
         }
         unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
-        assert!(s.wait_exit(Duration::from_secs(1)).is_some());
+        assert!(s.wait_exit(HANG_GUARD).is_some());
         assert_no_survivors(&tag);
     }
 }
@@ -1163,11 +1158,7 @@ fn binary_cancellation_over_pipes() {
     let mut s = spawn_server(&["serve"]);
     s.initialize();
     s.call(5, json!({"command": "sleep 60", "env": {TAG_VAR: tag}}));
-    let start = Instant::now();
-    while survivors(&tag).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(5));
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    assert!(wait_for_survivors(&tag, 1));
     s.send(&json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}));
     assert_no_survivors(&tag);
     s.send(&json!({"jsonrpc":"2.0","id":6,"method":"ping"}));
@@ -1424,20 +1415,18 @@ fn binary_stops_jobs_and_sessions_on_eof_and_sigterm() {
         let tag = unique_tag(how);
         let mut s = spawn_server(&["serve", "--config", &config]);
         let session_dir = start_job_and_session(&mut s, &tag);
-        let start = Instant::now();
         if how == "eof" {
             drop(s.stdin.take());
         } else {
             unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
         }
-        let status = s.wait_exit(Duration::from_secs(5)).expect("the server exits");
-        let took = start.elapsed();
+        // Exits at once rather than waiting for its job or session.
+        let status = s.wait_exit(HANG_GUARD).expect("the server exits");
         let dir_left = session_dir.exists();
         let _ = std::fs::remove_dir_all(&session_dir);
         assert!(status.success(), "{how}: {status:?}");
         assert_no_survivors(&tag);
         assert!(!dir_left, "{how}: {} was left behind", session_dir.display());
-        assert!(took < Duration::from_secs(1), "{how}: exiting took {took:?}");
     }
 }
 
@@ -1489,16 +1478,16 @@ fn binary_killed_outright_leaves_nothing_behind() {
     assert!(!guards_of(host).is_empty(), "no guard runs beside the server");
 
     unsafe { libc::kill(host as i32, libc::SIGKILL) };
-    s.wait_exit(Duration::from_secs(5)).expect("the server dies");
+    s.wait_exit(HANG_GUARD).expect("the server dies");
     assert_no_survivors(&tag);
     // The guard also removes the session's directory (it holds the last
     // command), then exits.
     let start = Instant::now();
     while !guards_of(host).is_empty() || session_dir.exists() {
-        if start.elapsed() > Duration::from_secs(2) {
+        if start.elapsed() > HANG_GUARD {
             let _ = std::fs::remove_dir_all(&session_dir);
             panic!(
-                "after 2 s: guard {:?}, session directory left: {}",
+                "after {HANG_GUARD:?}: guard {:?}, session directory left: {}",
                 guards_of(host),
                 session_dir.exists()
             );
@@ -1532,7 +1521,7 @@ fn binary_command_rules_leave_other_tools_alone_and_quiet() {
     let killed = s.result_of(4, "job_kill", json!({"job_id": "job-x"}));
     assert_eq!(killed["structuredContent"]["error"], "permission_denied", "{killed}");
     drop(s.stdin.take());
-    assert!(s.wait_exit(Duration::from_secs(5)).is_some());
+    assert!(s.wait_exit(HANG_GUARD).is_some());
     assert_no_survivors(&tag);
     let stderr = std::fs::read_to_string(&log).unwrap();
     assert!(

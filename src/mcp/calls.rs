@@ -254,7 +254,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(30));
             drop(guard);
         });
-        assert!(inflight.wait_idle(Some(Duration::from_secs(5))));
+        assert!(inflight.wait_idle(Some(Duration::from_secs(60))));
         t.join().unwrap();
     }
 }

@@ -176,7 +176,14 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
         let ticker = Ticker::start(Duration::from_millis(20), move |n, _| sink.lock().unwrap().push(n));
-        std::thread::sleep(Duration::from_millis(110));
+        // Wait for three ticks, however slowly a loaded machine runs them
+        // (a hang guard of a minute, not a speed test).
+        for _ in 0..6000 {
+            if seen.lock().unwrap().len() >= 3 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         ticker.stop();
         let after_stop = seen.lock().unwrap().clone();
         std::thread::sleep(Duration::from_millis(60));

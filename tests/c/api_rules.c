@@ -237,7 +237,7 @@ static void check_cancel_from_the_callback(bash_mcp_server *server) {
     double took = now() - start;
     CHECK(c.chunks == 1);
     CHECK(c.cancelled_seen);
-    CHECK(took < 10.0);
+    CHECK(took < 20.0); /* the cancel, not the 30 s sleep, ended it */
     CHECK(result != NULL && strstr(result, "\\\"error\\\":\\\"cancelled\\\"") != NULL);
     /* The partial output is kept; nothing after the cancel ran. */
     CHECK(take_has(result, "\\\"output\\\":\\\"first\\\\n\\\""));

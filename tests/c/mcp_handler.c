@@ -132,7 +132,7 @@ int main(void) {
     bash_mcp_mcp_handler_free(h);
     clock_gettime(CLOCK_MONOTONIC, &end);
     double seconds = (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) / 1e9;
-    CHECK(seconds < 5.0);
+    CHECK(seconds < 20.0); /* stopped, not waited for (sleep 30) */
     pthread_mutex_lock(&lock);
     int after_free = calls;
     CHECK(!main_thread_called);

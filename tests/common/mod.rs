@@ -158,12 +158,17 @@ pub fn survivors(tag: &str) -> Vec<i32> {
     found
 }
 
-/// Waits (up to 5 s) until at least `count` tagged processes are alive: a
-/// process in the middle of `exec` shows no environment for a moment.
+/// How long a test waits for something that normally takes milliseconds
+/// before it calls it a hang: far above normal, so that a loaded machine
+/// never fails a test by being slow.
+pub const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// Waits (up to [`HANG_GUARD`]) until at least `count` tagged processes are
+/// alive: a process in the middle of `exec` shows no environment for a moment.
 pub fn wait_for_survivors(tag: &str, count: usize) -> bool {
     let start = Instant::now();
     while survivors(tag).len() < count {
-        if start.elapsed() > Duration::from_secs(5) {
+        if start.elapsed() > HANG_GUARD {
             return false;
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -171,8 +176,8 @@ pub fn wait_for_survivors(tag: &str, count: usize) -> bool {
     true
 }
 
-/// Waits briefly for tagged processes to vanish (a SIGKILLed process needs a
-/// moment to be torn down), then asserts none is left.
+/// Waits for tagged processes to vanish (a SIGKILLed process needs a moment
+/// to be torn down, longer on a loaded machine), then asserts none is left.
 pub fn assert_no_survivors(tag: &str) {
     let start = Instant::now();
     loop {
@@ -180,7 +185,7 @@ pub fn assert_no_survivors(tag: &str) {
         if left.is_empty() {
             return;
         }
-        if start.elapsed() > Duration::from_secs(2) {
+        if start.elapsed() > Duration::from_secs(10) {
             for pid in &left {
                 unsafe { libc::kill(*pid, libc::SIGKILL) };
             }
@@ -238,11 +243,11 @@ pub fn zombie_children() -> Vec<i32> {
 
 /// Asserts that no child of this process stays a zombie. Other tests of the
 /// same binary run in parallel, and their children are zombies for a moment
-/// between exit and reap; only a zombie that stays for 2 s is a leak.
+/// between exit and reap; only a zombie that stays for 10 s is a leak.
 pub fn assert_no_lasting_zombies() {
     let mut lasting: Vec<i32> = zombie_children();
     let start = Instant::now();
-    while !lasting.is_empty() && start.elapsed() < Duration::from_secs(2) {
+    while !lasting.is_empty() && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
         let now = zombie_children();
         lasting.retain(|pid| now.contains(pid));
@@ -310,4 +315,17 @@ impl Drop for TempDir {
             let _ = std::fs::remove_dir_all(&self.0);
         }
     }
+}
+
+/// A command that waits until `path` exists (checking every 20 ms) or,
+/// after about [`HANG_GUARD`], prints `gave up` and ends: a test holds a
+/// command at a point and releases it by creating the file, instead of
+/// guessing how long a step takes on a loaded machine. It runs under `sh -c`,
+/// so any session shell (bash, zsh, fish, sh) accepts it.
+pub fn until_file_exists(path: &Path) -> String {
+    let polls = HANG_GUARD.as_millis() / 20;
+    format!(
+        "sh -c 'i=0; while [ ! -e \"{}\" ]; do i=$((i+1)); if [ $i -ge {polls} ]; then echo gave up; break; fi; sleep 0.02; done'",
+        path.display()
+    )
 }
