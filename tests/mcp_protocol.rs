@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use bash_mcp::BashServer;
 use bash_mcp::mcp::{GateDecision, HandlerOptions, McpHandler};
-use common::{HANG_GUARD, TAG_VAR, TempDir, assert_no_survivors, survivors, unique_tag, until_file_exists, wait_for_survivors};
+use common::{
+    HANG_GUARD, TAG_VAR, TempDir, assert_no_survivors, survivors, unique_tag, until_file_exists, wait_for_survivors,
+};
 use serde_json::{Value, json};
 
 const V_NEW: &str = "2026-07-28";

@@ -229,14 +229,10 @@ fn read_waits_for_input_and_write_answers_it() {
     let tag = unique_tag("input");
     let m = manager();
     let id = start(&m, "bash", &tag);
-    let r = m
-        .run(&id, "read -r x; echo \"got $x\"", &within(HANG_GUARD))
-        .unwrap();
+    let r = m.run(&id, "read -r x; echo \"got $x\"", &within(HANG_GUARD)).unwrap();
     assert_eq!(r.state, RunState::Running);
     assert!(r.waiting_for_input, "{r:?}");
-    let r = m
-        .write(&id, "hello", &["Enter".into()], HANG_GUARD, false)
-        .unwrap();
+    let r = m.write(&id, "hello", &["Enter".into()], HANG_GUARD, false).unwrap();
     assert_eq!(r.state, RunState::Finished(0));
     assert_eq!(r.output, "got hello\n");
     // A program reading the terminal (not the shell) is seen too.
@@ -520,9 +516,7 @@ fn builtin_read_waits_for_input_in_every_shell() {
         assert_eq!(r.state, RunState::Running, "{shell}");
         assert!(r.waiting_for_input, "{shell}: {r:?}");
         assert!(!r.timed_out, "{shell}: not seen before the timeout: {r:?}");
-        let r = m
-            .write(&id, "hello", &["Enter".into()], HANG_GUARD, false)
-            .unwrap();
+        let r = m.write(&id, "hello", &["Enter".into()], HANG_GUARD, false).unwrap();
         assert_eq!(r.state, RunState::Finished(0), "{shell}: {r:?}");
         assert!(r.output.contains("got hello"), "{shell}: {r:?}");
         m.close(&id).unwrap();
@@ -757,9 +751,7 @@ fn idle_sessions_report_no_made_up_exit_codes() {
 
         assert_eq!(run(&m, &id, "false").exit_code(), Some(1), "{shell}");
         // Input at the prompt: its output, and no exit code (not the previous one).
-        let r = m
-            .write(&id, "echo typed-at-prompt\n", &[], HANG_GUARD, false)
-            .unwrap();
+        let r = m.write(&id, "echo typed-at-prompt\n", &[], HANG_GUARD, false).unwrap();
         assert_eq!(r.state, RunState::Idle, "{shell}: {r:?}");
         assert_eq!(r.output, "typed-at-prompt\n", "{shell}: {r:?}");
         let r = m.wait(&id, Duration::from_millis(100), false).unwrap();
