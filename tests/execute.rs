@@ -141,8 +141,9 @@ fn escapee_holding_the_pipe_is_bounded_by_the_drain_then_killed() {
     let r = call_tagged(&s, "setsid sleep 30 & echo hi", &tag, json!({}));
     let elapsed = start.elapsed();
     assert_eq!(r["output"], "hi\n");
-    // Bounded by the drain, not by the 30 s sleep (a hang guard only).
-    assert!(elapsed >= Duration::from_millis(500), "took {elapsed:?}");
+    // Bounded by the drain, not by the 30 s sleep (a hang guard only; no
+    // lower bound: when the group is killed before `setsid` runs, the sleep
+    // dies with it and there is nothing to drain).
     assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
     // It left the process group, but it still held the pipe: found by its
     // run marker and killed.
