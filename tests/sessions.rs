@@ -705,9 +705,11 @@ fn closing_a_session_ends_a_call_waiting_on_it() {
             (r, started.elapsed())
         })
     };
-    // Wait until the command runs (its sleep is alive), then close.
+    // Wait until the command runs (its sleep is alive) and its first line has
+    // been read from the terminal (a loaded machine may lag), then close.
     let deadline = Instant::now() + HANG_GUARD;
-    while !m.list().iter().any(|s| s.state == "running") || survivors(&tag).len() < 2 {
+    let echoed = || m.read(&id, Some(0), false).is_ok_and(|r| r.output.contains("begun"));
+    while !m.list().iter().any(|s| s.state == "running") || survivors(&tag).len() < 2 || !echoed() {
         assert!(Instant::now() < deadline, "the command never started");
         std::thread::sleep(Duration::from_millis(10));
     }
