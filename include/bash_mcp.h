@@ -100,6 +100,21 @@ typedef enum bash_mcp_result {
 } bash_mcp_result;
 
 /**
+ * Which stream a chunk of output came from.
+ */
+typedef enum bash_mcp_output_stream {
+    /**
+     * Standard output; also used for all output when stdout and stderr are
+     * merged (the default).
+     */
+    BASH_MCP_OUTPUT_STREAM_STDOUT = 1,
+    /**
+     * Standard error; only when the call asked for `"streams": "separate"`.
+     */
+    BASH_MCP_OUTPUT_STREAM_STDERR = 2,
+} bash_mcp_output_stream;
+
+/**
  * The severity of a log record, from least to most verbose.
  */
 typedef enum bash_mcp_log_level {
@@ -155,21 +170,6 @@ typedef enum bash_mcp_decision {
 } bash_mcp_decision;
 
 /**
- * Which stream a chunk of output came from.
- */
-typedef enum bash_mcp_output_stream {
-    /**
-     * Standard output; also used for all output when stdout and stderr are
-     * merged (the default).
-     */
-    BASH_MCP_OUTPUT_STREAM_STDOUT = 1,
-    /**
-     * Standard error; only when the call asked for `"streams": "separate"`.
-     */
-    BASH_MCP_OUTPUT_STREAM_STDERR = 2,
-} bash_mcp_output_stream;
-
-/**
  * A one-shot token that cancels running calls from any thread.
  *
  * Create it with bash_mcp_cancel_token_new(), pass it to
@@ -179,6 +179,18 @@ typedef enum bash_mcp_output_stream {
  * `const bash_mcp_cancel_token *` may run on many threads at once.
  */
 typedef struct bash_mcp_cancel_token bash_mcp_cancel_token;
+
+/**
+ * The outcome of a command run with bash_mcp_server_run() or
+ * bash_mcp_server_run_with(): its exit code, output, whether it timed out or
+ * was truncated, or the error that stopped it.
+ *
+ * Read it with the `bash_mcp_exec_result_` accessors and release it with
+ * bash_mcp_exec_result_free(). Strings the accessors return are borrowed
+ * from the result and valid until it is freed. A result never changes, so
+ * it may be read from several threads at once.
+ */
+typedef struct bash_mcp_exec_result bash_mcp_exec_result;
 
 /**
  * An MCP (JSON-RPC 2.0) protocol handler over a server.
@@ -227,6 +239,39 @@ typedef struct bash_mcp_policy bash_mcp_policy;
 typedef struct bash_mcp_server bash_mcp_server;
 
 /**
+ * Receives the output of a running command as it arrives.
+ *
+ * Called on the thread that called bash_mcp_server_execute_with(), from
+ * inside the loop that runs the command, once per chunk read from the
+ * command's pipes, before that call returns. While the callback runs, the
+ * loop waits: the command's time limit and a cancel are acted on only after
+ * the callback returns, and the command may block on a full pipe. So the
+ * callback must return quickly: copy or hand off the bytes, do not wait.
+ *
+ * @param chunk The bytes; borrowed for the duration of the call. Not
+ *              NUL-terminated; may contain NUL bytes and invalid UTF-8 (a
+ *              multi-byte character may be split across two chunks).
+ * @param len Number of bytes in @p chunk (at least 1).
+ * @param stream Which stream the bytes came from.
+ * @param user_data The pointer given to bash_mcp_server_execute_with().
+ * @warning The callback must return normally: it must not throw a C++
+ *          exception or longjmp out. It must not run a tool on the server
+ *          that is running the command (bash_mcp_server_execute(),
+ *          bash_mcp_server_execute_with()): the running call holds one of the
+ *          server's `max_concurrent` slots, so with one slot the nested call
+ *          waits for itself forever. It must not call bash_mcp_server_free()
+ *          on that server, nor free the call's cancel token. It may call the
+ *          cancel token functions (bash_mcp_cancel_token_cancel() stops the
+ *          run: the call then returns `cancelled` with the output so far),
+ *          bash_mcp_string_free(), bash_mcp_last_error_message(),
+ *          bash_mcp_result_str() and bash_mcp_version().
+ */
+typedef void (*bash_mcp_output_callback)(const char *chunk,
+                                         size_t len,
+                                         enum bash_mcp_output_stream stream,
+                                         void *user_data);
+
+/**
  * Receives one log record of the library.
  *
  * Called on whichever thread emitted the record: a thread of the host that
@@ -265,39 +310,6 @@ typedef void (*bash_mcp_log_callback)(enum bash_mcp_log_level level,
  * thread-safe and must not call bash_mcp_mcp_handler_free().
  */
 typedef void (*bash_mcp_message_callback)(const char *message, size_t len, void *user_data);
-
-/**
- * Receives the output of a running command as it arrives.
- *
- * Called on the thread that called bash_mcp_server_execute_with(), from
- * inside the loop that runs the command, once per chunk read from the
- * command's pipes, before that call returns. While the callback runs, the
- * loop waits: the command's time limit and a cancel are acted on only after
- * the callback returns, and the command may block on a full pipe. So the
- * callback must return quickly: copy or hand off the bytes, do not wait.
- *
- * @param chunk The bytes; borrowed for the duration of the call. Not
- *              NUL-terminated; may contain NUL bytes and invalid UTF-8 (a
- *              multi-byte character may be split across two chunks).
- * @param len Number of bytes in @p chunk (at least 1).
- * @param stream Which stream the bytes came from.
- * @param user_data The pointer given to bash_mcp_server_execute_with().
- * @warning The callback must return normally: it must not throw a C++
- *          exception or longjmp out. It must not run a tool on the server
- *          that is running the command (bash_mcp_server_execute(),
- *          bash_mcp_server_execute_with()): the running call holds one of the
- *          server's `max_concurrent` slots, so with one slot the nested call
- *          waits for itself forever. It must not call bash_mcp_server_free()
- *          on that server, nor free the call's cancel token. It may call the
- *          cancel token functions (bash_mcp_cancel_token_cancel() stops the
- *          run: the call then returns `cancelled` with the output so far),
- *          bash_mcp_string_free(), bash_mcp_last_error_message(),
- *          bash_mcp_result_str() and bash_mcp_version().
- */
-typedef void (*bash_mcp_output_callback)(const char *chunk,
-                                         size_t len,
-                                         enum bash_mcp_output_stream stream,
-                                         void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -338,6 +350,183 @@ bool bash_mcp_cancel_token_is_cancelled(const struct bash_mcp_cancel_token *toke
  *        it, during or after this call.
  */
 void bash_mcp_cancel_token_free(struct bash_mcp_cancel_token *token);
+
+/**
+ * Runs one shell command and returns its outcome as typed fields.
+ *
+ * The same as the `execute` tool with `{"command": command}`: the command
+ * runs in the server's working directory under its default time limit. For
+ * other arguments (a working directory, a time limit, `stdin`, `env`,
+ * separate streams), a cancel token or live output, use
+ * bash_mcp_server_run_with().
+ *
+ * A command that fails, times out or is refused still gives
+ * ::BASH_MCP_RESULT_OK: the result says what happened
+ * (bash_mcp_exec_result_exit_code(), bash_mcp_exec_result_error_code()).
+ *
+ * @param server The server; may be NULL.
+ * @param command The shell command, run as `/bin/sh -c command` (or the
+ *        configured shell). Borrowed for the duration of the call.
+ * @param[out] out Receives the result on success; untouched on failure.
+ *        Caller owns it; release it with bash_mcp_exec_result_free().
+ * @return ::BASH_MCP_RESULT_OK, or ::BASH_MCP_RESULT_NULL_ARGUMENT,
+ *         ::BASH_MCP_RESULT_INVALID_UTF8, ::BASH_MCP_RESULT_INTERNAL,
+ *         ::BASH_MCP_RESULT_PANIC.
+ */
+enum bash_mcp_result bash_mcp_server_run(struct bash_mcp_server *server,
+                                         const char *command,
+                                         struct bash_mcp_exec_result **out);
+
+/**
+ * Runs the `execute` tool with JSON arguments, a cancel token and a live
+ * output callback, and returns its outcome as typed fields.
+ *
+ * @param server The server; may be NULL.
+ * @param args_json The `execute` tool's arguments as a JSON object, e.g.
+ *        `{"command": "make", "timeout_seconds": 600}`. `"background": true`
+ *        is refused with ::BASH_MCP_RESULT_INVALID_ARGUMENT (a job has no
+ *        outcome yet: start it with bash_mcp_server_execute()). Borrowed for
+ *        the duration of the call.
+ * @param cancel A token another thread may cancel, or NULL; as for
+ *        bash_mcp_server_execute_with().
+ * @param callback Receives output chunks as they arrive, or NULL; as for
+ *        bash_mcp_server_execute_with().
+ * @param user_data Passed to @p callback unchanged; may be NULL.
+ * @param[out] out Receives the result on success; untouched on failure.
+ *        Caller owns it; release it with bash_mcp_exec_result_free().
+ * @return ::BASH_MCP_RESULT_OK (also for a command that failed, timed out,
+ *         was cancelled or had bad arguments: the result says so), or
+ *         ::BASH_MCP_RESULT_NULL_ARGUMENT, ::BASH_MCP_RESULT_INVALID_UTF8,
+ *         ::BASH_MCP_RESULT_INVALID_ARGUMENT, ::BASH_MCP_RESULT_INTERNAL,
+ *         ::BASH_MCP_RESULT_PANIC.
+ */
+enum bash_mcp_result bash_mcp_server_run_with(struct bash_mcp_server *server,
+                                              const char *args_json,
+                                              const struct bash_mcp_cancel_token *cancel,
+                                              bash_mcp_output_callback callback,
+                                              void *user_data,
+                                              struct bash_mcp_exec_result **out);
+
+/**
+ * Releases a result.
+ *
+ * @param result A result from bash_mcp_server_run() or
+ *        bash_mcp_server_run_with(), or NULL (then nothing happens). Strings
+ *        borrowed from it must not be used afterwards.
+ */
+void bash_mcp_exec_result_free(struct bash_mcp_exec_result *result);
+
+/**
+ * Returns the command's exit status.
+ *
+ * Shell convention: 128+N when the shell was killed by signal N.
+ *
+ * @param result The result; may be NULL.
+ * @return The exit status (0 to 255), or -1 when the command has none: it
+ *         timed out, was cancelled, was refused, could not start (see
+ *         bash_mcp_exec_result_error_code()), or @p result is NULL.
+ */
+int32_t bash_mcp_exec_result_exit_code(const struct bash_mcp_exec_result *result);
+
+/**
+ * Returns the command's output: stdout and stderr interleaved, or stdout
+ * alone when the call asked for `"streams": "separate"`.
+ *
+ * Output past the output limit is cut in the middle (head and tail kept, with
+ * a marker line; bash_mcp_exec_result_truncated() says so). Invalid UTF-8 is
+ * replaced with U+FFFD; NUL bytes are kept, so use @p len rather than
+ * `strlen()` when they matter.
+ *
+ * @param result The result; may be NULL.
+ * @param[out] len Receives the length in bytes (without the terminating NUL);
+ *        may be NULL. Set to 0 when @p result is NULL.
+ * @return Borrowed from @p result, NUL-terminated, valid until
+ *         bash_mcp_exec_result_free(); "" when there is no output. NULL if
+ *         @p result is NULL.
+ */
+const char *bash_mcp_exec_result_output(const struct bash_mcp_exec_result *result, size_t *len);
+
+/**
+ * Returns the command's standard error when the call asked for
+ * `"streams": "separate"`; otherwise "" (it is part of
+ * bash_mcp_exec_result_output()).
+ *
+ * @param result The result; may be NULL.
+ * @param[out] len Receives the length in bytes; may be NULL. Set to 0 when
+ *        @p result is NULL.
+ * @return Borrowed from @p result, NUL-terminated, valid until
+ *         bash_mcp_exec_result_free(). NULL if @p result is NULL.
+ */
+const char *bash_mcp_exec_result_stderr(const struct bash_mcp_exec_result *result, size_t *len);
+
+/**
+ * Returns whether the time limit expired (the command's process group was
+ * killed; the output is what it printed until then).
+ *
+ * @param result The result; may be NULL.
+ * @return true if the command timed out; false otherwise or if @p result is
+ *         NULL.
+ */
+bool bash_mcp_exec_result_timed_out(const struct bash_mcp_exec_result *result);
+
+/**
+ * Returns whether output was left out because it exceeded the output limit.
+ *
+ * @param result The result; may be NULL.
+ * @return true if some output was cut; false otherwise or if @p result is
+ *         NULL.
+ */
+bool bash_mcp_exec_result_truncated(const struct bash_mcp_exec_result *result);
+
+/**
+ * Returns how long the command ran, in milliseconds.
+ *
+ * @param result The result; may be NULL.
+ * @return The duration; 0 for a call that ran nothing (refused, bad
+ *         arguments) or if @p result is NULL.
+ */
+uint64_t bash_mcp_exec_result_duration_ms(const struct bash_mcp_exec_result *result);
+
+/**
+ * Returns the error code of a call that did not run to its exit, such as
+ * `"timeout"`, `"cancelled"`, `"working_dir_not_found"`,
+ * `"permission_denied"` (the tool's error codes, listed in docs/execute.md).
+ *
+ * @param result The result; may be NULL.
+ * @return Borrowed from @p result, valid until bash_mcp_exec_result_free();
+ *         NULL when the command ran and exited (see
+ *         bash_mcp_exec_result_exit_code()) or @p result is NULL.
+ */
+const char *bash_mcp_exec_result_error_code(const struct bash_mcp_exec_result *result);
+
+/**
+ * Returns the sentence that says what went wrong, for a result with an
+ * error code.
+ *
+ * @param result The result; may be NULL.
+ * @return Borrowed from @p result, valid until bash_mcp_exec_result_free();
+ *         NULL when there is no error or @p result is NULL.
+ */
+const char *bash_mcp_exec_result_error_message(const struct bash_mcp_exec_result *result);
+
+/**
+ * Returns what to do about the error, for a result with an error code.
+ *
+ * @param result The result; may be NULL.
+ * @return Borrowed from @p result, valid until bash_mcp_exec_result_free();
+ *         NULL when there is no error or @p result is NULL.
+ */
+const char *bash_mcp_exec_result_error_hint(const struct bash_mcp_exec_result *result);
+
+/**
+ * Returns the whole result as the JSON document the `execute` tool returns
+ * (the envelope's `result` string), for hosts that forward it to a model.
+ *
+ * @param result The result; may be NULL.
+ * @return Borrowed from @p result, valid until bash_mcp_exec_result_free().
+ *         NULL if @p result is NULL.
+ */
+const char *bash_mcp_exec_result_json(const struct bash_mcp_exec_result *result);
 
 /**
  * Routes the library's log records to @p callback.

@@ -1,5 +1,5 @@
 //! The C API from C and C++: the examples and the rules program are compiled
-//! with `-Wall -Wextra -Werror` using the commands in the README's "Using from C and C++", run, and
+//! with `-Wall -Wextra -Werror` using the commands in docs/c-api.md, run, and
 //! their output checked; each also runs once under valgrind (when installed).
 //! Every command they start is tagged and must be gone when they exit. The
 //! panic boundary is checked from C (with the forced-panic hook of debug
@@ -14,25 +14,27 @@ use std::time::Duration;
 use cbuild::*;
 use common::{TAG_VAR, assert_no_survivors, unique_tag};
 
-/// The documented commands (the README's "Using from C and C++"), with `{LIB}`/`{RPATH}` for the
+/// The documented commands (docs/c-api.md), with `{LIB}`/`{RPATH}` for the
 /// library directory and `{OUT}` for the program.
 const BUILD_C: &str =
     "cc -std=c11 -Wall -Wextra -Werror -I include examples/c/basic.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_C_STATIC: &str = "cc -std=c11 -Wall -Wextra -Werror -I include examples/c/basic.c {LIB}/libbash_mcp.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc -o {OUT}";
+const BUILD_RUN: &str =
+    "cc -std=c11 -Wall -Wextra -Werror -I include examples/c/run.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_CPP: &str = "c++ -std=c++17 -Wall -Wextra -Werror -pthread -I include examples/cpp/raii.cpp -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_RULES: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/api_rules.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_MCP: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/mcp_handler.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_PANIC: &str = "cc -std=c11 -Wall -Wextra -Werror -I include tests/c/panic_boundary.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_POLICY: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/policy.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 
-/// The command the README gives for listing the static link's libraries.
+/// The command docs/c-api.md gives for listing the static link's libraries.
 const NATIVE_LIBS: &str = "cargo rustc --release --lib --crate-type staticlib -- --print native-static-libs";
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
 #[test]
 fn docs_show_the_tested_commands() {
-    let docs = std::fs::read_to_string(crate_dir().join("README.md")).expect("README.md");
+    let docs = std::fs::read_to_string(crate_dir().join("docs/c-api.md")).expect("docs/c-api.md");
     for (template, out) in [
         (BUILD_C, "basic"),
         (BUILD_C_STATIC, "basic-static"),
@@ -41,17 +43,17 @@ fn docs_show_the_tested_commands() {
         let shown = fill(template, "target/release", "\"$PWD/target/release\"", out);
         assert!(
             docs.contains(&shown),
-            "README.md must show the tested command:\n{shown}"
+            "docs/c-api.md must show the tested command:\n{shown}"
         );
     }
     assert!(
         docs.contains(&format!("`{NATIVE_LIBS}`")),
-        "README.md must show the command that lists the static link's libraries:\n{NATIVE_LIBS}"
+        "docs/c-api.md must show the command that lists the static link's libraries:\n{NATIVE_LIBS}"
     );
 }
 
 /// The static link command ends with every library the Rust standard library
-/// needs, as rustc lists them for a static library (what the README's
+/// needs, as rustc lists them for a static library (what docs/c-api.md's
 /// `NATIVE_LIBS` command prints for this crate, which adds none).
 #[test]
 fn static_link_names_what_rustc_lists() {
@@ -147,6 +149,30 @@ fn basic_c_example_runs() {
     compile(BUILD_C, &program);
     let out = run_tagged(&program, &scratch.0, "basic");
     check_basic_output(&out, &scratch.0);
+}
+
+/// The typed results: exit code, output, timed out, truncated, error code
+/// and message, read without JSON.
+#[test]
+fn typed_results_example_runs() {
+    let scratch = Scratch::new("run");
+    let program = scratch.path("run");
+    compile(BUILD_RUN, &program);
+    let out = run_tagged(&program, &scratch.0, "run");
+    for expected in [
+        "plain: exit 3, 15 byte(s) of output: hello from run\n",
+        "plain: timed out no, truncated no\n",
+        "timeout: exit -1, 8 byte(s) of output: started\n",
+        "timeout: timed out yes, truncated no\n",
+        "timeout: error timeout: Command exceeded",
+        "long: exit 0, truncated yes\n",
+        "refused: exit -1, 0 byte(s) of output: \n",
+        "refused: error working_dir_not_found: working directory /no/such/dir",
+        "refused: json {\"error\":\"working_dir_not_found\"",
+        "background: BASH_MCP_RESULT_INVALID_ARGUMENT\n",
+    ] {
+        assert!(out.contains(expected), "run.c output lacks {expected:?}:\n{out}");
+    }
 }
 
 #[test]
@@ -302,6 +328,8 @@ fn examples_are_clean_under_valgrind() {
     let scratch = Scratch::new("valgrind");
     let basic = scratch.path("basic");
     compile(BUILD_C, &basic);
+    let typed = scratch.path("run");
+    compile(BUILD_RUN, &typed);
     let raii = scratch.path("raii");
     compile(BUILD_CPP, &raii);
     let rules = scratch.path("api_rules");
@@ -314,6 +342,7 @@ fn examples_are_clean_under_valgrind() {
     std::fs::create_dir(&work).unwrap();
     for (program, args) in [
         (&basic, vec![]),
+        (&typed, vec![]),
         (&raii, vec![]),
         (&rules, vec![work.as_os_str()]),
         (&policy, vec![]),

@@ -5,8 +5,8 @@
 //! for C readers: the doc comments flow through cbindgen into
 //! `include/bash_mcp.h` and from there into the Doxygen reference
 //! (`cargo run --example gen_header` regenerates the header). The conventions
-//! every function follows are stated once in `doxygen/mainpage.md` and
-//! `the README's "Using from C and C++"`:
+//! every function follows are stated once, in `docs/c-api.md` (also the
+//! Doxygen main page):
 //!
 //! - every pointer argument is NULL-checked; input strings must be UTF-8;
 //! - out-parameters are written only on success;
@@ -14,7 +14,7 @@
 //!   `bash_mcp_string_free()`;
 //! - no panic crosses the boundary (each body runs inside `panic::guard`).
 //!
-//! One file per C type (`server.rs`, `cancel.rs`, `policy.rs`; the last also
+//! One file per C type (`server.rs`, `exec_result.rs`, `cancel.rs`, `policy.rs`; the last also
 //! holds the classifier and `bash_mcp_command_pattern`), plus the result codes
 //! and last-error message (`result.rs`), strings (`string.rs`), log records
 //! (`log.rs`), and the panic and pointer helpers (`panic.rs`, `ptr.rs`).
@@ -34,6 +34,7 @@
 pub mod cancel;
 #[cfg(feature = "entropic-plugin")]
 pub mod entropic;
+pub mod exec_result;
 pub mod log;
 pub mod mcp;
 pub(crate) mod panic;
@@ -44,6 +45,7 @@ pub mod server;
 pub mod string;
 
 pub use cancel::bash_mcp_cancel_token;
+pub use exec_result::bash_mcp_exec_result;
 pub use log::{bash_mcp_log_callback, bash_mcp_log_level};
 pub use policy::{bash_mcp_decision, bash_mcp_policy};
 pub use result::bash_mcp_result;

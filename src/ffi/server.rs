@@ -297,7 +297,7 @@ pub unsafe extern "C" fn bash_mcp_server_execute_with(
             let server = unsafe { ref_arg(server.cast_const(), "server") }?;
             let tool_name = unsafe { str_arg(tool_name, "tool_name") }?;
             let args_json = unsafe { str_arg(args_json, "args_json") }?;
-            let cancel = unsafe { cancel.as_ref() }.map(|c| c.token());
+            let cancel = unsafe { cancel.as_ref() };
             Ok::<_, Failure>((server, tool_name, args_json, cancel))
         })();
         let (server, tool_name, args_json, cancel) = match checked {
@@ -307,22 +307,40 @@ pub unsafe extern "C" fn bash_mcp_server_execute_with(
                 return std::ptr::null_mut();
             }
         };
-        let mut forward = |chunk: &[u8], stream: OutputStream| {
-            if let Some(callback) = callback {
-                // SAFETY: the chunk is valid for the call; the callback and
-                // user_data are the caller's, used as documented.
-                unsafe { callback(chunk.as_ptr().cast(), chunk.len(), stream.into(), user_data) };
-            }
-        };
-        let options = CallOptions {
-            cancel,
-            on_output: callback
-                .is_some()
-                .then_some(&mut forward as &mut dyn FnMut(&[u8], OutputStream)),
-        };
-        let envelope = server.inner.call_tool(tool_name, args_json, options).to_envelope();
+        // SAFETY: the callback and user_data are the caller's, used as documented.
+        let envelope = unsafe { call_with(server, tool_name, args_json, cancel, callback, user_data) }.to_envelope();
         into_c_string(envelope)
     })
+}
+
+/// Runs a tool with an optional cancel token, forwarding output chunks to
+/// `callback` (when given) on the calling thread.
+///
+/// # Safety
+/// `callback` and `user_data` must be usable as bash_mcp_server_execute_with()
+/// documents.
+pub(crate) unsafe fn call_with(
+    server: &bash_mcp_server,
+    tool_name: &str,
+    args_json: &str,
+    cancel: Option<&bash_mcp_cancel_token>,
+    callback: bash_mcp_output_callback,
+    user_data: *mut c_void,
+) -> ToolResponse {
+    let mut forward = |chunk: &[u8], stream: OutputStream| {
+        if let Some(callback) = callback {
+            // SAFETY: the chunk is valid for the call; the callback and
+            // user_data are the caller's, used as documented.
+            unsafe { callback(chunk.as_ptr().cast(), chunk.len(), stream.into(), user_data) };
+        }
+    };
+    let options = CallOptions {
+        cancel: cancel.map(|c| c.token()),
+        on_output: callback
+            .is_some()
+            .then_some(&mut forward as &mut dyn FnMut(&[u8], OutputStream)),
+    };
+    server.inner.call_tool(tool_name, args_json, options)
 }
 
 /// Returns the string a host matches its permission rules against.
