@@ -12,12 +12,15 @@ command -v c++ >/dev/null 2>&1 || packages+=(g++)
 command -v doxygen >/dev/null 2>&1 || packages+=(doxygen)
 command -v valgrind >/dev/null 2>&1 || packages+=(valgrind)
 command -v nm >/dev/null 2>&1 || packages+=(binutils)
+# The C package tests (tests/c_package.rs): pkg-config, and cmake for the example.
+command -v pkg-config >/dev/null 2>&1 || packages+=(pkg-config)
+command -v cmake >/dev/null 2>&1 || packages+=(cmake)
 for package in libspdlog-dev nlohmann-json3-dev libcpp-httplib-dev; do
     dpkg -s "$package" >/dev/null 2>&1 || packages+=("$package")
 done
 
 if [ "${#packages[@]}" -eq 0 ]; then
-    echo "c-api-deps: all present (cc, c++, doxygen, valgrind, nm, the engine's libraries)"
+    echo "c-api-deps: all present (cc, c++, doxygen, valgrind, nm, pkg-config, cmake, the engine's libraries)"
     exit 0
 fi
 

@@ -1,5 +1,6 @@
-//! The shared library carries an ELF SONAME (set by build.rs), so programs
-//! linked against it by path depend on its name, not on the build directory.
+//! The shared library carries a versioned ELF SONAME, `libbash_mcp.so.0`
+//! (set by build.rs, with its symlink beside the built library), so programs
+//! linked against it depend on that name, not on the build directory.
 
 mod cbuild;
 
@@ -20,8 +21,8 @@ fn shared_library_has_a_soname() {
     );
     assert!(
         text.lines()
-            .any(|l| l.contains("(SONAME)") && l.contains("[libbash_mcp.so]")),
-        "no SONAME libbash_mcp.so in:\n{text}"
+            .any(|l| l.contains("(SONAME)") && l.contains("[libbash_mcp.so.0]")),
+        "no SONAME libbash_mcp.so.0 in:\n{text}"
     );
 }
 
@@ -59,7 +60,7 @@ fn a_program_linked_by_path_records_the_name_only() {
         .filter(|l| l.contains("(NEEDED)") && l.contains("bash_mcp"))
         .collect();
     assert_eq!(needed.len(), 1, "{text}");
-    assert!(needed[0].contains("[libbash_mcp.so]"), "{}", needed[0]);
+    assert!(needed[0].contains("[libbash_mcp.so.0]"), "{}", needed[0]);
     // It runs when the library is found through the search path.
     let run = Command::new(&exe).env("LD_LIBRARY_PATH", &lib.dir).status().unwrap();
     assert!(run.success());

@@ -1,0 +1,179 @@
+//! The C package: `scripts/install-c.sh` installs the library, its symlinks,
+//! the header and a pkg-config file under a prefix; a C program then builds
+//! with `pkg-config --cflags --libs bash_mcp` alone (the README's command, on
+//! the README's C example), and CMake finds the library through pkg-config
+//! (`examples/cmake`).
+
+mod cbuild;
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use cbuild::{Scratch, crate_dir, have, library, run, text};
+use common::{TAG_VAR, assert_no_survivors, unique_tag};
+
+const DEADLINE: Duration = Duration::from_secs(300);
+
+/// The README's C example and its pkg-config build line.
+fn readme_example() -> (String, String) {
+    let readme = std::fs::read_to_string(crate_dir().join("README.md")).unwrap();
+    let block = readme
+        .split("```c\n")
+        .nth(1)
+        .and_then(|b| b.split("\n```").next())
+        .expect("a C block in the README");
+    let line = readme
+        .lines()
+        .find(|l| l.contains("$(pkg-config --cflags --libs bash_mcp)"))
+        .expect("the README's pkg-config build line");
+    (format!("{block}\n"), line.trim().to_owned())
+}
+
+/// Installs the library this build made under `<scratch>/usr`.
+fn install(scratch: &Scratch) -> PathBuf {
+    let prefix = scratch.path("usr");
+    let output = run(
+        Command::new("bash")
+            .arg(crate_dir().join("scripts/install-c.sh"))
+            .arg("--prefix")
+            .arg(&prefix)
+            .arg("--from")
+            .arg(&library().dir),
+        DEADLINE,
+    );
+    assert!(
+        output.status.success(),
+        "scripts/install-c.sh failed:\n{}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    prefix
+}
+
+fn missing_tools(tools: &[&str]) -> Option<String> {
+    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
+    (!missing.is_empty()).then(|| missing.join(", "))
+}
+
+/// Runs a program built against the installed library, found through the
+/// loader's search path as an installed library is.
+fn run_installed(program: &Path, lib: &Path, name: &str) -> String {
+    let tag = unique_tag(name);
+    let output = run(
+        Command::new(program)
+            .current_dir(program.parent().unwrap())
+            .env("LD_LIBRARY_PATH", lib)
+            .env(TAG_VAR, &tag),
+        DEADLINE,
+    );
+    assert_no_survivors(&tag);
+    assert!(
+        output.status.success(),
+        "{name} failed ({}):\n{}{}",
+        output.status,
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    text(&output.stdout)
+}
+
+#[test]
+fn installs_a_versioned_library_with_symlinks_header_and_pc_file() {
+    if let Some(missing) = missing_tools(&["objcopy", "readelf"]) {
+        println!("SKIP: {missing} not installed (binutils)");
+        return;
+    }
+    let scratch = Scratch::new("install");
+    let prefix = install(&scratch);
+    let lib = prefix.join("lib");
+    let version = env!("CARGO_PKG_VERSION");
+    let real = lib.join(format!("libbash_mcp.so.{version}"));
+    assert!(real.is_file() && !real.is_symlink(), "{} is not a file", real.display());
+    let link = |name: &str| std::fs::read_link(lib.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(
+        link("libbash_mcp.so.0"),
+        PathBuf::from(format!("libbash_mcp.so.{version}"))
+    );
+    assert_eq!(link("libbash_mcp.so"), PathBuf::from("libbash_mcp.so.0"));
+    assert!(lib.join("libbash_mcp.a").is_file());
+    assert!(prefix.join("include/bash_mcp.h").is_file());
+    let pc = std::fs::read_to_string(lib.join("pkgconfig/bash_mcp.pc")).unwrap();
+    assert!(pc.contains(&format!("prefix={}\n", prefix.display())), "{pc}");
+    assert!(pc.contains(&format!("Version: {version}\n")), "{pc}");
+    // The SONAME carries the ABI major version; debug information is not shipped.
+    let dynamic = text(&Command::new("readelf").arg("-d").arg(&real).output().unwrap().stdout);
+    assert!(
+        dynamic.contains("(SONAME)") && dynamic.contains("[libbash_mcp.so.0]"),
+        "{dynamic}"
+    );
+    let sections = text(&Command::new("readelf").arg("-S").arg(&real).output().unwrap().stdout);
+    assert!(
+        !sections.contains(".debug_info"),
+        "the installed library carries debug info"
+    );
+    let size = std::fs::metadata(&real).unwrap().len();
+    let built = std::fs::metadata(&library().shared).unwrap().len();
+    println!("installed library: {size} bytes (built: {built} bytes)");
+    assert!(size < built, "stripping did not make the library smaller");
+}
+
+#[test]
+fn the_readme_example_builds_with_pkg_config_alone() {
+    if let Some(missing) = missing_tools(&["cc", "pkg-config", "objcopy", "readelf"]) {
+        println!("SKIP: {missing} not installed");
+        return;
+    }
+    let scratch = Scratch::new("pkg-config");
+    let prefix = install(&scratch);
+    let (source, line) = readme_example();
+    std::fs::write(scratch.path("hello.c"), source).unwrap();
+    // The README's line as written: no -I, -L or rpath besides what pkg-config prints.
+    let output = run(
+        Command::new("bash")
+            .args(["-euc", &line])
+            .current_dir(&scratch.0)
+            .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig")),
+        DEADLINE,
+    );
+    assert!(
+        output.status.success(),
+        "{line} failed:\n{}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    let out = run_installed(&scratch.path("hello"), &prefix.join("lib"), "pkg-config-hello");
+    assert!(out.contains("hello from C"), "{out}");
+}
+
+#[test]
+fn cmake_finds_the_library_through_pkg_config() {
+    if let Some(missing) = missing_tools(&["cmake", "cc", "pkg-config", "objcopy", "readelf"]) {
+        println!("SKIP: {missing} not installed");
+        return;
+    }
+    let scratch = Scratch::new("cmake");
+    let prefix = install(&scratch);
+    let build = scratch.path("build");
+    for args in [
+        vec![
+            "-S".into(),
+            crate_dir().join("examples/cmake").display().to_string(),
+            "-B".into(),
+            build.display().to_string(),
+            format!("-DCMAKE_PREFIX_PATH={}", prefix.display()),
+        ],
+        vec!["--build".into(), build.display().to_string()],
+    ] {
+        let output = run(Command::new("cmake").args(&args), DEADLINE);
+        assert!(
+            output.status.success(),
+            "cmake {args:?} failed:\n{}{}",
+            text(&output.stdout),
+            text(&output.stderr)
+        );
+    }
+    let out = run_installed(&build.join("basic"), &prefix.join("lib"), "cmake-basic");
+    assert!(out.contains("server: bash"), "{out}");
+}
