@@ -245,7 +245,7 @@ impl JobManager {
                         "job_id": j.id,
                         "command": j.command,
                         "state": if finished { "finished" } else { "running" },
-                        "elapsed_seconds": j.started.elapsed().as_secs_f64(),
+                        "elapsed_seconds": crate::outcome::tenths(j.started.elapsed()),
                     }),
                 )
             })

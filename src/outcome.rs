@@ -160,6 +160,12 @@ impl ExecOutcome {
     }
 }
 
+/// Seconds rounded to a tenth, for a duration a person reads in a result
+/// (`12.3`, not `12.345678901`).
+pub(crate) fn tenths(d: Duration) -> f64 {
+    (d.as_secs_f64() * 10.0).round() / 10.0
+}
+
 /// Seconds as an integer when whole, else a number with a fraction.
 fn seconds_value(d: Duration) -> Value {
     if d.subsec_nanos() == 0 {

@@ -172,6 +172,18 @@ pub trait Tool: Send + Sync {
     fn enabled(&self) -> bool {
         true
     }
+
+    /// The error a call gets while the tool is turned off (see
+    /// [`enabled`](Tool::enabled)): it names the tool and how the operator
+    /// turns it on, instead of claiming there is no such tool.
+    fn disabled_error(&self) -> ToolError {
+        let name = &self.definition().name;
+        ToolError::new(
+            ErrorCode::UnknownTool,
+            format!("the tool `{name}` is turned off on this server"),
+            format!("the operator can turn it on in the configuration: {{\"tools\": {{\"{name}\": true}}}}"),
+        )
+    }
 }
 
 /// The tools of one server, in registration order.
@@ -209,6 +221,12 @@ impl ToolRegistry {
     pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
         self.tools.iter().filter(|t| t.enabled())
     }
+
+    /// The registered tool with this local name that configuration has
+    /// turned off, if any.
+    pub fn get_disabled(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.definition().name == name && !t.enabled())
+    }
 }
 
 /// A server of tools, as a host sees it.
@@ -230,11 +248,13 @@ pub trait McpServer: Send + Sync {
 
     /// Finds a tool by local name (`execute`) or qualified name (`bash.execute`).
     fn find_tool(&self, tool_name: &str) -> Option<&Arc<dyn Tool>> {
-        let local = tool_name
-            .strip_prefix(self.name())
-            .and_then(|rest| rest.strip_prefix('.'))
-            .unwrap_or(tool_name);
-        self.tools().get(local)
+        self.tools().get(local_name(self.name(), tool_name))
+    }
+
+    /// Finds a registered tool that configuration has turned off, by local
+    /// or qualified name.
+    fn find_disabled_tool(&self, tool_name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools().get_disabled(local_name(self.name(), tool_name))
     }
 
     /// Runs a tool with JSON arguments and per-call options.
@@ -280,6 +300,14 @@ pub trait McpServer: Send + Sync {
     }
 }
 
+/// `tool_name` without the `<server>.` qualification, if it has one.
+fn local_name<'a>(server: &str, tool_name: &'a str) -> &'a str {
+    tool_name
+        .strip_prefix(server)
+        .and_then(|rest| rest.strip_prefix('.'))
+        .unwrap_or(tool_name)
+}
+
 /// Finds the tool, parses the arguments and calls it: the default
 /// [`McpServer::call_tool`], for servers that wrap it.
 pub fn dispatch<S: McpServer + ?Sized>(
@@ -289,6 +317,9 @@ pub fn dispatch<S: McpServer + ?Sized>(
     options: CallOptions<'_>,
 ) -> ToolResponse {
     let Some(tool) = server.find_tool(tool_name) else {
+        if let Some(off) = server.find_disabled_tool(tool_name) {
+            return ToolResponse::error(&off.disabled_error());
+        }
         let known: Vec<&str> = server.tools().iter().map(|t| t.definition().name.as_str()).collect();
         return ToolResponse::error(&ToolError::new(
             ErrorCode::UnknownTool,

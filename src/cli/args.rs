@@ -134,7 +134,17 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
                     positional.push(value);
                 }
             }
-            _ => return Err(arg.unexpected().to_string()),
+            _ => {
+                let unexpected = arg.unexpected().to_string();
+                return Err(match subcommand.as_deref() {
+                    // `bash-mcp exec ls -la`: the command's own options reached us.
+                    Some(name @ ("exec" | "pattern" | "classify")) => format!(
+                        "{unexpected}: `{name}` takes the whole command as one argument; quote it, \
+                         e.g. bash-mcp {name} 'ls -la'"
+                    ),
+                    _ => unexpected,
+                });
+            }
         }
     }
     let one_command = |name: &str, positional: Vec<String>| -> Result<String, String> {

@@ -22,6 +22,7 @@ pub const EXIT_CANCELLED: u8 = 130;
 
 /// Runs `command` and returns the process exit status.
 pub fn run(settings: &Settings, command: &str, json_output: bool) -> Result<u8, String> {
+    let settings = &one_off(settings);
     let mut signals =
         Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let server = super::build_server(settings)?;
@@ -62,6 +63,17 @@ pub fn run(settings: &Settings, command: &str, json_output: bool) -> Result<u8, 
     }
     let _ = stdout.flush();
     Ok(status)
+}
+
+/// The settings for a one-off command: the default audit log is shared by
+/// every server of this user (and read back by `audit_read`), so a command
+/// run by hand is written to it only when the configuration names a log.
+fn one_off(settings: &Settings) -> Settings {
+    let mut settings = settings.clone();
+    if settings.audit_is_default {
+        settings.config.audit = None;
+    }
+    settings
 }
 
 fn exit_status(doc: &Value) -> u8 {

@@ -44,9 +44,15 @@ pub fn main() -> ExitCode {
             );
             ExitCode::from(2)
         }
-        Command::Serve(common) => with_settings(&common, |settings| serve::run(settings).map(|()| 0)),
+        Command::Serve(common) => with_settings(&common, (2, 1), |settings| serve::run(settings).map(|()| 0)),
+        // Whatever keeps the command from running (a configuration that does
+        // not load, a working directory that does not exist) is exec's
+        // documented "could not run" status.
         Command::Exec { common, json, command } => {
-            with_settings(&common, |settings| exec::run(settings, &command, json))
+            let failed = exec::EXIT_FAILED;
+            with_settings(&common, (failed, failed), |settings| {
+                exec::run(settings, &command, json)
+            })
         }
         Command::Pattern(command) => report(gate::pattern(&command)),
         Command::Classify(command) => report(gate::classify(&command)),
@@ -60,12 +66,18 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn with_settings(common: &args::Common, run: impl FnOnce(&Settings) -> Result<u8, String>) -> ExitCode {
+/// Loads the settings and runs `run` with them; `failed` is the exit status
+/// when the settings do not load and when `run` fails.
+fn with_settings(
+    common: &args::Common,
+    failed: (u8, u8),
+    run: impl FnOnce(&Settings) -> Result<u8, String>,
+) -> ExitCode {
     let settings = match settings::load(common) {
         Ok(settings) => settings,
         Err(message) => {
             note(&message);
-            return ExitCode::from(2);
+            return ExitCode::from(failed.0);
         }
     };
     init_logging(&settings.log_level);
@@ -73,7 +85,7 @@ fn with_settings(common: &args::Common, run: impl FnOnce(&Settings) -> Result<u8
         Ok(status) => ExitCode::from(status),
         Err(message) => {
             note(&message);
-            ExitCode::from(1)
+            ExitCode::from(failed.1)
         }
     }
 }

@@ -537,9 +537,12 @@ impl Inner {
         // Clients may qualify the name (`bash.execute`); from here on the
         // call uses the tool's own name, so the gate, the audit log and the
         // tool all see one spelling.
+        // A tool turned off by configuration (sessions while they are off)
+        // is called too: it answers with an error that says how to turn it on.
         let canonical = self
             .server
             .find_tool(&name)
+            .or_else(|| self.server.find_disabled_tool(&name))
             .map(|t| t.definition().name.clone())
             .filter(|n| self.exposed(n));
         let Some(canonical) = canonical else {

@@ -77,11 +77,7 @@ impl LazyManager {
     pub fn get(&self) -> Result<&SessionManager, ToolError> {
         let (config, dir) = (self.source)();
         if !config.sessions.enabled {
-            return Err(ToolError::new(
-                ErrorCode::SessionsDisabled,
-                "persistent sessions are turned off on this server",
-                "the operator can enable them with the configuration {\"sessions\": {\"enabled\": true}}",
-            ));
+            return Err(sessions_disabled());
         }
         if let Some(manager) = self.cell.get() {
             manager.reconfigure(config.sessions.clone(), config.clone(), dir)?;
@@ -95,6 +91,17 @@ impl LazyManager {
         }
         Ok(manager)
     }
+}
+
+/// The error of a session tool while sessions are off, with the line that
+/// turns them on.
+fn sessions_disabled() -> ToolError {
+    ToolError::new(
+        ErrorCode::SessionsDisabled,
+        "persistent sessions are turned off on this server",
+        "the operator can turn them on in the configuration: `[sessions]` then `enabled = true` in \
+         bash-mcp.toml, or {\"sessions\": {\"enabled\": true}} in JSON",
+    )
 }
 
 pub(crate) struct SessionTool {
@@ -116,6 +123,10 @@ impl Tool for SessionTool {
     /// Session tools are shown and callable only while sessions are enabled.
     fn enabled(&self) -> bool {
         self.manager.enabled()
+    }
+
+    fn disabled_error(&self) -> ToolError {
+        sessions_disabled()
     }
 
     /// `session_run` is matched like `execute`, in the dialect of the session's shell;
@@ -268,7 +279,7 @@ impl SessionTool {
                     "pid": s.pid,
                     "cwd": s.cwd.display().to_string(),
                     "state": s.state,
-                    "idle_seconds": s.idle.as_secs_f64(),
+                    "idle_seconds": crate::outcome::tenths(s.idle),
                 })).collect::<Vec<_>>()
             })),
             "session_close" => {
