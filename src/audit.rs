@@ -94,6 +94,10 @@ pub struct AuditSettings {
     /// Regular expressions masked in recorded commands and in text quoting
     /// them (see [`DEFAULT_REDACTIONS`] for how a match is masked).
     pub redact: Vec<String>,
+    /// Whether `audit_read` returns every entry of the file, also those other
+    /// servers wrote (`audit.read_all`); by default each server reads back
+    /// only its own.
+    pub read_all: bool,
 }
 
 impl AuditSettings {
@@ -105,6 +109,7 @@ impl AuditSettings {
             backups: DEFAULT_BACKUPS,
             gzip_min_bytes: None,
             redact: DEFAULT_REDACTIONS.iter().map(|s| (*s).to_owned()).collect(),
+            read_all: false,
         }
     }
 }
@@ -141,6 +146,8 @@ pub struct AuditQuery {
     /// or a date (`2026-11-30`, midnight UTC). Anything else is an
     /// `invalid_arguments` error.
     pub since: Option<String>,
+    /// Only entries written by this server instance (their `instance` field).
+    pub instance: Option<String>,
 }
 
 impl AuditLog {
@@ -446,6 +453,9 @@ impl AuditLog {
                 continue;
             };
             if query.tool.as_deref().is_some_and(|t| entry["tool"] != t) {
+                continue;
+            }
+            if query.instance.as_deref().is_some_and(|i| entry["instance"] != i) {
                 continue;
             }
             if let Some(since) = since

@@ -67,6 +67,9 @@ pub struct BashServer {
 
 struct Shared {
     name: String,
+    /// This server's id in the audit log: `audit_read` returns only the
+    /// entries it wrote unless `audit.read_all` is on.
+    instance: String,
     config: RwLock<Arc<Config>>,
     working_dir: RwLock<PathBuf>,
     limiter: Limiter,
@@ -141,6 +144,7 @@ impl BashServer {
         let audit = config.audit.clone().map(AuditLog::open).transpose()?.map(Arc::new);
         let shared = Arc::new(Shared {
             name: name.to_owned(),
+            instance: crate::ids::random_id(),
             limiter: Limiter::new(config.max_concurrent),
             config: RwLock::new(Arc::new(config)),
             working_dir: RwLock::new(working_dir),
@@ -286,7 +290,11 @@ impl BashServer {
             .find_tool(tool_name)
             .map_or(tool_name, |t| t.definition().name.as_str());
         let qualified = format!("{}.{local}", self.name());
-        let pattern = self.get_permission_pattern(&qualified, args_json);
+        // Silently: the gate or the host already asked for this pattern, and
+        // was told (once) if the arguments had no command.
+        let pattern = tracing::dispatcher::with_default(&tracing::Dispatch::none(), || {
+            self.get_permission_pattern(&qualified, args_json)
+        });
         let command = args.get("command").and_then(Value::as_str);
         let mut entry = self.shared.audit_head(log, started, local, command, &pattern);
         let default_dir = self.shared.working_dir();
@@ -497,6 +505,7 @@ impl Shared {
         entry.insert("audit_id".into(), crate::ids::random_id().into());
         entry.insert("timestamp".into(), crate::audit::rfc3339(started).into());
         entry.insert("server".into(), self.name.as_str().into());
+        entry.insert("instance".into(), self.instance.as_str().into());
         entry.insert("tool".into(), tool.into());
         if let Some(command) = command {
             entry.insert("command".into(), log.redact(command).into());

@@ -226,6 +226,7 @@ fn audit_read(shared: &Shared, args: &Map<String, Value>) -> Result<Value, ToolE
         max_entries: optional_uint(args, "max_entries", 1, 10_000)?.map(|n| n as usize),
         tool: optional_string(args, "tool")?,
         since: optional_string(args, "since")?,
+        instance: (!log.settings().read_all).then(|| shared.instance.clone()),
     };
     let entries = log.read(&query)?;
     Ok(json!({"count": entries.len(), "entries": entries}))
@@ -262,6 +263,7 @@ fn status(shared: &Shared) -> Value {
             "backups_kept": settings.backups,
             "backups_present": backups,
             "gzip_min_bytes": settings.gzip_min_bytes,
+            "read_all": settings.read_all,
         })
     });
     json!({

@@ -203,6 +203,7 @@ impl Config {
                 "backups": a.backups,
                 "gzip_min_bytes": a.gzip_min_bytes,
                 "redact_patterns": a.redact.len(),
+                "read_all": a.read_all,
             })),
             "tools": self.tools.iter().collect::<Vec<_>>(),
             "sessions": {
@@ -610,6 +611,11 @@ fn audit_settings(value: &Value) -> Result<Option<AuditSettings>, ToolError> {
                 }
             }
             "redact" => settings.redact = string_list(&full, value)?,
+            "read_all" => {
+                settings.read_all = value
+                    .as_bool()
+                    .ok_or_else(|| config_error("`audit.read_all` must be true or false", "use a JSON boolean"))?
+            }
             other => return Err(config_error(format!("unknown configuration key `audit.{other}`"), hint)),
         }
     }
