@@ -77,3 +77,13 @@ pub fn session_tool_names() -> impl Iterator<Item = &'static str> {
 
 /// The library version (from Cargo.toml).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The Rust code blocks of the README and of docs/*.md, compiled and run as
+/// doctests so that the documentation cannot drift from the API
+/// (tests/docs.rs checks the other blocks, and that every file with Rust
+/// blocks is listed here).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+#[doc = include_str!("../docs/execute.md")]
+#[doc = include_str!("../docs/permissions.md")]
+pub struct DocumentationExamples;

@@ -632,19 +632,20 @@ fn connect_as_nobody(socket: &Path) -> Vec<u8> {
     answer
 }
 
-/// The README's capture of a person's view is this test's screen (with the
-/// session's random name in place of `falcon`).
+/// The capture of a person's view in docs/sessions.md is this test's screen
+/// (with the session's random name in place of `falcon`).
 fn assert_readme_shows(screen: &str, name: &str) {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let block = readme
-        .split("```text\n")
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sessions.md")).unwrap();
+    let block = docs
+        .split("```text")
+        .filter_map(|b| b.split_once('\n').map(|(_, body)| body))
         .find(|b| b.starts_with("[attached to #1 falcon"))
         .and_then(|b| b.split("```").next())
-        .expect("the README shows a capture of an attached view");
+        .expect("docs/sessions.md shows a capture of an attached view");
     let expected: Vec<String> = block.lines().map(|l| l.replace("falcon", name)).collect();
     let shown: Vec<&str> = screen.lines().map(str::trim_end).take(expected.len()).collect();
     assert_eq!(
         shown, expected,
-        "the README's capture differs from the screen:\n{screen}"
+        "the capture in docs/sessions.md differs from the screen:\n{screen}"
     );
 }

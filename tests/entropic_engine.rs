@@ -213,12 +213,13 @@ fn engine_relative_working_dir_resolves_against_the_project() {
     scenario("workdir", "{}");
 }
 
-/// The first fenced block of `lang` in the README's entropic plugin section.
+/// The first fenced block of `lang` in docs/entropic.md (its info string may
+/// go on after the language: ```` ```json plugin ````).
 fn readme_block(lang: &str) -> String {
-    let readme = std::fs::read_to_string(crate_dir().join("README.md")).expect("README.md");
-    let section = &readme[readme.find("### The entropic plugin").expect("the plugin section")..];
-    let fence = format!("```{lang}\n");
-    let start = section.find(&fence).unwrap_or_else(|| panic!("no {lang} block")) + fence.len();
+    let section = std::fs::read_to_string(crate_dir().join("docs/entropic.md")).expect("docs/entropic.md");
+    let fence = format!("```{lang} ");
+    let start = section.find(&fence).unwrap_or_else(|| panic!("no {lang} block"));
+    let start = start + section[start..].find('\n').expect("a block") + 1;
     let block = &section[start..];
     let end = block.find("```").expect("a closing fence");
     // The blocks sit in a list item: drop the item's indentation.

@@ -2,7 +2,7 @@
  * basic.c: create a server, list its tools, run a command, show a timeout,
  * and free everything.
  *
- * Build (see the README's "Using from C and C++"), from the crate root:
+ * Build (see docs/c-api.md), from the crate root:
  *   cargo build --release
  *   cc -std=c11 -Wall -Wextra -Werror -I include examples/c/basic.c \
  *      -L target/release -Wl,-rpath,"$PWD/target/release" -lbash_mcp -o basic

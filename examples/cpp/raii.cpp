@@ -2,7 +2,7 @@
 // free themselves, live output through a callback, and a cancel from a second
 // thread.
 //
-// Build (see the README's "Using from C and C++"), from the crate root:
+// Build (see docs/c-api.md), from the crate root:
 //   cargo build --release
 //   c++ -std=c++17 -Wall -Wextra -Werror -pthread -I include examples/cpp/raii.cpp
 //       -L target/release -Wl,-rpath,"$PWD/target/release" -lbash_mcp -o raii
