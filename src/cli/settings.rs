@@ -43,9 +43,8 @@ pub struct Settings {
 
 impl Settings {
     /// The tools the MCP handler exposes, by local name: `execute` with its
-    /// job tools, the optional tools switched on, and the session tools. The
-    /// session tools are listed only while sessions are enabled; while they
-    /// are off a call gets `sessions_disabled`, which says how to turn them on.
+    /// job tools, the optional tools switched on, and the session tools while
+    /// sessions are enabled.
     pub fn exposed_tools(&self) -> Vec<String> {
         let mut tools = Vec::new();
         if self.expose_execute {
@@ -53,7 +52,9 @@ impl Settings {
             tools.extend(bash_mcp::job_tool_names().map(str::to_owned));
         }
         tools.extend(self.config.tools.iter().cloned());
-        tools.extend(bash_mcp::session_tool_names().map(str::to_owned));
+        if self.config.sessions.enabled {
+            tools.extend(bash_mcp::session_tool_names().map(str::to_owned));
+        }
         tools
     }
 }

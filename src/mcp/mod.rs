@@ -538,13 +538,17 @@ impl Inner {
         // call uses the tool's own name, so the gate, the audit log and the
         // tool all see one spelling.
         // A tool turned off by configuration (sessions while they are off)
-        // is called too: it answers with an error that says how to turn it on.
+        // is called too: nothing runs, and its error says how to turn it on.
         let canonical = self
             .server
             .find_tool(&name)
-            .or_else(|| self.server.find_disabled_tool(&name))
             .map(|t| t.definition().name.clone())
-            .filter(|n| self.exposed(n));
+            .filter(|n| self.exposed(n))
+            .or_else(|| {
+                self.server
+                    .find_disabled_tool(&name)
+                    .map(|t| t.definition().name.clone())
+            });
         let Some(canonical) = canonical else {
             let args_json = params
                 .get("arguments")
