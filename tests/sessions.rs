@@ -442,8 +442,10 @@ fn tools_appear_when_enabled_and_work_over_json() {
             .collect()
     };
     assert!(!names(&s).iter().any(|n| n.starts_with("session_")));
+    // Off: not listed, and a call says how to turn sessions on.
     let r = call_tool(&s, "session_start", json!({}));
-    assert_eq!(r["error"], "unknown_tool");
+    assert_eq!(r["error"], "sessions_disabled", "{r}");
+    assert!(r["hint"].as_str().unwrap().contains("enabled = true"), "{r}");
     s.configure(r#"{"sessions": {"enabled": true}}"#).unwrap();
     assert!(names(&s).contains(&"session_run".to_owned()));
     let r = call_tool(&s, "session_start", json!({"env": {TAG_VAR: tag}, "name": "work"}));
