@@ -403,6 +403,8 @@ for c, e in [("sh -oo errexit nounset -c 'rm -rf ~'", "rm *"), ("sh -o errexit -
              ("zsh --emulate sh -c 'rm x'", U), ("zsh --emulate sh -f -c 'rm x'", "rm *"), ("zsh --emulate csh -f -c 'rm x'", U),
              ("rbash -c 'rm -rf x'", "rm *"), ("echo 'rm x' | rbash", U), ("rbash <<< 'rm x'", "rm *"),
              ("fish -c 'rm x'", U), ("fish -N -c 'rm x'", "rm *"), ("fish <<< 'rm x'", U), ("echo 'rm x' | fish", U),
+             ("dash -oo errexit nounset \"-\"\"c\" 'touch p'", "touch *"), ("sh -e {\"-c\",p} 'git x'", U),
+             ("find . -maxdepth 0 {\"-exec\",p} cat p \\;", U), ("bash -x \\-\\c 'ls'", "ls *"),
              ("tcsh -c 'ls'", U), ("csh -c ls", U), ("ksh93 -c 'ls'", U), ("pwsh -c ls", U), ("busybox sh -c 'rm x'", "rm *")]:
     add(c, e, "shell options are read as the shell reads them")
 # Wrapper options that set variables in the wrapped command's environment.
