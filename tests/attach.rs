@@ -26,7 +26,7 @@ fn have_tmux() -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        println!("SKIP: tmux is not installed (.ci/run installs it)");
+        common::skip("tmux is not installed (.ci/run installs it)");
     }
     found
 }
@@ -515,7 +515,7 @@ fn without_a_name_attach_lists_or_picks_the_only_session() {
 fn another_user_cannot_connect() {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        println!("SKIP: dropping to another uid needs root (CI runs as root)");
+        common::skip("dropping to another uid needs root (CI runs as root)");
         return;
     }
     let tag = unique_tag("attach-uid");

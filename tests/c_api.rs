@@ -58,7 +58,7 @@ fn docs_show_the_tested_commands() {
 #[test]
 fn static_link_names_what_rustc_lists() {
     if !have("rustc") {
-        println!("SKIP: rustc not on PATH");
+        common::skip("rustc not on PATH");
         return;
     }
     let scratch = Scratch::new("native-libs");
@@ -277,7 +277,7 @@ fn mcp_handler_serves_from_c() {
 #[test]
 fn a_panic_stops_at_each_exported_function() {
     if !cfg!(debug_assertions) {
-        println!("SKIP: the forced-panic hook exists only in builds with debug assertions");
+        common::skip("the forced-panic hook exists only in builds with debug assertions");
         return;
     }
     let scratch = Scratch::new("panic");
@@ -322,7 +322,7 @@ fn a_panic_stops_at_each_exported_function() {
 #[test]
 fn examples_are_clean_under_valgrind() {
     if !have("valgrind") {
-        println!("SKIP: valgrind not installed");
+        common::skip("valgrind not installed");
         return;
     }
     let scratch = Scratch::new("valgrind");

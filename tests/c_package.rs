@@ -82,7 +82,7 @@ fn run_installed(program: &Path, lib: &Path, name: &str) -> String {
 #[test]
 fn installs_a_versioned_library_with_symlinks_header_and_pc_file() {
     if let Some(missing) = missing_tools(&["objcopy", "readelf"]) {
-        println!("SKIP: {missing} not installed (binutils)");
+        common::skip(format_args!("{missing} not installed (binutils)"));
         return;
     }
     let scratch = Scratch::new("install");
@@ -122,7 +122,7 @@ fn installs_a_versioned_library_with_symlinks_header_and_pc_file() {
 #[test]
 fn the_readme_example_builds_with_pkg_config_alone() {
     if let Some(missing) = missing_tools(&["cc", "pkg-config", "objcopy", "readelf"]) {
-        println!("SKIP: {missing} not installed");
+        common::skip(format_args!("{missing} not installed"));
         return;
     }
     let scratch = Scratch::new("pkg-config");
@@ -150,7 +150,7 @@ fn the_readme_example_builds_with_pkg_config_alone() {
 #[test]
 fn cmake_finds_the_library_through_pkg_config() {
     if let Some(missing) = missing_tools(&["cmake", "cc", "pkg-config", "objcopy", "readelf"]) {
-        println!("SKIP: {missing} not installed");
+        common::skip(format_args!("{missing} not installed"));
         return;
     }
     let scratch = Scratch::new("cmake");

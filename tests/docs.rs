@@ -172,7 +172,7 @@ fn every_file_with_rust_blocks_is_compiled_as_doctests() {
 #[test]
 fn c_blocks_compile_and_run() {
     if !cbuild::have("cc") {
-        println!("SKIP: no C compiler (cc)");
+        common::skip("no C compiler (cc)");
         return;
     }
     let lib = cbuild::library();

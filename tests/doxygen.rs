@@ -1,6 +1,8 @@
 //! The Doxygen reference builds from the header with no warning: every
 //! symbol is documented and every doc comment is well-formed.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -13,7 +15,7 @@ fn doxygen_builds_the_reference_without_warnings() {
         .status()
         .is_ok_and(|s| s.success());
     if !available {
-        println!("SKIP: doxygen not installed");
+        common::skip("doxygen not installed");
         return;
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));

@@ -127,7 +127,7 @@ fn scenario(name: &str, config: &str) -> Option<String> {
 
 fn scenario_with(name: &str, config: &str, env: &[(&str, &Path)]) -> Option<String> {
     let Some(engine) = engine() else {
-        println!("SKIP: {}", third_party().unwrap_err());
+        common::skip(format_args!("{}", third_party().unwrap_err()));
         return None;
     };
     let scratch = Scratch::new("engine");

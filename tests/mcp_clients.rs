@@ -9,6 +9,8 @@
 //! A missing client prints `SKIP: <reason>` and passes, unless
 //! `BASH_MCP_REQUIRE_CLIENTS=1` (set by CI), when it fails.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -43,7 +45,7 @@ fn available(path: &Path, what: &str) -> bool {
     if std::env::var("BASH_MCP_REQUIRE_CLIENTS").as_deref() == Ok("1") {
         panic!("BASH_MCP_REQUIRE_CLIENTS=1 but {reason}");
     }
-    println!("SKIP: {reason}");
+    common::skip(format_args!("{reason}"));
     false
 }
 

@@ -849,7 +849,7 @@ fn sandbox(name: &str) -> Option<Sandbox> {
     for shell in ["bash", "dash"] {
         let found = ["/usr/bin", "/bin"].iter().any(|d| Path::new(d).join(shell).is_file());
         if !found {
-            println!("SKIP: {shell} is not installed");
+            common::skip(format_args!("{shell} is not installed"));
             return None;
         }
     }
@@ -859,7 +859,7 @@ fn sandbox(name: &str) -> Option<Sandbox> {
     std::fs::create_dir_all(&root).expect("sandbox root");
     let Some(reals) = copy_reals(&root.join("real")) else {
         let _ = std::fs::remove_dir_all(&root);
-        println!("SKIP: could not copy bash, dash and sh into the sandbox");
+        common::skip("could not copy bash, dash and sh into the sandbox");
         return None;
     };
     Some(Sandbox {

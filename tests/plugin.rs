@@ -207,7 +207,7 @@ fn plugin_reads_its_name_and_config_from_the_environment() {
 #[test]
 fn plugin_execute_stops_a_panic_with_an_error_envelope() {
     if !cfg!(debug_assertions) {
-        println!("SKIP: the forced-panic hook exists only in builds with debug assertions");
+        common::skip("the forced-panic hook exists only in builds with debug assertions");
         return;
     }
     let report = load_with(&[], "shell", 30, &["force-panic"]);

@@ -44,10 +44,10 @@ fn demo_runs_real_commands_through_the_server() {
     let demo = demo_binary();
     if !demo.exists() {
         // `cargo test` builds examples; a filtered build may not have.
-        println!(
-            "SKIP: {} not built (run cargo test without --test filters)",
+        common::skip(format_args!(
+            "{} not built (run cargo test without --test filters)",
             demo.display()
-        );
+        ));
         return;
     }
     let tag = unique_tag("demo");

@@ -135,7 +135,7 @@ fn project_file_extends_replaces_and_fails_soft() {
 #[test]
 fn windows_paths_outside_wsl_are_invalid_working_dirs() {
     if bash_mcp::roots::is_wsl() {
-        println!("SKIP: running under WSL, where Windows paths are converted");
+        common::skip("running under WSL, where Windows paths are converted");
         return;
     }
     let s = server();

@@ -47,7 +47,7 @@ fn installed(shell: &str) -> bool {
     if bash_mcp::config::resolve_program(shell).is_some() {
         true
     } else {
-        eprintln!("SKIP: {shell} is not installed");
+        common::skip(format_args!("{shell} is not installed"));
         false
     }
 }
@@ -116,7 +116,7 @@ fn exit_codes_are_exact() {
 fn set_e_and_syntax_errors_never_end_a_session_in_any_posix_shell() {
     for shell in ["bash", "zsh", "sh"] {
         if bash_mcp::config::resolve_program(shell).is_none() {
-            println!("SKIP: {shell} not installed");
+            common::skip(format_args!("{shell} not installed"));
             continue;
         }
         let tag = unique_tag("set-e");
@@ -507,7 +507,7 @@ fn builtin_read_waits_for_input_in_every_shell() {
         ("fish", "read x; echo \"got $x\""),
     ] {
         if !installed(shell) {
-            println!("SKIP: {shell} not installed");
+            common::skip(format_args!("{shell} not installed"));
             continue;
         }
         let tag = unique_tag("builtin-read");

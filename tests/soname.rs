@@ -2,6 +2,8 @@
 //! (set by build.rs, with its symlink beside the built library), so programs
 //! linked against it depend on that name, not on the build directory.
 
+mod common;
+
 mod cbuild;
 
 use std::process::Command;
@@ -10,7 +12,7 @@ use std::process::Command;
 fn shared_library_has_a_soname() {
     let lib = cbuild::library();
     let Ok(out) = Command::new("readelf").arg("-d").arg(&lib.shared).output() else {
-        println!("SKIP: readelf (binutils) is not installed");
+        common::skip("readelf (binutils) is not installed");
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);
@@ -46,12 +48,12 @@ fn a_program_linked_by_path_records_the_name_only() {
         .arg(&exe)
         .status()
     else {
-        println!("SKIP: no C compiler (cc)");
+        common::skip("no C compiler (cc)");
         return;
     };
     assert!(status.success(), "cc failed");
     let Ok(out) = Command::new("readelf").arg("-d").arg(&exe).output() else {
-        println!("SKIP: readelf (binutils) is not installed");
+        common::skip("readelf (binutils) is not installed");
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);

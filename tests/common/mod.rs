@@ -329,3 +329,12 @@ pub fn until_file_exists(path: &Path) -> String {
         path.display()
     )
 }
+
+/// Reports a check this test skipped, with the reason, where a plain
+/// `cargo test` shows it: libtest hides what a passing test prints with
+/// `println!`/`eprintln!`, but not what it writes to the stderr handle itself.
+pub fn skip(reason: impl std::fmt::Display) {
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("?").to_owned();
+    let _ = writeln!(std::io::stderr().lock(), "SKIP {test}: {reason}");
+}
