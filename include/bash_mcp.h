@@ -170,6 +170,22 @@ typedef enum bash_mcp_decision {
 } bash_mcp_decision;
 
 /**
+ * What a terminal callback is told.
+ */
+typedef enum bash_mcp_terminal_event {
+    /**
+     * Bytes for the host's terminal emulator: first a replay of recent
+     * output, then live output. The agent's commands appear after a `$ `
+     * prompt as if typed; line ends are `\r\n`.
+     */
+    BASH_MCP_TERMINAL_EVENT_OUTPUT = 1,
+    /**
+     * The session ended (closed, or its shell exited); no call follows.
+     */
+    BASH_MCP_TERMINAL_EVENT_CLOSED = 2,
+} bash_mcp_terminal_event;
+
+/**
  * A one-shot token that cancels running calls from any thread.
  *
  * Create it with bash_mcp_cancel_token_new(), pass it to
@@ -237,6 +253,12 @@ typedef struct bash_mcp_policy bash_mcp_policy;
  * CPU while the host lives; one per process, whatever the number of servers.
  */
 typedef struct bash_mcp_server bash_mcp_server;
+
+/**
+ * A host's subscription to a session's terminal; see
+ * bash_mcp_session_subscribe(). Release it with bash_mcp_subscription_free().
+ */
+typedef struct bash_mcp_subscription bash_mcp_subscription;
 
 /**
  * Receives the output of a running command as it arrives.
@@ -310,6 +332,31 @@ typedef void (*bash_mcp_log_callback)(enum bash_mcp_log_level level,
  * thread-safe and must not call bash_mcp_mcp_handler_free().
  */
 typedef void (*bash_mcp_message_callback)(const char *message, size_t len, void *user_data);
+
+/**
+ * Receives a session's terminal output.
+ *
+ * Called on the session's reader thread (not the thread that subscribed),
+ * once with the replay during bash_mcp_session_subscribe(), then for each
+ * piece of output, and once with ::BASH_MCP_TERMINAL_EVENT_CLOSED. While
+ * it runs the session's output waits, so it must return quickly: copy or
+ * hand off the bytes.
+ *
+ * @param event What happened.
+ * @param bytes The output; borrowed for the duration of the call; not
+ *              NUL-terminated; may hold any bytes. NULL for
+ *              ::BASH_MCP_TERMINAL_EVENT_CLOSED.
+ * @param len Number of bytes in @p bytes (0 for a close).
+ * @param user_data The pointer given to bash_mcp_session_subscribe().
+ * @warning The callback must return normally (no C++ exception, no
+ *          longjmp) and must not call any bash_mcp_session_ or
+ *          bash_mcp_subscription_ function, nor run a session tool (it
+ *          would wait for itself).
+ */
+typedef void (*bash_mcp_terminal_callback)(enum bash_mcp_terminal_event event,
+                                           const char *bytes,
+                                           size_t len,
+                                           void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -974,6 +1021,82 @@ int32_t bash_mcp_server_timeout(const struct bash_mcp_server *server);
  * @return The limit in milliseconds, or -1 if @p server is NULL.
  */
 int64_t bash_mcp_server_timeout_ms(const struct bash_mcp_server *server);
+
+/**
+ * Subscribes to a session's terminal, as a person attached with
+ * `bash-mcp attach` sees it, for a host that draws it itself.
+ *
+ * The agent's results then report the watcher (`people_watching`). Keys
+ * typed by a person go in with bash_mcp_session_write(), the window size
+ * with bash_mcp_session_resize().
+ *
+ * @param server The server; may be NULL. Sessions must be enabled.
+ * @param session The session's id or name (`falcon`, `#1 falcon`, `#1`).
+ *        Borrowed for the duration of the call.
+ * @param callback Called with the output (see bash_mcp_terminal_callback);
+ *        the replay is delivered before this function returns.
+ * @param user_data Passed to @p callback as is; must be usable from the
+ *        session's reader thread until bash_mcp_subscription_free() returns.
+ * @param[out] out On success, the subscription. Caller owns it; release it
+ *        with bash_mcp_subscription_free().
+ * @return ::BASH_MCP_RESULT_OK, or ::BASH_MCP_RESULT_NULL_ARGUMENT,
+ *         ::BASH_MCP_RESULT_INVALID_UTF8, ::BASH_MCP_RESULT_INVALID_ARGUMENT
+ *         (no such session, or sessions disabled; see
+ *         bash_mcp_last_error_message()), ::BASH_MCP_RESULT_PANIC.
+ */
+enum bash_mcp_result bash_mcp_session_subscribe(const struct bash_mcp_server *server,
+                                                const char *session,
+                                                bash_mcp_terminal_callback callback,
+                                                void *user_data,
+                                                struct bash_mcp_subscription **out);
+
+/**
+ * Ends a subscription. Once this returns the callback is not called again.
+ *
+ * @param subscription From bash_mcp_session_subscribe(), or NULL (then
+ *        nothing happens).
+ * @warning Do not call it from the subscription's own callback.
+ */
+void bash_mcp_subscription_free(struct bash_mcp_subscription *subscription);
+
+/**
+ * Types a person's keys into a session's terminal, exactly as given.
+ *
+ * What is typed reaches the program and nothing else: a password typed
+ * here is neither logged nor shown to the agent, whose next result says
+ * that a person typed (`person_typed`).
+ *
+ * @param server The server; may be NULL.
+ * @param session The session's id or name. Borrowed for the duration of the call.
+ * @param bytes The keys (e.g. `"\r"` for Enter, `"\x03"` for Ctrl-C).
+ *        Borrowed for the duration of the call; may hold any bytes.
+ * @param len Number of bytes in @p bytes.
+ * @return ::BASH_MCP_RESULT_OK, or ::BASH_MCP_RESULT_NULL_ARGUMENT,
+ *         ::BASH_MCP_RESULT_INVALID_UTF8 (@p session),
+ *         ::BASH_MCP_RESULT_INVALID_ARGUMENT (no such session),
+ *         ::BASH_MCP_RESULT_INTERNAL, ::BASH_MCP_RESULT_PANIC.
+ */
+enum bash_mcp_result bash_mcp_session_write(const struct bash_mcp_server *server,
+                                            const char *session,
+                                            const char *bytes,
+                                            size_t len);
+
+/**
+ * Sets a session's terminal size; its programs get SIGWINCH.
+ *
+ * @param server The server; may be NULL.
+ * @param session The session's id or name. Borrowed for the duration of the call.
+ * @param rows Rows, at least 1.
+ * @param cols Columns, at least 1.
+ * @return ::BASH_MCP_RESULT_OK, or ::BASH_MCP_RESULT_NULL_ARGUMENT,
+ *         ::BASH_MCP_RESULT_INVALID_UTF8, ::BASH_MCP_RESULT_INVALID_ARGUMENT
+ *         (no such session, or a size of 0), ::BASH_MCP_RESULT_INTERNAL,
+ *         ::BASH_MCP_RESULT_PANIC.
+ */
+enum bash_mcp_result bash_mcp_session_resize(const struct bash_mcp_server *server,
+                                             const char *session,
+                                             uint16_t rows,
+                                             uint16_t cols);
 
 /**
  * Releases a string returned by this library.

@@ -23,6 +23,7 @@ const BUILD_RUN: &str =
     "cc -std=c11 -Wall -Wextra -Werror -I include examples/c/run.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_CPP: &str = "c++ -std=c++17 -Wall -Wextra -Werror -pthread -I include examples/cpp/raii.cpp -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_RULES: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/api_rules.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
+const BUILD_VIEW: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include examples/c/session_view.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_MCP: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/mcp_handler.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_PANIC: &str = "cc -std=c11 -Wall -Wextra -Werror -I include tests/c/panic_boundary.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_POLICY: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/policy.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
@@ -39,6 +40,7 @@ fn docs_show_the_tested_commands() {
         (BUILD_C, "basic"),
         (BUILD_C_STATIC, "basic-static"),
         (BUILD_CPP, "raii"),
+        (BUILD_VIEW, "session_view"),
     ] {
         let shown = fill(template, "target/release", "\"$PWD/target/release\"", out);
         assert!(
@@ -249,6 +251,30 @@ fn policy_rules_hold_from_c() {
     );
     let passed: u32 = summary.split_whitespace().next().unwrap().parse().unwrap();
     assert!(passed >= 80, "only {passed} checks ran:\n{stdout}");
+}
+
+#[test]
+fn session_view_c_example_runs() {
+    let scratch = Scratch::new("view");
+    let program = scratch.path("session_view");
+    compile(BUILD_VIEW, &program);
+    let tag = unique_tag("view-c");
+    let output = run(
+        Command::new(&program).current_dir(&scratch.0).env(TAG_VAR, &tag),
+        DEADLINE,
+    );
+    assert_no_survivors(&tag);
+    let stdout = text(&output.stdout);
+    assert!(
+        output.status.success() && stdout.ends_with("0 failed\n") && !stdout.contains("FAILED"),
+        "session_view failed ({}):\n{stdout}\n{}",
+        output.status,
+        text(&output.stderr)
+    );
+    assert!(
+        stdout.lines().filter(|l| l.starts_with("ok: ")).count() >= 16,
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -14,10 +14,11 @@
 //!   `bash_mcp_string_free()`;
 //! - no panic crosses the boundary (each body runs inside `panic::guard`).
 //!
-//! One file per C type (`server.rs`, `exec_result.rs`, `cancel.rs`, `policy.rs`; the last also
-//! holds the classifier and `bash_mcp_command_pattern`), plus the result codes
-//! and last-error message (`result.rs`), strings (`string.rs`), log records
-//! (`log.rs`), and the panic and pointer helpers (`panic.rs`, `ptr.rs`).
+//! One file per C type (`server.rs`, `exec_result.rs`, `cancel.rs`, `policy.rs`,
+//! `session.rs`; `policy.rs` also holds the classifier and
+//! `bash_mcp_command_pattern`), plus the result codes and last-error message
+//! (`result.rs`), strings (`string.rs`), log records (`log.rs`), and the panic
+//! and pointer helpers (`panic.rs`, `ptr.rs`).
 //! `entropic.rs` exports the entropic engine's plugin entry points when the
 //! `entropic-plugin` feature is on.
 
@@ -42,6 +43,7 @@ pub mod policy;
 pub(crate) mod ptr;
 pub mod result;
 pub mod server;
+pub mod session;
 pub mod string;
 
 pub use cancel::bash_mcp_cancel_token;
@@ -50,3 +52,4 @@ pub use log::{bash_mcp_log_callback, bash_mcp_log_level};
 pub use policy::{bash_mcp_decision, bash_mcp_policy};
 pub use result::bash_mcp_result;
 pub use server::{bash_mcp_output_callback, bash_mcp_output_stream, bash_mcp_server};
+pub use session::{bash_mcp_subscription, bash_mcp_terminal_callback, bash_mcp_terminal_event};

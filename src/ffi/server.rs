@@ -49,7 +49,6 @@ impl bash_mcp_server {
     }
 
     /// The wrapped server.
-    #[cfg_attr(not(feature = "entropic-plugin"), allow(dead_code))]
     pub(crate) fn inner(&self) -> &BashServer {
         &self.inner
     }
