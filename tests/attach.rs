@@ -46,6 +46,11 @@ struct Server {
 
 impl Server {
     fn start(name: &str) -> Self {
+        Self::start_with(name, &[])
+    }
+
+    /// [`Server::start`] with extra environment variables (`None` removes one).
+    fn start_with(name: &str, env: &[(&str, Option<&str>)]) -> Self {
         let dir = TempDir::new(name);
         std::fs::DirBuilder::new().mode(0o700).create(dir.join("run")).unwrap();
         let config = dir.config(&json!({
@@ -54,16 +59,22 @@ impl Server {
         }));
         let log = std::fs::File::create(dir.join("server.log")).unwrap();
         std::fs::create_dir(dir.join("work")).unwrap();
-        let mut child = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        command
             .args(["serve", "--config", &config, "--log-level", "debug", "--working-dir"])
             .arg(dir.join("work"))
             .env("XDG_RUNTIME_DIR", dir.join("run"))
             .env("XDG_DATA_HOME", dir.join("data"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .expect("spawn bash-mcp serve");
+            .stderr(log);
+        for (key, value) in env {
+            match value {
+                Some(value) => command.env(key, value.replace("{dir}", &dir.display().to_string())),
+                None => command.env_remove(key),
+            };
+        }
+        let mut child = command.spawn().expect("spawn bash-mcp serve");
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = channel();
         std::thread::spawn(move || {
@@ -648,4 +659,46 @@ fn assert_readme_shows(screen: &str, name: &str) {
         shown, expected,
         "the capture in docs/sessions.md differs from the screen:\n{screen}"
     );
+}
+
+#[test]
+fn a_visible_session_opens_a_terminal_window_or_says_why_not() {
+    let tag = unique_tag("attach-visible");
+    // No graphical session: a plain reason and what the person can run.
+    let mut server = Server::start_with("attach-novis", &[("DISPLAY", None), ("WAYLAND_DISPLAY", None)]);
+    let r = server.tool("session_start", json!({"env": {TAG_VAR: &tag}, "visible": true}));
+    let name = r["attach_name"].as_str().unwrap().to_owned();
+    assert_eq!(r["visible"], false, "{r}");
+    let reason = r["visible_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("$DISPLAY") && reason.contains(&format!("`bash-mcp attach {name}`")),
+        "{reason}"
+    );
+    server.stop();
+
+    // With a display, the configured terminal command runs `bash-mcp attach <name>`.
+    let mut server = Server::start_with(
+        "attach-vis",
+        &[
+            ("DISPLAY", Some(":99")),
+            ("BASH_MCP_TERMINAL", Some("{dir}/fake-terminal --title=bash-mcp -e")),
+        ],
+    );
+    let fake = server.dir.join("fake-terminal");
+    std::fs::write(&fake, "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$0.args\"\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let r = server.tool("session_start", json!({"env": {TAG_VAR: &tag}, "visible": true}));
+    let name = r["attach_name"].as_str().unwrap().to_owned();
+    assert_eq!(r["visible"], true, "{r}");
+    let recorded = server.dir.join("fake-terminal.args");
+    wait_until("the terminal command runs", || recorded.exists());
+    let args = std::fs::read_to_string(&recorded).unwrap();
+    let args: Vec<&str> = args.lines().collect();
+    assert_eq!(args[..2], ["--title=bash-mcp", "-e"], "{args:?}");
+    assert!(
+        args[2].ends_with("bash-mcp") && args[3..] == ["attach", name.as_str()],
+        "{args:?}"
+    );
+    server.stop();
+    assert_no_survivors(&tag);
 }
