@@ -435,7 +435,7 @@ fn read_only_cannot_type_and_closing_the_session_ends_every_view() {
     let (id, name) = server.start_session(&tag);
     let tmux = Tmux::new(&tag);
     tmux.attach(&server, "typist", &name);
-    tmux.attach(&server, "watcher", &format!("--read-only '#1'"));
+    tmux.attach(&server, "watcher", "--read-only '#1'");
     tmux.wait_for("typist", "[attached to");
     tmux.wait_for("watcher", "read-only; detach: Ctrl-] then d]");
     let r = server.tool(
