@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use bash_mcp::permission::command_pattern;
+use bash_mcp::permission::{PermissionPolicy, classify, command_pattern};
 
 const TOOL: &str = "bash.execute";
 
@@ -64,4 +64,78 @@ fn main() {
     let nested = format!("{}ls{}", "$(".repeat(10_000), ")".repeat(10_000));
     let (t, p) = median(&nested, 51);
     println!("10 000 nested $( : median {:.1} µs -> {p}", t.as_secs_f64() * 1e6);
+
+    per_char_table();
+}
+
+/// Median seconds of `runs` calls of `f`.
+fn median_of(runs: usize, mut f: impl FnMut()) -> f64 {
+    let mut times: Vec<f64> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed().as_secs_f64()
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// ns/char of the pattern, the policy and the classifier on large inputs, with the
+/// time of one pass over the same bytes (`bytes().filter(..).count()`) as the baseline
+/// from this run: linear code with a small constant is a small multiple of it.
+fn per_char_table() {
+    let policy = PermissionPolicy::new(&["bash.execute:a *", "bash.execute:git *"], &["bash.execute:rm *"])
+        .expect("valid rules");
+    let inputs = [
+        ("1 MiB of a|a|...", pipes(1 << 20)),
+        (
+            "1 MiB of git commands",
+            repeat_to("git add src/lib.rs && git commit -m \"$(date)\"; ", 1 << 20),
+        ),
+        ("1 MiB of echo x > out", repeat_to("echo x > out.txt; ", 1 << 20)),
+    ];
+    println!(
+        "\n{:<24} {:>10} {:>10} {:>10} {:>10}",
+        "input", "scan", "pattern", "policy", "classify"
+    );
+    for (name, text) in inputs {
+        let n = text.len() as f64;
+        let runs = 5;
+        let scan = median_of(runs, || {
+            std::hint::black_box(text.bytes().filter(|b| *b == b'|').count());
+        });
+        let pattern = median_of(runs, || {
+            std::hint::black_box(command_pattern(TOOL, &text));
+        });
+        let decide = median_of(runs, || {
+            std::hint::black_box(policy.decide_command(TOOL, &text));
+        });
+        let class = median_of(runs, || {
+            std::hint::black_box(classify(&text));
+        });
+        let ns = |s: f64| s * 1e9 / n;
+        println!(
+            "{name:<24} {:>7.2} ns {:>7.1} ns {:>7.1} ns {:>7.1} ns   per char (medians of {runs}); total ms: {:.0} / {:.0} / {:.0}",
+            ns(scan),
+            ns(pattern),
+            ns(decide),
+            ns(class),
+            pattern * 1e3,
+            decide * 1e3,
+            class * 1e3
+        );
+    }
+}
+
+fn pipes(bytes: usize) -> String {
+    let mut s = "a|".repeat(bytes / 2);
+    s.pop();
+    s
+}
+
+fn repeat_to(unit: &str, bytes: usize) -> String {
+    let mut s = unit.repeat(bytes / unit.len() + 1);
+    s.truncate(bytes);
+    s
 }

@@ -258,3 +258,24 @@ fn opaque_commands_are_never_safe() {
         assert!(class(c) >= Class::Dangerous, "{c}: {:?}", classify(c));
     }
 }
+
+/// Text too large to analyse is opaque at once, and counts as hidden code; the
+/// analysis of it is bounded (a hang guard, not a timing test: the benchmark has speed).
+#[test]
+fn text_too_large_to_analyse_is_opaque_hidden_code() {
+    use bash_mcp::permission::{MAX_ANALYSED_BYTES, MAX_ANALYSED_TOKENS, analyze};
+    let mut pipes = "a|".repeat(MAX_ANALYSED_TOKENS);
+    pipes.push('a');
+    let long = format!("echo {}", "x".repeat(MAX_ANALYSED_BYTES));
+    for text in [&pipes, &long] {
+        let start = std::time::Instant::now();
+        let a = analyze(text);
+        assert!(a.is_opaque() && a.runs_hidden_code(), "{:?}", a.opaque);
+        let c = classify(text);
+        assert!(c.rules.iter().any(|r| r == "hidden-code"), "{:?}", c.rules);
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "hang guard");
+    }
+    // Just under the limit it is analysed.
+    let ok = "a|".repeat(MAX_ANALYSED_TOKENS / 4);
+    assert!(!analyze(&format!("{ok}a")).is_opaque());
+}

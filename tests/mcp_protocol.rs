@@ -1622,3 +1622,54 @@ fn binary_debug_log_is_about_bash_mcp_only() {
     assert!(full.contains("Tokeniz") && !full.contains("execute finished"), "{full}");
     assert_no_survivors(&tag);
 }
+
+/// The default gate (no rules) checks the call's `env` and `stdin`, refuses a shell
+/// reading code it cannot see, and checks the command's length before analysing it.
+/// `/bin/echo` is the shell: were the gate skipped, nothing would run.
+#[test]
+fn binary_default_gate_sees_env_stdin_and_hidden_code_and_checks_length_first() {
+    let dir = TempDir::new("hidden");
+    let config = dir.config(&json!({"shell": "/bin/echo", "audit": null}));
+    let mut s = spawn_server(&["serve", "--config", &config]);
+    s.initialize();
+    let refused = [
+        json!({"command": "bash -c ls", "env": {"BASH_ENV": "/dev/stdin"}, "stdin": "rm -rf ~"}),
+        json!({"command": "sh", "stdin": "rm -rf ~"}),
+        json!({"command": "eval 'rm -rf ~'"}),
+        json!({"command": "echo 'rm -rf ~' | sh"}),
+        json!({"command": "echo cm0gLXJmIH4K | base64 -d | sh"}),
+        json!({"command": "sh -c \"$(cat script)\""}),
+        json!({"command": "ENV=./x sh -i"}),
+    ];
+    for (i, args) in refused.iter().enumerate() {
+        let result = s.result_of(i as i64 + 1, "execute", args.clone());
+        let doc = &result["structuredContent"];
+        assert_eq!(doc["error"], "permission_denied", "{args}: {result}");
+        let message = doc["message"].as_str().unwrap();
+        assert!(
+            message.contains("cannot be checked") || message.contains("unrecoverable"),
+            "{message}"
+        );
+    }
+    for (i, args) in [
+        json!({"command": "git status", "env": {"RUST_LOG": "debug"}}),
+        json!({"command": "cat", "stdin": "rm -rf ~"}),
+        json!({"command": "PATH=/usr/bin:/bin ls"}),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let result = s.result_of(i as i64 + 20, "execute", args.clone());
+        assert_eq!(result["isError"], false, "{args}: {result}");
+    }
+    // A 4 MB command: `command_too_long`, without analysing it first (that took
+    // about 50 s; `expect` waits 10 s at most).
+    let mut big = "a|".repeat(2_000_000);
+    big.push('a');
+    let result = s.result_of(40, "execute", json!({"command": big}));
+    assert_eq!(
+        result["structuredContent"]["error"], "command_too_long",
+        "{}",
+        result["structuredContent"]
+    );
+}

@@ -305,3 +305,78 @@ fn the_dialect_decides_how_the_text_is_read() {
     assert_eq!(z.decide_command(TOOL, "echo *(e:'touch p':)"), Decision::Ask);
     assert_eq!(z.explain(TOOL, &args("echo $x"))["decision"], "ask");
 }
+
+/// The call's `env` and `stdin` reach the shell too: a risky variable set through `env`
+/// is checked like one written inline, and when that leaves the call opaque its `stdin`
+/// (which something may then read as code) is analysed for the deny rules.
+#[test]
+fn env_and_stdin_arguments_are_checked_like_inline_assignments() {
+    let p = policy(&["bash.execute:ls *", "bash.execute:git *"], &["bash.execute:rm *"]);
+    let bypass = r#"{"command":"bash -c ls","env":{"BASH_ENV":"/dev/stdin"},"stdin":"rm -rf ~"}"#;
+    assert_eq!(p.decide(TOOL, bypass), Decision::Deny);
+    let explained = p.explain(TOOL, bypass);
+    assert!(
+        explained["opaque"][0]["reason"].as_str().unwrap().contains("BASH_ENV"),
+        "{explained}"
+    );
+    // Without a deny rule for what stdin holds, the opaque call is still not allowed.
+    let p = policy(&["bash.execute:ls *", "bash.execute:git *"], &[]);
+    assert_eq!(p.decide(TOOL, bypass), Decision::Ask);
+    for env in [
+        r#"{"GIT_CONFIG_COUNT":"1","GIT_CONFIG_KEY_0":"core.fsmonitor","GIT_CONFIG_VALUE_0":"touch p"}"#,
+        r#"{"GIT_SSH_COMMAND":"touch p"}"#,
+        r#"{"PATH":"/tmp/evil"}"#,
+        r#"{"MAKEFILES":"evil.mk"}"#,
+        r#"{"LD_PRELOAD":"/tmp/x.so"}"#,
+        r#"{"BASH_FUNC_git%%":"() { touch p; }"}"#,
+    ] {
+        let call = format!(r#"{{"command":"git status","env":{env}}}"#);
+        assert_eq!(p.decide(TOOL, &call), Decision::Ask, "{call}");
+        assert_eq!(
+            bash_mcp::permission::permission_pattern(TOOL, &call),
+            "bash.execute:{unknown}",
+            "{call}"
+        );
+        // The same variable written inline is refused the same way.
+        let name = env.split('"').nth(1).unwrap();
+        assert_eq!(decide(&p, &format!("{name}=x git status")), Decision::Ask, "{name}");
+    }
+    // Harmless variables and plain data on stdin change nothing.
+    for call in [
+        r#"{"command":"git status","env":{"RUST_LOG":"debug","NO_COLOR":"1","BASH_MCP_TEST_TAG":"t","LANG":"C.UTF-8"}}"#,
+        r#"{"command":"git apply","stdin":"rm -rf ~"}"#,
+        r#"{"command":"ls","stdin":null,"env":null}"#,
+    ] {
+        assert_eq!(p.decide(TOOL, call), Decision::Allow, "{call}");
+    }
+    // Malformed `env` fails closed.
+    for call in [
+        r#"{"command":"ls","env":"PATH=/x"}"#,
+        r#"{"command":"ls","env":{"A":1}}"#,
+    ] {
+        assert_eq!(p.decide(TOOL, call), Decision::Ask, "{call}");
+    }
+}
+
+/// A shell reading the call's stdin as its script: the script's commands are seen by the
+/// deny rules and the classifier, and the call stays opaque.
+#[test]
+fn a_shell_reading_the_calls_stdin_is_opaque_and_its_commands_are_seen() {
+    use bash_mcp::permission::{Class, classify_call};
+    let p = policy(&["bash.execute:*"], &["bash.execute:rm *"]);
+    for command in [
+        "sh",
+        "bash -s",
+        "source /dev/stdin",
+        ". /dev/fd/0",
+        "sh -c 'eval \"$(cat)\"'",
+    ] {
+        let call = serde_json::json!({"command": command, "stdin": "echo hi; rm -rf ~"}).to_string();
+        assert_eq!(p.decide(TOOL, &call), Decision::Deny, "{command}");
+        assert_eq!(classify_call(&call).class, Class::Catastrophic, "{command}");
+    }
+    let call = r#"{"command":"bash -c ls","env":{"BASH_ENV":"/dev/stdin"},"stdin":"rm -rf ~"}"#;
+    let c = classify_call(call);
+    assert_eq!(c.class, Class::Catastrophic, "{c:?}");
+    assert!(c.rules.iter().any(|r| r == "hidden-code"), "{c:?}");
+}

@@ -31,7 +31,9 @@
 use std::sync::Arc;
 
 use bash_mcp::mcp::{Gate, GateDecision};
-use bash_mcp::permission::{self, Class, Decision, Dialect, OPAQUE_BODY, PermissionPolicy, fnmatch};
+use bash_mcp::permission::{
+    self, Class, Classification, Decision, Dialect, MAX_ANALYSED_BYTES, OPAQUE_BODY, PermissionPolicy, fnmatch,
+};
 use bash_mcp::{BashServer, McpServer};
 use serde_json::Value;
 
@@ -131,6 +133,11 @@ impl PolicyGate {
     }
 
     fn decide_command(&self, qualified: &str, args_json: &str, dialect: Dialect) -> GateDecision {
+        // Length first: the tools refuse a command longer than this (`command_too_long`)
+        // before anything runs, and analysing it would only delay that answer.
+        if command_len(args_json).is_some_and(|n| n > MAX_ANALYSED_BYTES) {
+            return GateDecision::Allow;
+        }
         let pattern = permission::permission_pattern_in(qualified, args_json, dialect);
         let policy = self.policies.iter().find(|p| p.dialect() == dialect);
         if let Some(policy) = policy {
@@ -159,12 +166,21 @@ impl PolicyGate {
             }
         }
         // Past the rules, a command they cover was allowed by them explicitly.
-        if self.refuse_catastrophic
-            && policy.is_none()
-            && let Some(command) = string_arg(args_json, "command")
-            && let Some(refusal) = catastrophic(&command, pattern)
-        {
-            return refusal;
+        if self.refuse_catastrophic && policy.is_none() {
+            let analysis = permission::analyze_call_in(args_json, dialect);
+            if let Some(hidden) = analysis.opaque.iter().find(|o| o.hidden_code) {
+                return refuse(
+                    format!(
+                        "refused: this command runs code that cannot be checked before it runs ({})",
+                        hidden.reason
+                    ),
+                    "run the code itself as the command (write it out instead of piping it into a shell, `eval` or `sh -c \"$(...)\"`, or setting BASH_ENV/ENV); or the operator can allow it with a permission rule such as `bash.execute:*`",
+                    pattern,
+                );
+            }
+            if let Some(refusal) = catastrophic(permission::classify_call(args_json), pattern) {
+                return refusal;
+            }
         }
         GateDecision::Allow
     }
@@ -196,7 +212,7 @@ impl PolicyGate {
         if self.refuse_catastrophic
             && !explicitly_allowed
             && let Some(input) = string_arg(args_json, "input")
-            && let Some(refusal) = catastrophic(&input, pattern)
+            && let Some(refusal) = catastrophic(permission::classify(&input), pattern)
         {
             return refusal;
         }
@@ -233,9 +249,13 @@ fn string_arg(args_json: &str, key: &str) -> Option<String> {
         .and_then(|v| v.get(key).and_then(Value::as_str).map(str::to_owned))
 }
 
+/// The byte length of the call's `command`, if it has one.
+fn command_len(args_json: &str) -> Option<usize> {
+    string_arg(args_json, "command").map(|c| c.len())
+}
+
 /// The refusal of a command the classifier calls catastrophic.
-fn catastrophic(command: &str, pattern: String) -> Option<GateDecision> {
-    let classification = permission::classify(command);
+fn catastrophic(classification: Classification, pattern: String) -> Option<GateDecision> {
     (classification.class == Class::Catastrophic).then(|| {
         refuse(
             format!(

@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
+use super::call::Call;
 use super::fnmatch::{fnmatch, fnmatch_pathname};
 use super::unwrap::basename;
 use super::{Part, analyze};
@@ -405,6 +406,57 @@ fn piped_into(rule: &Rule, command: &str) -> bool {
     })
 }
 
+/// Classifies a tool call whose JSON arguments are `args_json`: its `command`, and when
+/// the call is opaque (a risky variable in its `env`, a shell reading standard input) its
+/// `stdin` too, which may then be read as code. Malformed arguments are classified as
+/// an empty, opaque command.
+///
+/// ```
+/// use bash_mcp::permission::{Class, classify_call};
+/// let call = r#"{"command":"bash -c ls","env":{"BASH_ENV":"/dev/stdin"},"stdin":"rm -rf ~"}"#;
+/// assert_eq!(classify_call(call).class, Class::Catastrophic);
+/// assert_eq!(classify_call(r#"{"command":"cat","stdin":"rm -rf ~"}"#).class, Class::Safe);
+/// ```
+pub fn classify_call(args_json: &str) -> Classification {
+    let Ok(call) = Call::parse(args_json) else {
+        return classify("");
+    };
+    let mut c = classify(&call.command);
+    let analysis = call.analyze(super::Dialect::Unknown);
+    for (id, opacity) in [
+        ("hidden-code", analysis.opaque.iter().find(|o| o.hidden_code)),
+        ("opaque", analysis.opaque.first()),
+    ] {
+        if let Some(o) = opacity
+            && !c.rules.iter().any(|r| r == id)
+        {
+            c.rules.push(id.to_owned());
+            c.class = c.class.max(Class::Dangerous);
+            if c.class == Class::Dangerous && c.hint.starts_with("No rule matched") {
+                c.hint = format!("Opaque command: {}. Review it by hand.", o.reason);
+            }
+        }
+    }
+    let stdin = call.stdin.as_ref().and_then(|s| s.as_str());
+    if let Some(text) = stdin
+        && super::call::too_large(text).is_none()
+        && analysis.is_opaque()
+    {
+        let more = classify(text);
+        if more.class > c.class {
+            c.hint = more.hint;
+        }
+        c.class = c.class.max(more.class);
+        for r in more.rules {
+            if !c.rules.contains(&r) {
+                c.rules.push(r);
+            }
+        }
+        c.parts.extend(more.parts);
+    }
+    c
+}
+
 /// Classifies `command` as safe, dangerous or catastrophic, from the executed parts
 /// (quoting, substitutions, wrappers and chaining do not hide a rule). A command whose
 /// permission pattern is opaque (`{unknown}`) is never safe: at least dangerous, rule
@@ -472,6 +524,13 @@ pub fn classify(command: &str) -> Classification {
     } else if analysis.parts.is_empty() {
         let text = "Opaque command: it runs nothing a rule can name. Review it by hand.";
         note(Class::Dangerous, "opaque", text, &mut overall, &mut rule_ids);
+    }
+    if let Some(hidden) = analysis.opaque.iter().find(|o| o.hidden_code) {
+        let text = format!(
+            "Runs code the text does not show: {}. The binary's default gate refuses this.",
+            hidden.reason
+        );
+        note(Class::Dangerous, "hidden-code", &text, &mut overall, &mut rule_ids);
     }
     let hint = hint.map_or_else(
         || "No rule matched. This classification is advisory only.".to_owned(),

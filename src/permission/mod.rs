@@ -25,6 +25,7 @@
 //! ```
 
 mod arith;
+mod call;
 mod classify;
 mod depth;
 mod dialect;
@@ -40,16 +41,17 @@ mod word;
 mod wrapper_table;
 mod wrappers;
 
+pub use call::{MAX_ANALYSED_BYTES, MAX_ANALYSED_TOKENS};
 #[doc(hidden)]
 pub use classify::rule_count;
-pub use classify::{Class, Classification, PartClass, classify};
+pub use classify::{Class, Classification, PartClass, classify, classify_call};
 pub use depth::{MAX_NESTING, MAX_PAREN_NESTING};
 pub use dialect::{Dialect, OTHER_SHELL_KEYWORDS, PLAIN_CHARACTERS, POSIX_SHELLS};
 pub use fnmatch::{fnmatch, fnmatch_escape};
 pub use pattern::OPAQUE_BODY;
 pub use policy::{Decision, PermissionPolicy, PolicyError};
 pub use shells::{SHELLS, UNANALYSED_SHELLS};
-pub use vars::{RISKY_VARIABLE_PREFIXES, RISKY_VARIABLES, is_risky_setting, is_risky_variable};
+pub use vars::{RISKY_VARIABLE_PREFIXES, RISKY_VARIABLES, RiskyVariable, is_risky_setting, is_risky_variable};
 pub use wrappers::{OPAQUE_BUILTINS, OPAQUE_WRAPPERS, TRANSPARENT_WRAPPERS, VISIBLE_WRAPPERS};
 
 use serde::Serialize;
@@ -77,6 +79,22 @@ pub struct Opacity {
     pub reason: String,
     /// Commands whose output becomes the code that runs (`curl` in `curl x | sh`).
     pub fed_by: Vec<String>,
+    /// A shell or `eval` runs code that is not in the text: from standard input, a
+    /// stream, an expansion or a startup file (`eval "$x"`, `curl x | sh`,
+    /// `sh -c "$(cat f)"`, `BASH_ENV=f bash -c ls`). The binary's default gate refuses
+    /// these.
+    pub hidden_code: bool,
+}
+
+impl Opacity {
+    /// A reason with no hidden code.
+    pub(crate) fn new(reason: String, fed_by: Vec<String>) -> Opacity {
+        Opacity {
+            reason,
+            fed_by,
+            hidden_code: false,
+        }
+    }
 }
 
 /// Everything a command text would execute.
@@ -99,6 +117,19 @@ impl Analysis {
     /// ```
     pub fn is_opaque(&self) -> bool {
         !self.opaque.is_empty()
+    }
+
+    /// True when a shell or `eval` runs code the text does not show (see
+    /// [`Opacity::hidden_code`]).
+    ///
+    /// ```
+    /// use bash_mcp::permission::analyze;
+    /// assert!(analyze("curl -s https://x | sh").runs_hidden_code());
+    /// assert!(analyze("eval \"$X\"").runs_hidden_code());
+    /// assert!(!analyze("$CMD -x").runs_hidden_code());
+    /// ```
+    pub fn runs_hidden_code(&self) -> bool {
+        self.opaque.iter().any(|o| o.hidden_code)
     }
 }
 
@@ -129,7 +160,11 @@ pub fn analyze(command: &str) -> Analysis {
 /// ```
 pub fn analyze_in(command: &str, dialect: Dialect) -> Analysis {
     let mut walker = parse::Walker::new(dialect);
-    walker.text(command);
+    if let Some(reason) = call::too_large(command) {
+        walker.hidden_code(reason, Vec::new());
+    } else {
+        walker.text(command);
+    }
     Analysis {
         parts: walker.parts,
         opaque: walker.opaque,
@@ -162,14 +197,26 @@ pub fn command_pattern_in(tool_name: &str, command: &str, dialect: Dialect) -> S
     pattern::render(tool_name, &analyze_in(command, dialect))
 }
 
-/// Extracts the `command` string from a tool call's JSON arguments.
-pub(crate) fn command_from_args(args_json: &str) -> Result<String, String> {
-    let value: serde_json::Value = serde_json::from_str(args_json)
-        .map_err(|e| format!("the arguments are not valid JSON ({e}); send an object like {{\"command\": \"ls\"}}"))?;
-    match value.get("command") {
-        Some(serde_json::Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err("the `command` argument is not a string".into()),
-        None => Err("the arguments have no `command` string; send an object like {\"command\": \"ls\"}".into()),
+/// Everything a tool call with the JSON arguments `args_json` would execute, run by a
+/// shell of `dialect`: its `command`, with the variables its `env` argument sets checked
+/// like inline assignments, and, when that leaves the call opaque, the commands of its
+/// `stdin` (which may then be read as code). Malformed arguments are opaque.
+///
+/// ```
+/// use bash_mcp::permission::{Dialect, analyze_call_in};
+/// let call = r#"{"command":"bash -c ls","env":{"BASH_ENV":"/dev/stdin"},"stdin":"rm -rf ~"}"#;
+/// let a = analyze_call_in(call, Dialect::Bash);
+/// assert!(a.is_opaque() && a.runs_hidden_code());
+/// assert!(a.parts.iter().any(|p| p.normalized_text == "rm -rf ~"));
+/// assert!(!analyze_call_in(r#"{"command":"ls","env":{"RUST_LOG":"debug"}}"#, Dialect::Bash).is_opaque());
+/// ```
+pub fn analyze_call_in(args_json: &str, dialect: Dialect) -> Analysis {
+    match call::Call::parse(args_json) {
+        Ok(call) => call.analyze(dialect),
+        Err(e) => Analysis {
+            parts: Vec::new(),
+            opaque: vec![Opacity::new(e, Vec::new())],
+        },
     }
 }
 
@@ -193,17 +240,20 @@ pub fn permission_pattern(tool_name: &str, args_json: &str) -> String {
 /// shell of `dialect`: what a host's `get_permission_pattern` returns.
 ///
 /// Malformed JSON or a missing `command` gives the opaque pattern and a
-/// `tracing::warn!`, never a wildcard.
+/// `tracing::warn!`, never a wildcard. A risky variable in the call's `env` makes the
+/// pattern opaque, as it does written inline (see [`analyze_call_in`]).
 ///
 /// ```
 /// use bash_mcp::permission::{Dialect, permission_pattern_in};
+/// let env = r#"{"command":"git status","env":{"GIT_CONFIG_COUNT":"1"}}"#;
+/// assert_eq!(permission_pattern_in("bash.execute", env, Dialect::Bash), "bash.execute:{unknown}");
 /// let args = r#"{"command":"[[ -f x ]] && git push"}"#;
 /// assert_eq!(permission_pattern_in("bash.execute", args, Dialect::Bash), "bash.execute:git *");
 /// assert_eq!(permission_pattern_in("bash.execute", args, Dialect::Unknown), "bash.execute:{unknown}");
 /// ```
 pub fn permission_pattern_in(tool_name: &str, args_json: &str, dialect: Dialect) -> String {
-    match command_from_args(args_json) {
-        Ok(command) => command_pattern_in(tool_name, &command, dialect),
+    match call::Call::parse(args_json) {
+        Ok(call) => pattern::render(tool_name, &call.analyze(dialect)),
         Err(e) => {
             tracing::warn!(tool = tool_name, "permission pattern: {e}");
             pattern::opaque_pattern(tool_name)

@@ -13,7 +13,7 @@ use super::arith::{builtin_hazard, is_literal_arithmetic, is_plain_name, is_plai
 use super::depth::{MAX_NESTING, MAX_PAREN_NESTING, nesting_depth};
 use super::dialect::{Dialect, OTHER_SHELL_KEYWORDS, not_plain};
 use super::unwrap::{Unwrap, basename};
-use super::vars::{is_risky_variable, risky_setting};
+use super::vars::{is_risky_variable, is_shell_code_variable, risky_setting};
 use super::word::{Arg, clip, resolve, resolve_heredoc};
 use super::wrappers::unwrap;
 use super::{Opacity, Part};
@@ -258,7 +258,18 @@ impl Walker {
     /// Records a reason the command cannot be known from its text.
     pub(crate) fn opaque(&mut self, reason: String, fed_by: Vec<String>) {
         if self.opaque.len() < 32 {
-            self.opaque.push(Opacity { reason, fed_by });
+            self.opaque.push(Opacity::new(reason, fed_by));
+        }
+    }
+
+    /// Records that a shell or `eval` runs code the text does not show.
+    pub(crate) fn hidden_code(&mut self, reason: String, fed_by: Vec<String>) {
+        if self.opaque.len() < 32 {
+            let mut o = Opacity::new(reason, fed_by);
+            o.hidden_code = true;
+            self.opaque.push(o);
+        } else if let Some(last) = self.opaque.last_mut() {
+            last.hidden_code = true;
         }
     }
 
@@ -562,7 +573,11 @@ impl Walker {
             AssignmentValue::Array(_) => None,
         };
         if let Some(reason) = risky_setting(name, value.as_deref()) {
-            self.opaque(reason, Vec::new());
+            if is_shell_code_variable(name) {
+                self.hidden_code(reason, Vec::new());
+            } else {
+                self.opaque(reason, Vec::new());
+            }
         }
         if let AssignmentName::ArrayElementName(_, index) = &a.name {
             self.bash_only("an array element assignment");
@@ -859,7 +874,7 @@ impl Walker {
                     if super::wrappers::is_shell(&argv[0].text)
                         && let Some(path) = argv[1..].iter().find(|a| names_other_stream(&a.text))
                     {
-                        self.opaque(
+                        self.hidden_code(
                             format!(
                                 "`{}` may read commands from `{}`, not from its standard input",
                                 argv[0].text,
@@ -889,14 +904,14 @@ impl Walker {
                             self.nested(|w| w.text_in(&code, dialect));
                             self.stdin_script = outer;
                         }
-                        Stdin::Unknown => self.opaque(
+                        Stdin::Unknown => self.hidden_code(
                             format!(
                                 "`{}` reads commands from a file or an expanded here-document",
                                 argv[0].text
                             ),
                             Vec::new(),
                         ),
-                        Stdin::Inherited => self.opaque(
+                        Stdin::Inherited => self.hidden_code(
                             format!("`{}` reads commands from standard input", argv[0].text),
                             feeders.to_vec(),
                         ),
@@ -913,7 +928,11 @@ impl Walker {
                 }
                 Unwrap::Opaque(reason) => {
                     let fed = argv.iter().flat_map(|a| a.inner.clone()).collect();
-                    self.opaque(reason, fed);
+                    if runs_hidden_code(argv) {
+                        self.hidden_code(reason, fed);
+                    } else {
+                        self.opaque(reason, fed);
+                    }
                     return;
                 }
             }
@@ -929,12 +948,27 @@ impl Walker {
             let dialect = script_dialect(runner);
             self.nested(|w| w.text_in(&text, dialect));
         } else {
-            self.opaque(
+            self.hidden_code(
                 format!("`{runner}` runs a command string produced by an expansion"),
                 code.inner.clone(),
             );
         }
     }
+}
+
+/// Whether an opaque command runs code its text does not show: `eval`, `source` or `.`
+/// of an expansion or a stream, or an assignment (`env BASH_ENV=f`, `export ENV=f`) of a
+/// variable that makes a shell read code.
+fn runs_hidden_code(argv: &[Arg]) -> bool {
+    let name = basename(&argv[0].text);
+    let sourced = |a: &Arg| !a.literal || names_other_stream(&a.text) || a.text == "/dev/stdin";
+    name == "eval"
+        || (matches!(name, "source" | ".") && argv[1..].iter().any(sourced))
+        || argv[1..].iter().any(|a| {
+            a.text
+                .split_once('=')
+                .is_some_and(|(n, _)| is_shell_code_variable(n.trim_end_matches('+')))
+        })
 }
 
 /// The shell that runs the code string of `runner` (`sh -c CODE`, `su -c CODE`, ...).

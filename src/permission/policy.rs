@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::fnmatch::fnmatch;
 use super::pattern::opaque_pattern;
 use super::unwrap::basename;
-use super::{Analysis, Dialect, Opacity, Part, analyze_in, command_from_args};
+use super::{Analysis, Dialect, Opacity, Part, analyze_call_in, analyze_in};
 
 /// The outcome of [`PermissionPolicy::decide`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -394,17 +394,11 @@ fn may_expand(arg: &str) -> bool {
 }
 
 fn analysis_of(tool: &str, args_json: &str, dialect: Dialect) -> Analysis {
-    match command_from_args(args_json) {
-        Ok(command) => analyze_in(&command, dialect),
-        Err(e) => {
-            tracing::warn!(tool, "permission policy: {e}");
-            Analysis {
-                parts: Vec::new(),
-                opaque: vec![Opacity {
-                    reason: e,
-                    fed_by: Vec::new(),
-                }],
-            }
-        }
+    let analysis = analyze_call_in(args_json, dialect);
+    if analysis.parts.is_empty()
+        && let Some(o) = analysis.opaque.first()
+    {
+        tracing::debug!(tool, "permission policy: {}", o.reason);
     }
+    analysis
 }

@@ -1,0 +1,145 @@
+//! A tool call as the shell receives it: the `command`, and the `env` and `stdin`
+//! arguments that reach the shell beside it.
+//!
+//! A variable set through `env` is checked like an inline `NAME=value` prefix: a risky
+//! name makes the call opaque (`{"command":"git status","env":{"GIT_CONFIG_COUNT":"1"}}`
+//! is `{unknown}`, as `GIT_CONFIG_COUNT=1 git status` is). When the call is opaque and
+//! has `stdin`, something may read that text as code (`BASH_ENV=/dev/stdin`, `sh`,
+//! `source /dev/stdin`), so its commands are added to the parts: deny rules and the
+//! classifier see them, and the pattern stays `{unknown}`.
+
+use serde_json::Value;
+
+use super::parse::Walker;
+use super::vars::{is_risky_setting, is_shell_code_variable};
+use super::{Analysis, Dialect, Opacity};
+
+/// Text longer than this is not analysed: it is opaque at once. The tools refuse longer
+/// commands before they run (`execute` at 128 KiB, `session_run` at 1 MiB).
+pub const MAX_ANALYSED_BYTES: usize = 1 << 20;
+
+/// Text with more words and operators than this is not analysed: it is opaque at once,
+/// and its opacity counts as hidden code (the binary's default gate refuses it). The
+/// shell parser costs a few microseconds per token, so this bounds every analysis to
+/// tens of milliseconds.
+pub const MAX_ANALYSED_TOKENS: usize = 10_000;
+
+/// An upper bound of the number of words and operators the shell parser would see in
+/// `text`: each run of word characters and each operator or quote character counts one.
+/// One pass, no allocation.
+pub(crate) fn token_estimate(text: &str) -> usize {
+    let mut count = 0;
+    let mut in_word = false;
+    for b in text.bytes() {
+        let operator = matches!(
+            b,
+            b'|' | b'&' | b';' | b'<' | b'>' | b'(' | b')' | b'`' | b'$' | b'"' | b'\'' | b'{' | b'}'
+        );
+        let space = b.is_ascii_whitespace();
+        if operator {
+            count += 1;
+            in_word = false;
+        } else if space {
+            in_word = false;
+        } else if !in_word {
+            count += 1;
+            in_word = true;
+        }
+    }
+    count
+}
+
+/// Why `text` is too large to analyse, if it is.
+pub(crate) fn too_large(text: &str) -> Option<String> {
+    if text.len() > MAX_ANALYSED_BYTES {
+        return Some(format!(
+            "the command is {} bytes, more than the {MAX_ANALYSED_BYTES} analysed",
+            text.len()
+        ));
+    }
+    let tokens = token_estimate(text);
+    (tokens > MAX_ANALYSED_TOKENS).then(|| {
+        format!("the command has about {tokens} words and operators, more than the {MAX_ANALYSED_TOKENS} analysed")
+    })
+}
+
+/// The arguments of a command tool call that reach the shell.
+pub(crate) struct Call {
+    pub command: String,
+    pub env: Option<Value>,
+    pub stdin: Option<Value>,
+}
+
+impl Call {
+    /// Reads the call's JSON arguments; an error names what is missing.
+    pub(crate) fn parse(args_json: &str) -> Result<Call, String> {
+        let value: Value = serde_json::from_str(args_json).map_err(|e| {
+            format!("the arguments are not valid JSON ({e}); send an object like {{\"command\": \"ls\"}}")
+        })?;
+        let Value::Object(mut map) = value else {
+            return Err("the arguments are not a JSON object; send an object like {\"command\": \"ls\"}".into());
+        };
+        let command = match map.remove("command") {
+            Some(Value::String(s)) => s,
+            Some(_) => return Err("the `command` argument is not a string".into()),
+            None => {
+                return Err("the arguments have no `command` string; send an object like {\"command\": \"ls\"}".into());
+            }
+        };
+        Ok(Call {
+            command,
+            env: map.remove("env").filter(|v| !v.is_null()),
+            stdin: map.remove("stdin").filter(|v| !v.is_null()),
+        })
+    }
+
+    /// The analysis of the whole call, read by a shell of `dialect`.
+    pub(crate) fn analyze(&self, dialect: Dialect) -> Analysis {
+        let mut analysis = super::analyze_in(&self.command, dialect);
+        if let Some(env) = &self.env {
+            env_opacity(env, &mut analysis.opaque);
+        }
+        if analysis.is_opaque()
+            && let Some(stdin) = &self.stdin
+        {
+            match stdin.as_str() {
+                Some(text) if too_large(text).is_none() => {
+                    let mut walker = Walker::new(dialect);
+                    walker.text(text);
+                    analysis.parts.extend(walker.parts);
+                }
+                _ => analysis.opaque.push(Opacity::new(
+                    "the call's `stdin` may be read as code and is not text that can be analysed".into(),
+                    Vec::new(),
+                )),
+            }
+        }
+        analysis
+    }
+}
+
+/// Adds a reason for each risky variable the call's `env` sets (and one when `env` is
+/// not an object of strings, which the tools refuse anyway).
+fn env_opacity(env: &Value, opaque: &mut Vec<Opacity>) {
+    let Value::Object(map) = env else {
+        opaque.push(Opacity::new("the call's `env` is not an object".into(), Vec::new()));
+        return;
+    };
+    for (name, value) in map {
+        let Some(value) = value.as_str() else {
+            opaque.push(Opacity::new(
+                format!("the call's `env.{name}` is not a string"),
+                Vec::new(),
+            ));
+            continue;
+        };
+        if is_risky_setting(name, Some(value)) {
+            let mut o = Opacity::new(
+                format!("the call's `env` sets {name}, which changes what runs"),
+                Vec::new(),
+            );
+            o.hidden_code = is_shell_code_variable(name);
+            opaque.push(o);
+        }
+    }
+}
