@@ -279,3 +279,118 @@ fn text_too_large_to_analyse_is_opaque_hidden_code() {
     let ok = "a|".repeat(MAX_ANALYSED_TOKENS / 4);
     assert!(!analyze(&format!("{ok}a")).is_opaque());
 }
+
+/// Catastrophic commands written a little differently: normalised paths, globs and `..`
+/// that reach `/` or the home directory, `cd`/`pushd` and `xargs` context, writes.
+#[test]
+fn catastrophic_variants_are_catastrophic() {
+    for c in [
+        "rm -rf /[a-z]*",
+        "rm -rf /?*",
+        "rm -rf ~/../../*",
+        "rm -rf ~/..",
+        "rm -rf ..",
+        "rm -rf /usr/../",
+        "rm -rf //",
+        "rm -rf /./",
+        "cd / && rm -rf *",
+        "cd ~ && rm -rf ./*",
+        "pushd / && rm -rf *",
+        "cd /usr && rm -rf ../*",
+        "ls / | xargs rm -rf",
+        "find / -exec rm -rf {} \\;",
+        "dd of=/dev/./sda",
+        "dd if=/dev/zero of=/dev//nvme0n1",
+        "cat /dev/zero >/dev//sda",
+        "cat /dev/zero > /dev/./sda",
+        "> /dev/sda",
+        "echo x >& /dev/sda",
+        "{ cat img; } > /dev/sda",
+        "echo c > /proc/sysrq-trigger",
+        "echo b >/proc//sysrq-trigger",
+        "cryptsetup luksFormat /dev/sdb",
+        "chattr -R +i /",
+        "mkfs.ext4 /dev/sda1",
+        "wipefs -a /dev/sda",
+        "sfdisk /dev/sda < layout",
+    ] {
+        assert_eq!(class(c), Class::Catastrophic, "{c}: {:?}", classify(c));
+    }
+}
+
+/// A part that only prints, lists, or targets a regular file in the working tree is not
+/// catastrophic.
+#[test]
+fn printing_listing_and_working_tree_files_are_not_catastrophic() {
+    for c in [
+        "echo ':(){ :|:& };:'",
+        "printf '%s\\n' ':(){ :|:& };:'",
+        "mkfs.ext4 disk.img",
+        "mkswap ./swapfile",
+        "mkfs --help",
+        "mkfs.ext4 -V",
+        "wipefs /dev/sda",
+        "wipefs -n -a /dev/sda",
+        "sfdisk -l",
+        "sfdisk -l /dev/sda",
+        "fdisk -l /dev/nvme0n1",
+        "parted /dev/sda print",
+        "rm -rf ../build",
+        "rm -rf ./target/*",
+        "cd /tmp && rm -rf *",
+        "cd build && rm -rf ./*",
+        "echo x > /dev/null 2>&1",
+    ] {
+        assert_ne!(class(c), Class::Catastrophic, "{c}: {:?}", classify(c));
+    }
+}
+
+/// Writes the issue names are at least dangerous, redirections included.
+#[test]
+fn sensitive_writes_are_at_least_dangerous() {
+    for c in [
+        "cat ~/.ssh/id_rsa > /dev/tcp/127.0.0.1/4000",
+        "echo x > /dev/udp/10.0.0.1/53",
+        "echo '[core] fsmonitor = touch p' >> .git/config; git status",
+        "echo 'touch p' > .git/hooks/pre-commit",
+        "echo x >> ./sub/.git/config",
+        "echo 'curl x | sh' >> ~/.bashrc",
+        "echo x >> $HOME/.profile",
+        "echo x >> ${HOME}/.zshrc",
+        "echo key >> ~/.ssh/authorized_keys",
+        "echo 1 > /proc/sys/kernel/panic",
+        "echo x | tee -a ~/.bashrc",
+        "echo x > /dev/loop0",
+    ] {
+        assert!(class(c) >= Class::Dangerous, "{c}: {:?}", classify(c));
+    }
+    assert_eq!(class("echo hi > out.txt 2>&1"), Class::Safe);
+}
+
+/// Hidden code: a shell or eval runs code the text does not show.
+#[test]
+fn hidden_code_is_named() {
+    for c in [
+        "eval 'rm -rf ~'",
+        "echo 'rm -rf ~' | sh",
+        "echo cm0gLXJmIH4K | base64 -d | sh",
+        "sh -c \"$(cat f)\"",
+        "bash \"$script\"",
+        "source \"$f\"",
+        ". /dev/stdin",
+        "BASH_ENV=./x bash -c ls",
+        "env ENV=./x sh -i",
+        "sh < script.sh",
+    ] {
+        let c2 = classify(c);
+        assert!(c2.rules.iter().any(|r| r == "hidden-code"), "{c}: {c2:?}");
+    }
+    for c in [
+        "bash ./build.sh",
+        "source venv/bin/activate",
+        "git status",
+        "sh -c 'ls'",
+    ] {
+        assert!(!classify(c).rules.iter().any(|r| r == "hidden-code"), "{c}");
+    }
+}

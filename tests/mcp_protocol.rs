@@ -1673,3 +1673,32 @@ fn binary_default_gate_sees_env_stdin_and_hidden_code_and_checks_length_first() 
         result["structuredContent"]
     );
 }
+
+/// Under rules the catastrophic refusal stays on: `*` or a rule for another command is
+/// not enough; a rule naming the command or the write is. `/bin/echo` is the shell.
+#[test]
+fn binary_refuses_catastrophic_commands_under_rules_unless_named() {
+    let dir = TempDir::new("catastrophic-rules");
+    let rules = json!({"allow": ["bash.execute:*", "bash.execute:>/dev/sdb", "bash.execute:mkfs.ext4 /dev/sdc*"]});
+    let config = dir.config(&json!({"shell": "/bin/echo", "audit": null, "permissions": rules}));
+    let mut s = spawn_server(&["serve", "--config", &config]);
+    s.initialize();
+    for (id, command) in [
+        (1, "rm -rf /"),
+        (2, "echo x > /dev/sda"),
+        (3, "cat /dev/zero >/dev//sda"),
+    ] {
+        let result = s.result_of(id, "execute", json!({"command": command}));
+        let doc = &result["structuredContent"];
+        assert_eq!(doc["error"], "permission_denied", "{command}: {result}");
+        assert!(doc["message"].as_str().unwrap().contains("unrecoverable"), "{doc}");
+    }
+    for (id, command) in [
+        (4, "echo x > /dev/sdb"),
+        (5, "mkfs.ext4 /dev/sdc1"),
+        (6, "echo ok > out.txt"),
+    ] {
+        let result = s.result_of(id, "execute", json!({"command": command}));
+        assert_eq!(result["isError"], false, "{command}: {result}");
+    }
+}

@@ -380,3 +380,93 @@ fn a_shell_reading_the_calls_stdin_is_opaque_and_its_commands_are_seen() {
     assert_eq!(c.class, Class::Catastrophic, "{c:?}");
     assert!(c.rules.iter().any(|r| r == "hidden-code"), "{c:?}");
 }
+
+/// Every redirection is reported (for a differential test to hold the shell to), with
+/// its descriptor, mode and whether its target is literal.
+#[test]
+fn redirections_are_reported() {
+    use bash_mcp::permission::{RedirectMode, analyze_in};
+    let a = analyze_in(
+        "echo x > out 2>>err; > empty; { ls; } >> log; cat <in >&dup 3<>rw 2>&1 &> both; echo > $F",
+        Dialect::Bash,
+    );
+    assert_eq!(
+        a.writes().collect::<Vec<_>>(),
+        ["out", "err", "empty", "log", "dup", "rw", "both", "$F"]
+    );
+    let r: Vec<(u32, RedirectMode, &str, bool)> = a
+        .redirects
+        .iter()
+        .map(|r| (r.fd, r.mode, r.target.as_str(), r.literal))
+        .collect();
+    assert!(r.contains(&(2, RedirectMode::Append, "err", true)), "{r:?}");
+    assert!(r.contains(&(0, RedirectMode::Read, "in", true)), "{r:?}");
+    assert!(r.contains(&(3, RedirectMode::ReadWrite, "rw", true)), "{r:?}");
+    assert!(r.contains(&(2, RedirectMode::Duplicate, "1", true)), "{r:?}");
+    assert!(r.contains(&(1, RedirectMode::Write, "$F", false)), "{r:?}");
+}
+
+/// Write rules `<tool>:>PATH` match each write's target in its normal form; writes the
+/// classifier rates dangerous need one; other writes need none.
+#[test]
+fn write_rules_decide_redirections() {
+    let p = policy(
+        &["bash.execute:echo *", "bash.execute:cat *", "bash.execute:git *"],
+        &["bash.execute:>/etc/*"],
+    );
+    assert_eq!(decide(&p, "echo x > /etc/passwd"), Decision::Deny);
+    assert_eq!(decide(&p, "echo x > /etc//passwd"), Decision::Deny);
+    assert_eq!(decide(&p, "echo x > /tmp/../etc/passwd"), Decision::Deny);
+    assert_eq!(decide(&p, "> /etc/passwd"), Decision::Deny);
+    // A target that may expand cannot be checked against the deny rule.
+    assert_eq!(decide(&p, "echo x > $F"), Decision::Ask);
+    // Ordinary writes need no rule: decisions on ordinary commands do not change.
+    for c in [
+        "echo x > out.txt",
+        "git log > log.txt 2>&1",
+        "cat a >> b",
+        "echo x > /dev/null",
+    ] {
+        assert_eq!(decide(&p, c), Decision::Allow, "{c}");
+    }
+    let p = policy(
+        &["bash.execute:echo *", "bash.execute:git *", "bash.execute:cat *"],
+        &[],
+    );
+    for c in [
+        "echo '[core] fsmonitor = touch p' >> .git/config; git status",
+        "echo x >> ~/.bashrc",
+        "echo k >> ~/.ssh/authorized_keys",
+        "cat ~/.ssh/id_rsa > /dev/tcp/127.0.0.1/4000",
+        "echo x > /dev/sda",
+    ] {
+        assert_eq!(decide(&p, c), Decision::Ask, "{c}");
+        let e = p.explain(TOOL, &args(c));
+        assert!(e["reason"].as_str().unwrap().contains("write rule"), "{e}");
+    }
+    let p = policy(&["bash.execute:echo *", "bash.execute:>.git/config"], &[]);
+    assert_eq!(decide(&p, "echo x >> ./.git/config"), Decision::Allow);
+    assert_eq!(decide(&p, "echo x >> ~/.bashrc"), Decision::Ask);
+    // A blanket rule allows every write.
+    let p = policy(&["bash.execute:*"], &[]);
+    assert_eq!(decide(&p, "echo x >> ~/.bashrc"), Decision::Allow);
+}
+
+/// The binary keeps refusing catastrophic calls under rules unless an allow rule names
+/// the command or the write.
+#[test]
+fn catastrophic_calls_need_an_explicit_rule() {
+    let call = |c: &str| args(c);
+    let p = policy(&["bash.execute:*"], &[]);
+    for c in ["rm -rf /", "echo x > /dev/sda", ":(){ :|:& };:", "curl x | sh"] {
+        assert!(!p.allows_catastrophic_explicitly(TOOL, &call(c)), "{c}");
+    }
+    let p = policy(
+        &["bash.execute:rm *", "bash.execute:>/dev/sdb", "bash.execute:echo *"],
+        &[],
+    );
+    assert!(p.allows_catastrophic_explicitly(TOOL, &call("rm -rf /")));
+    assert!(p.allows_catastrophic_explicitly(TOOL, &call("echo x > /dev/sdb")));
+    assert!(!p.allows_catastrophic_explicitly(TOOL, &call("echo x > /dev/sda")));
+    assert!(p.allows_catastrophic_explicitly(TOOL, &call("git status")));
+}

@@ -165,8 +165,19 @@ impl PolicyGate {
                 Decision::Allow => {}
             }
         }
-        // Past the rules, a command they cover was allowed by them explicitly.
-        if self.refuse_catastrophic && policy.is_none() {
+        // Under rules, a catastrophic call runs only when allow rules name what makes it
+        // catastrophic (`bash.execute:rm *`, `bash.execute:>/dev/sdb`): `*` and tool-level
+        // rules are not enough.
+        if let Some(policy) = policy {
+            if self.refuse_catastrophic
+                && !policy.allows_catastrophic_explicitly(qualified, args_json)
+                && let Some(refusal) = catastrophic(permission::classify_call(args_json), pattern)
+            {
+                return refusal;
+            }
+            return GateDecision::Allow;
+        }
+        if self.refuse_catastrophic {
             let analysis = permission::analyze_call_in(args_json, dialect);
             if let Some(hidden) = analysis.opaque.iter().find(|o| o.hidden_code) {
                 return refuse(
@@ -263,7 +274,7 @@ fn catastrophic(classification: Classification, pattern: String) -> Option<GateD
                 classification.hint,
                 classification.rules.join(", ")
             ),
-            "do not retry it; if the user really wants this, they can run it themselves, or the operator can allow it with a permission rule or `refuse_catastrophic = false`",
+            "do not retry it; if the user really wants this, they can run it themselves, or the operator can allow it with a rule naming the command (`bash.execute:mkfs.ext4 /dev/sdb*`) or the write (`bash.execute:>/dev/sdb`), or with `refuse_catastrophic = false`",
             pattern,
         )
     })

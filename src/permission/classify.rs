@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::call::Call;
 use super::fnmatch::{fnmatch, fnmatch_pathname};
+use super::redirect::normalize_path;
 use super::unwrap::basename;
 use super::{Part, analyze};
 
@@ -114,6 +115,17 @@ pub fn rule_count() -> usize {
 }
 
 impl Rule {
+    /// Whether the write target `target` matches one of `writes`, in its normal form.
+    fn matches_write(&self, target: &str) -> bool {
+        let target = reach(&normalize_path(target));
+        self.writes.iter().any(|p| fnmatch(p, &target))
+    }
+
+    /// A rule about writes alone (no command): checked against every redirection.
+    fn is_write_rule(&self) -> bool {
+        self.commands.is_empty() && !self.writes.is_empty()
+    }
+
     fn arg_matches(&self, pattern: &str, arg: &str) -> bool {
         if self.pathname {
             fnmatch_pathname(pattern, arg)
@@ -153,11 +165,7 @@ impl Rule {
             .iter()
             .all(|group| args.iter().any(|a| group.iter().any(|p| self.arg_matches(p, a))));
         let none = !args.iter().any(|a| self.none.iter().any(|p| self.arg_matches(p, a)));
-        let writes = self.writes.is_empty()
-            || part
-                .writes
-                .iter()
-                .any(|w| self.writes.iter().any(|p| self.arg_matches(p, &trim_slashes(w))));
+        let writes = self.writes.is_empty() || part.writes.iter().any(|w| self.matches_write(w));
         all && none && writes
     }
 }
@@ -273,13 +281,114 @@ fn split_brace(w: &str) -> Option<(&str, Vec<&str>, &str)> {
 
 /// The arguments of a part as rules see them: trailing slashes removed, `${HOME...}`
 /// as `$HOME`, braces expanded.
-fn rule_args(part: &Part) -> Vec<String> {
+fn rule_args(part: &Part, cwd: Option<&str>) -> Vec<String> {
     part.args
         .iter()
         .skip(1)
         .flat_map(|a| expand_braces(&normalize_home(a)))
-        .map(|a| trim_slashes(&a))
+        .map(|a| normalize_arg(&a, cwd))
         .collect()
+}
+
+/// An argument in the form rules match: a path (or the path of `of=PATH`) normalised
+/// (see [`normalize_path`]), made absolute against `cwd` when a `cd` before it is known,
+/// and widened to what it can reach ([`reach`]); anything else with trailing slashes
+/// removed.
+fn normalize_arg(arg: &str, cwd: Option<&str>) -> String {
+    if let Some((key, value)) = arg.split_once('=')
+        && !key.is_empty()
+        && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && looks_like_path(value)
+    {
+        return format!("{key}={}", reach(&normalize_path(value)));
+    }
+    if arg.starts_with('-') || !(looks_like_path(arg) || cwd.is_some() && arg != "{}") {
+        return trim_slashes(arg);
+    }
+    let absolute = match cwd {
+        Some(dir) if !arg.starts_with(['/', '~', '$']) => format!("{dir}/{arg}"),
+        _ => arg.to_owned(),
+    };
+    reach(&normalize_path(&absolute))
+}
+
+fn looks_like_path(s: &str) -> bool {
+    s.starts_with(['/', '~', '.']) || s.starts_with("$HOME") || s.starts_with("${HOME}")
+}
+
+/// A normalised path widened to what it can reach: `..` above the home directory can
+/// reach `/` (`~/../..` is `/`), a path of only `..` can reach `/` from any working
+/// directory, and a glob in the last component of `/`, `~` or a directory stands for
+/// all of it (`/[a-z]*` is `/*`).
+fn reach(path: &str) -> String {
+    let mut p = path.to_owned();
+    if let Some(rest) = p.strip_prefix("~/..") {
+        let rest = rest.trim_start_matches("/..");
+        p = if rest.is_empty() {
+            "/".to_owned()
+        } else {
+            format!("/{}", rest.trim_start_matches('/'))
+        };
+    }
+    let only_up = |s: &str| s.split('/').all(|c| c == "..");
+    if let Some((dirs, last)) = p.rsplit_once('/')
+        && only_up(dirs)
+        && !dirs.is_empty()
+        && (last == ".." || last.contains(['*', '?', '[']))
+    {
+        p = if last == ".." { "/".to_owned() } else { "/*".to_owned() };
+    } else if only_up(&p) {
+        p = "/".to_owned();
+    }
+    if let Some((dir, last)) = p.rsplit_once('/')
+        && last.contains(['*', '?', '['])
+    {
+        p = format!("{dir}/*");
+    }
+    p
+}
+
+/// The worst class of the write rules that the write target `target` matches, with the
+/// rule's id; `None` when no write rule matches.
+pub(crate) fn write_class(target: &str) -> Option<(Class, &'static str)> {
+    RULES
+        .iter()
+        .filter(|r| r.is_write_rule() && r.matches_write(target))
+        .max_by_key(|r| r.class)
+        .map(|r| (r.class, r.id.as_str()))
+}
+
+/// Whether the rule `id` is catastrophic.
+pub(crate) fn is_catastrophic_rule(id: &str) -> bool {
+    RULES.iter().any(|r| r.id == id && r.class == Class::Catastrophic)
+}
+
+/// Commands whose relative operands are files in the working directory, which a `cd`
+/// before them in the same command sets.
+const FILE_COMMANDS: &[&str] = &[
+    "rm", "find", "chmod", "chown", "chgrp", "mv", "cp", "shred", "rsync", "tee", "dd", "truncate", "unlink", "rmdir",
+];
+
+/// The working directory after the `cd`/`pushd` part `part`, when its operand is known
+/// (`cd` alone is `~`); `None` when it is not.
+fn next_directory(cwd: Option<&str>, part: &Part) -> Option<String> {
+    let operand = part
+        .args
+        .iter()
+        .skip(1)
+        .find(|a| !a.starts_with('-') || a.as_str() == "-");
+    let target = match operand.map(|a| normalize_home(a)) {
+        None => "~".to_owned(),
+        Some(a) if a == "-" || a.contains(['`', '*', '?', '[']) => return None,
+        Some(a) if a.contains('$') && !a.starts_with("$HOME") => return None,
+        Some(a) => a,
+    };
+    let absolute = if target.starts_with(['/', '~']) || target.starts_with("$HOME") {
+        target
+    } else {
+        format!("{}/{target}", cwd?)
+    };
+    Some(reach(&normalize_path(&absolute)))
 }
 
 /// Whether the interpreter part reads its program from standard input: no operand, or
@@ -487,11 +596,27 @@ pub fn classify(command: &str) -> Classification {
         }
     };
     let mut parts = Vec::new();
+    let mut cwd: Option<String> = None;
+    let mut previous: Option<&Part> = None;
     for part in &analysis.parts {
-        let args = rule_args(part);
+        let name = basename(&part.command_word);
+        let mut args = rule_args(part, cwd.as_deref().filter(|_| FILE_COMMANDS.contains(&name)));
+        // `ls / | xargs rm -rf`: the paths the part before listed become arguments.
+        if part.wrappers.iter().any(|w| w == "xargs")
+            && let Some(feeder) = previous
+        {
+            args.extend(rule_args(feeder, None).into_iter().filter(|a| looks_like_path(a)));
+        }
+        if matches!(name, "cd" | "pushd") {
+            cwd = next_directory(cwd.as_deref(), part);
+        }
+        previous = Some(part);
         let mut class = Class::Safe;
         let mut ids = Vec::new();
-        for rule in RULES.iter().filter(|r| r.matches_part(part, &args)) {
+        for rule in RULES
+            .iter()
+            .filter(|r| !r.is_write_rule() && r.matches_part(part, &args))
+        {
             class = class.max(rule.class);
             ids.push(rule.id.clone());
             note(rule.class, &rule.id, &rule.hint, &mut overall, &mut rule_ids);
@@ -503,6 +628,11 @@ pub fn classify(command: &str) -> Classification {
         });
     }
     let compact: String = command.chars().filter(|c| !c.is_whitespace()).collect();
+    for rule in RULES.iter().filter(|r| r.is_write_rule()) {
+        if analysis.writes().any(|w| rule.matches_write(w)) {
+            note(rule.class, &rule.id, &rule.hint, &mut overall, &mut rule_ids);
+        }
+    }
     for rule in RULES.iter() {
         let fed = analysis.opaque.iter().any(|o| {
             o.fed_by
@@ -510,7 +640,9 @@ pub fn classify(command: &str) -> Classification {
                 .any(|f| rule.fed_by.iter().any(|p| fnmatch(p, basename(f))))
         });
         let raw = rule.raw.iter().any(|p| fnmatch(p, &compact));
-        let bomb = rule.fork_bomb && has_fork_bomb(command);
+        // A fork bomb defines a function, which makes the command opaque; text that
+        // only prints one (`echo ':(){ :|:& };:'`) is not.
+        let bomb = rule.fork_bomb && analysis.is_opaque() && has_fork_bomb(command);
         let piped = !rule.piped_from.is_empty() && piped_into(rule, command);
         if fed || raw || bomb || piped {
             note(rule.class, &rule.id, &rule.hint, &mut overall, &mut rule_ids);

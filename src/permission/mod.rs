@@ -34,6 +34,7 @@ mod options;
 mod parse;
 mod pattern;
 mod policy;
+mod redirect;
 mod shells;
 mod unwrap;
 mod vars;
@@ -50,6 +51,7 @@ pub use dialect::{Dialect, OTHER_SHELL_KEYWORDS, PLAIN_CHARACTERS, POSIX_SHELLS}
 pub use fnmatch::{fnmatch, fnmatch_escape};
 pub use pattern::OPAQUE_BODY;
 pub use policy::{Decision, PermissionPolicy, PolicyError};
+pub use redirect::{Redirect, RedirectMode, normalize_path};
 pub use shells::{SHELLS, UNANALYSED_SHELLS};
 pub use vars::{RISKY_VARIABLE_PREFIXES, RISKY_VARIABLES, RiskyVariable, is_risky_setting, is_risky_variable};
 pub use wrappers::{OPAQUE_BUILTINS, OPAQUE_WRAPPERS, TRANSPARENT_WRAPPERS, VISIBLE_WRAPPERS};
@@ -105,6 +107,9 @@ pub struct Analysis {
     pub parts: Vec<Part>,
     /// Reasons the command is opaque; empty when every executed command is known.
     pub opaque: Vec<Opacity>,
+    /// Every redirection of the text, in text order, including those of no command
+    /// (`> file`) and of compound commands (`{ ...; } > file`).
+    pub redirects: Vec<Redirect>,
 }
 
 impl Analysis {
@@ -130,6 +135,21 @@ impl Analysis {
     /// ```
     pub fn runs_hidden_code(&self) -> bool {
         self.opaque.iter().any(|o| o.hidden_code)
+    }
+
+    /// The targets of every redirection that writes a file, as written (see
+    /// [`Redirect`]). A write to a target not listed here is a bug of the analysis.
+    ///
+    /// ```
+    /// use bash_mcp::permission::analyze;
+    /// let a = analyze("echo x > out.txt 2>&1; > empty; { ls; } >> log; cat <f >&g");
+    /// assert_eq!(a.writes().collect::<Vec<_>>(), ["out.txt", "empty", "log", "g"]);
+    /// ```
+    pub fn writes(&self) -> impl Iterator<Item = &str> {
+        self.redirects
+            .iter()
+            .filter(|r| r.mode.writes())
+            .map(|r| r.target.as_str())
     }
 }
 
@@ -168,6 +188,7 @@ pub fn analyze_in(command: &str, dialect: Dialect) -> Analysis {
     Analysis {
         parts: walker.parts,
         opaque: walker.opaque,
+        redirects: walker.redirects,
     }
 }
 
@@ -214,8 +235,8 @@ pub fn analyze_call_in(args_json: &str, dialect: Dialect) -> Analysis {
     match call::Call::parse(args_json) {
         Ok(call) => call.analyze(dialect),
         Err(e) => Analysis {
-            parts: Vec::new(),
             opaque: vec![Opacity::new(e, Vec::new())],
+            ..Analysis::default()
         },
     }
 }

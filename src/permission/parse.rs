@@ -12,6 +12,7 @@ use brush_parser::ast::{
 use super::arith::{builtin_hazard, is_literal_arithmetic, is_plain_name, is_plain_subscript};
 use super::depth::{MAX_NESTING, MAX_PAREN_NESTING, nesting_depth};
 use super::dialect::{Dialect, OTHER_SHELL_KEYWORDS, not_plain};
+use super::redirect::{Redirect, RedirectMode};
 use super::unwrap::{Unwrap, basename};
 use super::vars::{is_risky_variable, is_shell_code_variable, risky_setting};
 use super::word::{Arg, clip, resolve, resolve_heredoc};
@@ -208,6 +209,9 @@ fn empty_heredoc_delimiter(b: &[u8]) -> Option<String> {
 /// Longest chain of wrappers (`nice`, `sudo`, `env`, ...) followed to the command.
 const MAX_WRAPPERS: usize = 32;
 
+/// At most this many redirections are reported; more make the command opaque.
+const MAX_REDIRECTS: usize = 4096;
+
 /// At most this many commands are named as feeding a shell's standard input.
 const MAX_FEEDERS: usize = 16;
 
@@ -224,6 +228,8 @@ enum Stdin {
 pub(crate) struct Walker {
     pub parts: Vec<Part>,
     pub opaque: Vec<Opacity>,
+    /// Every redirection, in text order.
+    pub redirects: Vec<Redirect>,
     pub options: ParserOptions,
     /// The shell that reads the text being walked.
     pub dialect: Dialect,
@@ -238,6 +244,7 @@ impl Walker {
         Walker {
             parts: Vec::new(),
             opaque: Vec::new(),
+            redirects: Vec::new(),
             options: ParserOptions::default(),
             dialect,
             depth: 0,
@@ -641,16 +648,21 @@ impl Walker {
                 if fd.unwrap_or(default_fd) == 0 {
                     *stdin = Stdin::Unknown;
                 }
+                let fd = u32::try_from(fd.unwrap_or(default_fd)).unwrap_or(u32::MAX);
+                let mode = match kind {
+                    IoFileRedirectKind::Read => RedirectMode::Read,
+                    IoFileRedirectKind::Write | IoFileRedirectKind::Clobber => RedirectMode::Write,
+                    IoFileRedirectKind::Append => RedirectMode::Append,
+                    IoFileRedirectKind::ReadAndWrite => RedirectMode::ReadWrite,
+                    IoFileRedirectKind::DuplicateInput | IoFileRedirectKind::DuplicateOutput => RedirectMode::Duplicate,
+                };
                 match target {
                     IoFileRedirectTarget::Filename(w) => {
                         let arg = resolve(&w.value, self);
-                        match kind {
-                            IoFileRedirectKind::Write
-                            | IoFileRedirectKind::Append
-                            | IoFileRedirectKind::Clobber
-                            | IoFileRedirectKind::ReadAndWrite => writes.push(arg.text),
-                            _ => {}
+                        if mode.writes() {
+                            writes.push(arg.text.clone());
                         }
+                        self.record(fd, mode, arg);
                     }
                     // Only `|&` produces a bare descriptor target (`2>&1` written out is a word).
                     IoFileRedirectTarget::Fd(_) => self.bash_only("the pipe `|&`"),
@@ -658,7 +670,17 @@ impl Walker {
                         self.process_substitution(sub);
                     }
                     IoFileRedirectTarget::Duplicate(w) => {
-                        resolve(&w.value, self);
+                        let arg = resolve(&w.value, self);
+                        let descriptor =
+                            arg.literal && (arg.text == "-" || arg.text.bytes().all(|b| b.is_ascii_digit()));
+                        // bash reads `>&word` with a word that is not a descriptor as
+                        // `&>word`: a write of stdout and stderr to the file `word`.
+                        if !descriptor && matches!(kind, IoFileRedirectKind::DuplicateOutput) {
+                            writes.push(arg.text.clone());
+                            self.record(fd, RedirectMode::Write, arg);
+                        } else {
+                            self.record(fd, mode, arg);
+                        }
                     }
                 }
             }
@@ -686,12 +708,40 @@ impl Walker {
                     };
                 }
             }
-            IoRedirect::OutputAndError(w, _) => {
+            IoRedirect::OutputAndError(w, append) => {
                 self.bash_only("the redirection `&>`");
                 let arg = resolve(&w.value, self);
-                writes.push(arg.text);
+                writes.push(arg.text.clone());
+                let mode = if *append {
+                    RedirectMode::Append
+                } else {
+                    RedirectMode::Write
+                };
+                self.record(1, mode, arg);
             }
         }
+    }
+
+    /// Reports a redirection (a bounded number: past that, the command is opaque).
+    fn record(&mut self, fd: u32, mode: RedirectMode, target: Arg) {
+        if self.redirects.len() >= MAX_REDIRECTS {
+            if self.redirects.len() == MAX_REDIRECTS {
+                self.opaque(format!("more than {MAX_REDIRECTS} redirections"), Vec::new());
+                self.redirects.push(Redirect {
+                    fd,
+                    mode,
+                    target: String::new(),
+                    literal: false,
+                });
+            }
+            return;
+        }
+        self.redirects.push(Redirect {
+            fd,
+            mode,
+            literal: target.literal,
+            target: target.text,
+        });
     }
 
     fn simple(&mut self, cmd: &SimpleCommand, feeders: &[String]) {
@@ -830,7 +880,11 @@ impl Walker {
                     clip(&bad.text)
                 );
                 let fed = bad.inner.clone();
-                self.opaque(reason, fed);
+                if runs_hidden_code(argv) {
+                    self.hidden_code(reason, fed);
+                } else {
+                    self.opaque(reason, fed);
+                }
                 return;
             }
             match unwrapped {
@@ -964,6 +1018,8 @@ fn runs_hidden_code(argv: &[Arg]) -> bool {
     let sourced = |a: &Arg| !a.literal || names_other_stream(&a.text) || a.text == "/dev/stdin";
     name == "eval"
         || (matches!(name, "source" | ".") && argv[1..].iter().any(sourced))
+        // A shell given words from an expansion may be given code (`sh -c "$(cat f)"`).
+        || (super::wrappers::is_shell(&argv[0].text) && argv[1..].iter().any(|a| !a.literal))
         || argv[1..].iter().any(|a| {
             a.text
                 .split_once('=')

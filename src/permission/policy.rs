@@ -5,8 +5,11 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::Class;
+use super::classify::{classify_call, is_catastrophic_rule, write_class};
 use super::fnmatch::fnmatch;
 use super::pattern::opaque_pattern;
+use super::redirect::normalize_path;
 use super::unwrap::basename;
 use super::{Analysis, Dialect, Opacity, Part, analyze_call_in, analyze_in};
 
@@ -88,6 +91,16 @@ impl Rule {
 
     fn tool_matches(&self, tool: &str) -> bool {
         fnmatch(&self.tool, tool)
+    }
+
+    /// Whether this is a rule about writes (`<tool>:>PATH`).
+    fn is_write_rule(&self) -> bool {
+        self.arg.as_deref().is_some_and(|a| a.starts_with('>'))
+    }
+
+    /// Whether this write rule matches a write of `target` (in its normal form) by `tool`.
+    fn matches_write(&self, tool: &str, target: &str) -> bool {
+        self.is_write_rule() && self.tool_matches(tool) && fnmatch(&self.entry, &format!("{tool}:>{target}"))
     }
 
     /// The literal text of the argument pattern before its first wildcard, escape or
@@ -303,6 +316,7 @@ impl PermissionPolicy {
             }
             parts.push(entry);
         }
+        let writes = self.check_writes(tool, analysis, tool_allow.is_some(), &mut any_deny, &mut unsure);
         if analysis.is_opaque() && any_deny.is_none() {
             any_deny = self
                 .deny
@@ -355,6 +369,9 @@ impl PermissionPolicy {
             }
         } else if analysis.parts.is_empty() {
             (Decision::Ask, None, "the command runs nothing that a rule can name")
+        } else if let Some(w) = writes.iter().find(|w| w["decision"] == "ask") {
+            unsure_reason = w["reason"].as_str().unwrap_or_default().to_owned();
+            (Decision::Ask, None, unsure_reason.as_str())
         } else if all_allowed {
             (Decision::Allow, None, "every part matched an allow rule")
         } else {
@@ -369,8 +386,126 @@ impl PermissionPolicy {
             "opaque": opaque,
             "opaque_subject": if analysis.is_opaque() { Some(opaque_subject) } else { None },
             "parts": parts,
+            "writes": writes,
         });
         (decision, value)
+    }
+}
+
+impl PermissionPolicy {
+    /// Whether the operator's allow rules name every catastrophic finding of the call
+    /// whose arguments are `args_json` explicitly: each catastrophic part by a rule that
+    /// names its command (`bash.execute:rm *`, not `bash.execute:*` or a tool-level
+    /// rule), each catastrophic write by a write rule with a path (`bash.execute:>/dev/sdb`).
+    /// Whole-command findings (a fork bomb, `curl | sh`) are never allowed this way.
+    /// The binary keeps refusing catastrophic calls under rules unless this holds.
+    ///
+    /// ```
+    /// use bash_mcp::permission::PermissionPolicy;
+    /// let call = |c: &str| serde_json::json!({"command": c}).to_string();
+    /// let p = PermissionPolicy::new(&["bash.execute:*", "bash.execute:mkfs.ext4 /dev/sdb*"], &[] as &[&str]).unwrap();
+    /// assert!(p.allows_catastrophic_explicitly("bash.execute", &call("mkfs.ext4 /dev/sdb1")));
+    /// assert!(!p.allows_catastrophic_explicitly("bash.execute", &call("rm -rf /")));
+    /// assert!(!p.allows_catastrophic_explicitly("bash.execute", &call("echo x > /dev/sda")));
+    /// ```
+    pub fn allows_catastrophic_explicitly(&self, tool: &str, args_json: &str) -> bool {
+        let classification = classify_call(args_json);
+        let named = |r: &&Rule, text: &str| {
+            let word = text.split(' ').next().unwrap_or("");
+            !r.is_write_rule() && (r.names_command(word) || r.names_command(basename(word))) && r.matches(tool, text)
+        };
+        let mut covered: Vec<&str> = Vec::new();
+        for part in classification.parts.iter().filter(|p| p.class == Class::Catastrophic) {
+            if !self.allow.iter().any(|r| named(&r, &part.command)) {
+                return false;
+            }
+            covered.extend(part.rules.iter().map(String::as_str));
+        }
+        let analysis = analysis_of(tool, args_json, self.dialect);
+        for id in &classification.rules {
+            if covered.contains(&id.as_str()) || !is_catastrophic_rule(id) {
+                continue;
+            }
+            let writes: Vec<&str> = analysis
+                .writes()
+                .filter(|w| write_class(w).is_some_and(|(c, rule)| c == Class::Catastrophic && rule == id))
+                .collect();
+            let explicit = |w: &&str| {
+                let target = normalize_path(w);
+                self.allow
+                    .iter()
+                    .any(|r| r.matches_write(tool, &target) && r.literal_prefix().len() > 1)
+            };
+            if writes.is_empty() || !writes.iter().all(explicit) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Checks each write of `analysis` against the write rules: a deny rule that matches
+    /// denies the command; a target that may expand cannot be checked while write deny
+    /// rules exist (ask); a write the classifier rates dangerous or worse (a disk, a
+    /// shell startup file, `~/.ssh`, `.git/config`, ...) needs a write allow rule, or a
+    /// tool-level or `<tool>:*` one. Other writes need no rule. Returns one entry per
+    /// write for the explanation.
+    fn check_writes(
+        &self,
+        tool: &str,
+        analysis: &Analysis,
+        tool_allowed: bool,
+        any_deny: &mut Option<String>,
+        unsure: &mut Option<(String, String)>,
+    ) -> Vec<Value> {
+        let write_denies: Vec<&Rule> = self
+            .deny
+            .iter()
+            .filter(|r| r.is_write_rule() && r.tool_matches(tool))
+            .collect();
+        let blanket = tool_allowed
+            || self
+                .allow
+                .iter()
+                .any(|r| r.arg.as_deref() == Some("*") && r.tool_matches(tool));
+        let mut out = Vec::new();
+        for redirect in analysis.redirects.iter().filter(|r| r.mode.writes()) {
+            let target = normalize_path(&redirect.target);
+            let subject = format!("{tool}:>{target}");
+            let deny = write_denies.iter().find(|r| r.matches_write(tool, &target));
+            let allow = self.allow.iter().find(|r| r.matches_write(tool, &target));
+            let sensitive = write_class(&redirect.target).filter(|(c, _)| *c >= Class::Dangerous);
+            let (decision, rule, reason) = if let Some(d) = deny {
+                (Decision::Deny, Some(d.entry.clone()), None)
+            } else if !redirect.literal && !write_denies.is_empty() {
+                let why = format!(
+                    "the write target `{}` may expand to a path the deny rule `{}` would match",
+                    redirect.target, write_denies[0].entry
+                );
+                (Decision::Ask, Some(write_denies[0].entry.clone()), Some(why))
+            } else if let Some(a) = allow {
+                (Decision::Allow, Some(a.entry.clone()), None)
+            } else if let Some((_, id)) = sensitive.filter(|_| !blanket) {
+                let why = format!(
+                    "the command writes `{}` ({id}), which needs a write rule such as `{tool}:>{target}`",
+                    redirect.target
+                );
+                (Decision::Ask, None, Some(why))
+            } else {
+                (Decision::Allow, None, None)
+            };
+            if decision == Decision::Deny && any_deny.is_none() {
+                *any_deny = rule.clone();
+            }
+            if decision == Decision::Ask && rule.is_some() && unsure.is_none() {
+                *unsure = Some((rule.clone().unwrap_or_default(), reason.clone().unwrap_or_default()));
+            }
+            let mut entry = json!({"target": redirect.target, "subject": subject, "decision": decision, "rule": rule});
+            if let Some(why) = reason {
+                entry["reason"] = json!(why);
+            }
+            out.push(entry);
+        }
+        out
     }
 }
 
