@@ -120,6 +120,8 @@ impl PolicyGate {
             self.decide_command(&qualified, args_json, dialect)
         } else if RAW_INPUT_TOOLS.contains(&tool) {
             self.decide_raw_input(&qualified, args_json)
+        } else if let Some(refusal) = self.decide_session_env(tool, &qualified, args_json) {
+            refusal
         } else {
             match matching_rule(&self.rules.deny, &qualified, Scope::Tool, true) {
                 Some(rule) => refuse(
@@ -194,6 +196,47 @@ impl PolicyGate {
             }
         }
         GateDecision::Allow
+    }
+
+    /// `session_start`'s `env` is the environment of every command the session runs: a
+    /// risky variable there makes them all opaque. Under rules it needs a tool-level
+    /// allow rule or `<tool>:*`; without rules, one that makes the shell run hidden code
+    /// (`PROMPT_COMMAND`, `BASH_ENV`, ...) is refused.
+    fn decide_session_env(&self, tool: &str, qualified: &str, args_json: &str) -> Option<GateDecision> {
+        if tool != "session_start" {
+            return None;
+        }
+        let reasons = permission::env_opacity_of(args_json);
+        let first = reasons.first()?;
+        let pattern = format!("{qualified}:{OPAQUE_BODY}");
+        if !self.policies.is_empty() {
+            if matching_rule(&self.rules.deny, qualified, Scope::Tool, true).is_some()
+                || matching_rule(&self.rules.allow, qualified, Scope::Opaque, false).is_some()
+            {
+                return None;
+            }
+            return Some(refuse(
+                format!(
+                    "`{qualified}`: {}; the rules cannot check what the session's commands then run",
+                    first.reason
+                ),
+                &format!(
+                    "start the session without that variable, or the operator can allow it with the rule `{qualified}`"
+                ),
+                pattern,
+            ));
+        }
+        let hidden = reasons.iter().find(|o| o.hidden_code)?;
+        (self.refuse_catastrophic).then(|| {
+            refuse(
+                format!(
+                    "refused: {}, which makes the session's shell run code that cannot be checked",
+                    hidden.reason
+                ),
+                "start the session without that variable",
+                pattern,
+            )
+        })
     }
 
     fn decide_raw_input(&self, qualified: &str, args_json: &str) -> GateDecision {
@@ -493,6 +536,38 @@ mod tests {
         assert!(refused(g.check("session_write", &input("rm -rf /\n"))).contains("unrecoverable"));
         assert_eq!(
             g.check("session_write", r#"{"session_id":"s","keys":["C-c"]}"#),
+            GateDecision::Allow
+        );
+    }
+
+    #[test]
+    fn session_start_env_is_checked_like_inline_assignments() {
+        let start = |env: &str| format!(r#"{{"shell":"bash","env":{env}}}"#);
+        let mut s = settings::load(&Common::default()).unwrap();
+        s.permissions = None;
+        let g = build(&s, None).unwrap().unwrap();
+        assert!(
+            refused(g.check("session_start", &start(r#"{"PROMPT_COMMAND":"touch p"}"#))).contains("PROMPT_COMMAND")
+        );
+        assert!(refused(g.check("session_start", &start(r#"{"BASH_ENV":"x"}"#))).contains("BASH_ENV"));
+        // Without rules only hidden code is refused; PATH is opaque but runs.
+        assert_eq!(
+            g.check("session_start", &start(r#"{"PATH":"/x"}"#)),
+            GateDecision::Allow
+        );
+        assert_eq!(
+            g.check("session_start", &start(r#"{"RUST_LOG":"debug"}"#)),
+            GateDecision::Allow
+        );
+        let g = gate(&["bash.execute:git *"], &[], true);
+        assert!(refused(g.check("session_start", &start(r#"{"PATH":"/x"}"#))).contains("PATH"));
+        assert_eq!(
+            g.check("session_start", &start(r#"{"TERM":"dumb"}"#)),
+            GateDecision::Allow
+        );
+        let g = gate(&["bash.session_start"], &[], true);
+        assert_eq!(
+            g.check("session_start", &start(r#"{"PATH":"/x"}"#)),
             GateDecision::Allow
         );
     }

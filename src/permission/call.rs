@@ -118,6 +118,29 @@ impl Call {
     }
 }
 
+/// The reasons the `env` argument of a call (`session_start`, which has no command,
+/// or any other) makes what runs unknown: one per risky variable it sets. Malformed
+/// arguments give one reason.
+///
+/// ```
+/// use bash_mcp::permission::env_opacity_of;
+/// let reasons = env_opacity_of(r#"{"shell":"bash","env":{"PROMPT_COMMAND":"touch p"}}"#);
+/// assert!(reasons[0].hidden_code && reasons[0].reason.contains("PROMPT_COMMAND"));
+/// assert!(env_opacity_of(r#"{"env":{"RUST_LOG":"debug"}}"#).is_empty());
+/// ```
+pub fn env_opacity_of(args_json: &str) -> Vec<Opacity> {
+    let mut out = Vec::new();
+    match serde_json::from_str::<Value>(args_json) {
+        Ok(Value::Object(map)) => {
+            if let Some(env) = map.get("env").filter(|v| !v.is_null()) {
+                env_opacity(env, &mut out);
+            }
+        }
+        _ => out.push(Opacity::new("the arguments are not a JSON object".into(), Vec::new())),
+    }
+    out
+}
+
 /// Adds a reason for each risky variable the call's `env` sets (and one when `env` is
 /// not an object of strings, which the tools refuse anyway).
 fn env_opacity(env: &Value, opaque: &mut Vec<Opacity>) {

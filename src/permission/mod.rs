@@ -42,7 +42,7 @@ mod word;
 mod wrapper_table;
 mod wrappers;
 
-pub use call::{MAX_ANALYSED_BYTES, MAX_ANALYSED_TOKENS};
+pub use call::{MAX_ANALYSED_BYTES, MAX_ANALYSED_TOKENS, env_opacity_of};
 #[doc(hidden)]
 pub use classify::rule_count;
 pub use classify::{Class, Classification, PartClass, classify, classify_call};
