@@ -70,6 +70,9 @@ pub enum ErrorCode {
     SessionsDisabled,
     /// No background job has this id (finished and already read, evicted, or never started).
     JobNotFound,
+    /// A sandbox is configured but no backend can enforce it here; the
+    /// command did not run.
+    SandboxUnavailable,
     /// An unexpected internal failure (a bug); the message says where.
     Internal,
     /// The command was refused by permission rules the server enforces itself
@@ -108,6 +111,7 @@ impl ErrorCode {
             Self::HistoryUnsupported => "history_unsupported",
             Self::SessionsDisabled => "sessions_disabled",
             Self::JobNotFound => "job_not_found",
+            Self::SandboxUnavailable => "sandbox_unavailable",
             Self::Internal => "internal",
             Self::PermissionDenied => "permission_denied",
         }

@@ -48,6 +48,7 @@ mod outcome;
 pub mod permission;
 mod request;
 pub mod roots;
+pub mod sandbox;
 mod server;
 pub mod session;
 mod spawn;
@@ -55,7 +56,7 @@ mod term;
 
 pub use bash::{
     BashServer, DEFAULT_BINARIES, DEFAULT_SERVER_NAME, EXECUTE_ARGUMENTS, EXECUTE_DEFINITION, ExecOutcome, ExecRequest,
-    Output, Status,
+    Output, SandboxCall, SandboxReport, Status,
 };
 pub use cancel::CancelToken;
 pub use capture::BoundedOutput;

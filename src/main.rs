@@ -3,5 +3,15 @@
 mod cli;
 
 fn main() -> std::process::ExitCode {
+    // The binary doubles as the sandbox helper: restrict, then exec.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if args
+        .first()
+        .is_some_and(|a| a == bash_mcp::sandbox::landlock::HELPER_ARG)
+    {
+        let message = bash_mcp::sandbox::landlock::helper_main(&args[1..]);
+        eprintln!("{message}");
+        return std::process::ExitCode::from(bash_mcp::sandbox::landlock::HELPER_FAILED as u8);
+    }
     cli::main()
 }

@@ -73,6 +73,28 @@ pub struct ExecOutcome {
     pub working_dir: PathBuf,
     /// The time limit that was in force.
     pub timeout: Duration,
+    /// The sandbox the command ran in, and what it refused (None: unsandboxed).
+    pub sandbox: Option<SandboxReport>,
+}
+
+/// The sandbox a command ran in and the denials read from its output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxReport {
+    /// `bwrap` or `landlock`.
+    pub backend: &'static str,
+    /// Writes and connections the sandbox refused, found by a heuristic on
+    /// the error text (see docs/sandbox.md, "Denials").
+    pub denied: Vec<crate::sandbox::Denial>,
+}
+
+impl SandboxReport {
+    fn to_value(&self) -> Value {
+        json!({
+            "backend": self.backend,
+            "denied": self.denied.iter().map(crate::sandbox::Denial::to_value).collect::<Vec<_>>(),
+            "denials_from": "error text (heuristic)",
+        })
+    }
 }
 
 impl ExecOutcome {
@@ -106,6 +128,20 @@ impl ExecOutcome {
             Output::Separate { stdout, stderr } => {
                 map.insert("stdout".into(), stdout.as_str().into());
                 map.insert("stderr".into(), stderr.as_str().into());
+            }
+        }
+        if let Some(report) = &self.sandbox {
+            map.insert("sandbox".into(), report.to_value());
+            if !report.denied.is_empty() {
+                let lines: Vec<String> = report.denied.iter().map(crate::sandbox::Denial::sentence).collect();
+                map.insert(
+                    "sandbox_message".into(),
+                    format!(
+                        "{}. Ask the user before retrying: the sandbox is the operator's decision.",
+                        lines.join("; ")
+                    )
+                    .into(),
+                );
             }
         }
         let elapsed = format_secs(self.duration);

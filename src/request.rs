@@ -36,6 +36,20 @@ pub struct ExecRequest {
     pub stdin: Option<Vec<u8>>,
     /// Merged or separate stdout/stderr.
     pub streams: Streams,
+    /// This call's sandbox, when it differs from the configured one.
+    pub sandbox: Option<SandboxCall>,
+}
+
+/// How one call's sandbox differs from the configured one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SandboxCall {
+    /// Keys of the `sandbox` object that may only tighten it (`mode`,
+    /// `network`, `writable_roots`); a widening one is refused.
+    Tighten(Map<String, Value>),
+    /// The host's own decision for this call, which may widen the sandbox
+    /// or turn it off. Only the embedding host can pass it (it is not a tool
+    /// argument); the audit log records it.
+    HostOverride(crate::sandbox::SandboxConfig),
 }
 
 /// Argument names the `execute` tool accepts.
@@ -79,6 +93,12 @@ impl ExecRequest {
     /// Feeds `data` to standard input.
     pub fn stdin(mut self, data: impl Into<Vec<u8>>) -> Self {
         self.stdin = Some(data.into());
+        self
+    }
+
+    /// Sets this call's sandbox (see [`SandboxCall`]).
+    pub fn sandbox(mut self, sandbox: SandboxCall) -> Self {
+        self.sandbox = Some(sandbox);
         self
     }
 

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value};
 
-pub use crate::outcome::{ExecOutcome, Output, Status};
+pub use crate::outcome::{ExecOutcome, Output, SandboxReport, Status};
 use crate::request::validate_command;
-pub use crate::request::{EXECUTE_ARGUMENTS, ExecRequest};
+pub use crate::request::{EXECUTE_ARGUMENTS, ExecRequest, SandboxCall};
 
 use crate::audit::AuditLog;
 use crate::config::Config;
@@ -576,12 +576,36 @@ impl Shared {
         };
         let timeout = config.effective_timeout(request.timeout);
 
-        let program = c_path(&config.shell)?;
-        let argv = [
-            program.clone(),
+        let shell = c_path(&config.shell)?;
+        let command = [
+            shell.clone(),
             c"-c".to_owned(),
             CString::new(request.command.as_str()).expect("checked for NUL above"),
         ];
+        let sandbox_config = match &request.sandbox {
+            Some(SandboxCall::Tighten(call)) => config
+                .sandbox
+                .tighten(call, &cwd)
+                .map_err(|p| ToolError::new(ErrorCode::InvalidArguments, p.message, p.hint))?,
+            Some(SandboxCall::HostOverride(sandbox)) => {
+                tracing::info!(sandbox = %sandbox.to_value(), "the host set this call's sandbox");
+                sandbox.clone()
+            }
+            None => config.sandbox.clone(),
+        };
+        let sandbox = crate::sandbox::wrap(
+            &sandbox_config,
+            &crate::sandbox::Request {
+                cwd: &cwd,
+                extra_writable: &[],
+                command: &command,
+                die_with_parent: true,
+            },
+        )?;
+        let (program, argv) = match &sandbox {
+            Some(wrapped) => (wrapped.program.clone(), wrapped.argv.clone()),
+            None => (shell, command.to_vec()),
+        };
         let mut envp = config.build_env(&request.env);
         let run_marker = crate::ids::next_run_marker();
         envp.insert(0, CString::new(run_marker.clone()).expect("marker has no NUL"));
@@ -613,6 +637,7 @@ impl Shared {
                 output_bytes: 0,
                 working_dir: cwd,
                 timeout,
+                sandbox: None,
             });
         };
         tracing::debug!(command = %request.command, cwd = %cwd.display(), ?timeout, "execute");
@@ -640,6 +665,10 @@ impl Shared {
             },
             None => Output::Merged(raw.stdout.render()),
         };
+        let sandbox = sandbox.map(|wrapped| SandboxReport {
+            backend: wrapped.backend,
+            denied: wrapped.denials(&output.text()),
+        });
         tracing::debug!(?status, elapsed = ?raw.elapsed, output_bytes, "execute finished");
         Ok(ExecOutcome {
             status,
@@ -649,6 +678,7 @@ impl Shared {
             output_bytes,
             working_dir: cwd,
             timeout,
+            sandbox,
         })
     }
 }

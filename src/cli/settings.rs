@@ -133,13 +133,14 @@ pub fn read_file(path: &Path) -> Result<Map<String, Value>, String> {
     }
 }
 
-/// Makes the file's relative paths — `allowed_roots` entries and
-/// `audit.path` — relative to the file's `folder` instead of the process's
+/// Makes the file's relative paths — `allowed_roots` entries,
+/// `audit.path` and the `sandbox` paths — relative to the file's `folder` instead of the process's
 /// current directory. Values of the wrong type are left for validation.
 fn relative_to_file(map: &mut Map<String, Value>, folder: &Path) {
     let anchor = |value: &mut Value| {
         if let Some(text) = value.as_str()
             && !text.is_empty()
+            && !text.starts_with("~/")
             && Path::new(text).is_relative()
         {
             *value = folder.join(text).to_string_lossy().into_owned().into();
@@ -150,6 +151,18 @@ fn relative_to_file(map: &mut Map<String, Value>, folder: &Path) {
     }
     if let Some(path) = map.get_mut("audit").and_then(|a| a.get_mut("path")) {
         anchor(path);
+    }
+    if let Some(Value::Object(sandbox)) = map.get_mut("sandbox") {
+        for key in ["writable_roots", "read_deny"] {
+            if let Some(Value::Array(paths)) = sandbox.get_mut(key) {
+                paths.iter_mut().for_each(anchor);
+            }
+        }
+        for key in ["bwrap_path", "helper_path"] {
+            if let Some(path) = sandbox.get_mut(key) {
+                anchor(path);
+            }
+        }
     }
 }
 

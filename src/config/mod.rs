@@ -127,6 +127,8 @@ pub struct Config {
     pub sessions: SessionConfig,
     /// Finished background jobs kept for retrieval (`jobs.max_finished`).
     pub jobs_max_finished: usize,
+    /// The OS sandbox every command runs in (`sandbox` key; off by default).
+    pub sandbox: crate::sandbox::SandboxConfig,
 }
 
 /// Tools a server registers but shows only when configuration turns them on.
@@ -161,6 +163,7 @@ impl Config {
             tools: BTreeSet::new(),
             sessions: SessionConfig::default(),
             jobs_max_finished: DEFAULT_JOBS_MAX_FINISHED,
+            sandbox: crate::sandbox::SandboxConfig::default(),
         }
     }
 
@@ -215,6 +218,7 @@ impl Config {
                 "history": self.sessions.history.as_str(),
             },
             "jobs": {"max_finished": self.jobs_max_finished},
+            "sandbox": self.sandbox.to_value(),
         })
     }
 
@@ -287,6 +291,13 @@ impl Config {
                 }
                 "sessions" => next.sessions = session_config(&next.sessions, value)?,
                 "jobs" => next.jobs_max_finished = jobs_config(value)?,
+                "sandbox" => {
+                    let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+                    next.sandbox = next
+                        .sandbox
+                        .apply(value, &base)
+                        .map_err(|p| config_error(p.message, p.hint))?
+                }
                 other => {
                     return Err(config_error(
                         format!("unknown configuration key `{other}`"),
@@ -373,6 +384,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "tools",
     "sessions",
     "jobs",
+    "sandbox",
 ];
 
 /// Keys of the `sessions` object.

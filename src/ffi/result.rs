@@ -128,7 +128,11 @@ impl bash_mcp_result {
             | ErrorCode::SessionsDisabled
             | ErrorCode::JobNotFound
             | ErrorCode::PermissionDenied => Self::InvalidArgument,
-            ErrorCode::SpawnFailed | ErrorCode::Timeout | ErrorCode::Cancelled | ErrorCode::Internal => Self::Internal,
+            ErrorCode::SpawnFailed
+            | ErrorCode::SandboxUnavailable
+            | ErrorCode::Timeout
+            | ErrorCode::Cancelled
+            | ErrorCode::Internal => Self::Internal,
         }
     }
 }

@@ -1,0 +1,246 @@
+//! The bubblewrap backend: the `bwrap` command line that runs one command
+//! (or one session shell) in fresh mount, PID, IPC, UTS, user and (with
+//! network off) network namespaces.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use super::plan::Plan;
+
+/// The oldest bubblewrap with `--disable-userns`, which keeps a command from
+/// creating namespaces of its own.
+pub const DISABLE_USERNS_SINCE: (u32, u32, u32) = (0, 8, 0);
+
+/// Options of the bwrap run besides the plan.
+#[derive(Debug, Clone, Copy)]
+pub struct BwrapOptions {
+    /// `--die-with-parent`: the sandbox dies with the thread that spawned
+    /// it. Right for a call that waits for its command; wrong for a session
+    /// shell, which outlives the call that started it.
+    pub die_with_parent: bool,
+    /// Whether this bwrap knows `--disable-userns`.
+    pub disable_userns: bool,
+}
+
+/// The full argv: `bwrap <options> -- <command...>`.
+pub fn argv(bwrap: &Path, plan: &Plan, options: BwrapOptions, command: &[CString]) -> Vec<CString> {
+    let mut args = Args(vec![bwrap.as_os_str().to_owned()]);
+    namespaces(&mut args, plan, options);
+    file_system(&mut args, plan);
+    args.push(["--chdir"]);
+    args.path(&plan.cwd);
+    args.push(["--"]);
+    let mut argv: Vec<CString> = args.0.into_iter().map(c_string).collect();
+    argv.extend(command.iter().cloned());
+    argv
+}
+
+struct Args(Vec<OsString>);
+
+impl Args {
+    fn push<const N: usize>(&mut self, items: [&str; N]) {
+        self.0.extend(items.iter().map(OsString::from));
+    }
+    fn path(&mut self, path: &Path) {
+        self.0.push(path.as_os_str().to_owned());
+    }
+    /// `flag path path`: a mount of `path` onto itself.
+    fn same(&mut self, flag: &str, path: &Path) {
+        self.push([flag]);
+        self.path(path);
+        self.path(path);
+    }
+}
+
+fn c_string(s: OsString) -> CString {
+    // Plan paths come from validated configuration without NUL bytes.
+    CString::new(s.into_vec()).unwrap_or_else(|_| CString::from(c"/nonexistent-path-with-nul"))
+}
+
+fn namespaces(args: &mut Args, plan: &Plan, options: BwrapOptions) {
+    // A user namespace even for root: the mounts below become locked (a
+    // process inside cannot unmount or remount them), and `--cap-drop ALL`
+    // leaves no capability in it.
+    args.push([
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+    ]);
+    if !plan.network {
+        args.push(["--unshare-net"]);
+    }
+    if options.disable_userns {
+        args.push(["--disable-userns"]);
+    }
+    args.push(["--cap-drop", "ALL"]);
+    if options.die_with_parent {
+        args.push(["--die-with-parent"]);
+    }
+}
+
+fn file_system(args: &mut Args, plan: &Plan) {
+    args.same("--ro-bind", Path::new("/"));
+    args.push(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]);
+    if plan.private_tmp {
+        args.push(["--tmpfs", "/tmp"]);
+        // A working dir under /tmp stays visible (read-only) above the new tmpfs.
+        if plan.cwd.starts_with("/tmp") {
+            args.same("--ro-bind", &plan.cwd);
+        }
+    }
+    for root in &plan.writable {
+        args.same("--bind", root);
+    }
+    // Each directory between a root and a protected path becomes a mount
+    // point of its own, so it cannot be renamed or removed to put a fresh,
+    // writable copy in its place. All of them first: a later bind of a
+    // parent would cover a read-only bind made below it.
+    let mut pinned: Vec<&Path> = plan
+        .protected
+        .iter()
+        .flat_map(|p| p.pinned_dirs.iter().map(PathBuf::as_path))
+        .collect();
+    let mut protected: Vec<&Path> = plan.protected.iter().map(|p| p.path.as_path()).collect();
+    for list in [&mut pinned, &mut protected] {
+        list.sort_by_key(|p| (p.components().count(), p.to_path_buf()));
+        list.dedup();
+    }
+    for dir in pinned {
+        args.same("--bind", dir);
+    }
+    for path in protected {
+        args.same("--ro-bind", path);
+    }
+    for denied in &plan.read_deny {
+        if denied.is_dir() {
+            args.push(["--tmpfs"]);
+            args.path(denied);
+            args.push(["--remount-ro"]);
+            args.path(denied);
+        } else {
+            args.push(["--ro-bind", "/dev/null"]);
+            args.path(denied);
+        }
+    }
+}
+
+/// `bwrap --version` output (`bubblewrap 0.8.0`) as a version triple.
+pub fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
+    let word = text
+        .split_whitespace()
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
+    let mut parts = word.split('.').map(|p| p.parse::<u32>().ok());
+    Some((
+        parts.next()??,
+        parts.next().flatten().unwrap_or(0),
+        parts.next().flatten().unwrap_or(0),
+    ))
+}
+
+/// The argv as one readable line (for logs and error messages).
+pub fn display(argv: &[CString]) -> String {
+    argv.iter()
+        .map(|a| OsStr::from_bytes(a.as_bytes()).to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::plan::Protected;
+
+    fn plan() -> Plan {
+        Plan {
+            cwd: PathBuf::from("/w"),
+            writable: vec![PathBuf::from("/w"), PathBuf::from("/tmp")],
+            protected: vec![Protected {
+                path: PathBuf::from("/w/.git/hooks"),
+                pinned_dirs: vec![PathBuf::from("/w/.git")],
+            }],
+            read_deny: vec![],
+            network: false,
+            private_tmp: false,
+        }
+    }
+
+    fn line(plan: &Plan, options: BwrapOptions) -> String {
+        display(&argv(Path::new("/usr/bin/bwrap"), plan, options, &[c"true".to_owned()]))
+    }
+
+    const OPTS: BwrapOptions = BwrapOptions {
+        die_with_parent: true,
+        disable_userns: true,
+    };
+
+    #[test]
+    fn network_off_pid_namespace_and_no_capabilities() {
+        let l = line(&plan(), OPTS);
+        for flag in [
+            "--unshare-net",
+            "--unshare-pid",
+            "--unshare-user",
+            "--cap-drop ALL",
+            "--die-with-parent",
+            "--disable-userns",
+        ] {
+            assert!(l.contains(flag), "{flag} missing in {l}");
+        }
+        assert!(l.ends_with("--chdir /w -- true"), "{l}");
+        let mut p = plan();
+        p.network = true;
+        assert!(!line(&p, OPTS).contains("--unshare-net"));
+    }
+
+    #[test]
+    fn protected_paths_come_after_their_writable_root() {
+        let l = line(&plan(), OPTS);
+        let root = l.find("--bind /w /w").expect("root bound");
+        let pin = l.find("--bind /w/.git /w/.git").expect("parent pinned");
+        let ro = l
+            .find("--ro-bind /w/.git/hooks /w/.git/hooks")
+            .expect("protected re-bound");
+        assert!(root < pin && pin < ro, "{l}");
+        assert!(l.starts_with("/usr/bin/bwrap --unshare-user"), "{l}");
+        assert!(l.find("--ro-bind / /").unwrap() < root, "{l}");
+    }
+
+    #[test]
+    fn every_pin_comes_before_every_read_only_bind() {
+        let mut p = plan();
+        p.protected.push(Protected {
+            path: PathBuf::from("/w/.git/config"),
+            pinned_dirs: vec![PathBuf::from("/w/.git")],
+        });
+        let l = line(&p, OPTS);
+        assert_eq!(l.matches("--bind /w/.git /w/.git").count(), 1, "{l}");
+        let pin = l.find("--bind /w/.git /w/.git").unwrap();
+        assert!(
+            pin < l.find("--ro-bind /w/.git/hooks").unwrap() && pin < l.find("--ro-bind /w/.git/config").unwrap(),
+            "{l}"
+        );
+    }
+
+    #[test]
+    fn read_only_mode_keeps_a_cwd_under_tmp_visible() {
+        let mut p = plan();
+        p.writable.clear();
+        p.protected.clear();
+        p.private_tmp = true;
+        p.cwd = PathBuf::from("/tmp/x");
+        let l = line(&p, OPTS);
+        let tmp = l.find("--tmpfs /tmp").unwrap();
+        assert!(l.find("--ro-bind /tmp/x /tmp/x").unwrap() > tmp, "{l}");
+        assert!(!l.contains("--bind /w"), "{l}");
+    }
+
+    #[test]
+    fn versions_parse() {
+        assert_eq!(parse_version("bubblewrap 0.8.0\n"), Some((0, 8, 0)));
+        assert_eq!(parse_version("bubblewrap 0.11"), Some((0, 11, 0)));
+        assert_eq!(parse_version("nothing"), None);
+    }
+}

@@ -1,0 +1,436 @@
+//! The `sandbox` configuration key: what a sandbox allows, parsed and
+//! validated with errors that name the key.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+/// How much of the file system a sandboxed command may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Mode {
+    /// No sandbox: commands run with the host's rights.
+    Off,
+    /// Nothing is writable but a private temp dir and `/dev/null`-like devices.
+    ReadOnly,
+    /// The writable roots are writable, minus the protected paths.
+    WorkspaceWrite,
+}
+
+impl Mode {
+    /// The name used in configuration and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Off => "off",
+            Mode::ReadOnly => "read-only",
+            Mode::WorkspaceWrite => "workspace-write",
+        }
+    }
+}
+
+/// What happens when a sandbox is configured but no backend works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnUnavailable {
+    /// Every call fails with `sandbox_unavailable` (the default).
+    Fail,
+    /// Commands run unsandboxed; the probe's reason is logged once and shown
+    /// in `status`.
+    WarnAndRunUnsandboxed,
+}
+
+/// Which backend to use; `Auto` takes the first that the probe finds working.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// bubblewrap, else Landlock + seccomp.
+    Auto,
+    /// Only bubblewrap.
+    Bwrap,
+    /// Only Landlock + seccomp.
+    Landlock,
+}
+
+/// Paths protected by default inside writable roots, relative to each root
+/// (or to the home directory for `~/` entries). See docs/sandbox.md for why
+/// each one is listed.
+pub const DEFAULT_PROTECTED: &[&str] = &[
+    ".git/hooks",
+    ".git/config",
+    ".gitmodules",
+    ".bash-mcp.toml",
+    ".envrc",
+    ".vscode",
+    ".idea",
+    "~/.bashrc",
+    "~/.bash_profile",
+    "~/.profile",
+    "~/.zshrc",
+    "~/.zshenv",
+    "~/.config/fish",
+    "~/.ssh",
+    "~/.gitconfig",
+    "~/.config/git",
+    "~/.config/bash-mcp",
+];
+
+/// The `sandbox` configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SandboxConfig {
+    pub mode: Mode,
+    /// Writable in `workspace-write`; `None` means the working directory of
+    /// each command and the temp dir.
+    pub writable_roots: Option<Vec<PathBuf>>,
+    /// `true`: unrestricted network. `false`: no IP traffic (AF_UNIX stays).
+    pub network: bool,
+    /// Paths kept read-only even inside a writable root.
+    pub protected: Vec<String>,
+    /// Paths hidden from commands (an empty directory or file in their place).
+    pub read_deny: Vec<PathBuf>,
+    pub on_unavailable: OnUnavailable,
+    pub backend: BackendChoice,
+    /// `bwrap` to use instead of the one on PATH.
+    pub bwrap_path: Option<PathBuf>,
+    /// The `bash-mcp` binary that applies Landlock + seccomp before exec,
+    /// instead of the one found next to the library or on PATH.
+    pub helper_path: Option<PathBuf>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            mode: Mode::Off,
+            writable_roots: None,
+            network: false,
+            protected: DEFAULT_PROTECTED.iter().map(|s| (*s).to_owned()).collect(),
+            read_deny: Vec::new(),
+            on_unavailable: OnUnavailable::Fail,
+            backend: BackendChoice::Auto,
+            bwrap_path: None,
+            helper_path: None,
+        }
+    }
+}
+
+/// Every key of the `sandbox` object.
+pub const SANDBOX_KEYS: &[&str] = &[
+    "mode",
+    "writable_roots",
+    "network",
+    "protected",
+    "read_deny",
+    "on_unavailable",
+    "backend",
+    "bwrap_path",
+    "helper_path",
+];
+
+/// A configuration problem: what was wrong and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigProblem {
+    pub message: String,
+    pub hint: String,
+}
+
+fn problem(message: impl Into<String>, hint: impl Into<String>) -> ConfigProblem {
+    ConfigProblem {
+        message: message.into(),
+        hint: hint.into(),
+    }
+}
+
+impl SandboxConfig {
+    /// Whether commands run sandboxed.
+    pub fn is_on(&self) -> bool {
+        self.mode != Mode::Off
+    }
+
+    /// A copy with the keys of `value` applied (`null` turns the sandbox off).
+    /// Relative paths resolve against `base`.
+    pub fn apply(&self, value: &Value, base: &Path) -> Result<SandboxConfig, ConfigProblem> {
+        let map = match value {
+            Value::Null => return Ok(SandboxConfig::default()),
+            Value::Object(map) => map,
+            _ => {
+                return Err(problem(
+                    format!("`sandbox` must be an object or null, got {value}"),
+                    "use e.g. {\"mode\": \"workspace-write\", \"network\": false}",
+                ));
+            }
+        };
+        let mut next = self.clone();
+        for (key, value) in map {
+            next.apply_key(key, value, base)?;
+        }
+        Ok(next)
+    }
+
+    fn apply_key(&mut self, key: &str, value: &Value, base: &Path) -> Result<(), ConfigProblem> {
+        match key {
+            "mode" => self.mode = parse_mode(value)?,
+            "writable_roots" => {
+                self.writable_roots = match value {
+                    Value::Null => None,
+                    _ => Some(absolute_paths(key, value, base)?),
+                }
+            }
+            "network" => self.network = boolean(key, value)?,
+            "protected" => self.protected = strings(key, value)?,
+            "read_deny" => self.read_deny = absolute_paths(key, value, base)?,
+            "on_unavailable" => {
+                self.on_unavailable = match value.as_str() {
+                    Some("fail") => OnUnavailable::Fail,
+                    Some("warn-and-run-unsandboxed") => OnUnavailable::WarnAndRunUnsandboxed,
+                    _ => {
+                        return Err(problem(
+                            format!(
+                                "`sandbox.on_unavailable` must be \"fail\" or \"warn-and-run-unsandboxed\", got {value}"
+                            ),
+                            "use \"fail\" (never run a command unsandboxed) unless you accept unsandboxed runs",
+                        ));
+                    }
+                }
+            }
+            "backend" => {
+                self.backend = match value.as_str() {
+                    Some("auto") => BackendChoice::Auto,
+                    Some("bwrap") => BackendChoice::Bwrap,
+                    Some("landlock") => BackendChoice::Landlock,
+                    _ => {
+                        return Err(problem(
+                            format!("`sandbox.backend` must be \"auto\", \"bwrap\" or \"landlock\", got {value}"),
+                            "use \"auto\" to take the first backend that works",
+                        ));
+                    }
+                }
+            }
+            "bwrap_path" => self.bwrap_path = optional_path(key, value, base)?,
+            "helper_path" => self.helper_path = optional_path(key, value, base)?,
+            other => {
+                return Err(problem(
+                    format!("unknown configuration key `sandbox.{other}`"),
+                    format!("known keys: {}", SANDBOX_KEYS.join(", ")),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The configuration as JSON for `status`.
+    pub fn to_value(&self) -> Value {
+        let paths = |p: &[PathBuf]| p.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
+        serde_json::json!({
+            "mode": self.mode.as_str(),
+            "writable_roots": self.writable_roots.as_deref().map(paths),
+            "network": self.network,
+            "protected": self.protected,
+            "read_deny": paths(&self.read_deny),
+            "on_unavailable": match self.on_unavailable {
+                OnUnavailable::Fail => "fail",
+                OnUnavailable::WarnAndRunUnsandboxed => "warn-and-run-unsandboxed",
+            },
+            "backend": match self.backend {
+                BackendChoice::Auto => "auto",
+                BackendChoice::Bwrap => "bwrap",
+                BackendChoice::Landlock => "landlock",
+            },
+            "bwrap_path": self.bwrap_path.as_ref().map(|p| p.display().to_string()),
+            "helper_path": self.helper_path.as_ref().map(|p| p.display().to_string()),
+        })
+    }
+
+    /// A copy tightened by a call's own `sandbox` object: the mode can only
+    /// go up (`read-only` is tighter than `workspace-write`), roots only
+    /// shrink to ones inside the configured roots, network only turns off.
+    pub fn tighten(&self, call: &Map<String, Value>, base: &Path) -> Result<SandboxConfig, ConfigProblem> {
+        let mut next = self.clone();
+        for (key, value) in call {
+            match key.as_str() {
+                "mode" => {
+                    let mode = parse_mode(value)?;
+                    if mode == Mode::Off || (self.is_on() && mode > self.mode) {
+                        return Err(widening("mode", value));
+                    }
+                    next.mode = mode;
+                }
+                "network" => {
+                    if boolean(key, value)? && !self.network {
+                        return Err(widening("network", value));
+                    }
+                    next.network = false;
+                }
+                "writable_roots" => {
+                    let roots = absolute_paths(key, value, base)?;
+                    if let Some(outside) = roots.iter().find(|r| !self.allows_root(r, base)) {
+                        return Err(widening("writable_roots", &Value::from(outside.display().to_string())));
+                    }
+                    next.writable_roots = Some(roots);
+                }
+                other => {
+                    return Err(problem(
+                        format!("`sandbox.{other}` cannot be set per call"),
+                        "a call may set `mode`, `network` and `writable_roots`, and only to tighten",
+                    ));
+                }
+            }
+        }
+        Ok(next)
+    }
+
+    fn allows_root(&self, root: &Path, base: &Path) -> bool {
+        match &self.writable_roots {
+            Some(roots) => roots.iter().any(|r| root.starts_with(r)),
+            None => root.starts_with(base) || root.starts_with(std::env::temp_dir()),
+        }
+    }
+}
+
+fn widening(key: &str, value: &Value) -> ConfigProblem {
+    problem(
+        format!("the call's `sandbox.{key}` ({value}) would widen the configured sandbox"),
+        "a call can only tighten the sandbox; widening is the host's decision, made in its configuration",
+    )
+}
+
+fn parse_mode(value: &Value) -> Result<Mode, ConfigProblem> {
+    match value.as_str() {
+        Some("off") => Ok(Mode::Off),
+        Some("read-only") => Ok(Mode::ReadOnly),
+        Some("workspace-write") => Ok(Mode::WorkspaceWrite),
+        _ => Err(problem(
+            format!("`sandbox.mode` must be \"off\", \"read-only\" or \"workspace-write\", got {value}"),
+            "use \"workspace-write\" to let commands write only under the writable roots",
+        )),
+    }
+}
+
+fn boolean(key: &str, value: &Value) -> Result<bool, ConfigProblem> {
+    value.as_bool().ok_or_else(|| {
+        problem(
+            format!("`sandbox.{key}` must be true or false, got {value}"),
+            "use a JSON boolean",
+        )
+    })
+}
+
+fn strings(key: &str, value: &Value) -> Result<Vec<String>, ConfigProblem> {
+    let hint = "use a list of path strings";
+    let Value::Array(items) = value else {
+        return Err(problem(format!("`sandbox.{key}` must be a list, got {value}"), hint));
+    };
+    items
+        .iter()
+        .map(|item| match item.as_str() {
+            Some(s) if !s.is_empty() && !s.contains('\0') => Ok(s.to_owned()),
+            _ => Err(problem(
+                format!("`sandbox.{key}` entries must be non-empty strings without NUL, got {item}"),
+                hint,
+            )),
+        })
+        .collect()
+}
+
+fn absolute_paths(key: &str, value: &Value, base: &Path) -> Result<Vec<PathBuf>, ConfigProblem> {
+    Ok(strings(key, value)?
+        .into_iter()
+        .map(|s| expand_home(&s).unwrap_or_else(|| base.join(s)))
+        .collect())
+}
+
+fn optional_path(key: &str, value: &Value, base: &Path) -> Result<Option<PathBuf>, ConfigProblem> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) if !s.is_empty() && !s.contains('\0') => Ok(Some(base.join(s))),
+        _ => Err(problem(
+            format!("`sandbox.{key}` must be a path string or null, got {value}"),
+            "give the absolute path of the program",
+        )),
+    }
+}
+
+/// `~/x` against `$HOME`; an absolute path as is; `None` for a relative one.
+pub(crate) fn expand_home(path: &str) -> Option<PathBuf> {
+    if let Some(rest) = path.strip_prefix("~/") {
+        let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+        return Some(Path::new(&home).join(rest));
+    }
+    Path::new(path).is_absolute().then(|| PathBuf::from(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn apply(value: Value) -> Result<SandboxConfig, ConfigProblem> {
+        SandboxConfig::default().apply(&value, Path::new("/base"))
+    }
+
+    #[test]
+    fn defaults_are_off_fail_and_no_network() {
+        let c = SandboxConfig::default();
+        assert!(!c.is_on());
+        assert_eq!(c.on_unavailable, OnUnavailable::Fail);
+        assert!(!c.network);
+        assert!(c.protected.iter().any(|p| p == ".git/hooks"));
+    }
+
+    #[test]
+    fn keys_apply_and_relative_paths_resolve_against_base() {
+        let c = apply(
+            json!({"mode": "workspace-write", "writable_roots": ["w", "/abs"], "network": true,
+                             "on_unavailable": "warn-and-run-unsandboxed", "backend": "landlock"}),
+        )
+        .unwrap();
+        assert_eq!(c.mode, Mode::WorkspaceWrite);
+        assert_eq!(
+            c.writable_roots,
+            Some(vec![PathBuf::from("/base/w"), PathBuf::from("/abs")])
+        );
+        assert!(c.network);
+        assert_eq!(c.on_unavailable, OnUnavailable::WarnAndRunUnsandboxed);
+        assert_eq!(c.backend, BackendChoice::Landlock);
+    }
+
+    #[test]
+    fn errors_name_the_key_and_the_choices() {
+        let e = apply(json!({"mode": "strict"})).unwrap_err();
+        assert!(
+            e.message.contains("sandbox.mode") && e.message.contains("workspace-write"),
+            "{e:?}"
+        );
+        let e = apply(json!({"nework": false})).unwrap_err();
+        assert!(
+            e.message.contains("sandbox.nework") && e.hint.contains("network"),
+            "{e:?}"
+        );
+        let e = apply(json!({"protected": [""]})).unwrap_err();
+        assert!(e.message.contains("sandbox.protected"), "{e:?}");
+        let e = apply(json!("on")).unwrap_err();
+        assert!(e.message.contains("object or null"), "{e:?}");
+    }
+
+    #[test]
+    fn a_call_can_tighten_but_never_widen() {
+        let base = Path::new("/base");
+        let c = apply(json!({"mode": "workspace-write", "writable_roots": ["/base"]})).unwrap();
+        let t = c
+            .tighten(json!({"mode": "read-only"}).as_object().unwrap(), base)
+            .unwrap();
+        assert_eq!(t.mode, Mode::ReadOnly);
+        let t = c
+            .tighten(json!({"writable_roots": ["/base/sub"]}).as_object().unwrap(), base)
+            .unwrap();
+        assert_eq!(t.writable_roots, Some(vec![PathBuf::from("/base/sub")]));
+        for widen in [
+            json!({"mode": "off"}),
+            json!({"network": true}),
+            json!({"writable_roots": ["/etc"]}),
+        ] {
+            let e = c.tighten(widen.as_object().unwrap(), base).unwrap_err();
+            assert!(e.message.contains("widen"), "{e:?}");
+        }
+        let ro = apply(json!({"mode": "read-only"})).unwrap();
+        let e = ro
+            .tighten(json!({"mode": "workspace-write"}).as_object().unwrap(), base)
+            .unwrap_err();
+        assert!(e.message.contains("widen"), "{e:?}");
+    }
+}

@@ -1,0 +1,146 @@
+//! Denials the model can act on: which write or connection the sandbox
+//! refused, read from the command's output.
+//!
+//! This is a heuristic on error text (the messages `EROFS`, `EACCES`,
+//! `EPERM` and `ENETUNREACH` print as), and is reported as such: the
+//! precise signals (seccomp user notification, Landlock's audit records)
+//! need a supervisor or audit access that this path does not have.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Value, json};
+
+/// One refused operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Denial {
+    Write { path: String },
+    Connect { addr: String },
+}
+
+impl Denial {
+    pub fn to_value(&self) -> Value {
+        match self {
+            Denial::Write { path } => json!({"op": "write", "path": path}),
+            Denial::Connect { addr } => json!({"op": "connect", "addr": addr}),
+        }
+    }
+
+    /// A line for the model: what was refused and what to do.
+    pub fn sentence(&self) -> String {
+        match self {
+            Denial::Write { path } => {
+                format!("the sandbox refused a write to {path}: it is outside the writable roots or protected")
+            }
+            Denial::Connect { addr } => format!("the sandbox refused a network connection ({addr}): network is off"),
+        }
+    }
+}
+
+static WRITE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)(read-only file system|permission denied)").expect("valid regex"));
+static NET: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(network is unreachable|temporary failure in name resolution|could not resolve host|address family not supported|socket: operation not permitted|connection refused)")
+        .expect("valid regex")
+});
+/// The path right before the error text: `touch: cannot touch 'x': ...`,
+/// `sh: 1: cannot create x: ...`, `bash: line 1: x: ...`.
+static PATH_BEFORE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?:'([^'\n]+)'|‘([^’\n]+)’|([^\s:'"‘’]+)): (?i:read-only file system|permission denied|operation not permitted)"#)
+        .expect("valid regex")
+});
+/// The path after it: `OSError: [Errno 30] Read-only file system: '/x'`.
+static PATH_AFTER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i:read-only file system|permission denied|operation not permitted): (?:'([^'\n]+)'|"([^"\n]+)")"#)
+        .expect("valid regex")
+});
+static ADDR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"([0-9]{1,3}(?:\.[0-9]{1,3}){3}(?::[0-9]+)?|\[[0-9a-fA-F:]+\](?::[0-9]+)?|[A-Za-z0-9.-]+\.[A-Za-z]{2,}(?::[0-9]+)?)")
+        .expect("valid regex")
+});
+
+/// Denials found in `output`, with `is_writable` telling whether a path was
+/// writable in the sandbox (so a plain permission error on a writable path is
+/// not blamed on it). Network lines count only when network is off.
+pub fn find(output: &str, network_off: bool, is_writable: &dyn Fn(&str) -> bool) -> Vec<Denial> {
+    let mut found: Vec<Denial> = Vec::new();
+    for line in output.lines().take(10_000) {
+        let denial = if network_off && NET.is_match(line) {
+            let addr = ADDR.find(line).map_or("unknown", |m| m.as_str());
+            Some(Denial::Connect { addr: addr.to_owned() })
+        } else if WRITE.is_match(line) {
+            path_in(line)
+                .filter(|p| !is_writable(p))
+                .map(|path| Denial::Write { path })
+        } else {
+            None
+        };
+        if let Some(d) = denial
+            && !found.contains(&d)
+        {
+            found.push(d);
+        }
+        if found.len() >= 20 {
+            break;
+        }
+    }
+    found
+}
+
+fn path_in(line: &str) -> Option<String> {
+    let first_group = |c: regex::Captures<'_>| (1..c.len()).find_map(|i| c.get(i)).map(|m| m.as_str().to_owned());
+    PATH_BEFORE
+        .captures(line)
+        .and_then(first_group)
+        .or_else(|| PATH_AFTER.captures(line).and_then(first_group))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn never(_: &str) -> bool {
+        false
+    }
+
+    #[test]
+    fn common_write_errors_name_their_path() {
+        let out = "touch: cannot touch '/etc/x': Read-only file system\n\
+                   sh: 1: cannot create /usr/y: Read-only file system\n\
+                   mkdir: cannot create directory ‘/opt/z’: Permission denied\n\
+                   OSError: [Errno 30] Read-only file system: '/srv/w'\n\
+                   /bin/sh: 1: cannot create .git/config: Read-only file system\n\
+                   bash: line 1: /etc/v: Permission denied\n";
+        let paths: Vec<_> = find(out, false, &never)
+            .into_iter()
+            .map(|d| match d {
+                Denial::Write { path } => path,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(paths, ["/etc/x", "/usr/y", "/opt/z", "/srv/w", ".git/config", "/etc/v"]);
+    }
+
+    #[test]
+    fn writable_paths_and_network_lines_with_network_on_are_not_blamed() {
+        let out =
+            "touch: cannot touch '/w/x': Permission denied\ncurl: (7) Failed to connect: Network is unreachable\n";
+        assert!(find(out, false, &|p| p.starts_with("/w")).is_empty());
+    }
+
+    #[test]
+    fn connection_failures_name_the_address_with_network_off() {
+        let out = "curl: (6) Could not resolve host: example.com\nnc: connect to 127.0.0.1 port 8080 (tcp) failed: Connection refused\n";
+        assert_eq!(
+            find(out, true, &never),
+            vec![
+                Denial::Connect {
+                    addr: "example.com".into()
+                },
+                Denial::Connect {
+                    addr: "127.0.0.1".into()
+                }
+            ]
+        );
+    }
+}

@@ -1,0 +1,295 @@
+//! The Landlock + seccomp backend. A process can only restrict itself, and
+//! `posix_spawn` runs no code between fork and exec, so the restriction is
+//! applied by a small helper that is exec'd first: the `bash-mcp` binary
+//! run as `bash-mcp __sandbox-exec <spec> -- <command...>`. It restricts
+//! itself, then execs the command, which inherits every restriction.
+//!
+//! Crates: `landlock` (the Landlock maintainers' own crate: best-effort
+//! down to ABI 1, with the TCP rules of ABI 4 and the scopes of ABI 6 when
+//! the kernel has them) and `seccompiler` (Firecracker's pure-Rust BPF
+//! compiler: no libseccomp C library to install).
+
+use std::collections::BTreeMap;
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::OsStringExt;
+use std::path::PathBuf;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, Scope,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+};
+use serde::{Deserialize, Serialize};
+
+/// The first argument that makes the binary act as the helper.
+pub const HELPER_ARG: &str = "__sandbox-exec";
+/// Exit status of the helper when it could not restrict itself (nothing ran).
+pub const HELPER_FAILED: i32 = 125;
+
+/// What the helper applies, passed as JSON in its argv.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HelperSpec {
+    pub writable: Vec<PathBuf>,
+    pub network: bool,
+}
+
+/// The helper's argv: `<helper> __sandbox-exec <spec> -- <command...>`.
+pub fn argv(helper: &std::path::Path, spec: &HelperSpec, command: &[CString]) -> Vec<CString> {
+    let json = serde_json::to_string(spec).expect("spec serializes");
+    let mut argv = vec![
+        CString::new(helper.as_os_str().as_encoded_bytes()).unwrap_or_default(),
+        CString::new(HELPER_ARG).expect("no NUL"),
+        CString::new(json).unwrap_or_default(),
+        CString::new("--").expect("no NUL"),
+    ];
+    argv.extend(command.iter().cloned());
+    argv
+}
+
+/// The kernel's Landlock ABI version, or `None` when Landlock is off.
+pub fn landlock_abi() -> Option<i32> {
+    // SAFETY: LANDLOCK_CREATE_RULESET_VERSION with a null attr and size 0
+    // only returns the ABI version; no fd is created.
+    let v = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
+    (v > 0).then_some(v as i32)
+}
+
+/// Runs the helper: `args` are the arguments after `__sandbox-exec`.
+/// Returns only on failure, with a message for stderr.
+pub fn helper_main(args: &[OsString]) -> String {
+    let (spec, command) = match parse_args(args) {
+        Ok(parsed) => parsed,
+        Err(e) => return e,
+    };
+    if let Err(e) = restrict(&spec) {
+        return format!("bash-mcp sandbox: could not restrict the command: {e}");
+    }
+    let program = command[0].clone();
+    let mut argv: Vec<*const libc::c_char> = command.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    // SAFETY: argv is a null-terminated array of pointers to live C strings.
+    unsafe { libc::execvp(program.as_ptr(), argv.as_ptr()) };
+    let err = std::io::Error::last_os_error();
+    format!("bash-mcp sandbox: could not start {}: {err}", program.to_string_lossy())
+}
+
+fn parse_args(args: &[OsString]) -> Result<(HelperSpec, Vec<CString>), String> {
+    let usage = "bash-mcp sandbox: usage: bash-mcp __sandbox-exec <spec-json> -- <command...> (internal)";
+    let [spec, dashdash, command @ ..] = args else {
+        return Err(usage.into());
+    };
+    if dashdash != "--" || command.is_empty() {
+        return Err(usage.into());
+    }
+    let spec: HelperSpec =
+        serde_json::from_str(&spec.to_string_lossy()).map_err(|e| format!("bash-mcp sandbox: invalid spec: {e}"))?;
+    let command = command
+        .iter()
+        .map(|a| CString::new(a.clone().into_vec()).map_err(|_| "bash-mcp sandbox: NUL in argument".to_owned()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((spec, command))
+}
+
+/// No new privileges, no capabilities, Landlock, then seccomp (last: the
+/// filter refuses calls the steps before it make).
+fn restrict(spec: &HelperSpec) -> Result<(), String> {
+    // SAFETY: prctl with constant arguments.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(format!("PR_SET_NO_NEW_PRIVS: {}", std::io::Error::last_os_error()));
+    }
+    drop_capabilities()?;
+    landlock(spec)?;
+    seccomp(spec)
+}
+
+/// Empties the bounding, ambient, effective, permitted and inheritable sets,
+/// so even root keeps no capability (mount, ptrace, raw sockets...).
+fn drop_capabilities() -> Result<(), String> {
+    for cap in 0..=63 {
+        // SAFETY: prctl with plain integers; EINVAL past the last cap is fine.
+        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
+    }
+    // SAFETY: prctl with constant arguments.
+    unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    let header = Header {
+        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
+        pid: 0,
+    };
+    let data = [0u32; 6]; // two {effective, permitted, inheritable} triples
+    // SAFETY: header and data match the kernel's v3 capset layout.
+    if unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) } != 0 {
+        return Err(format!("capset: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Devices a command may open for writing wherever it runs.
+const WRITABLE_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+fn landlock(spec: &HelperSpec) -> Result<(), String> {
+    let abi = ABI::V6;
+    let err = |e: landlock::RulesetError| e.to_string();
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(err)?
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)
+        .map_err(err)?;
+    if !spec.network {
+        ruleset = ruleset
+            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(err)?;
+    }
+    let mut created = ruleset.create().map_err(err)?;
+    let read = AccessFs::from_read(abi);
+    created = created
+        .add_rule(PathBeneath::new(PathFd::new("/").map_err(|e| e.to_string())?, read))
+        .map_err(err)?;
+    for dev in WRITABLE_DEVICES {
+        if let Ok(fd) = PathFd::new(dev) {
+            created = created
+                .add_rule(PathBeneath::new(fd, AccessFs::from_file(abi)))
+                .map_err(err)?;
+        }
+    }
+    for root in &spec.writable {
+        let fd = PathFd::new(root).map_err(|e| format!("{}: {e}", root.display()))?;
+        created = created
+            .add_rule(PathBeneath::new(fd, AccessFs::from_all(abi)))
+            .map_err(err)?;
+    }
+    created.restrict_self().map_err(err)?;
+    Ok(())
+}
+
+const CLONE_NAMESPACES: &[u64] = &[
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWNET as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+];
+
+/// Calls refused outright: changing mounts or namespaces, tracing or
+/// writing other processes, loading kernel code, and io_uring (which could
+/// open sockets without the socket call).
+const DENIED_SYSCALLS: &[i64] = &[
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_chroot,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_open_tree,
+    libc::SYS_move_mount,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_mount_setattr,
+    libc::SYS_bpf,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_kexec_load,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_userfaultfd,
+    libc::SYS_io_uring_setup,
+];
+
+fn seccomp(spec: &HelperSpec) -> Result<(), String> {
+    let err = |e: seccompiler::BackendError| e.to_string();
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED_SYSCALLS.iter().map(|&n| (n, Vec::new())).collect();
+    let clone_rules = CLONE_NAMESPACES
+        .iter()
+        .map(|&flag| {
+            SeccompRule::new(vec![
+                SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(flag), flag).map_err(err)?,
+            ])
+            .map_err(err)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.insert(libc::SYS_clone, clone_rules);
+    if !spec.network {
+        let not_unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64);
+        rules.insert(
+            libc::SYS_socket,
+            vec![SeccompRule::new(vec![not_unix.map_err(err)?]).map_err(err)?],
+        );
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        std::env::consts::ARCH
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| e.to_string())?,
+    )
+    .map_err(err)?;
+    let program: BpfProgram = filter.try_into().map_err(err)?;
+    seccompiler::apply_filter(&program).map_err(|e| e.to_string())?;
+    // clone3 passes its flags in memory a filter cannot read: ENOSYS makes
+    // libc fall back to clone, whose flags the filter above checks.
+    let clone3 = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        std::env::consts::ARCH
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| e.to_string())?,
+    )
+    .map_err(err)?;
+    let program: BpfProgram = clone3.try_into().map_err(err)?;
+    seccompiler::apply_filter(&program).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argv_round_trips_through_the_helper_parser() {
+        let spec = HelperSpec {
+            writable: vec![PathBuf::from("/w")],
+            network: false,
+        };
+        let argv = argv(
+            std::path::Path::new("/bin/bash-mcp"),
+            &spec,
+            &[c"/bin/sh".into(), c"-c".into(), c"true".into()],
+        );
+        assert_eq!(argv[1].to_str().unwrap(), HELPER_ARG);
+        let rest: Vec<OsString> = argv[2..].iter().map(|a| OsString::from(a.to_str().unwrap())).collect();
+        let (parsed, command) = parse_args(&rest).unwrap();
+        assert_eq!(parsed, spec);
+        assert_eq!(command.len(), 3);
+    }
+
+    #[test]
+    fn bad_helper_arguments_say_what_is_expected() {
+        assert!(parse_args(&[]).unwrap_err().contains("usage"));
+        let e = parse_args(&["{".into(), "--".into(), "true".into()]).unwrap_err();
+        assert!(e.contains("invalid spec"), "{e}");
+    }
+}

@@ -1,0 +1,152 @@
+//! The OS sandbox behind every command (see docs/sandbox.md).
+//!
+//! A [`SandboxConfig`] says what commands may do; the [`probe`] finds a
+//! backend that can enforce it here (bubblewrap, else Landlock + seccomp)
+//! and says exactly why when none can; [`wrap`] turns one command line into
+//! the sandboxed one. Nothing here widens a sandbox: a configuration that
+//! cannot be enforced fails with `sandbox_unavailable` unless the operator
+//! chose `warn-and-run-unsandboxed`.
+
+pub mod bwrap;
+pub mod config;
+pub mod denial;
+pub mod helper;
+pub mod landlock;
+pub mod plan;
+pub mod probe;
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::{Value, json};
+
+pub use config::{BackendChoice, DEFAULT_PROTECTED, Mode, OnUnavailable, SandboxConfig};
+pub use denial::Denial;
+pub use plan::Plan;
+pub use probe::{Backend, Probe};
+
+use crate::error::{ErrorCode, ToolError};
+
+type ProbeKey = (Option<PathBuf>, Option<PathBuf>, u8);
+
+/// The probe for `config`'s backend settings: run on first use, then kept
+/// (and logged once).
+pub fn probe(config: &SandboxConfig) -> Arc<Probe> {
+    static PROBES: Mutex<Option<HashMap<ProbeKey, Arc<Probe>>>> = Mutex::new(None);
+    let key = (
+        config.bwrap_path.clone(),
+        config.helper_path.clone(),
+        config.backend as u8,
+    );
+    let mut probes = PROBES.lock().unwrap_or_else(PoisonError::into_inner);
+    let probes = probes.get_or_insert_with(HashMap::new);
+    if let Some(probe) = probes.get(&key) {
+        return probe.clone();
+    }
+    let probe = Arc::new(Probe::run(config));
+    match &probe.chosen {
+        Some(backend) => tracing::info!(backend = backend.name(), probe = %probe.to_value(), "sandbox backend"),
+        None => {
+            let (reason, fix) = probe.unavailable_reason();
+            tracing::warn!(%reason, %fix, "no sandbox backend works here");
+        }
+    }
+    probes.insert(key, probe.clone());
+    probe
+}
+
+/// `status` / `check_env` view: the configuration and, when a sandbox is
+/// configured, the probe.
+pub fn status_value(config: &SandboxConfig) -> Value {
+    let mut value = json!({"config": config.to_value()});
+    if config.is_on() {
+        value["probe"] = probe(config).to_value();
+    }
+    value
+}
+
+/// A command line rewritten to run inside the sandbox.
+#[derive(Debug, Clone)]
+pub struct Wrapped {
+    pub program: CString,
+    pub argv: Vec<CString>,
+    pub backend: &'static str,
+    pub plan: Plan,
+}
+
+impl Wrapped {
+    /// What the sandbox refused, read from the command's output (a
+    /// heuristic: see [`denial`]).
+    pub fn denials(&self, output: &str) -> Vec<Denial> {
+        let writable = |p: &str| {
+            let path = Path::new(p);
+            let path = if path.is_absolute() {
+                path.to_path_buf()
+            } else {
+                self.plan.cwd.join(path)
+            };
+            self.plan.writable.iter().any(|root| path.starts_with(root))
+                && !self.plan.protected.iter().any(|pr| path.starts_with(&pr.path))
+        };
+        denial::find(output, !self.plan.network, &writable)
+    }
+}
+
+/// Where and how one command runs.
+pub struct Request<'a> {
+    pub cwd: &'a Path,
+    /// Writable besides the roots (a session's private dir).
+    pub extra_writable: &'a [PathBuf],
+    /// The command line (`<shell> -c <command>`, or a session's shell).
+    pub command: &'a [CString],
+    /// False for a session shell, which outlives the thread that starts it.
+    pub die_with_parent: bool,
+}
+
+/// The sandboxed command line, or `None` when the sandbox is off (or
+/// unavailable and the operator accepts unsandboxed runs).
+pub fn wrap(config: &SandboxConfig, request: &Request<'_>) -> Result<Option<Wrapped>, ToolError> {
+    if !config.is_on() {
+        return Ok(None);
+    }
+    let probe = probe(config);
+    let Some(backend) = &probe.chosen else {
+        if config.on_unavailable == OnUnavailable::WarnAndRunUnsandboxed {
+            return Ok(None);
+        }
+        let (reason, fix) = probe.unavailable_reason();
+        return Err(ToolError::new(
+            ErrorCode::SandboxUnavailable,
+            format!("a sandbox is configured but no backend works here, so the command did not run: {reason}"),
+            format!("{fix}; the operator may set `sandbox.on_unavailable` to \"warn-and-run-unsandboxed\""),
+        ));
+    };
+    let plan = Plan::new(config, request.cwd, request.extra_writable)
+        .map_err(|p| ToolError::new(ErrorCode::InvalidConfig, p.message, p.hint))?;
+    let argv = match backend {
+        Backend::Bwrap { path, disable_userns } => bwrap::argv(
+            path,
+            &plan,
+            bwrap::BwrapOptions {
+                die_with_parent: request.die_with_parent,
+                disable_userns: *disable_userns,
+            },
+            request.command,
+        ),
+        Backend::Landlock { helper, .. } => {
+            let spec = landlock::HelperSpec {
+                writable: plan.writable.clone(),
+                network: plan.network,
+            };
+            landlock::argv(helper, &spec, request.command)
+        }
+    };
+    Ok(Some(Wrapped {
+        program: argv[0].clone(),
+        argv,
+        backend: backend.name(),
+        plan,
+    }))
+}
