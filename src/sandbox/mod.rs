@@ -58,10 +58,10 @@ pub fn probe(config: &SandboxConfig) -> Arc<Probe> {
 }
 
 /// `status` / `check_env` view: the configuration and, when a sandbox is
-/// configured, the probe.
-pub fn status_value(config: &SandboxConfig) -> Value {
+/// configured (or `always`), the probe.
+pub fn status_value(config: &SandboxConfig, always: bool) -> Value {
     let mut value = json!({"config": config.to_value()});
-    if config.is_on() {
+    if always || config.is_on() {
         value["probe"] = probe(config).to_value();
     }
     value
@@ -135,6 +135,13 @@ pub fn wrap(config: &SandboxConfig, request: &Request<'_>) -> Result<Option<Wrap
             },
             request.command,
         ),
+        Backend::Landlock { .. } if !plan.read_deny.is_empty() => {
+            return Err(ToolError::new(
+                ErrorCode::SandboxUnavailable,
+                "`sandbox.read_deny` is set, but the landlock backend cannot hide paths (Landlock rules only grant access), so the command did not run",
+                "install bubblewrap so the bwrap backend can hide them, or remove `read_deny`",
+            ));
+        }
         Backend::Landlock { helper, .. } => {
             let spec = landlock::HelperSpec {
                 writable: plan.writable.clone(),

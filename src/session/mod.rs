@@ -471,6 +471,21 @@ impl SessionManager {
                 std::io::Error::last_os_error()
             ))
         })?;
+        // The whole session lives in the sandbox; its private dir stays
+        // writable (the shell reads commands from it and writes markers).
+        let sandbox = crate::sandbox::wrap(
+            &server.sandbox,
+            &crate::sandbox::Request {
+                cwd: &cwd,
+                extra_writable: std::slice::from_ref(&dir),
+                command: &argv,
+                die_with_parent: false,
+            },
+        )?;
+        let (program_c, argv) = match sandbox {
+            Some(wrapped) => (wrapped.program, wrapped.argv),
+            None => (program_c, argv),
+        };
         let pid = pty::spawn_on_pty(&program_c, &argv, &envp, &cwd_c, &pty.slave_path)
             .map_err(|e| spawn_failed(format!("could not start {}: {e}", program.display())))?;
         // SAFETY: plain syscall; the fd is owned below.

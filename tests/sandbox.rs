@@ -1,0 +1,562 @@
+//! The OS sandbox, on a real kernel with real tools: writable roots,
+//! protected paths, network, escape attempts, survivors, sessions, and an
+//! honest probe. Both backends; every test checks /proc for survivors.
+
+mod common;
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bash_mcp::{BashServer, McpServer};
+use common::*;
+use serde_json::{Value, json};
+
+const HELPER: &str = env!("CARGO_BIN_EXE_bash-mcp");
+const BACKENDS: &[&str] = &["bwrap", "landlock"];
+
+/// Whether `backend` works here; in CI a missing backend fails the test.
+fn available(backend: &str) -> bool {
+    let probe = bash_mcp::sandbox::Probe::run(&sandbox_config(backend, json!({})));
+    if probe.chosen.is_some() {
+        return true;
+    }
+    let (reason, _) = probe.unavailable_reason();
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "backend {backend} must work in CI: {reason}"
+    );
+    eprintln!("SKIP: sandbox backend {backend} unavailable here: {reason}");
+    false
+}
+
+fn sandbox_config(backend: &str, extra: Value) -> bash_mcp::sandbox::SandboxConfig {
+    let mut value = json!({"mode": "workspace-write", "backend": backend, "helper_path": HELPER});
+    for (k, v) in extra.as_object().unwrap() {
+        value[k] = v.clone();
+    }
+    bash_mcp::sandbox::SandboxConfig::default()
+        .apply(&value, Path::new("/"))
+        .unwrap()
+}
+
+/// A tagged server in `dir` whose commands run in `backend`'s sandbox.
+fn sandboxed(dir: &Path, backend: &str, extra: Value) -> TestServer {
+    let server = tagged(BashServer::new(dir, None, 30).unwrap());
+    let mut sandbox = json!({"mode": "workspace-write", "backend": backend, "helper_path": HELPER,
+                             "writable_roots": [dir]});
+    for (k, v) in extra.as_object().unwrap() {
+        sandbox[k] = v.clone();
+    }
+    server.configure(&json!({"sandbox": sandbox}).to_string()).unwrap();
+    server
+}
+
+fn run(server: &TestServer, command: &str) -> Value {
+    call_tagged(server, command, server.tag(), json!({}))
+}
+
+fn output(result: &Value) -> String {
+    result["output"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Live `sleep <duration>` processes (found by their command line: they
+/// dropped their environment with `env -i`).
+fn with_arg(duration: &str) -> Vec<i32> {
+    let wanted = format!("sleep\0{duration}\0");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if cmdline == wanted.as_bytes() && !is_zombie(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn assert_none_with_arg(needle: &str) {
+    let start = Instant::now();
+    while !with_arg(needle).is_empty() {
+        if start.elapsed() > Duration::from_secs(5) {
+            let left = with_arg(needle);
+            for pid in &left {
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+            }
+            panic!("processes survived: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A unique `sleep` duration (300 s and a bit) to find escapees by.
+fn unique_sleep() -> String {
+    format!("300.{}{}", std::process::id(), unique_tag("s").len() + rand_digits())
+}
+
+fn rand_digits() -> usize {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1000);
+    N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+}
+
+#[test]
+fn writes_inside_the_roots_succeed_and_outside_fail() {
+    for &backend in BACKENDS {
+        if !available(backend) {
+            continue;
+        }
+        let dir = TempDir::new("sbx-write");
+        let outside = TempDir::new("sbx-outside");
+        let server = sandboxed(&dir, backend, json!({}));
+        let result = run(
+            &server,
+            &format!(
+                "echo in > inside.txt && echo ok; echo out > {}/x; echo rc=$?",
+                outside.display()
+            ),
+        );
+        let text = output(&result);
+        assert!(text.contains("ok\n") && text.contains("rc=2"), "{backend}: {result}");
+        assert_eq!(std::fs::read_to_string(dir.join("inside.txt")).unwrap(), "in\n");
+        assert!(!outside.join("x").exists(), "{backend}: wrote outside the roots");
+        assert_eq!(result["sandbox"]["backend"], backend);
+        let denied = &result["sandbox"]["denied"];
+        assert_eq!(denied[0]["op"], "write", "{result}");
+        assert_eq!(denied[0]["path"], format!("{}/x", outside.display()), "{result}");
+        assert!(
+            result["sandbox_message"].as_str().unwrap().contains("refused a write"),
+            "{result}"
+        );
+    }
+}
+
+#[test]
+fn exit_codes_signals_and_timeouts_are_exact_inside_the_sandbox() {
+    for &backend in BACKENDS {
+        if !available(backend) {
+            continue;
+        }
+        let dir = TempDir::new("sbx-exit");
+        let server = sandboxed(&dir, backend, json!({}));
+        assert_eq!(run(&server, "exit 7")["exit_code"], 7, "{backend}");
+        assert_eq!(run(&server, "kill -9 $$")["exit_code"], 137, "{backend}");
+        let timed = call_tagged(&server, "sleep 100", server.tag(), json!({"timeout_seconds": 0.5}));
+        assert_eq!(timed["error"], "timeout", "{backend}: {timed}");
+        assert_no_survivors(server.tag());
+    }
+}
+
+#[test]
+fn protected_paths_stay_read_only_inside_a_writable_root() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-protect");
+    std::fs::create_dir_all(dir.join(".git/hooks")).unwrap();
+    std::fs::write(dir.join(".git/config"), "[core]\n").unwrap();
+    let server = sandboxed(&dir, "bwrap", json!({}));
+    let attempts = [
+        ("direct write", "echo x >> .git/config"),
+        ("new hook", "echo x > .git/hooks/pre-commit"),
+        ("symlink", "ln -s .git/config link && echo x >> link"),
+        ("hard link", "ln .git/config hard && echo x >> hard"),
+        ("rename over", "echo x > f && mv -f f .git/config"),
+        (
+            "rename the parent",
+            "mv .git git2 && mkdir -p .git/hooks && echo x > .git/config",
+        ),
+        (
+            "remove the hooks dir",
+            "rm -rf .git/hooks && mkdir .git/hooks && echo x > .git/hooks/pre-commit",
+        ),
+        (
+            "bind the parent",
+            "mkdir -p m && mount --bind . m && echo x >> m/.git/config",
+        ),
+    ];
+    for (what, command) in attempts {
+        let result = run(&server, command);
+        assert_ne!(result["exit_code"], 0, "{what}: {result}");
+        assert_eq!(
+            std::fs::read_to_string(dir.join(".git/config")).unwrap(),
+            "[core]\n",
+            "{what}"
+        );
+        assert!(!dir.join(".git/hooks/pre-commit").exists(), "{what}");
+        assert!(!dir.join("git2").exists(), "{what}");
+    }
+    // The rest of .git stays writable (git must work).
+    assert_eq!(run(&server, "mkdir -p .git/objects/aa && echo ok")["exit_code"], 0);
+}
+
+#[test]
+fn connect_to_a_host_listener_fails_with_network_off_and_works_with_it_on() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let connect = format!("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' && echo connected");
+    for &backend in BACKENDS {
+        if !available(backend) {
+            continue;
+        }
+        let dir = TempDir::new("sbx-net");
+        let off = sandboxed(&dir, backend, json!({"network": false}));
+        let result = run(&off, &connect);
+        assert_ne!(result["exit_code"], 0, "{backend}: {result}");
+        assert!(!output(&result).contains("connected"), "{backend}: {result}");
+        assert!(listener.accept().is_err(), "{backend}: a connection got through");
+        let on = sandboxed(&dir, backend, json!({"network": true}));
+        let result = run(&on, &connect);
+        assert_eq!(result["exit_code"], 0, "{backend}: {result}");
+        let mut accepted = None;
+        for _ in 0..200 {
+            if let Ok((stream, _)) = listener.accept() {
+                accepted = Some(stream);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut stream = accepted.expect("the connection reached the host listener");
+        let mut rest = Vec::new();
+        stream.set_nonblocking(false).unwrap();
+        let _ = stream.read_to_end(&mut rest);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn ptrace_proc_mem_mount_unshare_and_pivot_root_fail_inside() {
+    let host = std::process::id();
+    // ptrace targets a child of the host, not the test itself: a sandbox
+    // that failed to stop it would leave the test process stopped.
+    let mut victim = Command::new("sleep").arg("60").stdin(Stdio::null()).spawn().unwrap();
+    let victim_pid = victim.id();
+    let attempts = [
+        (
+            "ptrace",
+            format!("perl -e 'exit(syscall(101, 16, {victim_pid}, 0, 0) == -1 ? 1 : 0)'"),
+        ),
+        ("mem", format!("head -c 1 /proc/{host}/mem > /dev/null")),
+        ("signal", format!("kill -0 {host}")),
+        ("mount", "mount -t tmpfs none /mnt".to_owned()),
+        ("unshare user", "unshare -U true".to_owned()),
+        ("unshare mount", "unshare -m true".to_owned()),
+        ("pivot_root", "cd / && pivot_root . .".to_owned()),
+    ];
+    for &backend in BACKENDS {
+        if !available(backend) {
+            continue;
+        }
+        let dir = TempDir::new("sbx-escape");
+        let server = sandboxed(&dir, backend, json!({}));
+        for (what, command) in &attempts {
+            let result = run(&server, command);
+            assert_ne!(result["exit_code"], 0, "{backend} {what}: {result}");
+        }
+    }
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+}
+
+#[test]
+fn a_setsid_double_fork_with_a_clean_environment_dies_with_the_call() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-survive");
+    let server = sandboxed(&dir, "bwrap", json!({}));
+    let sleep = unique_sleep();
+    let result = run(&server, &format!("env -i setsid sh -c 'sleep {sleep} &'; echo started"));
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert_none_with_arg(&sleep);
+}
+
+#[test]
+fn a_setsid_escapee_dies_when_the_host_is_killed() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-host");
+    let config = dir.config(&json!({"sandbox": {"mode": "workspace-write", "backend": "bwrap"}}));
+    let sleep = unique_sleep();
+    let mut host = Command::new(HELPER)
+        .args(["exec", "-c", &config, "-C"])
+        .arg(&*dir)
+        .arg(format!("env -i setsid sh -c 'sleep {sleep} &'; sleep 100"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while with_arg(&sleep).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(20), "the escapee never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    host.kill().unwrap();
+    host.wait().unwrap();
+    assert_none_with_arg(&sleep);
+}
+
+/// A sandboxed server with sessions on.
+fn sandboxed_sessions(dir: &Path) -> TestServer {
+    let server = sandboxed(dir, "bwrap", json!({}));
+    server
+        .configure(&json!({"sessions": {"enabled": true}}).to_string())
+        .unwrap();
+    server
+}
+
+fn session_start(server: &TestServer, tag: &str) -> String {
+    let started = call_tool(server, "session_start", json!({"shell": "bash", "env": {TAG_VAR: tag}}));
+    started["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned()
+}
+
+fn session_run(server: &TestServer, id: &str, command: &str) -> Value {
+    call_tool(
+        server,
+        "session_run",
+        json!({"session_id": id, "command": command, "timeout_seconds": 10}),
+    )
+}
+
+#[test]
+fn a_session_lives_in_the_sandbox_even_after_exec_bash() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-session");
+    let server = sandboxed_sessions(&dir);
+    let id = session_start(&server, server.tag());
+    let outside = TempDir::new("sbx-session-out");
+    let result = session_run(&server, &id, &format!("touch {}/a; echo rc=$?", outside.display()));
+    assert!(result["output"].as_str().unwrap().contains("rc=1"), "{result}");
+    // The shell replaces itself; what runs next is still sandboxed.
+    let _ = session_run(
+        &server,
+        &id,
+        &format!(
+            "exec bash --norc -c 'touch {out}/b; touch {d}/after-exec'",
+            out = outside.display(),
+            d = dir.display()
+        ),
+    );
+    let start = Instant::now();
+    while !dir.join("after-exec").exists() {
+        assert!(start.elapsed() < Duration::from_secs(10), "the exec'd bash never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!outside.join("a").exists() && !outside.join("b").exists());
+    let _ = call_tool(&server, "session_close", json!({"session_id": id}));
+}
+
+#[test]
+fn a_setsid_escapee_dies_with_its_session() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-session-esc");
+    let server = sandboxed_sessions(&dir);
+    let id = session_start(&server, server.tag());
+    let sleep = unique_sleep();
+    let result = session_run(
+        &server,
+        &id,
+        &format!("env -i setsid sh -c 'sleep {sleep} &'; echo started"),
+    );
+    assert!(result["output"].as_str().unwrap().contains("started"), "{result}");
+    let start = Instant::now();
+    while with_arg(&sleep).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(10), "the escapee never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let closed = call_tool(&server, "session_close", json!({"session_id": id}));
+    assert!(closed.get("error").is_none(), "{closed}");
+    assert_none_with_arg(&sleep);
+}
+
+#[test]
+fn the_probe_names_a_missing_bwrap_and_the_call_fails_typed() {
+    let dir = TempDir::new("sbx-nobwrap");
+    let server = sandboxed(&dir, "bwrap", json!({"bwrap_path": "/nonexistent/bwrap"}));
+    let envelope: Value =
+        serde_json::from_str(&server.execute("execute", &json!({"command": "true"}).to_string())).unwrap();
+    let result: Value = serde_json::from_str(envelope["result"].as_str().unwrap()).unwrap();
+    assert_eq!(result["error"], "sandbox_unavailable", "{result}");
+    assert!(
+        result["message"].as_str().unwrap().contains("/nonexistent/bwrap"),
+        "{result}"
+    );
+    // warn-and-run-unsandboxed runs it, and says so nowhere in a sandbox field.
+    server
+        .configure(&json!({"sandbox": {"on_unavailable": "warn-and-run-unsandboxed"}}).to_string())
+        .unwrap();
+    let result = run(&server, "echo ran");
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert!(result.get("sandbox").is_none(), "{result}");
+}
+
+#[test]
+fn the_probe_names_a_missing_helper() {
+    let config = sandbox_config("landlock", json!({"helper_path": "/nonexistent/bash-mcp"}));
+    let probe = bash_mcp::sandbox::Probe::run(&config);
+    assert!(probe.chosen.is_none());
+    assert!(
+        probe.landlock.detail.contains("/nonexistent/bash-mcp"),
+        "{:?}",
+        probe.landlock
+    );
+    assert!(
+        probe.landlock.fix.as_deref().unwrap().contains("helper_path"),
+        "{:?}",
+        probe.landlock
+    );
+}
+
+#[test]
+fn with_user_namespaces_off_bwrap_is_reported_unavailable_and_landlock_still_works() {
+    if !available("bwrap") {
+        return;
+    }
+    // A child user namespace whose limit for further user namespaces is 0.
+    let dir = TempDir::new("sbx-nouserns");
+    let config = dir.config(&json!({"sandbox": {"mode": "workspace-write", "helper_path": HELPER}}));
+    let script = format!(
+        "echo 0 > /proc/sys/user/max_user_namespaces && exec {HELPER} exec --json -c {config} -C {dir} 'touch /etc/nope-$$; echo inside'",
+        dir = dir.display()
+    );
+    let out = Command::new("unshare")
+        .args(["-U", "-r", "--fork", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("{stdout} {out:?}"));
+    assert_eq!(result["sandbox"]["backend"], "landlock", "{result}");
+    assert!(output(&result).contains("inside"), "{result}");
+    let config = dir.config(&json!({"sandbox": {"mode": "workspace-write", "backend": "bwrap"}}));
+    let script = format!(
+        "echo 0 > /proc/sys/user/max_user_namespaces && exec {HELPER} exec --json -c {config} -C {dir} true",
+        dir = dir.display()
+    );
+    let out = Command::new("unshare")
+        .args(["-U", "-r", "--fork", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("{stdout} {out:?}"));
+    assert_eq!(result["error"], "sandbox_unavailable", "{result}");
+    let message = result["message"].as_str().unwrap();
+    assert!(
+        message.contains("max_user_namespaces") || message.contains("namespace"),
+        "{result}"
+    );
+    assert!(result["hint"].as_str().unwrap().contains("user namespaces"), "{result}");
+}
+
+#[test]
+fn status_and_check_env_report_the_probe() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-status");
+    let server = sandboxed(&dir, "auto", json!({}));
+    server
+        .configure(&json!({"tools": {"status": true, "check_env": true}}).to_string())
+        .unwrap();
+    let status = call_tool(&server, "status", json!({}));
+    assert_eq!(status["sandbox"]["probe"]["backend"], "bwrap", "{status}");
+    assert_eq!(status["sandbox"]["config"]["mode"], "workspace-write", "{status}");
+    let env = call_tool(&server, "check_env", json!({}));
+    assert_eq!(env["sandbox"]["probe"]["bwrap"]["available"], true, "{env}");
+    assert!(
+        env["sandbox"]["probe"]["features"]["landlock_abi"].is_number()
+            || env["sandbox"]["probe"]["features"]["landlock_abi"].is_null()
+    );
+}
+
+#[test]
+fn read_only_mode_writes_nowhere_but_a_private_tmp() {
+    for &backend in ["bwrap"].iter() {
+        if !available(backend) {
+            continue;
+        }
+        let dir = TempDir::new("sbx-ro");
+        let server = sandboxed(&dir, backend, json!({"mode": "read-only"}));
+        let marker = unique_tag("ro-tmp");
+        let result = run(
+            &server,
+            &format!("touch here; echo rc=$?; echo x > /tmp/{marker} && cat /tmp/{marker}"),
+        );
+        let text = output(&result);
+        assert!(text.contains("rc=1") && text.ends_with("x\n"), "{result}");
+        assert!(!dir.join("here").exists());
+        assert!(
+            !Path::new("/tmp").join(&marker).exists(),
+            "the private /tmp leaked to the host"
+        );
+    }
+}
+
+#[test]
+fn read_deny_fails_closed_on_the_landlock_backend() {
+    if !available("landlock") {
+        return;
+    }
+    let dir = TempDir::new("sbx-deny");
+    let secret = TempDir::new("sbx-secret");
+    let server = sandboxed(&dir, "landlock", json!({"read_deny": [&*secret]}));
+    let result = call(&*server, json!({"command": "echo ran"}));
+    assert_eq!(result["error"], "sandbox_unavailable", "{result}");
+    assert!(result["message"].as_str().unwrap().contains("read_deny"), "{result}");
+}
+
+#[test]
+fn read_deny_hides_a_directory_with_bwrap() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-deny-bwrap");
+    let secret = TempDir::new("sbx-secret-bwrap");
+    std::fs::write(secret.join("key"), "s3cret").unwrap();
+    let server = sandboxed(&dir, "bwrap", json!({"read_deny": [&*secret]}));
+    let result = run(
+        &server,
+        &format!("cat {}/key; ls -A {}; echo done", secret.display(), secret.display()),
+    );
+    assert!(
+        !output(&result).contains("s3cret") && output(&result).ends_with("done\n"),
+        "{result}"
+    );
+}
+
+/// Every code block of docs/sandbox.md: configuration blocks apply, the
+/// result example is the shape `execute` returns.
+#[test]
+fn the_sandbox_document_blocks_are_valid() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sandbox.md")).unwrap();
+    let blocks = |lang: &str| -> Vec<String> {
+        doc.split(&format!("```{lang}\n"))
+            .skip(1)
+            .map(|b| b.split("```").next().unwrap().to_owned())
+            .collect()
+    };
+    let base = bash_mcp::Config::with_timeout(Duration::from_secs(30));
+    let json_blocks = blocks("json");
+    assert_eq!(json_blocks.len(), 2);
+    let config = base.apply_json(&json_blocks[0]).unwrap();
+    assert_eq!(config.sandbox.mode, bash_mcp::sandbox::Mode::WorkspaceWrite);
+    let example: Value = serde_json::from_str(&json_blocks[1]).unwrap();
+    assert_eq!(example["sandbox"]["denied"][0]["op"], "write");
+    let toml_blocks = blocks("toml");
+    assert_eq!(toml_blocks.len(), 1);
+    let table: Value = toml::from_str(&toml_blocks[0]).unwrap();
+    let config = base.apply_map(table.as_object().unwrap()).unwrap();
+    assert!(!config.sandbox.network && config.sandbox.is_on());
+}
