@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use bash_mcp::{BashServer, ExecRequest};
+use bash_mcp::{BashServer, ExecRequest, McpServer};
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
