@@ -86,6 +86,8 @@ fn assert_none_with_arg(needle: &str) {
         if start.elapsed() > Duration::from_secs(5) {
             let left = with_arg(needle);
             for pid in &left {
+                // SAFETY: kill takes plain integers and touches no memory of ours;
+                // the pids were just read from /proc (a `sleep` with this test's unique duration).
                 unsafe { libc::kill(*pid, libc::SIGKILL) };
             }
             panic!("processes survived: {left:?}");
@@ -548,11 +550,13 @@ fn the_sandbox_document_blocks_are_valid() {
             .collect()
     };
     let base = bash_mcp::Config::with_timeout(Duration::from_secs(30));
-    let json_blocks = blocks("json");
-    assert_eq!(json_blocks.len(), 2);
-    let config = base.apply_json(&json_blocks[0]).unwrap();
+    let config_blocks = blocks("json config");
+    assert_eq!(config_blocks.len(), 1);
+    let config = base.apply_json(&config_blocks[0]).unwrap();
     assert_eq!(config.sandbox.mode, bash_mcp::sandbox::Mode::WorkspaceWrite);
-    let example: Value = serde_json::from_str(&json_blocks[1]).unwrap();
+    let result_blocks = blocks("json result");
+    assert_eq!(result_blocks.len(), 1);
+    let example: Value = serde_json::from_str(&result_blocks[0]).unwrap();
     assert_eq!(example["sandbox"]["denied"][0]["op"], "write");
     let toml_blocks = blocks("toml");
     assert_eq!(toml_blocks.len(), 1);
