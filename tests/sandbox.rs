@@ -137,6 +137,45 @@ fn writes_inside_the_roots_succeed_and_outside_fail() {
     }
 }
 
+/// A result with a denial keeps to execute's output schema, which allows no
+/// other keys: a client that validates structured content must accept it.
+#[test]
+fn a_result_with_a_denial_uses_only_output_schema_keys() {
+    let definition: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/tools/bash/execute.json")).unwrap(),
+    )
+    .unwrap();
+    let schema = &definition["outputSchema"];
+    assert_eq!(schema["additionalProperties"], false);
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    for &backend in BACKENDS {
+        if !available(backend) {
+            continue;
+        }
+        let dir = TempDir::new("sbx-schema");
+        let outside = TempDir::new("sbx-schema-outside");
+        let server = sandboxed(&dir, backend, json!({}));
+        let result = run(&server, &format!("echo out > {}/x", outside.display()));
+        assert!(result["sandbox_message"].is_string(), "{backend}: {result}");
+        for key in keys(&result) {
+            assert!(
+                schema["properties"].get(&key).is_some(),
+                "{backend}: `{key}` not in the schema: {result}"
+            );
+        }
+        let sandbox = &schema["properties"]["sandbox"];
+        for key in keys(&result["sandbox"]) {
+            assert!(
+                sandbox["properties"].get(&key).is_some(),
+                "{backend}: sandbox.{key} not in the schema"
+            );
+        }
+        let backends = sandbox["properties"]["backend"]["enum"].as_array().unwrap();
+        assert!(backends.contains(&result["sandbox"]["backend"]), "{backend}: {result}");
+        assert!(result["sandbox"]["denied"].is_array() && result["sandbox_message"].is_string());
+    }
+}
+
 #[test]
 fn exit_codes_signals_and_timeouts_are_exact_inside_the_sandbox() {
     for &backend in BACKENDS {
