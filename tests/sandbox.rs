@@ -27,7 +27,7 @@ fn available(backend: &str) -> bool {
         std::env::var_os("CI").is_none(),
         "backend {backend} must work in CI: {reason}"
     );
-    eprintln!("SKIP: sandbox backend {backend} unavailable here: {reason}");
+    skip(format_args!("sandbox backend {backend} unavailable here: {reason}"));
     false
 }
 
