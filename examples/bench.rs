@@ -9,6 +9,10 @@
 //!    `head -c 1G /dev/zero | cat > /dev/null` (target ratio ≤ 1.25), and the
 //!    host's peak RSS (target < 64 MiB).
 //! 3. Timeout overshoot of a 1 s limit (target median ≤ 20 ms).
+//!
+//! `-- --calls raw|execute N` only makes N calls of one kind and exits: for
+//! counting what one call costs with `strace -c -f` or `valgrind`, figures
+//! that machine load does not move.
 
 use std::ffi::CString;
 use std::time::{Duration, Instant};
@@ -19,6 +23,19 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let rounds = if quick { 200 } else { 1000 };
     let server = BashServer::new(std::env::temp_dir(), None, 60).expect("server");
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--calls") {
+        let count: usize = args.get(at + 2).and_then(|n| n.parse().ok()).unwrap_or(100);
+        let request = ExecRequest::new("true");
+        for _ in 0..count {
+            match args.get(at + 1).map(String::as_str) {
+                Some("raw") => raw_spawn_true(),
+                Some("execute") => assert!(server.run(&request).unwrap().success()),
+                other => panic!("--calls takes raw or execute and a count, not {other:?}"),
+            }
+        }
+        return;
+    }
 
     println!("bash-mcp execution benchmark ({rounds} rounds per latency figure, medians)");
     println!();

@@ -12,6 +12,63 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
+/// Output throughput: the same command through a session (terminal, marker
+/// parsing, cleaning) and through `execute` (pipe), interleaved, medians.
+fn stream(server: &BashServer, manager: &SessionManager, id: &str) -> Result<(), bash_mcp::ToolError> {
+    const COMMAND: &str = "seq 1 2000000";
+    const ROUNDS: usize = 5;
+    let options = RunOptions {
+        timeout: Some(Duration::from_secs(300)),
+        ..Default::default()
+    };
+    let (mut session, mut oneshot, mut bytes) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        let result = manager.run(id, COMMAND, &options)?;
+        session.push(t.elapsed());
+        assert_eq!(result.state, bash_mcp::session::RunState::Finished(0));
+        let t = Instant::now();
+        bytes = server.run(&ExecRequest::new(COMMAND))?.output_bytes;
+        oneshot.push(t.elapsed());
+        assert!(
+            result.output_bytes as f64 >= bytes as f64 * 0.99,
+            "the session saw the output"
+        );
+    }
+    let spread = |v: &[Duration]| {
+        let mut v = v.to_vec();
+        v.sort();
+        format!("{:.0}-{:.0} ms", ms(v[0]), ms(v[v.len() - 1]))
+    };
+    let (s, o) = (median(session.clone()), median(oneshot.clone()));
+    let mbps = |d: Duration| bytes as f64 / 1e6 / d.as_secs_f64();
+    println!(
+        "`{COMMAND}` ({:.1} MB), medians of {ROUNDS}, interleaved:",
+        bytes as f64 / 1e6
+    );
+    println!(
+        "  session_run: {:>8.1} ms {:>7.1} MB/s  (spread {})",
+        ms(s),
+        mbps(s),
+        spread(&session)
+    );
+    println!(
+        "  execute:     {:>8.1} ms {:>7.1} MB/s  (spread {})",
+        ms(o),
+        mbps(o),
+        spread(&oneshot)
+    );
+    println!(
+        "  session/execute: {:.2}x  (target <= 1.5)",
+        s.as_secs_f64() / o.as_secs_f64()
+    );
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
 fn main() -> Result<(), bash_mcp::ToolError> {
     const N: usize = 300;
     let server = BashServer::new(std::env::temp_dir(), None, 30)?;
@@ -63,6 +120,8 @@ fn main() -> Result<(), bash_mcp::ToolError> {
         rss.len(),
         buffers.iter().sum::<usize>() / buffers.len()
     );
+    stream(&server, &manager, &id)?;
+
     let start = Instant::now();
     let extra = manager.start(&StartOptions::default())?;
     println!("session_start (bash): {:?}", start.elapsed());

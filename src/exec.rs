@@ -79,6 +79,8 @@ impl Drop for GroupGuard {
 struct Pipe {
     fd: OwnedFd,
     stream: OutputStream,
+    /// Whether the pipe has been grown past its default capacity.
+    grown: bool,
 }
 
 const READ_CHUNK: usize = 256 * 1024;
@@ -110,11 +112,13 @@ pub(crate) fn run(
     let mut pipes: Vec<Pipe> = vec![Pipe {
         fd: child.stdout,
         stream: OutputStream::Stdout,
+        grown: false,
     }];
     if let Some(fd) = child.stderr {
         pipes.push(Pipe {
             fd,
             stream: OutputStream::Stderr,
+            grown: false,
         });
     }
     let mut stdin = child.stdin.map(|fd| (fd, stdin_data.unwrap_or_default()));
@@ -361,7 +365,7 @@ fn read_ready(
     deliver: &mut impl FnMut(OutputStream, &[u8]),
 ) {
     let mut index = 0;
-    pipes.retain(|pipe| {
+    pipes.retain_mut(|pipe| {
         let ready = fds[index].revents != 0;
         index += 1;
         if !ready {
@@ -369,6 +373,10 @@ fn read_ready(
         }
         match read_some(pipe.fd.as_raw_fd(), buf) {
             ReadResult::Data(n) => {
+                if n >= spawn::DEFAULT_PIPE_SIZE && !pipe.grown {
+                    spawn::grow_pipe(pipe.fd.as_raw_fd());
+                    pipe.grown = true;
+                }
                 deliver(pipe.stream, &buf[..n]);
                 true
             }

@@ -259,7 +259,6 @@ pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
         r
     });
     set_nonblocking(out_r.as_raw_fd());
-    grow_pipe(out_r.as_raw_fd());
     if let Some(e) = &stderr {
         set_nonblocking(e.as_raw_fd());
     }
@@ -272,8 +271,13 @@ pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
     })
 }
 
-/// A larger pipe means fewer wakeups for chatty commands (best effort).
-fn grow_pipe(fd: RawFd) {
+/// A pipe's capacity until it is grown (Linux: 16 pages).
+pub(crate) const DEFAULT_PIPE_SIZE: usize = 64 * 1024;
+
+/// A larger pipe means fewer wakeups for chatty commands (best effort). Done
+/// only once a command has filled the default pipe: for the many commands
+/// that print little, growing it would be a wasted syscall and allocation.
+pub(crate) fn grow_pipe(fd: RawFd) {
     // SAFETY: fcntl on an fd we own; failure leaves the default size.
     unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20) };
 }

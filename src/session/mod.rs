@@ -1228,7 +1228,9 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
                     state.output.push(&bytes);
                     state.ring.push(&bytes);
                     state.last_activity = Instant::now();
-                    notify = true;
+                    // No notify: the waiters wait for a change of phase, and
+                    // waking them for every chunk of a chatty command cost
+                    // a context switch per terminal read.
                 }
             }
             marker::Event::Start => {
