@@ -1,6 +1,6 @@
 //! The OS sandbox behind every command (see docs/sandbox.md).
 //!
-//! A [`SandboxConfig`] says what commands may do; the [`probe`] finds a
+//! A [`SandboxConfig`] says what commands may do; the [`probe()`] finds a
 //! backend that can enforce it here (bubblewrap, else Landlock + seccomp)
 //! and says exactly why when none can; [`wrap`] turns one command line into
 //! the sandboxed one. Nothing here widens a sandbox: a configuration that
