@@ -7,21 +7,8 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bash_mcp::session::{
-    RunOptions, RunState, SessionConfig, SessionManager, StartOptions, TerminalCallback, TerminalEvent,
-};
+use bash_mcp::session::{RunOptions, RunState, SessionManager, StartOptions, TerminalCallback, TerminalEvent};
 use common::*;
-
-fn manager() -> SessionManager {
-    SessionManager::new(
-        SessionConfig {
-            enabled: true,
-            ..Default::default()
-        },
-        std::env::temp_dir(),
-    )
-    .unwrap()
-}
 
 fn start(m: &SessionManager, tag: &str) -> String {
     m.start(&StartOptions {
@@ -65,7 +52,7 @@ fn wait_for(seen: &Mutex<Vec<u8>>, needle: &str) -> String {
 #[test]
 fn a_subscriber_sees_the_agents_commands_as_typed_without_plumbing() {
     let tag = unique_tag("view");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, &tag);
     m.run(&id, "echo before-subscribing", &within(10)).unwrap();
     let (seen, callback) = screen();
@@ -90,7 +77,7 @@ fn a_subscriber_sees_the_agents_commands_as_typed_without_plumbing() {
 #[test]
 fn closing_the_session_tells_every_subscriber() {
     let tag = unique_tag("view-close");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, &tag);
     let (a, callback_a) = screen();
     let (b, callback_b) = screen();
@@ -106,7 +93,7 @@ fn closing_the_session_tells_every_subscriber() {
 #[test]
 fn a_secret_prompt_is_recognized_and_the_person_answers_it() {
     let tag = unique_tag("view-secret");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, &tag);
     let name = m.list()[0].handle.clone();
     // A plain prompt echoes: waiting for input, but not a secret.
@@ -154,7 +141,7 @@ fn a_secret_prompt_is_recognized_and_the_person_answers_it() {
 #[test]
 fn resizing_reaches_the_program_and_names_resolve() {
     let tag = unique_tag("view-size");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, &tag);
     let info = m.list().into_iter().next().unwrap();
     assert_eq!(info.title(), format!("#{} {}", info.number, info.handle));
@@ -179,7 +166,7 @@ fn resizing_reaches_the_program_and_names_resolve() {
 #[test]
 fn a_persons_interrupt_stops_the_command() {
     let tag = unique_tag("view-intr");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, &tag);
     let r = m
         .run(

@@ -11,17 +11,6 @@ use bash_mcp::{BashServer, ErrorCode, McpServer};
 use common::*;
 use serde_json::{Value, json};
 
-fn manager() -> SessionManager {
-    SessionManager::new(
-        SessionConfig {
-            enabled: true,
-            ..Default::default()
-        },
-        std::env::temp_dir(),
-    )
-    .unwrap()
-}
-
 fn start(m: &SessionManager, shell: &str, tag: &str) -> String {
     m.start(&StartOptions {
         shell: Some(shell.into()),
@@ -55,7 +44,7 @@ fn installed(shell: &str) -> bool {
 #[test]
 fn state_persists_between_commands() {
     let tag = unique_tag("state");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "bash", &tag);
     let r = run(&m, &id, "cd /tmp");
     assert_eq!(r.exit_code(), Some(0));
@@ -93,7 +82,7 @@ fn state_persists_between_commands() {
 #[test]
 fn exit_codes_are_exact() {
     let tag = unique_tag("codes");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "bash", &tag);
     assert_eq!(run(&m, &id, "false").exit_code(), Some(1));
     assert_eq!(run(&m, &id, "(exit 7)").exit_code(), Some(7));
@@ -120,7 +109,7 @@ fn set_e_and_syntax_errors_never_end_a_session_in_any_posix_shell() {
             continue;
         }
         let tag = unique_tag("set-e");
-        let m = manager();
+        let m = session_manager();
         let id = start(&m, shell, &tag);
         let r = run(&m, &id, "set -e\nfalse\necho after");
         assert!(matches!(r.state, RunState::Finished(_)), "{shell}: {r:?}");
@@ -140,7 +129,7 @@ fn set_e_and_syntax_errors_never_end_a_session_in_any_posix_shell() {
 #[test]
 fn multiline_heredoc_and_syntax_errors() {
     let tag = unique_tag("multi");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "bash", &tag);
     let r = run(
         &m,
@@ -168,7 +157,7 @@ fn line_numbers_are_the_commands_own() {
             continue;
         }
         let tag = unique_tag("lineno");
-        let m = manager();
+        let m = session_manager();
         let id = start(&m, shell, &tag);
         assert_eq!(run(&m, &id, "echo $LINENO\necho $LINENO").output, "1\n2\n", "{shell}");
         m.close(&id).unwrap();
@@ -176,7 +165,7 @@ fn line_numbers_are_the_commands_own() {
     }
     // A syntax error names the line of the command where it is.
     let tag = unique_tag("lineno-error");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "bash", &tag);
     let r = run(&m, &id, "echo 'unbalanced");
     assert!(r.output.contains("line 1: unexpected EOF"), "{:?}", r.output);
@@ -189,7 +178,7 @@ fn line_numbers_are_the_commands_own() {
 #[test]
 fn forged_markers_do_not_end_a_command() {
     let tag = unique_tag("forge");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "bash", &tag);
     let guess = "0123456789abcdef0123456789abcdef";
     let cmd = format!(
@@ -205,7 +194,7 @@ fn forged_markers_do_not_end_a_command() {
 #[test]
 fn control_sequences_are_removed_unless_raw() {
     let tag = unique_tag("ansi");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "bash", &tag);
     let cmd = "printf '\\033[31mred\\033[0m\\n'";
     assert_eq!(run(&m, &id, cmd).output, "red\n");
@@ -227,7 +216,7 @@ fn control_sequences_are_removed_unless_raw() {
 #[test]
 fn read_waits_for_input_and_write_answers_it() {
     let tag = unique_tag("input");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "bash", &tag);
     let r = m.run(&id, "read -r x; echo \"got $x\"", &within(HANG_GUARD)).unwrap();
     assert_eq!(r.state, RunState::Running);
@@ -247,7 +236,7 @@ fn read_waits_for_input_and_write_answers_it() {
 #[test]
 fn long_command_keeps_running_past_the_timeout() {
     let tag = unique_tag("long");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "bash", &tag);
     let dir = TempDir::new("long");
     let go = dir.join("go");
@@ -275,7 +264,7 @@ fn long_command_keeps_running_past_the_timeout() {
 #[test]
 fn interrupt_stops_the_foreground_job() {
     let tag = unique_tag("intr");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "bash", &tag);
     let r = m.run(&id, "sleep 100", &within(Duration::from_millis(200))).unwrap();
     assert_eq!(r.state, RunState::Running);
@@ -289,7 +278,7 @@ fn interrupt_stops_the_foreground_job() {
 #[test]
 fn close_kills_background_children() {
     let tag = unique_tag("close");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "bash", &tag);
     run(
         &m,
@@ -308,7 +297,7 @@ fn close_kills_background_children() {
 #[test]
 fn eight_sessions_in_parallel() {
     let tag = unique_tag("par");
-    let m = Arc::new(manager());
+    let m = Arc::new(session_manager());
     let threads: Vec<_> = (0..8)
         .map(|i| {
             let m = m.clone();
@@ -364,7 +353,7 @@ fn idle_sessions_are_evicted() {
 #[test]
 fn dropping_the_manager_kills_everything() {
     let tag = unique_tag("drop");
-    let m = manager();
+    let m = session_manager();
     for _ in 0..3 {
         let id = start(&m, "bash", &tag);
         run(&m, &id, "sleep 1000 &");
@@ -381,7 +370,7 @@ fn dropping_the_manager_kills_everything() {
 #[test]
 fn shell_runs_on_its_own_controlling_terminal() {
     let tag = unique_tag("tty");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "bash", &tag);
     let r = run(&m, &id, "tty; ps -o sid=,tpgid=,pgid= -p $$");
     let lines: Vec<&str> = r.output.lines().collect();
@@ -401,7 +390,7 @@ fn other_shells_keep_state() {
             continue;
         }
         let tag = unique_tag(shell);
-        let m = manager();
+        let m = session_manager();
         let id = start(&m, shell, &tag);
         let set = if shell == "fish" {
             "cd /tmp; set -gx X 1"
@@ -511,7 +500,7 @@ fn builtin_read_waits_for_input_in_every_shell() {
             continue;
         }
         let tag = unique_tag("builtin-read");
-        let m = manager();
+        let m = session_manager();
         let id = start(&m, shell, &tag);
         let options = within(HANG_GUARD);
         let r = m.run(&id, command, &options).unwrap();
@@ -551,7 +540,7 @@ fn fish_venv_prompt_does_not_end_the_session() {
         ),
     )
     .unwrap();
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "fish", &tag);
     let r = run(&m, &id, &format!("source {}/bin/activate.fish", venv.display()));
     assert_eq!(r.state, RunState::Finished(0), "{r:?}");
@@ -576,7 +565,7 @@ fn fish_exit_refused_for_running_jobs_ends_the_command() {
     }
     for command in ["sleep 100 &\nexit 3", "exit 3"] {
         let tag = unique_tag("fish-jobs");
-        let m = manager();
+        let m = session_manager();
         let id = start(&m, "fish", &tag);
         if command == "exit 3" {
             assert_eq!(run(&m, &id, "sleep 100 &").exit_code(), Some(0));
@@ -617,7 +606,7 @@ fn sh_commands_that_set_ps1_keep_results_clean() {
         ),
     )
     .unwrap();
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "sh", &tag);
     let r = run(&m, &id, &format!(". {}/bin/activate", venv.display()));
     assert_eq!(r.state, RunState::Finished(0), "{r:?}");
@@ -697,7 +686,7 @@ fn concurrent_starts_respect_the_session_limit() {
 #[test]
 fn closing_a_session_ends_a_call_waiting_on_it() {
     let tag = unique_tag("close-wait");
-    let m = Arc::new(manager());
+    let m = Arc::new(session_manager());
     let id = start(&m, "bash", &tag);
     let waiter = {
         let (m, id) = (m.clone(), id.clone());
@@ -743,7 +732,7 @@ fn idle_sessions_report_no_made_up_exit_codes() {
             continue;
         }
         let tag = unique_tag("idle");
-        let m = manager();
+        let m = session_manager();
         let id = start(&m, shell, &tag);
         let r = m.wait(&id, Duration::from_millis(200), false).unwrap();
         assert_eq!((r.state, r.exit_code()), (RunState::Idle, None), "{shell}: {r:?}");
@@ -798,7 +787,7 @@ fn blocked_on_a_socket_is_not_waiting_for_input() {
         return;
     }
     let tag = unique_tag("socket");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "bash", &tag);
     let options = within(HANG_GUARD);
     // A TCP connection to itself; the kernel's wait channel for its recv is
@@ -863,7 +852,7 @@ fn blocked_on_a_socket_is_not_waiting_for_input() {
 #[test]
 fn long_lines_for_a_line_mode_terminal_are_refused_not_cut() {
     let tag = unique_tag("longline");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "bash", &tag);
     let options = within(HANG_GUARD);
     let r = m.run(&id, "read -r x; echo ${#x}", &options).unwrap();
@@ -942,7 +931,7 @@ fn large_commands_timeouts_and_key_names_get_fitting_answers() {
 #[test]
 fn a_timed_out_run_shows_head_and_tail() {
     let tag = unique_tag("headtail");
-    let m = manager();
+    let m = session_manager();
     let id = start(&m, "bash", &tag);
     let r = m
         .run(

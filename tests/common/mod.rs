@@ -338,3 +338,13 @@ pub fn skip(reason: impl std::fmt::Display) {
     let test = std::thread::current().name().unwrap_or("?").to_owned();
     let _ = writeln!(std::io::stderr().lock(), "SKIP {test}: {reason}");
 }
+
+/// A session manager with sessions turned on, keeping its files in the temp dir.
+pub fn session_manager() -> bash_mcp::session::SessionManager {
+    use bash_mcp::session::{SessionConfig, SessionManager};
+    let config = SessionConfig {
+        enabled: true,
+        ..Default::default()
+    };
+    SessionManager::new(config, std::env::temp_dir()).unwrap()
+}
