@@ -22,7 +22,7 @@ use bash_mcp::{BashServer, ExecRequest, Status};
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let rounds = if quick { 200 } else { 1000 };
-    let server = BashServer::new(std::env::temp_dir(), None, 60).expect("server");
+    let server = BashServer::new(std::env::temp_dir(), None, Duration::from_secs(60)).expect("server");
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "--calls") {
         let count: usize = args.get(at + 2).and_then(|n| n.parse().ok()).unwrap_or(100);

@@ -2,13 +2,14 @@
 //!
 //! Run with `cargo run --example demo`.
 
+use std::time::Duration;
 use std::time::Instant;
 
 use bash_mcp::{BashServer, McpServer};
 use serde_json::Value;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let server = BashServer::new(".", None, 30)?;
+    let server = BashServer::new(".", None, Duration::from_secs(30))?;
     println!("server `{}` with tools: {}", server.name(), server.list_tools());
 
     section("1. A command and its result (the JSON envelope a host receives)");

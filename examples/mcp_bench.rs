@@ -2,7 +2,7 @@
 //! library call, plus requests per second with 8 calls in flight.
 //!
 //! ```text
-//! cargo build --release && cargo run --release --example mcp_bench [-- CALLS]
+//! cargo build --release --features cli && cargo run --release --example mcp_bench [-- CALLS]
 //! ```
 //!
 //! The binary is looked up next to this example's target directory
@@ -53,7 +53,7 @@ fn binary() -> PathBuf {
         .join("bash-mcp");
     if !path.exists() {
         eprintln!(
-            "{} not found: build it first (cargo build --release), or set BASH_MCP_BIN",
+            "{} not found: build it first (cargo build --release --features cli), or set BASH_MCP_BIN",
             path.display()
         );
         std::process::exit(2);
@@ -133,7 +133,7 @@ fn main() {
     let dir = std::env::temp_dir();
 
     // 1. The raw library call.
-    let server = Arc::new(BashServer::new(&dir, None, 30).expect("server"));
+    let server = Arc::new(BashServer::new(&dir, None, Duration::from_secs(30)).expect("server"));
     let request = ExecRequest::new("true");
     for _ in 0..20 {
         server.run(&request).expect("run");

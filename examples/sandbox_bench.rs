@@ -4,7 +4,7 @@
 //! Run with `cargo run --release --example sandbox_bench` (add `-- --quick`
 //! for fewer rounds). The helper for the Landlock backend is the `bash-mcp`
 //! binary next to this example's target dir (build it first with
-//! `cargo build --release`), or `BASH_MCP_HELPER`.
+//! `cargo build --release --features cli`), or `BASH_MCP_HELPER`.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -24,9 +24,12 @@ fn main() {
                 .join("bash-mcp")
         });
     let dir = std::env::temp_dir();
-    let mut variants: Vec<(&str, BashServer)> = vec![("unsandboxed", BashServer::new(&dir, None, 60).unwrap())];
+    let mut variants: Vec<(&str, BashServer)> = vec![(
+        "unsandboxed",
+        BashServer::new(&dir, None, Duration::from_secs(60)).unwrap(),
+    )];
     for backend in ["bwrap", "landlock"] {
-        let server = BashServer::new(&dir, None, 60).unwrap();
+        let server = BashServer::new(&dir, None, Duration::from_secs(60)).unwrap();
         let config = serde_json::json!({"sandbox": {"mode": "workspace-write", "network": false,
                                         "backend": backend, "helper_path": helper}});
         server.configure(&config.to_string()).unwrap();

@@ -71,7 +71,7 @@ fn ms(d: Duration) -> f64 {
 
 fn main() -> Result<(), bash_mcp::ToolError> {
     const N: usize = 300;
-    let server = BashServer::new(std::env::temp_dir(), None, 30)?;
+    let server = BashServer::new(std::env::temp_dir(), None, Duration::from_secs(30))?;
     let manager = SessionManager::new(
         SessionConfig {
             enabled: true,

@@ -24,7 +24,7 @@
 //! use std::time::Duration;
 //! use bash_mcp::{BashServer, ExecRequest, Status};
 //!
-//! let server = BashServer::new(".", None, 30)?;
+//! let server = BashServer::new(".", None, Duration::from_secs(30))?;
 //! let outcome = server.run(&ExecRequest::new("sleep 5").timeout(Duration::from_millis(200)))?;
 //! assert_eq!(outcome.status, Status::TimedOut);
 //! # Ok::<(), bash_mcp::ToolError>(())

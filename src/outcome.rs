@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Status {
     /// The shell exited; shell convention (128+N when killed by signal N).
     Exited(i32),
@@ -58,6 +59,7 @@ impl Output {
 
 /// What running a command produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ExecOutcome {
     /// How it ended.
     pub status: Status,
@@ -79,6 +81,7 @@ pub struct ExecOutcome {
 
 /// The sandbox a command ran in and the denials read from its output.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SandboxReport {
     /// `bwrap` or `landlock`.
     pub backend: &'static str,

@@ -42,6 +42,7 @@ pub struct ExecRequest {
 
 /// How one call's sandbox differs from the configured one.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum SandboxCall {
     /// Keys of the `sandbox` object that may only tighten it (`mode`,
     /// `network`, `writable_roots`); a widening one is refused.

@@ -5,6 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bash_mcp::audit::{AuditLog, AuditSettings};
 use bash_mcp::{ErrorCode, McpServer};
@@ -394,7 +395,7 @@ fn every_line_names_its_working_dir() {
     let d = dir("working-dir");
     let log = d.join("audit.jsonl");
     let default_dir = std::fs::canonicalize(&d).unwrap();
-    let s = tagged(bash_mcp::BashServer::new(&default_dir, None, 30).unwrap());
+    let s = tagged(bash_mcp::BashServer::new(&default_dir, None, Duration::from_secs(30)).unwrap());
     s.configure(&json!({"audit": {"path": log}, "sessions": {"enabled": true}}).to_string())
         .unwrap();
     let tag = s.tag().to_owned();
@@ -443,7 +444,7 @@ fn background_jobs_record_their_outcome_when_they_finish() {
     // Not a TestServer: its survivor check runs before the server (and its
     // jobs) is dropped; this test checks after.
     let tag = unique_tag("audit-jobs");
-    let s = bash_mcp::BashServer::new(std::env::temp_dir(), None, 30).unwrap();
+    let s = bash_mcp::BashServer::new(std::env::temp_dir(), None, Duration::from_secs(30)).unwrap();
     s.configure(&json!({"audit": {"path": log}, "env": {"set": {TAG_VAR: tag}}}).to_string())
         .unwrap();
     // Never polled.

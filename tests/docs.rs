@@ -360,7 +360,7 @@ fn library_configuration_blocks_apply() {
     for b in blocks("json").into_iter().filter(|b| b.kind() == "config") {
         let dir = TempDir::new("doc-lib-config");
         let text = b.text.replace("/var/log/bash-mcp", &dir.display().to_string());
-        let server = BashServer::new(&*dir, None, 30).unwrap();
+        let server = BashServer::new(&*dir, None, Duration::from_secs(30)).unwrap();
         server
             .configure(&text)
             .unwrap_or_else(|e| panic!("{}: configure refused the block: {e}", b.at()));
@@ -386,7 +386,7 @@ fn project_files_are_read_without_a_warning() {
             b.text.replace("/opt/toolchains", &toolchains.display().to_string()),
         )
         .unwrap();
-        let server = BashServer::new(&project, None, 30).unwrap();
+        let server = BashServer::new(&project, None, Duration::from_secs(30)).unwrap();
         server.configure(r#"{"project_config": true}"#).unwrap();
         let envelope: Value = serde_json::from_str(&server.execute("execute", r#"{"command": "true"}"#)).unwrap();
         let result: Value = serde_json::from_str(envelope["result"].as_str().unwrap()).unwrap();
@@ -479,7 +479,7 @@ fn the_readme_is_a_quick_start_that_links_every_document() {
         assert!(readme.contains(&format!("]({file})")), "README.md does not link {file}");
     }
     for needed in [
-        "cargo install --path .",
+        "cargo install --path . --features cli",
         "claude mcp add",
         "pkg-config",
         "cargo doc",

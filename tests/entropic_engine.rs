@@ -49,19 +49,24 @@ struct Engine {
     driver: PathBuf,
 }
 
-fn engine() -> Option<&'static Engine> {
-    static ENGINE_BUILD: OnceLock<Option<Engine>> = OnceLock::new();
+/// The engine, built once per test binary, or why it cannot be built here:
+/// its source is absent, or a tool or library its build needs is missing
+/// (build.sh exits 3 and names it). With `BASH_MCP_REQUIRE_ENGINE` set, as in
+/// CI, either is a failure instead.
+fn engine() -> Result<&'static Engine, &'static str> {
+    static ENGINE_BUILD: OnceLock<Result<Engine, String>> = OnceLock::new();
+    let not_here = |why: String| {
+        assert!(
+            std::env::var_os("BASH_MCP_REQUIRE_ENGINE").is_none(),
+            "BASH_MCP_REQUIRE_ENGINE is set, but {why}"
+        );
+        Err(why)
+    };
     ENGINE_BUILD
         .get_or_init(|| {
             let third_party = match third_party() {
                 Ok(dir) => dir,
-                Err(why) => {
-                    assert!(
-                        std::env::var_os("BASH_MCP_REQUIRE_ENGINE").is_none(),
-                        "BASH_MCP_REQUIRE_ENGINE is set, but {why}"
-                    );
-                    return None;
-                }
+                Err(why) => return not_here(why),
             };
             let cache = library().dir.parent().expect("a target dir").join("entropic-engine");
             let output = run(
@@ -71,6 +76,12 @@ fn engine() -> Option<&'static Engine> {
                     .arg(&cache),
                 Duration::from_secs(3 * 3600),
             );
+            if output.status.code() == Some(MISSING_PREREQUISITE) {
+                return not_here(format!(
+                    "{} (.ci/c-api-deps.sh installs it)",
+                    text(&output.stderr).trim()
+                ));
+            }
             assert!(
                 output.status.success(),
                 "building the engine failed:\n{}{}",
@@ -79,10 +90,14 @@ fn engine() -> Option<&'static Engine> {
             );
             let dir = PathBuf::from(text(&output.stdout).trim());
             let driver = compile_driver(&dir);
-            Some(Engine { dir, driver })
+            Ok(Engine { dir, driver })
         })
         .as_ref()
+        .map_err(String::as_str)
 }
+
+/// build.sh's exit code when a tool or header it needs is not installed.
+const MISSING_PREREQUISITE: i32 = 3;
 
 /// Compiles tests/engine/drive.cpp against the engine library, reusing the
 /// binary while the source is unchanged.
@@ -126,9 +141,12 @@ fn scenario(name: &str, config: &str) -> Option<String> {
 }
 
 fn scenario_with(name: &str, config: &str, env: &[(&str, &Path)]) -> Option<String> {
-    let Some(engine) = engine() else {
-        common::skip(format_args!("{}", third_party().unwrap_err()));
-        return None;
+    let engine = match engine() {
+        Ok(engine) => engine,
+        Err(why) => {
+            common::skip(why);
+            return None;
+        }
     };
     let scratch = Scratch::new("engine");
     let project = scratch.path("project");

@@ -391,7 +391,7 @@ fn spawn_failure_is_reported() {
 
 #[test]
 fn timeout_is_clamped_to_the_ceiling() {
-    let s = tagged(BashServer::new(std::env::temp_dir(), None, 1).unwrap());
+    let s = tagged(BashServer::new(std::env::temp_dir(), None, Duration::from_secs(1)).unwrap());
     // Asking for more than the operator's ceiling gets the ceiling.
     let r = call(&s, json!({"command": "sleep 5", "timeout_seconds": 100}));
     assert_eq!(r["error"], "timeout");
@@ -405,11 +405,14 @@ fn timeout_is_clamped_to_the_ceiling() {
 #[test]
 fn server_construction_errors_are_typed() {
     assert_eq!(
-        BashServer::new("/", None, 0).err().unwrap().code,
+        BashServer::new("/", None, Duration::from_secs(0)).err().unwrap().code,
         bash_mcp::ErrorCode::InvalidTimeout
     );
     assert_eq!(
-        BashServer::new("/no/such", None, 5).err().unwrap().code,
+        BashServer::new("/no/such", None, Duration::from_secs(5))
+            .err()
+            .unwrap()
+            .code,
         bash_mcp::ErrorCode::WorkingDirNotFound
     );
     let s = server();
@@ -699,7 +702,7 @@ fn tool_definitions_load_from_the_data_dir() {
     let tools = data.join("tools").join("bash");
     std::fs::create_dir_all(&tools).unwrap();
     // No file: built-in definition.
-    let s = BashServer::new("/", Some(&data), 5).unwrap();
+    let s = BashServer::new("/", Some(&data), Duration::from_secs(5)).unwrap();
     let list: Value = serde_json::from_str(&s.list_tools()).unwrap();
     assert_eq!(list[0]["name"], "execute");
     assert_eq!(list[0]["inputSchema"]["required"], json!(["command"]));
@@ -709,12 +712,12 @@ fn tool_definitions_load_from_the_data_dir() {
         r#"{"name":"execute","description":"custom","inputSchema":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}}"#,
     )
     .unwrap();
-    let s = BashServer::new("/", Some(&data), 5).unwrap();
+    let s = BashServer::new("/", Some(&data), Duration::from_secs(5)).unwrap();
     let list: Value = serde_json::from_str(&s.list_tools()).unwrap();
     assert_eq!(list[0]["description"], "custom");
     // An invalid file is a construction error naming the file.
     std::fs::write(tools.join("execute.json"), r#"{"name":"execute","description":"x"}"#).unwrap();
-    let err = BashServer::new("/", Some(&data), 5).err().unwrap();
+    let err = BashServer::new("/", Some(&data), Duration::from_secs(5)).err().unwrap();
     assert_eq!(err.code, bash_mcp::ErrorCode::InvalidToolDefinition);
     assert!(
         err.message.contains("execute.json") && err.message.contains("inputSchema"),

@@ -2,6 +2,7 @@
 //! Rust through the same `extern "C"` symbols a C program links against.
 
 use std::ffi::{CStr, CString, c_char};
+use std::time::Duration;
 use std::time::Instant;
 
 use bash_mcp::ffi::bash_mcp_result;
@@ -27,7 +28,7 @@ fn take(ptr: *mut c_char) -> String {
 
 fn pair() -> (BashServer, *mut bash_mcp_server) {
     let dir = std::env::temp_dir();
-    let rust = BashServer::new(&dir, None, 30).unwrap();
+    let rust = BashServer::new(&dir, None, Duration::from_secs(30)).unwrap();
     let mut raw = std::ptr::null_mut();
     let dir_c = c(dir.to_str().unwrap());
     let rc = unsafe { bash_mcp_server_new(dir_c.as_ptr(), std::ptr::null(), 30, &mut raw) };

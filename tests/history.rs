@@ -190,7 +190,7 @@ fn environment_override_is_validated() {
     let err = SessionManager::new(SessionConfig::default(), "/").err().unwrap();
     assert_eq!(err.code, ErrorCode::InvalidConfig);
     assert!(err.message.contains("BASH_MCP_HISTORY"), "{err}");
-    let err = BashServer::new("/", None, 5).err().unwrap();
+    let err = BashServer::new("/", None, Duration::from_secs(5)).err().unwrap();
     assert_eq!(err.code, ErrorCode::InvalidConfig);
     unsafe { std::env::set_var("BASH_MCP_HISTORY", "keep") };
     let m = SessionManager::new(SessionConfig::default(), "/").unwrap();
@@ -203,7 +203,7 @@ fn environment_override_is_validated() {
 #[test]
 fn configuration_key_sets_the_default() {
     let _lock = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let s = BashServer::new("/", None, 5).unwrap();
+    let s = BashServer::new("/", None, Duration::from_secs(5)).unwrap();
     use bash_mcp::McpServer;
     s.configure(r#"{"sessions": {"enabled": true, "history": "keep"}}"#)
         .unwrap();

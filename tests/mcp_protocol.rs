@@ -33,7 +33,9 @@ fn harness_with(options: HandlerOptions) -> Harness {
 
 /// A harness whose server got `config` (JSON) first.
 fn harness_configured(options: HandlerOptions, config: &str) -> Harness {
-    let server = Arc::new(common::tagged(BashServer::new(std::env::temp_dir(), None, 30).unwrap()));
+    let server = Arc::new(common::tagged(
+        BashServer::new(std::env::temp_dir(), None, Duration::from_secs(30)).unwrap(),
+    ));
     bash_mcp::McpServer::configure(&*server, config).unwrap();
     let (tx, rx) = channel();
     let tx = Mutex::new(tx);
@@ -260,7 +262,7 @@ fn every_tool_has_honest_annotations() {
 #[test]
 fn host_format_list_tools_keeps_three_keys() {
     use bash_mcp::McpServer;
-    let server = BashServer::new(std::env::temp_dir(), None, 30).unwrap();
+    let server = BashServer::new(std::env::temp_dir(), None, Duration::from_secs(30)).unwrap();
     let list: Value = serde_json::from_str(&server.list_tools()).unwrap();
     let keys: Vec<&String> = list[0].as_object().unwrap().keys().collect();
     assert_eq!(keys, ["description", "inputSchema", "name"]);

@@ -4,6 +4,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use bash_mcp::{BashServer, ErrorCode, McpServer};
 use common::*;
@@ -21,7 +22,7 @@ fn tree(name: &str) -> (TempDir, PathBuf) {
 }
 
 fn confined(dir: &Path) -> TestServer {
-    let s = tagged(BashServer::new(dir.join("root"), None, 10).unwrap());
+    let s = tagged(BashServer::new(dir.join("root"), None, Duration::from_secs(10)).unwrap());
     s.configure(&json!({"allowed_roots": [dir.join("root")]}).to_string())
         .unwrap();
     s
@@ -69,7 +70,7 @@ fn escapes_are_refused_with_the_roots_named() {
 #[test]
 fn a_default_dir_outside_new_roots_is_refused_at_call_time() {
     let (_scratch, dir) = tree("default");
-    let s = tagged(BashServer::new(dir.join("outside"), None, 10).unwrap());
+    let s = tagged(BashServer::new(dir.join("outside"), None, Duration::from_secs(10)).unwrap());
     s.configure(&json!({"allowed_roots": [dir.join("root")]}).to_string())
         .unwrap();
     let r = call(&s, json!({"command": "pwd"}));
@@ -146,7 +147,7 @@ fn windows_paths_outside_wsl_are_invalid_working_dirs() {
 
 /// A confined server whose default directory is `root/inner`, with project files on.
 fn in_project(dir: &Path) -> TestServer {
-    let s = tagged(BashServer::new(dir.join("root/inner"), None, 10).unwrap());
+    let s = tagged(BashServer::new(dir.join("root/inner"), None, Duration::from_secs(10)).unwrap());
     s.configure(&json!({"allowed_roots": [dir.join("root")], "project_config": true}).to_string())
         .unwrap();
     s
@@ -230,7 +231,7 @@ fn warnings_of_deleted_project_files_clear() {
 #[test]
 fn set_working_dir_resolves_relative_paths_against_the_current_default() {
     let (_scratch, dir) = tree("relative-default");
-    let s = tagged(BashServer::new(dir.join("root"), None, 10).unwrap());
+    let s = tagged(BashServer::new(dir.join("root"), None, Duration::from_secs(10)).unwrap());
     s.set_working_dir(Path::new("inner")).unwrap();
     assert_eq!(s.working_dir(), dir.join("root/inner"));
     // `..` is kept as given (only roots resolve symlinks): compare resolved.

@@ -43,7 +43,7 @@ fn sandbox_config(backend: &str, extra: Value) -> bash_mcp::sandbox::SandboxConf
 
 /// A tagged server in `dir` whose commands run in `backend`'s sandbox.
 fn sandboxed(dir: &Path, backend: &str, extra: Value) -> TestServer {
-    let server = tagged(BashServer::new(dir, None, 30).unwrap());
+    let server = tagged(BashServer::new(dir, None, Duration::from_secs(30)).unwrap());
     let mut sandbox = json!({"mode": "workspace-write", "backend": backend, "helper_path": HELPER,
                              "writable_roots": [dir]});
     for (k, v) in extra.as_object().unwrap() {

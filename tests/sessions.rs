@@ -421,7 +421,7 @@ fn other_shells_keep_state() {
 #[test]
 fn tools_appear_when_enabled_and_work_over_json() {
     let tag = unique_tag("json");
-    let s = tagged(BashServer::new(std::env::temp_dir(), None, 30).unwrap());
+    let s = tagged(BashServer::new(std::env::temp_dir(), None, Duration::from_secs(30)).unwrap());
     let names = |s: &BashServer| -> Vec<String> {
         let list: Value = serde_json::from_str(&s.list_tools()).unwrap();
         list.as_array()
@@ -477,7 +477,7 @@ fn tools_appear_when_enabled_and_work_over_json() {
 #[test]
 fn dropping_the_server_kills_sessions() {
     let tag = unique_tag("srvdrop");
-    let s = tagged(BashServer::new(std::env::temp_dir(), None, 30).unwrap());
+    let s = tagged(BashServer::new(std::env::temp_dir(), None, Duration::from_secs(30)).unwrap());
     s.configure(r#"{"sessions": {"enabled": true, "max_sessions": 2}}"#)
         .unwrap();
     let r = call_tool(&s, "session_start", json!({"env": {TAG_VAR: tag}}));
@@ -886,7 +886,7 @@ fn long_lines_for_a_line_mode_terminal_are_refused_not_cut() {
 #[test]
 fn large_commands_timeouts_and_key_names_get_fitting_answers() {
     let tag = unique_tag("limits");
-    let s = tagged(BashServer::new(std::env::temp_dir(), None, 30).unwrap());
+    let s = tagged(BashServer::new(std::env::temp_dir(), None, Duration::from_secs(30)).unwrap());
     s.configure(r#"{"sessions": {"enabled": true}}"#).unwrap();
     let r = call_tool(&s, "session_start", json!({"env": {TAG_VAR: tag}}));
     let id = r["session_id"].as_str().unwrap().to_owned();
@@ -958,7 +958,7 @@ fn a_timed_out_run_shows_head_and_tail() {
 #[test]
 fn session_run_patterns_follow_the_session_shell() {
     let tag = unique_tag("dialect");
-    let s = tagged(BashServer::new(std::env::temp_dir(), None, 30).unwrap());
+    let s = tagged(BashServer::new(std::env::temp_dir(), None, Duration::from_secs(30)).unwrap());
     s.configure(r#"{"sessions": {"enabled": true}}"#).unwrap();
     let pattern = |id: &str| {
         let args = json!({"session_id": id, "command": "[[ -f x ]] && ls"}).to_string();

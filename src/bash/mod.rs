@@ -42,8 +42,9 @@ pub const DEFAULT_SERVER_NAME: &str = "bash";
 /// wait in line.
 ///
 /// ```
+/// use std::time::Duration;
 /// use bash_mcp::{BashServer, ExecRequest, McpServer};
-/// let server = BashServer::new(".", None, 30)?;
+/// let server = BashServer::new(".", None, Duration::from_secs(30))?;
 /// let outcome = server.run(&ExecRequest::new("echo hello; exit 3"))?;
 /// assert_eq!(outcome.exit_code(), Some(3));
 /// assert_eq!(outcome.output.text(), "hello\n");
@@ -94,19 +95,19 @@ impl Counters {
     }
 }
 
+/// The longest default time limit a server takes (a day); longer ones are
+/// clamped to it.
+pub(crate) const MAX_DEFAULT_TIMEOUT: Duration = Duration::from_secs(86_400);
+
 impl BashServer {
     /// A server named `bash` running commands in `working_dir`, with a default
-    /// time limit of `timeout_seconds` and tool definitions from `data_dir`
-    /// (`<data_dir>/tools/bash/execute.json`, else the built-in one).
+    /// time limit of `timeout` (at most a day) and tool definitions from
+    /// `data_dir` (`<data_dir>/tools/bash/execute.json`, else the built-in one).
     ///
-    /// Errors: `timeout_seconds` ≤ 0 (`invalid_timeout`), a working dir that
-    /// does not exist or is not a directory, an invalid definition file.
-    pub fn new(
-        working_dir: impl AsRef<Path>,
-        data_dir: Option<&Path>,
-        timeout_seconds: i64,
-    ) -> Result<Self, ToolError> {
-        Self::named(DEFAULT_SERVER_NAME, working_dir, data_dir, timeout_seconds)
+    /// Errors: a zero `timeout` (`invalid_timeout`), a working dir that does
+    /// not exist or is not a directory, an invalid definition file.
+    pub fn new(working_dir: impl AsRef<Path>, data_dir: Option<&Path>, timeout: Duration) -> Result<Self, ToolError> {
+        Self::named(DEFAULT_SERVER_NAME, working_dir, data_dir, timeout)
     }
 
     /// Like [`BashServer::new`] with another server name (e.g. for a plugin
@@ -115,21 +116,20 @@ impl BashServer {
         name: &str,
         working_dir: impl AsRef<Path>,
         data_dir: Option<&Path>,
-        timeout_seconds: i64,
+        timeout: Duration,
     ) -> Result<Self, ToolError> {
-        if timeout_seconds <= 0 {
+        if timeout.is_zero() {
             return Err(ToolError::new(
                 ErrorCode::InvalidTimeout,
-                format!("the timeout must be a positive number of seconds, got {timeout_seconds}"),
-                "pass a timeout such as 30",
+                "the default timeout must be longer than zero",
+                "pass a timeout such as Duration::from_secs(30)",
             ));
         }
-        let timeout_seconds = timeout_seconds.min(86_400) as u64;
         Self::with_config(
             name,
             working_dir,
             data_dir,
-            Config::with_timeout(Duration::from_secs(timeout_seconds)),
+            Config::with_timeout(timeout.min(MAX_DEFAULT_TIMEOUT)),
         )
     }
 
@@ -354,8 +354,9 @@ impl BashServer {
     /// [`BashServer::run`] with a cancel token and/or a live output callback.
     ///
     /// ```
+    /// use std::time::Duration;
     /// use bash_mcp::{BashServer, CallOptions, CancelToken, ExecRequest, Status};
-    /// let server = BashServer::new(".", None, 30)?;
+    /// let server = BashServer::new(".", None, Duration::from_secs(30))?;
     /// let token = CancelToken::new();
     /// let canceller = token.clone();
     /// std::thread::spawn(move || {

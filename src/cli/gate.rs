@@ -369,6 +369,7 @@ mod tests {
     use super::*;
     use crate::cli::args::Common;
     use crate::cli::settings::{self, Permissions};
+    use std::time::Duration;
 
     fn gate(allow: &[&str], deny: &[&str], refuse_catastrophic: bool) -> Arc<dyn Gate> {
         let mut s = settings::load(&Common::default()).unwrap();
@@ -407,7 +408,7 @@ mod tests {
             allow: vec!["bash.execute:ls *".into()],
             deny: vec![],
         });
-        let server = Arc::new(BashServer::new(std::env::temp_dir(), None, 30).unwrap());
+        let server = Arc::new(BashServer::new(std::env::temp_dir(), None, Duration::from_secs(30)).unwrap());
         let g = build(&s, Some(server.clone())).unwrap().expect("a gate");
         // `[[` is a keyword in bash but a command in a POSIX sh (/bin/sh).
         let text = args("[[ -f x ]] && ls");

@@ -54,6 +54,7 @@ pub const NON_INTERACTIVE_PROFILE: &[(&str, &str)] = &[
 
 /// Which variables of the host's environment a command inherits.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Inherit {
     /// Every variable of the host process.
     All,

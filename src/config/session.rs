@@ -8,6 +8,7 @@ use crate::error::{ErrorCode, ToolError};
 
 /// Whether commands a session runs may land in the user's shell history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum HistoryMode {
     /// Never written to history (the default).
     #[default]

@@ -4,8 +4,10 @@ use std::ffi::{CString, c_char, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::bash::BashServer;
+use crate::error::{ErrorCode, ToolError};
 use crate::exec::OutputStream;
 use crate::ffi::cancel::bash_mcp_cancel_token;
 use crate::ffi::panic;
@@ -147,7 +149,16 @@ pub unsafe extern "C" fn bash_mcp_server_new(
             // SAFETY: C strings per the documented contract.
             let working_dir = unsafe { str_arg(working_dir, "working_dir") }?;
             let data_dir = unsafe { opt_str_arg(data_dir, "data_dir") }?;
-            let server = BashServer::new(working_dir, data_dir.map(Path::new), i64::from(timeout_seconds))?;
+            if timeout_seconds <= 0 {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidTimeout,
+                    format!("the timeout must be a positive number of seconds, got {timeout_seconds}"),
+                    "pass a timeout such as 30",
+                )
+                .into());
+            }
+            let timeout = Duration::from_secs(timeout_seconds.unsigned_abs().into());
+            let server = BashServer::new(working_dir, data_dir.map(Path::new), timeout)?;
             let boxed = Box::new(bash_mcp_server::wrap(server)?);
             // SAFETY: `out` is non-NULL and points to writable storage per the contract.
             unsafe { out.write(Box::into_raw(boxed)) };

@@ -10,10 +10,11 @@
 //!
 //! ```
 //! use std::sync::{Arc, Mutex};
+//! use std::time::Duration;
 //! use bash_mcp::BashServer;
 //! use bash_mcp::mcp::{HandlerOptions, McpHandler};
 //!
-//! let server = Arc::new(BashServer::new(".", None, 30)?);
+//! let server = Arc::new(BashServer::new(".", None, Duration::from_secs(30))?);
 //! let sent = Arc::new(Mutex::new(Vec::new()));
 //! let sink = sent.clone();
 //! let handler = McpHandler::new(server, move |line| sink.lock().unwrap().push(line), HandlerOptions::default());
@@ -192,8 +193,9 @@ pub struct HandlerOptions {
     pub progress_interval: Duration,
     /// Longest accepted message, in bytes.
     pub max_line_bytes: usize,
-    /// `ttlMs` of `tools/list` and `server/discover` results (stateless era).
-    pub list_ttl_ms: u64,
+    /// How long a `tools/list` or `server/discover` result may be cached
+    /// (its `ttlMs`, stateless era).
+    pub list_ttl: Duration,
 }
 
 impl Default for HandlerOptions {
@@ -206,7 +208,7 @@ impl Default for HandlerOptions {
             gate: None,
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
-            list_ttl_ms: 300_000,
+            list_ttl: Duration::from_secs(300),
         }
     }
 }
@@ -486,7 +488,7 @@ impl Inner {
         let mut result = json!({
             "supportedVersions": era::SUPPORTED_VERSIONS,
             "capabilities": {"tools": {"listChanged": false}},
-            "ttlMs": self.options.list_ttl_ms,
+            "ttlMs": millis(self.options.list_ttl),
             "cacheScope": "private",
         });
         if let Some(instructions) = &self.options.instructions {
@@ -513,7 +515,7 @@ impl Inner {
             .collect();
         let mut result = json!({"tools": tools});
         if era.is_stateless() {
-            result["ttlMs"] = self.options.list_ttl_ms.into();
+            result["ttlMs"] = millis(self.options.list_ttl).into();
             result["cacheScope"] = "private".into();
         }
         result
@@ -738,4 +740,9 @@ impl Job {
             call.emit_if_running(|| (inner.outbound)(line));
         })
     }
+}
+
+/// A duration in whole milliseconds, as the protocol's `*Ms` fields carry it.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

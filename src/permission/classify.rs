@@ -15,6 +15,7 @@ use super::{Part, analyze};
 /// How much damage a command can do. Ordered: `Safe < Dangerous < Catastrophic`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Class {
     /// No rule matched.
     Safe,

@@ -29,6 +29,7 @@ use std::path::Path;
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Dialect {
     /// GNU bash.
     Bash,

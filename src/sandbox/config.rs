@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 /// How much of the file system a sandboxed command may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Mode {
     /// No sandbox: commands run with the host's rights.
     Off,
@@ -29,6 +30,7 @@ impl Mode {
 
 /// What happens when a sandbox is configured but no backend works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OnUnavailable {
     /// Every call fails with `sandbox_unavailable` (the default).
     Fail,
@@ -39,6 +41,7 @@ pub enum OnUnavailable {
 
 /// Which backend to use; `Auto` takes the first that the probe finds working.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BackendChoice {
     /// bubblewrap, else Landlock + seccomp.
     Auto,

@@ -83,7 +83,7 @@ impl McpServer for TestServer {
 
 /// A [`TestServer`] in the temporary directory with a 30 s limit.
 pub fn server() -> TestServer {
-    tagged(BashServer::new(std::env::temp_dir(), None, 30).expect("server"))
+    tagged(BashServer::new(std::env::temp_dir(), None, Duration::from_secs(30)).expect("server"))
 }
 
 /// Wraps a server so that its commands are tagged and checked for survivors.
