@@ -74,6 +74,42 @@ impl BoundedOutput {
         self.total > (self.head.len() + self.ring.len()) as u64
     }
 
+    /// The output from byte `offset` on, as far as it is still kept, and
+    /// the offset it reaches (a cursor for the next look: it stops before
+    /// an incomplete UTF-8 sequence at the end). Bytes between `offset` and
+    /// the kept tail that were dropped are named by one marker line.
+    pub(crate) fn render_since(&self, offset: u64) -> (String, u64) {
+        let head_len = self.head.len() as u64;
+        let ring_from = self.total - self.ring.len() as u64;
+        let mut text = String::new();
+        let mut bytes = Vec::new();
+        if offset < head_len {
+            bytes.extend_from_slice(&self.head[offset as usize..]);
+        }
+        let tail = self.tail_bytes();
+        let resume = offset.max(head_len);
+        if resume < self.total {
+            if resume < ring_from {
+                text.push_str(&String::from_utf8_lossy(&bytes));
+                bytes.clear();
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&format!(
+                    "[... {} bytes not shown: they were printed since the last look and are no longer kept ...]\n",
+                    ring_from - resume
+                ));
+                bytes.extend_from_slice(&tail);
+            } else {
+                bytes.extend_from_slice(&tail[(resume - ring_from) as usize..]);
+            }
+        }
+        let whole = utf8_prefix_end(&bytes);
+        let cursor = self.total - (bytes.len() - whole) as u64;
+        text.push_str(&String::from_utf8_lossy(&bytes[..whole]));
+        (text, cursor.max(offset.min(self.total)))
+    }
+
     /// The kept bytes, in order (head then tail), without any marker.
     fn tail_bytes(&self) -> Vec<u8> {
         let mut tail = Vec::with_capacity(self.ring.len());
@@ -216,6 +252,36 @@ mod tests {
             text.contains(&format!("[... {} bytes omitted", data.len() - kept)),
             "{text}"
         );
+    }
+
+    #[test]
+    fn render_since_returns_what_came_after_the_cursor() {
+        let mut out = BoundedOutput::new(16);
+        out.push(b"abc");
+        let (text, cursor) = out.render_since(0);
+        assert_eq!((text.as_str(), cursor), ("abc", 3));
+        out.push(b"def");
+        assert_eq!(out.render_since(cursor), ("def".to_owned(), 6));
+        assert_eq!(out.render_since(6), (String::new(), 6));
+    }
+
+    #[test]
+    fn render_since_names_bytes_no_longer_kept() {
+        let mut out = BoundedOutput::new(8);
+        out.push(b"0123456789abcdefghij");
+        let (text, cursor) = out.render_since(6);
+        assert_eq!(cursor, 20);
+        assert!(text.starts_with("[... 10 bytes not shown"), "{text}");
+        assert!(text.ends_with("ghij"), "{text}");
+    }
+
+    #[test]
+    fn render_since_stops_before_a_split_character() {
+        let mut out = BoundedOutput::new(64);
+        out.push(&"aé".as_bytes()[..2]);
+        assert_eq!(out.render_since(0), ("a".to_owned(), 1));
+        out.push(&"aé".as_bytes()[2..]);
+        assert_eq!(out.render_since(1), ("é".to_owned(), 3));
     }
 
     #[test]

@@ -1,6 +1,15 @@
 //! Background jobs: `execute` with `background: true` runs the command on a
 //! worker thread through the same run loop (process group, time limit, group
-//! kill, bounded output) and returns a job id at once.
+//! kill, bounded output) and returns a job id at once. `execute` with
+//! `yield_seconds` starts one attached to the call: the call waits for it up
+//! to that long and hands it back as a job only if it is still running.
+//!
+//! A finished job's result stays readable until the job is evicted (the
+//! oldest finished jobs beyond `jobs.max_finished`). A layer that offers
+//! jobs under another protocol (e.g. MCP tasks) needs only
+//! [`JobManager::start`], [`JobManager::status`] and [`JobManager::kill`]
+//! (which stops a job by id and returns its final result, again on a second
+//! call).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -13,6 +22,7 @@ use crate::args::json_kind;
 use crate::cancel::CancelToken;
 use crate::capture::BoundedOutput;
 use crate::error::{ErrorCode, ToolError};
+use crate::exec::OutputSink;
 use crate::outcome::ExecOutcome;
 use crate::request::ExecRequest;
 use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
@@ -44,14 +54,41 @@ struct Job {
     command: String,
     started: Instant,
     cancel: CancelToken,
-    live: Mutex<BoundedOutput>,
+    live: Mutex<Live>,
+    /// Signalled when output arrives and when the run ends.
+    changed: Condvar,
     result: Mutex<Option<Result<ExecOutcome, ToolError>>>,
     finished_at: Mutex<Option<Instant>>,
     done: Condvar,
     handle: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// What a running job has printed, and who is looking.
+struct Live {
+    out: BoundedOutput,
+    /// The byte offset the last `job_status` read up to.
+    seen: u64,
+    /// An `execute` call with `yield_seconds` still waits for the job: its
+    /// end is that call's result, not a job's.
+    attached: bool,
+    /// The run has ended (its result may not be stored yet).
+    ended: bool,
+}
+
+/// How an attached job (`execute` with `yield_seconds`) stood when the call
+/// stopped waiting.
+pub(crate) enum Attached {
+    /// It ended within the window: the call's own result.
+    Finished(Result<ExecOutcome, ToolError>),
+    /// Still running: the `running` document with the job id and the output so far.
+    Running(Value),
+}
+
 impl Job {
+    fn live(&self) -> MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn result(&self) -> MutexGuard<'_, Option<Result<ExecOutcome, ToolError>>> {
         self.result.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -83,6 +120,10 @@ impl JobManager {
 
     /// Starts `request` in the background and returns its id.
     pub fn start(&self, request: ExecRequest) -> Result<String, ToolError> {
+        self.start_job(request, false).map(|job| job.id.clone())
+    }
+
+    fn start_job(&self, request: ExecRequest, attached: bool) -> Result<Arc<Job>, ToolError> {
         let id = format!("job-{}", crate::ids::secret_id()?);
         let (_, limit) = (self.max_finished)();
         let job = Arc::new(Job {
@@ -90,7 +131,13 @@ impl JobManager {
             command: request.command.clone(),
             started: Instant::now(),
             cancel: CancelToken::new(),
-            live: Mutex::new(BoundedOutput::new(limit)),
+            live: Mutex::new(Live {
+                out: BoundedOutput::new(limit),
+                seen: 0,
+                attached,
+                ended: false,
+            }),
+            changed: Condvar::new(),
             result: Mutex::new(None),
             finished_at: Mutex::new(None),
             done: Condvar::new(),
@@ -104,22 +151,33 @@ impl JobManager {
             .name(format!("bash-mcp-{id}"))
             .spawn(move || {
                 let mut sink = |chunk: &[u8], _stream| {
-                    worker.live.lock().unwrap_or_else(PoisonError::into_inner).push(chunk);
+                    worker.live().out.push(chunk);
+                    worker.changed.notify_all();
                 };
                 let options = CallOptions {
                     cancel: Some(&worker.cancel),
                     on_output: Some(&mut sink),
                 };
                 let outcome = runner(&request, options);
-                on_finish(&JobEnd {
-                    id: &worker.id,
-                    request: &request,
-                    started,
-                    outcome: &outcome,
-                });
+                let attached = {
+                    let mut live = worker.live();
+                    live.ended = true;
+                    live.attached
+                };
+                // A run that ended inside its call's window was that call,
+                // not a job: the call's own audit entry records it.
+                if !attached {
+                    on_finish(&JobEnd {
+                        id: &worker.id,
+                        request: &request,
+                        started,
+                        outcome: &outcome,
+                    });
+                }
                 *worker.finished_at.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
                 *worker.result() = Some(outcome);
                 worker.done.notify_all();
+                worker.changed.notify_all();
             })
             .map_err(|e| {
                 ToolError::new(
@@ -129,9 +187,80 @@ impl JobManager {
                 )
             })?;
         *job.handle.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle);
-        self.lock().insert(id.clone(), job);
+        self.lock().insert(id, job.clone());
         self.evict_finished();
-        Ok(id)
+        Ok(job)
+    }
+
+    /// Starts `request` as a job attached to the calling `execute`, and
+    /// waits up to `window` for it to end: output reaches `sink` on this
+    /// thread as it arrives, and `cancel` cancels the job while the call
+    /// waits. A job that ends in time is forgotten (its result is the
+    /// call's); one still running is handed back as a job.
+    pub fn run_attached(
+        &self,
+        request: ExecRequest,
+        window: Duration,
+        cancel: Option<&CancelToken>,
+        mut sink: Option<OutputSink<'_>>,
+    ) -> Result<Attached, ToolError> {
+        let job = self.start_job(request, true)?;
+        let deadline = Instant::now() + window;
+        let mut cursor = 0u64;
+        let mut live = job.live();
+        loop {
+            if let Some(sink) = sink.as_mut() {
+                let total = live.out.total();
+                if total > cursor {
+                    let (text, next) = live.out.render_since(cursor);
+                    cursor = next;
+                    drop(live);
+                    sink(text.as_bytes(), crate::exec::OutputStream::Stdout);
+                    live = job.live();
+                    continue;
+                }
+            }
+            if live.ended {
+                break;
+            }
+            if cancel.is_some_and(CancelToken::is_cancelled) {
+                job.cancel.cancel();
+            }
+            let now = Instant::now();
+            if now >= deadline && !job.cancel.is_cancelled() {
+                // Handed back: from now on the job is a job.
+                live.attached = false;
+                live.seen = 0;
+                drop(live);
+                return self.status(&job.id, Duration::ZERO).map(Attached::Running);
+            }
+            // A cancel token cannot wake a condition variable: look again
+            // every 50 ms while one could fire.
+            let mut wait = deadline.saturating_duration_since(now);
+            if cancel.is_some() && !job.cancel.is_cancelled() {
+                wait = wait.min(Duration::from_millis(50));
+            }
+            if job.cancel.is_cancelled() {
+                wait = Duration::from_millis(50);
+            }
+            live = job
+                .changed
+                .wait_timeout(live, wait)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        drop(live);
+        let mut result = job.result();
+        while result.is_none() {
+            result = job.done.wait(result).unwrap_or_else(PoisonError::into_inner);
+        }
+        let outcome = result.take().expect("checked above");
+        drop(result);
+        self.lock().remove(&job.id);
+        if let Some(h) = job.handle.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = h.join();
+        }
+        Ok(Attached::Finished(outcome))
     }
 
     /// Drops the oldest finished jobs beyond the configured bound.
@@ -155,15 +284,22 @@ impl JobManager {
         self.lock().get(id).cloned().ok_or_else(|| {
             ToolError::new(
                 ErrorCode::JobNotFound,
-                format!("no background job with id {id:?} (a finished job's result is returned once, and old finished jobs are dropped)"),
+                format!("no background job with id {id:?} (finished jobs are kept until more than jobs.max_finished have finished, oldest dropped first)"),
                 "call job_list to see current jobs",
             )
         })
     }
 
-    /// The job's status, waiting up to `wait` for it to finish. A finished
-    /// job's result is returned once and then forgotten.
+    /// The job's status, waiting up to `wait` for it to finish. A running
+    /// job's `output` is what it printed since the last look (or since
+    /// `cursor`, when given), with the `cursor` to pass next time. A
+    /// finished job's result stays readable until the job is evicted.
     pub fn status(&self, id: &str, wait: Duration) -> Result<Value, ToolError> {
+        self.status_from(id, wait, None)
+    }
+
+    /// [`JobManager::status`] reading a running job's output from byte `cursor` on.
+    pub fn status_from(&self, id: &str, wait: Duration, cursor: Option<u64>) -> Result<Value, ToolError> {
         self.evict_finished();
         let job = self.get(id)?;
         let deadline = Instant::now() + wait;
@@ -179,23 +315,28 @@ impl JobManager {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        match result.take() {
+        match result.clone() {
             None => {
-                let live = job.live.lock().unwrap_or_else(PoisonError::into_inner);
+                drop(result);
+                let mut live = job.live();
+                let from = cursor.unwrap_or(live.seen).min(live.out.total());
+                let (text, next) = live.out.render_since(from);
+                live.seen = next;
                 Ok(json!({
                     "job_id": job.id,
                     "status": "running",
                     "command": job.command,
                     "elapsed_ms": job.started.elapsed().as_millis() as u64,
-                    "output": crate::term::clean(&live.render()),
-                    "output_bytes": live.total(),
-                    "truncated": live.is_truncated(),
-                    "hint": "Still running: call job_status again (with wait_seconds to block), or job_kill to stop it.",
+                    "output": crate::term::clean(&text),
+                    "output_from": from,
+                    "cursor": next,
+                    "output_bytes": live.out.total(),
+                    "truncated": live.out.is_truncated(),
+                    "hint": "Still running: `output` is what it printed since the last look. Call job_status again (with wait_seconds to block until it ends), or job_kill to stop it.",
                 }))
             }
             Some(outcome) => {
                 drop(result);
-                self.lock().remove(id);
                 if let Some(h) = job.handle.lock().unwrap_or_else(PoisonError::into_inner).take() {
                     let _ = h.join();
                 }
@@ -223,7 +364,7 @@ impl JobManager {
         self.status(id, Duration::from_secs(30))
     }
 
-    /// (running, finished and not yet collected) job counts.
+    /// (running, finished and kept) job counts.
     pub fn counts(&self) -> (usize, usize) {
         let jobs = self.lock();
         let finished = jobs
@@ -341,7 +482,7 @@ impl Tool for JobTool {
         let result = (|| {
             let name = self.definition.name.as_str();
             let allowed: &[&str] = match name {
-                "job_status" => &["job_id", "wait_seconds"],
+                "job_status" => &["job_id", "wait_seconds", "cursor"],
                 "job_kill" => &["job_id"],
                 _ => &[],
             };
@@ -382,7 +523,17 @@ impl Tool for JobTool {
                         )
                     })?,
             };
-            self.jobs.status(&id, wait)
+            let cursor = match args.get("cursor").filter(|v| !v.is_null()) {
+                None => None,
+                Some(v) => Some(v.as_u64().ok_or_else(|| {
+                    ToolError::new(
+                        ErrorCode::InvalidArguments,
+                        format!("`cursor` must be a byte offset (an integer from 0), got {v}"),
+                        "pass the `cursor` of the previous job_status result, or omit it to read since the last look",
+                    )
+                })?),
+            };
+            self.jobs.status_from(&id, wait, cursor)
         })();
         match result {
             Ok(v) => ToolResponse::new(crate::error::document_text(&v)),

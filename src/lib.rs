@@ -53,10 +53,11 @@ mod server;
 pub mod session;
 mod spawn;
 mod term;
+mod yielding;
 
 pub use bash::{
     BashServer, DEFAULT_BINARIES, DEFAULT_SERVER_NAME, EXECUTE_ARGUMENTS, EXECUTE_DEFINITION, ExecOutcome, ExecRequest,
-    Output, SandboxCall, SandboxReport, Status,
+    Output, SandboxCall, SandboxReport, Status, YieldAfter,
 };
 pub use cancel::CancelToken;
 pub use capture::BoundedOutput;

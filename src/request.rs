@@ -38,6 +38,22 @@ pub struct ExecRequest {
     pub streams: Streams,
     /// This call's sandbox, when it differs from the configured one.
     pub sandbox: Option<SandboxCall>,
+    /// When the `execute` tool hands a still-running command back as a
+    /// background job (`yield_seconds`); see [`YieldAfter`].
+    pub yield_after: YieldAfter,
+}
+
+/// When an `execute` call stops waiting for its command and hands it back
+/// as a background job (the command keeps running under its own time limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum YieldAfter {
+    /// The server's `yield_seconds` setting (the argument was not given).
+    #[default]
+    Configured,
+    /// Wait for the end, whatever the server's setting (`"yield_seconds": null`).
+    Never,
+    /// Hand back after this long.
+    After(Duration),
 }
 
 /// How one call's sandbox differs from the configured one.
@@ -62,6 +78,7 @@ pub const EXECUTE_ARGUMENTS: &[&str] = &[
     "stdin",
     "streams",
     "background",
+    "yield_seconds",
 ];
 
 impl ExecRequest {
@@ -152,6 +169,21 @@ impl ExecRequest {
                 ));
             };
             request.timeout = Some(Duration::from_secs_f64(secs));
+        }
+        match args.get("yield_seconds") {
+            None => {}
+            Some(Value::Null) => request.yield_after = YieldAfter::Never,
+            Some(value) => {
+                let secs = value.as_f64().filter(|s| s.is_finite() && *s >= 0.0 && *s <= 86_400.0);
+                let Some(secs) = secs else {
+                    return Err(ToolError::new(
+                        ErrorCode::InvalidTimeout,
+                        format!("`yield_seconds` must be a number from 0 to 86400, or null, got {value}"),
+                        "pass the seconds to wait before the command is handed back as a background job (e.g. 30), or null to wait for its end",
+                    ));
+                };
+                request.yield_after = YieldAfter::After(Duration::from_secs_f64(secs));
+            }
         }
         if let Some(value) = args.get("env").filter(|v| !v.is_null()) {
             request.env = parse_env(value)?;

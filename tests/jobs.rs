@@ -31,9 +31,9 @@ fn background_job_finishes_with_exit_code_and_output() {
     assert_eq!(r["exit_code"], 3);
     assert_eq!(r["output"], "start\nend\n");
     assert!(r["duration_ms"].as_u64().unwrap() >= 500);
-    // Read once, then forgotten.
-    let r = call_tool(&s, "job_status", json!({"job_id": id}));
-    assert_eq!(r["error"], "job_not_found");
+    // A finished job's result stays readable: a second look gets it again.
+    let again = call_tool(&s, "job_status", json!({"job_id": id}));
+    assert_eq!(again, r);
     assert_no_survivors(&tag);
 }
 
@@ -83,10 +83,8 @@ fn running_job_shows_output_so_far_and_can_be_killed() {
     assert_eq!(r["status"], "stopped", "{r}");
     assert_eq!(r["error"], "cancelled");
     assert_no_survivors(&tag);
-    assert_eq!(
-        call_tool(&s, "job_kill", json!({"job_id": id}))["error"],
-        "job_not_found"
-    );
+    // Killing it again returns the same final result.
+    assert_eq!(call_tool(&s, "job_kill", json!({"job_id": id})), r);
 }
 
 #[test]
@@ -185,4 +183,178 @@ fn dropping_the_server_kills_jobs() {
     }
     drop(s);
     assert_no_survivors(&tag);
+}
+
+#[test]
+fn a_call_with_yield_seconds_hands_a_running_command_back_as_a_job() {
+    let s = server();
+    let tag = unique_tag("yield");
+    let r = call_tagged(&s, "sleep 3; echo done", &tag, json!({"yield_seconds": 1}));
+    assert_eq!(r["status"], "running", "{r}");
+    assert_eq!(r["output"], "", "{r}");
+    let id = r["job_id"].as_str().unwrap().to_owned();
+    assert!(r["hint"].as_str().unwrap().contains(&id), "{r}");
+    let r = call_tool(
+        &s,
+        "job_status",
+        json!({"job_id": id, "wait_seconds": HANG_GUARD.as_secs()}),
+    );
+    assert_eq!(r["status"], "finished", "{r}");
+    assert_eq!(r["exit_code"], 0, "{r}");
+    assert_eq!(r["output"], "done\n", "{r}");
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn a_command_that_ends_within_yield_seconds_is_a_plain_result() {
+    let s = server();
+    let tag = unique_tag("yieldquick");
+    let r = call_tagged(
+        &s,
+        "echo quick; exit 4",
+        &tag,
+        json!({"yield_seconds": HANG_GUARD.as_secs()}),
+    );
+    assert_eq!(r["exit_code"], 4, "{r}");
+    assert_eq!(r["output"], "quick\n", "{r}");
+    assert!(r.get("job_id").is_none(), "{r}");
+    // It was never a job.
+    assert_eq!(call_tool(&s, "job_list", json!({}))["jobs"], json!([]));
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn a_handed_back_job_keeps_its_own_time_limit() {
+    let s = server();
+    let tag = unique_tag("yieldlimit");
+    let r = call_tagged(
+        &s,
+        "sleep 1000",
+        &tag,
+        json!({"yield_seconds": 0, "timeout_seconds": 0.5}),
+    );
+    assert_eq!(r["status"], "running", "{r}");
+    let r = call_tool(
+        &s,
+        "job_status",
+        json!({"job_id": r["job_id"], "wait_seconds": HANG_GUARD.as_secs()}),
+    );
+    assert_eq!(r["error"], "timeout", "{r}");
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn the_configured_yield_seconds_applies_unless_the_call_says_null() {
+    let s = server();
+    s.configure(r#"{"yield_seconds": 0.2}"#).unwrap();
+    let tag = unique_tag("yieldconf");
+    let dir = TempDir::new("yieldconf");
+    let go = dir.join("go");
+    let command = until_file_exists(&go);
+    let r = call_tagged(&s, &command, &tag, json!({}));
+    assert_eq!(r["status"], "running", "{r}");
+    std::fs::write(&go, "").unwrap();
+    let r = call_tool(
+        &s,
+        "job_status",
+        json!({"job_id": r["job_id"], "wait_seconds": HANG_GUARD.as_secs()}),
+    );
+    assert_eq!(r["exit_code"], 0, "{r}");
+    // null waits for the end whatever the setting.
+    std::fs::remove_file(&go).unwrap();
+    let waiter = {
+        let go = go.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            std::fs::write(&go, "").unwrap();
+        })
+    };
+    let r = call_tagged(&s, &command, &tag, json!({"yield_seconds": null}));
+    waiter.join().unwrap();
+    assert_eq!(r["exit_code"], 0, "{r}");
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn cancelling_the_call_within_its_window_kills_the_command() {
+    let s = server();
+    let tag = unique_tag("yieldcancel");
+    let token = bash_mcp::CancelToken::new();
+    let canceller = token.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        canceller.cancel();
+    });
+    let args = json!({"command": "echo on; sleep 1000", "env": {TAG_VAR: &tag}, "yield_seconds": HANG_GUARD.as_secs()});
+    let mut seen = Vec::new();
+    let mut sink = |chunk: &[u8], _stream| seen.extend_from_slice(chunk);
+    let response = s.call_tool(
+        "execute",
+        &args.to_string(),
+        bash_mcp::CallOptions {
+            cancel: Some(&token),
+            on_output: Some(&mut sink),
+        },
+    );
+    let r: serde_json::Value = serde_json::from_str(&response.result).unwrap();
+    assert_eq!(r["error"], "cancelled", "{r}");
+    assert_eq!(seen, b"on\n");
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn job_status_returns_what_was_printed_since_the_last_look() {
+    let s = server();
+    let tag = unique_tag("jobcursor");
+    let dir = TempDir::new("jobcursor");
+    let (one, two) = (dir.join("one"), dir.join("two"));
+    let command = format!(
+        "echo first; {}; echo second; {}",
+        until_file_exists(&one),
+        until_file_exists(&two)
+    );
+    let id = background(&s, &command, &tag);
+    let wait_for = |text: &str| {
+        let deadline = Instant::now() + HANG_GUARD;
+        loop {
+            let r = call_tool(&s, "job_status", json!({"job_id": id}));
+            if r["output"] != "" {
+                assert_eq!(r["output"], text, "{r}");
+                return r;
+            }
+            assert!(Instant::now() < deadline, "{r}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let first = wait_for("first\n");
+    assert_eq!(
+        (first["output_from"].as_u64(), first["cursor"].as_u64()),
+        (Some(0), Some(6))
+    );
+    std::fs::write(&one, "").unwrap();
+    let second = wait_for("second\n");
+    assert_eq!(second["output_from"], 6, "{second}");
+    // An explicit cursor reads again from there.
+    let again = call_tool(&s, "job_status", json!({"job_id": id, "cursor": 0}));
+    assert_eq!(again["output"], "first\nsecond\n", "{again}");
+    assert_eq!(
+        call_tool(&s, "job_status", json!({"job_id": id, "cursor": "x"}))["error"],
+        "invalid_arguments"
+    );
+    std::fs::write(&two, "").unwrap();
+    let done = call_tool(
+        &s,
+        "job_status",
+        json!({"job_id": id, "wait_seconds": HANG_GUARD.as_secs()}),
+    );
+    assert_eq!(done["exit_code"], 0, "{done}");
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn bad_yield_seconds_is_a_clear_error() {
+    let s = server();
+    let r = call(&*s, json!({"command": "true", "yield_seconds": -1}));
+    assert_eq!(r["error"], "invalid_timeout", "{r}");
+    assert!(r["message"].as_str().unwrap().contains("yield_seconds"), "{r}");
 }

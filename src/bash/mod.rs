@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 pub use crate::outcome::{ExecOutcome, Output, SandboxReport, Status};
 use crate::request::validate_command;
-pub use crate::request::{EXECUTE_ARGUMENTS, ExecRequest, SandboxCall};
+pub use crate::request::{EXECUTE_ARGUMENTS, ExecRequest, SandboxCall, YieldAfter};
 
 use crate::audit::AuditLog;
 use crate::config::Config;
@@ -717,8 +717,12 @@ impl Tool for ExecuteTool {
 
     fn call(&self, args: &Map<String, Value>, options: CallOptions<'_>) -> ToolResponse {
         let request = ExecRequest::from_args(args);
+        let window = request
+            .as_ref()
+            .ok()
+            .and_then(|r| crate::yielding::window(r, &self.shared.config()));
         if let Ok(request) = &request
-            && request_is_background(args)
+            && (request_is_background(args) || window.is_some())
         {
             // Refuse what the run would refuse now, not later in job_status.
             let checked = validate_command(&request.command).and_then(|()| {
@@ -729,6 +733,11 @@ impl Tool for ExecuteTool {
                     None => self.shared.confined_dir(&base, Some(&base), &config),
                 }
             });
+            if let (Some(window), Ok(_)) = (window, &checked)
+                && !request_is_background(args)
+            {
+                return crate::yielding::run(&self.jobs, request.clone(), window, options);
+            }
             return match checked.and_then(|_| self.jobs.start(request.clone())) {
                 Ok(id) => ToolResponse::new(serde_json::json!({"job_id": id, "status": "running"}).to_string()),
                 Err(error) => ToolResponse::error(&error),

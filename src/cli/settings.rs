@@ -15,6 +15,10 @@ use super::args::Common;
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 /// Default ceiling a call may raise its own limit to, in seconds.
 pub const DEFAULT_MAX_TIMEOUT_SECS: u64 = 600;
+/// Seconds an `execute` call waits before a still-running command is handed
+/// back as a background job: below the 60 s after which many MCP clients
+/// abandon a call, with room for a slow reply.
+pub const DEFAULT_YIELD_SECS: u64 = 45;
 /// Keys the binary reads itself; every other key goes to the library.
 /// (`tools` is shared: a list is read here, an object goes to the library.)
 pub const BINARY_KEYS: &[&str] = &["working_dir", "permissions", "refuse_catastrophic"];
@@ -78,6 +82,10 @@ pub fn load(common: &Common) -> Result<Settings, String> {
     config.project_config = true;
     config.tools = OPTIONAL_TOOLS.iter().map(|t| (*t).to_owned()).collect();
     config.audit = default_audit_path().map(AuditSettings::new);
+    // Many MCP clients abandon a tools/call after about 60 s whatever the
+    // tool's time limit; a call still running after this long hands its
+    // command back as a background job, in time for the client to hear.
+    config.yield_after = Some(Duration::from_secs(DEFAULT_YIELD_SECS));
     let mut settings = Settings {
         config,
         working_dir: PathBuf::from("."),
@@ -334,6 +342,8 @@ mod tests {
     fn defaults() {
         let s = load(&Common::default()).unwrap();
         assert_eq!(s.config.timeout, Duration::from_secs(DEFAULT_TIMEOUT_SECS));
+        // Below the 60 s after which many clients abandon a call.
+        assert_eq!(s.config.yield_after, Some(Duration::from_secs(45)));
         let tools = s.exposed_tools();
         assert_eq!(tools[0], "execute");
         for t in OPTIONAL_TOOLS.iter().copied().chain(bash_mcp::job_tool_names()) {

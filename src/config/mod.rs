@@ -130,6 +130,10 @@ pub struct Config {
     pub jobs_max_finished: usize,
     /// The OS sandbox every command runs in (`sandbox` key; off by default).
     pub sandbox: crate::sandbox::SandboxConfig,
+    /// How long an `execute` call waits before it hands a still-running
+    /// command back as a background job (`yield_seconds`; `None`: until
+    /// the command ends). A call's own `yield_seconds` overrides it.
+    pub yield_after: Option<Duration>,
 }
 
 /// Tools a server registers but shows only when configuration turns them on.
@@ -165,6 +169,7 @@ impl Config {
             sessions: SessionConfig::default(),
             jobs_max_finished: DEFAULT_JOBS_MAX_FINISHED,
             sandbox: crate::sandbox::SandboxConfig::default(),
+            yield_after: None,
         }
     }
 
@@ -220,6 +225,7 @@ impl Config {
             },
             "jobs": {"max_finished": self.jobs_max_finished},
             "sandbox": self.sandbox.to_value(),
+            "yield_seconds": self.yield_after.map(|d| d.as_secs_f64()),
         })
     }
 
@@ -292,6 +298,12 @@ impl Config {
                 }
                 "sessions" => next.sessions = session_config(&next.sessions, value)?,
                 "jobs" => next.jobs_max_finished = jobs_config(value)?,
+                "yield_seconds" => {
+                    next.yield_after = match value {
+                        Value::Null => None,
+                        _ => Some(positive_seconds(key, value)?),
+                    }
+                }
                 "sandbox" => {
                     let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
                     next.sandbox = next
@@ -386,6 +398,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "sessions",
     "jobs",
     "sandbox",
+    "yield_seconds",
 ];
 
 /// Keys of the `sessions` object.

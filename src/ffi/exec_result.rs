@@ -91,20 +91,30 @@ impl bash_mcp_exec_result {
     }
 }
 
-/// Refuses `"background": true`: a background job has no outcome yet.
-fn foreground_only(args_json: &str) -> Result<(), Failure> {
-    let background = serde_json::from_str::<Value>(args_json)
-        .ok()
-        .and_then(|args| args.get("background").cloned())
-        .is_some_and(|b| b == Value::Bool(true));
-    if background {
+/// Refuses `"background": true` and a `yield_seconds` number (a job that
+/// has no outcome yet), and returns the arguments with `"yield_seconds":
+/// null` added, so that a configured `yield_seconds` does not hand the
+/// command back either: a typed result is always the command's end.
+fn foreground_only(args_json: &str) -> Result<String, Failure> {
+    let Ok(Value::Object(mut args)) = serde_json::from_str::<Value>(args_json) else {
+        return Ok(args_json.to_owned());
+    };
+    if args.get("background") == Some(&Value::Bool(true)) {
         return Err(Failure::new(
             bash_mcp_result::InvalidArgument,
             "`background: true` starts a job that has no outcome yet; run it with \
              bash_mcp_server_execute() and poll the job_status tool",
         ));
     }
-    Ok(())
+    if args.get("yield_seconds").is_some_and(|v| !v.is_null()) {
+        return Err(Failure::new(
+            bash_mcp_result::InvalidArgument,
+            "`yield_seconds` may hand the command back as a job that has no outcome yet; \
+             run it with bash_mcp_server_execute() and poll the job_status tool",
+        ));
+    }
+    args.insert("yield_seconds".into(), Value::Null);
+    Ok(Value::Object(args).to_string())
 }
 
 /// Runs one shell command and returns its outcome as typed fields.
@@ -203,9 +213,9 @@ unsafe fn run_into(
     let server = unsafe { ref_arg(server.cast_const(), "server") }?;
     // SAFETY: NULL or a live token per the contract.
     let cancel = unsafe { cancel.as_ref() };
-    foreground_only(args_json)?;
+    let args_json = foreground_only(args_json)?;
     // SAFETY: the callback and user_data are the caller's, used as documented.
-    let response = unsafe { call_with(server, "execute", args_json, cancel, callback, user_data) };
+    let response = unsafe { call_with(server, "execute", &args_json, cancel, callback, user_data) };
     let result = bash_mcp_exec_result::from_document(&response.result)?;
     // SAFETY: `out` is non-NULL and points to writable storage per the contract.
     unsafe { out.write(Box::into_raw(Box::new(result))) };
@@ -434,5 +444,10 @@ mod tests {
             "{}",
             refused.message
         );
+        let refused = foreground_only(r#"{"command":"x","yield_seconds":5}"#).unwrap_err();
+        assert!(refused.message.contains("yield_seconds"), "{}", refused.message);
+        // A configured yield_seconds does not apply to a typed run.
+        let args: Value = serde_json::from_str(&foreground_only(r#"{"command":"x"}"#).unwrap()).unwrap();
+        assert_eq!(args["yield_seconds"], Value::Null);
     }
 }
