@@ -303,7 +303,8 @@ mod tests {
         let mut buf = [0u8; 8];
         let (n, fds) = recv_with_fds(b.as_raw_fd(), &mut buf).unwrap();
         assert_eq!((n, buf[0], fds.len()), (1, COMMAND, 1));
-        write_all(fds[0].as_raw_fd(), b"x").unwrap();
+        // SAFETY: writes one byte from a static slice to the received pipe end.
+        assert_eq!(unsafe { libc::write(fds[0].as_raw_fd(), b"x".as_ptr().cast(), 1) }, 1);
         let mut got = [0u8; 1];
         assert!(read_exact(r.as_raw_fd(), &mut got).unwrap());
         assert_eq!(&got, b"x");
