@@ -62,16 +62,16 @@ pub type OutputSink<'a> = &'a mut dyn FnMut(&[u8], OutputStream);
 
 /// Kills and reaps the group if a run is abandoned halfway (an early return
 /// or a panic in an output callback), so nothing is left behind.
-struct GroupGuard {
-    pid: libc::pid_t,
+struct GroupGuard<'a> {
+    group: &'a spawn::Group,
     armed: bool,
 }
 
-impl Drop for GroupGuard {
+impl Drop for GroupGuard<'_> {
     fn drop(&mut self) {
         if self.armed {
-            spawn::kill_group(self.pid, libc::SIGKILL);
-            spawn::reap(self.pid);
+            self.group.kill(libc::SIGKILL);
+            self.group.reap_status();
         }
     }
 }
@@ -103,7 +103,7 @@ pub(crate) fn run(
     crate::guard::ensure();
     let child = spawn::spawn(spec)?;
     let mut guard = GroupGuard {
-        pid: child.pid,
+        group: &child.group,
         armed: true,
     };
 
@@ -152,9 +152,9 @@ pub(crate) fn run(
             if let Some(reason) = reason {
                 ending = reason;
                 if limits.kill_grace.is_zero() {
-                    spawn::kill_group(child.pid, libc::SIGKILL);
+                    child.group.kill(libc::SIGKILL);
                 } else {
-                    spawn::kill_group(child.pid, libc::SIGTERM);
+                    child.group.kill(libc::SIGTERM);
                     grace_until = Some(now + limits.kill_grace);
                 }
             }
@@ -162,7 +162,7 @@ pub(crate) fn run(
         if let Some(until) = grace_until
             && now >= until
         {
-            spawn::kill_group(child.pid, libc::SIGKILL);
+            child.group.kill(libc::SIGKILL);
             grace_until = None;
         }
         if exited && (grace_until.is_none() || pipes.is_empty()) {
@@ -218,7 +218,7 @@ pub(crate) fn run(
         if !exited {
             exited = match pid_slot {
                 Some(slot) => fds[slot].revents != 0,
-                None => spawn::has_exited(child.pid),
+                None => child.group.has_exited(),
             };
         }
     }
@@ -227,8 +227,8 @@ pub(crate) fn run(
     // Kill whatever it left running, then reap.
     drop(stdin);
     let exit_at = Instant::now();
-    spawn::kill_group(child.pid, libc::SIGKILL);
-    let status = match spawn::reap_status(child.pid) {
+    child.group.kill(libc::SIGKILL);
+    let status = match child.group.reap_status() {
         Some(status) => status,
         None => {
             tracing::warn!(
@@ -268,7 +268,7 @@ pub(crate) fn run(
                 continue;
             }
             tracing::debug!(
-                pid = child.pid,
+                pid = child.group.pid(),
                 "drain bound reached; a process outside the group holds the output pipe"
             );
             break;

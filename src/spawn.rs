@@ -29,12 +29,68 @@ pub enum Streams {
 /// A started process group, with our ends of its pipes.
 #[derive(Debug)]
 pub(crate) struct Child {
-    pub pid: libc::pid_t,
+    pub group: Group,
     /// Readable once the shell exits (None on kernels without pidfd).
     pub pidfd: Option<OwnedFd>,
     pub stdin: Option<OwnedFd>,
     pub stdout: OwnedFd,
     pub stderr: Option<OwnedFd>,
+}
+
+/// How the host reaches a started command's process group.
+#[derive(Debug)]
+pub(crate) enum Group {
+    /// Our own child, leader of its group.
+    Local(libc::pid_t),
+    /// A group started elsewhere (inside a sandbox's PID namespace, where
+    /// our pids mean nothing) and reached through a channel.
+    Remote(Box<dyn RemoteGroup>),
+}
+
+/// A process group another process started for us.
+pub(crate) trait RemoteGroup: Send + std::fmt::Debug {
+    /// Sends `signal` to the whole group (SIGKILL: to everything the
+    /// command started, inside or outside its group).
+    fn signal(&self, signal: libc::c_int);
+    /// Whether the group's leader has exited.
+    fn has_exited(&self) -> bool;
+    /// Blocks until the leader has exited; its wait status in the shell's
+    /// convention, or `None` when it was lost.
+    fn wait_status(&self) -> Option<i32>;
+}
+
+impl Group {
+    pub(crate) fn kill(&self, signal: libc::c_int) {
+        match self {
+            Group::Local(pid) => kill_group(*pid, signal),
+            Group::Remote(remote) => remote.signal(signal),
+        }
+    }
+    pub(crate) fn has_exited(&self) -> bool {
+        match self {
+            Group::Local(pid) => has_exited(*pid),
+            Group::Remote(remote) => remote.has_exited(),
+        }
+    }
+    pub(crate) fn reap_status(&self) -> Option<i32> {
+        match self {
+            Group::Local(pid) => reap_status(*pid),
+            Group::Remote(remote) => remote.wait_status(),
+        }
+    }
+    /// Our pid for the group's leader (0 for a remote group), for logs.
+    pub(crate) fn pid(&self) -> libc::pid_t {
+        match self {
+            Group::Local(pid) => *pid,
+            Group::Remote(_) => 0,
+        }
+    }
+}
+
+/// Starts commands somewhere other than this process (a sandbox's
+/// supervisor).
+pub(crate) trait Launch: Sync {
+    fn launch(&self, spec: &SpawnSpec<'_>) -> io::Result<Child>;
 }
 
 /// What to start.
@@ -45,10 +101,12 @@ pub(crate) struct SpawnSpec<'a> {
     pub cwd: &'a CStr,
     pub stdin_pipe: bool,
     pub streams: Streams,
+    /// Where to start it: `None` here, else through the launcher.
+    pub via: Option<&'a dyn Launch>,
 }
 
 /// A pipe whose ends are both above the stdio range and close-on-exec.
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: fds is a valid two-element array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -217,6 +275,9 @@ pub(crate) fn spawn_helper(program: &CStr, argv: &[CString], envp: &[CString], k
 
 /// Starts `spec` as the leader of a new process group.
 pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
+    if let Some(launcher) = spec.via {
+        return launcher.launch(spec);
+    }
     let stdin = if spec.stdin_pipe { Some(pipe()?) } else { None };
     let (out_r, out_w) = pipe()?;
     let err = match spec.streams {
@@ -264,7 +325,7 @@ pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
         set_nonblocking(e.as_raw_fd());
     }
     Ok(Child {
-        pid,
+        group: Group::Local(pid),
         pidfd: pidfd_open(pid),
         stdin,
         stdout: out_r,

@@ -14,7 +14,22 @@ use common::*;
 use serde_json::{Value, json};
 
 const HELPER: &str = env!("CARGO_BIN_EXE_bash-mcp");
-const BACKENDS: &[&str] = &["bwrap", "landlock"];
+/// `bwrap` runs commands through the long-lived supervisor (the default);
+/// `bwrap-per-command` gives each command a bwrap of its own.
+const BACKENDS: &[&str] = &["bwrap", "bwrap-per-command", "landlock"];
+
+/// The `sandbox` keys that select `backend` (one of [`BACKENDS`]).
+fn backend_keys(backend: &str) -> Value {
+    match backend {
+        "bwrap-per-command" => json!({"backend": "bwrap", "supervisor": false}),
+        other => json!({"backend": other}),
+    }
+}
+
+/// The backend name results report for `backend`.
+fn reported(backend: &str) -> &str {
+    backend.strip_suffix("-per-command").unwrap_or(backend)
+}
 
 /// Whether `backend` works here; in CI a missing backend fails the test.
 fn available(backend: &str) -> bool {
@@ -32,8 +47,13 @@ fn available(backend: &str) -> bool {
 }
 
 fn sandbox_config(backend: &str, extra: Value) -> bash_mcp::sandbox::SandboxConfig {
-    let mut value = json!({"mode": "workspace-write", "backend": backend, "helper_path": HELPER});
-    for (k, v) in extra.as_object().unwrap() {
+    let mut value = json!({"mode": "workspace-write", "helper_path": HELPER});
+    for (k, v) in backend_keys(backend)
+        .as_object()
+        .unwrap()
+        .iter()
+        .chain(extra.as_object().unwrap())
+    {
         value[k] = v.clone();
     }
     bash_mcp::sandbox::SandboxConfig::default()
@@ -44,9 +64,13 @@ fn sandbox_config(backend: &str, extra: Value) -> bash_mcp::sandbox::SandboxConf
 /// A tagged server in `dir` whose commands run in `backend`'s sandbox.
 fn sandboxed(dir: &Path, backend: &str, extra: Value) -> TestServer {
     let server = tagged(BashServer::new(dir, None, Duration::from_secs(30)).unwrap());
-    let mut sandbox = json!({"mode": "workspace-write", "backend": backend, "helper_path": HELPER,
-                             "writable_roots": [dir]});
-    for (k, v) in extra.as_object().unwrap() {
+    let mut sandbox = json!({"mode": "workspace-write", "helper_path": HELPER, "writable_roots": [dir]});
+    for (k, v) in backend_keys(backend)
+        .as_object()
+        .unwrap()
+        .iter()
+        .chain(extra.as_object().unwrap())
+    {
         sandbox[k] = v.clone();
     }
     server.configure(&json!({"sandbox": sandbox}).to_string()).unwrap();
@@ -126,7 +150,7 @@ fn writes_inside_the_roots_succeed_and_outside_fail() {
         assert!(text.contains("ok\n") && text.contains("rc=2"), "{backend}: {result}");
         assert_eq!(std::fs::read_to_string(dir.join("inside.txt")).unwrap(), "in\n");
         assert!(!outside.join("x").exists(), "{backend}: wrote outside the roots");
-        assert_eq!(result["sandbox"]["backend"], backend);
+        assert_eq!(result["sandbox"]["backend"], reported(backend));
         let denied = &result["sandbox"]["denied"];
         assert_eq!(denied[0]["op"], "write", "{result}");
         assert_eq!(denied[0]["path"], format!("{}/x", outside.display()), "{result}");
@@ -341,6 +365,13 @@ fn a_setsid_escapee_dies_when_the_host_is_killed() {
     host.kill().unwrap();
     host.wait().unwrap();
     assert_none_with_arg(&sleep);
+    // The host's supervisor went with it (its control socket closed).
+    let root = dir.to_string_lossy().into_owned();
+    let start = Instant::now();
+    while !supervisor_processes(&root).is_empty() {
+        assert!(start.elapsed() < HANG_GUARD, "the supervisor outlived its killed host");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// A sandboxed server with sessions on.
@@ -602,4 +633,211 @@ fn the_sandbox_document_blocks_are_valid() {
     let table: Value = toml::from_str(&toml_blocks[0]).unwrap();
     let config = base.apply_map(table.as_object().unwrap()).unwrap();
     assert!(!config.sandbox.network && config.sandbox.is_on());
+}
+
+/// Live processes whose command line contains `needle` and
+/// `__sandbox-supervise`: a supervisor's bwrap (its argv holds the roots),
+/// or the supervisor itself.
+fn supervisor_processes(needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&cmdline);
+        if text.contains("__sandbox-supervise") && text.contains(needle) && !is_zombie(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// This process's live children that are supervisors' bwraps for `dir`.
+fn bwrap_children_for(dir: &str) -> Vec<i32> {
+    let me = std::process::id().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let ppid = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(1));
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline);
+        if ppid == Some(me.as_str()) && text.contains(dir) && text.contains("__sandbox-supervise") && !is_zombie(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn the_supervisor_keeps_exit_codes_env_cwd_stdin_streams_and_a_clean_process() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-sup");
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    let server = sandboxed(&dir, "bwrap", json!({}));
+    assert_eq!(run(&server, "exit 7")["exit_code"], 7);
+    assert_eq!(run(&server, "kill -TERM $$")["exit_code"], 143);
+    assert_eq!(run(&server, "kill -SEGV $$")["exit_code"], 139);
+    let sub = dir.join("sub").canonicalize().unwrap();
+    let result = call_tagged(
+        &server,
+        "printf '%s|' \"$GREETING\" \"$(pwd)\"; cat",
+        server.tag(),
+        json!({"env": {"GREETING": "hello"}, "working_dir": sub, "stdin": "from stdin"}),
+    );
+    assert_eq!(
+        output(&result),
+        format!("hello|{}|from stdin", sub.display()),
+        "{result}"
+    );
+    let result = call_tagged(
+        &server,
+        "echo out; echo err >&2; exit 3",
+        server.tag(),
+        json!({"streams": "separate"}),
+    );
+    assert_eq!(result["exit_code"], 3, "{result}");
+    assert_eq!(result["stdout"], "out\n", "{result}");
+    assert_eq!(result["stderr"], "err\n", "{result}");
+    // Only fds 0-2 (and ls's own directory fd); no capability; its own PID
+    // namespace, whose /proc shows the shell as $$.
+    assert_eq!(output(&run(&server, "ls /proc/self/fd")), "0\n1\n2\n3\n");
+    let caps = output(&run(&server, "grep -E '^Cap(Eff|Prm|Bnd|Amb)' /proc/self/status"));
+    assert_eq!(caps.matches("0000000000000000").count(), 4, "{caps}");
+    let ps = output(&run(&server, "cat /proc/$$/comm; ls /proc | grep -c '^[0-9]'"));
+    let mut lines = ps.lines();
+    assert_eq!(lines.next(), Some("sh"), "{ps}");
+    let visible: usize = lines.next().unwrap().parse().unwrap();
+    assert!(visible <= 4, "the command sees processes beyond its own call: {ps}");
+    // No signal blocked or ignored, as unsandboxed.
+    let status = output(&run(&server, "grep -E '^Sig(Blk|Ign)' /proc/self/status"));
+    assert_eq!(status.matches("0000000000000000").count(), 2, "{status}");
+}
+
+#[test]
+fn a_command_cannot_reach_the_supervisor_or_get_capabilities_back() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-sup-reach");
+    let server = sandboxed(&dir, "bwrap", json!({}));
+    for (what, command) in [
+        ("init memory", "head -c 1 /proc/1/mem"),
+        ("user namespace", "unshare -U true"),
+        ("user namespace, mapped root", "unshare -Ur true"),
+        ("new mount", "mount -t proc proc /proc"),
+    ] {
+        let result = run(&server, command);
+        assert_ne!(result["exit_code"], 0, "{what}: {result}");
+    }
+    // The control socket is nowhere in the command's reach: no socket fd.
+    let result = run(
+        &server,
+        "for p in /proc/[0-9]*/fd/*; do readlink $p; done 2>/dev/null | grep -c socket",
+    );
+    assert_eq!(output(&result).trim(), "0", "{result}");
+}
+
+#[test]
+fn timeout_and_cancel_kill_everything_a_supervised_command_started() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-sup-kill");
+    let server = sandboxed(&dir, "bwrap", json!({}));
+    let sleep = unique_sleep();
+    let timed = call_tagged(
+        &server,
+        &format!("sleep {sleep} & env -i setsid sleep {sleep} & sleep {sleep}"),
+        server.tag(),
+        json!({"timeout_seconds": 0.5}),
+    );
+    assert_eq!(timed["error"], "timeout", "{timed}");
+    assert_none_with_arg(&sleep);
+
+    let token = bash_mcp::CancelToken::new();
+    let canceller = {
+        let token = token.clone();
+        let sleep = sleep.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while with_arg(&sleep).len() < 2 && start.elapsed() < HANG_GUARD {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            token.cancel();
+        })
+    };
+    let request =
+        bash_mcp::ExecRequest::new(format!("env -i setsid sleep {sleep} & sleep {sleep}")).env(TAG_VAR, server.tag());
+    let outcome = run_cancellable(&server, &request, &token);
+    canceller.join().unwrap();
+    assert_eq!(outcome.status, bash_mcp::Status::Cancelled);
+    assert_none_with_arg(&sleep);
+}
+
+#[test]
+fn the_supervisor_is_restarted_after_it_dies_and_stopped_with_its_server() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-sup-life");
+    let root = dir.to_string_lossy().into_owned();
+    let server = sandboxed(&dir, "bwrap", json!({}));
+    assert_eq!(run(&server, "true")["exit_code"], 0);
+    assert_eq!(run(&server, "true")["exit_code"], 0);
+    assert_eq!(bwrap_children_for(&root).len(), 1, "one supervisor serves every call");
+    let supervisors = supervisor_processes(&root);
+    assert!(supervisors.len() >= 2, "bwrap and the supervisor: {supervisors:?}");
+    for pid in &supervisors {
+        // SAFETY: kill takes plain integers; the pids are this test's supervisor (its roots are the test's dir).
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    let start = Instant::now();
+    while !supervisor_processes(&root).is_empty() {
+        assert!(start.elapsed() < HANG_GUARD, "the killed supervisor did not go");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let result = run(&server, "echo again");
+    assert_eq!(output(&result), "again\n", "{result}");
+    assert_eq!(
+        bwrap_children_for(&root).len(),
+        1,
+        "the dead one was reaped and replaced"
+    );
+    drop(server);
+    let start = Instant::now();
+    while !supervisor_processes(&root).is_empty() || !bwrap_children_for(&root).is_empty() {
+        assert!(start.elapsed() < HANG_GUARD, "the supervisor outlived its server");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_no_lasting_zombies();
+}
+
+#[test]
+fn an_orphan_of_a_landlock_command_dies_with_its_call() {
+    if !available("landlock") {
+        return;
+    }
+    let dir = TempDir::new("sbx-reaper");
+    let server = sandboxed(&dir, "landlock", json!({}));
+    let sleep = unique_sleep();
+    // Outside the command's process group and without the run marker:
+    // only the helper, as subreaper, still has it.
+    let result = run(
+        &server,
+        &format!("env -i setsid sh -c 'sleep {sleep} >/dev/null 2>&1 &'; echo started"),
+    );
+    assert_eq!(output(&result), "started\n", "{result}");
+    assert_none_with_arg(&sleep);
+    assert_eq!(run(&server, "kill -TERM $$")["exit_code"], 143);
+    assert_eq!(run(&server, "exit 9")["exit_code"], 9);
 }

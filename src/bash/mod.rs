@@ -77,6 +77,9 @@ struct Shared {
     audit: RwLock<Option<Arc<AuditLog>>>,
     started: Instant,
     counters: Counters,
+    /// Long-lived sandboxes, one per sandbox configuration in use; stopped
+    /// with the server.
+    supervisors: crate::sandbox::Supervisors,
 }
 
 /// Tool calls served and failed since start.
@@ -151,6 +154,7 @@ impl BashServer {
             audit: RwLock::new(audit),
             started: Instant::now(),
             counters: Counters::default(),
+            supervisors: crate::sandbox::Supervisors::new(),
         });
         let runner_shared = shared.clone();
         let runner: Runner = Arc::new(move |request, options| runner_shared.run(request, options));
@@ -594,7 +598,7 @@ impl Shared {
             }
             None => config.sandbox.clone(),
         };
-        let sandbox = crate::sandbox::wrap(
+        let sandbox = crate::sandbox::wrap_in(
             &sandbox_config,
             &crate::sandbox::Request {
                 cwd: &cwd,
@@ -602,6 +606,7 @@ impl Shared {
                 command: &command,
                 die_with_parent: true,
             },
+            Some(&self.supervisors),
         )?;
         let (program, argv) = match &sandbox {
             Some(wrapped) => (wrapped.program.clone(), wrapped.argv.clone()),
@@ -618,6 +623,10 @@ impl Shared {
             cwd: &cwd_c,
             stdin_pipe: request.stdin.is_some(),
             streams: request.streams,
+            via: sandbox
+                .as_ref()
+                .and_then(|w| w.supervisor.as_deref())
+                .map(|s| s as &dyn crate::spawn::Launch),
         };
         let limits = RunLimits {
             timeout,

@@ -21,7 +21,15 @@ pub struct BwrapOptions {
     pub die_with_parent: bool,
     /// Whether this bwrap knows `--disable-userns`.
     pub disable_userns: bool,
+    /// The sandbox runs a supervisor, which keeps the capabilities it needs
+    /// to start commands inside (new PID and mount namespaces, dropping
+    /// capabilities) and limits user namespaces itself; the commands it
+    /// starts keep none.
+    pub supervisor: bool,
 }
+
+/// The capabilities a supervisor keeps inside its user namespace.
+pub const SUPERVISOR_CAPS: &[&str] = &["CAP_SYS_ADMIN", "CAP_SETPCAP", "CAP_SYS_RESOURCE"];
 
 /// The full argv: `bwrap <options> -- <command...>`.
 pub fn argv(bwrap: &Path, plan: &Plan, options: BwrapOptions, command: &[CString]) -> Vec<CString> {
@@ -72,10 +80,15 @@ fn namespaces(args: &mut Args, plan: &Plan, options: BwrapOptions) {
     if !plan.network {
         args.push(["--unshare-net"]);
     }
-    if options.disable_userns {
+    if options.disable_userns && !options.supervisor {
         args.push(["--disable-userns"]);
     }
     args.push(["--cap-drop", "ALL"]);
+    if options.supervisor {
+        for cap in SUPERVISOR_CAPS {
+            args.push(["--cap-add", cap]);
+        }
+    }
     if options.die_with_parent {
         args.push(["--die-with-parent"]);
     }
@@ -174,6 +187,7 @@ mod tests {
     const OPTS: BwrapOptions = BwrapOptions {
         die_with_parent: true,
         disable_userns: true,
+        supervisor: false,
     };
 
     #[test]

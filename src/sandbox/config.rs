@@ -94,6 +94,9 @@ pub struct SandboxConfig {
     /// The `bash-mcp` binary that applies Landlock + seccomp before exec,
     /// instead of the one found next to the library or on PATH.
     pub helper_path: Option<PathBuf>,
+    /// bubblewrap: `execute` calls (and jobs) run through a long-lived
+    /// supervisor per configuration instead of a new bwrap per command.
+    pub supervisor: bool,
 }
 
 impl Default for SandboxConfig {
@@ -108,6 +111,7 @@ impl Default for SandboxConfig {
             backend: BackendChoice::Auto,
             bwrap_path: None,
             helper_path: None,
+            supervisor: true,
         }
     }
 }
@@ -123,6 +127,7 @@ pub const SANDBOX_KEYS: &[&str] = &[
     "backend",
     "bwrap_path",
     "helper_path",
+    "supervisor",
 ];
 
 /// A configuration problem: what was wrong and what to do.
@@ -206,6 +211,7 @@ impl SandboxConfig {
             }
             "bwrap_path" => self.bwrap_path = optional_path(key, value, base)?,
             "helper_path" => self.helper_path = optional_path(key, value, base)?,
+            "supervisor" => self.supervisor = boolean(key, value)?,
             other => {
                 return Err(problem(
                     format!("unknown configuration key `sandbox.{other}`"),
@@ -236,6 +242,7 @@ impl SandboxConfig {
             },
             "bwrap_path": self.bwrap_path.as_ref().map(|p| p.display().to_string()),
             "helper_path": self.helper_path.as_ref().map(|p| p.display().to_string()),
+            "supervisor": self.supervisor,
         })
     }
 

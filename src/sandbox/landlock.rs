@@ -33,6 +33,10 @@ pub const HELPER_FAILED: i32 = 125;
 pub struct HelperSpec {
     pub writable: Vec<PathBuf>,
     pub network: bool,
+    /// Stay as the command's parent and subreaper, killing its orphans
+    /// when it exits (commands that wait for their call; not sessions).
+    #[serde(default)]
+    pub subreaper: bool,
 }
 
 /// The helper's argv: `<helper> __sandbox-exec <spec> -- <command...>`.
@@ -65,6 +69,9 @@ pub fn helper_main(args: &[OsString]) -> String {
     };
     if let Err(e) = restrict(&spec) {
         return format!("bash-mcp sandbox: could not restrict the command: {e}");
+    }
+    if spec.subreaper {
+        return super::reaper::run_as_subreaper(&command);
     }
     let program = command[0].clone();
     let mut argv: Vec<*const libc::c_char> = command.iter().map(|a| a.as_ptr()).collect();
@@ -273,6 +280,7 @@ mod tests {
         let spec = HelperSpec {
             writable: vec![PathBuf::from("/w")],
             network: false,
+            subreaper: true,
         };
         let argv = argv(
             std::path::Path::new("/bin/bash-mcp"),

@@ -14,6 +14,8 @@ pub mod helper;
 pub mod landlock;
 pub mod plan;
 pub mod probe;
+pub mod reaper;
+pub mod supervisor;
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -26,6 +28,7 @@ pub use config::{BackendChoice, DEFAULT_PROTECTED, Mode, OnUnavailable, SandboxC
 pub use denial::Denial;
 pub use plan::Plan;
 pub use probe::{Backend, Probe};
+pub use supervisor::Supervisors;
 
 use crate::error::{ErrorCode, ToolError};
 
@@ -74,6 +77,10 @@ pub struct Wrapped {
     pub argv: Vec<CString>,
     pub backend: &'static str,
     pub plan: Plan,
+    /// The supervisor that starts the command inside a long-lived sandbox
+    /// (then `argv` is the command itself), or `None`: `argv` starts the
+    /// sandbox too.
+    pub supervisor: Option<Arc<supervisor::Supervisor>>,
 }
 
 impl Wrapped {
@@ -108,6 +115,18 @@ pub struct Request<'a> {
 /// The sandboxed command line, or `None` when the sandbox is off (or
 /// unavailable and the operator accepts unsandboxed runs).
 pub fn wrap(config: &SandboxConfig, request: &Request<'_>) -> Result<Option<Wrapped>, ToolError> {
+    wrap_in(config, request, None)
+}
+
+/// [`wrap`], with a command that waits for its call run through one of
+/// `supervisors` when the backend is bubblewrap and `sandbox.supervisor` is
+/// on. A supervisor that cannot start is logged, and the command gets a
+/// bwrap of its own: as sandboxed, only slower.
+pub fn wrap_in(
+    config: &SandboxConfig,
+    request: &Request<'_>,
+    supervisors: Option<&Supervisors>,
+) -> Result<Option<Wrapped>, ToolError> {
     if !config.is_on() {
         return Ok(None);
     }
@@ -125,6 +144,23 @@ pub fn wrap(config: &SandboxConfig, request: &Request<'_>) -> Result<Option<Wrap
     };
     let plan = Plan::new(config, request.cwd, request.extra_writable)
         .map_err(|p| ToolError::new(ErrorCode::InvalidConfig, p.message, p.hint))?;
+    if let (Backend::Bwrap { path, .. }, Some(supervisors), true, true) =
+        (backend, supervisors, config.supervisor, request.die_with_parent)
+        && let Some(helper) = helper::find(config.helper_path.as_deref())
+    {
+        match supervisors.get(path, &helper, &plan) {
+            Ok(supervisor) => {
+                return Ok(Some(Wrapped {
+                    program: request.command[0].clone(),
+                    argv: request.command.to_vec(),
+                    backend: backend.name(),
+                    plan,
+                    supervisor: Some(supervisor),
+                }));
+            }
+            Err(e) => tracing::warn!("{e}; this command gets a bwrap of its own"),
+        }
+    }
     let argv = match backend {
         Backend::Bwrap { path, disable_userns } => bwrap::argv(
             path,
@@ -132,6 +168,7 @@ pub fn wrap(config: &SandboxConfig, request: &Request<'_>) -> Result<Option<Wrap
             bwrap::BwrapOptions {
                 die_with_parent: request.die_with_parent,
                 disable_userns: *disable_userns,
+                supervisor: false,
             },
             request.command,
         ),
@@ -146,6 +183,7 @@ pub fn wrap(config: &SandboxConfig, request: &Request<'_>) -> Result<Option<Wrap
             let spec = landlock::HelperSpec {
                 writable: plan.writable.clone(),
                 network: plan.network,
+                subreaper: request.die_with_parent,
             };
             landlock::argv(helper, &spec, request.command)
         }
@@ -155,5 +193,6 @@ pub fn wrap(config: &SandboxConfig, request: &Request<'_>) -> Result<Option<Wrap
         argv,
         backend: backend.name(),
         plan,
+        supervisor: None,
     }))
 }

@@ -208,6 +208,7 @@ fn check_landlock(configured: Option<&Path>) -> Check {
     let spec = serde_json::to_string(&HelperSpec {
         writable: Vec::new(),
         network: false,
+        subreaper: false,
     })
     .expect("spec serializes");
     let out = Command::new(&helper)

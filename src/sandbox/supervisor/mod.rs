@@ -1,0 +1,355 @@
+//! The long-lived sandbox: one supervisor per sandbox configuration,
+//! started on first use inside bwrap (which then holds the namespaces),
+//! restarted if it dies, torn down with the server that owns it. Each
+//! command costs a `clone` inside the sandbox instead of a new bwrap.
+//!
+//! The host keeps capture exactly as without a sandbox: it makes the
+//! command's pipes and passes their far ends, with a socket of the
+//! command's own, over the supervisor's control socket (`SCM_RIGHTS`). On
+//! that socket the host learns that the command started (or why not) and
+//! its exit status, and asks for signals; the supervisor side kills
+//! everything the command started when the host's end closes, so an
+//! abandoned call or a killed host leaves nothing running. See
+//! [`inside`] for the supervisor process itself.
+
+pub mod inside;
+pub mod wire;
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use super::bwrap::{self, BwrapOptions};
+use super::plan::Plan;
+use crate::spawn::{self, Child, Group, Launch, RemoteGroup, SpawnSpec, Streams};
+
+/// The most supervisors one server keeps; past it the least recently used
+/// idle one is stopped (each distinct working dir with default roots is a
+/// configuration of its own).
+const MAX_SUPERVISORS: usize = 8;
+
+/// How long a starting supervisor may take to say it is ready.
+const START_BOUND: Duration = Duration::from_secs(20);
+
+/// A server's supervisors, by configuration. Dropping it stops them all.
+#[derive(Default)]
+pub struct Supervisors {
+    pool: Mutex<Vec<Arc<Supervisor>>>,
+}
+
+impl std::fmt::Debug for Supervisors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let count = self.pool.lock().unwrap_or_else(PoisonError::into_inner).len();
+        f.debug_struct("Supervisors").field("count", &count).finish()
+    }
+}
+
+impl Supervisors {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The running supervisor for this plan, started if needed. `Err` says
+    /// why it could not start (the caller runs the command in a bwrap of
+    /// its own instead).
+    pub(crate) fn get(&self, bwrap_path: &Path, helper: &Path, plan: &Plan) -> io::Result<Arc<Supervisor>> {
+        let argv = supervisor_argv(bwrap_path, helper, plan);
+        let supervisor = {
+            let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
+            match pool.iter().position(|s| s.argv == argv) {
+                Some(i) => {
+                    let s = pool.remove(i);
+                    pool.push(s.clone());
+                    s
+                }
+                None => {
+                    if pool.len() >= MAX_SUPERVISORS
+                        && let Some(idle) = pool.iter().position(|s| Arc::strong_count(s) == 1)
+                    {
+                        pool.remove(idle);
+                    }
+                    let s = Arc::new(Supervisor {
+                        argv,
+                        state: Mutex::new(None),
+                    });
+                    pool.push(s.clone());
+                    s
+                }
+            }
+        };
+        supervisor.control()?;
+        Ok(supervisor)
+    }
+
+    /// How many supervisors are running (for tests and `status`).
+    pub fn running(&self) -> usize {
+        let pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
+        pool.iter()
+            .filter(|s| s.state.lock().unwrap_or_else(PoisonError::into_inner).is_some())
+            .count()
+    }
+
+    /// The host pids of the running supervisors' bwrap processes.
+    pub fn pids(&self) -> Vec<libc::pid_t> {
+        let pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
+        pool.iter()
+            .filter_map(|s| {
+                s.state
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .as_ref()
+                    .map(|r| r.pid)
+            })
+            .collect()
+    }
+}
+
+/// The bwrap command line of a supervisor: the plan's sandbox, with the
+/// capabilities the supervisor needs inside its user namespace (commands
+/// get none), running `<helper> __sandbox-supervise`.
+fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan) -> Vec<CString> {
+    let mut plan = plan.clone();
+    // One supervisor serves every working dir (each request names its own),
+    // unless a private /tmp has to keep the working dir visible above it.
+    if !(plan.private_tmp && plan.cwd.starts_with("/tmp")) {
+        plan.cwd = "/".into();
+    }
+    let command = [
+        CString::new(helper.as_os_str().as_encoded_bytes()).unwrap_or_default(),
+        CString::new(inside::SUPERVISE_ARG).expect("no NUL"),
+    ];
+    bwrap::argv(
+        bwrap_path,
+        &plan,
+        BwrapOptions {
+            die_with_parent: false,
+            disable_userns: false,
+            supervisor: true,
+        },
+        &command,
+    )
+}
+
+/// One sandbox configuration's supervisor.
+pub struct Supervisor {
+    argv: Vec<CString>,
+    state: Mutex<Option<Running>>,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor")
+            .field("argv", &bwrap::display(&self.argv))
+            .finish()
+    }
+}
+
+/// A started supervisor: our end of its control socket and the host pid of
+/// its bwrap. Fields drop in order: closing the control socket ends the
+/// supervisor, which ends bwrap and with it the namespaces; then bwrap is
+/// reaped.
+struct Running {
+    control: Arc<OwnedFd>,
+    pid: libc::pid_t,
+    _reaper: Reaper,
+}
+
+struct Reaper(libc::pid_t);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        spawn::reap(self.0);
+    }
+}
+
+fn dev_null() -> OwnedFd {
+    // SAFETY: opens /dev/null; a failure (-1) would only be closed again.
+    unsafe { OwnedFd::from_raw_fd(libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC)) }
+}
+
+impl Supervisor {
+    /// The control socket of a live supervisor, starting one if there is
+    /// none or the last one died.
+    fn control(&self) -> io::Result<Arc<OwnedFd>> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(running) = state.as_ref() {
+            if !spawn::has_exited(running.pid) {
+                return Ok(running.control.clone());
+            }
+            tracing::warn!(pid = running.pid, "the sandbox supervisor died; starting a new one");
+        }
+        *state = None;
+        let running = self.start()?;
+        let control = running.control.clone();
+        *state = Some(running);
+        Ok(control)
+    }
+
+    /// Forgets `control` if it is still the current one (its supervisor is gone).
+    fn discard(&self, control: &Arc<OwnedFd>) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.as_ref().is_some_and(|r| Arc::ptr_eq(&r.control, control)) {
+            *state = None;
+        }
+    }
+
+    fn start(&self) -> io::Result<Running> {
+        crate::guard::ensure();
+        let (host, theirs) = wire::socket_pair(libc::SOCK_SEQPACKET)?;
+        // The guard kills what carries this host's run marker if the host dies.
+        let envp = [
+            CString::new(crate::ids::next_run_marker()).expect("marker has no NUL"),
+            c"PATH=/usr/bin:/bin".to_owned(),
+            c"LC_ALL=C".to_owned(),
+        ];
+        let pid = spawn::spawn_helper(&self.argv[0], &self.argv, &envp, theirs.as_raw_fd())?;
+        drop(theirs);
+        let running = Running {
+            control: Arc::new(host),
+            pid,
+            _reaper: Reaper(pid),
+        };
+        let mut p = libc::pollfd {
+            fd: running.control.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut p, 1, START_BOUND.as_millis() as libc::c_int) };
+        let mut buf = [0u8; 4];
+        let ready = p.revents & libc::POLLIN != 0
+            && matches!(wire::recv_with_fds(running.control.as_raw_fd(), &mut buf), Ok((1, _)) if buf[0] == wire::READY);
+        if !ready {
+            // SAFETY: our unreaped child: the pid cannot have been recycled.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            return Err(io::Error::other(format!(
+                "the sandbox supervisor did not start (run `{}` to see why)",
+                bwrap::display(&self.argv)
+            )));
+        }
+        tracing::debug!(pid, "sandbox supervisor started");
+        Ok(running)
+    }
+
+    /// Asks the supervisor to start `spec`. `Ok(Err(e))`: the request never
+    /// reached a supervisor (it may be retried).
+    fn request(&self, control: &OwnedFd, spec: &SpawnSpec<'_>) -> io::Result<Result<Child, io::Error>> {
+        let (host_end, their_end) = wire::socket_pair(libc::SOCK_STREAM)?;
+        let stdin = if spec.stdin_pipe { Some(spawn::pipe()?) } else { None };
+        let null = match &stdin {
+            Some(_) => None,
+            None => Some(dev_null()),
+        };
+        let (out_r, out_w) = spawn::pipe()?;
+        let err = match spec.streams {
+            Streams::Separate => Some(spawn::pipe()?),
+            Streams::Merged => None,
+        };
+        let stdin_fd = stdin.as_ref().map_or_else(
+            || null.as_ref().expect("no pipe: /dev/null").as_raw_fd(),
+            |(r, _)| r.as_raw_fd(),
+        );
+        let err_w = err.as_ref().map_or(out_w.as_raw_fd(), |(_, w)| w.as_raw_fd());
+        let fds = [their_end.as_raw_fd(), stdin_fd, out_w.as_raw_fd(), err_w];
+        if let Err(e) = wire::send_with_fds(control.as_raw_fd(), &[wire::COMMAND], &fds) {
+            return Ok(Err(e));
+        }
+        // Only the supervisor holds the far ends now, so EOF can come.
+        drop((their_end, out_w, null));
+        let body = wire::Body {
+            program: spec.program.to_owned(),
+            argv: spec.argv.to_vec(),
+            envp: spec.envp.to_vec(),
+            cwd: spec.cwd.to_owned(),
+        };
+        let lost = || io::Error::other("the sandbox supervisor went away while starting the command");
+        wire::write_all(host_end.as_raw_fd(), &body.encode()).map_err(|_| lost())?;
+        match wire::read_message(host_end.as_raw_fd())? {
+            Some((wire::STARTED, _)) => {}
+            Some((wire::FAILED, errno)) => return Err(io::Error::from_raw_os_error(errno)),
+            _ => return Err(lost()),
+        }
+        let stdin = stdin.map(|(r, w)| {
+            drop(r);
+            spawn::set_nonblocking(w.as_raw_fd());
+            w
+        });
+        let stderr = err.map(|(r, w)| {
+            drop(w);
+            r
+        });
+        spawn::set_nonblocking(out_r.as_raw_fd());
+        if let Some(e) = &stderr {
+            spawn::set_nonblocking(e.as_raw_fd());
+        }
+        // The command's socket doubles as its "pidfd": readable once it exits.
+        // SAFETY: duplicates an fd we own into a new owned fd.
+        let watch = unsafe { libc::fcntl(host_end.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+        let watch = (watch >= 0).then(|| unsafe { OwnedFd::from_raw_fd(watch) });
+        Ok(Ok(Child {
+            group: Group::Remote(Box::new(Remote { sock: host_end })),
+            pidfd: watch,
+            stdin,
+            stdout: out_r,
+            stderr,
+        }))
+    }
+}
+
+impl Launch for Supervisor {
+    fn launch(&self, spec: &SpawnSpec<'_>) -> io::Result<Child> {
+        let control = self.control()?;
+        match self.request(&control, spec)? {
+            Ok(child) => Ok(child),
+            Err(e) => {
+                // Not delivered: that supervisor is gone. Once more with a new one.
+                tracing::debug!("the sandbox supervisor's control socket failed ({e}); restarting it");
+                self.discard(&control);
+                let control = self.control()?;
+                self.request(&control, spec)?
+            }
+        }
+    }
+}
+
+/// A command running under a supervisor, reached through its socket.
+#[derive(Debug)]
+struct Remote {
+    sock: OwnedFd,
+}
+
+impl RemoteGroup for Remote {
+    fn signal(&self, signal: libc::c_int) {
+        // A command that already exited has no one to read this: fine.
+        let _ = wire::send_message(self.sock.as_raw_fd(), wire::KILL, signal);
+    }
+
+    fn has_exited(&self) -> bool {
+        wire::readable(&self.sock)
+    }
+
+    fn wait_status(&self) -> Option<i32> {
+        loop {
+            match wire::read_message(self.sock.as_raw_fd()) {
+                Ok(Some((wire::EXITED, status))) => return Some(shell_status(status)),
+                Ok(Some(_)) => continue,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Ok(None) | Err(_) => return None,
+            }
+        }
+    }
+}
+
+/// A wait status in the shell's convention (128+N after signal N).
+fn shell_status(status: i32) -> i32 {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        -1
+    }
+}
