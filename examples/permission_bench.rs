@@ -94,6 +94,8 @@ fn per_char_table() {
             repeat_to("git add src/lib.rs && git commit -m \"$(date)\"; ", 1 << 20),
         ),
         ("1 MiB of echo x > out", repeat_to("echo x > out.txt; ", 1 << 20)),
+        // Just under the token limit with long words: what the parser is given in full.
+        ("1 MiB, 4 900 long cmds", long_commands(4_900, 200)),
     ];
     println!(
         "\n{:<24} {:>10} {:>10} {:>10} {:>10}",
@@ -132,6 +134,11 @@ fn pipes(bytes: usize) -> String {
     let mut s = "a|".repeat(bytes / 2);
     s.pop();
     s
+}
+
+/// `count` commands of one `len`-character word each, joined by `; `.
+fn long_commands(count: usize, len: usize) -> String {
+    vec!["a".repeat(len); count].join("; ")
 }
 
 fn repeat_to(unit: &str, bytes: usize) -> String {

@@ -313,6 +313,24 @@ fn catastrophic_variants_are_catastrophic() {
         "mkfs.ext4 /dev/sda1",
         "wipefs -a /dev/sda",
         "sfdisk /dev/sda < layout",
+        "bash -n +n -c 'rm -rf ~'",
+        "env -C / rm -rf *",
+        "env --chdir=/ rm -rf *",
+        "env --ch / rm -rf *",
+        "env -iC/ rm -rf ./*",
+        "env -C /usr rm -rf ./*",
+        "env -C /home rm -rf ./*",
+        "env -C / sh -c 'rm -rf *'",
+        "env -C / env -C usr rm -rf *",
+        "cd / && env -C usr rm -rf *",
+        "sudo -D / rm -rf *",
+        "sudo --chdir=/ rm -rf *",
+        "unshare --wd=/ rm -rf *",
+        "systemd-run --working-directory=/ rm -rf *",
+        "su - -c 'rm -rf *'",
+        "pkexec rm -rf *",
+        "bwrap --bind / / --chdir / rm -rf *",
+        "sh -o noexec +o noexec -c 'rm -rf ~'",
     ] {
         assert_eq!(class(c), Class::Catastrophic, "{c}: {:?}", classify(c));
     }
@@ -340,6 +358,16 @@ fn printing_listing_and_working_tree_files_are_not_catastrophic() {
         "cd /tmp && rm -rf *",
         "cd build && rm -rf ./*",
         "echo x > /dev/null 2>&1",
+        "bash -n -c 'rm -rf ~'",
+        "bash -nc 'rm -rf /'",
+        "sh -o noexec -c 'rm -rf ~'",
+        "bash -n -c 'set +n; rm -rf ~'",
+        "env -C build rm -rf *",
+        "env -C /tmp rm -rf *",
+        "env -C / ls",
+        "env -C / rm -rf build",
+        "env -C / true; rm -rf *",
+        "chroot --skip-chdir /mnt rm -rf ./build",
     ] {
         assert_ne!(class(c), Class::Catastrophic, "{c}: {:?}", classify(c));
     }

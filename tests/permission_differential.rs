@@ -7,7 +7,11 @@
 //! from the outside: every program that actually ran is named by the pattern (its basename
 //! is one of the pattern's command words), or is a transparent wrapper or a shell that the
 //! command names (these are not named by design; what they run is checked). An opaque
-//! pattern passes by definition and is not run.
+//! pattern passes by definition and is not run. And every file the run created or changed
+//! in the sandbox is one the analysis reports: a redirection that writes
+//! (`Analysis::writes`) names it, literally, or has a target that may expand (reported as
+//! not literal); a file written by a real wrapper itself (`flock FILE`) counts when the
+//! command names it.
 //!
 //! The sandbox, per worker thread:
 //!
@@ -190,6 +194,76 @@ fn unnamed(command: &str, pattern: &str, analysis: &Analysis, ran: &[String]) ->
     out.sort();
     out.dedup();
     out
+}
+
+/// Programs the sandbox runs for real that write files themselves (`flock FILE`
+/// creates its lock file, `script` its typescript): a file one of these may have written
+/// is accounted for when the command text names it as a word.
+const WRITING_PROGRAMS: &[&str] = &["flock", "script", "time", "strace", "ltrace"];
+
+/// `path` with `.` and `name/..` components removed, lexically.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The file a literal write target names for a shell started in `cwd` with `home` as
+/// `HOME`: `~` and `~/...` are in the home directory, relative paths in `cwd`.
+fn target_path(target: &str, cwd: &Path, home: &Path) -> PathBuf {
+    let path = if target == "~" {
+        home.to_owned()
+    } else if let Some(rest) = target.strip_prefix("~/") {
+        home.join(rest)
+    } else {
+        cwd.join(target)
+    };
+    lexical(&path)
+}
+
+/// The files in `written` that the analysis does not report: no redirection that writes
+/// names it. A redirection whose target may expand (`> $f`, `> *`) is reported as
+/// unknown, so it accounts for any file; a literal target accounts only for the file it
+/// names. Empty when the pattern is opaque.
+fn unreported_writes(
+    command: &str,
+    pattern: &str,
+    analysis: &Analysis,
+    written: &[PathBuf],
+    cwd: &Path,
+    home: &Path,
+) -> Vec<String> {
+    if pattern_words(pattern).is_none() {
+        return Vec::new();
+    }
+    let writes: Vec<_> = analysis.redirects.iter().filter(|r| r.mode.writes()).collect();
+    if writes.iter().any(|r| !r.literal) {
+        return Vec::new();
+    }
+    let named: BTreeSet<PathBuf> = writes.iter().map(|r| target_path(&r.target, cwd, home)).collect();
+    let wrote_itself = WRITING_PROGRAMS.iter().any(|p| mentions(command, p));
+    written
+        .iter()
+        .filter(|p| !named.contains(&lexical(p)))
+        .filter(|p| {
+            let name = p.strip_prefix(cwd).ok().and_then(|r| r.to_str()).unwrap_or("");
+            !(wrote_itself && !name.is_empty() && mentions(command, name) || wrote_itself && name == "typescript")
+        })
+        .map(|p| {
+            p.strip_prefix(cwd.parent().unwrap_or(cwd))
+                .unwrap_or(p)
+                .display()
+                .to_string()
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -535,6 +609,39 @@ impl Worker {
         std::fs::write(&self.log, "").expect("log");
     }
 
+    /// Every file under the worker's directory except the log and the stubs, with what
+    /// tells a change (size, modification time, inode). Symbolic links are not followed.
+    fn snapshot(&self) -> BTreeMap<PathBuf, (u64, i64, i64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let mut out = BTreeMap::new();
+        let mut dirs = vec![self.dir.clone()];
+        while let Some(d) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else { continue };
+            for e in entries.flatten() {
+                let path = e.path();
+                if path == self.log || path == self.bin {
+                    continue;
+                }
+                let Ok(m) = path.symlink_metadata() else { continue };
+                if m.is_dir() {
+                    dirs.push(path);
+                } else {
+                    out.insert(path, (m.len(), m.mtime(), m.mtime_nsec(), m.ino()));
+                }
+            }
+        }
+        out
+    }
+
+    /// The files created or changed since `before`.
+    fn changed(&self, before: &BTreeMap<PathBuf, (u64, i64, i64, u64)>) -> Vec<PathBuf> {
+        self.snapshot()
+            .into_iter()
+            .filter(|(p, state)| before.get(p) != Some(state))
+            .map(|(p, _)| p)
+            .collect()
+    }
+
     fn logged(&self) -> Vec<String> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
@@ -552,6 +659,9 @@ impl Worker {
 struct Run {
     ran: Vec<String>,
     timed_out: bool,
+    /// Files created or changed in the sandbox (under the worker's directory, the log
+    /// and the stubs left out), as absolute paths.
+    written: Vec<PathBuf>,
 }
 
 impl Run {
@@ -767,6 +877,7 @@ fn isolate(iso: &Isolation) -> std::io::Result<()> {
 fn run(worker: &Worker, shell: &str, command: &str, isolated: bool) -> std::io::Result<Run> {
     let tag = worker.tag.as_str();
     worker.reset();
+    let before = worker.snapshot();
     let mut cmd = Command::new(worker.reals.join(shell));
     cmd.arg("-c")
         .arg(command)
@@ -826,6 +937,7 @@ fn run(worker: &Worker, shell: &str, command: &str, isolated: bool) -> std::io::
     Ok(Run {
         ran: worker.logged(),
         timed_out,
+        written: worker.changed(&before),
     })
 }
 
@@ -976,6 +1088,14 @@ fn differential(inputs: Vec<Input>, sb: &Sandbox, tally: &Mutex<Tally>) {
                     let r = run(worker, shell, &job.input.command, sb.isolated)
                         .unwrap_or_else(|e| panic!("cannot run {shell}: {e}"));
                     let missing = unnamed(&job.input.command, &job.pattern, &job.analysis, &r.ran);
+                    let unreported = unreported_writes(
+                        &job.input.command,
+                        &job.pattern,
+                        &job.analysis,
+                        &r.written,
+                        &worker.cwd,
+                        &worker.home,
+                    );
                     let mut t = tally.lock().unwrap();
                     t.run += 1;
                     if r.timed_out {
@@ -1009,6 +1129,15 @@ fn differential(inputs: Vec<Input>, sb: &Sandbox, tally: &Mutex<Tally>) {
                             if r.timed_out { " (timed out)" } else { "" }
                         );
                         t.findings.push(text);
+                    }
+                    if !unreported.is_empty() {
+                        let reported: Vec<_> = job.analysis.redirects.iter().map(|r| (&r.target, r.mode, r.literal)).collect();
+                        t.findings.push(format!(
+                            "{}:{} [{shell}] {:?}\n    reported writes {reported:?}\n    wrote {unreported:?}, not reported",
+                            job.input.source,
+                            job.input.line,
+                            clip(&job.input.command),
+                        ));
                     }
                 }
             });
@@ -1053,7 +1182,7 @@ fn what_runs_is_named_by_the_pattern() {
     }
     assert!(
         t.findings.is_empty(),
-        "{} runs executed programs their pattern does not name:\n{}",
+        "{} runs executed programs their pattern does not name or wrote files the analysis does not report:\n{}",
         t.findings.len(),
         t.findings.join("\n")
     );
@@ -1115,7 +1244,7 @@ fn generated_commands_run_only_what_the_pattern_names() {
     );
     assert!(
         t.findings.is_empty(),
-        "{} runs executed programs their pattern does not name:\n{}",
+        "{} runs executed programs their pattern does not name or wrote files the analysis does not report:\n{}",
         t.findings.len(),
         t.findings.join("\n")
     );
@@ -1142,6 +1271,13 @@ fn generator_covers_the_grammar_pieces() {
         "LC_ALL=C",
         "| ",
         "$(",
+        ">>",
+        "<>",
+        ">|",
+        "~/f",
+        "f{a,b}",
+        "f*",
+        "&>",
     ] {
         assert!(text.contains(piece), "no generated command holds {piece:?}");
     }
@@ -1177,6 +1313,25 @@ fn harness_detects_an_unnamed_execution() {
         ["bash", "rm"]
     );
 
+    // Writes: a file no redirection reports is found; a reported one, or one behind a
+    // target that may expand, is not.
+    let (cwd, home) = (Path::new("/s/cwd"), Path::new("/s/home"));
+    let wrote = |paths: &[&str]| paths.iter().map(PathBuf::from).collect::<Vec<_>>();
+    let check = |c: &str, paths: &[&str]| {
+        unreported_writes(c, &command_pattern(TOOL, c), &analyze(c), &wrote(paths), cwd, home)
+    };
+    assert_eq!(check("echo x", &["/s/cwd/f"]), ["cwd/f"]);
+    assert!(check("echo x > f", &["/s/cwd/f"]).is_empty());
+    assert!(check("echo x > ./d/../f", &["/s/cwd/f"]).is_empty());
+    assert!(check("echo x >> ~/f", &["/s/home/f"]).is_empty());
+    assert_eq!(check("echo x > f", &["/s/cwd/g"]), ["cwd/g"]);
+    assert!(check("echo x > $F", &["/s/cwd/g"]).is_empty());
+    assert!(check("flock f true", &["/s/cwd/f"]).is_empty());
+    assert!(
+        check("eval 'echo > f'", &["/s/cwd/f"]).is_empty(),
+        "opaque: not checked"
+    );
+
     // End to end: real shells, real stubs, a deliberately wrong pattern.
     let Some(mut sb) = sandbox("permdiff-self") else { return };
     sb.isolated = std::env::var_os("PERMDIFF_NO_NAMESPACES").is_none() && probe_isolation(&sb);
@@ -1205,6 +1360,20 @@ fn harness_detects_an_unnamed_execution() {
             let got = unnamed("true", pattern, &analyze("true"), &r.ran);
             assert_eq!(got, want, "[{shell}] {command}: ran {:?}", r.ran);
         }
+        // A write the run made is seen, against the analysis of another text.
+        let r = run(&w, shell, "echo x > f; : >> g", sb.isolated).expect("run");
+        let got = unreported_writes(
+            "true",
+            "bash.execute:true *",
+            &analyze("true"),
+            &r.written,
+            &w.cwd,
+            &w.home,
+        );
+        assert_eq!(got, ["cwd/f", "cwd/g"], "[{shell}] writes seen: {:?}", r.written);
+        let c = "echo x > f; : >> g";
+        let got = unreported_writes(c, &command_pattern(TOOL, c), &analyze(c), &r.written, &w.cwd, &w.home);
+        assert!(got.is_empty(), "[{shell}] reported writes: {got:?}");
     }
     common::assert_no_survivors(&sb.tag);
 }

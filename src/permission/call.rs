@@ -30,24 +30,44 @@ pub const MAX_ANALYSED_TOKENS: usize = 10_000;
 pub(crate) fn token_estimate(text: &str) -> usize {
     let mut count = 0;
     let mut in_word = false;
-    for b in text.bytes() {
-        let operator = matches!(
-            b,
-            b'|' | b'&' | b';' | b'<' | b'>' | b'(' | b')' | b'`' | b'$' | b'"' | b'\'' | b'{' | b'}'
-        );
-        let space = b.is_ascii_whitespace();
-        if operator {
-            count += 1;
-            in_word = false;
-        } else if space {
-            in_word = false;
-        } else if !in_word {
-            count += 1;
-            in_word = true;
+    for &b in text.as_bytes() {
+        match BYTE_KIND[b as usize] {
+            OPERATOR => {
+                count += 1;
+                in_word = false;
+            }
+            SPACE => in_word = false,
+            _ => {
+                count += usize::from(!in_word);
+                in_word = true;
+            }
         }
     }
     count
 }
+
+const WORD: u8 = 0;
+const OPERATOR: u8 = 1;
+const SPACE: u8 = 2;
+
+/// What each byte is to [`token_estimate`]: an operator or quote character, ASCII
+/// whitespace, or part of a word (a table, so the pass is one load per byte).
+const BYTE_KIND: [u8; 256] = {
+    let mut t = [WORD; 256];
+    let operators = b"|&;<>()`$\"'{}";
+    let mut i = 0;
+    while i < operators.len() {
+        t[operators[i] as usize] = OPERATOR;
+        i += 1;
+    }
+    let spaces = b" \t\n\x0c\r";
+    let mut i = 0;
+    while i < spaces.len() {
+        t[spaces[i] as usize] = SPACE;
+        i += 1;
+    }
+    t
+};
 
 /// Why `text` is too large to analyse, if it is.
 pub(crate) fn too_large(text: &str) -> Option<String> {

@@ -135,14 +135,18 @@ impl Rule {
         }
     }
 
+    /// Whether this part rule applies to a command named `name` (its basename): the
+    /// first half of [`Rule::matches_part`], the same for every part of that name.
+    fn names(&self, name: &str) -> bool {
+        if self.is_write_rule() || self.commands.is_empty() && self.writes.is_empty() || !self.piped_from.is_empty() {
+            return false;
+        }
+        self.commands.is_empty() || self.commands.iter().any(|c| fnmatch(c, name))
+    }
+
+    /// Whether the part, whose command name this rule [`names`](Rule::names), matches
+    /// with the arguments `args`.
     fn matches_part(&self, part: &Part, args: &[String]) -> bool {
-        if self.commands.is_empty() && self.writes.is_empty() || !self.piped_from.is_empty() {
-            return false;
-        }
-        let name = basename(&part.command_word);
-        if !self.commands.is_empty() && !self.commands.iter().any(|c| fnmatch(c, name)) {
-            return false;
-        }
         let expanded: Vec<String>;
         let args = if self.long_options.is_empty() {
             args
@@ -452,10 +456,26 @@ fn pipelines(text: &str) -> Vec<&str> {
     out
 }
 
+/// `text` with all whitespace removed (what `raw` rules match); ASCII text byte by byte.
+fn without_whitespace(text: &str) -> String {
+    if text.is_ascii() {
+        let bytes: Vec<u8> = text
+            .bytes()
+            .filter(|b| !b.is_ascii_whitespace() && *b != 0x0b)
+            .collect();
+        // Only ASCII bytes were kept out of ASCII text.
+        return String::from_utf8(bytes).unwrap_or_default();
+    }
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
 /// A function definition that calls itself twice with `|` or `&` in its body: a fork
 /// bomb under any name.
 fn has_fork_bomb(text: &str) -> bool {
     let is_name = |c: char| c.is_ascii_alphanumeric() || "_:.-".contains(c);
+    if !text.contains('{') {
+        return false;
+    }
     // The next `}` at or after each byte, computed once (linear).
     let mut next_close = vec![text.len(); text.len() + 1];
     for (i, b) in text.bytes().enumerate().rev() {
@@ -599,9 +619,16 @@ pub fn classify(command: &str) -> Classification {
     let mut parts = Vec::new();
     let mut cwd: Option<String> = None;
     let mut previous: Option<&Part> = None;
+    let mut by_name: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
     for part in &analysis.parts {
         let name = basename(&part.command_word);
-        let mut args = rule_args(part, cwd.as_deref().filter(|_| FILE_COMMANDS.contains(&name)));
+        // A wrapper's directory (`env -C / rm -rf *`) counts like a `cd` before it.
+        let here = match &part.directory {
+            Some(dir) => super::chdir::join(cwd.as_deref(), &super::chdir::Directory::Path(dir.clone()))
+                .map(|d| reach(&normalize_path(&d))),
+            None => cwd.clone(),
+        };
+        let mut args = rule_args(part, here.as_deref().filter(|_| FILE_COMMANDS.contains(&name)));
         // `ls / | xargs rm -rf`: the paths the part before listed become arguments.
         if part.wrappers.iter().any(|w| w == "xargs")
             && let Some(feeder) = previous
@@ -609,14 +636,25 @@ pub fn classify(command: &str) -> Classification {
             args.extend(rule_args(feeder, None).into_iter().filter(|a| looks_like_path(a)));
         }
         if matches!(name, "cd" | "pushd") {
-            cwd = next_directory(cwd.as_deref(), part);
+            cwd = next_directory(here.as_deref(), part);
         }
         previous = Some(part);
         let mut class = Class::Safe;
         let mut ids = Vec::new();
-        for rule in RULES
+        // The rules for each command name are found once per call: a long list of the
+        // same command matches every rule's names only once.
+        let candidates = by_name.entry(name).or_insert_with(|| {
+            RULES
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.names(name))
+                .map(|(k, _)| k)
+                .collect()
+        });
+        for rule in candidates
             .iter()
-            .filter(|r| !r.is_write_rule() && r.matches_part(part, &args))
+            .map(|&k| &RULES[k])
+            .filter(|r| r.matches_part(part, &args))
         {
             class = class.max(rule.class);
             ids.push(rule.id.clone());
@@ -628,7 +666,7 @@ pub fn classify(command: &str) -> Classification {
             rules: ids,
         });
     }
-    let compact: String = command.chars().filter(|c| !c.is_whitespace()).collect();
+    let compact = without_whitespace(command);
     for rule in RULES.iter().filter(|r| r.is_write_rule()) {
         if analysis.writes().any(|w| rule.matches_write(w)) {
             note(rule.class, &rule.id, &rule.hint, &mut overall, &mut rule_ids);
@@ -644,7 +682,18 @@ pub fn classify(command: &str) -> Classification {
         // A fork bomb defines a function, which makes the command opaque; text that
         // only prints one (`echo ':(){ :|:& };:'`) is not.
         let bomb = rule.fork_bomb && analysis.is_opaque() && has_fork_bomb(command);
-        let piped = !rule.piped_from.is_empty() && piped_into(rule, command);
+        // Walking each pipeline again costs a second analysis: only when a part the rule
+        // names and a part it is piped from are both among the parts found.
+        let piped = !rule.piped_from.is_empty()
+            && analysis
+                .parts
+                .iter()
+                .any(|p| rule.commands.iter().any(|c| fnmatch(c, basename(&p.command_word))))
+            && analysis
+                .parts
+                .iter()
+                .any(|p| rule.piped_from.iter().any(|c| fnmatch(c, basename(&p.command_word))))
+            && piped_into(rule, command);
         if fed || raw || bomb || piped {
             note(rule.class, &rule.id, &rule.hint, &mut overall, &mut rule_ids);
         }

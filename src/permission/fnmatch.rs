@@ -27,12 +27,34 @@ pub(crate) fn fnmatch_pathname(pattern: &str, subject: &str) -> bool {
 }
 
 fn fnmatch_flags(pattern: &str, subject: &str, flags: libc::c_int) -> bool {
-    let (Ok(p), Ok(s)) = (CString::new(pattern), CString::new(subject)) else {
-        return false;
-    };
-    // SAFETY: both pointers are valid NUL-terminated strings that outlive the call;
-    // fnmatch only reads them.
-    unsafe { libc::fnmatch(p.as_ptr(), s.as_ptr(), flags) == 0 }
+    with_c_string(pattern, |p| {
+        with_c_string(subject, |s| {
+            // SAFETY: both pointers are valid NUL-terminated strings that outlive the
+            // call; fnmatch only reads them.
+            unsafe { libc::fnmatch(p, s, flags) == 0 }
+        })
+    })
+    .flatten()
+    .unwrap_or(false)
+}
+
+/// Bytes of text copied onto the stack for a C call; longer text is allocated.
+const STACK_COPY: usize = 256;
+
+/// Calls `f` with `text` as a NUL-terminated C string (on the stack when short: the
+/// classifier matches thousands of short arguments per command, and allocating each
+/// one cost more than the match); `None` when `text` holds a NUL byte.
+fn with_c_string<R>(text: &str, f: impl FnOnce(*const libc::c_char) -> R) -> Option<R> {
+    if text.len() < STACK_COPY {
+        if text.as_bytes().contains(&0) {
+            return None;
+        }
+        let mut buf = [0u8; STACK_COPY];
+        buf[..text.len()].copy_from_slice(text.as_bytes());
+        return Some(f(buf.as_ptr().cast()));
+    }
+    let c = CString::new(text).ok()?;
+    Some(f(c.as_ptr()))
 }
 
 /// Escapes `text` so that, as an fnmatch pattern, it matches exactly `text`.

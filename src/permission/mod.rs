@@ -26,6 +26,7 @@
 
 mod arith;
 mod call;
+mod chdir;
 mod classify;
 mod depth;
 mod dialect;
@@ -72,6 +73,12 @@ pub struct Part {
     pub wrappers: Vec<String>,
     /// Targets of output redirections that apply to this command.
     pub writes: Vec<String>,
+    /// The working directory a wrapper starts this command in, as written (`/` for
+    /// `env -C / rm x`, `~` for `sudo -i`); relative to the outer one when relative.
+    /// `None` when no wrapper changes it, or changes it to a directory the text does
+    /// not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub directory: Option<String>,
 }
 
 /// Why (part of) a command cannot be known from its text.

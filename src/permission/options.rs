@@ -283,3 +283,55 @@ pub(crate) const VERSION: LongOpt = lo("version", No, "version");
 pub(crate) fn informational(p: &Parsed, letters: &str) -> bool {
     p.has("help") || p.has("version") || p.opts.iter().any(|o| o.key.len() == 1 && letters.contains(o.key))
 }
+
+/// The option syntax of a wrapper whose own parser compares whole words (`bwrap`,
+/// `pkexec`, `proxychains`): no bundles, no attached values, no abbreviations, and each
+/// option takes a fixed number of the words after it. The first word not starting with
+/// `-` ends the options; any other word starting with `-` (`--` included) is unknown.
+pub(crate) struct Words {
+    /// Each option word, how many words it takes, and the key it is recorded under.
+    pub(crate) words: &'static [(&'static str, usize, &'static str)],
+    /// As [`Spec::env`]; the value of a two-word option is recorded as `FIRST=SECOND`.
+    pub(crate) env: &'static [(&'static str, EnvValue)],
+}
+
+/// Parses the options of `args[0]` from `args[from]` with the word table `spec`.
+pub(crate) fn parse_words(args: &[Arg], from: usize, spec: &Words) -> Result<Parsed, String> {
+    let cmd = args[0].text.rsplit('/').next().unwrap_or(&args[0].text);
+    let mut p = Parsed {
+        opts: Vec::new(),
+        operands: Vec::new(),
+        first: args.len(),
+    };
+    let mut i = from;
+    while let Some(a) = args.get(i) {
+        if !a.literal {
+            return Err(format!("an argument of `{cmd}` is produced by an expansion"));
+        }
+        let t = a.text.as_str();
+        if !t.starts_with('-') {
+            p.first = i;
+            return Ok(p);
+        }
+        let Some(&(_, n, key)) = spec.words.iter().find(|(w, _, _)| *w == t) else {
+            return Err(format!(
+                "`{cmd}` given the option `{}`, which we do not follow",
+                super::word::clip(t)
+            ));
+        };
+        let values = args.get(i + 1..i + 1 + n).filter(|v| v.len() == n);
+        let Some(values) = values else {
+            return Err(format!("`{cmd} {t}` is missing its arguments"));
+        };
+        if values.iter().any(|v| !v.literal) {
+            return Err(format!("the value of `{t}` for `{cmd}` is produced by an expansion"));
+        }
+        p.opts.push(Given {
+            key,
+            value: (n > 0).then(|| values.iter().map(|v| v.text.as_str()).collect::<Vec<_>>().join("=")),
+            value_index: (n > 0).then_some(i + 1),
+        });
+        i += 1 + n;
+    }
+    Ok(p)
+}

@@ -237,6 +237,9 @@ pub(crate) struct Walker {
     /// Walking a script a shell reads from its standard input, which `exec 0<x`
     /// would replace with the rest of the script.
     stdin_script: bool,
+    /// The working directory wrappers around the command being walked start it in
+    /// (`env -C DIR`), for [`Part::directory`].
+    directory: Option<String>,
 }
 
 impl Walker {
@@ -249,6 +252,7 @@ impl Walker {
             dialect,
             depth: 0,
             stdin_script: false,
+            directory: None,
         }
     }
 
@@ -805,11 +809,27 @@ impl Walker {
             args,
             wrappers: wrappers.to_vec(),
             writes: writes.to_vec(),
+            directory: self.directory.clone(),
         });
     }
 
-    /// Follows wrappers from the command `argv` to every command it runs.
+    /// Follows wrappers from the command `argv` to every command it runs; a directory
+    /// a wrapper sets holds for what it runs only.
     fn run(&mut self, all: Vec<Arg>, stdin: &Stdin, writes: &[String], feeders: &[String]) {
+        let outer = self.directory.clone();
+        self.run_wrapped(all, stdin, writes, feeders);
+        self.directory = outer;
+    }
+
+    /// Switches to the directory the wrapper `argv[0]` starts its command in, if it
+    /// changes it.
+    fn enter_directory(&mut self, argv: &[Arg]) {
+        if let Some(dir) = super::chdir::directory(argv) {
+            self.directory = super::chdir::join(self.directory.as_deref(), &dir);
+        }
+    }
+
+    fn run_wrapped(&mut self, all: Vec<Arg>, stdin: &Stdin, writes: &[String], feeders: &[String]) {
         let mut wrappers: Vec<String> = Vec::new();
         // Each wrapper moves `start` on instead of draining `all`, which made long
         // wrapper chains (`nice nice nice ... ls`) quadratic.
@@ -896,6 +916,7 @@ impl Walker {
                     if visible {
                         self.push_part(argv, &wrappers, writes);
                     }
+                    self.enter_directory(argv);
                     wrappers.push(basename(&argv[0].text).to_owned());
                     start_of_command += start;
                 }
@@ -903,6 +924,7 @@ impl Walker {
                     if visible {
                         self.push_part(argv, &wrappers, writes);
                     }
+                    self.enter_directory(argv);
                     let code = argv[index].clone();
                     self.script(&argv[0].text, &code);
                     return;
@@ -911,6 +933,7 @@ impl Walker {
                     if visible {
                         self.push_part(argv, &wrappers, writes);
                     }
+                    self.enter_directory(argv);
                     let joined = Arg {
                         text: argv[start..]
                             .iter()

@@ -95,6 +95,12 @@ struct ShellSpec {
     /// The shell reads a startup file of the user's before any `-c` code or standard
     /// input (zsh's `~/.zshenv`) unless one of these letters or long options is given.
     clean_start: Option<(&'static str, &'static [&'static str], &'static str)>,
+    /// `-n` and `-o noexec` make the shell read its `-c` code without running any of it
+    /// (a syntax check), and nothing in that code can turn it off again: `set +n` is a
+    /// command, and is not run either (checked with the real shells). Only the last of
+    /// `-n`/`+n`/`-o noexec`/`+o noexec` counts. False for the shells where this was not
+    /// checked, which are then analysed as if they ran their code.
+    noexec: bool,
 }
 
 const SPECS: &[ShellSpec] = &[
@@ -108,6 +114,7 @@ const SPECS: &[ShellSpec] = &[
         long_flags: &["--norc", "--noprofile", "--noediting", "--restricted", "--verbose"],
         long_values: &[],
         clean_start: None,
+        noexec: true,
     },
     ShellSpec {
         // `sh` may be bash or dash: only what both read the same way.
@@ -118,6 +125,7 @@ const SPECS: &[ShellSpec] = &[
         long_flags: &[],
         long_values: &[],
         clean_start: None,
+        noexec: true,
     },
     ShellSpec {
         names: &["ksh", "mksh", "yash"],
@@ -127,6 +135,7 @@ const SPECS: &[ShellSpec] = &[
         long_flags: &[],
         long_values: &[],
         clean_start: None,
+        noexec: false,
     },
     ShellSpec {
         // zsh reads `$ZDOTDIR/.zshenv` (by default `~/.zshenv`) in every mode unless
@@ -138,6 +147,7 @@ const SPECS: &[ShellSpec] = &[
         long_flags: &["--no-rcs", "--norcs"],
         long_values: &[("--emulate", &["sh", "ksh", "bash", "zsh"])],
         clean_start: Some(("f", &["--no-rcs", "--norcs"], "~/.zshenv")),
+        noexec: false,
     },
 ];
 
@@ -166,6 +176,8 @@ struct Mode {
     command: bool,
     stdin: bool,
     clean: bool,
+    /// The last of `-n`/`+n`/`-o noexec`/`+o noexec` turned "read, do not run" on.
+    noexec: bool,
 }
 
 fn read_options(args: &[Arg], spec: &ShellSpec) -> Result<Mode, String> {
@@ -175,6 +187,7 @@ fn read_options(args: &[Arg], spec: &ShellSpec) -> Result<Mode, String> {
         command: false,
         stdin: false,
         clean: false,
+        noexec: false,
     };
     let mut seen_short = false;
     let mut i = 1;
@@ -254,7 +267,12 @@ fn short_bundle(args: &[Arg], i: usize, spec: &ShellSpec, mode: &mut Mode) -> Re
         if let Some(names) = names {
             let value = args.get(i + took).filter(|a| a.literal).map(|a| a.text.as_str());
             match value {
-                Some(v) if names.contains(&v) => took += 1,
+                Some(v) if names.contains(&v) => {
+                    if c == 'o' && v == "noexec" {
+                        mode.noexec = !plus;
+                    }
+                    took += 1;
+                }
                 Some(v) => return Err(format!("`{name} {}{c} {v}` is an option that is not followed", &t[..1])),
                 None => return Err(format!("`{name} {}{c}` without a name lists or is unknown", &t[..1])),
             }
@@ -263,6 +281,7 @@ fn short_bundle(args: &[Arg], i: usize, spec: &ShellSpec, mode: &mut Mode) -> Re
         match c {
             'c' => mode.command = true,
             's' => mode.stdin = true,
+            'n' if spec.flags.contains('n') => mode.noexec = !plus,
             'i' | 'l' => {
                 return Err(format!(
                     "`{name} -{c}` (interactive or login) runs the user's startup files"
@@ -296,6 +315,12 @@ fn mode_unwrap(args: &[Arg], spec: &ShellSpec, mode: Mode) -> Unwrap {
         ));
     }
     if mode.command {
+        // A syntax check runs nothing of its code. Only for `-c`: a shell reading
+        // standard input from a terminal is interactive, and an interactive shell
+        // ignores `-n`.
+        if mode.noexec && spec.noexec {
+            return Unwrap::Command;
+        }
         return script_at(args, i, false);
     }
     if mode.stdin || i >= args.len() {

@@ -36,6 +36,18 @@ pub const RISKY_VARIABLES: &[RiskyVariable] = &[
     ),
     v("IFS", "bash(1), dash(1): word splitting of expansions"),
     v(
+        "TEXTDOMAIN",
+        "bash(1) QUOTING and Shell Variables: the message catalog that translates $\"...\"; the translation is expanded like a double-quoted string, so $(...) in it runs",
+    ),
+    v(
+        "TEXTDOMAINDIR",
+        "bash(1) Shell Variables: the directory of the $\"...\" message catalogs (a catalog written by the command runs code, see TEXTDOMAIN)",
+    ),
+    v(
+        "LANGUAGE",
+        "gettext(3) and the GNU gettext manual, \"The LANGUAGE variable\": the catalogs $\"...\" translations come from, a path component under TEXTDOMAINDIR",
+    ),
+    v(
         "PS0",
         "bash(1) PROMPTING: expanded (command substitution) before each command of an interactive shell",
     ),

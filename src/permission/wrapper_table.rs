@@ -1,10 +1,12 @@
-//! Wrapper tables, as data: the options each wrapper takes ([`Spec`]), and for the
-//! wrappers that need nothing else, a [`Row`] saying which options make it run nothing or
-//! make it opaque, how many operands come before the command, and whether it is a part
-//! itself. The walking code is in `wrappers.rs`; the option reader in `options.rs`.
+//! Wrapper tables, as data: the options each wrapper takes ([`Spec`] for getopt-like
+//! parsers, [`Words`] for those that compare whole words), and for the wrappers that
+//! need nothing else, a [`Row`] saying which options make it run nothing or make it
+//! opaque, how many operands come before the command, whether it is a part itself and
+//! how it runs what follows (a command, shell code joined from its words, the value of
+//! an option). The walking code is in `wrappers.rs`; the option readers in `options.rs`.
 
 use super::options::Arity::{No, Opt, Req};
-use super::options::{EnvValue, HELP, Spec, VERSION, lo};
+use super::options::{EnvValue, HELP, Spec, VERSION, Words, lo};
 
 pub(crate) const ENV: Spec = Spec {
     short: "a:C:iS:u:v0",
@@ -735,11 +737,152 @@ pub(crate) const COMMAND: Spec = Spec {
     env: &[],
 };
 
-/// A wrapper whose behaviour its row says in full: read its options with `spec`, then
-/// the first operand (after `skip` fixed ones) is the command it runs.
+/// No options at all; `--` ends them (`builtin`, `eatmydata`).
+pub(crate) const BARE: Spec = Spec {
+    short: "",
+    long: &[],
+    permute: false,
+    complete: true,
+    env: &[],
+};
+
+/// busybox's own options all run nothing (they list or install applets); anything else
+/// starting with `-` is unknown.
+pub(crate) const BUSYBOX: Spec = Spec {
+    short: "",
+    long: &[
+        lo("list", No, "list"),
+        lo("list-full", No, "list"),
+        lo("install", No, "install"),
+        lo("show", Req, "show"),
+        HELP,
+    ],
+    permute: false,
+    complete: false,
+    env: &[],
+};
+
+/// pkexec compares whole words.
+pub(crate) const PKEXEC: Words = Words {
+    words: &[
+        ("--user", 1, "user"),
+        ("-u", 1, "user"),
+        ("--disable-internal-agent", 0, "disable-internal-agent"),
+        ("--keep-cwd", 0, "keep-cwd"),
+        ("--help", 0, "help"),
+        ("--version", 0, "version"),
+    ],
+    env: &[],
+};
+
+/// proxychains(-ng) looks at `-q` and `-f FILE` word by word (`-qf` is not a bundle).
+pub(crate) const PROXYCHAINS: Words = Words {
+    words: &[("-q", 0, "q"), ("-f", 1, "f")],
+    env: &[],
+};
+
+/// bubblewrap: every option is one `--` word taking a fixed number of words.
+pub(crate) const BWRAP: Words = Words {
+    words: &[
+        ("--help", 0, "help"),
+        ("--version", 0, "version"),
+        ("--unshare-all", 0, "unshare-all"),
+        ("--share-net", 0, "share-net"),
+        ("--unshare-user", 0, "unshare-user"),
+        ("--unshare-user-try", 0, "unshare-user-try"),
+        ("--unshare-ipc", 0, "unshare-ipc"),
+        ("--unshare-pid", 0, "unshare-pid"),
+        ("--unshare-net", 0, "unshare-net"),
+        ("--unshare-uts", 0, "unshare-uts"),
+        ("--unshare-cgroup", 0, "unshare-cgroup"),
+        ("--unshare-cgroup-try", 0, "unshare-cgroup-try"),
+        ("--clearenv", 0, "clearenv"),
+        ("--new-session", 0, "new-session"),
+        ("--die-with-parent", 0, "die-with-parent"),
+        ("--as-pid-1", 0, "as-pid-1"),
+        ("--disable-userns", 0, "disable-userns"),
+        ("--assert-userns-disabled", 0, "assert-userns-disabled"),
+        ("--level-prefix", 0, "level-prefix"),
+        ("--argv0", 1, "argv0"),
+        ("--userns", 1, "userns"),
+        ("--userns2", 1, "userns2"),
+        ("--pidns", 1, "pidns"),
+        ("--uid", 1, "uid"),
+        ("--gid", 1, "gid"),
+        ("--hostname", 1, "hostname"),
+        ("--chdir", 1, "chdir"),
+        ("--unsetenv", 1, "unsetenv"),
+        ("--lock-file", 1, "lock-file"),
+        ("--sync-fd", 1, "sync-fd"),
+        ("--remount-ro", 1, "remount-ro"),
+        ("--exec-label", 1, "exec-label"),
+        ("--file-label", 1, "file-label"),
+        ("--proc", 1, "proc"),
+        ("--dev", 1, "dev"),
+        ("--tmpfs", 1, "tmpfs"),
+        ("--mqueue", 1, "mqueue"),
+        ("--dir", 1, "dir"),
+        ("--seccomp", 1, "seccomp"),
+        ("--add-seccomp-fd", 1, "add-seccomp-fd"),
+        ("--block-fd", 1, "block-fd"),
+        ("--userns-block-fd", 1, "userns-block-fd"),
+        ("--info-fd", 1, "info-fd"),
+        ("--json-status-fd", 1, "json-status-fd"),
+        ("--cap-add", 1, "cap-add"),
+        ("--cap-drop", 1, "cap-drop"),
+        ("--perms", 1, "perms"),
+        ("--size", 1, "size"),
+        ("--overlay-src", 1, "overlay-src"),
+        ("--tmp-overlay", 1, "tmp-overlay"),
+        ("--ro-overlay", 1, "ro-overlay"),
+        ("--setenv", 2, "setenv"),
+        ("--bind", 2, "bind"),
+        ("--bind-try", 2, "bind-try"),
+        ("--dev-bind", 2, "dev-bind"),
+        ("--dev-bind-try", 2, "dev-bind-try"),
+        ("--ro-bind", 2, "ro-bind"),
+        ("--ro-bind-try", 2, "ro-bind-try"),
+        ("--bind-fd", 2, "bind-fd"),
+        ("--ro-bind-fd", 2, "ro-bind-fd"),
+        ("--file", 2, "file"),
+        ("--bind-data", 2, "bind-data"),
+        ("--ro-bind-data", 2, "ro-bind-data"),
+        ("--symlink", 2, "symlink"),
+        ("--chmod", 2, "chmod"),
+        ("--overlay", 3, "overlay"),
+    ],
+    env: &[("setenv", EnvValue::Assignment), ("unsetenv", EnvValue::Name)],
+};
+
+/// How a wrapper reads its options.
+pub(crate) enum Options {
+    /// getopt-like (bundles, attached values, long options).
+    Getopt(&'static Spec),
+    /// Whole words.
+    Words(&'static Words),
+}
+
+/// How a wrapper runs what follows its options and fixed operands.
+pub(crate) enum Code {
+    /// The next word is a command (`nice CMD`).
+    Command,
+    /// The words are joined by spaces and run by `sh -c` (`watch CMD...`), unless one
+    /// of these option keys is given (`watch -x`: then they are a command).
+    Joined { direct: &'static [&'static str] },
+    /// When the next word is one of these, the word after it is shell code
+    /// (`flock FILE -c CODE`); otherwise the next word is a command.
+    AfterWord(&'static [&'static str]),
+    /// The value of this option, given as a separate word, is shell code
+    /// (`script -c CODE`); attached it is opaque, and without it the shell the wrapper
+    /// starts reads standard input.
+    OptionValue(&'static str),
+}
+
+/// A wrapper whose behaviour its row says in full: read its options, then what follows
+/// the fixed operands (`skip`) is what it runs, as `code` says.
 pub(crate) struct Row {
     pub(crate) name: &'static str,
-    pub(crate) spec: &'static Spec,
+    pub(crate) options: Options,
     /// Options (keys) with which it runs no command: it prints information or acts on
     /// another process. `--help` and `--version` always count.
     pub(crate) runs_nothing: &'static [&'static str],
@@ -749,25 +892,43 @@ pub(crate) struct Row {
     pub(crate) opaque: &'static [(&'static str, &'static str)],
     /// Options (keys) whose value, starting with one of the prefixes, makes it opaque.
     pub(crate) opaque_values: &'static [(&'static str, &'static [&'static str], &'static str)],
+    /// Options (keys) whose value, up to its first `=`, must be one of these names
+    /// (`systemd-run -p MemoryMax=1G`); any other makes it opaque.
+    pub(crate) only_values: &'static [(&'static str, &'static [&'static str])],
+    /// A first word `-N`, `--N` or `-+N` (digits) is a value, not options (nice's old
+    /// form `nice -10 CMD`).
+    pub(crate) adjustment: bool,
     /// Operands before the command (`timeout DURATION`, `chroot NEWROOT`).
     pub(crate) skip: usize,
     /// It is a part itself: it changes the user, the root or the namespaces.
     pub(crate) visible: bool,
     /// Without a command it starts a shell that reads standard input.
     pub(crate) needs_command: bool,
+    /// How it runs what follows.
+    pub(crate) code: Code,
 }
 
 const fn row(name: &'static str, spec: &'static Spec, runs_nothing: &'static [&'static str]) -> Row {
     Row {
         name,
-        spec,
+        options: Options::Getopt(spec),
         runs_nothing,
         subcommands: &[],
         opaque: &[],
         opaque_values: &[],
+        only_values: &[],
+        adjustment: false,
         skip: 0,
         visible: false,
         needs_command: false,
+        code: Code::Command,
+    }
+}
+
+const fn words_row(name: &'static str, words: &'static Words) -> Row {
+    Row {
+        options: Options::Words(words),
+        ..row(name, &BARE, &[])
     }
 }
 
@@ -847,5 +1008,51 @@ pub(crate) const ROWS: &[Row] = &[
         subcommands: &["on", "off", "show", "sh"],
         opaque: &[("shell", "`torsocks --shell` starts a shell that reads standard input")],
         ..row("torsocks", &TORSOCKS, &["h"])
+    },
+    row("builtin", &BARE, &[]),
+    row("eatmydata", &BARE, &[]),
+    row("busybox", &BUSYBOX, &["list", "install", "show"]),
+    Row {
+        adjustment: true,
+        ..row("nice", &NICE, &[])
+    },
+    Row {
+        opaque: &[("l", "`exec -l` starts a login shell, which runs the user's profile")],
+        opaque_values: &[(
+            "a",
+            &["-"],
+            "`exec -a -name` starts a login shell, which runs the user's profile",
+        )],
+        ..row("exec", &EXEC, &[])
+    },
+    Row {
+        code: Code::Joined { direct: &["x"] },
+        ..row("watch", &WATCH, &["h", "v"])
+    },
+    Row {
+        skip: 1,
+        code: Code::AfterWord(&["-c", "--command"]),
+        ..row("flock", &FLOCK, &["h", "V"])
+    },
+    Row {
+        code: Code::OptionValue("c"),
+        ..row("script", &SCRIPT, &["h", "V"])
+    },
+    Row {
+        visible: true,
+        opaque: &[("S", "`systemd-run --shell` starts a shell that reads standard input")],
+        only_values: &[("p", SYSTEMD_RUN_PROPERTIES)],
+        ..row("systemd-run", &SYSTEMD_RUN, &[])
+    },
+    Row {
+        visible: true,
+        needs_command: true,
+        ..words_row("pkexec", &PKEXEC)
+    },
+    words_row("proxychains", &PROXYCHAINS),
+    words_row("proxychains4", &PROXYCHAINS),
+    Row {
+        visible: true,
+        ..words_row("bwrap", &BWRAP)
     },
 ];

@@ -174,6 +174,44 @@ fn simple(rng: &mut Rng, bash: bool) -> String {
     format!("{word} {arg}")
 }
 
+/// A redirection that writes a file, its target assembled from quoted and unquoted
+/// pieces, braces, globs, tildes and variables: the differential test checks that every
+/// file written is one the analysis reports.
+pub fn write_redirect(rng: &mut Rng, bash: bool) -> String {
+    let mut ops = vec![">", ">>", ">|", "<>", "2>", "3>", "1>>", ">&", "2>&"];
+    if bash {
+        ops.extend(["&>", "&>>"]);
+    }
+    let op = ops[rng.below(ops.len())];
+    let target = match rng.below(if bash { 22 } else { 20 }) {
+        0 => "f".to_owned(),
+        1 => split_word(rng, "fx", bash),
+        2 => "./f".to_owned(),
+        3 => "\"f\"x".to_owned(),
+        4 => "f{a,b}".to_owned(),
+        5 => "{f,g}".to_owned(),
+        6 => "f{,}".to_owned(),
+        7 => "[f]a".to_owned(),
+        8 => "f*".to_owned(),
+        9 => "~/f".to_owned(),
+        10 => "~+/f".to_owned(),
+        11 => "~-/f".to_owned(),
+        12 => "$x".to_owned(),
+        13 => "${x:-f}".to_owned(),
+        14 => "\"$HOME\"/f".to_owned(),
+        15 => "f\\ g".to_owned(),
+        16 => "f\\*".to_owned(),
+        17 => "'f'\"g\"h".to_owned(),
+        18 => "\"f\"[a]".to_owned(),
+        19 => "${x=f}".to_owned(),
+        20 => "$'f\\x41'".to_owned(),
+        _ => "f$'\\n'".to_owned(),
+    };
+    let space = if rng.chance(1, 2) { " " } else { "" };
+    // `>&` and `2>&` need a target that is not a number for a file to be written.
+    format!("{op}{space}{target}")
+}
+
 /// A command of nesting `depth`: wrapped, through a shell, in a list or compound.
 pub fn command(rng: &mut Rng, depth: usize, bash: bool) -> String {
     if depth == 0 {
@@ -241,6 +279,16 @@ pub fn command(rng: &mut Rng, depth: usize, bash: bool) -> String {
         8 => format!("if true; then {}; fi", inner(rng)),
         9 => format!("for i in a; do {}; done", inner(rng)),
         10 => format!("case x in x) {};; esac", inner(rng)),
+        11 if rng.chance(2, 3) => {
+            let redir = write_redirect(rng, bash);
+            match rng.below(4) {
+                0 => format!("{} {redir}", inner(rng)),
+                1 => format!("{redir} {}", inner(rng)),
+                2 => format!("{{ {}; }} {redir}", inner(rng)),
+                // Files for globs in the target to match.
+                _ => format!(": > fa; : > fb; {} {redir}", inner(rng)),
+            }
+        }
         11 => {
             let redir = rng.pick(&[
                 "> f",
@@ -252,6 +300,10 @@ pub fn command(rng: &mut Rng, depth: usize, bash: bool) -> String {
                 "2>&1",
                 "> ./-c",
                 "> ./-exec",
+                "<<< x",
+                "<<< \"$(echo x)\"",
+                "3>&1",
+                "2>&-",
             ]);
             if rng.chance(1, 2) {
                 format!("{} {redir}", inner(rng))
