@@ -27,7 +27,10 @@ fn main() {
                 .join("bash-mcp")
         });
     let dir = std::env::temp_dir();
-    let mut variants: Vec<(&str, BashServer)> = vec![("unsandboxed", BashServer::new(&dir, None, Duration::from_secs(60)).unwrap())];
+    let mut variants: Vec<(&str, BashServer)> = vec![(
+        "unsandboxed",
+        BashServer::new(&dir, None, Duration::from_secs(60)).unwrap(),
+    )];
     let sandboxes = [
         ("bwrap supervisor", "bwrap", true),
         ("bwrap per command", "bwrap", false),
