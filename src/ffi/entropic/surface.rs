@@ -21,8 +21,10 @@ use crate::server::McpServer;
 pub const EXECUTE: &str = "execute";
 /// `execute`'s arguments through the plugin; each sorts after `command`.
 pub const PLUGIN_EXECUTE_ARGUMENTS: &[&str] = &["command", "env", "stdin", "streams", "timeout_seconds", "working_dir"];
-/// The sentence of `execute`'s description about the (hidden) background mode.
-const BACKGROUND_SENTENCE: &str = " For long commands pass background: true and poll job_status.";
+/// The sentence of `execute`'s description about the background mode and
+/// `yield_seconds`, which the plugin hides (tests/plugin.rs fails if the
+/// description changes and the sentence is no longer found).
+const BACKGROUND_SENTENCE: &str = " For long commands pass background: true and poll job_status; with yield_seconds, a command still running after that long is handed back as a background job with its output so far.";
 
 /// Whether the plugin exposes the tool `local` (`execute`, and the optional
 /// operator tools when the configuration turns them on; none runs a command).
