@@ -268,7 +268,7 @@ fn status(shared: &Shared) -> Value {
     });
     json!({
         "server": shared.name,
-        "version": crate::VERSION,
+        "version": env!("CARGO_PKG_VERSION"),
         "uptime_seconds": shared.started.elapsed().as_secs(),
         "working_dir": shared.working_dir().display().to_string(),
         "configuration": config.to_masked_value(),

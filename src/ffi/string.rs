@@ -77,6 +77,6 @@ mod tests {
         unsafe { bash_mcp_string_free(std::ptr::null_mut()) };
         assert!(into_c_string("a\0b").is_null());
         let version = unsafe { std::ffi::CStr::from_ptr(bash_mcp_version()) };
-        assert_eq!(version.to_str().unwrap(), crate::VERSION);
+        assert_eq!(version.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
     }
 }

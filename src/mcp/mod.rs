@@ -202,7 +202,7 @@ impl Default for HandlerOptions {
     fn default() -> Self {
         Self {
             server_name: "bash-mcp".into(),
-            server_version: crate::VERSION.into(),
+            server_version: env!("CARGO_PKG_VERSION").into(),
             instructions: None,
             tools: None,
             gate: None,

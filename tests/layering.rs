@@ -1,0 +1,403 @@
+//! The layers of docs/architecture.md hold in `src/`: every `crate::` path of
+//! every file names a module on a lower layer than the file's own (or its own
+//! module), and the table names exactly the modules there are. The table is
+//! read from the document, so the document is the one place the order lives.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The info string of the table's code block in docs/architecture.md.
+const TABLE_INFO: &str = "text layers read by tests/layering.rs";
+
+/// The modules of each layer, by name (`bash`, `jobs`, `lib.rs`, `bin`).
+#[derive(Debug)]
+struct Layers {
+    of: BTreeMap<String, usize>,
+}
+
+impl Layers {
+    /// Reads the table: a header line, then lines `<layer> | <modules> |
+    /// <job>`, where a module ends in `/` (a directory), is a bare name (a
+    /// file `src/<name>.rs`), or is `lib.rs` or `main.rs`; a line with an
+    /// empty layer column continues the layer above it.
+    fn parse(table: &str) -> Result<Self, String> {
+        let mut of = BTreeMap::new();
+        let mut current = None;
+        for line in table.lines().skip(1) {
+            let columns: Vec<&str> = line.split('|').map(str::trim).collect();
+            let [layer, modules, _job] = columns[..] else {
+                return Err(format!("a line of the table is not `layer | modules | job`: {line:?}"));
+            };
+            if !layer.is_empty() {
+                let number = layer
+                    .parse::<usize>()
+                    .map_err(|_| format!("{layer:?} is not a layer number"))?;
+                current = Some(number);
+            }
+            let Some(layer) = current else {
+                return Err(format!("the table's first line has no layer number: {line:?}"));
+            };
+            for word in modules.split_whitespace() {
+                let name = module_word(word).ok_or_else(|| format!("{word:?} is not a module of src/"))?;
+                // `main.rs` and `cli/` both name the binary, on one line.
+                if let Some(before) = of.insert(name.clone(), layer)
+                    && before != layer
+                {
+                    return Err(format!("the table puts {name} on layer {before} and on layer {layer}"));
+                }
+            }
+        }
+        if of.is_empty() {
+            return Err("the table has no layer lines".into());
+        }
+        Ok(Self { of })
+    }
+
+    fn layer(&self, module: &str) -> Option<usize> {
+        self.of.get(module).copied()
+    }
+}
+
+/// The module a word of the table names: `dir/`, `name` (a file), `lib.rs`;
+/// the binary's files (`main.rs`, `cli/`) are one module, `bin`.
+fn module_word(word: &str) -> Option<String> {
+    match word {
+        "main.rs" | "cli/" => return Some("bin".into()),
+        "lib.rs" => return Some("lib.rs".into()),
+        _ => {}
+    }
+    let name = word.strip_suffix('/').unwrap_or(word);
+    (!name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_')).then(|| name.to_owned())
+}
+
+/// The module a file of `src/` belongs to (`src/session/pty.rs` → `session`).
+fn module_of(path: &str) -> String {
+    match path {
+        "main.rs" => "bin".into(),
+        "lib.rs" => "lib.rs".into(),
+        _ => {
+            let first = path.split('/').next().unwrap_or(path);
+            let name = first.strip_suffix(".rs").unwrap_or(first);
+            if name == "cli" { "bin".into() } else { name.into() }
+        }
+    }
+}
+
+/// One `crate::` path of a file.
+#[derive(Debug, PartialEq)]
+struct Import {
+    line: usize,
+    /// The first segment after `crate::` (`bash` of `crate::bash::BashServer`).
+    head: String,
+}
+
+/// The `crate::` paths of a source text, outside comments. A group
+/// `crate::{a::x, b}` gives one import per member.
+fn imports(text: &str) -> Vec<Import> {
+    let mut found = Vec::new();
+    let mut in_block_comment = false;
+    for (i, raw) in text.lines().enumerate() {
+        let mut line = raw;
+        if in_block_comment {
+            match line.find("*/") {
+                Some(end) => {
+                    line = &line[end + 2..];
+                    in_block_comment = false;
+                }
+                None => continue,
+            }
+        }
+        if line.trim_start().starts_with("//") {
+            continue;
+        }
+        if let Some(start) = line.find("/*") {
+            in_block_comment = !line[start..].contains("*/");
+            line = &line[..start];
+        }
+        let code = line.split(" // ").next().unwrap_or(line);
+        let mut rest = code;
+        while let Some(at) = rest.find("crate::") {
+            let before = rest[..at].chars().next_back();
+            let after = &rest[at + "crate::".len()..];
+            rest = after;
+            // `$crate::` (macros) and `bash_mcp_crate::` are other paths.
+            if before.is_some_and(|c| c == '$' || c == '_' || c.is_ascii_alphanumeric()) {
+                continue;
+            }
+            if let Some(group) = after.strip_prefix('{') {
+                let inner = group.split('}').next().unwrap_or(group);
+                for member in inner.split(',') {
+                    let head = ident(member.trim());
+                    if !head.is_empty() {
+                        found.push(Import { line: i + 1, head });
+                    }
+                }
+            } else {
+                let head = ident(after);
+                if !head.is_empty() {
+                    found.push(Import { line: i + 1, head });
+                }
+            }
+        }
+    }
+    found
+}
+
+fn ident(text: &str) -> String {
+    text.chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
+/// The names `lib.rs` re-exports, with the module each comes from
+/// (`pub use exec::{OutputSink, OutputStream};` → `OutputStream` → `exec`).
+fn reexports(lib: &str) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    let text = lib.replace('\n', " ");
+    for statement in text.split(';') {
+        let Some(path) = statement.trim().strip_prefix("pub use ") else {
+            continue;
+        };
+        let module = ident(path);
+        let tail = &path[module.len()..];
+        let members = match (tail.find('{'), tail.rfind('}')) {
+            (Some(open), Some(close)) => tail[open + 1..close].to_owned(),
+            _ => tail.rsplit("::").next().unwrap_or("").to_owned(),
+        };
+        for member in members.split(',') {
+            let name = member.rsplit("::").next().unwrap_or("").trim();
+            if !name.is_empty() {
+                names.insert(name.to_owned(), module.clone());
+            }
+        }
+    }
+    names
+}
+
+/// Every import of `files` (path relative to `src/`, text) that does not
+/// point to a lower layer, as `file:line: ...` lines naming both layers.
+/// `reexported` resolves root names (`crate::OutputStream`) to their module;
+/// any other root name is an item of `lib.rs` itself.
+fn violations(layers: &Layers, files: &[(String, String)], reexported: &BTreeMap<String, String>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (path, text) in files {
+        let module = module_of(path);
+        // In the binary, `crate::` is the binary's own root.
+        if module == "bin" {
+            continue;
+        }
+        let Some(own) = layers.layer(&module) else {
+            found.push(format!(
+                "src/{path}: module {module} is not in the table of docs/architecture.md"
+            ));
+            continue;
+        };
+        for import in imports(text) {
+            let target = if layers.layer(&import.head).is_some() {
+                import.head.clone()
+            } else {
+                reexported.get(&import.head).cloned().unwrap_or_else(|| "lib.rs".into())
+            };
+            if target == module {
+                continue;
+            }
+            let Some(layer) = layers.layer(&target) else {
+                found.push(format!(
+                    "src/{path}:{}: crate::{} names {target}, which the table does not place",
+                    import.line, import.head
+                ));
+                continue;
+            };
+            if layer >= own {
+                let direction = if layer == own {
+                    "on the same layer (modules of one layer must not use each other: that is how cycles start)"
+                } else {
+                    "above it"
+                };
+                found.push(format!(
+                    "src/{path}:{}: crate::{} — {module} (layer {own}) uses {target} (layer {layer}), {direction}",
+                    import.line, import.head
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// Modules of `src/` missing from the table, and table entries with no module.
+fn coverage(layers: &Layers, files: &[(String, String)]) -> Vec<String> {
+    let present: BTreeSet<String> = files.iter().map(|(p, _)| module_of(p)).collect();
+    let mut found = Vec::new();
+    for module in &present {
+        if layers.layer(module).is_none() {
+            found.push(format!(
+                "module {module} of src/ is not in the table of docs/architecture.md"
+            ));
+        }
+    }
+    for module in layers.of.keys() {
+        if !present.contains(module) {
+            found.push(format!(
+                "the table of docs/architecture.md names {module}, which src/ does not have"
+            ));
+        }
+    }
+    found
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn table_of_the_document() -> String {
+    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).expect("docs/architecture.md");
+    let fence = format!("```{TABLE_INFO}\n");
+    let start = doc
+        .find(&fence)
+        .unwrap_or_else(|| panic!("docs/architecture.md has no ```{TABLE_INFO} block"));
+    let body = &doc[start + fence.len()..];
+    body[..body.find("```").expect("the table's block is closed")].to_owned()
+}
+
+/// Every `.rs` file under `dir`, with its path relative to `base`.
+fn sources(base: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            sources(base, &path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let relative = path.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+            out.push((relative, std::fs::read_to_string(&path).unwrap()));
+        }
+    }
+}
+
+#[test]
+fn no_import_points_up_or_sideways_and_the_table_is_complete() {
+    let layers = Layers::parse(&table_of_the_document()).unwrap_or_else(|e| panic!("docs/architecture.md: {e}"));
+    let src = root().join("src");
+    let mut files = Vec::new();
+    sources(&src, &src, &mut files);
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let mut problems = coverage(&layers, &files);
+    problems.extend(violations(&layers, &files, &reexports(&lib)));
+    assert!(
+        problems.is_empty(),
+        "the layers of docs/architecture.md do not hold:\n{}",
+        problems.join("\n")
+    );
+    let checked: usize = files
+        .iter()
+        .filter(|(p, _)| module_of(p) != "bin")
+        .map(|(_, t)| imports(t).len())
+        .sum();
+    let mut by_layer: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+    for (module, layer) in &layers.of {
+        by_layer.entry(*layer).or_default().push(module);
+    }
+    let order: Vec<String> = by_layer.values().map(|m| m.join(" ")).collect();
+    // Written to the stderr handle, which libtest does not capture: the
+    // check's figures show in every run.
+    let _ = writeln!(
+        std::io::stderr(),
+        "layering: {} files, {checked} crate:: paths, none up or sideways; bottom to top: {}",
+        files.len(),
+        order.join(" < ")
+    );
+}
+
+fn synthetic_layers() -> Layers {
+    Layers::parse(
+        "layer | modules  | job\n\
+             2 | top/     | the top\n\
+             1 | mid      | the middle\n\
+               | side     | and beside it\n\
+             0 | low      | the bottom\n",
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_checker_reports_an_upward_import_with_file_line_and_both_layers() {
+    let files = vec![
+        (
+            "top/mod.rs".to_owned(),
+            "use crate::mid::Thing;\nuse crate::low;\n".to_owned(),
+        ),
+        (
+            "low.rs".to_owned(),
+            "//! A leaf.\n\nfn f() {\n    crate::top::call();\n}\n".to_owned(),
+        ),
+    ];
+    let found = violations(&synthetic_layers(), &files, &BTreeMap::new());
+    assert_eq!(
+        found,
+        ["src/low.rs:4: crate::top — low (layer 0) uses top (layer 2), above it"],
+        "the downward imports of top/ pass, the upward one of low.rs is named"
+    );
+}
+
+#[test]
+fn the_checker_reports_an_import_within_a_layer_which_could_close_a_cycle() {
+    let files = vec![
+        ("mid.rs".to_owned(), "use crate::{low::A, side::B};\n".to_owned()),
+        ("side.rs".to_owned(), "pub struct B;\n".to_owned()),
+    ];
+    let found = violations(&synthetic_layers(), &files, &BTreeMap::new());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("src/mid.rs:1: crate::side — mid (layer 1) uses side (layer 1), on the same layer"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn the_checker_ignores_comments_and_macro_paths_and_resolves_reexports() {
+    let files = vec![(
+        "low.rs".to_owned(),
+        "/// See [`Top`](crate::top::Top).\n// crate::top in a comment\n/* crate::top\n   still a comment */\nmacro_rules! m { () => { $crate::top::x() } }\nfn f(_: crate::Facade) {}\n".to_owned(),
+    )];
+    let reexported = reexports("pub use top::{Facade, Other};\npub use mid::Single;\n");
+    assert_eq!(reexported.get("Facade").map(String::as_str), Some("top"));
+    assert_eq!(reexported.get("Single").map(String::as_str), Some("mid"));
+    let found = violations(&synthetic_layers(), &files, &reexported);
+    assert_eq!(
+        found,
+        ["src/low.rs:6: crate::Facade — low (layer 0) uses top (layer 2), above it"],
+        "only the re-exported name in code counts"
+    );
+}
+
+#[test]
+fn the_checker_reports_modules_missing_from_the_table_and_entries_with_no_module() {
+    let files = vec![
+        ("low.rs".to_owned(), String::new()),
+        ("mid.rs".to_owned(), String::new()),
+        ("side.rs".to_owned(), String::new()),
+        ("new.rs".to_owned(), "use crate::low;\n".to_owned()),
+    ];
+    let layers = synthetic_layers();
+    let gaps = coverage(&layers, &files);
+    assert_eq!(
+        gaps,
+        [
+            "module new of src/ is not in the table of docs/architecture.md",
+            "the table of docs/architecture.md names top, which src/ does not have",
+        ]
+    );
+    assert_eq!(
+        violations(&layers, &files, &BTreeMap::new()),
+        ["src/new.rs: module new is not in the table of docs/architecture.md"]
+    );
+}
+
+#[test]
+fn a_table_with_a_module_on_two_layers_is_refused() {
+    let error = Layers::parse("layer | modules | job\n 1 | a b | x\n 0 | a | y\n").unwrap_err();
+    assert_eq!(error, "the table puts a on layer 1 and on layer 0");
+}
