@@ -111,30 +111,13 @@ fn restrict(spec: &HelperSpec) -> Result<(), String> {
     seccomp(spec)
 }
 
-/// Empties the bounding, ambient, effective, permitted and inheritable sets,
-/// so even root keeps no capability (mount, ptrace, raw sockets...).
+/// Leaves the helper with no capability (see [`caps::drop_all`](super::caps::drop_all)).
 fn drop_capabilities() -> Result<(), String> {
-    for cap in 0..=63 {
-        // SAFETY: prctl with plain integers; EINVAL past the last cap is fine.
-        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
+    if super::caps::drop_all() {
+        Ok(())
+    } else {
+        Err(format!("capset: {}", std::io::Error::last_os_error()))
     }
-    // SAFETY: prctl with constant arguments.
-    unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: i32,
-    }
-    let header = Header {
-        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
-        pid: 0,
-    };
-    let data = [0u32; 6]; // two {effective, permitted, inheritable} triples
-    // SAFETY: header and data match the kernel's v3 capset layout.
-    if unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) } != 0 {
-        return Err(format!("capset: {}", std::io::Error::last_os_error()));
-    }
-    Ok(())
 }
 
 /// Devices a command may open for writing wherever it runs.

@@ -8,6 +8,7 @@
 //! chose `warn-and-run-unsandboxed`.
 
 pub mod bwrap;
+mod caps;
 pub mod config;
 pub mod denial;
 pub mod helper;

@@ -389,7 +389,7 @@ fn watch(c: &Command<'_>, pid: libc::pid_t) -> ! {
 /// dir, no capabilities, no fds above 2, then exec. Never returns.
 fn exec_command(c: &Command<'_>, err_fd: RawFd) -> ! {
     // SAFETY: async-signal-safe syscalls on values prepared before the
-    // clone; the capability structures match the kernel's v3 layout.
+    // clone.
     unsafe {
         libc::setpgid(0, 0);
         // The raw call: glibc refuses to touch the two signals it keeps
@@ -423,23 +423,7 @@ fn exec_command(c: &Command<'_>, err_fd: RawFd) -> ! {
         if libc::chdir(c.cwd.as_ptr()) != 0 {
             exec_failed(err_fd);
         }
-        for cap in 0..=63 {
-            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
-        }
-        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-        #[repr(C)]
-        struct Header {
-            version: u32,
-            pid: i32,
-        }
-        let header = Header {
-            version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
-            pid: 0,
-        };
-        let data = [0u32; 6];
-        if libc::syscall(libc::SYS_capset, &header, data.as_ptr()) != 0
-            || libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-        {
+        if !crate::sandbox::caps::drop_all() || libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             exec_failed(err_fd);
         }
         // Every fd above 2 closes at exec (the error pipe stays open until then).
