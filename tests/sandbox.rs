@@ -357,21 +357,15 @@ fn a_setsid_escapee_dies_when_the_host_is_killed() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while with_arg(&sleep).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(20), "the escapee never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the escapee never started", || !with_arg(&sleep).is_empty());
     host.kill().unwrap();
     host.wait().unwrap();
     assert_none_with_arg(&sleep);
     // The host's supervisor went with it (its control socket closed).
     let root = dir.to_string_lossy().into_owned();
-    let start = Instant::now();
-    while !supervisor_processes(&root).is_empty() {
-        assert!(start.elapsed() < HANG_GUARD, "the supervisor outlived its killed host");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the supervisor outlived its killed host", || {
+        supervisor_processes(&root).is_empty()
+    });
 }
 
 /// A sandboxed server with sessions on.
@@ -420,11 +414,7 @@ fn a_session_lives_in_the_sandbox_even_after_exec_bash() {
             d = dir.display()
         ),
     );
-    let start = Instant::now();
-    while !dir.join("after-exec").exists() {
-        assert!(start.elapsed() < Duration::from_secs(10), "the exec'd bash never ran");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the exec'd bash never ran", || dir.join("after-exec").exists());
     assert!(!outside.join("a").exists() && !outside.join("b").exists());
     let _ = call_tool(&server, "session_close", json!({"session_id": id}));
 }
@@ -444,11 +434,7 @@ fn a_setsid_escapee_dies_with_its_session() {
         &format!("env -i setsid sh -c 'sleep {sleep} &'; echo started"),
     );
     assert!(result["output"].as_str().unwrap().contains("started"), "{result}");
-    let start = Instant::now();
-    while with_arg(&sleep).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(10), "the escapee never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the escapee never started", || !with_arg(&sleep).is_empty());
     let closed = call_tool(&server, "session_close", json!({"session_id": id}));
     assert!(closed.get("error").is_none(), "{closed}");
     assert_none_with_arg(&sleep);
@@ -801,11 +787,9 @@ fn the_supervisor_is_restarted_after_it_dies_and_stopped_with_its_server() {
         // SAFETY: kill takes plain integers; the pids are this test's supervisor (its roots are the test's dir).
         unsafe { libc::kill(*pid, libc::SIGKILL) };
     }
-    let start = Instant::now();
-    while !supervisor_processes(&root).is_empty() {
-        assert!(start.elapsed() < HANG_GUARD, "the killed supervisor did not go");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the killed supervisor did not go", || {
+        supervisor_processes(&root).is_empty()
+    });
     let result = run(&server, "echo again");
     assert_eq!(output(&result), "again\n", "{result}");
     assert_eq!(
@@ -814,11 +798,9 @@ fn the_supervisor_is_restarted_after_it_dies_and_stopped_with_its_server() {
         "the dead one was reaped and replaced"
     );
     drop(server);
-    let start = Instant::now();
-    while !supervisor_processes(&root).is_empty() || !bwrap_children_for(&root).is_empty() {
-        assert!(start.elapsed() < HANG_GUARD, "the supervisor outlived its server");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the supervisor outlived its server", || {
+        supervisor_processes(&root).is_empty() && bwrap_children_for(&root).is_empty()
+    });
     assert_no_lasting_zombies();
 }
 

@@ -163,6 +163,16 @@ pub fn survivors(tag: &str) -> Vec<i32> {
 /// never fails a test by being slow.
 pub const HANG_GUARD: Duration = Duration::from_secs(30);
 
+/// Polls `done` every 20 ms until it holds; fails the test, saying `what`
+/// did not happen, after [`HANG_GUARD`].
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < HANG_GUARD, "{what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits (up to [`HANG_GUARD`]) until at least `count` tagged processes are
 /// alive: a process in the middle of `exec` shows no environment for a moment.
 pub fn wait_for_survivors(tag: &str, count: usize) -> bool {
