@@ -249,7 +249,16 @@ fn unreported_writes(
         return Vec::new();
     }
     let named: BTreeSet<PathBuf> = writes.iter().map(|r| target_path(&r.target, cwd, home)).collect();
-    let wrote_itself = WRITING_PROGRAMS.iter().any(|p| mentions(command, p));
+    // The analysis strips a wrapper whatever its quoting (`flo"ck" f cmd`), so its parts'
+    // wrapper lists say which ran; the text catches one the analysis did not strip.
+    let stripped: BTreeSet<&str> = analysis
+        .parts
+        .iter()
+        .flat_map(|p| p.wrappers.iter().map(|w| basename(w)))
+        .collect();
+    let wrote_itself = WRITING_PROGRAMS
+        .iter()
+        .any(|p| stripped.contains(p) || mentions(command, p));
     written
         .iter()
         .filter(|p| !named.contains(&lexical(p)))
@@ -1327,6 +1336,11 @@ fn harness_detects_an_unnamed_execution() {
     assert_eq!(check("echo x > f", &["/s/cwd/g"]), ["cwd/g"]);
     assert!(check("echo x > $F", &["/s/cwd/g"]).is_empty());
     assert!(check("flock f true", &["/s/cwd/f"]).is_empty());
+    assert!(
+        check("'f'loc\"k\" f touch p", &["/s/cwd/f"]).is_empty(),
+        "a quoted wrapper is still the wrapper"
+    );
+    assert_eq!(check("'f'loc\"k\" f touch p", &["/s/cwd/g"]), ["cwd/g"]);
     assert!(
         check("eval 'echo > f'", &["/s/cwd/f"]).is_empty(),
         "opaque: not checked"
