@@ -60,7 +60,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use bash_mcp::permission::{Analysis, SHELLS, TRANSPARENT_WRAPPERS, analyze, command_pattern};
+use bash_mcp::permission::{
+    Analysis, Dialect, SHELLS, TRANSPARENT_WRAPPERS, analyze, analyze_in, command_pattern, command_pattern_in,
+};
 
 const TOOL: &str = "bash.execute";
 const LIMIT: Duration = Duration::from_secs(2);
@@ -397,10 +399,14 @@ struct Reals {
     found: BTreeSet<String>,
 }
 
+/// Shells analysed as [`Dialect::Other`]: a command exact in that dialect also runs under
+/// each one installed (started as the server starts them, `SHELL -c CODE`).
+const OTHER_SHELLS: &[&str] = &["zsh", "fish"];
+
 /// Programs that run another program; their stub logs and then execs the real one.
 const EXEC_WRAPPERS: &[&str] = &[
     "bash", "dash", "sh", "env", "xargs", "timeout", "nice", "nohup", "stdbuf", "setsid", "flock", "script", "ionice",
-    "taskset", "chrt", "time", "watch", "rbash",
+    "taskset", "chrt", "time", "watch", "rbash", "zsh", "fish",
 ];
 
 /// Names that only a shell provides (bash builtins and keywords without a program of
@@ -983,6 +989,11 @@ fn sandbox(name: &str) -> Option<Sandbox> {
         common::skip("could not copy bash, dash and sh into the sandbox");
         return None;
     };
+    for shell in OTHER_SHELLS.iter().filter(|s| !reals.found.contains(**s)) {
+        common::skip(format_args!(
+            "{shell} is not installed: commands exact for zsh and fish do not run under it"
+        ));
+    }
     Some(Sandbox {
         root,
         reals,
@@ -1013,6 +1024,8 @@ struct Job<'a> {
 #[derive(Default)]
 struct Tally {
     run: usize,
+    /// Runs per shell.
+    by_shell: BTreeMap<&'static str, usize>,
     opaque: usize,
     skipped: BTreeMap<&'static str, usize>,
     findings: Vec<String>,
@@ -1073,6 +1086,20 @@ fn differential(inputs: Vec<Input>, sb: &Sandbox, tally: &Mutex<Tally>) {
                 },
             ));
         }
+        // What is exact for zsh and fish (plain text) must hold in both.
+        let other = command_pattern_in(TOOL, &input.command, Dialect::Other);
+        if pattern_words(&other).is_some() {
+            for shell in OTHER_SHELLS.iter().filter(|s| sb.reals.found.contains(**s)) {
+                jobs.push((
+                    *shell,
+                    Job {
+                        input,
+                        pattern: other.clone(),
+                        analysis: analyze_in(&input.command, Dialect::Other),
+                    },
+                ));
+            }
+        }
     }
     let verbose = only.is_some();
     let next = AtomicUsize::new(0);
@@ -1107,6 +1134,7 @@ fn differential(inputs: Vec<Input>, sb: &Sandbox, tally: &Mutex<Tally>) {
                     );
                     let mut t = tally.lock().unwrap();
                     t.run += 1;
+                    *t.by_shell.entry(shell).or_default() += 1;
                     if r.timed_out {
                         t.timed_out.push(format!("[{shell}] {:?}", clip(&job.input.command)));
                     }
@@ -1179,8 +1207,9 @@ fn what_runs_is_named_by_the_pattern() {
     let mut t = tally.into_inner().unwrap();
     t.findings.sort();
     println!(
-        "{} runs in {:.1?} ({} timed out); {} opaque commands not run; skipped: {:?}",
+        "{} runs {:?} in {:.1?} ({} timed out); {} opaque commands not run; skipped: {:?}",
         t.run,
+        t.by_shell,
         started.elapsed(),
         t.timed_out.len(),
         t.opaque,
@@ -1244,8 +1273,9 @@ fn generated_commands_run_only_what_the_pattern_names() {
     let mut t = tally.into_inner().unwrap();
     t.findings.sort();
     println!(
-        "seed {seed}: {generated} commands generated, {} executions in {:.1?} ({} timed out); {} opaque commands not run; skipped: {:?}",
+        "seed {seed}: {generated} commands generated, {} executions {:?} in {:.1?} ({} timed out); {} opaque commands not run; skipped: {:?}",
         t.run,
+        t.by_shell,
         started.elapsed(),
         t.timed_out.len(),
         t.opaque,
@@ -1287,6 +1317,9 @@ fn generator_covers_the_grammar_pieces() {
         "f{a,b}",
         "f*",
         "&>",
+        "ll",
+        "=touch",
+        "not ",
     ] {
         assert!(text.contains(piece), "no generated command holds {piece:?}");
     }

@@ -94,6 +94,61 @@ pub const OTHER_SHELL_KEYWORDS: &[&str] = &[
     "emit",
 ];
 
+/// Functions fish ships (`/usr/share/fish/functions`, fish 3.x) that a command word
+/// reaches before any program of that name, and that run another program (`ll` and `la`
+/// run `ls`, `help` and `open` a browser or `xdg-open`, `funced` an editor) or change
+/// what runs later (`alias`, `export`, `trap`). Opaque in [`Dialect::Other`], as is every
+/// word starting with `fish_` or `__fish` (fish's own helpers, some of which start
+/// `python3`). Shipped functions that run the program of their own name (`ls`, `grep`,
+/// `diff`, `man`, `realpath`, `seq`) stay exact.
+pub const FISH_FUNCTIONS: &[&str] = &[
+    "_",
+    "N_",
+    "_validate_int",
+    "__terlar_git_prompt",
+    "alias",
+    "cdh",
+    "contains_seq",
+    "dirh",
+    "down-or-search",
+    "edit_command_buffer",
+    "export",
+    "funced",
+    "help",
+    "history",
+    "isatty",
+    "la",
+    "ll",
+    "nextd",
+    "open",
+    "prevd",
+    "prompt_hostname",
+    "prompt_login",
+    "prompt_pwd",
+    "psub",
+    "setenv",
+    "suspend",
+    "trap",
+    "umask",
+    "up-or-search",
+];
+
+/// Why the command word `word` may not run the program of that name in zsh or fish;
+/// `None` when it does.
+pub(crate) fn other_shell_command_hazard(word: &str) -> Option<String> {
+    if OTHER_SHELL_KEYWORDS.contains(&word) {
+        return Some(format!(
+            "`{word}` is a keyword or builtin of zsh or fish that changes what runs"
+        ));
+    }
+    if FISH_FUNCTIONS.contains(&word) || word.starts_with("fish_") || word.starts_with("__fish") {
+        return Some(format!(
+            "`{word}` is a function fish ships, which runs other programs or changes what runs"
+        ));
+    }
+    None
+}
+
 /// zsh's lowercase arrays tied to risky variables (`path` is `PATH`), and its prompt and
 /// hook variables, which run code at every prompt.
 const ZSH_TIED: &[&str] = &[

@@ -48,7 +48,7 @@ pub use call::{MAX_ANALYSED_BYTES, MAX_ANALYSED_TOKENS, env_opacity_of};
 pub use classify::rule_count;
 pub use classify::{Class, Classification, PartClass, classify, classify_call};
 pub use depth::{MAX_NESTING, MAX_PAREN_NESTING};
-pub use dialect::{Dialect, OTHER_SHELL_KEYWORDS, PLAIN_CHARACTERS, POSIX_SHELLS};
+pub use dialect::{Dialect, FISH_FUNCTIONS, OTHER_SHELL_KEYWORDS, PLAIN_CHARACTERS, POSIX_SHELLS};
 pub use fnmatch::{fnmatch, fnmatch_escape};
 pub use pattern::OPAQUE_BODY;
 pub use policy::{Decision, PermissionPolicy, PolicyError};

@@ -11,7 +11,7 @@ use brush_parser::ast::{
 
 use super::arith::{builtin_hazard, is_literal_arithmetic, is_plain_name, is_plain_subscript};
 use super::depth::{MAX_NESTING, MAX_PAREN_NESTING, nesting_depth};
-use super::dialect::{Dialect, OTHER_SHELL_KEYWORDS, not_plain};
+use super::dialect::{Dialect, not_plain, other_shell_command_hazard};
 use super::redirect::{Redirect, RedirectMode};
 use super::unwrap::{Unwrap, basename};
 use super::vars::{is_risky_variable, is_shell_code_variable, risky_setting};
@@ -870,11 +870,9 @@ impl Walker {
                 self.opaque(reason, Vec::new());
                 return;
             }
-            if self.dialect == Dialect::Other && OTHER_SHELL_KEYWORDS.contains(&word.text.as_str()) {
-                let reason = format!(
-                    "`{}` is a keyword or builtin of zsh or fish that changes what runs",
-                    word.text
-                );
+            if self.dialect == Dialect::Other
+                && let Some(reason) = other_shell_command_hazard(&word.text)
+            {
                 self.opaque(reason, Vec::new());
                 return;
             }

@@ -59,6 +59,11 @@ for c, e in [("git status", "git *"), ("git status && git push", "git *"), ("cd 
              ("for path in /tmp; do git; done", U), ("read path", U), ("echo PATH", U), ("hash git=/tmp/x; git", U),
              ("python3 -m http.server", "python3 *"), ("cat path/to/file", "cat *")]:
     add_in("other", c, e, "zsh/fish: plain text only")
+# fish reaches its shipped functions before any program: some run other programs
+for c, e in [("ll src", U), ("la", U), ("help", U), ("open README.md", U), ("funced x", U), ("fish_config", U),
+             ("fish_update_completions", U), ("__fish_print_hostnames", U), ("true && ll", U), ("alias ls=rm", U),
+             ("ls -la src", "ls *"), ("grep -rn foo src", "grep *"), ("man git", "man *"), ("env ll", U)]:
+    add_in("other", c, e, "fish function")
 # arithmetic and array subscripts evaluate variables' values as code
 for c in ["git status \"${a[$'\\x24(touch p)']}\"", "echo ${a[$'\\x60touch p\\x60']}", "[[ 'a[$(touch p)]' -eq 1 ]] || echo",
           "test -v 'a[$(touch p)]'", "[ -v 'a[$(touch p)]' ]", "[[ -v 'a[$(touch p)]' ]]", "printf -v 'a[$(touch p)]' x",
@@ -423,6 +428,51 @@ for c, e in [("LC_ALL=zh_CN.GBK bash -c 'git status'", U), ("LC_ALL=C sort f", "
              ("export LC_ALL=GB18030; bash -c ls", U), ("LC_ALL=$x git status", U), ("sudo LANG=ja_JP.SJIS git", U),
              ("NLSPATH=/tmp/%N git", U), ("LC_ALL=./x git status", U), ("env LANG=C git status", "git *")]:
     add(c, e, "locale variables")
+# A syntax check runs nothing; translation catalogs; wrappers that change directory.
+add("bash -n -c 'rm -rf ~'", 'bash *', 'a syntax check runs nothing')
+add("bash -nc 'rm x'", 'bash *', 'a syntax check runs nothing')
+add("bash -c -n 'rm x'", 'bash *', 'a syntax check runs nothing')
+add_in('posix', "sh -n -c 'rm x'", 'sh *', 'a syntax check runs nothing')
+add("dash -o noexec -c 'rm x'", 'dash *', 'a syntax check runs nothing')
+add("bash -eo noexec -c 'rm x'", 'bash *', 'a syntax check runs nothing')
+add("bash -n -c 'set +n; rm x'", 'bash *', 'set +n is a command, which a syntax check does not run')
+add("bash -n +n -c 'rm x'", 'rm *', 'the last of -n and +n counts')
+add("bash -o noexec +o noexec -c 'rm x'", 'rm *', 'the last of -n and +n counts')
+add("bash -n -o noexec +n -c 'rm x'", 'rm *', 'the last of -n and +n counts')
+add("bash -n -i -c 'rm x'", '{unknown}', 'an interactive shell ignores -n')
+add("echo 'rm x' | bash -n", '{unknown}', 'on a terminal bash -n is interactive and ignores -n')
+add("zsh -f -n -c 'rm x'", 'rm *', "zsh's -n is not followed: analysed as if it ran")
+add("bash -n -c 'rm x' $(touch p)", '{bash,touch} *', 'the outer shell still runs the substitution')
+add('TEXTDOMAINDIR=. TEXTDOMAIN=x LC_ALL=C.UTF-8 bash -c \'echo $"hi"\'', '{unknown}', 'a message catalog the command wrote translates $"..." into code')
+add('export TEXTDOMAINDIR=./po; echo $"hi"', '{unknown}', 'a message catalog the command wrote translates $"..." into code')
+add('env TEXTDOMAIN=x bash -c \'echo $"hi"\'', '{unknown}', 'a message catalog the command wrote translates $"..." into code')
+add('LANGUAGE=../../x git status', '{unknown}', 'LANGUAGE names the catalog directory')
+add('env -C / rm -rf x', 'rm *', 'a directory for the classifier, the same pattern')
+add('busybox --list', 'busybox *')
+add('busybox ls -l', 'ls *')
+add('builtin -- echo x', 'echo *')
+add('proxychains -qf x touch p', '{unknown}', 'proxychains compares whole words: -qf is -q, then x is the program')
+add('proxychains -q -f cfg git fetch', 'git *')
+add('pkexec --user root git status', '{git,pkexec} *')
+add('pkexec', '{unknown}')
+add('bwrap --ro-bind / / --chdir / --setenv FOO 1 git status', '{bwrap,git} *')
+add('bwrap --ro-bind / / --setenv BASH_ENV x bash -c ls', '{unknown}')
+add('bwrap --bind / git status', '{bwrap,status} *', '--bind takes two words: `git` is its second, `status` the program')
+add('systemd-run -p MemoryMax=1G git status', '{git,systemd-run} *')
+add('systemd-run -p ExecStartPre=/bin/touch git status', '{unknown}')
+add('watch -n1 git status', 'git *')
+add('watch -x git status', 'git *')
+add("flock f -c 'git status; rm x'", '{git,rm} *')
+add('flock -n f git status', 'git *')
+add("script -qc 'git log' out.txt", 'git *')
+add("script -c'git log'", '{unknown}')
+add('nice -10 git gc', 'git *')
+add('nice --adjustment=5 -- git gc', 'git *')
+add('exec -a myname git status', 'git *')
+add('exec -a -bash bash -c ls', '{unknown}')
+add('exec -l bash -c ls', '{unknown}')
+add('eatmydata -- apt-get install x', 'apt-get *')
+add('eatmydata -x apt-get install x', '{unknown}')
 with open("tests/data/permission_corpus.jsonl", "w") as f:
     for e in E:
         f.write(json.dumps(e, ensure_ascii=False) + "\n")

@@ -335,8 +335,116 @@ pub fn command(rng: &mut Rng, depth: usize, bash: bool) -> String {
     }
 }
 
-/// One generated command: depth 1 to 3, bash-only pieces in about half of them.
+/// Command words that zsh or fish may read as something other than a program: their
+/// keywords, precommand modifiers and builtins, functions fish ships, and words the
+/// shells expand (`=touch`, `%1`).
+const OTHER_SHELL_WORDS: &[&str] = &[
+    "not",
+    "and",
+    "or",
+    "begin",
+    "end",
+    "set",
+    "noglob",
+    "nocorrect",
+    "-",
+    "r",
+    "builtin",
+    "command",
+    "exec",
+    "eval",
+    "source",
+    "emulate",
+    "alias",
+    "function",
+    "functions",
+    "abbr",
+    "psub",
+    "trap",
+    "export",
+    "ll",
+    "la",
+    "fish_config",
+    "__fish_print_hostnames",
+    "isatty",
+    "time",
+    "repeat",
+    "foreach",
+    "sched",
+    "=touch",
+    "%1",
+    "if",
+    "while",
+    "switch",
+    "case",
+    "autoload",
+    "zmodload",
+    "fc",
+    "history",
+    "setenv",
+    "vared",
+];
+
+/// Arguments in plain text: the payload, options, words that name variables, and
+/// assignments.
+const PLAIN_ARGS: &[&str] = &[
+    "p",
+    "touch",
+    "touch p",
+    "-c touch",
+    "-c",
+    "PATH=bin",
+    "path",
+    "path=bin",
+    "a=b",
+    "x",
+    "-n 1",
+    "-- touch",
+    "%1",
+    "=touch",
+    "-gx PATH bin",
+    "fpath",
+    "PROMPT=x",
+    "1",
+    "true",
+];
+
+/// Joins parts of a list in plain text.
+const PLAIN_OPERATORS: &[&str] = &["; ", " && ", " || ", " | ", " & ", "\n"];
+
+/// One command in plain text (only `PLAIN_CHARACTERS`): what the analysis may give an
+/// exact pattern for zsh and fish, so the differential test runs it under both. Mostly
+/// the payload behind a word zsh or fish reads its own way.
+fn plain(rng: &mut Rng) -> String {
+    let mut out = String::new();
+    for i in 0..1 + rng.below(3) {
+        if i > 0 {
+            out.push_str(rng.pick(PLAIN_OPERATORS));
+        }
+        if rng.chance(1, 4) {
+            out.push_str(rng.pick(WRAPPERS).trim_end());
+            out.push(' ');
+        }
+        let word = if rng.chance(1, 2) {
+            rng.pick(OTHER_SHELL_WORDS)
+        } else {
+            rng.pick(NAMES)
+        };
+        out.push_str(word);
+        for _ in 0..rng.below(3) {
+            out.push(' ');
+            out.push_str(rng.pick(PLAIN_ARGS));
+        }
+    }
+    out
+}
+
+/// One generated command: one in four is plain text for zsh and fish; the rest have
+/// depth 1 to 3, bash-only pieces in about half of them.
 pub fn generate(rng: &mut Rng) -> String {
+    if rng.chance(1, 4) {
+        return plain(rng);
+    }
     let bash = rng.chance(1, 2);
     let depth = 1 + rng.below(3);
     command(rng, depth, bash)
