@@ -8,19 +8,27 @@
 #   <prefix>/lib/libbash_mcp.a              the static library
 #   <prefix>/lib/pkgconfig/bash_mcp.pc      for pkg-config (and CMake's FindPkgConfig)
 #   <prefix>/include/bash_mcp.h             the header
+#   <prefix>/bin/bash-mcp                   the binary the library runs as its sandbox
+#                                           helper and supervisor (found there by the
+#                                           library); also the MCP server
 #
 # Debug information is stripped from what is installed; --keep-debug-info
 # installs it beside the library instead (<prefix>/lib/debug/…, linked with
 # .gnu_debuglink, where gdb looks for it).
 #
 # Usage: scripts/install-c.sh [--prefix DIR] [--libdir DIR] [--destdir DIR]
-#                             [--from DIR] [--keep-debug-info]
+#                             [--from DIR] [--helper FILE | --no-helper]
+#                             [--keep-debug-info]
 #   --prefix DIR       install prefix (default /usr/local)
 #   --libdir DIR       library directory (default <prefix>/lib)
 #   --destdir DIR      stage under DIR, as packagers do (files are written to
 #                      DIR/<prefix>/…, while the .pc file names <prefix>)
 #   --from DIR         take libbash_mcp.so and libbash_mcp.a from DIR instead
-#                      of building them with `cargo build --release --lib`
+#                      of building them with `cargo build --release --lib`,
+#                      and bash-mcp from DIR too unless --helper is given
+#   --helper FILE      install FILE as <prefix>/bin/bash-mcp
+#   --no-helper        install no bash-mcp binary (a configured sandbox then needs
+#                      `sandbox.helper_path` or bash-mcp on PATH)
 #   --keep-debug-info  also install the debug information, split off
 set -euo pipefail
 
@@ -29,6 +37,8 @@ prefix=/usr/local
 libdir=
 destdir=
 from=
+helper=
+no_helper=0
 keep_debug=0
 while (($#)); do
     case "$1" in
@@ -36,6 +46,8 @@ while (($#)); do
     --libdir) libdir="$2"; shift 2 ;;
     --destdir) destdir="$2"; shift 2 ;;
     --from) from="$2"; shift 2 ;;
+    --helper) helper="$2"; shift 2 ;;
+    --no-helper) no_helper=1; shift ;;
     --keep-debug-info) keep_debug=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "install-c.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -57,7 +69,18 @@ done
 
 if [ -z "$from" ]; then
     (cd "$root" && cargo build --release --lib)
+    if ((!no_helper)) && [ -z "$helper" ]; then
+        (cd "$root" && cargo build --release --features cli --bin bash-mcp)
+    fi
     from="${CARGO_TARGET_DIR:-$root/target}/release"
+fi
+if ((!no_helper)); then
+    helper="${helper:-$from/bash-mcp}"
+    [ -x "$helper" ] || {
+        echo "install-c.sh: $helper not found: the library runs it as its sandbox helper." >&2
+        echo "  Build it (cargo build --release --features cli --bin bash-mcp), pass --helper FILE, or --no-helper" >&2
+        exit 1
+    }
 fi
 shared="$from/libbash_mcp.so"
 static="$from/libbash_mcp.a"
@@ -90,6 +113,11 @@ chmod 0644 "$stage_lib/libbash_mcp.a"
 ln -sfn "$real" "$stage_lib/$soname"
 ln -sfn "$soname" "$stage_lib/libbash_mcp.so"
 install -m 0644 "$root/include/bash_mcp.h" "$stage_inc/bash_mcp.h"
+if ((!no_helper)); then
+    mkdir -p "$destdir$prefix/bin"
+    objcopy --strip-debug "$helper" "$destdir$prefix/bin/bash-mcp"
+    chmod 0755 "$destdir$prefix/bin/bash-mcp"
+fi
 
 # What a static link needs besides the library (rustc's native-static-libs).
 cat >"$stage_lib/pkgconfig/bash_mcp.pc" <<EOF

@@ -31,18 +31,26 @@ fn readme_example() -> (String, String) {
     (format!("{block}\n"), line.trim().to_owned())
 }
 
-/// Installs the library this build made under `<scratch>/usr`.
+/// The `bash-mcp` binary of this build, when the test is built with the `cli`
+/// feature (`cargo test --all-features`).
+const HELPER: Option<&str> = option_env!("CARGO_BIN_EXE_bash-mcp");
+
+/// Installs the library this build made under `<scratch>/usr`, with this build's
+/// `bash-mcp` as its helper when there is one.
 fn install(scratch: &Scratch) -> PathBuf {
     let prefix = scratch.path("usr");
-    let output = run(
-        Command::new("bash")
-            .arg(crate_dir().join("scripts/install-c.sh"))
-            .arg("--prefix")
-            .arg(&prefix)
-            .arg("--from")
-            .arg(&library().dir),
-        DEADLINE,
-    );
+    let mut command = Command::new("bash");
+    command
+        .arg(crate_dir().join("scripts/install-c.sh"))
+        .arg("--prefix")
+        .arg(&prefix)
+        .arg("--from")
+        .arg(&library().dir);
+    match HELPER {
+        Some(helper) => command.arg("--helper").arg(helper),
+        None => command.arg("--no-helper"),
+    };
+    let output = run(&mut command, DEADLINE);
     assert!(
         output.status.success(),
         "scripts/install-c.sh failed:\n{}{}",
@@ -99,6 +107,14 @@ fn installs_a_versioned_library_with_symlinks_header_and_pc_file() {
     assert_eq!(link("libbash_mcp.so"), PathBuf::from("libbash_mcp.so.0"));
     assert!(lib.join("libbash_mcp.a").is_file());
     assert!(prefix.join("include/bash_mcp.h").is_file());
+    if HELPER.is_some() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(prefix.join("bin/bash-mcp"))
+            .expect("bin/bash-mcp")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o111, 0o111, "bin/bash-mcp is not executable");
+    }
     let pc = std::fs::read_to_string(lib.join("pkgconfig/bash_mcp.pc")).unwrap();
     assert!(pc.contains(&format!("prefix={}\n", prefix.display())), "{pc}");
     assert!(pc.contains(&format!("Version: {version}\n")), "{pc}");
@@ -176,4 +192,78 @@ fn cmake_finds_the_library_through_pkg_config() {
     }
     let out = run_installed(&build.join("basic"), &prefix.join("lib"), "cmake-basic");
     assert!(out.contains("server: bash"), "{out}");
+}
+
+/// A C program linked against the installed library, with a Landlock sandbox
+/// configured and no `bash-mcp` on PATH, finds the helper the install put in
+/// `<prefix>/bin` and runs its command inside the sandbox.
+#[test]
+fn the_installed_library_finds_its_sandbox_helper() {
+    if let Some(missing) = missing_tools(&["cc", "pkg-config", "objcopy", "readelf"]) {
+        common::skip(format_args!("{missing} not installed"));
+        return;
+    }
+    if HELPER.is_none() {
+        common::skip("built without the cli feature: there is no bash-mcp to install");
+        return;
+    }
+    let scratch = Scratch::new("helper");
+    let prefix = install(&scratch);
+    let source = r#"#include <bash_mcp.h>
+#include <stdio.h>
+int main(void) {
+    struct bash_mcp_server *server;
+    if (bash_mcp_server_new(".", NULL, 30, &server) != BASH_MCP_RESULT_OK) return 2;
+    const char *config = "{\"sandbox\": {\"mode\": \"workspace-write\", \"backend\": \"landlock\"}}";
+    if (bash_mcp_server_configure(server, config) != BASH_MCP_RESULT_OK) {
+        char *message = bash_mcp_last_error_message();
+        fprintf(stderr, "configure: %s\n", message ? message : "?");
+        bash_mcp_string_free(message);
+        return 3;
+    }
+    char *result = bash_mcp_server_execute(server, "execute", "{\"command\": \"echo inside\"}");
+    puts(result ? result : "NULL");
+    bash_mcp_string_free(result);
+    bash_mcp_server_free(server);
+    return 0;
+}
+"#;
+    std::fs::write(scratch.path("helper.c"), source).unwrap();
+    let output = run(
+        Command::new("bash")
+            .args(["-euc", "cc helper.c $(pkg-config --cflags --libs bash_mcp) -o helper"])
+            .current_dir(&scratch.0)
+            .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig")),
+        DEADLINE,
+    );
+    assert!(output.status.success(), "cc failed:\n{}", text(&output.stderr));
+    let tag = unique_tag("installed-helper");
+    let output = run(
+        Command::new(scratch.path("helper"))
+            .current_dir(&scratch.0)
+            .env("LD_LIBRARY_PATH", prefix.join("lib"))
+            .env("PATH", "/usr/bin:/bin")
+            .env(TAG_VAR, &tag),
+        DEADLINE,
+    );
+    assert_no_survivors(&tag);
+    let out = text(&output.stdout);
+    assert!(
+        output.status.success(),
+        "helper program failed:\n{out}{}",
+        text(&output.stderr)
+    );
+    assert!(
+        !out.contains("was not found"),
+        "the installed library did not find bin/bash-mcp:\n{out}"
+    );
+    if out.contains("sandbox_unavailable") {
+        common::skip(format_args!("Landlock is not usable on this kernel: {out}"));
+        return;
+    }
+    assert!(out.contains("inside"), "{out}");
+    assert!(
+        out.contains("landlock"),
+        "the result does not name the Landlock backend:\n{out}"
+    );
 }

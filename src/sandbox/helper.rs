@@ -1,7 +1,10 @@
 //! Finding the `bash-mcp` binary that doubles as the Landlock + seccomp
-//! helper, so a C host needs no extra install step: the configured path,
-//! else `bash-mcp` next to the shared library (or the program) this code is
-//! linked into, else `bash-mcp` on PATH.
+//! helper and the sandbox supervisor, so a C host needs no extra install
+//! step: the configured path, else `bash-mcp` next to the shared library
+//! (or the program) this code is linked into or in the `bin` directory of
+//! the prefix the library is installed under (`<prefix>/lib/libbash_mcp.so`
+//! or `<prefix>/lib/<multiarch>/libbash_mcp.so` finds `<prefix>/bin/bash-mcp`,
+//! where `scripts/install-c.sh` puts it), else `bash-mcp` on PATH.
 
 use std::path::{Path, PathBuf};
 
@@ -13,16 +16,28 @@ pub fn find(configured: Option<&Path>) -> Option<PathBuf> {
     if let Some(path) = configured {
         return Some(path.to_path_buf());
     }
-    let beside = |file: &Path| {
-        file.parent()
-            .map(|dir| dir.join(HELPER_NAME))
-            .filter(|p| is_executable(p))
-    };
-    object_file()
-        .as_deref()
-        .and_then(beside)
-        .or_else(|| std::env::current_exe().ok().as_deref().and_then(beside))
+    let exe = std::env::current_exe().ok();
+    candidates(object_file().as_deref(), exe.as_deref())
+        .into_iter()
+        .find(|p| is_executable(p))
         .or_else(|| on_path(HELPER_NAME))
+}
+
+/// Where to look, in order, for a library loaded from `object` into the
+/// program `exe`: beside the library, in its prefix's `bin` (one or two
+/// levels up, for `lib/` and `lib/<multiarch>/`), beside the program.
+fn candidates(object: Option<&Path>, exe: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(dir) = object.and_then(Path::parent) {
+        out.push(dir.join(HELPER_NAME));
+        for prefix in dir.ancestors().skip(1).take(2) {
+            out.push(prefix.join("bin").join(HELPER_NAME));
+        }
+    }
+    if let Some(dir) = exe.and_then(Path::parent) {
+        out.push(dir.join(HELPER_NAME));
+    }
+    out
 }
 
 /// The file this code was loaded from (the `.so` for a C host).
@@ -54,4 +69,32 @@ fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     path.metadata()
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_installed_library_finds_the_helper_in_its_prefix() {
+        let lib = Path::new("/opt/x/lib/libbash_mcp.so.0.1.0");
+        let multiarch = Path::new("/opt/x/lib/x86_64-linux-gnu/libbash_mcp.so");
+        let found = candidates(Some(lib), None);
+        assert_eq!(found[0], Path::new("/opt/x/lib/bash-mcp"), "beside the library first");
+        assert!(found.contains(&PathBuf::from("/opt/x/bin/bash-mcp")), "{found:?}");
+        assert!(
+            candidates(Some(multiarch), None).contains(&PathBuf::from("/opt/x/bin/bash-mcp")),
+            "a multiarch libdir still finds <prefix>/bin"
+        );
+    }
+
+    #[test]
+    fn a_program_finds_the_helper_beside_itself_last() {
+        let found = candidates(Some(Path::new("/a/lib/libbash_mcp.so")), Some(Path::new("/b/bin/host")));
+        assert_eq!(found.last().unwrap(), Path::new("/b/bin/bash-mcp"));
+        assert_eq!(
+            candidates(None, Some(Path::new("/b/host"))),
+            [PathBuf::from("/b/bash-mcp")]
+        );
+    }
 }

@@ -201,8 +201,8 @@ fn check_landlock(configured: Option<&Path>) -> Check {
     };
     let Some(helper) = super::helper::find(configured) else {
         return unavailable(
-            "the `bash-mcp` helper binary was not found next to the library, next to this program, or on PATH",
-            "install the `bash-mcp` binary beside the library or set `sandbox.helper_path`",
+            "the `bash-mcp` helper binary was not found next to the library, in its prefix's bin directory, next to this program, or on PATH",
+            "install it with scripts/install-c.sh (or `cargo install --path . --features cli`), or set `sandbox.helper_path`",
         );
     };
     let spec = serde_json::to_string(&HelperSpec {
