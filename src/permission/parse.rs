@@ -379,6 +379,14 @@ impl Walker {
     }
 
     fn pipeline(&mut self, p: &Pipeline) {
+        if p.timed.is_some() && self.dialect != Dialect::Bash && starts_with_assignment(p) {
+            // dash and other shells have no `time` keyword: they run the program `time`,
+            // which runs its first word, `NAME=value`, as a command.
+            self.opaque(
+                "`time NAME=value ...`: bash reads an assignment, a shell without the `time` keyword runs the program `time`, which runs `NAME=value` as a command".to_owned(),
+                Vec::new(),
+            );
+        }
         // The command words of earlier commands in the pipeline, grown as the pipeline
         // is walked (rebuilding it per command made long pipelines quadratic).
         let mut feeders: Vec<String> = Vec::new();
@@ -1154,4 +1162,17 @@ fn history_hazard(argv: &[Arg]) -> Option<String> {
         _ => false,
     };
     hazard.then(|| format!("`{name}` may turn on or feed history expansion, which rebuilds later commands"))
+}
+
+/// Whether the first command of `p` starts with an assignment (`a=b cmd`).
+fn starts_with_assignment(p: &Pipeline) -> bool {
+    let Some(Command::Simple(first)) = p.seq.first() else {
+        return false;
+    };
+    first
+        .prefix
+        .iter()
+        .flat_map(|prefix| prefix.0.iter())
+        .find(|item| !matches!(item, CommandPrefixOrSuffixItem::IoRedirect(_)))
+        .is_some_and(|item| matches!(item, CommandPrefixOrSuffixItem::AssignmentWord(..)))
 }

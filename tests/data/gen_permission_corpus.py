@@ -473,6 +473,13 @@ add('exec -a -bash bash -c ls', '{unknown}')
 add('exec -l bash -c ls', '{unknown}')
 add('eatmydata -- apt-get install x', 'apt-get *')
 add('eatmydata -x apt-get install x', '{unknown}')
+# sh has no time keyword: the program time runs its first word, an assignment in bash, as a command
+for c, e in [("time a=b p", U), ("time -p a=b p", U), ("time path=bin | git x", U), ("time >f a=b p", U),
+             ("time git status", "git *"), ("time -p make", "make *")]:
+    add_in("unknown", c, e, "time before an assignment")
+    add_in("posix", c, e, "time before an assignment")
+for c, e in [("time a=b p", "p *"), ("\\time a=b p", "a=b *"), ("command time a=b p", "a=b *"), ("'time' a=b p", "a=b *")]:
+    add(c, e, "time before an assignment")
 with open("tests/data/permission_corpus.jsonl", "w") as f:
     for e in E:
         f.write(json.dumps(e, ensure_ascii=False) + "\n")
