@@ -1,5 +1,50 @@
 //! Output capture with bounded memory: the head and the tail are kept, the
 //! middle is counted, and the result says exactly how much was left out.
+//! A [`Keeper`] given to the buffer receives the whole stream once it no
+//! longer fits (the output store keeps it on disk under an id), so what the
+//! memory leaves out can still be read.
+
+/// Receives the whole of a stream that outgrew its [`BoundedOutput`]: first
+/// every byte so far, then each new chunk. It must not fail the capture: a
+/// keeper that cannot write says so in [`Kept::problem`].
+pub trait Keeper: Send {
+    /// Appends bytes of the stream.
+    fn append(&mut self, data: &[u8]);
+    /// The stream ended: what was kept.
+    fn finish(self: Box<Self>) -> Kept;
+}
+
+/// Makes a [`Keeper`] when a stream first outgrows its buffer.
+pub type KeeperFactory = Box<dyn FnOnce() -> Box<dyn Keeper> + Send>;
+
+/// What a [`Keeper`] kept of a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// The id the whole output can be read under, when it was kept.
+    pub output_id: Option<String>,
+    /// Why the output was not kept, or was kept only in part; for the result.
+    pub problem: Option<String>,
+}
+
+enum Keeping {
+    /// No keeper: the middle of a long stream is lost.
+    Off,
+    /// A keeper is made when the stream first outgrows the buffer.
+    Ready(KeeperFactory),
+    Active(Box<dyn Keeper>),
+    Finished(Kept),
+}
+
+impl std::fmt::Debug for Keeping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Keeping::Off => f.write_str("Off"),
+            Keeping::Ready(_) => f.write_str("Ready"),
+            Keeping::Active(_) => f.write_str("Active"),
+            Keeping::Finished(kept) => write!(f, "Finished({kept:?})"),
+        }
+    }
+}
 
 /// Keeps the first and last bytes of a stream, and counts the rest.
 ///
@@ -14,6 +59,7 @@ pub struct BoundedOutput {
     /// Index in `ring` of the oldest byte once the ring is full.
     ring_start: usize,
     total: u64,
+    keeping: Keeping,
 }
 
 impl BoundedOutput {
@@ -28,11 +74,41 @@ impl BoundedOutput {
             ring_cap,
             ring_start: 0,
             total: 0,
+            keeping: Keeping::Off,
+        }
+    }
+
+    /// A buffer like [`BoundedOutput::new`] that hands the whole stream to
+    /// the keeper `make` returns, once the stream outgrows `limit`.
+    pub fn keeping(limit: usize, make: KeeperFactory) -> Self {
+        let mut out = Self::new(limit);
+        out.keeping = Keeping::Ready(make);
+        out
+    }
+
+    /// Ends keeping: the keeper's result, once the stream outgrew the buffer
+    /// (later calls return the same). `None` when nothing needed keeping.
+    pub fn finish_keeping(&mut self) -> Option<Kept> {
+        match std::mem::replace(&mut self.keeping, Keeping::Off) {
+            Keeping::Active(keeper) => {
+                let kept = keeper.finish();
+                self.keeping = Keeping::Finished(kept.clone());
+                Some(kept)
+            }
+            Keeping::Finished(kept) => {
+                self.keeping = Keeping::Finished(kept.clone());
+                Some(kept)
+            }
+            other => {
+                self.keeping = other;
+                None
+            }
         }
     }
 
     /// Appends a chunk of output.
     pub fn push(&mut self, mut data: &[u8]) {
+        self.keep(data);
         self.total += data.len() as u64;
         if self.head.len() < self.head_cap {
             let take = data.len().min(self.head_cap - self.head.len());
@@ -61,6 +137,27 @@ impl BoundedOutput {
             self.ring[self.ring_start..self.ring_start + run].copy_from_slice(&data[..run]);
             self.ring_start = (self.ring_start + run) % self.ring_cap;
             data = &data[run..];
+        }
+    }
+
+    /// Hands `data` to the keeper, starting one (with every byte so far) when
+    /// `data` is the first chunk that does not fit.
+    fn keep(&mut self, data: &[u8]) {
+        match &mut self.keeping {
+            Keeping::Active(keeper) => keeper.append(data),
+            Keeping::Ready(_) if self.total + data.len() as u64 > (self.head_cap + self.ring_cap) as u64 => {
+                let Keeping::Ready(make) = std::mem::replace(&mut self.keeping, Keeping::Off) else {
+                    unreachable!("matched Ready above")
+                };
+                let mut keeper = make();
+                // Nothing was dropped yet: head and ring hold every byte, in order.
+                keeper.append(&self.head);
+                keeper.append(&self.ring[self.ring_start..]);
+                keeper.append(&self.ring[..self.ring_start]);
+                keeper.append(data);
+                self.keeping = Keeping::Active(keeper);
+            }
+            _ => {}
         }
     }
 
@@ -137,8 +234,19 @@ impl BoundedOutput {
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
+        let kept = match &self.keeping {
+            Keeping::Finished(Kept {
+                output_id: Some(id),
+                problem,
+            }) => format!(
+                "; the whole output is kept: output_read {{\"output_id\": \"{id}\"}} reads any part (offset and length, head_lines, tail_lines, grep){}",
+                problem.as_deref().map(|p| format!(" ({p})")).unwrap_or_default()
+            ),
+            Keeping::Finished(Kept { problem: Some(p), .. }) => format!("; {p}"),
+            _ => String::new(),
+        };
         text.push_str(&format!(
-            "[... {omitted} bytes omitted: output was {} bytes, showing the first {} and the last {} ...]\n",
+            "[... {omitted} bytes omitted: output was {} bytes, showing the first {} and the last {}{kept} ...]\n",
             self.total,
             head.len(),
             tail.len()
@@ -188,6 +296,49 @@ fn utf8_suffix_start(bytes: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A keeper that collects into shared memory.
+    struct Collect(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Keeper for Collect {
+        fn append(&mut self, data: &[u8]) {
+            self.0.lock().unwrap().extend_from_slice(data);
+        }
+        fn finish(self: Box<Self>) -> Kept {
+            Kept {
+                output_id: Some("o-1".into()),
+                problem: None,
+            }
+        }
+    }
+
+    #[test]
+    fn a_keeper_gets_every_byte_once_the_stream_outgrows_the_buffer() {
+        let all = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let shared = all.clone();
+        let mut out = BoundedOutput::keeping(8, Box::new(move || Box::new(Collect(shared))));
+        let mut written = Vec::new();
+        for i in 0..100u8 {
+            let chunk = [b'a' + i % 26; 3];
+            written.extend_from_slice(&chunk[..1 + usize::from(i) % 3]);
+            out.push(&chunk[..1 + usize::from(i) % 3]);
+        }
+        assert_eq!(out.finish_keeping().unwrap().output_id.as_deref(), Some("o-1"));
+        assert_eq!(*all.lock().unwrap(), written, "the keeper saw the stream exactly");
+        assert!(
+            out.render().contains("output_read {\"output_id\": \"o-1\"}"),
+            "{}",
+            out.render()
+        );
+    }
+
+    #[test]
+    fn no_keeper_is_made_for_output_that_fits() {
+        let mut out = BoundedOutput::keeping(8, Box::new(|| panic!("no keeper needed")));
+        out.push(b"12345678");
+        assert_eq!(out.finish_keeping(), None);
+        assert_eq!(out.render(), "12345678");
+    }
 
     #[test]
     fn small_output_is_whole() {

@@ -70,6 +70,8 @@ pub enum ErrorCode {
     SessionsDisabled,
     /// No background job has this id (finished and already read, evicted, or never started).
     JobNotFound,
+    /// No kept output has this id (never kept, or evicted to make room).
+    OutputNotFound,
     /// A sandbox is configured but no backend can enforce it here; the
     /// command did not run.
     SandboxUnavailable,
@@ -111,6 +113,7 @@ impl ErrorCode {
             Self::HistoryUnsupported => "history_unsupported",
             Self::SessionsDisabled => "sessions_disabled",
             Self::JobNotFound => "job_not_found",
+            Self::OutputNotFound => "output_not_found",
             Self::SandboxUnavailable => "sandbox_unavailable",
             Self::Internal => "internal",
             Self::PermissionDenied => "permission_denied",

@@ -45,6 +45,9 @@ pub(crate) struct RunLimits {
     /// timeout, a cancel, or a pipe still held after the drain bound,
     /// processes outside the group that carry it are killed too.
     pub run_marker: Option<Vec<u8>>,
+    /// Where the whole output goes once it outgrows `output_limit` (None:
+    /// its middle is only counted).
+    pub keep: Option<std::sync::Arc<crate::outputs::OutputStore>>,
 }
 
 /// What a run produced.
@@ -107,8 +110,12 @@ pub(crate) fn run(
         armed: true,
     };
 
-    let mut stdout = BoundedOutput::new(limits.output_limit);
-    let mut stderr = child.stderr.as_ref().map(|_| BoundedOutput::new(limits.output_limit));
+    let capture = || match &limits.keep {
+        Some(store) => BoundedOutput::keeping(limits.output_limit, store.keeper()),
+        None => BoundedOutput::new(limits.output_limit),
+    };
+    let mut stdout = capture();
+    let mut stderr = child.stderr.as_ref().map(|_| capture());
     let mut pipes: Vec<Pipe> = vec![Pipe {
         fd: child.stdout,
         stream: OutputStream::Stdout,

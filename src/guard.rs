@@ -13,7 +13,7 @@
 //! `BASH_MCP_RUN_ID` prefix (every command, background job and session shell
 //! inherits one), several rounds so that children forked meanwhile go too,
 //! then removes the host's session directories (they hold the last command
-//! of each session) and its attach socket. Reading other users' /proc
+//! of each session), its attach socket and its output stores. Reading other users' /proc
 //! entries fails harmlessly, so it can only reach this user's processes.
 //!
 //! The host writes nothing to the pipe: the guard costs no CPU while the host
@@ -29,10 +29,10 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Waits for end of input on fd 3, then kills what carries the marker `$1`,
-/// removes the session directories whose paths start with `$2` and the
-/// host's attach socket `$3`. The work runs in a background subshell so the
-/// guard is not the host's child; `$4` is the host's pid, for people reading
-/// `ps`.
+/// removes the session directories whose paths start with `$2`, the host's
+/// attach socket `$3` and its output stores (paths starting with `$4`). The
+/// work runs in a background subshell so the guard is not the host's child;
+/// `$5` is the host's pid, for people reading `ps`.
 const SCRIPT: &str = r#"trap '' HUP INT TERM QUIT PIPE
 (
   while read -r _; do :; done
@@ -51,6 +51,9 @@ const SCRIPT: &str = r#"trap '' HUP INT TERM QUIT PIPE
   esac
   case $3 in
     /?*/bash-mcp*/[0-9]*-?*.sock) rm -f -- "$3" ;;
+  esac
+  case $4 in
+    /?*/bash-mcp-output-?*-) rm -rf -- "$4"* ;;
   esac
 ) <&3 3<&- &
 "#;
@@ -130,6 +133,8 @@ fn start() -> std::io::Result<OwnedFd> {
             .map_err(|_| std::io::Error::other("the session directory's path contains NUL"))?,
         CString::new(crate::ids::attach_socket_path().into_os_string().into_vec())
             .map_err(|_| std::io::Error::other("the attach socket's path contains NUL"))?,
+        CString::new(crate::ids::output_dir_prefix().into_os_string().into_vec())
+            .map_err(|_| std::io::Error::other("the output store's path contains NUL"))?,
         CString::new(std::process::id().to_string()).expect("digits"),
     ];
     let envp = [c"PATH=/usr/bin:/bin".to_owned(), c"LC_ALL=C".to_owned()];

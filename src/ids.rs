@@ -108,6 +108,14 @@ pub(crate) fn session_dir_prefix() -> PathBuf {
     private_base().join(format!("bash-mcp-session-{}-", process_tag()))
 }
 
+/// The start of the path of every output store directory of this process
+/// (`<temp dir>/bash-mcp-output-<process tag>-`), so that the guard can
+/// remove them when the host dies. On disk, not in `/dev/shm`: kept outputs
+/// may be large.
+pub(crate) fn output_dir_prefix() -> PathBuf {
+    std::env::temp_dir().join(format!("bash-mcp-output-{}-", process_tag()))
+}
+
 /// The private directory where servers offer their sessions to
 /// `bash-mcp attach`: `$XDG_RUNTIME_DIR/bash-mcp` (a directory only this
 /// user can enter), else `<temp dir>/bash-mcp-<uid>`.

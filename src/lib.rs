@@ -45,6 +45,7 @@ mod jobs;
 mod limiter;
 pub mod mcp;
 mod outcome;
+mod outputs;
 pub mod permission;
 mod request;
 pub mod roots;

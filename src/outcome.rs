@@ -77,6 +77,11 @@ pub struct ExecOutcome {
     pub timeout: Duration,
     /// The sandbox the command ran in, and what it refused (None: unsandboxed).
     pub sandbox: Option<SandboxReport>,
+    /// When the output (or stdout, when separate) was cut: the id its whole
+    /// text is kept under, for `output_read`.
+    pub output_id: Option<String>,
+    /// The same for stderr, when separate.
+    pub stderr_output_id: Option<String>,
 }
 
 /// The sandbox a command ran in and the denials read from its output.
@@ -132,6 +137,12 @@ impl ExecOutcome {
                 map.insert("stdout".into(), stdout.as_str().into());
                 map.insert("stderr".into(), stderr.as_str().into());
             }
+        }
+        if let Some(id) = &self.output_id {
+            map.insert("output_id".into(), id.as_str().into());
+        }
+        if let Some(id) = &self.stderr_output_id {
+            map.insert("stderr_output_id".into(), id.as_str().into());
         }
         if let Some(report) = &self.sandbox {
             map.insert("sandbox".into(), report.to_value());

@@ -237,6 +237,7 @@ fn every_tool_has_honest_annotations() {
     for name in [
         "job_status",
         "job_list",
+        "output_read",
         "status",
         "check_env",
         "which",
@@ -256,7 +257,7 @@ fn every_tool_has_honest_annotations() {
     assert_eq!(hints("session_close"), [false, true, true, false]);
     assert_eq!(hints("session_interrupt"), [false, true, false, false]);
     assert_eq!(hints("session_start"), [false, false, false, false]);
-    assert_eq!(tools.len(), 18, "every tool was checked: {reply}");
+    assert_eq!(tools.len(), 19, "every tool was checked: {reply}");
 }
 
 #[test]
@@ -1452,7 +1453,7 @@ fn guards_of(host: u32) -> Vec<i32> {
 #[test]
 fn binary_killed_outright_leaves_nothing_behind() {
     let dir = TempDir::new("sigkill");
-    let config = dir.config(&json!({"sessions": {"enabled": true}, "audit": null}));
+    let config = dir.config(&json!({"sessions": {"enabled": true}, "audit": null, "output_limit_bytes": 4096}));
     let tag = unique_tag("sigkill");
     let mut s = spawn_server(&["serve", "--config", &config]);
     let host = s.child.id();
@@ -1477,6 +1478,18 @@ fn binary_killed_outright_leaves_nothing_behind() {
         json!({"command": "setsid sleep 1002 & echo started", "env": {TAG_VAR: &tag}}),
     );
     assert_eq!(escaped["structuredContent"]["exit_code"], 0, "{escaped}");
+    // An output too long for its result, kept on disk for output_read.
+    let long = s.result_of(8, "execute", json!({"command": "seq 1 5000", "env": {TAG_VAR: &tag}}));
+    let output_id = long["structuredContent"]["output_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{long}"))
+        .to_owned();
+    let store = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join(&output_id).is_file())
+        .unwrap_or_else(|| panic!("no store directory holds {output_id}"));
     s.call(7, json!({"command": "sleep 1003", "env": {TAG_VAR: &tag}}));
     assert!(wait_for_survivors(&tag, 6), "not all started: {:?}", survivors(&tag));
     assert!(!guards_of(host).is_empty(), "no guard runs beside the server");
@@ -1485,15 +1498,17 @@ fn binary_killed_outright_leaves_nothing_behind() {
     s.wait_exit(HANG_GUARD).expect("the server dies");
     assert_no_survivors(&tag);
     // The guard also removes the session's directory (it holds the last
-    // command), then exits.
+    // command) and the output store, then exits.
     let start = Instant::now();
-    while !guards_of(host).is_empty() || session_dir.exists() {
+    while !guards_of(host).is_empty() || session_dir.exists() || store.exists() {
         if start.elapsed() > HANG_GUARD {
             let _ = std::fs::remove_dir_all(&session_dir);
+            let _ = std::fs::remove_dir_all(&store);
             panic!(
-                "after {HANG_GUARD:?}: guard {:?}, session directory left: {}",
+                "after {HANG_GUARD:?}: guard {:?}, session directory left: {}, output store left: {}",
                 guards_of(host),
-                session_dir.exists()
+                session_dir.exists(),
+                store.exists()
             );
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -1,6 +1,7 @@
 //! `BashServer`: the `bash` server and its one-shot `execute` tool.
 
 mod ops;
+mod output_read;
 pub use ops::DEFAULT_BINARIES;
 
 use std::ffi::CString;
@@ -80,6 +81,8 @@ struct Shared {
     /// Long-lived sandboxes, one per sandbox configuration in use; stopped
     /// with the server.
     supervisors: crate::sandbox::Supervisors,
+    /// Whole outputs of cut results, for `output_read`; removed with the server.
+    outputs: Arc<crate::outputs::OutputStore>,
 }
 
 /// Tool calls served and failed since start.
@@ -145,7 +148,10 @@ impl BashServer {
     ) -> Result<Self, ToolError> {
         let working_dir = roots::existing_dir(working_dir.as_ref(), None)?;
         let audit = config.audit.clone().map(AuditLog::open).transpose()?.map(Arc::new);
+        let outputs =
+            crate::outputs::OutputStore::new(config.output_store.budget_bytes, config.output_store.max_outputs);
         let shared = Arc::new(Shared {
+            outputs: outputs.clone(),
             name: name.to_owned(),
             instance: crate::ids::random_id(),
             limiter: Limiter::new(config.max_concurrent),
@@ -209,6 +215,10 @@ impl BashServer {
                 sessions: sessions.clone(),
             }))?;
         }
+        tools.register(Arc::new(output_read::OutputReadTool {
+            definition: ToolDefinition::load(data_dir, name, "output_read", output_read::DEFINITION)?,
+            store: outputs,
+        }))?;
         for (tool, builtin) in SESSION_TOOLS {
             tools.register(Arc::new(SessionTool::new(
                 ToolDefinition::load(data_dir, name, tool, builtin)?,
@@ -406,6 +416,9 @@ impl McpServer for BashServer {
             *self.shared.audit.write().unwrap_or_else(PoisonError::into_inner) = log;
         }
         self.shared.limiter.set_max(next.max_concurrent);
+        self.shared
+            .outputs
+            .set_limits(next.output_store.budget_bytes, next.output_store.max_outputs);
         *slot = Arc::new(next);
         Ok(())
     }
@@ -634,6 +647,7 @@ impl Shared {
             drain: config.drain,
             output_limit: config.output_limit_bytes,
             run_marker: Some(run_marker),
+            keep: config.output_store.enabled.then(|| self.outputs.clone()),
         };
 
         // The limiter checks the token before it grants a slot: a call
@@ -648,10 +662,12 @@ impl Shared {
                 working_dir: cwd,
                 timeout,
                 sandbox: None,
+                output_id: None,
+                stderr_output_id: None,
             });
         };
         tracing::debug!(command = %request.command, cwd = %cwd.display(), ?timeout, "execute");
-        let raw = exec::run(
+        let mut raw = exec::run(
             &spec,
             request.stdin.as_deref(),
             &limits,
@@ -667,6 +683,13 @@ impl Shared {
             Ending::Cancelled => Status::Cancelled,
         };
         let truncated = raw.stdout.is_truncated() || raw.stderr.as_ref().is_some_and(|e| e.is_truncated());
+        // Before rendering: the marker line names where the whole output is kept.
+        let output_id = raw.stdout.finish_keeping().and_then(|k| k.output_id);
+        let stderr_output_id = raw
+            .stderr
+            .as_mut()
+            .and_then(|e| e.finish_keeping())
+            .and_then(|k| k.output_id);
         let output_bytes = raw.stdout.total() + raw.stderr.as_ref().map_or(0, |e| e.total());
         let output = match &raw.stderr {
             Some(err) => Output::Separate {
@@ -689,6 +712,8 @@ impl Shared {
             working_dir: cwd,
             timeout,
             sandbox,
+            output_id,
+            stderr_output_id,
         })
     }
 }

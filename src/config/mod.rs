@@ -128,6 +128,8 @@ pub struct Config {
     pub sessions: SessionConfig,
     /// Finished background jobs kept for retrieval (`jobs.max_finished`).
     pub jobs_max_finished: usize,
+    /// Where the whole output of a cut result is kept (`output_store` key).
+    pub output_store: OutputStoreSettings,
     /// The OS sandbox every command runs in (`sandbox` key; off by default).
     pub sandbox: crate::sandbox::SandboxConfig,
     /// How long an `execute` call waits before it hands a still-running
@@ -168,6 +170,7 @@ impl Config {
             tools: BTreeSet::new(),
             sessions: SessionConfig::default(),
             jobs_max_finished: DEFAULT_JOBS_MAX_FINISHED,
+            output_store: OutputStoreSettings::default(),
             sandbox: crate::sandbox::SandboxConfig::default(),
             yield_after: None,
         }
@@ -224,6 +227,11 @@ impl Config {
                 "history": self.sessions.history.as_str(),
             },
             "jobs": {"max_finished": self.jobs_max_finished},
+            "output_store": {
+                "enabled": self.output_store.enabled,
+                "budget_bytes": self.output_store.budget_bytes,
+                "max_outputs": self.output_store.max_outputs,
+            },
             "sandbox": self.sandbox.to_value(),
             "yield_seconds": self.yield_after.map(|d| d.as_secs_f64()),
         })
@@ -298,6 +306,7 @@ impl Config {
                 }
                 "sessions" => next.sessions = session_config(&next.sessions, value)?,
                 "jobs" => next.jobs_max_finished = jobs_config(value)?,
+                "output_store" => next.output_store = output_store_config(&next.output_store, value)?,
                 "yield_seconds" => {
                     next.yield_after = match value {
                         Value::Null => None,
@@ -397,6 +406,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "tools",
     "sessions",
     "jobs",
+    "output_store",
     "sandbox",
     "yield_seconds",
 ];
@@ -476,6 +486,66 @@ fn jobs_config(value: &Value) -> Result<usize, ToolError> {
         }
     }
     Ok(max)
+}
+
+/// The store that keeps the whole output of results cut to
+/// `output_limit_bytes`, for `output_read`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputStoreSettings {
+    /// Whether whole outputs are kept (default on).
+    pub enabled: bool,
+    /// Bytes kept on disk, all outputs together; the oldest go first. One
+    /// output larger than this keeps its head and its last bytes.
+    pub budget_bytes: u64,
+    /// Outputs kept at most; the oldest go first.
+    pub max_outputs: usize,
+}
+
+impl Default for OutputStoreSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            budget_bytes: DEFAULT_OUTPUT_STORE_BYTES,
+            max_outputs: DEFAULT_OUTPUT_STORE_COUNT,
+        }
+    }
+}
+
+/// The default `output_store.budget_bytes`: 256 MiB.
+pub const DEFAULT_OUTPUT_STORE_BYTES: u64 = 256 * 1024 * 1024;
+/// The default `output_store.max_outputs`.
+pub const DEFAULT_OUTPUT_STORE_COUNT: usize = 64;
+
+fn output_store_config(current: &OutputStoreSettings, value: &Value) -> Result<OutputStoreSettings, ToolError> {
+    let hint = "use {\"output_store\": {\"enabled\": true, \"budget_bytes\": 268435456, \"max_outputs\": 64}}";
+    let Value::Object(map) = value else {
+        return Err(config_error(
+            format!("`output_store` must be an object, got {value}"),
+            hint,
+        ));
+    };
+    let mut next = current.clone();
+    for (key, value) in map {
+        match key.as_str() {
+            "enabled" => {
+                next.enabled = value.as_bool().ok_or_else(|| {
+                    config_error(
+                        format!("`output_store.enabled` must be true or false, got {value}"),
+                        hint,
+                    )
+                })?
+            }
+            "budget_bytes" => next.budget_bytes = bounded_int("output_store.budget_bytes", value, 4096, 1 << 40)?,
+            "max_outputs" => next.max_outputs = bounded_int("output_store.max_outputs", value, 1, 100_000)? as usize,
+            other => {
+                return Err(config_error(
+                    format!("unknown configuration key `output_store.{other}`"),
+                    hint,
+                ));
+            }
+        }
+    }
+    Ok(next)
 }
 
 /// True when `name` is a valid environment variable name for a command.

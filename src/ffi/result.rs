@@ -127,6 +127,7 @@ impl bash_mcp_result {
             | ErrorCode::HistoryUnsupported
             | ErrorCode::SessionsDisabled
             | ErrorCode::JobNotFound
+            | ErrorCode::OutputNotFound
             | ErrorCode::PermissionDenied => Self::InvalidArgument,
             ErrorCode::SpawnFailed
             | ErrorCode::SandboxUnavailable

@@ -1,0 +1,52 @@
+//! The `output_read` tool: any part of an output the store kept.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::error::{ErrorCode, ToolError};
+use crate::outputs::{OutputStore, ReadQuery};
+use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
+
+/// The tool's built-in definition.
+pub(super) const DEFINITION: &str = include_str!("../../data/tools/bash/output_read.json");
+
+/// Arguments `output_read` accepts.
+const ARGUMENTS: &[&str] = &[
+    "output_id",
+    "offset",
+    "length",
+    "head_lines",
+    "tail_lines",
+    "grep",
+    "context",
+];
+
+pub(super) struct OutputReadTool {
+    pub(super) definition: ToolDefinition,
+    pub(super) store: Arc<OutputStore>,
+}
+
+impl Tool for OutputReadTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
+        let result = (|| {
+            if let Some(bad) = args.keys().find(|k| !ARGUMENTS.contains(&k.as_str())) {
+                return Err(ToolError::new(
+                    ErrorCode::UnknownArgument,
+                    format!("unknown argument `{bad}` for output_read"),
+                    format!("output_read accepts: {}", ARGUMENTS.join(", ")),
+                ));
+            }
+            let query = ReadQuery::from_args(&Value::Object(args.clone()))?;
+            self.store.read(&query)
+        })();
+        match result {
+            Ok(v) => ToolResponse::new(crate::error::document_text(&v)),
+            Err(e) => ToolResponse::error(&e),
+        }
+    }
+}

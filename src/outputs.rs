@@ -1,0 +1,770 @@
+//! The output store: the whole output of a command whose result had to be
+//! cut, kept on disk under an id so that `output_read` can return any part
+//! of it (byte ranges, lines from either end, a search).
+//!
+//! Files live in one directory per store, `bash-mcp-output-<process tag>-<random>`
+//! in the temp dir, mode 0700, each file mode 0600 under a random name: another
+//! user cannot list or read them, another server cannot guess them. The store
+//! holds at most `budget` bytes and `max_count` outputs; finishing one evicts
+//! the oldest until both fit. One output larger than the budget keeps its
+//! head and its last bytes (a tail window written as a ring), and says where
+//! it was cut. Dropping the store removes the directory; the guard removes it
+//! when the host dies without dropping it. A disk error never fails the
+//! command: the result says the output could not be kept.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use regex::Regex;
+use serde_json::{Value, json};
+
+use crate::capture::{Keeper, KeeperFactory, Kept};
+use crate::error::{ErrorCode, ToolError};
+
+/// The most bytes one `output_read` returns, whatever it asks for.
+pub const MAX_READ_BYTES: usize = 64 * 1024;
+/// The most matches one search returns.
+pub const MAX_MATCHES: usize = 200;
+/// The most context lines around a match.
+pub const MAX_CONTEXT: usize = 20;
+
+/// Kept outputs of one server.
+pub struct OutputStore {
+    budget: AtomicU64,
+    max_count: AtomicUsize,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Created with the first kept output.
+    dir: Option<PathBuf>,
+    /// Finished outputs, oldest first.
+    entries: VecDeque<Entry>,
+    bytes: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    id: String,
+    path: PathBuf,
+    /// Bytes the command wrote to the stream.
+    total: u64,
+    /// The file's layout: the first `head` bytes, then (when the output was
+    /// over the budget) its last `file_len - head` bytes.
+    head: u64,
+    file_len: u64,
+}
+
+impl Entry {
+    /// Logical bytes `[head, total - tail)` that were not kept.
+    fn cut(&self) -> Option<(u64, u64)> {
+        let tail = self.file_len - self.head;
+        (self.head + tail < self.total).then(|| (self.head, self.total - tail))
+    }
+}
+
+impl OutputStore {
+    /// A store of at most `budget` bytes and `max_count` outputs; nothing is
+    /// created on disk until the first output is kept.
+    pub fn new(budget: u64, max_count: usize) -> Arc<Self> {
+        Arc::new(Self {
+            budget: AtomicU64::new(budget.max(2)),
+            max_count: AtomicUsize::new(max_count.max(1)),
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// New limits, for outputs kept from now on; the oldest are evicted
+    /// when the next output is kept.
+    pub fn set_limits(&self, budget: u64, max_count: usize) {
+        self.budget.store(budget.max(2), Ordering::Relaxed);
+        self.max_count.store(max_count.max(1), Ordering::Relaxed);
+    }
+
+    fn budget(&self) -> u64 {
+        self.budget.load(Ordering::Relaxed)
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A factory for the capture: the keeper it makes writes one stream here.
+    pub fn keeper(self: &Arc<Self>) -> KeeperFactory {
+        let store = Arc::clone(self);
+        Box::new(move || Box::new(FileKeeper::open(store)))
+    }
+
+    /// The store's directory, created on first use (mode 0700).
+    fn dir(&self) -> io::Result<PathBuf> {
+        let mut state = self.state();
+        if let Some(dir) = &state.dir {
+            return Ok(dir.clone());
+        }
+        let mut name = crate::ids::output_dir_prefix().into_os_string();
+        name.push(crate::ids::random_hex()?);
+        let dir = PathBuf::from(name);
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        state.dir = Some(dir.clone());
+        Ok(dir)
+    }
+
+    /// Records a finished output and evicts the oldest until the store fits.
+    fn add(&self, entry: Entry) {
+        let mut state = self.state();
+        state.bytes += entry.file_len;
+        state.entries.push_back(entry);
+        let (budget, max_count) = (self.budget(), self.max_count.load(Ordering::Relaxed));
+        while state.entries.len() > 1 && (state.bytes > budget || state.entries.len() > max_count) {
+            let old = state.entries.pop_front().expect("more than one entry");
+            state.bytes -= old.file_len;
+            let _ = std::fs::remove_file(&old.path);
+        }
+    }
+
+    /// The ids kept now, oldest first.
+    pub fn ids(&self) -> Vec<String> {
+        self.state().entries.iter().map(|e| e.id.clone()).collect()
+    }
+
+    /// Bytes on disk now.
+    pub fn bytes(&self) -> u64 {
+        self.state().bytes
+    }
+
+    /// The store's directory, once something was kept.
+    pub fn path(&self) -> Option<PathBuf> {
+        self.state().dir.clone()
+    }
+
+    fn entry(&self, id: &str) -> Result<Entry, ToolError> {
+        let state = self.state();
+        state.entries.iter().find(|e| e.id == id).cloned().ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::OutputNotFound,
+                format!("no kept output has the id {id:?}: it was never kept, or was evicted to make room for newer ones"),
+                "use an output_id from a recent result; run the command again if its output is gone (the store keeps the newest outputs up to its budget)",
+            )
+        })
+    }
+
+    /// Answers an `output_read` query.
+    pub fn read(&self, query: &ReadQuery) -> Result<Value, ToolError> {
+        let entry = self.entry(&query.output_id)?;
+        let file = File::open(&entry.path).map_err(|e| {
+            ToolError::new(
+                ErrorCode::OutputNotFound,
+                format!("the kept output {} cannot be read: {e}", entry.id),
+                "run the command again",
+            )
+        })?;
+        let view = View { entry: &entry, file };
+        let mut doc = match &query.what {
+            ReadWhat::Bytes { offset, length } => view.bytes(*offset, *length),
+            ReadWhat::Head(lines) => view.head_lines(*lines),
+            ReadWhat::Tail(lines) => view.tail_lines(*lines),
+            ReadWhat::Grep { pattern, context } => view.grep(pattern, *context),
+        }
+        .map_err(|e| {
+            ToolError::new(
+                ErrorCode::Internal,
+                format!("reading the kept output failed: {e}"),
+                "retry",
+            )
+        })?;
+        let map = doc.as_object_mut().expect("an object");
+        map.insert("output_id".into(), entry.id.as_str().into());
+        map.insert("total_bytes".into(), entry.total.into());
+        if let Some((from, to)) = entry.cut() {
+            map.insert(
+                "not_kept".into(),
+                json!({"from": from, "to": to, "why": "the output was larger than the store's budget: its head and its last bytes are kept"}),
+            );
+        }
+        Ok(doc)
+    }
+}
+
+impl Drop for OutputStore {
+    fn drop(&mut self) {
+        if let Some(dir) = self.state().dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// What `output_read` asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadQuery {
+    /// The id from a result.
+    pub output_id: String,
+    /// Which part.
+    pub what: ReadWhat,
+}
+
+/// The part of an output `output_read` returns.
+#[derive(Debug, Clone)]
+pub enum ReadWhat {
+    /// Bytes from `offset` (counted over the whole output), at most `length`.
+    Bytes {
+        /// The first byte.
+        offset: u64,
+        /// How many bytes, at most [`MAX_READ_BYTES`].
+        length: usize,
+    },
+    /// The first lines.
+    Head(usize),
+    /// The last lines.
+    Tail(usize),
+    /// Lines matching a regular expression, with line numbers and context.
+    Grep {
+        /// The expression.
+        pattern: Regex,
+        /// Lines of context before and after each match.
+        context: usize,
+    },
+}
+
+impl PartialEq for ReadWhat {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Bytes { offset: a, length: b }, Self::Bytes { offset: c, length: d }) => a == c && b == d,
+            (Self::Head(a), Self::Head(b)) | (Self::Tail(a), Self::Tail(b)) => a == b,
+            (Self::Grep { pattern: a, context: b }, Self::Grep { pattern: c, context: d }) => {
+                a.as_str() == c.as_str() && b == d
+            }
+            _ => false,
+        }
+    }
+}
+
+impl ReadQuery {
+    /// Parses the `output_read` tool's arguments.
+    pub fn from_args(args: &Value) -> Result<Self, ToolError> {
+        let bad = |message: String, hint: &str| ToolError::new(ErrorCode::InvalidArguments, message, hint.to_owned());
+        let output_id = args
+            .get("output_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                bad(
+                    "output_id is required: the id a cut result gave".into(),
+                    "pass {\"output_id\": \"...\"} from the result's output_id",
+                )
+            })?
+            .to_owned();
+        let number = |key: &str| -> Result<Option<u64>, ToolError> {
+            match args.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+                    bad(
+                        format!("{key} must be a whole number ≥ 0, got {v}"),
+                        "pass a whole number",
+                    )
+                }),
+            }
+        };
+        let offset = number("offset")?;
+        let length = number("length")?;
+        let head = number("head_lines")?;
+        let tail = number("tail_lines")?;
+        let context = number("context")?;
+        let grep = match args.get("grep") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(p)) => Some(Regex::new(p).map_err(|e| {
+                bad(
+                    format!("grep is not a valid regular expression: {e}"),
+                    "use the regex crate's syntax (like Perl's, without look-around and backreferences)",
+                )
+            })?),
+            Some(v) => {
+                return Err(bad(
+                    format!("grep must be a string, got {v}"),
+                    "pass a regular expression as a string",
+                ));
+            }
+        };
+        let chosen = [
+            offset.is_some() || length.is_some(),
+            head.is_some(),
+            tail.is_some(),
+            grep.is_some(),
+        ]
+        .iter()
+        .filter(|b| **b)
+        .count();
+        if chosen > 1 {
+            return Err(bad(
+                "give one of offset/length, head_lines, tail_lines or grep, not several".into(),
+                "make one call per part you want",
+            ));
+        }
+        if context.is_some() && grep.is_none() {
+            return Err(bad("context only goes with grep".into(), "add grep, or drop context"));
+        }
+        let what = if let Some(pattern) = grep {
+            ReadWhat::Grep {
+                pattern,
+                context: (context.unwrap_or(2) as usize).min(MAX_CONTEXT),
+            }
+        } else if let Some(n) = head {
+            ReadWhat::Head(n as usize)
+        } else if let Some(n) = tail {
+            ReadWhat::Tail(n as usize)
+        } else {
+            ReadWhat::Bytes {
+                offset: offset.unwrap_or(0),
+                length: length.map_or(MAX_READ_BYTES, |l| (l as usize).min(MAX_READ_BYTES)),
+            }
+        };
+        Ok(Self { output_id, what })
+    }
+}
+
+/// An open kept output, read through its layout.
+struct View<'a> {
+    entry: &'a Entry,
+    file: File,
+}
+
+impl View<'_> {
+    /// The file offset of logical byte `at`, when it was kept.
+    fn file_offset(&self, at: u64) -> Option<u64> {
+        match self.entry.cut() {
+            Some((from, to)) if at >= from && at < to => None,
+            Some((_, to)) if at >= to => Some(self.entry.head + (at - to)),
+            _ => Some(at),
+        }
+    }
+
+    fn bytes(&self, offset: u64, length: usize) -> io::Result<Value> {
+        let total = self.entry.total;
+        let start = offset.min(total);
+        let (start, skipped) = match self.file_offset(start) {
+            Some(_) => (start, None),
+            None => {
+                let (from, to) = self.entry.cut().expect("a cut");
+                (to, Some(json!({"from": from.max(offset), "to": to})))
+            }
+        };
+        let mut end = (start + length as u64).min(total);
+        if let Some((from, _)) = self.entry.cut()
+            && start < from
+        {
+            end = end.min(from);
+        }
+        let mut buf = vec![0; (end - start) as usize];
+        self.file
+            .read_exact_at(&mut buf, self.file_offset(start).unwrap_or(0))?;
+        let mut doc = json!({
+            "offset": start,
+            "length": buf.len(),
+            "next_offset": end,
+            "text": String::from_utf8_lossy(&buf),
+        });
+        if end >= total {
+            doc["next_offset"] = Value::Null;
+        }
+        if let Some(skipped) = skipped {
+            doc["skipped_not_kept"] = skipped;
+        }
+        Ok(doc)
+    }
+
+    /// The kept bytes as lines, in order: `(line number or None after a cut,
+    /// logical offset, text)`.
+    fn lines(&self) -> io::Result<impl Iterator<Item = io::Result<(Option<u64>, u64, Vec<u8>)>> + '_> {
+        let mut reader = BufReader::with_capacity(256 * 1024, (&self.file).take(self.entry.file_len));
+        let cut = self.entry.cut();
+        let mut file_pos = 0u64;
+        let mut number = Some(0u64);
+        let mut crossed = false;
+        Ok(std::iter::from_fn(move || {
+            let mut line = Vec::new();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) => None,
+                Err(e) => Some(Err(e)),
+                Ok(n) => {
+                    let logical = match cut {
+                        Some((from, to)) if file_pos >= from => {
+                            if !crossed {
+                                // The first tail line may be a fragment; numbers are unknown from here.
+                                crossed = true;
+                                number = None;
+                            }
+                            to + (file_pos - from)
+                        }
+                        _ => file_pos,
+                    };
+                    file_pos += n as u64;
+                    number = number.map(|k| k + 1);
+                    Some(Ok((number, logical, line)))
+                }
+            }
+        }))
+    }
+
+    fn head_lines(&self, count: usize) -> io::Result<Value> {
+        let mut text = Vec::new();
+        let mut taken = 0;
+        let mut more = false;
+        for line in self.lines()? {
+            let (_, _, line) = line?;
+            if taken == count || text.len() + line.len() > MAX_READ_BYTES {
+                more = true;
+                break;
+            }
+            text.extend_from_slice(&line);
+            taken += 1;
+        }
+        Ok(json!({"lines": taken, "more": more, "text": String::from_utf8_lossy(&text)}))
+    }
+
+    fn tail_lines(&self, count: usize) -> io::Result<Value> {
+        // Read backwards in blocks until enough line ends are seen.
+        let len = self.entry.file_len;
+        let tail_start = self.entry.head.min(len);
+        let floor = if self.entry.cut().is_some() { tail_start } else { 0 };
+        let mut start = len;
+        let mut buf: Vec<u8> = Vec::new();
+        loop {
+            let ends = buf.iter().filter(|b| **b == b'\n').count();
+            let body_ends = if buf.last() == Some(&b'\n') { ends - 1 } else { ends };
+            if body_ends >= count || start == floor || buf.len() > MAX_READ_BYTES {
+                break;
+            }
+            let step = (start - floor).min(64 * 1024);
+            start -= step;
+            let mut block = vec![0; step as usize];
+            self.file.read_exact_at(&mut block, start)?;
+            block.extend_from_slice(&buf);
+            buf = block;
+        }
+        // Keep the last `count` lines that fit the bound.
+        let body = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let mut cut_at = 0;
+        let mut seen = 0;
+        for (i, b) in body.iter().enumerate().rev() {
+            if *b == b'\n' {
+                seen += 1;
+                if seen == count {
+                    cut_at = i + 1;
+                    break;
+                }
+            }
+        }
+        if count == 0 {
+            cut_at = buf.len();
+        }
+        let mut from = cut_at;
+        while buf.len() - from > MAX_READ_BYTES {
+            from = buf[from..]
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(buf.len(), |p| from + p + 1);
+        }
+        let text = &buf[from..];
+        let lines =
+            text.iter().filter(|b| **b == b'\n').count() + usize::from(!text.is_empty() && !text.ends_with(b"\n"));
+        let more = from > 0 || start > 0;
+        Ok(json!({"lines": lines, "more": more, "text": String::from_utf8_lossy(text)}))
+    }
+
+    fn grep(&self, pattern: &Regex, context: usize) -> io::Result<Value> {
+        let mut matches = Vec::new();
+        let mut before: VecDeque<(Option<u64>, Vec<u8>)> = VecDeque::new();
+        // Matches still collecting their after-context: (index in matches, lines left).
+        let mut open: Vec<(usize, usize)> = Vec::new();
+        let mut bytes = 0usize;
+        let mut truncated = false;
+        let mut total_matches = 0u64;
+        let show = |line: &[u8]| {
+            let text = String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(line)).into_owned();
+            if text.len() > 2048 {
+                let mut end = 2048;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                format!("{}…", &text[..end])
+            } else {
+                text
+            }
+        };
+        for line in self.lines()? {
+            let (number, offset, line) = line?;
+            for (index, left) in open.iter_mut() {
+                let m: &mut Value = &mut matches[*index];
+                m["after"].as_array_mut().expect("array").push(show(&line).into());
+                *left -= 1;
+            }
+            open.retain(|(_, left)| *left > 0);
+            let text = String::from_utf8_lossy(&line);
+            if pattern.is_match(text.trim_end_matches('\n')) {
+                total_matches += 1;
+                if matches.len() < MAX_MATCHES && bytes < MAX_READ_BYTES {
+                    let shown = show(&line);
+                    bytes += shown.len();
+                    matches.push(json!({
+                        "line": number,
+                        "offset": offset,
+                        "text": shown,
+                        "before": before.iter().map(|(_, l)| show(l)).collect::<Vec<_>>(),
+                        "after": [],
+                    }));
+                    if context > 0 {
+                        open.push((matches.len() - 1, context));
+                    }
+                } else {
+                    truncated = true;
+                }
+            }
+            if context > 0 {
+                before.push_back((number, line));
+                if before.len() > context {
+                    before.pop_front();
+                }
+            }
+        }
+        Ok(json!({
+            "matches": matches,
+            "match_count": total_matches,
+            "more": truncated,
+        }))
+    }
+}
+
+/// Writes one stream into the store; over the budget, its head and then a
+/// ring of its last bytes.
+struct FileKeeper {
+    store: Arc<OutputStore>,
+    file: Option<(String, PathBuf, File)>,
+    problem: Option<String>,
+    total: u64,
+    /// Bytes of the head (written in order) and of the ring after it.
+    head_cap: u64,
+    ring_cap: u64,
+}
+
+impl FileKeeper {
+    fn open(store: Arc<OutputStore>) -> Self {
+        let budget = store.budget();
+        let head_cap = budget / 2;
+        let ring_cap = budget - head_cap;
+        let mut keeper = Self {
+            store,
+            file: None,
+            problem: None,
+            total: 0,
+            head_cap,
+            ring_cap,
+        };
+        match keeper.create() {
+            Ok(file) => keeper.file = Some(file),
+            Err(e) => keeper.problem = Some(format!("the whole output could not be kept: {e}")),
+        }
+        keeper
+    }
+
+    fn create(&self) -> io::Result<(String, PathBuf, File)> {
+        let dir = self.store.dir()?;
+        let id = format!("out-{}", crate::ids::random_hex()?);
+        let path = dir.join(&id);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .read(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        Ok((id, path, file))
+    }
+
+    fn write(&mut self, mut data: &[u8]) -> io::Result<()> {
+        let Some((_, _, file)) = self.file.as_mut() else {
+            return Ok(());
+        };
+        if self.total < self.head_cap {
+            let take = data.len().min((self.head_cap - self.total) as usize);
+            file.write_all(&data[..take])?;
+            self.total += take as u64;
+            data = &data[take..];
+        }
+        while !data.is_empty() {
+            let pos = (self.total - self.head_cap) % self.ring_cap;
+            let run = data.len().min((self.ring_cap - pos) as usize);
+            file.write_all_at(&data[..run], self.head_cap + pos)?;
+            self.total += run as u64;
+            data = &data[run..];
+        }
+        Ok(())
+    }
+
+    /// Puts a wrapped ring in order, so the file is head then tail.
+    fn straighten(&self, file: &File) -> io::Result<u64> {
+        if self.total <= self.head_cap + self.ring_cap {
+            return Ok(self.total);
+        }
+        let pos = (self.total - self.head_cap) % self.ring_cap;
+        if pos != 0 {
+            let mut ring = vec![0; self.ring_cap as usize];
+            file.read_exact_at(&mut ring, self.head_cap)?;
+            ring.rotate_left(pos as usize);
+            file.write_all_at(&ring, self.head_cap)?;
+        }
+        Ok(self.head_cap + self.ring_cap)
+    }
+}
+
+impl Keeper for FileKeeper {
+    fn append(&mut self, data: &[u8]) {
+        if let Err(e) = self.write(data) {
+            self.problem = Some(format!("the whole output could not be kept: {e}"));
+            if let Some((_, path, _)) = self.file.take() {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+
+    fn finish(mut self: Box<Self>) -> Kept {
+        let Some((id, path, mut file)) = self.file.take() else {
+            return Kept {
+                output_id: None,
+                problem: self.problem.take(),
+            };
+        };
+        let finished = file.flush().and_then(|()| self.straighten(&file));
+        match finished {
+            Ok(file_len) => {
+                let entry = Entry {
+                    id: id.clone(),
+                    path,
+                    total: self.total,
+                    head: self.head_cap.min(self.total),
+                    file_len,
+                };
+                let problem = entry
+                    .cut()
+                    .map(|(from, to)| format!("bytes {from} to {to} were over the store's budget and are not kept"));
+                self.store.add(entry);
+                Kept {
+                    output_id: Some(id),
+                    problem,
+                }
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                Kept {
+                    output_id: None,
+                    problem: Some(format!("the whole output could not be kept: {e}")),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keep(store: &Arc<OutputStore>, chunks: &[&[u8]]) -> Kept {
+        let mut keeper = (store.keeper())();
+        for c in chunks {
+            keeper.append(c);
+        }
+        keeper.finish()
+    }
+
+    fn read(store: &OutputStore, id: &str, args: Value) -> Value {
+        let mut args = args;
+        args["output_id"] = id.into();
+        store.read(&ReadQuery::from_args(&args).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn bytes_lines_and_search_read_what_was_written() {
+        let store = OutputStore::new(1 << 20, 8);
+        let text: String = (1..=1000).map(|i| format!("line {i}\n")).collect();
+        let kept = keep(&store, &[text.as_bytes()]);
+        let id = kept.output_id.unwrap();
+        let doc = read(&store, &id, json!({"offset": 7, "length": 14}));
+        assert_eq!(doc["text"], &text[7..21]);
+        assert_eq!(read(&store, &id, json!({"head_lines": 2}))["text"], "line 1\nline 2\n");
+        assert_eq!(
+            read(&store, &id, json!({"tail_lines": 2}))["text"],
+            "line 999\nline 1000\n"
+        );
+        let found = read(&store, &id, json!({"grep": "^line 50[05]$", "context": 1}));
+        assert_eq!(found["match_count"], 2);
+        assert_eq!(found["matches"][0]["line"], 500);
+        assert_eq!(found["matches"][0]["before"][0], "line 499");
+        assert_eq!(found["matches"][1]["after"][0], "line 506");
+        assert_eq!(found["matches"][1]["offset"], text.find("line 505\n").unwrap());
+        let path = store.path().unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o700);
+        let file = path.join(&id);
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        drop(store);
+        assert!(!path.exists(), "a dropped store leaves its directory behind");
+    }
+
+    #[test]
+    fn the_oldest_output_is_evicted_first() {
+        let store = OutputStore::new(250, 8);
+        let ids: Vec<String> = (0..4)
+            .map(|_| keep(&store, &[&[b'x'; 100]]).output_id.unwrap())
+            .collect();
+        assert_eq!(store.ids(), ids[2..], "two of 100 bytes fit a budget of 250");
+        let err = store
+            .read(&ReadQuery::from_args(&json!({"output_id": ids[0]})).unwrap())
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::OutputNotFound);
+        assert!(err.message.contains("evicted"), "{}", err.message);
+        let small = OutputStore::new(1 << 20, 2);
+        let ids: Vec<String> = (0..3).map(|_| keep(&small, &[b"a"]).output_id.unwrap()).collect();
+        assert_eq!(small.ids(), ids[1..], "the count limit evicts too");
+    }
+
+    #[test]
+    fn an_output_over_the_budget_keeps_its_head_and_tail() {
+        let store = OutputStore::new(100, 8);
+        let text: Vec<u8> = (0..1000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let chunks: Vec<&[u8]> = text.chunks(7).collect();
+        let kept = keep(&store, &chunks);
+        assert!(kept.problem.unwrap().contains("bytes 50 to 950"));
+        let id = kept.output_id.unwrap();
+        assert_eq!(
+            read(&store, &id, json!({"offset": 0, "length": 50}))["text"],
+            std::str::from_utf8(&text[..50]).unwrap()
+        );
+        let tail = read(&store, &id, json!({"offset": 950}));
+        assert_eq!(tail["text"], std::str::from_utf8(&text[950..]).unwrap());
+        let skipped = read(&store, &id, json!({"offset": 100, "length": 10}));
+        assert_eq!(skipped["offset"], 950, "{skipped}");
+        assert_eq!(skipped["skipped_not_kept"]["to"], 950);
+        assert_eq!(read(&store, &id, json!({}))["not_kept"]["from"], 50);
+        assert_eq!(store.bytes(), 100);
+    }
+
+    #[test]
+    fn bad_queries_say_what_to_change() {
+        for (args, needle) in [
+            (json!({}), "output_id is required"),
+            (json!({"output_id": "x", "grep": "("}), "not a valid regular expression"),
+            (
+                json!({"output_id": "x", "head_lines": 1, "tail_lines": 1}),
+                "not several",
+            ),
+            (json!({"output_id": "x", "offset": -1}), "whole number"),
+            (json!({"output_id": "x", "context": 1}), "only goes with grep"),
+        ] {
+            let err = ReadQuery::from_args(&args).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidArguments);
+            assert!(err.message.contains(needle), "{args}: {}", err.message);
+        }
+    }
+}
