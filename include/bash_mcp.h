@@ -878,7 +878,10 @@ char *bash_mcp_server_list_tools(const struct bash_mcp_server *server);
  *
  * Same as bash_mcp_server_execute_with() with no cancel token and no output
  * callback. A background `execute` (`"background": true`) returns once the
- * job has started.
+ * job has started. A result whose output was cut (`"truncated": true`)
+ * carries an `output_id`: the `output_read` tool returns any part of the
+ * whole output with it (`{"output_id": ..., "grep": "error"}`, byte or
+ * line ranges).
  *
  * @param server The server; may be NULL.
  * @param tool_name The tool, local (`execute`) or qualified with the server
@@ -966,8 +969,10 @@ bool bash_mcp_server_skip_duplicate_check(const struct bash_mcp_server *server,
  *
  * Keys (all optional): `timeout_seconds`, `max_timeout_seconds`, `shell`,
  * `output_limit_bytes`, `kill_grace_ms`, `drain_ms`, `max_concurrent`,
- * `non_interactive`, `env`. On failure the previous configuration stays in
- * force.
+ * `non_interactive`, `env`, `allowed_roots`, `project_config`, `audit`,
+ * `tools`, `sessions`, `jobs`, `output_store`, `sandbox`, `yield_seconds`
+ * (docs/execute.md describes each). On failure the previous configuration
+ * stays in force.
  *
  * @param server The server; may be NULL.
  * @param config_json One JSON object. Borrowed for the duration of the call.
