@@ -8,8 +8,8 @@
 //! dependency and fails to start anywhere else; with `libbash_mcp.so` as the
 //! SONAME it records the name, found through the usual search path
 //! (`LD_LIBRARY_PATH`, rpath, `ldconfig`). The header is not generated here:
-//! it is checked in (`cargo run --example gen_header`), so building the library
-//! needs no code generator.
+//! it is checked in (`BASH_MCP_BLESS=1 cargo test --test header` regenerates
+//! it), so building the library needs no code generator.
 
 /// The SONAME: the library's name with the ABI's major version.
 const SONAME: &str = "libbash_mcp.so.0";

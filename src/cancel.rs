@@ -34,8 +34,9 @@ struct Inner {
 impl CancelToken {
     /// A token that is not cancelled.
     pub fn new() -> Self {
-        // SAFETY: plain syscall; the returned fd is owned below.
+        // SAFETY: eventfd takes no pointer; the fd it returns is owned below.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        // SAFETY: a non-negative fd from eventfd is fresh and open, and nothing else owns it.
         let wake = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
         Self {
             inner: Arc::new(Inner {

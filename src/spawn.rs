@@ -128,6 +128,8 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     if new < 0 {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: fcntl returned a fresh fd that nothing else owns; `fd` is closed
+    // when it drops here.
     Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
 
@@ -167,7 +169,8 @@ impl FileActions {
 
 impl Drop for FileActions {
     fn drop(&mut self) {
-        // SAFETY: initialized in new().
+        // SAFETY: a `FileActions` exists only after posix_spawn_file_actions_init
+        // succeeded in new(), and is destroyed once, here.
         unsafe { libc::posix_spawn_file_actions_destroy(self.0.as_mut_ptr()) };
     }
 }
@@ -205,7 +208,8 @@ impl Attrs {
 
 impl Drop for Attrs {
     fn drop(&mut self) {
-        // SAFETY: initialized in new().
+        // SAFETY: an `Attrs` exists only after posix_spawnattr_init succeeded in
+        // with_clean_signals(), and is destroyed once, here.
         unsafe { libc::posix_spawnattr_destroy(self.0.as_mut_ptr()) };
     }
 }
@@ -346,8 +350,10 @@ pub(crate) fn grow_pipe(fd: RawFd) {
 
 /// A pidfd for our unreaped child (None on kernels without pidfd_open).
 pub(crate) fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
-    // SAFETY: pid is our unreaped child, so it cannot have been recycled.
+    // SAFETY: pidfd_open takes no pointer; pid is our unreaped child, so it
+    // cannot have been recycled.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a non-negative result is a fresh fd that nothing else owns.
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 

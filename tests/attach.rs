@@ -580,6 +580,7 @@ fn killing_the_server_leaves_no_socket_and_no_process() {
     );
     assert_eq!(r["status"], "running");
     assert_eq!(server.sockets().len(), 1);
+    // SAFETY: kill takes no pointer; the pid is the server this test started.
     unsafe { libc::kill(server.child.id() as i32, libc::SIGKILL) };
     let _ = server.child.wait();
     tmux.wait_for("person", &format!("[the server of session #1 {name} ended]"));
@@ -593,6 +594,7 @@ fn killing_the_server_leaves_no_socket_and_no_process() {
 /// session list, and returns what the server answered.
 fn connect_as_nobody(socket: &Path) -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;
+    // SAFETY: `sockaddr_un` is plain data, for which all-zero bytes are a valid value.
     let mut address: libc::sockaddr_un = unsafe { std::mem::zeroed() };
     address.sun_family = libc::AF_UNIX as libc::sa_family_t;
     for (slot, byte) in address.sun_path.iter_mut().zip(socket.as_os_str().as_bytes()) {
@@ -600,11 +602,15 @@ fn connect_as_nobody(socket: &Path) -> Vec<u8> {
     }
     let request = *b"L\0\0\0\0";
     let mut pipe = [0; 2];
+    // SAFETY: `pipe` is a two-element array for pipe() to fill.
     assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0);
     // SAFETY: the child makes only system calls on memory prepared before
     // the fork, then _exit()s.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
+        // SAFETY: in the forked child: only async-signal-safe system calls, on memory
+        // prepared before the fork (the address, the request, the pipe) or on the stack; no
+        // allocation, no lock; every path ends in _exit().
         unsafe {
             libc::close(pipe[0]);
             if libc::setgroups(0, std::ptr::null()) != 0
@@ -630,11 +636,14 @@ fn connect_as_nobody(socket: &Path) -> Vec<u8> {
             libc::_exit(0);
         }
     }
+    // SAFETY: the write end is ours and closed once; the child has its own copy.
     unsafe { libc::close(pipe[1]) };
     let mut answer = Vec::new();
+    // SAFETY: the read end is ours, open, and owned by the File from here on.
     let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(pipe[0]) };
     std::io::Read::read_to_end(&mut file, &mut answer).unwrap();
     let mut status = 0;
+    // SAFETY: waits for our own child into a local.
     unsafe { libc::waitpid(pid, &mut status, 0) };
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,

@@ -195,6 +195,7 @@ fn host_fds_without_cloexec_are_not_inherited() {
     let file = std::fs::File::open("/dev/null").unwrap();
     let fd = file.as_raw_fd();
     // Clear close-on-exec, as a careless host would have it.
+    // SAFETY: F_SETFD takes no pointer; `fd` is open, owned by `file`.
     unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
     // No pipeline: a shell building one holds pipe fds for a moment.
     let r = call(&s, json!({"command": "ls /proc/$$/fd"}));
@@ -209,6 +210,8 @@ fn host_fds_without_cloexec_are_not_inherited() {
 fn child_starts_with_default_signals_even_when_the_host_ignores_them() {
     // The host ignores SIGINT, SIGQUIT and a real-time signal, and blocks SIGUSR1 in this thread.
     let rt = libc::SIGRTMIN() + 5;
+    // SAFETY: changes this test process's own dispositions and this thread's mask (its
+    // own binary); the sets are locals initialized by sigemptyset before use.
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
         libc::signal(libc::SIGQUIT, libc::SIG_IGN);
@@ -640,6 +643,7 @@ fn a_directory_that_cannot_be_entered_is_a_working_dir_error() {
     let locked = dir.join("locked");
     std::fs::create_dir(&locked).unwrap();
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // SAFETY: geteuid takes no argument and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         // Root may enter any directory: ask the binary, run as nobody, instead.
         if std::process::Command::new("setpriv").arg("--version").output().is_err() {

@@ -14,6 +14,7 @@ fn fd_exhaustion_is_a_spawn_failed_error_and_recoverable() {
         rlim_cur: 0,
         rlim_max: 0,
     };
+    // SAFETY: getrlimit writes one rlimit into `old`, a local of that type.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut old) };
     // Hold every fd up to a low limit so the next pipe cannot be made.
     let limit = fd_count() as u64 + 8;
@@ -21,6 +22,7 @@ fn fd_exhaustion_is_a_spawn_failed_error_and_recoverable() {
         rlim_cur: limit,
         rlim_max: old.rlim_max,
     };
+    // SAFETY: setrlimit reads one rlimit from a local; this test binary is its own process.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lowered) }, 0);
     let mut hogs = Vec::new();
     while let Ok(f) = std::fs::File::open("/dev/null") {
@@ -31,6 +33,7 @@ fn fd_exhaustion_is_a_spawn_failed_error_and_recoverable() {
     assert!(r["message"].as_str().unwrap().contains("file descriptors"), "{r}");
     assert!(r["hint"].as_str().unwrap().contains("ulimit"), "{r}");
     drop(hogs);
+    // SAFETY: as above, restoring the limit read at the start.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &old) }, 0);
     let tag = unique_tag("fds");
     let r = call_tagged(&s, "echo back", &tag, json!({}));

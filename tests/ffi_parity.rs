@@ -21,7 +21,9 @@ fn c(s: &str) -> CString {
 /// Takes a caller-owned string.
 fn take(ptr: *mut c_char) -> String {
     assert!(!ptr.is_null());
+    // SAFETY: `ptr` is a non-NULL string the library returned, NUL-terminated.
     let text = unsafe { CStr::from_ptr(ptr) }.to_str().unwrap().to_owned();
+    // SAFETY: the caller owns `ptr` and frees it once, after the copy above.
     unsafe { bash_mcp_string_free(ptr) };
     text
 }
@@ -31,6 +33,7 @@ fn pair() -> (BashServer, *mut bash_mcp_server) {
     let rust = BashServer::new(&dir, None, Duration::from_secs(30)).unwrap();
     let mut raw = std::ptr::null_mut();
     let dir_c = c(dir.to_str().unwrap());
+    // SAFETY: `dir_c` is a C string for the call; NULL data dir is allowed; `raw` is writable.
     let rc = unsafe { bash_mcp_server_new(dir_c.as_ptr(), std::ptr::null(), 30, &mut raw) };
     assert_eq!(rc, bash_mcp_result::Ok);
     (rust, raw)
@@ -61,17 +64,23 @@ fn stable(envelope: &str) -> Value {
 #[test]
 fn list_tools_name_and_settings_match() {
     let (rust, raw) = pair();
+    // SAFETY: `raw` is the live server from pair(), freed at the end of the test.
     assert_eq!(take(unsafe { bash_mcp_server_list_tools(raw) }), rust.list_tools());
     assert_eq!(
+        // SAFETY: as above; the name is borrowed from the live server.
         unsafe { CStr::from_ptr(bash_mcp_server_name(raw)) }.to_str().unwrap(),
         rust.name()
     );
     assert_eq!(
+        // SAFETY: as above.
         take(unsafe { bash_mcp_server_working_dir(raw) }),
         rust.working_dir().to_str().unwrap()
     );
+    // SAFETY: as above.
     assert_eq!(unsafe { bash_mcp_server_timeout(raw) }, 30);
+    // SAFETY: as above.
     assert_eq!(unsafe { bash_mcp_server_timeout_ms(raw) }, 30_000);
+    // SAFETY: `raw` is live and freed once.
     unsafe { bash_mcp_server_free(raw) };
 }
 
@@ -92,14 +101,17 @@ fn execute_and_permission_patterns_match_byte_for_byte() {
         ),
     ] {
         let (tool_c, args_c) = (c(tool), c(args));
+        // SAFETY: `raw` is live; the C strings outlive the call.
         let from_c = take(unsafe { bash_mcp_server_execute(raw, tool_c.as_ptr(), args_c.as_ptr()) });
         assert_eq!(from_c, rust.execute(tool, args), "{tool} {args}");
         for tool in [tool, "bash.execute", "execute"] {
             let tool_c = c(tool);
             let pattern =
+                // SAFETY: `raw` is live; the C strings outlive the call.
                 take(unsafe { bash_mcp_server_get_permission_pattern(raw, tool_c.as_ptr(), args_c.as_ptr()) });
             assert_eq!(pattern, rust.get_permission_pattern(tool, args), "{tool} {args}");
             assert_eq!(
+                // SAFETY: `raw` is live; the C string outlives the call.
                 unsafe { bash_mcp_server_skip_duplicate_check(raw, tool_c.as_ptr()) },
                 rust.skip_duplicate_check(tool)
             );
@@ -113,9 +125,11 @@ fn execute_and_permission_patterns_match_byte_for_byte() {
         r#"{"command": "echo x; sleep 30", "timeout_seconds": 3}"#,
     ] {
         let args_c = c(args);
+        // SAFETY: `raw` is live; the C strings outlive the call.
         let from_c = take(unsafe { bash_mcp_server_execute(raw, c"execute".as_ptr(), args_c.as_ptr()) });
         assert_eq!(stable(&from_c), stable(&rust.execute("execute", args)), "{args}");
     }
+    // SAFETY: `raw` is live and freed once.
     unsafe { bash_mcp_server_free(raw) };
 }
 
@@ -134,6 +148,8 @@ fn a_cancelled_token_ends_the_call_through_the_c_api() {
         unsafe { bash_mcp_cancel_token_cancel(user_data as *const bash_mcp_cancel_token) };
     }
     let start = Instant::now();
+    // SAFETY: `raw` and `token` are live until freed below; the callback reads only the
+    // token passed as its user data.
     let envelope = take(unsafe {
         bash_mcp_server_execute_with(
             raw,
@@ -149,6 +165,7 @@ fn a_cancelled_token_ends_the_call_through_the_c_api() {
     let result = stable(&envelope);
     assert_eq!(result["result"]["error"], "cancelled");
     assert_eq!(result["result"]["output"], "started\n");
+    // SAFETY: both are live and each is freed once, after the call that used them.
     unsafe {
         bash_mcp_cancel_token_free(token);
         bash_mcp_server_free(raw);
@@ -182,6 +199,8 @@ fn new_policy(allow: &[&str], deny: &[&str]) -> *mut bash_mcp_policy {
     let allow_p: Vec<*const c_char> = allow_c.iter().map(|s| s.as_ptr()).collect();
     let deny_p: Vec<*const c_char> = deny_c.iter().map(|s| s.as_ptr()).collect();
     let mut raw = std::ptr::null_mut();
+    // SAFETY: each array holds `len` pointers to C strings in `allow_c`/`deny_c`, which
+    // outlive the call; `raw` is writable.
     let rc = unsafe { bash_mcp_policy_new(allow_p.as_ptr(), allow_p.len(), deny_p.as_ptr(), deny_p.len(), &mut raw) };
     assert_eq!(rc, bash_mcp_result::Ok, "{allow:?} {deny:?}");
     raw
@@ -209,6 +228,7 @@ fn policy_decisions_and_explanations_match_byte_for_byte() {
             args_list.extend(["{}".to_owned(), "{not json".to_owned(), String::new()]);
             for args in &args_list {
                 let args_c = c(args);
+                // SAFETY: `raw` is live until freed below; the C strings outlive the call.
                 let decision = unsafe { bash_mcp_policy_decide(raw, tool_c.as_ptr(), args_c.as_ptr()) };
                 let expected = match rust.decide(tool, args) {
                     Decision::Allow => bash_mcp_decision::Allow,
@@ -216,6 +236,7 @@ fn policy_decisions_and_explanations_match_byte_for_byte() {
                     Decision::Ask => bash_mcp_decision::Ask,
                 };
                 assert_eq!(decision, expected, "{allow:?} {deny:?} {tool} {args}");
+                // SAFETY: as above.
                 let explained = take(unsafe { bash_mcp_policy_explain(raw, tool_c.as_ptr(), args_c.as_ptr()) });
                 assert_eq!(
                     explained,
@@ -224,6 +245,7 @@ fn policy_decisions_and_explanations_match_byte_for_byte() {
                 );
             }
         }
+        // SAFETY: `raw` is live and freed once.
         unsafe { bash_mcp_policy_free(raw) };
     }
 }
@@ -232,14 +254,17 @@ fn policy_decisions_and_explanations_match_byte_for_byte() {
 fn classify_and_command_pattern_match_byte_for_byte() {
     for command in COMMANDS {
         let command_c = c(command);
+        // SAFETY: `command_c` is a C string that outlives the call.
         let from_c = take(unsafe { bash_mcp_classify(command_c.as_ptr()) });
         assert_eq!(from_c, serde_json::to_string(&classify(command)).unwrap(), "{command}");
         for tool in ["bash.execute", "execute", "x"] {
             let tool_c = c(tool);
+            // SAFETY: the C strings outlive the call.
             let pattern = take(unsafe { bash_mcp_command_pattern(tool_c.as_ptr(), command_c.as_ptr()) });
             assert_eq!(pattern, command_pattern(tool, command), "{tool} {command}");
         }
     }
+    // SAFETY: a C string literal is static.
     let catastrophic = take(unsafe { bash_mcp_classify(c"rm -rf /".as_ptr()) });
     assert!(catastrophic.contains("\"catastrophic\""), "{catastrophic}");
 }

@@ -192,9 +192,11 @@ fn environment_override_is_validated() {
     assert!(err.message.contains("BASH_MCP_HISTORY"), "{err}");
     let err = BashServer::new("/", None, Duration::from_secs(5)).err().unwrap();
     assert_eq!(err.code, ErrorCode::InvalidConfig);
+    // SAFETY: tests that read this variable hold ENV_LOCK.
     unsafe { std::env::set_var("BASH_MCP_HISTORY", "keep") };
     let m = SessionManager::new(SessionConfig::default(), "/").unwrap();
     assert_eq!(m.config().history, HistoryMode::Keep);
+    // SAFETY: tests that read this variable hold ENV_LOCK.
     unsafe { std::env::remove_var("BASH_MCP_HISTORY") };
     let m = SessionManager::new(SessionConfig::default(), "/").unwrap();
     assert_eq!(m.config().history, HistoryMode::Suppress);

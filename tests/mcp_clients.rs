@@ -112,6 +112,7 @@ fn run(command: &mut Command) -> Output {
         left = processes_with(&entry);
     }
     for pid in &left {
+        // SAFETY: kill takes no pointer; the pid is a process this test started.
         unsafe { libc::kill(*pid, libc::SIGKILL) };
     }
     assert!(left.is_empty(), "processes of the client run survived it: {left:?}");

@@ -1127,6 +1127,7 @@ fn binary_exits_on_sigterm_and_sigint_killing_everything() {
         let tag = unique_tag("signal");
         let mut s = spawn_server(&["serve"]);
         start_tagged_sleepers(&mut s, &tag);
+        // SAFETY: kill takes no pointer; the pid is the server this test started.
         unsafe { libc::kill(s.child.id() as i32, signal) };
         // Exits on the signal, not when its 60 s sleepers end.
         s.wait_exit(HANG_GUARD).expect("exits after the signal");
@@ -1139,6 +1140,7 @@ fn binary_spawned_and_killed_at_once_leaves_nothing() {
     // Killed before it has read anything.
     for _ in 0..5 {
         let mut s = spawn_server(&["serve"]);
+        // SAFETY: kill takes no pointer; the pid is the server this test started.
         unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
         assert!(s.wait_exit(HANG_GUARD).is_some());
     }
@@ -1151,6 +1153,7 @@ fn binary_spawned_and_killed_at_once_leaves_nothing() {
         if i % 2 == 1 {
             std::thread::sleep(Duration::from_millis(20));
         }
+        // SAFETY: kill takes no pointer; the pid is the server this test started.
         unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
         assert!(s.wait_exit(HANG_GUARD).is_some());
         assert_no_survivors(&tag);
@@ -1239,6 +1242,7 @@ fn bin_command(bin: &str) -> Command {
         extern "C" fn remove_data() {
             let _ = std::fs::remove_dir_all(protocol_data());
         }
+        // SAFETY: `remove_data` is an `extern "C" fn()` that never unwinds (it ignores errors).
         unsafe { libc::atexit(remove_data) };
     });
     let mut command = Command::new(bin);
@@ -1423,6 +1427,7 @@ fn binary_stops_jobs_and_sessions_on_eof_and_sigterm() {
         if how == "eof" {
             drop(s.stdin.take());
         } else {
+            // SAFETY: kill takes no pointer; the pid is the server this test started.
             unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
         }
         // Exits at once rather than waiting for its job or session.
@@ -1494,6 +1499,7 @@ fn binary_killed_outright_leaves_nothing_behind() {
     assert!(wait_for_survivors(&tag, 6), "not all started: {:?}", survivors(&tag));
     assert!(!guards_of(host).is_empty(), "no guard runs beside the server");
 
+    // SAFETY: kill takes no pointer; the pid is the host process this test started.
     unsafe { libc::kill(host as i32, libc::SIGKILL) };
     s.wait_exit(HANG_GUARD).expect("the server dies");
     assert_no_survivors(&tag);
@@ -1561,7 +1567,9 @@ fn binary_output_into_a_closed_pipe_is_not_a_crash() {
     ] {
         // A pipe whose reader is already gone: the first write gets EPIPE.
         let mut fds = [0; 2];
+        // SAFETY: `fds` is a two-element array for pipe2() to fill.
         assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: pipe2 returned two fresh fds that nothing else owns.
         let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         drop(read);
         let out = bin_command(bin)

@@ -49,7 +49,7 @@ mod common;
 mod shellgen;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{PermissionsExt, symlink};
@@ -731,13 +731,15 @@ fn covered_dirs() -> Vec<CString> {
     .collect()
 }
 
-fn set_attr(path: &CString, flags: libc::c_int, set: u64, clear: u64) -> std::io::Result<()> {
+fn set_attr(path: &CStr, flags: libc::c_int, set: u64, clear: u64) -> std::io::Result<()> {
     let attr = MountAttr {
         attr_set: set,
         attr_clr: clear,
         propagation: 0,
         userns_fd: 0,
     };
+    // SAFETY: the path is a C string and `attr` a MountAttr, both live for the call; the
+    // size passed is its size.
     let r = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
@@ -755,7 +757,9 @@ fn set_attr(path: &CString, flags: libc::c_int, set: u64, clear: u64) -> std::io
     }
 }
 
-fn bind(src: &CString, dst: &CString, flags: libc::c_ulong) -> std::io::Result<()> {
+fn bind(src: &CStr, dst: &CStr, flags: libc::c_ulong) -> std::io::Result<()> {
+    // SAFETY: both paths are C strings live for the call; NULL type and data are allowed
+    // for a bind mount.
     let r = unsafe {
         libc::mount(
             src.as_ptr(),
@@ -773,6 +777,8 @@ fn bind(src: &CString, dst: &CString, flags: libc::c_ulong) -> std::io::Result<(
 }
 
 fn close_from_3() {
+    // SAFETY: runs in the forked child before exec: close_range and close are
+    // async-signal-safe and close only fds of this process.
     unsafe {
         if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) != 0 {
             for fd in 3..4096 {
@@ -796,6 +802,8 @@ fn exit_code(status: libc::c_int) -> libc::c_int {
 /// gives background jobs a moment to log) and the shell.
 fn isolate(iso: &Isolation) -> std::io::Result<()> {
     let err = std::io::Error::last_os_error;
+    // SAFETY: in the forked child before exec (see isolate's doc): unshare and mount are
+    // plain system calls on static C strings; nothing allocates.
     unsafe {
         if libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWPID) != 0 {
             return Err(err());
@@ -812,9 +820,9 @@ fn isolate(iso: &Isolation) -> std::io::Result<()> {
             return Err(err());
         }
     }
-    let root = CString::from(c"/");
+    let root = c"/";
     bind(&iso.worker_dir, &iso.worker_dir, libc::MS_REC)?;
-    set_attr(&root, AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0)?;
+    set_attr(root, AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0)?;
     set_attr(&iso.worker_dir, AT_RECURSIVE, 0, MOUNT_ATTR_RDONLY)?;
     bind(&iso.bin, &iso.bin, 0)?;
     set_attr(&iso.bin, 0, MOUNT_ATTR_RDONLY, 0)?;
@@ -822,6 +830,9 @@ fn isolate(iso: &Isolation) -> std::io::Result<()> {
         bind(&iso.bin, dir, 0)?;
         set_attr(dir, 0, MOUNT_ATTR_RDONLY, 0)?;
     }
+    // SAFETY: in the forked child before exec: only async-signal-safe system calls
+    // (chdir, fork, waitpid, mount, nanosleep, _exit) on C strings prepared before the
+    // fork or static, and locals; nothing allocates or takes a lock.
     unsafe {
         if libc::chdir(iso.cwd.as_ptr()) != 0 {
             return Err(err());
@@ -918,6 +929,8 @@ fn run(worker: &Worker, shell: &str, command: &str, isolated: bool) -> std::io::
             cwd: cstr(&worker.cwd),
             covered: covered_dirs(),
         };
+        // SAFETY: `isolate` runs between fork and exec and only makes system calls on
+        // memory `iso` prepared before the fork; it does not allocate.
         unsafe {
             cmd.pre_exec(move || isolate(&iso));
         }
@@ -932,6 +945,7 @@ fn run(worker: &Worker, shell: &str, command: &str, isolated: bool) -> std::io::
         }
         if start.elapsed() > LIMIT {
             timed_out = true;
+            // SAFETY: kill takes no pointer; `-pgid` is the group of the child this test started.
             unsafe { libc::kill(-pgid, libc::SIGKILL) };
             child.wait()?;
             break;
@@ -941,12 +955,15 @@ fn run(worker: &Worker, shell: &str, command: &str, isolated: bool) -> std::io::
     if !isolated {
         // Background jobs: a moment to finish, then the group and any escapee go.
         let t = Instant::now();
+        // SAFETY: as above; signal 0 only checks that the group exists.
         while unsafe { libc::kill(-pgid, 0) } == 0 && t.elapsed() < Duration::from_millis(300) {
             std::thread::sleep(Duration::from_millis(5));
         }
+        // SAFETY: as above.
         unsafe { libc::kill(-pgid, libc::SIGKILL) };
         common::kill_tagged(tag);
     } else {
+        // SAFETY: as above.
         unsafe { libc::kill(-pgid, libc::SIGKILL) };
     }
     Ok(Run {

@@ -17,6 +17,7 @@ fn a_host_ignoring_sigchld_gets_exit_status_lost_not_a_made_up_code() {
     // SAFETY: changes this test process's disposition only (its own binary).
     let previous = unsafe { libc::signal(libc::SIGCHLD, libc::SIG_IGN) };
     let r = call_tagged(&s, "echo done; sleep 30 & exit 3", &tag, json!({}));
+    // SAFETY: restores this test process's own previous disposition.
     unsafe { libc::signal(libc::SIGCHLD, previous) };
 
     assert_eq!(r["error"], "exit_status_lost", "{r}");

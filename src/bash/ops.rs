@@ -325,6 +325,7 @@ fn check_env(shared: &Shared) -> Value {
         },
         "path": path_entries,
         "user": user_name(),
+        // SAFETY: geteuid takes no argument and cannot fail.
         "uid": unsafe { libc::geteuid() },
         "home": env_value(&env, "HOME"),
         "wsl": crate::roots::is_wsl(),
@@ -494,9 +495,11 @@ fn os_release() -> Option<String> {
 }
 
 fn uname() -> Map<String, Value> {
-    // SAFETY: uname fills a zeroed struct of C strings.
+    // SAFETY: `utsname` is arrays of C chars, for which all-zero bytes are valid.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
     let mut map = Map::new();
+    // SAFETY: uname fills `u`, writable storage of the right type, with
+    // NUL-terminated strings.
     if unsafe { libc::uname(&mut u) } != 0 {
         return map;
     }

@@ -265,8 +265,9 @@ fn winch_pipe() -> Result<UnixStream, String> {
 
 /// This terminal's rows and columns.
 fn window_size() -> Option<(u16, u16)> {
-    // SAFETY: TIOCGWINSZ writes one winsize into a zeroed local.
+    // SAFETY: `winsize` is plain data, for which all-zero bytes are a valid value.
     let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ writes one winsize into `size`, a local of that type; a bad fd is an error return.
     let ok = unsafe { libc::ioctl(std::io::stdout().as_raw_fd(), libc::TIOCGWINSZ, &mut size) } == 0;
     (ok && size.ws_row > 0 && size.ws_col > 0).then_some((size.ws_row, size.ws_col))
 }

@@ -92,12 +92,17 @@ mod tests {
     #[test]
     fn tokens_cancel_across_threads_and_null_is_safe() {
         let token = bash_mcp_cancel_token_new();
+        // SAFETY: `token` is live until the free below.
         assert!(!unsafe { bash_mcp_cancel_token_is_cancelled(token) });
         let addr = token as usize;
+        // SAFETY: the token is live until the free below, after the join; tokens may be
+        // used from any thread.
         std::thread::spawn(move || unsafe { bash_mcp_cancel_token_cancel(addr as *const bash_mcp_cancel_token) })
             .join()
             .unwrap();
+        // SAFETY: `token` is live until the free below.
         assert!(unsafe { bash_mcp_cancel_token_is_cancelled(token) });
+        // SAFETY: NULL is allowed everywhere; `token` is freed once, last.
         unsafe {
             bash_mcp_cancel_token_cancel(std::ptr::null());
             assert!(!bash_mcp_cancel_token_is_cancelled(std::ptr::null()));

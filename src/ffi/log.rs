@@ -183,6 +183,8 @@ struct Sink {
 // SAFETY: the documented contract requires the callback and its user_data to
 // be usable from any thread.
 unsafe impl Send for Sink {}
+// SAFETY: as for Send: the same contract allows calls from several threads at
+// once, and the struct holds nothing else.
 unsafe impl Sync for Sink {}
 
 static SINK: RwLock<Option<Sink>> = RwLock::new(None);
@@ -330,10 +332,13 @@ mod tests {
         user_data: *mut c_void,
     ) {
         assert_eq!(user_data as usize, 7);
+        // SAFETY: the library passes NUL-terminated strings valid for the call.
         let target = unsafe { CStr::from_ptr(target) }.to_string_lossy().into_owned();
+        // SAFETY: as for `target`.
         let message = unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned();
         if target == "bash_mcp::ffi::log::tests" {
             // Re-entering must be refused, and the record it emits dropped.
+            // SAFETY: no callback and NULL user data are always valid.
             let nested = unsafe { bash_mcp_set_log_callback(None, std::ptr::null_mut(), RawLevel(0)) };
             assert_eq!(nested, bash_mcp_result::CalledFromCallback);
             tracing::error!("emitted inside the callback");
@@ -343,6 +348,8 @@ mod tests {
 
     #[test]
     fn records_reach_the_callback_filtered_by_level() {
+        // SAFETY: `collect` may be called from any thread and ignores its user data
+        // but for checking it.
         let set = |level: bash_mcp_log_level| unsafe {
             bash_mcp_set_log_callback(Some(collect), 7 as *mut c_void, level.into())
         };
@@ -353,6 +360,7 @@ mod tests {
         tracing::debug!("now shown");
         assert_eq!(set(bash_mcp_log_level::Off), bash_mcp_result::Ok);
         tracing::error!("after off");
+        // SAFETY: as for `set`; the level is refused before the callback is kept.
         let bad = unsafe { bash_mcp_set_log_callback(Some(collect), std::ptr::null_mut(), RawLevel(6)) };
         assert_eq!(bad, bash_mcp_result::InvalidArgument);
 

@@ -47,6 +47,8 @@ struct Outbound {
 // SAFETY: the contract of bash_mcp_mcp_handler_new() makes the callback and
 // its user data safe to use from any thread.
 unsafe impl Send for Outbound {}
+// SAFETY: as for Send: the callback may be called from several threads at once,
+// which the same contract allows.
 unsafe impl Sync for Outbound {}
 
 impl Outbound {

@@ -4,7 +4,7 @@
 //! Every function here is `extern "C"`, prefixed `bash_mcp_`, and documented
 //! for C readers: the doc comments flow through cbindgen into
 //! `include/bash_mcp.h` and from there into the Doxygen reference
-//! (`cargo run --example gen_header` regenerates the header). The conventions
+//! (`BASH_MCP_BLESS=1 cargo test --test header` regenerates the header). The conventions
 //! every function follows are stated once, in `docs/c-api.md` (also the
 //! Doxygen main page):
 //!

@@ -160,8 +160,9 @@ pub unsafe extern "C" fn bash_mcp_policy_new_for_shell(
             }
             // SAFETY: a C string or NULL per the documented contract.
             let shell = unsafe { opt_str_arg(shell, "shell") }?;
-            // SAFETY: arrays of C strings per the documented contract.
+            // SAFETY: `allow` is NULL or `allow_len` pointers to NULL or C strings, valid for the call, per the contract.
             let allow = unsafe { str_array(allow, allow_len, "allow") }?;
+            // SAFETY: `deny` is NULL or `deny_len` pointers to NULL or C strings, valid for the call, per the contract.
             let deny = unsafe { str_array(deny, deny_len, "deny") }?;
             let dialect = shell.map(Dialect::for_shell).unwrap_or_default();
             let inner = PermissionPolicy::new(&allow, &deny)
@@ -215,9 +216,11 @@ pub unsafe extern "C" fn bash_mcp_policy_decide(
         || bash_mcp_decision::Error,
         || {
             let checked = (|| {
-                // SAFETY: NULL or live objects and C strings per the contract.
+                // SAFETY: `policy` is NULL or a live object of its type, per the contract.
                 let policy = unsafe { ref_arg(policy, "policy") }?;
+                // SAFETY: `tool_name` is NULL or a NUL-terminated string valid for the call, per the contract.
                 let tool_name = unsafe { str_arg(tool_name, "tool_name") }?;
+                // SAFETY: `args_json` is NULL or a NUL-terminated string valid for the call, per the contract.
                 let args_json = unsafe { str_arg(args_json, "args_json") }?;
                 Ok::<_, Failure>(policy.inner.decide(tool_name, args_json).into())
             })();
@@ -249,9 +252,11 @@ pub unsafe extern "C" fn bash_mcp_policy_explain(
     args_json: *const c_char,
 ) -> *mut c_char {
     string_call(|| {
-        // SAFETY: NULL or live objects and C strings per the contract.
+        // SAFETY: `policy` is NULL or a live object of its type, per the contract.
         let policy = unsafe { ref_arg(policy, "policy") }?;
+        // SAFETY: `tool_name` is NULL or a NUL-terminated string valid for the call, per the contract.
         let tool_name = unsafe { str_arg(tool_name, "tool_name") }?;
+        // SAFETY: `args_json` is NULL or a NUL-terminated string valid for the call, per the contract.
         let args_json = unsafe { str_arg(args_json, "args_json") }?;
         to_json(&policy.inner.explain(tool_name, args_json))
     })
@@ -297,8 +302,9 @@ pub unsafe extern "C" fn bash_mcp_classify(command: *const c_char) -> *mut c_cha
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bash_mcp_command_pattern(tool_name: *const c_char, command: *const c_char) -> *mut c_char {
     string_call(|| {
-        // SAFETY: NULL or C strings per the contract.
+        // SAFETY: `tool_name` is NULL or a NUL-terminated string valid for the call, per the contract.
         let tool_name = unsafe { str_arg(tool_name, "tool_name") }?;
+        // SAFETY: `command` is NULL or a NUL-terminated string valid for the call, per the contract.
         let command = unsafe { str_arg(command, "command") }?;
         Ok(command_pattern(tool_name, command))
     })
@@ -323,6 +329,8 @@ mod tests {
         let allow: Vec<*const c_char> = allow.iter().map(|s| s.as_ptr()).collect();
         let deny: Vec<*const c_char> = deny.iter().map(|s| s.as_ptr()).collect();
         let mut out = std::ptr::null_mut();
+        // SAFETY: both arrays hold `len` pointers to C strings that outlive the call,
+        // and `out` is writable.
         match unsafe { bash_mcp_policy_new(allow.as_ptr(), allow.len(), deny.as_ptr(), deny.len(), &mut out) } {
             bash_mcp_result::Ok => Ok(out),
             code => Err(code),
@@ -349,20 +357,25 @@ mod tests {
     #[test]
     fn null_arrays_need_a_zero_length() {
         let mut out = std::ptr::null_mut();
+        // SAFETY: NULL arrays are checked against their lengths; `out` is writable.
         let code = unsafe { bash_mcp_policy_new(std::ptr::null(), 1, std::ptr::null(), 0, &mut out) };
         assert_eq!(code, bash_mcp_result::NullArgument);
         assert!(out.is_null());
         assert!(last_error().unwrap().contains("allow_len"));
+        // SAFETY: as above, with lengths of zero.
         let code = unsafe { bash_mcp_policy_new(std::ptr::null(), 0, std::ptr::null(), 0, &mut out) };
         assert_eq!(code, bash_mcp_result::Ok);
+        // SAFETY: `out` is the live policy just made; the strings are C literals.
         let decision = unsafe { bash_mcp_policy_decide(out, c"bash.execute".as_ptr(), c"{}".as_ptr()) };
         assert_eq!(decision, bash_mcp_decision::Ask);
+        // SAFETY: `out` is live and freed once.
         unsafe { bash_mcp_policy_free(out) };
     }
 
     #[test]
     fn decisions_map_one_to_one() {
         let policy = new(&[c"bash.execute:git *"], &[c"bash.execute:rm *"]).unwrap();
+        // SAFETY: `policy` is live until the free at the end; the strings are C strings.
         let decide =
             |args: &std::ffi::CStr| unsafe { bash_mcp_policy_decide(policy, c"bash.execute".as_ptr(), args.as_ptr()) };
         assert_eq!(decide(cr#"{"command":"git status"}"#), bash_mcp_decision::Allow);
@@ -371,9 +384,11 @@ mod tests {
             decide(cr#"{"command":"git status; rm -rf ~"}"#),
             bash_mcp_decision::Deny
         );
+        // SAFETY: `policy` is live; a NULL tool name is checked.
         let decision = unsafe { bash_mcp_policy_decide(policy, std::ptr::null(), c"{}".as_ptr()) };
         assert_eq!(decision, bash_mcp_decision::Error);
         assert!(last_error().unwrap().contains("tool_name"));
+        // SAFETY: `policy` is live and freed once.
         unsafe { bash_mcp_policy_free(policy) };
     }
 }

@@ -59,12 +59,16 @@ mod tests {
     #[test]
     fn strings_are_checked_for_null_and_utf8() {
         let bad = b"ab\xffcd\0";
+        // SAFETY: `bad` is NUL-terminated and lives to the end of the test.
         let err = unsafe { str_arg(bad.as_ptr().cast(), "path") }.unwrap_err();
         assert_eq!(err.code, bash_mcp_result::InvalidUtf8);
         assert!(err.message.contains("offset 2"), "{}", err.message);
+        // SAFETY: NULL is allowed.
         let err = unsafe { str_arg(std::ptr::null(), "path") }.unwrap_err();
         assert_eq!(err.code, bash_mcp_result::NullArgument);
+        // SAFETY: NULL is allowed.
         assert_eq!(unsafe { opt_str_arg(std::ptr::null(), "x") }, Ok(None));
+        // SAFETY: a C string literal is static.
         assert_eq!(unsafe { str_arg(c"ok".as_ptr(), "x") }, Ok("ok"));
     }
 }

@@ -253,6 +253,7 @@ mod tests {
 
     #[test]
     fn result_str_handles_unknown_values() {
+        // SAFETY: bash_mcp_result_str() returns a static NUL-terminated string for any value.
         let name = |raw| unsafe { std::ffi::CStr::from_ptr(bash_mcp_result_str(RawResult(raw))) };
         assert_eq!(name(0).to_str().unwrap(), "BASH_MCP_RESULT_OK");
         assert_eq!(name(9).to_str().unwrap(), "BASH_MCP_RESULT_PANIC");

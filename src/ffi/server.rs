@@ -146,8 +146,9 @@ pub unsafe extern "C" fn bash_mcp_server_new(
             if out.is_null() {
                 return Err(null_arg("out"));
             }
-            // SAFETY: C strings per the documented contract.
+            // SAFETY: `working_dir` is NULL or a NUL-terminated string valid for the call, per the contract.
             let working_dir = unsafe { str_arg(working_dir, "working_dir") }?;
+            // SAFETY: `data_dir` is NULL or a NUL-terminated string valid for the call, per the contract.
             let data_dir = unsafe { opt_str_arg(data_dir, "data_dir") }?;
             if timeout_seconds <= 0 {
                 return Err(ToolError::new(
@@ -306,10 +307,13 @@ pub unsafe extern "C" fn bash_mcp_server_execute_with(
 ) -> *mut c_char {
     panic::guard(panic_envelope, || {
         let checked = (|| {
-            // SAFETY: NULL or live objects and C strings per the contract.
+            // SAFETY: `server` is NULL or a live object of its type, per the contract.
             let server = unsafe { ref_arg(server.cast_const(), "server") }?;
+            // SAFETY: `tool_name` is NULL or a NUL-terminated string valid for the call, per the contract.
             let tool_name = unsafe { str_arg(tool_name, "tool_name") }?;
+            // SAFETY: `args_json` is NULL or a NUL-terminated string valid for the call, per the contract.
             let args_json = unsafe { str_arg(args_json, "args_json") }?;
+            // SAFETY: `cancel` is NULL or a live token, per the contract.
             let cancel = unsafe { cancel.as_ref() };
             Ok::<_, Failure>((server, tool_name, args_json, cancel))
         })();
@@ -374,9 +378,11 @@ pub unsafe extern "C" fn bash_mcp_server_get_permission_pattern(
     args_json: *const c_char,
 ) -> *mut c_char {
     string_call(|| {
-        // SAFETY: NULL or live objects and C strings per the contract.
+        // SAFETY: `server` is NULL or a live object of its type, per the contract.
         let server = unsafe { ref_arg(server, "server") }?;
+        // SAFETY: `tool_name` is NULL or a NUL-terminated string valid for the call, per the contract.
         let tool_name = unsafe { str_arg(tool_name, "tool_name") }?;
+        // SAFETY: `args_json` is NULL or a NUL-terminated string valid for the call, per the contract.
         let args_json = unsafe { str_arg(args_json, "args_json") }?;
         Ok(server.inner.get_permission_pattern(tool_name, args_json))
     })
@@ -397,8 +403,9 @@ pub unsafe extern "C" fn bash_mcp_server_skip_duplicate_check(
         || false,
         || {
             let checked = (|| {
-                // SAFETY: NULL or live objects and C strings per the contract.
+                // SAFETY: `server` is NULL or a live object of its type, per the contract.
                 let server = unsafe { ref_arg(server, "server") }?;
+                // SAFETY: `tool_name` is NULL or a NUL-terminated string valid for the call, per the contract.
                 let tool_name = unsafe { str_arg(tool_name, "tool_name") }?;
                 Ok::<_, Failure>(server.inner.skip_duplicate_check(tool_name))
             })();
@@ -431,8 +438,9 @@ pub unsafe extern "C" fn bash_mcp_server_configure(
 ) -> bash_mcp_result {
     panic::guard_code(|| {
         to_code((|| {
-            // SAFETY: NULL or live objects and C strings per the contract.
+            // SAFETY: `server` is NULL or a live object of its type, per the contract.
             let server = unsafe { ref_arg(server.cast_const(), "server") }?;
+            // SAFETY: `config_json` is NULL or a NUL-terminated string valid for the call, per the contract.
             let config_json = unsafe { str_arg(config_json, "config_json") }?;
             server.inner.configure(config_json)?;
             Ok(())
@@ -458,8 +466,9 @@ pub unsafe extern "C" fn bash_mcp_server_set_working_dir(
 ) -> bash_mcp_result {
     panic::guard_code(|| {
         to_code((|| {
-            // SAFETY: NULL or live objects and C strings per the contract.
+            // SAFETY: `server` is NULL or a live object of its type, per the contract.
             let server = unsafe { ref_arg(server.cast_const(), "server") }?;
+            // SAFETY: `path` is NULL or a NUL-terminated string valid for the call, per the contract.
             let path = unsafe { str_arg(path, "path") }?;
             server.inner.set_working_dir(Path::new(path))?;
             Ok(())
@@ -551,6 +560,7 @@ mod tests {
     #[test]
     fn panic_envelope_is_an_internal_error_document() {
         let ptr = panic::guard(panic_envelope, || -> *mut c_char { panic!("inside execute") });
+        // SAFETY: panic_envelope() made `ptr` with CString::into_raw, and it is taken back once.
         let text = unsafe { CString::from_raw(ptr) }.into_string().unwrap();
         let envelope: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(envelope["directives"], Value::Array(vec![]));

@@ -101,8 +101,9 @@ pub unsafe extern "C" fn bash_mcp_session_subscribe(
 ) -> bash_mcp_result {
     panic::guard_code(|| {
         to_code((|| {
-            // SAFETY: NULL or live objects and C strings per the contract.
+            // SAFETY: `server` is NULL or a live object of its type, per the contract.
             let server = unsafe { ref_arg(server, "server") }?;
+            // SAFETY: `session` is NULL or a NUL-terminated string valid for the call, per the contract.
             let session = unsafe { str_arg(session, "session") }?;
             let callback = callback.ok_or_else(|| null_arg("callback"))?;
             if out.is_null() {
@@ -164,8 +165,9 @@ pub unsafe extern "C" fn bash_mcp_session_write(
 ) -> bash_mcp_result {
     panic::guard_code(|| {
         to_code((|| {
-            // SAFETY: NULL or live objects and C strings per the contract.
+            // SAFETY: `server` is NULL or a live object of its type, per the contract.
             let server = unsafe { ref_arg(server, "server") }?;
+            // SAFETY: `session` is NULL or a NUL-terminated string valid for the call, per the contract.
             let session = unsafe { str_arg(session, "session") }?;
             if bytes.is_null() {
                 return Err(null_arg("bytes"));
@@ -198,8 +200,9 @@ pub unsafe extern "C" fn bash_mcp_session_resize(
 ) -> bash_mcp_result {
     panic::guard_code(|| {
         to_code((|| {
-            // SAFETY: NULL or live objects and C strings per the contract.
+            // SAFETY: `server` is NULL or a live object of its type, per the contract.
             let server = unsafe { ref_arg(server, "server") }?;
+            // SAFETY: `session` is NULL or a NUL-terminated string valid for the call, per the contract.
             let session = unsafe { str_arg(session, "session") }?;
             let manager = server.inner().sessions()?;
             manager.resize(&manager.resolve(session)?, rows, cols)?;

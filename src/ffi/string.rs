@@ -72,10 +72,14 @@ mod tests {
     #[test]
     fn returned_strings_round_trip_and_nul_is_refused() {
         let s = into_c_string("hello");
+        // SAFETY: `s` is a NUL-terminated string the library made, live until the free.
         assert_eq!(unsafe { std::ffi::CStr::from_ptr(s) }.to_str().unwrap(), "hello");
+        // SAFETY: `s` came from into_c_string() and is freed once.
         unsafe { bash_mcp_string_free(s) };
+        // SAFETY: freeing NULL does nothing.
         unsafe { bash_mcp_string_free(std::ptr::null_mut()) };
         assert!(into_c_string("a\0b").is_null());
+        // SAFETY: bash_mcp_version() returns a static NUL-terminated string.
         let version = unsafe { std::ffi::CStr::from_ptr(bash_mcp_version()) };
         assert_eq!(version.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
     }

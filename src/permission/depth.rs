@@ -160,8 +160,9 @@ fn scan(b: &[u8]) -> (usize, usize) {
                         continue;
                     }
                     b'$' if matches!(b.get(i + 1), Some(b'(')) => {
+                        // One level, as in double quotes and code: the `(` is skipped
+                        // with the `$`, so the body's count above has not seen it.
                         stack.push(Ctx::Paren);
-                        parens += 1;
                         parens += 1;
                         i += 2;
                         word_start = true;
@@ -417,6 +418,45 @@ mod tests {
         assert_eq!(depth(&"if a; then b; fi; ".repeat(1000)), 1);
         assert_eq!(depth(&"(a); ".repeat(1000)), 1);
         assert_eq!(depth(&"case x in a) b;; esac; ".repeat(100)), 1);
+    }
+
+    /// `depth` nested substitutions (`$(echo $(echo x))` is two).
+    fn nested(depth: usize) -> String {
+        format!("{}x{}", "$(echo ".repeat(depth), ")".repeat(depth))
+    }
+
+    /// Flat substitutions (one level each), enough that the quote-blind count
+    /// is over the parenthesis budget and the scanner decides.
+    fn padding() -> String {
+        "$(true) ".repeat(super::MAX_PAREN_NESTING + 1)
+    }
+
+    #[test]
+    fn a_substitution_in_a_here_document_nests_one_level() {
+        for depth in [1, 5, super::MAX_PAREN_NESTING, super::MAX_PAREN_NESTING + 1] {
+            let plain = format!("echo {} {}", nested(depth), padding());
+            let in_doc = format!("cat <<E {}\n{}\nE\n", padding(), nested(depth));
+            assert_eq!(scan(plain.as_bytes()).1, depth, "{plain}");
+            assert_eq!(scan(in_doc.as_bytes()).1, depth, "{in_doc}");
+        }
+    }
+
+    #[test]
+    fn the_same_nesting_gives_the_same_pattern_in_a_here_document_and_an_argument() {
+        use crate::permission::{OPAQUE_BODY, command_pattern};
+        // At the limit both are read; one level deeper, both are opaque.
+        for (depth, refused) in [
+            (3, false),
+            (super::MAX_PAREN_NESTING, false),
+            (super::MAX_PAREN_NESTING + 1, true),
+        ] {
+            let plain = format!("echo {} {}", nested(depth), padding());
+            let in_doc = format!("cat <<E {}\n{}\nE\n", padding(), nested(depth));
+            for text in [plain, in_doc] {
+                let pattern = command_pattern("bash.execute", &text);
+                assert_eq!(pattern.ends_with(OPAQUE_BODY), refused, "{text}: {pattern}");
+            }
+        }
     }
 
     #[test]

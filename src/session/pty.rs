@@ -116,14 +116,18 @@ pub(crate) const MAX_CANON_LINE: usize = 4095;
 /// Whether the terminal is in canonical (line) mode, asked on the master
 /// side (Linux answers with the slave's settings).
 pub(crate) fn canonical(master: RawFd) -> bool {
-    // SAFETY: tcgetattr into a zeroed termios on an fd we own.
+    // SAFETY: `termios` is plain data, for which all-zero bytes are a valid value.
     let mut tio: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: tcgetattr writes into `tio`, writable storage of the right type; a
+    // bad fd is an error return, not undefined behaviour.
     (unsafe { libc::tcgetattr(master, &mut tio) }) == 0 && tio.c_lflag & libc::ICANON != 0
 }
 
 fn local_flags(master: RawFd) -> Option<libc::tcflag_t> {
-    // SAFETY: tcgetattr into a zeroed termios on an fd we own.
+    // SAFETY: `termios` is plain data, for which all-zero bytes are a valid value.
     let mut tio: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: tcgetattr writes into `tio`, writable storage of the right type; a
+    // bad fd is an error return, not undefined behaviour.
     ((unsafe { libc::tcgetattr(master, &mut tio) }) == 0).then_some(tio.c_lflag)
 }
 
@@ -223,8 +227,9 @@ fn group_members(pgrp: libc::pid_t) -> Vec<libc::pid_t> {
 
 /// The device number of the pty slave (to recognize it among a process's fds).
 pub(crate) fn device_of(path: &CStr) -> Option<libc::dev_t> {
-    // SAFETY: stat into a zeroed buffer; the path is NUL-terminated.
+    // SAFETY: `stat` is plain data, for which all-zero bytes are a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: the path is NUL-terminated and `st` is writable storage of the right type.
     (unsafe { libc::stat(path.as_ptr(), &mut st) } == 0).then_some(st.st_rdev)
 }
 

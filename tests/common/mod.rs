@@ -197,6 +197,7 @@ pub fn assert_no_survivors(tag: &str) {
         }
         if start.elapsed() > Duration::from_secs(10) {
             for pid in &left {
+                // SAFETY: kill takes no pointer; the pid is a tagged process of this test.
                 unsafe { libc::kill(*pid, libc::SIGKILL) };
             }
             panic!("processes survived the call: {left:?}");
@@ -209,6 +210,7 @@ pub fn assert_no_survivors(tag: &str) {
 pub fn kill_tagged(tag: &str) -> usize {
     let left = survivors(tag);
     for pid in &left {
+        // SAFETY: kill takes no pointer; the pid is a tagged process of this test.
         unsafe { libc::kill(*pid, libc::SIGKILL) };
     }
     left.len()

@@ -286,8 +286,10 @@ impl Supervisor {
             spawn::set_nonblocking(e.as_raw_fd());
         }
         // The command's socket doubles as its "pidfd": readable once it exits.
-        // SAFETY: duplicates an fd we own into a new owned fd.
+        // SAFETY: F_DUPFD_CLOEXEC takes no pointer and duplicates `host_end`,
+        // an fd we own and keep open for the call.
         let watch = unsafe { libc::fcntl(host_end.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+        // SAFETY: a non-negative result is a fresh fd that nothing else owns.
         let watch = (watch >= 0).then(|| unsafe { OwnedFd::from_raw_fd(watch) });
         Ok(Ok(Child {
             group: Group::Remote(Box::new(Remote { sock: host_end })),
