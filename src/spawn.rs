@@ -97,7 +97,8 @@ pub(crate) trait Launch: Sync {
 pub(crate) struct SpawnSpec<'a> {
     pub program: &'a CStr,
     pub argv: &'a [CString],
-    pub envp: &'a [CString],
+    /// Borrowed entries, so an environment built once can serve many spawns.
+    pub envp: &'a [&'a CStr],
     pub cwd: &'a CStr,
     pub stdin_pipe: bool,
     pub streams: Streams,
@@ -217,18 +218,13 @@ impl Drop for Attrs {
 static DEV_NULL: &CStr = c"/dev/null";
 
 /// `posix_spawn` of `program` with `argv` and `envp`; returns the child's pid.
-pub(crate) fn posix_spawn(
+pub(crate) fn posix_spawn<A: AsRef<CStr>, E: AsRef<CStr>>(
     program: &CStr,
-    argv: &[CString],
-    envp: &[CString],
+    argv: &[A],
+    envp: &[E],
     fa: &mut FileActions,
     attr: &mut Attrs,
 ) -> io::Result<libc::pid_t> {
-    let null_terminated = |strings: &[CString]| {
-        let mut pointers: Vec<*mut libc::c_char> = strings.iter().map(|s| s.as_ptr().cast_mut()).collect();
-        pointers.push(std::ptr::null_mut());
-        pointers
-    };
     let (argv, envp) = (null_terminated(argv), null_terminated(envp));
     let mut pid: libc::pid_t = 0;
     // SAFETY: the pointer arrays end with a null pointer and borrow strings that
@@ -244,6 +240,14 @@ pub(crate) fn posix_spawn(
         )
     })?;
     Ok(pid)
+}
+
+/// The pointer array `posix_spawn` takes: one per string, then a null pointer.
+fn null_terminated<S: AsRef<CStr>>(strings: &[S]) -> Vec<*mut libc::c_char> {
+    let mut pointers = Vec::with_capacity(strings.len() + 1);
+    pointers.extend(strings.iter().map(|s| s.as_ref().as_ptr().cast_mut()));
+    pointers.push(std::ptr::null_mut());
+    pointers
 }
 
 /// Starts `argv` in a new session (so no terminal's signals reach it), with

@@ -4,7 +4,8 @@ mod ops;
 mod output_read;
 pub use ops::DEFAULT_BINARIES;
 
-use std::ffi::CString;
+use std::borrow::Cow;
+use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,7 +19,7 @@ use crate::request::validate_command;
 pub use crate::request::{EXECUTE_ARGUMENTS, ExecRequest, SandboxCall, YieldAfter};
 
 use crate::audit::AuditLog;
-use crate::config::Config;
+use crate::config::{Config, EnvCache};
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::{self, Ending, RunLimits};
 use crate::jobs::{JOB_TOOLS, JobEnd, JobManager, JobTool, Runner};
@@ -83,6 +84,8 @@ struct Shared {
     supervisors: crate::sandbox::Supervisors,
     /// Whole outputs of cut results, for `output_read`; removed with the server.
     outputs: Arc<crate::outputs::OutputStore>,
+    /// The commands' environment, rebuilt only when it would differ.
+    env_cache: EnvCache,
 }
 
 /// Tool calls served and failed since start.
@@ -161,6 +164,7 @@ impl BashServer {
             started: Instant::now(),
             counters: Counters::default(),
             supervisors: crate::sandbox::Supervisors::new(),
+            env_cache: EnvCache::default(),
         });
         let runner_shared = shared.clone();
         let runner: Runner = Arc::new(move |request, options| runner_shared.run(request, options));
@@ -601,15 +605,17 @@ impl Shared {
             CString::new(request.command.as_str()).expect("checked for NUL above"),
         ];
         let sandbox_config = match &request.sandbox {
-            Some(SandboxCall::Tighten(call)) => config
-                .sandbox
-                .tighten(call, &cwd)
-                .map_err(|p| ToolError::new(ErrorCode::InvalidArguments, p.message, p.hint))?,
+            Some(SandboxCall::Tighten(call)) => Cow::Owned(
+                config
+                    .sandbox
+                    .tighten(call, &cwd)
+                    .map_err(|p| ToolError::new(ErrorCode::InvalidArguments, p.message, p.hint))?,
+            ),
             Some(SandboxCall::HostOverride(sandbox)) => {
                 tracing::info!(sandbox = %sandbox.to_value(), "the host set this call's sandbox");
-                sandbox.clone()
+                Cow::Borrowed(sandbox)
             }
-            None => config.sandbox.clone(),
+            None => Cow::Borrowed(&config.sandbox),
         };
         let sandbox = crate::sandbox::wrap_in(
             &sandbox_config,
@@ -625,9 +631,12 @@ impl Shared {
             Some(wrapped) => (wrapped.program.clone(), wrapped.argv.clone()),
             None => (shell, command.to_vec()),
         };
-        let mut envp = config.build_env(&request.env);
+        let env = self.env_cache.env(&config, &request.env);
         let run_marker = crate::ids::next_run_marker();
-        envp.insert(0, CString::new(run_marker.clone()).expect("marker has no NUL"));
+        let marker_c = CString::new(run_marker.clone()).expect("marker has no NUL");
+        let mut envp: Vec<&CStr> = Vec::with_capacity(env.len() + 1);
+        envp.push(&marker_c);
+        envp.extend(env.iter().map(CString::as_c_str));
         let cwd_c = c_path(&cwd)?;
         let spec = SpawnSpec {
             program: &program,

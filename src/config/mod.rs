@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+mod env;
 mod session;
+pub(crate) use env::EnvCache;
 pub use session::{HISTORY_ENV, HistoryMode, SessionConfig};
 
 use crate::audit::AuditSettings;
@@ -348,10 +350,20 @@ impl Config {
     ///
     /// `overrides` are the call's own variables, applied last.
     pub fn build_env(&self, overrides: &[(String, String)]) -> Vec<CString> {
-        let mut vars: Vec<(OsString, OsString)> = match &self.env.inherit {
-            Inherit::All => std::env::vars_os().collect(),
+        let host = match self.env.inherit {
             Inherit::None => Vec::new(),
-            Inherit::Matching(patterns) => std::env::vars_os()
+            Inherit::All | Inherit::Matching(_) => std::env::vars_os().collect(),
+        };
+        self.env_from(host, overrides)
+    }
+
+    /// [`Config::build_env`] from `host`, the host's variables.
+    fn env_from(&self, host: Vec<(OsString, OsString)>, overrides: &[(String, String)]) -> Vec<CString> {
+        let mut vars: Vec<(OsString, OsString)> = match &self.env.inherit {
+            Inherit::All => host,
+            Inherit::None => Vec::new(),
+            Inherit::Matching(patterns) => host
+                .into_iter()
                 .filter(|(name, _)| patterns.iter().any(|p| fnmatch(p, name)))
                 .collect(),
         };

@@ -74,7 +74,7 @@
 //! protocol is worth. The protocol surface a tool server needs is small —
 //! a handful of methods over JSON-RPC — so it is written here directly on
 //! serde_json with plain threads, which keeps the handler synchronous,
-//! callable from C, and cheap (see `examples/mcp_bench.rs`).
+//! callable from C, and cheap (see `benches/mcp_bench.rs`).
 
 mod calls;
 mod era;

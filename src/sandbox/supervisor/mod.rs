@@ -262,7 +262,7 @@ impl Supervisor {
         let body = wire::Body {
             program: spec.program.to_owned(),
             argv: spec.argv.to_vec(),
-            envp: spec.envp.to_vec(),
+            envp: spec.envp.iter().map(|e| (*e).to_owned()).collect(),
             cwd: spec.cwd.to_owned(),
         };
         let lost = || io::Error::other("the sandbox supervisor went away while starting the command");

@@ -2,11 +2,11 @@
 //! library call, plus requests per second with 8 calls in flight.
 //!
 //! ```text
-//! cargo build --release --features cli && cargo run --release --example mcp_bench [-- CALLS]
+//! cargo bench --features cli --bench mcp_bench [-- CALLS]
 //! ```
 //!
-//! The binary is looked up next to this example's target directory
-//! (`target/release/bash-mcp`), or taken from `BASH_MCP_BIN`.
+//! The server is the `bash-mcp` binary cargo builds for the benchmark, or
+//! the one `BASH_MCP_BIN` names.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -44,21 +44,7 @@ fn binary() -> PathBuf {
     if let Some(path) = std::env::var_os("BASH_MCP_BIN") {
         return path.into();
     }
-    let exe = std::env::current_exe().expect("current exe");
-    // target/<profile>/examples/mcp_bench -> target/<profile>/bash-mcp
-    let path = exe
-        .parent()
-        .and_then(|p| p.parent())
-        .expect("target dir")
-        .join("bash-mcp");
-    if !path.exists() {
-        eprintln!(
-            "{} not found: build it first (cargo build --release --features cli), or set BASH_MCP_BIN",
-            path.display()
-        );
-        std::process::exit(2);
-    }
-    path
+    PathBuf::from(env!("CARGO_BIN_EXE_bash-mcp"))
 }
 
 /// The binary over pipes, initialized, as a client drives it.
@@ -129,7 +115,8 @@ impl StdioClient {
 }
 
 fn main() {
-    let calls: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(500);
+    // `cargo bench` adds `--bench` to the arguments: the count is the first number.
+    let calls: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(500);
     let dir = std::env::temp_dir();
 
     // 1. The raw library call.

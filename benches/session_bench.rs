@@ -1,6 +1,6 @@
 //! Session latency and memory against one-shot `execute`.
 //!
-//! Run: `cargo run --release --example session_bench`
+//! Run: `cargo bench --bench session_bench`
 
 use std::time::{Duration, Instant};
 

@@ -3,11 +3,10 @@
 //! one sandbox per command, Landlock + seccomp), interleaved in one run so
 //! load drifts hit all alike, repeated over several runs for the spread.
 //!
-//! Run with `cargo run --release --example sandbox_bench` (add `-- --quick`
-//! for fewer rounds). The helper (the supervisor, and the Landlock
-//! backend's exec helper) is the `bash-mcp` binary next to this example's
-//! target dir (build it first with `cargo build --release --features cli`), or
-//! `BASH_MCP_HELPER`.
+//! Run with `cargo bench --features cli --bench sandbox_bench` (add
+//! `-- --quick` for fewer rounds). The helper (the supervisor, and the
+//! Landlock backend's exec helper) is the `bash-mcp` binary cargo builds
+//! for the benchmark, or `BASH_MCP_HELPER`.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -19,13 +18,7 @@ fn main() {
     let (runs, rounds) = if quick { (3, 60) } else { (5, 200) };
     let helper = std::env::var_os("BASH_MCP_HELPER")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let exe = std::env::current_exe().expect("exe");
-            exe.parent()
-                .and_then(|d| d.parent())
-                .expect("target dir")
-                .join("bash-mcp")
-        });
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_bash-mcp")));
     let dir = std::env::temp_dir();
     let mut variants: Vec<(&str, BashServer)> = vec![(
         "unsandboxed",

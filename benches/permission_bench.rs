@@ -1,6 +1,6 @@
 //! Benchmark of permission pattern extraction (plain `Instant`, no harness).
 //!
-//! Run with `cargo run --release --example permission_bench`.
+//! Run with `cargo bench --bench permission_bench`.
 
 use std::time::{Duration, Instant};
 
