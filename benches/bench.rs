@@ -203,6 +203,9 @@ fn raw_spawn_true() {
     ];
     let mut argv: Vec<*mut libc::c_char> = argv_owned.iter().map(|a| a.as_ptr().cast_mut()).collect();
     argv.push(std::ptr::null_mut());
+    // SAFETY: every pointer passed is valid for its call: `fds`, `fa`, `pid`,
+    // `status` and `buf` are live locals, `argv` is NUL-terminated and outlives
+    // the spawn, `SH` is a C string; the fds are fresh from pipe2 and closed once.
     unsafe {
         let mut fds = [0; 2];
         assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), 0);
@@ -233,5 +236,7 @@ fn environ_ptr() -> *const *mut libc::c_char {
     unsafe extern "C" {
         static environ: *const *mut libc::c_char;
     }
+    // SAFETY: `environ` is the C library's environment pointer, valid for the
+    // life of the process; it is only read.
     unsafe { environ }
 }

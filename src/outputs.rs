@@ -326,6 +326,10 @@ impl ReadQuery {
     }
 }
 
+/// One line of a kept output: its number (`None` after a cut, where the
+/// count is unknown), the logical offset of its first byte, and its bytes.
+type Line = (Option<u64>, u64, Vec<u8>);
+
 /// An open kept output, read through its layout.
 struct View<'a> {
     entry: &'a Entry,
@@ -376,9 +380,8 @@ impl View<'_> {
         Ok(doc)
     }
 
-    /// The kept bytes as lines, in order: `(line number or None after a cut,
-    /// logical offset, text)`.
-    fn lines(&self) -> io::Result<impl Iterator<Item = io::Result<(Option<u64>, u64, Vec<u8>)>> + '_> {
+    /// The kept bytes as lines, in order.
+    fn lines(&self) -> io::Result<impl Iterator<Item = io::Result<Line>> + '_> {
         let mut reader = BufReader::with_capacity(256 * 1024, (&self.file).take(self.entry.file_len));
         let cut = self.entry.cut();
         let mut file_pos = 0u64;
