@@ -250,7 +250,12 @@ fn output_growth(server: &BashServer) {
         let mut times: Vec<Duration> = (0..3)
             .map(|_| {
                 let t = Instant::now();
-                assert!(server.run(&ExecRequest::new(command.as_str())).expect("execute").success());
+                assert!(
+                    server
+                        .run(&ExecRequest::new(command.as_str()))
+                        .expect("execute")
+                        .success()
+                );
                 t.elapsed()
             })
             .collect();
@@ -270,9 +275,7 @@ fn output_growth(server: &BashServer) {
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let server = BashServer::new(std::env::temp_dir(), None, Duration::from_secs(600)).expect("server");
-    server
-        .configure(r#"{"max_concurrent": 8}"#)
-        .expect("configure");
+    server.configure(r#"{"max_concurrent": 8}"#).expect("configure");
     println!(
         "bash-mcp at scale ({} run; {} cores)",
         if quick { "quick" } else { "full" },

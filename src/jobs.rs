@@ -53,7 +53,9 @@ struct Job {
     id: String,
     command: String,
     started: Instant,
-    cancel: CancelToken,
+    /// Cancels the run; dropped when the run ends, so that a finished job
+    /// kept for its result holds no fd (the token owns an eventfd).
+    cancel: Mutex<Option<CancelToken>>,
     live: Mutex<Live>,
     /// Signalled when output arrives and when the run ends.
     changed: Condvar,
@@ -61,6 +63,24 @@ struct Job {
     finished_at: Mutex<Option<Instant>>,
     done: Condvar,
     handle: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Job {
+    /// The run's cancel token, while it runs.
+    fn cancel_token(&self) -> Option<CancelToken> {
+        self.cancel.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Cancels the run (nothing once it ended).
+    fn cancel(&self) {
+        if let Some(token) = self.cancel_token() {
+            token.cancel();
+        }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cancel_token().is_some_and(|t| t.is_cancelled())
+    }
 }
 
 /// What a running job has printed, and who is looking.
@@ -130,7 +150,7 @@ impl JobManager {
             id: id.clone(),
             command: request.command.clone(),
             started: Instant::now(),
-            cancel: CancelToken::new(),
+            cancel: Mutex::new(Some(CancelToken::new())),
             live: Mutex::new(Live {
                 out: BoundedOutput::new(limit),
                 seen: 0,
@@ -154,11 +174,14 @@ impl JobManager {
                     worker.live().out.push(chunk);
                     worker.changed.notify_all();
                 };
+                let token = worker.cancel_token();
                 let options = CallOptions {
-                    cancel: Some(&worker.cancel),
+                    cancel: token.as_ref(),
                     on_output: Some(&mut sink),
                 };
                 let outcome = runner(&request, options);
+                drop(token);
+                worker.cancel.lock().unwrap_or_else(PoisonError::into_inner).take();
                 let attached = {
                     let mut live = worker.live();
                     live.ended = true;
@@ -224,10 +247,10 @@ impl JobManager {
                 break;
             }
             if cancel.is_some_and(CancelToken::is_cancelled) {
-                job.cancel.cancel();
+                job.cancel();
             }
             let now = Instant::now();
-            if now >= deadline && !job.cancel.is_cancelled() {
+            if now >= deadline && !job.is_cancelled() {
                 // Handed back: from now on the job is a job.
                 live.attached = false;
                 live.seen = 0;
@@ -237,10 +260,10 @@ impl JobManager {
             // A cancel token cannot wake a condition variable: look again
             // every 50 ms while one could fire.
             let mut wait = deadline.saturating_duration_since(now);
-            if cancel.is_some() && !job.cancel.is_cancelled() {
+            if cancel.is_some() && !job.is_cancelled() {
                 wait = wait.min(Duration::from_millis(50));
             }
-            if job.cancel.is_cancelled() {
+            if job.is_cancelled() {
                 wait = Duration::from_millis(50);
             }
             live = job
@@ -360,7 +383,7 @@ impl JobManager {
     /// Kills the job's process group and returns its final result.
     pub fn kill(&self, id: &str) -> Result<Value, ToolError> {
         let job = self.get(id)?;
-        job.cancel.cancel();
+        job.cancel();
         self.status(id, Duration::from_secs(30))
     }
 
@@ -410,7 +433,7 @@ impl JobManager {
     pub fn stop_all(&self) -> StoppedJobs {
         let jobs: Vec<Arc<Job>> = self.lock().drain().map(|(_, j)| j).collect();
         for job in &jobs {
-            job.cancel.cancel();
+            job.cancel();
         }
         StoppedJobs(jobs)
     }
