@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bash_mcp::audit::{AuditLog, AuditSettings};
-use bash_mcp::{ErrorCode, McpServer};
+use bash_mcp::{ErrorCode, McpServer, ToolArgs};
 use common::*;
 use serde_json::{Map, Value, json};
 
@@ -89,7 +89,7 @@ fn refusals_are_recorded() {
     let (_d, log, s) = audited("refusal");
     s.record_refusal(
         "execute",
-        r#"{"command":"rm -rf /"}"#,
+        &ToolArgs::parse(r#"{"command":"rm -rf /"}"#),
         "denied by rule bash.execute:rm *",
     );
     let entries = lines(&log);
@@ -208,13 +208,13 @@ fn refusal_reasons_are_redacted_like_the_command() {
     // A policy's reason quotes the command, as its parser normalized it (quotes removed).
     s.record_refusal(
         "execute",
-        &json!({"command": command}).to_string(),
+        &ToolArgs::from_value(json!({"command": command})),
         "`curl -H Authorization: Bearer abc123secret https://x` matched `bash.execute:curl *`",
     );
     // A quoted value with a space, quoted in the reason without its quotes.
     s.record_refusal(
         "execute",
-        &json!({"command": "export API_TOKEN='two words' && deploy"}).to_string(),
+        &ToolArgs::from_value(json!({"command": "export API_TOKEN='two words' && deploy"})),
         "`export API_TOKEN=two words` matches no allow rule",
     );
     let text = std::fs::read_to_string(&log).unwrap();
@@ -410,7 +410,7 @@ fn every_line_names_its_working_dir() {
     call_tool(&s, "session_run", json!({"session_id": id, "command": "cd / && true"}));
     call_tool(&s, "session_close", json!({"session_id": id}));
     // A refusal.
-    s.record_refusal("execute", r#"{"command":"rm -rf /"}"#, "denied");
+    s.record_refusal("execute", &ToolArgs::parse(r#"{"command":"rm -rf /"}"#), "denied");
 
     let entries = lines(&log);
     let dir_of = |tool: &str| -> Vec<String> {
