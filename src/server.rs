@@ -175,6 +175,16 @@ impl ToolResponse {
         }
     }
 
+    /// [`to_value`](ToolResponse::to_value), taking the response (no copy
+    /// of the document).
+    pub fn into_value(self) -> Value {
+        match self.output {
+            ToolOutput::Document(doc) => doc,
+            ToolOutput::Error(error) => error.to_value(),
+            ToolOutput::Text(text) => Value::String(text),
+        }
+    }
+
     /// The result as the text a host receives: a document compact, its
     /// `error` key first ([`document_text`](crate::document_text)); an error
     /// as [`ToolError::to_json`]; text as it is.

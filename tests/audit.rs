@@ -85,6 +85,16 @@ fn every_call_is_recorded_with_its_audit_id_and_no_output_or_secret() {
 }
 
 #[test]
+fn an_audited_error_result_still_starts_with_its_error_key() {
+    let (_d, log, s) = audited("error-first");
+    let envelope: Value = serde_json::from_str(&s.execute("execute", r#"{"command": ""}"#)).unwrap();
+    let result = envelope["result"].as_str().unwrap();
+    assert!(result.starts_with(r#"{"error":"empty_command","#), "{result}");
+    let doc: Value = serde_json::from_str(result).unwrap();
+    assert_eq!(doc["audit_id"], lines(&log)[0]["audit_id"]);
+}
+
+#[test]
 fn refusals_are_recorded() {
     let (_d, log, s) = audited("refusal");
     s.record_refusal(

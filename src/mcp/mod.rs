@@ -692,7 +692,7 @@ impl Job {
         }
         let line = match outcome {
             Ok(response) => {
-                let result = tools::call_result(&response, self.era);
+                let result = tools::call_result(response, self.era);
                 jsonrpc::response(&self.id, self.inner.finish_result(Some(self.era), result))
             }
             Err(_) => {
