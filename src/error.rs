@@ -149,6 +149,20 @@ impl ToolError {
         }
     }
 
+    /// The JSON object `{"error", "message", "hint"}`.
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::Value::Object(self.to_map())
+    }
+
+    /// The fields of [`ToolError::to_value`].
+    pub(crate) fn to_map(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut map = serde_json::Map::new();
+        map.insert("error".into(), self.code.as_str().into());
+        map.insert("message".into(), self.message.as_str().into());
+        map.insert("hint".into(), self.hint.as_str().into());
+        map
+    }
+
     /// The JSON object `{"error", "message", "hint"}` as a string.
     pub fn to_json(&self) -> String {
         // Serializing a struct of strings cannot fail.

@@ -559,7 +559,7 @@ impl Tool for JobTool {
             self.jobs.status_from(&id, wait, cursor)
         })();
         match result {
-            Ok(v) => ToolResponse::new(crate::error::document_text(&v)),
+            Ok(v) => ToolResponse::document(v),
             Err(e) => ToolResponse::error(&e),
         }
     }

@@ -56,6 +56,7 @@ mod spawn;
 mod term;
 mod yielding;
 
+pub use args::ToolArgs;
 pub use bash::{
     BashServer, DEFAULT_BINARIES, DEFAULT_SERVER_NAME, EXECUTE_ARGUMENTS, EXECUTE_DEFINITION, ExecOutcome, ExecRequest,
     Output, SandboxCall, SandboxReport, Status, YieldAfter,
@@ -65,7 +66,7 @@ pub use capture::BoundedOutput;
 pub use config::Config;
 pub use error::{ErrorCode, ToolError, document_text};
 pub use exec::{OutputSink, OutputStream};
-pub use server::{CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse};
+pub use server::{CallOptions, McpServer, Tool, ToolDefinition, ToolOutput, ToolRegistry, ToolResponse};
 pub use spawn::Streams;
 
 /// Names of the background-job tools, registered beside `execute`.

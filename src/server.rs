@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::args::parse_args;
+use crate::args::ToolArgs;
 use crate::cancel::CancelToken;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::OutputSink;
@@ -102,32 +102,103 @@ impl ToolDefinition {
     }
 }
 
-/// What a tool call returns: the text for the model and host directives.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// What a tool returns, kept typed until the edge that writes it as text
+/// ([`ToolResponse::text`]: the C API and entropic envelopes, the `exec`
+/// command) or as a JSON-RPC result (the MCP layer).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    /// A result document (for bash tools a JSON object).
+    Document(Value),
+    /// A call that failed before or instead of running: written as
+    /// `{"error", "message", "hint"}`.
+    Error(ToolError),
+    /// Plain text, passed on as it is.
+    Text(String),
+}
+
+/// What a tool call returns: its output for the model and host directives.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolResponse {
-    /// The string shown to the model (for bash tools, a JSON document).
-    pub result: String,
+    /// The tool's output.
+    pub output: ToolOutput,
     /// Host directives, objects with a `type` key; empty for bash tools.
     pub directives: Vec<Value>,
 }
 
+impl Default for ToolResponse {
+    fn default() -> Self {
+        Self::new(String::new())
+    }
+}
+
 impl ToolResponse {
-    /// A response with no directives.
-    pub fn new(result: impl Into<String>) -> Self {
+    /// A plain-text response with no directives.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self::with(ToolOutput::Text(text.into()))
+    }
+
+    /// A response carrying a result document.
+    pub fn document(doc: Value) -> Self {
+        Self::with(ToolOutput::Document(doc))
+    }
+
+    /// A response carrying an error.
+    pub fn error(error: &ToolError) -> Self {
+        Self::with(ToolOutput::Error(error.clone()))
+    }
+
+    fn with(output: ToolOutput) -> Self {
         Self {
-            result: result.into(),
+            output,
             directives: Vec::new(),
         }
     }
 
-    /// A response carrying an error document.
-    pub fn error(error: &ToolError) -> Self {
-        Self::new(error.to_json())
+    /// Whether the call failed: an error, or a result document with an
+    /// `error` key (a command that timed out, was cancelled or lost its exit
+    /// status). A non-zero exit status is a normal result.
+    pub fn is_error(&self) -> bool {
+        match &self.output {
+            ToolOutput::Error(_) => true,
+            ToolOutput::Document(doc) => doc.get("error").is_some(),
+            ToolOutput::Text(_) => false,
+        }
+    }
+
+    /// The result as a JSON value: the document, the error's
+    /// `{"error", "message", "hint"}` object, or the text as a string.
+    pub fn to_value(&self) -> Value {
+        match &self.output {
+            ToolOutput::Document(doc) => doc.clone(),
+            ToolOutput::Error(error) => error.to_value(),
+            ToolOutput::Text(text) => Value::String(text.clone()),
+        }
+    }
+
+    /// [`to_value`](ToolResponse::to_value), taking the response (no copy
+    /// of the document).
+    pub fn into_value(self) -> Value {
+        match self.output {
+            ToolOutput::Document(doc) => doc,
+            ToolOutput::Error(error) => error.to_value(),
+            ToolOutput::Text(text) => Value::String(text),
+        }
+    }
+
+    /// The result as the text a host receives: a document compact, its
+    /// `error` key first ([`document_text`](crate::document_text)); an error
+    /// as [`ToolError::to_json`]; text as it is.
+    pub fn text(&self) -> String {
+        match &self.output {
+            ToolOutput::Document(doc) => crate::error::document_text(doc),
+            ToolOutput::Error(error) => error.to_json(),
+            ToolOutput::Text(text) => text.clone(),
+        }
     }
 
     /// The envelope `{"result": "<string>", "directives": [...]}`.
     pub fn to_envelope(&self) -> String {
-        serde_json::json!({"result": self.result, "directives": self.directives}).to_string()
+        serde_json::json!({"result": self.text(), "directives": self.directives}).to_string()
     }
 }
 
@@ -150,7 +221,7 @@ pub trait Tool: Send + Sync {
 
     /// The permission pattern for a call; `qualified_name` is what the host
     /// passed (e.g. `bash.execute`). Default: the name itself.
-    fn permission_pattern(&self, qualified_name: &str, _args_json: &str) -> String {
+    fn permission_pattern(&self, qualified_name: &str, _args: &ToolArgs) -> String {
         qualified_name.to_owned()
     }
 
@@ -158,7 +229,7 @@ pub trait Tool: Send + Sync {
     /// would run it), for matching permission rules the way the pattern was
     /// computed. Default: [`Dialect::Unknown`](crate::permission::Dialect::Unknown),
     /// the conservative reading.
-    fn permission_dialect(&self, _args_json: &str) -> crate::permission::Dialect {
+    fn permission_dialect(&self, _args: &ToolArgs) -> crate::permission::Dialect {
         crate::permission::Dialect::Unknown
     }
 
@@ -257,21 +328,29 @@ pub trait McpServer: Send + Sync {
         self.tools().get_disabled(local_name(self.name(), tool_name))
     }
 
-    /// Runs a tool with JSON arguments and per-call options.
-    fn call_tool(&self, tool_name: &str, args_json: &str, options: CallOptions<'_>) -> ToolResponse {
-        dispatch(self, tool_name, args_json, options)
+    /// Runs a tool with its parsed arguments and per-call options.
+    fn call_tool(&self, tool_name: &str, args: &ToolArgs, options: CallOptions<'_>) -> ToolResponse {
+        dispatch(self, tool_name, args, options)
     }
 
-    /// Runs a tool and returns the envelope `{"result": "...", "directives": [...]}`.
+    /// Runs a tool with JSON arguments and returns the envelope
+    /// `{"result": "...", "directives": [...]}`: the arguments are parsed
+    /// here, once, and the result written as text here, once.
     fn execute(&self, tool_name: &str, args_json: &str) -> String {
-        self.call_tool(tool_name, args_json, CallOptions::default())
+        self.call_tool(tool_name, &ToolArgs::parse(args_json), CallOptions::default())
             .to_envelope()
     }
 
     /// The string the host matches its permission rules against.
     fn get_permission_pattern(&self, tool_name: &str, args_json: &str) -> String {
+        self.call_pattern(tool_name, &ToolArgs::parse(args_json))
+    }
+
+    /// [`get_permission_pattern`](McpServer::get_permission_pattern) for
+    /// arguments already parsed.
+    fn call_pattern(&self, tool_name: &str, args: &ToolArgs) -> String {
         match self.find_tool(tool_name) {
-            Some(tool) => tool.permission_pattern(tool_name, args_json),
+            Some(tool) => tool.permission_pattern(tool_name, args),
             None => tool_name.to_owned(),
         }
     }
@@ -282,7 +361,7 @@ pub trait McpServer: Send + Sync {
     /// (`ErrorCode::InvalidArguments`). The default does nothing;
     /// `BashServer` counts it as a failed call and records it in its audit
     /// log.
-    fn record_rejected_call(&self, _tool_name: &str, _args_json: &str, _error: ErrorCode) {}
+    fn record_rejected_call(&self, _tool_name: &str, _args: &ToolArgs, _error: ErrorCode) {}
 
     /// Whether the host should skip its duplicate-call check for this tool.
     fn skip_duplicate_check(&self, tool_name: &str) -> bool {
@@ -308,12 +387,13 @@ fn local_name<'a>(server: &str, tool_name: &'a str) -> &'a str {
         .unwrap_or(tool_name)
 }
 
-/// Finds the tool, parses the arguments and calls it: the default
-/// [`McpServer::call_tool`], for servers that wrap it.
+/// Finds the tool and calls it with the arguments, or says why they are not
+/// a JSON object: the default [`McpServer::call_tool`], for servers that
+/// wrap it.
 pub fn dispatch<S: McpServer + ?Sized>(
     server: &S,
     tool_name: &str,
-    args_json: &str,
+    args: &ToolArgs,
     options: CallOptions<'_>,
 ) -> ToolResponse {
     let Some(tool) = server.find_tool(tool_name) else {
@@ -327,8 +407,8 @@ pub fn dispatch<S: McpServer + ?Sized>(
             format!("available tools: {}", known.join(", ")),
         ));
     };
-    match parse_args(args_json) {
-        Ok(args) => tool.call(&args, options),
-        Err(e) => ToolResponse::error(&e),
+    match args.object() {
+        Ok(args) => tool.call(args, options),
+        Err(e) => ToolResponse::error(e),
     }
 }

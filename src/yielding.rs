@@ -25,7 +25,7 @@ pub(crate) fn window(request: &ExecRequest, config: &Config) -> Option<Duration>
 /// Runs `request` as a job attached to this call, for at most `window`.
 pub(crate) fn run(jobs: &JobManager, request: ExecRequest, window: Duration, options: CallOptions<'_>) -> ToolResponse {
     match jobs.run_attached(request, window, options.cancel, options.on_output) {
-        Ok(Attached::Finished(Ok(outcome))) => ToolResponse::new(outcome.to_json()),
+        Ok(Attached::Finished(Ok(outcome))) => ToolResponse::document(outcome.to_value()),
         Ok(Attached::Finished(Err(error))) | Err(error) => ToolResponse::error(&error),
         Ok(Attached::Running(mut doc)) => {
             let id = doc["job_id"].as_str().unwrap_or_default().to_owned();
@@ -36,7 +36,7 @@ pub(crate) fn run(jobs: &JobManager, request: ExecRequest, window: Duration, opt
                 crate::outcome::tenths(window)
             )
             .into();
-            ToolResponse::new(crate::error::document_text(&doc))
+            ToolResponse::document(doc)
         }
     }
 }

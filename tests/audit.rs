@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bash_mcp::audit::{AuditLog, AuditSettings};
-use bash_mcp::{ErrorCode, McpServer};
+use bash_mcp::{ErrorCode, McpServer, ToolArgs};
 use common::*;
 use serde_json::{Map, Value, json};
 
@@ -85,11 +85,21 @@ fn every_call_is_recorded_with_its_audit_id_and_no_output_or_secret() {
 }
 
 #[test]
+fn an_audited_error_result_still_starts_with_its_error_key() {
+    let (_d, log, s) = audited("error-first");
+    let envelope: Value = serde_json::from_str(&s.execute("execute", r#"{"command": ""}"#)).unwrap();
+    let result = envelope["result"].as_str().unwrap();
+    assert!(result.starts_with(r#"{"error":"empty_command","#), "{result}");
+    let doc: Value = serde_json::from_str(result).unwrap();
+    assert_eq!(doc["audit_id"], lines(&log)[0]["audit_id"]);
+}
+
+#[test]
 fn refusals_are_recorded() {
     let (_d, log, s) = audited("refusal");
     s.record_refusal(
         "execute",
-        r#"{"command":"rm -rf /"}"#,
+        &ToolArgs::parse(r#"{"command":"rm -rf /"}"#),
         "denied by rule bash.execute:rm *",
     );
     let entries = lines(&log);
@@ -208,13 +218,13 @@ fn refusal_reasons_are_redacted_like_the_command() {
     // A policy's reason quotes the command, as its parser normalized it (quotes removed).
     s.record_refusal(
         "execute",
-        &json!({"command": command}).to_string(),
+        &ToolArgs::from_value(json!({"command": command})),
         "`curl -H Authorization: Bearer abc123secret https://x` matched `bash.execute:curl *`",
     );
     // A quoted value with a space, quoted in the reason without its quotes.
     s.record_refusal(
         "execute",
-        &json!({"command": "export API_TOKEN='two words' && deploy"}).to_string(),
+        &ToolArgs::from_value(json!({"command": "export API_TOKEN='two words' && deploy"})),
         "`export API_TOKEN=two words` matches no allow rule",
     );
     let text = std::fs::read_to_string(&log).unwrap();
@@ -410,7 +420,7 @@ fn every_line_names_its_working_dir() {
     call_tool(&s, "session_run", json!({"session_id": id, "command": "cd / && true"}));
     call_tool(&s, "session_close", json!({"session_id": id}));
     // A refusal.
-    s.record_refusal("execute", r#"{"command":"rm -rf /"}"#, "denied");
+    s.record_refusal("execute", &ToolArgs::parse(r#"{"command":"rm -rf /"}"#), "denied");
 
     let entries = lines(&log);
     let dir_of = |tool: &str| -> Vec<String> {

@@ -290,13 +290,13 @@ fn cancelling_the_call_within_its_window_kills_the_command() {
     let mut sink = |chunk: &[u8], _stream| seen.extend_from_slice(chunk);
     let response = s.call_tool(
         "execute",
-        &args.to_string(),
+        &bash_mcp::ToolArgs::from_value(args),
         bash_mcp::CallOptions {
             cancel: Some(&token),
             on_output: Some(&mut sink),
         },
     );
-    let r: serde_json::Value = serde_json::from_str(&response.result).unwrap();
+    let r = response.to_value();
     assert_eq!(r["error"], "cancelled", "{r}");
     assert_eq!(seen, b"on\n");
     assert_no_survivors(&tag);

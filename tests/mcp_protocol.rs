@@ -641,8 +641,12 @@ fn validate(schema: &Value, doc: &Value, path: &str) -> Result<(), String> {
 
 #[test]
 fn every_result_matches_the_output_schema() {
-    let gate = |_: &str, args: &str| {
-        if args.contains("forbidden") {
+    let gate = |_: &str, args: &bash_mcp::ToolArgs| {
+        if args
+            .get("command")
+            .and_then(|c| c.as_str())
+            .is_some_and(|c| c.contains("forbidden"))
+        {
             GateDecision::Refuse {
                 message: "refused".into(),
                 hint: "ask".into(),
@@ -703,7 +707,7 @@ fn the_gate_sees_the_local_tool_name() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let record = seen.clone();
     let h = harness_with(HandlerOptions {
-        gate: Some(Arc::new(move |tool: &str, _args: &str| {
+        gate: Some(Arc::new(move |tool: &str, _args: &bash_mcp::ToolArgs| {
             record.lock().unwrap().push(tool.to_owned());
             GateDecision::Allow
         })),

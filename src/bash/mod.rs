@@ -18,6 +18,7 @@ pub use crate::outcome::{ExecOutcome, Output, SandboxReport, Status};
 use crate::request::validate_command;
 pub use crate::request::{EXECUTE_ARGUMENTS, ExecRequest, SandboxCall, YieldAfter};
 
+use crate::args::ToolArgs;
 use crate::audit::AuditLog;
 use crate::config::{Config, EnvCache};
 use crate::error::{ErrorCode, ToolError};
@@ -25,7 +26,7 @@ use crate::exec::{self, Ending, RunLimits};
 use crate::jobs::{JOB_TOOLS, JobEnd, JobManager, JobTool, Runner};
 use crate::limiter::Limiter;
 use crate::roots;
-use crate::server::{CallOptions, McpServer, Tool, ToolDefinition, ToolRegistry, ToolResponse};
+use crate::server::{CallOptions, McpServer, Tool, ToolDefinition, ToolOutput, ToolRegistry, ToolResponse};
 use crate::session::SessionManager;
 use crate::session::tools::{LazyManager, SESSION_TOOLS, SessionTool};
 use crate::spawn::{SpawnSpec, Streams};
@@ -284,15 +285,14 @@ impl BashServer {
     /// (e.g. by a permission policy); `reason` says why. Returns the entry's
     /// `audit_id` (`None` while the audit log is off), for the refusal's
     /// result.
-    pub fn record_refusal(&self, tool_name: &str, args_json: &str, reason: &str) -> Option<String> {
+    pub fn record_refusal(&self, tool_name: &str, args: &ToolArgs, reason: &str) -> Option<String> {
         // A refused call was served, and failed: `status` counts it.
         self.shared.count_failed_call();
         let log = self.shared.audit()?;
-        let mut entry = self.audit_entry(&log, tool_name, args_json, SystemTime::now());
+        let mut entry = self.audit_entry(&log, tool_name, args, SystemTime::now());
         let id = entry["audit_id"].as_str().map(str::to_owned);
         entry.insert("error".into(), "refused".into());
-        let command = command_of(args_json);
-        entry.insert("refusal".into(), log.redact_related(reason, command.as_deref()).into());
+        entry.insert("refusal".into(), log.redact_related(reason, command_of(args)).into());
         log.record(entry);
         id
     }
@@ -302,18 +302,16 @@ impl BashServer {
     /// `working_dir` is the call's `working_dir` argument (made absolute
     /// against the server's default directory), else that default; the
     /// caller replaces it with the directory the result names, if any.
-    fn audit_entry(&self, log: &AuditLog, tool_name: &str, args_json: &str, started: SystemTime) -> Map<String, Value> {
-        let args = crate::args::parse_args(args_json).unwrap_or_default();
+    fn audit_entry(&self, log: &AuditLog, tool_name: &str, args: &ToolArgs, started: SystemTime) -> Map<String, Value> {
         let local = self
             .find_tool(tool_name)
             .map_or(tool_name, |t| t.definition().name.as_str());
         let qualified = format!("{}.{local}", self.name());
         // Silently: the gate or the host already asked for this pattern, and
         // was told (once) if the arguments had no command.
-        let pattern = tracing::dispatcher::with_default(&tracing::Dispatch::none(), || {
-            self.get_permission_pattern(&qualified, args_json)
-        });
-        let command = args.get("command").and_then(Value::as_str);
+        let pattern =
+            tracing::dispatcher::with_default(&tracing::Dispatch::none(), || self.call_pattern(&qualified, args));
+        let command = command_of(args);
         let mut entry = self.shared.audit_head(log, started, local, command, &pattern);
         let default_dir = self.shared.working_dir();
         let dir = match args.get("working_dir").and_then(Value::as_str) {
@@ -427,62 +425,63 @@ impl McpServer for BashServer {
         Ok(())
     }
 
-    fn call_tool(&self, tool_name: &str, args_json: &str, options: CallOptions<'_>) -> ToolResponse {
+    fn call_tool(&self, tool_name: &str, args: &ToolArgs, options: CallOptions<'_>) -> ToolResponse {
         let started = Instant::now();
         let started_at = SystemTime::now();
-        let mut response = crate::server::dispatch(self, tool_name, args_json, options);
+        let mut response = crate::server::dispatch(self, tool_name, args, options);
         let counters = &self.shared.counters;
         counters.served.fetch_add(1, Ordering::Relaxed);
-        let audit = self.shared.audit();
-        let failed = response.result.contains("\"error\"");
-        if !failed && audit.is_none() {
-            return response;
-        }
-        let Ok(Value::Object(mut result)) = serde_json::from_str::<Value>(&response.result) else {
-            return response;
-        };
-        if result.contains_key("error") {
+        if response.is_error() {
             counters.failed.fetch_add(1, Ordering::Relaxed);
         }
-        if let Some(log) = audit {
-            let mut entry = self.audit_entry(&log, tool_name, args_json, started_at);
-            for key in [
-                "exit_code",
-                "error",
-                "duration_ms",
-                "output_bytes",
-                "session_id",
-                "job_id",
-            ] {
-                if let Some(value) = result.get(key) {
-                    entry.insert(key.into(), value.clone());
-                }
+        let Some(log) = self.shared.audit() else {
+            return response;
+        };
+        let mut result = match std::mem::replace(&mut response.output, ToolOutput::Text(String::new())) {
+            ToolOutput::Document(Value::Object(doc)) => doc,
+            ToolOutput::Error(error) => error.to_map(),
+            // Not a result document: nothing to record.
+            other => {
+                response.output = other;
+                return response;
             }
-            // Where it ran, as the result says (`cwd` for sessions).
-            if let Some(dir) = ["working_dir", "cwd"]
-                .iter()
-                .find_map(|key| result.get(*key).and_then(Value::as_str))
-            {
-                entry.insert("working_dir".into(), log.redact(dir).into());
+        };
+        let mut entry = self.audit_entry(&log, tool_name, args, started_at);
+        for key in [
+            "exit_code",
+            "error",
+            "duration_ms",
+            "output_bytes",
+            "session_id",
+            "job_id",
+        ] {
+            if let Some(value) = result.get(key) {
+                entry.insert(key.into(), value.clone());
             }
-            if let Some(message) = result.get("message").and_then(Value::as_str)
-                && result.contains_key("error")
-            {
-                let command = command_of(args_json);
-                entry.insert("message".into(), log.redact_related(message, command.as_deref()).into());
-            }
-            entry.insert("call_ms".into(), (started.elapsed().as_millis() as u64).into());
-            result.insert("audit_id".into(), entry["audit_id"].clone());
-            log.record(entry);
-            response.result = Value::Object(result).to_string();
         }
+        // Where it ran, as the result says (`cwd` for sessions).
+        if let Some(dir) = ["working_dir", "cwd"]
+            .iter()
+            .find_map(|key| result.get(*key).and_then(Value::as_str))
+        {
+            entry.insert("working_dir".into(), log.redact(dir).into());
+        }
+        if let Some(message) = result.get("message").and_then(Value::as_str)
+            && result.contains_key("error")
+        {
+            entry.insert("message".into(), log.redact_related(message, command_of(args)).into());
+        }
+        entry.insert("call_ms".into(), (started.elapsed().as_millis() as u64).into());
+        result.insert("audit_id".into(), entry["audit_id"].clone());
+        log.record(entry);
+        response.output = ToolOutput::Document(Value::Object(result));
         response
     }
 
-    fn record_rejected_call(&self, tool_name: &str, args_json: &str, error: ErrorCode) {
+    fn record_rejected_call(&self, tool_name: &str, args: &ToolArgs, error: ErrorCode) {
         self.shared.count_failed_call();
         if let Some(log) = self.shared.audit() {
-            let mut entry = self.audit_entry(&log, tool_name, args_json, SystemTime::now());
+            let mut entry = self.audit_entry(&log, tool_name, args, SystemTime::now());
             entry.insert("error".into(), error.as_str().into());
             log.record(entry);
         }
@@ -750,11 +749,12 @@ impl Tool for ExecuteTool {
     }
 
     /// Computed in the dialect of the configured shell (`/bin/sh` is POSIX).
-    fn permission_pattern(&self, qualified_name: &str, args_json: &str) -> String {
-        crate::permission::permission_pattern_in(qualified_name, args_json, self.permission_dialect(args_json))
+    fn permission_pattern(&self, qualified_name: &str, args: &ToolArgs) -> String {
+        let object = args.object().map_err(|e| e.message.as_str());
+        crate::permission::permission_pattern_args_in(qualified_name, object, self.permission_dialect(args))
     }
 
-    fn permission_dialect(&self, _args_json: &str) -> crate::permission::Dialect {
+    fn permission_dialect(&self, _args: &ToolArgs) -> crate::permission::Dialect {
         crate::permission::Dialect::for_shell(&self.shared.config().shell)
     }
 
@@ -782,13 +782,13 @@ impl Tool for ExecuteTool {
                 return crate::yielding::run(&self.jobs, request.clone(), window, options);
             }
             return match checked.and_then(|_| self.jobs.start(request.clone())) {
-                Ok(id) => ToolResponse::new(serde_json::json!({"job_id": id, "status": "running"}).to_string()),
+                Ok(id) => ToolResponse::document(serde_json::json!({"job_id": id, "status": "running"})),
                 Err(error) => ToolResponse::error(&error),
             };
         }
         let result = request.and_then(|request| self.shared.run(&request, options));
         match result {
-            Ok(outcome) => ToolResponse::new(outcome.to_json()),
+            Ok(outcome) => ToolResponse::document(outcome.to_value()),
             Err(error) => {
                 tracing::debug!(%error, "execute refused");
                 ToolResponse::error(&error)
@@ -798,9 +798,8 @@ impl Tool for ExecuteTool {
 }
 
 /// The `command` argument of a call, if any.
-fn command_of(args_json: &str) -> Option<String> {
-    let args = crate::args::parse_args(args_json).ok()?;
-    args.get("command").and_then(Value::as_str).map(str::to_owned)
+fn command_of(args: &ToolArgs) -> Option<&str> {
+    args.get("command").and_then(Value::as_str)
 }
 
 /// Whether the `execute` arguments ask for a background job (`background: true`).

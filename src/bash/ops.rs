@@ -144,7 +144,7 @@ impl Tool for OpsTool {
             Kind::Classify => classify(args),
         });
         match result {
-            Ok(value) => ToolResponse::new(crate::error::document_text(&value)),
+            Ok(value) => ToolResponse::document(value),
             Err(error) => ToolResponse::error(&error),
         }
     }

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use bash_mcp::{CallOptions, CancelToken, McpServer};
+use bash_mcp::{CallOptions, CancelToken, McpServer, ToolArgs};
 use serde_json::{Value, json};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -26,12 +26,14 @@ pub fn run(settings: &Settings, command: &str, json_output: bool) -> Result<u8, 
     let mut signals =
         Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let server = super::build_server(settings)?;
-    let args = json!({"command": command}).to_string();
-    let refusal = gate::build(settings, Some(server.clone()))?
-        .and_then(|gate| gate.check("execute", &args).refusal_document())
-        .map(|doc| doc.to_string());
-    let result = match refusal {
-        Some(doc) => doc,
+    let args = ToolArgs::from_value(json!({"command": command}));
+    let refusal =
+        gate::build(settings, Some(server.clone()))?.and_then(|gate| gate.check("execute", &args).refusal_document());
+    let (doc, result) = match refusal {
+        Some(doc) => {
+            let text = doc.to_string();
+            (doc, text)
+        }
         None => {
             // The command leads its own process group, so a terminal's ^C
             // reaches only us: pass it on as a cancel.
@@ -50,10 +52,9 @@ pub fn run(settings: &Settings, command: &str, json_output: bool) -> Result<u8, 
             let response = server.call_tool("execute", &args, options);
             handle.close();
             let _ = watcher.join();
-            response.result
+            (response.to_value(), response.text())
         }
     };
-    let doc: Value = serde_json::from_str(&result).map_err(|e| format!("the tool returned a non-JSON result: {e}"))?;
     let status = exit_status(&doc);
     let mut stdout = std::io::stdout().lock();
     if json_output {

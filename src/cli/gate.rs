@@ -34,8 +34,8 @@ use bash_mcp::mcp::{Gate, GateDecision};
 use bash_mcp::permission::{
     self, Class, Classification, Decision, Dialect, MAX_ANALYSED_BYTES, OPAQUE_BODY, PermissionPolicy, fnmatch,
 };
-use bash_mcp::{BashServer, McpServer};
-use serde_json::Value;
+use bash_mcp::{BashServer, McpServer, ToolArgs};
+use serde_json::{Map, Value};
 
 use super::settings::{Permissions, Settings};
 
@@ -83,15 +83,15 @@ pub fn build(settings: &Settings, server: Option<Arc<BashServer>>) -> Result<Opt
 }
 
 impl Gate for PolicyGate {
-    fn check(&self, tool: &str, args_json: &str) -> GateDecision {
+    fn check(&self, tool: &str, args: &ToolArgs) -> GateDecision {
         // The handler passes the local name; a qualified one is the same tool.
         let tool = tool
             .strip_prefix(self.server_name.as_str())
             .and_then(|rest| rest.strip_prefix('.'))
             .unwrap_or(tool);
-        let mut decision = self.decide(tool, args_json);
+        let mut decision = self.decide(tool, args);
         if let (GateDecision::Refuse { message, audit_id, .. }, Some(server)) = (&mut decision, &self.server) {
-            *audit_id = server.record_refusal(tool, args_json, message);
+            *audit_id = server.record_refusal(tool, args, message);
         }
         decision
     }
@@ -107,7 +107,11 @@ enum Scope {
 }
 
 impl PolicyGate {
-    fn decide(&self, tool: &str, args_json: &str) -> GateDecision {
+    fn decide(&self, tool: &str, call: &ToolArgs) -> GateDecision {
+        // Arguments that are not a JSON object never reach a tool (it refuses
+        // them): the gate reads them as no arguments.
+        let empty = Map::new();
+        let args = call.object().unwrap_or(&empty);
         let qualified = format!("{}.{tool}", self.server_name);
         if COMMAND_TOOLS.contains(&tool) {
             // Read the command as the shell that will run it does: the
@@ -115,12 +119,12 @@ impl PolicyGate {
             let dialect = self
                 .server
                 .as_ref()
-                .and_then(|s| s.find_tool(tool).map(|t| t.permission_dialect(args_json)))
+                .and_then(|s| s.find_tool(tool).map(|t| t.permission_dialect(call)))
                 .unwrap_or_default();
-            self.decide_command(&qualified, args_json, dialect)
+            self.decide_command(&qualified, args, dialect)
         } else if RAW_INPUT_TOOLS.contains(&tool) {
-            self.decide_raw_input(&qualified, args_json)
-        } else if let Some(refusal) = self.decide_session_env(tool, &qualified, args_json) {
+            self.decide_raw_input(&qualified, args)
+        } else if let Some(refusal) = self.decide_session_env(tool, &qualified, args) {
             refusal
         } else {
             match matching_rule(&self.rules.deny, &qualified, Scope::Tool, true) {
@@ -134,21 +138,21 @@ impl PolicyGate {
         }
     }
 
-    fn decide_command(&self, qualified: &str, args_json: &str, dialect: Dialect) -> GateDecision {
+    fn decide_command(&self, qualified: &str, args: &Map<String, Value>, dialect: Dialect) -> GateDecision {
         // Length first: the tools refuse a command longer than this (`command_too_long`)
         // before anything runs, and analysing it would only delay that answer.
-        if command_len(args_json).is_some_and(|n| n > MAX_ANALYSED_BYTES) {
+        if string_arg(args, "command").is_some_and(|c| c.len() > MAX_ANALYSED_BYTES) {
             return GateDecision::Allow;
         }
-        let pattern = permission::permission_pattern_in(qualified, args_json, dialect);
+        let pattern = permission::permission_pattern_args_in(qualified, Ok(args), dialect);
         let policy = self.policies.iter().find(|p| p.dialect() == dialect);
         if let Some(policy) = policy {
-            match policy.decide(qualified, args_json) {
+            match policy.decide_args(qualified, args) {
                 Decision::Deny => {
                     return refuse(
                         format!(
                             "`{qualified}` was denied by the operator's permission rules: {}",
-                            reasons(policy, qualified, args_json)
+                            reasons(policy, qualified, args)
                         ),
                         "do not retry this command; ask the user to run it or to change the rules",
                         pattern,
@@ -158,7 +162,7 @@ impl PolicyGate {
                     return refuse(
                         format!(
                             "`{qualified}` needs approval, and this server has no way to ask: {}",
-                            reasons(policy, qualified, args_json)
+                            reasons(policy, qualified, args)
                         ),
                         "use commands the allow rules cover, or ask the user to add a rule such as the pattern below",
                         pattern,
@@ -172,15 +176,15 @@ impl PolicyGate {
         // rules are not enough.
         if let Some(policy) = policy {
             if self.refuse_catastrophic
-                && !policy.allows_catastrophic_explicitly(qualified, args_json)
-                && let Some(refusal) = catastrophic(permission::classify_call(args_json), pattern)
+                && !policy.allows_catastrophic_explicitly_args(qualified, args)
+                && let Some(refusal) = catastrophic(permission::classify_call_args(args), pattern)
             {
                 return refusal;
             }
             return GateDecision::Allow;
         }
         if self.refuse_catastrophic {
-            let analysis = permission::analyze_call_in(args_json, dialect);
+            let analysis = permission::analyze_call_args(args, dialect);
             if let Some(hidden) = analysis.opaque.iter().find(|o| o.hidden_code) {
                 return refuse(
                     format!(
@@ -191,7 +195,7 @@ impl PolicyGate {
                     pattern,
                 );
             }
-            if let Some(refusal) = catastrophic(permission::classify_call(args_json), pattern) {
+            if let Some(refusal) = catastrophic(permission::classify_call_args(args), pattern) {
                 return refusal;
             }
         }
@@ -202,11 +206,11 @@ impl PolicyGate {
     /// risky variable there makes them all opaque. Under rules it needs a tool-level
     /// allow rule or `<tool>:*`; without rules, one that makes the shell run hidden code
     /// (`PROMPT_COMMAND`, `BASH_ENV`, ...) is refused.
-    fn decide_session_env(&self, tool: &str, qualified: &str, args_json: &str) -> Option<GateDecision> {
+    fn decide_session_env(&self, tool: &str, qualified: &str, args: &Map<String, Value>) -> Option<GateDecision> {
         if tool != "session_start" {
             return None;
         }
-        let reasons = permission::env_opacity_of(args_json);
+        let reasons = permission::env_opacity_of_args(args);
         let first = reasons.first()?;
         let pattern = format!("{qualified}:{OPAQUE_BODY}");
         if !self.policies.is_empty() {
@@ -239,7 +243,7 @@ impl PolicyGate {
         })
     }
 
-    fn decide_raw_input(&self, qualified: &str, args_json: &str) -> GateDecision {
+    fn decide_raw_input(&self, qualified: &str, args: &Map<String, Value>) -> GateDecision {
         let pattern = permission::command_pattern(qualified, "");
         let mut explicitly_allowed = false;
         if !self.policies.is_empty() {
@@ -265,8 +269,8 @@ impl PolicyGate {
         }
         if self.refuse_catastrophic
             && !explicitly_allowed
-            && let Some(input) = string_arg(args_json, "input")
-            && let Some(refusal) = catastrophic(permission::classify(&input), pattern)
+            && let Some(input) = string_arg(args, "input")
+            && let Some(refusal) = catastrophic(permission::classify(input), pattern)
         {
             return refusal;
         }
@@ -297,15 +301,8 @@ fn matching_rule<'a>(entries: &'a [String], qualified: &str, scope: Scope, deny:
 }
 
 /// The string argument `key`, if the arguments have one.
-fn string_arg(args_json: &str, key: &str) -> Option<String> {
-    serde_json::from_str::<Value>(args_json)
-        .ok()
-        .and_then(|v| v.get(key).and_then(Value::as_str).map(str::to_owned))
-}
-
-/// The byte length of the call's `command`, if it has one.
-fn command_len(args_json: &str) -> Option<usize> {
-    string_arg(args_json, "command").map(|c| c.len())
+fn string_arg<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
 }
 
 /// The refusal of a command the classifier calls catastrophic.
@@ -324,8 +321,8 @@ fn catastrophic(classification: Classification, pattern: String) -> Option<GateD
 }
 
 /// The parts that decided, from the policy's explanation, in one line.
-fn reasons(policy: &PermissionPolicy, qualified: &str, args_json: &str) -> String {
-    let explanation = policy.explain(qualified, args_json);
+fn reasons(policy: &PermissionPolicy, qualified: &str, args: &Map<String, Value>) -> String {
+    let explanation = policy.explain_args(qualified, args);
     let parts = explanation["parts"].as_array().cloned().unwrap_or_default();
     let described: Vec<String> = parts
         .iter()
@@ -388,14 +385,18 @@ mod tests {
     #[test]
     fn rules_decide_per_part() {
         let g = gate(&["bash.execute:git *"], &["bash.execute:rm *"], true);
-        assert_eq!(g.check("execute", &args("git status && git log")), GateDecision::Allow);
-        let GateDecision::Refuse { message, pattern, .. } = g.check("execute", &args("git status; rm -rf build"))
+        assert_eq!(
+            g.check("execute", &ToolArgs::parse(&args("git status && git log"))),
+            GateDecision::Allow
+        );
+        let GateDecision::Refuse { message, pattern, .. } =
+            g.check("execute", &ToolArgs::parse(&args("git status; rm -rf build")))
         else {
             panic!("rm must be denied");
         };
         assert!(message.contains("denied") && message.contains("rm"), "{message}");
         assert_eq!(pattern.as_deref(), Some("bash.execute:{git,rm} *"));
-        let GateDecision::Refuse { message, .. } = g.check("execute", &args("make")) else {
+        let GateDecision::Refuse { message, .. } = g.check("execute", &ToolArgs::parse(&args("make"))) else {
             panic!("make is not allowed");
         };
         assert!(message.contains("approval") && message.contains("make"), "{message}");
@@ -412,12 +413,12 @@ mod tests {
         let g = build(&s, Some(server.clone())).unwrap().expect("a gate");
         // `[[` is a keyword in bash but a command in a POSIX sh (/bin/sh).
         let text = args("[[ -f x ]] && ls");
-        let GateDecision::Refuse { pattern, .. } = g.check("execute", &text) else {
+        let GateDecision::Refuse { pattern, .. } = g.check("execute", &ToolArgs::parse(&text)) else {
             panic!("/bin/sh reads `[[` as a command");
         };
         assert_eq!(pattern.as_deref(), Some("bash.execute:{unknown}"));
         server.configure(r#"{"shell": "bash"}"#).unwrap();
-        assert_eq!(g.check("execute", &text), GateDecision::Allow);
+        assert_eq!(g.check("execute", &ToolArgs::parse(&text)), GateDecision::Allow);
     }
 
     #[test]
@@ -425,24 +426,30 @@ mod tests {
         let mut s = settings::load(&Common::default()).unwrap();
         s.permissions = None;
         let g = build(&s, None).unwrap().expect("refuse_catastrophic gate");
-        assert_eq!(g.check("execute", &args("ls -la")), GateDecision::Allow);
+        assert_eq!(
+            g.check("execute", &ToolArgs::parse(&args("ls -la"))),
+            GateDecision::Allow
+        );
         assert!(matches!(
-            g.check("execute", &args("rm -rf /")),
+            g.check("execute", &ToolArgs::parse(&args("rm -rf /"))),
             GateDecision::Refuse { .. }
         ));
         assert!(matches!(
-            g.check("session_run", &args("sudo rm -rf ~")),
+            g.check("session_run", &ToolArgs::parse(&args("sudo rm -rf ~"))),
             GateDecision::Refuse { .. }
         ));
         assert!(matches!(
-            g.check("bash.execute", &args("rm -rf /")),
+            g.check("bash.execute", &ToolArgs::parse(&args("rm -rf /"))),
             GateDecision::Refuse { .. }
         ));
         s.refuse_catastrophic = false;
         assert!(build(&s, None).unwrap().is_none());
         // An explicit allow rule lets a catastrophic command through.
         let g = gate(&["bash.execute:rm *"], &[], true);
-        assert_eq!(g.check("execute", &args("rm -rf /")), GateDecision::Allow);
+        assert_eq!(
+            g.check("execute", &ToolArgs::parse(&args("rm -rf /"))),
+            GateDecision::Allow
+        );
     }
 
     fn refused(decision: GateDecision) -> String {
@@ -469,29 +476,36 @@ mod tests {
             "session_start",
             "session_close",
         ] {
-            assert_eq!(g.check(tool, r#"{"job_id":"job-1"}"#), GateDecision::Allow, "{tool}");
-            assert_eq!(g.check(tool, "{}"), GateDecision::Allow, "{tool}");
+            assert_eq!(
+                g.check(tool, &ToolArgs::parse(r#"{"job_id":"job-1"}"#)),
+                GateDecision::Allow,
+                "{tool}"
+            );
+            assert_eq!(g.check(tool, &ToolArgs::parse("{}")), GateDecision::Allow, "{tool}");
         }
-        assert!(refused(g.check("execute", &args("make"))).contains("approval"));
+        assert!(refused(g.check("execute", &ToolArgs::parse(&args("make")))).contains("approval"));
     }
 
     #[test]
     fn tool_level_deny_rules_block_other_tools() {
         let g = gate(&["bash.execute:sleep *"], &["bash.job_kill", "bash.audit_*"], true);
-        let message = refused(g.check("job_kill", r#"{"job_id":"job-1"}"#));
+        let message = refused(g.check("job_kill", &ToolArgs::parse(r#"{"job_id":"job-1"}"#)));
         assert!(
             message.contains("`bash.job_kill`") && message.contains("denied"),
             "{message}"
         );
-        assert!(refused(g.check("audit_read", "{}")).contains("`bash.audit_*`"));
-        assert_eq!(g.check("job_list", "{}"), GateDecision::Allow);
-        assert_eq!(g.check("execute", &args("sleep 1")), GateDecision::Allow);
+        assert!(refused(g.check("audit_read", &ToolArgs::parse("{}"))).contains("`bash.audit_*`"));
+        assert_eq!(g.check("job_list", &ToolArgs::parse("{}")), GateDecision::Allow);
+        assert_eq!(
+            g.check("execute", &ToolArgs::parse(&args("sleep 1"))),
+            GateDecision::Allow
+        );
         // Command rules never apply to them.
         let g = gate(&[], &["bash.job_list:*"], true);
-        assert_eq!(g.check("job_list", "{}"), GateDecision::Allow);
+        assert_eq!(g.check("job_list", &ToolArgs::parse("{}")), GateDecision::Allow);
         let g = gate(&[], &["bash.*"], true);
-        assert!(refused(g.check("status", "{}")).contains("denied"));
-        assert!(refused(g.check("execute", &args("ls"))).contains("denied"));
+        assert!(refused(g.check("status", &ToolArgs::parse("{}"))).contains("denied"));
+        assert!(refused(g.check("execute", &ToolArgs::parse(&args("ls")))).contains("denied"));
     }
 
     #[test]
@@ -501,7 +515,7 @@ mod tests {
         let g = gate(&["bash.session_run:git *", "bash.execute:*"], &[], true);
         let GateDecision::Refuse {
             message, hint, pattern, ..
-        } = g.check("session_write", &input("git status\n"))
+        } = g.check("session_write", &ToolArgs::parse(&input("git status\n")))
         else {
             panic!("raw input is refused under rules that do not name it");
         };
@@ -510,10 +524,14 @@ mod tests {
         assert_eq!(pattern.as_deref(), Some("bash.session_write:{unknown}"));
         for allow in ["bash.session_write", "bash.session_*", "bash.session_write:*"] {
             let g = gate(&[allow], &[], true);
-            assert_eq!(g.check("session_write", &input("y\n")), GateDecision::Allow, "{allow}");
+            assert_eq!(
+                g.check("session_write", &ToolArgs::parse(&input("y\n"))),
+                GateDecision::Allow,
+                "{allow}"
+            );
             // Allowed by name: the operator chose raw input, catastrophic or not.
             assert_eq!(
-                g.check("session_write", &input("rm -rf /\n")),
+                g.check("session_write", &ToolArgs::parse(&input("rm -rf /\n"))),
                 GateDecision::Allow,
                 "{allow}"
             );
@@ -525,7 +543,7 @@ mod tests {
         ] {
             let g = gate(&["bash.session_write"], &[deny], true);
             assert!(
-                refused(g.check("session_write", &input("y\n"))).contains("denied"),
+                refused(g.check("session_write", &ToolArgs::parse(&input("y\n")))).contains("denied"),
                 "{deny}"
             );
         }
@@ -533,10 +551,16 @@ mod tests {
         let mut s = settings::load(&Common::default()).unwrap();
         s.permissions = None;
         let g = build(&s, None).unwrap().unwrap();
-        assert_eq!(g.check("session_write", &input("y\n")), GateDecision::Allow);
-        assert!(refused(g.check("session_write", &input("rm -rf /\n"))).contains("unrecoverable"));
         assert_eq!(
-            g.check("session_write", r#"{"session_id":"s","keys":["C-c"]}"#),
+            g.check("session_write", &ToolArgs::parse(&input("y\n"))),
+            GateDecision::Allow
+        );
+        assert!(refused(g.check("session_write", &ToolArgs::parse(&input("rm -rf /\n")))).contains("unrecoverable"));
+        assert_eq!(
+            g.check(
+                "session_write",
+                &ToolArgs::parse(r#"{"session_id":"s","keys":["C-c"]}"#)
+            ),
             GateDecision::Allow
         );
     }
@@ -548,27 +572,33 @@ mod tests {
         s.permissions = None;
         let g = build(&s, None).unwrap().unwrap();
         assert!(
-            refused(g.check("session_start", &start(r#"{"PROMPT_COMMAND":"touch p"}"#))).contains("PROMPT_COMMAND")
+            refused(g.check(
+                "session_start",
+                &ToolArgs::parse(&start(r#"{"PROMPT_COMMAND":"touch p"}"#))
+            ))
+            .contains("PROMPT_COMMAND")
         );
-        assert!(refused(g.check("session_start", &start(r#"{"BASH_ENV":"x"}"#))).contains("BASH_ENV"));
+        assert!(
+            refused(g.check("session_start", &ToolArgs::parse(&start(r#"{"BASH_ENV":"x"}"#)))).contains("BASH_ENV")
+        );
         // Without rules only hidden code is refused; PATH is opaque but runs.
         assert_eq!(
-            g.check("session_start", &start(r#"{"PATH":"/x"}"#)),
+            g.check("session_start", &ToolArgs::parse(&start(r#"{"PATH":"/x"}"#))),
             GateDecision::Allow
         );
         assert_eq!(
-            g.check("session_start", &start(r#"{"RUST_LOG":"debug"}"#)),
+            g.check("session_start", &ToolArgs::parse(&start(r#"{"RUST_LOG":"debug"}"#))),
             GateDecision::Allow
         );
         let g = gate(&["bash.execute:git *"], &[], true);
-        assert!(refused(g.check("session_start", &start(r#"{"PATH":"/x"}"#))).contains("PATH"));
+        assert!(refused(g.check("session_start", &ToolArgs::parse(&start(r#"{"PATH":"/x"}"#)))).contains("PATH"));
         assert_eq!(
-            g.check("session_start", &start(r#"{"TERM":"dumb"}"#)),
+            g.check("session_start", &ToolArgs::parse(&start(r#"{"TERM":"dumb"}"#))),
             GateDecision::Allow
         );
         let g = gate(&["bash.session_start"], &[], true);
         assert_eq!(
-            g.check("session_start", &start(r#"{"PATH":"/x"}"#)),
+            g.check("session_start", &ToolArgs::parse(&start(r#"{"PATH":"/x"}"#))),
             GateDecision::Allow
         );
     }

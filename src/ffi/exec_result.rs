@@ -5,11 +5,13 @@ use std::ffi::{CString, c_char, c_void};
 
 use serde_json::Value;
 
+use crate::args::ToolArgs;
 use crate::ffi::cancel::bash_mcp_cancel_token;
 use crate::ffi::panic;
 use crate::ffi::ptr::{null_arg, ref_arg, str_arg};
 use crate::ffi::result::{Failure, bash_mcp_result, to_code};
 use crate::ffi::server::{bash_mcp_output_callback, bash_mcp_server, call_with};
+use crate::server::ToolResponse;
 
 /// The outcome of a command run with bash_mcp_server_run() or
 /// bash_mcp_server_run_with(): its exit code, output, whether it timed out or
@@ -55,14 +57,13 @@ fn field(doc: &Value, key: &str) -> Option<CString> {
 }
 
 impl bash_mcp_exec_result {
-    /// Reads the typed fields of an `execute` result document.
-    fn from_document(json: &str) -> Result<Self, Failure> {
-        let doc: Value = serde_json::from_str(json).map_err(|e| {
-            Failure::new(
-                bash_mcp_result::Internal,
-                format!("internal error: the execute result is not JSON ({e})"),
-            )
-        })?;
+    /// Reads the typed fields of an `execute` result, and keeps its text.
+    fn from_response(response: &ToolResponse) -> Self {
+        Self::from_document(&response.to_value(), &response.text())
+    }
+
+    /// Reads the typed fields of an `execute` result document whose text is `json`.
+    fn from_document(doc: &Value, json: &str) -> Self {
         let text = |key: &str| doc.get(key).and_then(Value::as_str).unwrap_or("");
         // Separate streams have `stdout` and `stderr` in place of `output`.
         let out = if doc.get("output").is_some() {
@@ -76,18 +77,18 @@ impl bash_mcp_exec_result {
             .and_then(Value::as_i64)
             .and_then(|c| i32::try_from(c).ok());
         let flag = |key: &str| doc.get(key).and_then(Value::as_bool).unwrap_or(false);
-        Ok(Self {
+        Self {
             exit_code,
             output,
             stderr,
             timed_out: flag("timed_out"),
             truncated: flag("truncated"),
             duration_ms: doc.get("duration_ms").and_then(Value::as_u64).unwrap_or(0),
-            error: field(&doc, "error"),
-            message: field(&doc, "message"),
-            hint: field(&doc, "hint"),
+            error: field(doc, "error"),
+            message: field(doc, "message"),
+            hint: field(doc, "hint"),
             json: nul_terminated(json),
-        })
+        }
     }
 }
 
@@ -95,9 +96,9 @@ impl bash_mcp_exec_result {
 /// has no outcome yet), and returns the arguments with `"yield_seconds":
 /// null` added, so that a configured `yield_seconds` does not hand the
 /// command back either: a typed result is always the command's end.
-fn foreground_only(args_json: &str) -> Result<String, Failure> {
-    let Ok(Value::Object(mut args)) = serde_json::from_str::<Value>(args_json) else {
-        return Ok(args_json.to_owned());
+fn foreground_only(call: &mut ToolArgs) -> Result<(), Failure> {
+    let Some(args) = call.object_mut() else {
+        return Ok(());
     };
     if args.get("background") == Some(&Value::Bool(true)) {
         return Err(Failure::new(
@@ -114,7 +115,7 @@ fn foreground_only(args_json: &str) -> Result<String, Failure> {
         ));
     }
     args.insert("yield_seconds".into(), Value::Null);
-    Ok(Value::Object(args).to_string())
+    Ok(())
 }
 
 /// Runs one shell command and returns its outcome as typed fields.
@@ -147,9 +148,18 @@ pub unsafe extern "C" fn bash_mcp_server_run(
         to_code((|| {
             // SAFETY: a C string per the documented contract.
             let command = unsafe { str_arg(command, "command") }?;
-            let args = serde_json::json!({ "command": command }).to_string();
+            let args = serde_json::json!({ "command": command });
             // SAFETY: forwarded contract.
-            unsafe { run_into(server, &args, std::ptr::null(), None, std::ptr::null_mut(), out) }
+            unsafe {
+                run_into(
+                    server,
+                    ToolArgs::from_value(args),
+                    std::ptr::null(),
+                    None,
+                    std::ptr::null_mut(),
+                    out,
+                )
+            }
         })())
     })
 }
@@ -189,7 +199,7 @@ pub unsafe extern "C" fn bash_mcp_server_run_with(
             // SAFETY: a C string per the documented contract.
             let args_json = unsafe { str_arg(args_json, "args_json") }?;
             // SAFETY: forwarded contract.
-            unsafe { run_into(server, args_json, cancel, callback, user_data, out) }
+            unsafe { run_into(server, ToolArgs::parse(args_json), cancel, callback, user_data, out) }
         })())
     })
 }
@@ -200,7 +210,7 @@ pub unsafe extern "C" fn bash_mcp_server_run_with(
 /// As documented for bash_mcp_server_run_with().
 unsafe fn run_into(
     server: *mut bash_mcp_server,
-    args_json: &str,
+    mut args: ToolArgs,
     cancel: *const bash_mcp_cancel_token,
     callback: bash_mcp_output_callback,
     user_data: *mut c_void,
@@ -213,10 +223,10 @@ unsafe fn run_into(
     let server = unsafe { ref_arg(server.cast_const(), "server") }?;
     // SAFETY: NULL or a live token per the contract.
     let cancel = unsafe { cancel.as_ref() };
-    let args_json = foreground_only(args_json)?;
+    foreground_only(&mut args)?;
     // SAFETY: the callback and user_data are the caller's, used as documented.
-    let response = unsafe { call_with(server, "execute", &args_json, cancel, callback, user_data) };
-    let result = bash_mcp_exec_result::from_document(&response.result)?;
+    let response = unsafe { call_with(server, "execute", &args, cancel, callback, user_data) };
+    let result = bash_mcp_exec_result::from_response(&response);
     // SAFETY: `out` is non-NULL and points to writable storage per the contract.
     unsafe { out.write(Box::into_raw(Box::new(result))) };
     Ok(())
@@ -414,40 +424,37 @@ mod tests {
 
     #[test]
     fn documents_become_typed_fields() {
-        let r = bash_mcp_exec_result::from_document(
-            r#"{"exit_code":3,"output":"a\u0000b\n","timed_out":false,"truncated":true,"duration_ms":12}"#,
-        )
-        .unwrap();
+        let typed = |json: &str| bash_mcp_exec_result::from_document(&serde_json::from_str(json).unwrap(), json);
+        let r = typed(r#"{"exit_code":3,"output":"a\u0000b\n","timed_out":false,"truncated":true,"duration_ms":12}"#);
         assert_eq!((r.exit_code, r.truncated, r.duration_ms), (Some(3), true, 12));
         assert_eq!(r.output, b"a\0b\n\0");
         assert!(r.error.is_none() && r.message.is_none());
-        let r = bash_mcp_exec_result::from_document(
-            r#"{"error":"timeout","message":"too slow","hint":"raise it","timed_out":true,"output":"x"}"#,
-        )
-        .unwrap();
+        let r = typed(r#"{"error":"timeout","message":"too slow","hint":"raise it","timed_out":true,"output":"x"}"#);
         assert_eq!(r.exit_code, None);
         assert!(r.timed_out);
         assert_eq!(r.error.as_deref(), Some(c"timeout"));
         assert_eq!(r.hint.as_deref(), Some(c"raise it"));
-        let r = bash_mcp_exec_result::from_document(r#"{"exit_code":0,"stdout":"o","stderr":"e"}"#).unwrap();
+        let r = typed(r#"{"exit_code":0,"stdout":"o","stderr":"e"}"#);
         assert_eq!((r.output.as_slice(), r.stderr.as_slice()), (&b"o\0"[..], &b"e\0"[..]));
     }
 
     #[test]
     fn background_runs_are_refused() {
-        assert!(foreground_only(r#"{"command":"x"}"#).is_ok());
-        assert!(foreground_only("not json").is_ok());
-        let refused = foreground_only(r#"{"command":"x","background":true}"#).unwrap_err();
+        let checked = |json: &str| foreground_only(&mut ToolArgs::parse(json));
+        assert!(checked(r#"{"command":"x"}"#).is_ok());
+        assert!(checked("not json").is_ok());
+        let refused = checked(r#"{"command":"x","background":true}"#).unwrap_err();
         assert_eq!(refused.code, bash_mcp_result::InvalidArgument);
         assert!(
             refused.message.contains("bash_mcp_server_execute"),
             "{}",
             refused.message
         );
-        let refused = foreground_only(r#"{"command":"x","yield_seconds":5}"#).unwrap_err();
+        let refused = checked(r#"{"command":"x","yield_seconds":5}"#).unwrap_err();
         assert!(refused.message.contains("yield_seconds"), "{}", refused.message);
         // A configured yield_seconds does not apply to a typed run.
-        let args: Value = serde_json::from_str(&foreground_only(r#"{"command":"x"}"#).unwrap()).unwrap();
-        assert_eq!(args["yield_seconds"], Value::Null);
+        let mut args = ToolArgs::parse(r#"{"command":"x"}"#);
+        foreground_only(&mut args).unwrap();
+        assert_eq!(args.get("yield_seconds"), Some(&Value::Null));
     }
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::args::ToolArgs;
 use crate::bash::BashServer;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::OutputStream;
@@ -324,8 +325,11 @@ pub unsafe extern "C" fn bash_mcp_server_execute_with(
                 return std::ptr::null_mut();
             }
         };
+        // The edge: the arguments are parsed here, once, and the result
+        // written as text here, once.
+        let args = ToolArgs::parse(args_json);
         // SAFETY: the callback and user_data are the caller's, used as documented.
-        let envelope = unsafe { call_with(server, tool_name, args_json, cancel, callback, user_data) }.to_envelope();
+        let envelope = unsafe { call_with(server, tool_name, &args, cancel, callback, user_data) }.to_envelope();
         into_c_string(envelope)
     })
 }
@@ -339,7 +343,7 @@ pub unsafe extern "C" fn bash_mcp_server_execute_with(
 pub(crate) unsafe fn call_with(
     server: &bash_mcp_server,
     tool_name: &str,
-    args_json: &str,
+    args: &ToolArgs,
     cancel: Option<&bash_mcp_cancel_token>,
     callback: bash_mcp_output_callback,
     user_data: *mut c_void,
@@ -357,7 +361,7 @@ pub(crate) unsafe fn call_with(
             .is_some()
             .then_some(&mut forward as &mut dyn FnMut(&[u8], OutputStream)),
     };
-    server.inner.call_tool(tool_name, args_json, options)
+    server.inner.call_tool(tool_name, args, options)
 }
 
 /// Returns the string a host matches its permission rules against.

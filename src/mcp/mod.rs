@@ -105,6 +105,7 @@ use era::Era;
 use jsonrpc::{IdKey, Incoming};
 use progress::{OutputTail, Ticker};
 
+use crate::args::ToolArgs;
 use crate::error::ErrorCode;
 use crate::server::{CallOptions, McpServer, ToolResponse};
 
@@ -161,18 +162,19 @@ impl GateDecision {
 /// A check run before every `tools/call` (on the worker thread, before the
 /// tool starts). The `bash-mcp` binary enforces its permission policy here.
 pub trait Gate: Send + Sync {
-    /// Decides on a call of `tool` with its JSON arguments. `tool` is the
-    /// tool's own (local) name, e.g. `execute`, however the client spelled
-    /// it (`bash.execute` reaches the gate as `execute`).
-    fn check(&self, tool: &str, args_json: &str) -> GateDecision;
+    /// Decides on a call of `tool` with its arguments (the ones the tool
+    /// then receives). `tool` is the tool's own (local) name, e.g. `execute`,
+    /// however the client spelled it (`bash.execute` reaches the gate as
+    /// `execute`).
+    fn check(&self, tool: &str, args: &ToolArgs) -> GateDecision;
 }
 
 impl<F> Gate for F
 where
-    F: Fn(&str, &str) -> GateDecision + Send + Sync,
+    F: Fn(&str, &ToolArgs) -> GateDecision + Send + Sync,
 {
-    fn check(&self, tool: &str, args_json: &str) -> GateDecision {
-        self(tool, args_json)
+    fn check(&self, tool: &str, args: &ToolArgs) -> GateDecision {
+        self(tool, args)
     }
 }
 
@@ -552,11 +554,10 @@ impl Inner {
                     .map(|t| t.definition().name.clone())
             });
         let Some(canonical) = canonical else {
-            let args_json = params
+            let args = params
                 .get("arguments")
-                .map_or_else(|| "{}".to_owned(), Value::to_string);
-            self.server
-                .record_rejected_call(&name, &args_json, ErrorCode::UnknownTool);
+                .map_or_else(|| ToolArgs::from(Map::new()), |args| ToolArgs::from_value(args.clone()));
+            self.server.record_rejected_call(&name, &args, ErrorCode::UnknownTool);
             let names: Vec<String> = self
                 .server
                 .tools()
@@ -569,12 +570,17 @@ impl Inner {
                 names.join(", ")
             ));
         };
-        let args_json = match params.get("arguments") {
-            None | Some(Value::Null) => "{}".to_owned(),
-            Some(args @ Value::Object(_)) => args.to_string(),
+        // The arguments are parsed JSON already (the request's): the gate, the
+        // tool and the audit log read this one value.
+        let args = match params.get("arguments") {
+            None | Some(Value::Null) => ToolArgs::from(Map::new()),
+            Some(Value::Object(args)) => ToolArgs::from(args.clone()),
             Some(other) => {
-                self.server
-                    .record_rejected_call(&canonical, &other.to_string(), ErrorCode::InvalidArguments);
+                self.server.record_rejected_call(
+                    &canonical,
+                    &ToolArgs::from_value(other.clone()),
+                    ErrorCode::InvalidArguments,
+                );
                 return invalid(format!(
                     "invalid params: `arguments` must be an object, got {}",
                     crate::args::json_kind(other)
@@ -607,7 +613,7 @@ impl Inner {
             key: request.key.clone(),
             call,
             tool: canonical,
-            args_json,
+            args,
             progress_token,
         };
         let worker = self.inflight.worker();
@@ -667,7 +673,7 @@ struct Job {
     key: IdKey,
     call: Arc<Call>,
     tool: String,
-    args_json: String,
+    args: ToolArgs,
     progress_token: Option<Value>,
 }
 
@@ -686,7 +692,7 @@ impl Job {
         }
         let line = match outcome {
             Ok(response) => {
-                let result = tools::call_result(&response, self.era);
+                let result = tools::call_result(response, self.era);
                 jsonrpc::response(&self.id, self.inner.finish_result(Some(self.era), result))
             }
             Err(_) => {
@@ -707,10 +713,10 @@ impl Job {
 
     fn execute(&self, tail: Option<&OutputTail>) -> ToolResponse {
         if let Some(gate) = &self.inner.options.gate
-            && let Some(doc) = gate.check(&self.tool, &self.args_json).refusal_document()
+            && let Some(doc) = gate.check(&self.tool, &self.args).refusal_document()
         {
             tracing::info!(tool = %self.tool, message = %doc["message"], "call refused by policy");
-            return ToolResponse::new(doc.to_string());
+            return ToolResponse::document(doc);
         }
         let mut observe = |chunk: &[u8], _stream| {
             if let Some(tail) = tail {
@@ -723,7 +729,7 @@ impl Job {
                 .is_some()
                 .then_some(&mut observe as &mut dyn FnMut(&[u8], crate::OutputStream)),
         };
-        self.inner.server.call_tool(&self.tool, &self.args_json, options)
+        self.inner.server.call_tool(&self.tool, &self.args, options)
     }
 
     fn start_ticker(&self, token: Value, tail: Arc<OutputTail>) -> Ticker {

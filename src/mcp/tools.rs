@@ -35,16 +35,16 @@ pub(crate) fn tool_entry(def: &ToolDefinition, era: Era) -> Value {
 
 /// The `tools/call` result for a tool's response.
 ///
-/// A JSON-object result (the bash tools' result document) becomes a readable
-/// text block plus, when the revision has it, `structuredContent` with the
-/// document itself; `isError` is true exactly when the document has an
-/// `error` key (bad arguments, spawn failure, timeout, cancellation, a policy
-/// refusal). A non-zero exit status is a normal result. Any other result
-/// string is passed through as text.
-pub(crate) fn call_result(response: &ToolResponse, era: Era) -> Value {
-    match serde_json::from_str::<Value>(&response.result) {
-        Ok(Value::Object(doc)) => {
-            let is_error = doc.contains_key("error");
+/// A JSON-object result (the bash tools' result document, or an error)
+/// becomes a readable text block plus, when the revision has it,
+/// `structuredContent` with the document itself; `isError` is
+/// [`ToolResponse::is_error`] (bad arguments, spawn failure, timeout,
+/// cancellation, a policy refusal). A non-zero exit status is a normal
+/// result. Any other result is passed on as text.
+pub(crate) fn call_result(response: ToolResponse, era: Era) -> Value {
+    let is_error = response.is_error();
+    match response.into_value() {
+        Value::Object(doc) => {
             let mut result = json!({
                 "content": [{"type": "text", "text": render_text(&doc)}],
                 "isError": is_error,
@@ -54,8 +54,12 @@ pub(crate) fn call_result(response: &ToolResponse, era: Era) -> Value {
             }
             result
         }
-        _ => json!({
-            "content": [{"type": "text", "text": response.result}],
+        Value::String(text) => json!({
+            "content": [{"type": "text", "text": text}],
+            "isError": false,
+        }),
+        other => json!({
+            "content": [{"type": "text", "text": other.to_string()}],
             "isError": false,
         }),
     }
@@ -187,19 +191,23 @@ mod tests {
     }
 
     #[test]
-    fn error_key_decides_is_error() {
+    fn the_response_decides_is_error() {
         let era = Era::Handshake("2025-06-18");
-        let ok = call_result(&ToolResponse::new(r#"{"output":"","exit_code":2}"#), era);
+        let ok = call_result(ToolResponse::document(json!({"output": "", "exit_code": 2})), era);
         assert_eq!(ok["isError"], false);
         assert_eq!(ok["structuredContent"]["exit_code"], 2);
-        let bad = call_result(&ToolResponse::new(r#"{"error":"x","message":"m","hint":"h"}"#), era);
+        let error = crate::error::ToolError::new(crate::error::ErrorCode::InvalidArguments, "m", "h");
+        let bad = call_result(ToolResponse::error(&error), era);
         assert_eq!(bad["isError"], true);
+        assert_eq!(bad["structuredContent"]["error"], "invalid_arguments");
+        let timed_out = call_result(ToolResponse::document(json!({"output": "", "error": "timeout"})), era);
+        assert_eq!(timed_out["isError"], true);
         let old = call_result(
-            &ToolResponse::new(r#"{"output":"","exit_code":0}"#),
+            ToolResponse::document(json!({"output": "", "exit_code": 0})),
             Era::Handshake("2025-03-26"),
         );
         assert!(old.get("structuredContent").is_none());
-        let plain = call_result(&ToolResponse::new("plain text"), era);
+        let plain = call_result(ToolResponse::new("plain text"), era);
         assert_eq!(plain["content"][0]["text"], "plain text");
     }
 }

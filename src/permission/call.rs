@@ -8,7 +8,7 @@
 //! `source /dev/stdin`), so its commands are added to the parts: deny rules and the
 //! classifier see them, and the pattern stays `{unknown}`.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::parse::Walker;
 use super::vars::{is_risky_setting, is_shell_code_variable};
@@ -83,23 +83,28 @@ pub(crate) fn too_large(text: &str) -> Option<String> {
     })
 }
 
-/// The arguments of a command tool call that reach the shell.
-pub(crate) struct Call {
-    pub command: String,
-    pub env: Option<Value>,
-    pub stdin: Option<Value>,
+/// Reads a call's JSON arguments text as an object; an error says what is wrong.
+pub(crate) fn object(args_json: &str) -> Result<Map<String, Value>, String> {
+    let value: Value = serde_json::from_str(args_json)
+        .map_err(|e| format!("the arguments are not valid JSON ({e}); send an object like {{\"command\": \"ls\"}}"))?;
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err("the arguments are not a JSON object; send an object like {\"command\": \"ls\"}".into()),
+    }
 }
 
-impl Call {
-    /// Reads the call's JSON arguments; an error names what is missing.
-    pub(crate) fn parse(args_json: &str) -> Result<Call, String> {
-        let value: Value = serde_json::from_str(args_json).map_err(|e| {
-            format!("the arguments are not valid JSON ({e}); send an object like {{\"command\": \"ls\"}}")
-        })?;
-        let Value::Object(mut map) = value else {
-            return Err("the arguments are not a JSON object; send an object like {\"command\": \"ls\"}".into());
-        };
-        let command = match map.remove("command") {
+/// The arguments of a command tool call that reach the shell, borrowed from
+/// the parsed arguments.
+pub(crate) struct Call<'a> {
+    pub command: &'a str,
+    pub env: Option<&'a Value>,
+    pub stdin: Option<&'a Value>,
+}
+
+impl<'a> Call<'a> {
+    /// Reads the call's parsed arguments; an error names what is missing.
+    pub(crate) fn from_map(map: &'a Map<String, Value>) -> Result<Call<'a>, String> {
+        let command = match map.get("command") {
             Some(Value::String(s)) => s,
             Some(_) => return Err("the `command` argument is not a string".into()),
             None => {
@@ -108,19 +113,19 @@ impl Call {
         };
         Ok(Call {
             command,
-            env: map.remove("env").filter(|v| !v.is_null()),
-            stdin: map.remove("stdin").filter(|v| !v.is_null()),
+            env: map.get("env").filter(|v| !v.is_null()),
+            stdin: map.get("stdin").filter(|v| !v.is_null()),
         })
     }
 
     /// The analysis of the whole call, read by a shell of `dialect`.
     pub(crate) fn analyze(&self, dialect: Dialect) -> Analysis {
-        let mut analysis = super::analyze_in(&self.command, dialect);
-        if let Some(env) = &self.env {
+        let mut analysis = super::analyze_in(self.command, dialect);
+        if let Some(env) = self.env {
             env_opacity(env, &mut analysis.opaque);
         }
         if analysis.is_opaque()
-            && let Some(stdin) = &self.stdin
+            && let Some(stdin) = self.stdin
         {
             match stdin.as_str() {
                 Some(text) if too_large(text).is_none() => {
@@ -149,14 +154,17 @@ impl Call {
 /// assert!(env_opacity_of(r#"{"env":{"RUST_LOG":"debug"}}"#).is_empty());
 /// ```
 pub fn env_opacity_of(args_json: &str) -> Vec<Opacity> {
-    let mut out = Vec::new();
     match serde_json::from_str::<Value>(args_json) {
-        Ok(Value::Object(map)) => {
-            if let Some(env) = map.get("env").filter(|v| !v.is_null()) {
-                env_opacity(env, &mut out);
-            }
-        }
-        _ => out.push(Opacity::new("the arguments are not a JSON object".into(), Vec::new())),
+        Ok(Value::Object(map)) => env_opacity_of_args(&map),
+        _ => vec![Opacity::new("the arguments are not a JSON object".into(), Vec::new())],
+    }
+}
+
+/// [`env_opacity_of`] for arguments already parsed.
+pub fn env_opacity_of_args(args: &Map<String, Value>) -> Vec<Opacity> {
+    let mut out = Vec::new();
+    if let Some(env) = args.get("env").filter(|v| !v.is_null()) {
+        env_opacity(env, &mut out);
     }
     out
 }

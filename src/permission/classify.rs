@@ -5,6 +5,7 @@
 use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::call::Call;
 use super::fnmatch::{fnmatch, fnmatch_pathname};
@@ -548,10 +549,18 @@ fn piped_into(rule: &Rule, command: &str) -> bool {
 /// assert_eq!(classify_call(r#"{"command":"cat","stdin":"rm -rf ~"}"#).class, Class::Safe);
 /// ```
 pub fn classify_call(args_json: &str) -> Classification {
-    let Ok(call) = Call::parse(args_json) else {
+    match super::call::object(args_json) {
+        Ok(args) => classify_call_args(&args),
+        Err(_) => classify(""),
+    }
+}
+
+/// [`classify_call`] for arguments already parsed.
+pub fn classify_call_args(args: &Map<String, Value>) -> Classification {
+    let Ok(call) = Call::from_map(args) else {
         return classify("");
     };
-    let mut c = classify(&call.command);
+    let mut c = classify(call.command);
     let analysis = call.analyze(super::Dialect::Unknown);
     for (id, opacity) in [
         ("hidden-code", analysis.opaque.iter().find(|o| o.hidden_code)),
@@ -567,7 +576,7 @@ pub fn classify_call(args_json: &str) -> Classification {
             }
         }
     }
-    let stdin = call.stdin.as_ref().and_then(|s| s.as_str());
+    let stdin = call.stdin.and_then(|s| s.as_str());
     if let Some(text) = stdin
         && super::call::too_large(text).is_none()
         && analysis.is_opaque()

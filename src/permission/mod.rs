@@ -43,10 +43,10 @@ mod word;
 mod wrapper_table;
 mod wrappers;
 
-pub use call::{MAX_ANALYSED_BYTES, MAX_ANALYSED_TOKENS, env_opacity_of};
+pub use call::{MAX_ANALYSED_BYTES, MAX_ANALYSED_TOKENS, env_opacity_of, env_opacity_of_args};
 #[doc(hidden)]
 pub use classify::rule_count;
-pub use classify::{Class, Classification, PartClass, classify, classify_call};
+pub use classify::{Class, Classification, PartClass, classify, classify_call, classify_call_args};
 pub use depth::{MAX_NESTING, MAX_PAREN_NESTING};
 pub use dialect::{Dialect, FISH_FUNCTIONS, OTHER_SHELL_KEYWORDS, PLAIN_CHARACTERS, POSIX_SHELLS};
 pub use fnmatch::{fnmatch, fnmatch_escape};
@@ -58,6 +58,7 @@ pub use vars::{RISKY_VARIABLE_PREFIXES, RISKY_VARIABLES, RiskyVariable, is_risky
 pub use wrappers::{OPAQUE_BUILTINS, OPAQUE_WRAPPERS, TRANSPARENT_WRAPPERS, VISIBLE_WRAPPERS};
 
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 /// One command the text would execute.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -239,12 +240,24 @@ pub fn command_pattern_in(tool_name: &str, command: &str, dialect: Dialect) -> S
 /// assert!(!analyze_call_in(r#"{"command":"ls","env":{"RUST_LOG":"debug"}}"#, Dialect::Bash).is_opaque());
 /// ```
 pub fn analyze_call_in(args_json: &str, dialect: Dialect) -> Analysis {
-    match call::Call::parse(args_json) {
+    match call::object(args_json) {
+        Ok(args) => analyze_call_args(&args, dialect),
+        Err(e) => opaque_analysis(e),
+    }
+}
+
+/// [`analyze_call_in`] for arguments already parsed.
+pub fn analyze_call_args(args: &Map<String, Value>, dialect: Dialect) -> Analysis {
+    match call::Call::from_map(args) {
         Ok(call) => call.analyze(dialect),
-        Err(e) => Analysis {
-            opaque: vec![Opacity::new(e, Vec::new())],
-            ..Analysis::default()
-        },
+        Err(e) => opaque_analysis(e),
+    }
+}
+
+fn opaque_analysis(reason: String) -> Analysis {
+    Analysis {
+        opaque: vec![Opacity::new(reason, Vec::new())],
+        ..Analysis::default()
     }
 }
 
@@ -280,7 +293,33 @@ pub fn permission_pattern(tool_name: &str, args_json: &str) -> String {
 /// assert_eq!(permission_pattern_in("bash.execute", args, Dialect::Unknown), "bash.execute:{unknown}");
 /// ```
 pub fn permission_pattern_in(tool_name: &str, args_json: &str, dialect: Dialect) -> String {
-    match call::Call::parse(args_json) {
+    match call::object(args_json) {
+        Ok(args) => permission_pattern_args_in(tool_name, Ok(&args), dialect),
+        Err(e) => permission_pattern_args_in(tool_name, Err(&e), dialect),
+    }
+}
+
+/// [`permission_pattern_in`] for arguments already parsed: `args` is the
+/// arguments object, or why the arguments are not one (the opaque pattern,
+/// and a `tracing::warn!` with the reason).
+///
+/// ```
+/// use bash_mcp::permission::{Dialect, permission_pattern_args_in};
+/// let args = serde_json::json!({"command": "git push"});
+/// let pattern = permission_pattern_args_in("bash.execute", Ok(args.as_object().unwrap()), Dialect::Bash);
+/// assert_eq!(pattern, "bash.execute:git *");
+/// assert_eq!(permission_pattern_args_in("bash.execute", Err("not an object"), Dialect::Bash), "bash.execute:{unknown}");
+/// ```
+pub fn permission_pattern_args_in(
+    tool_name: &str,
+    args: Result<&Map<String, Value>, &str>,
+    dialect: Dialect,
+) -> String {
+    let call = match args {
+        Ok(args) => call::Call::from_map(args),
+        Err(e) => Err(e.to_owned()),
+    };
+    match call {
         Ok(call) => pattern::render(tool_name, &call.analyze(dialect)),
         Err(e) => {
             tracing::warn!(tool = tool_name, "permission pattern: {e}");

@@ -3,15 +3,15 @@
 use std::fmt;
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::Class;
-use super::classify::{classify_call, is_catastrophic_rule, write_class};
+use super::classify::{Classification, classify, classify_call_args, is_catastrophic_rule, write_class};
 use super::fnmatch::fnmatch;
 use super::pattern::opaque_pattern;
 use super::redirect::normalize_path;
 use super::unwrap::basename;
-use super::{Analysis, Dialect, Opacity, Part, analyze_call_in, analyze_in};
+use super::{Analysis, Dialect, Opacity, Part, analyze_call_args, analyze_call_in, analyze_in};
 
 /// The outcome of [`PermissionPolicy::decide`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -222,7 +222,13 @@ impl PermissionPolicy {
     /// assert_eq!(p.decide("bash.execute", "{}"), Decision::Ask);
     /// ```
     pub fn decide(&self, tool_name: &str, args_json: &str) -> Decision {
-        self.evaluate(tool_name, &analysis_of(tool_name, args_json, self.dialect))
+        self.evaluate(tool_name, &logged(tool_name, analyze_call_in(args_json, self.dialect)))
+            .0
+    }
+
+    /// [`decide`](Self::decide) for arguments already parsed.
+    pub fn decide_args(&self, tool_name: &str, args: &Map<String, Value>) -> Decision {
+        self.evaluate(tool_name, &logged(tool_name, analyze_call_args(args, self.dialect)))
             .0
     }
 
@@ -248,7 +254,13 @@ impl PermissionPolicy {
     /// assert_eq!(e["parts"][1]["decision"], "ask");
     /// ```
     pub fn explain(&self, tool_name: &str, args_json: &str) -> Value {
-        self.evaluate(tool_name, &analysis_of(tool_name, args_json, self.dialect))
+        self.evaluate(tool_name, &logged(tool_name, analyze_call_in(args_json, self.dialect)))
+            .1
+    }
+
+    /// [`explain`](Self::explain) for arguments already parsed.
+    pub fn explain_args(&self, tool_name: &str, args: &Map<String, Value>) -> Value {
+        self.evaluate(tool_name, &logged(tool_name, analyze_call_args(args, self.dialect)))
             .1
     }
 
@@ -409,7 +421,24 @@ impl PermissionPolicy {
     /// assert!(!p.allows_catastrophic_explicitly("bash.execute", &call("echo x > /dev/sda")));
     /// ```
     pub fn allows_catastrophic_explicitly(&self, tool: &str, args_json: &str) -> bool {
-        let classification = classify_call(args_json);
+        match super::call::object(args_json) {
+            Ok(args) => self.allows_catastrophic_explicitly_args(tool, &args),
+            Err(_) => self.allows_catastrophic_in(
+                tool,
+                classify(""),
+                logged(tool, analyze_call_in(args_json, self.dialect)),
+            ),
+        }
+    }
+
+    /// [`allows_catastrophic_explicitly`](Self::allows_catastrophic_explicitly)
+    /// for arguments already parsed.
+    pub fn allows_catastrophic_explicitly_args(&self, tool: &str, args: &Map<String, Value>) -> bool {
+        let analysis = logged(tool, analyze_call_args(args, self.dialect));
+        self.allows_catastrophic_in(tool, classify_call_args(args), analysis)
+    }
+
+    fn allows_catastrophic_in(&self, tool: &str, classification: Classification, analysis: Analysis) -> bool {
         let named = |r: &&Rule, text: &str| {
             let word = text.split(' ').next().unwrap_or("");
             !r.is_write_rule() && (r.names_command(word) || r.names_command(basename(word))) && r.matches(tool, text)
@@ -421,7 +450,6 @@ impl PermissionPolicy {
             }
             covered.extend(part.rules.iter().map(String::as_str));
         }
-        let analysis = analysis_of(tool, args_json, self.dialect);
         for id in &classification.rules {
             if covered.contains(&id.as_str()) || !is_catastrophic_rule(id) {
                 continue;
@@ -528,8 +556,8 @@ fn may_expand(arg: &str) -> bool {
     arg.contains(['$', '`', '*', '?', '[', '{']) || arg.starts_with('~') || arg.contains("<(") || arg.contains(">(")
 }
 
-fn analysis_of(tool: &str, args_json: &str, dialect: Dialect) -> Analysis {
-    let analysis = analyze_call_in(args_json, dialect);
+/// `analysis`, after a debug line when nothing of the call could be read.
+fn logged(tool: &str, analysis: Analysis) -> Analysis {
     if analysis.parts.is_empty()
         && let Some(o) = analysis.opaque.first()
     {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{HistoryMode, RunOptions, SessionManager, StartOptions};
-use crate::args::json_kind;
+use crate::args::{ToolArgs, json_kind};
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
@@ -132,22 +132,21 @@ impl Tool for SessionTool {
     /// `session_run` is matched like `execute`, in the dialect of the session's shell;
     /// `session_write` types raw input into a shell, which can run anything, so its
     /// pattern is opaque.
-    fn permission_pattern(&self, qualified_name: &str, args_json: &str) -> String {
+    fn permission_pattern(&self, qualified_name: &str, args: &ToolArgs) -> String {
         match self.definition.name.as_str() {
             "session_run" => {
-                crate::permission::permission_pattern_in(qualified_name, args_json, self.permission_dialect(args_json))
+                let object = args.object().map_err(|e| e.message.as_str());
+                crate::permission::permission_pattern_args_in(qualified_name, object, self.permission_dialect(args))
             }
             "session_write" => crate::permission::command_pattern(qualified_name, ""),
             _ => qualified_name.to_owned(),
         }
     }
 
-    /// The dialect of the shell of the session named in `args_json`; the
+    /// The dialect of the shell of the session named in `args`; the
     /// conservative default when there is no such session.
-    fn permission_dialect(&self, args_json: &str) -> crate::permission::Dialect {
-        let id = serde_json::from_str::<Value>(args_json)
-            .ok()
-            .and_then(|v| v.get("session_id")?.as_str().map(str::to_owned));
+    fn permission_dialect(&self, args: &ToolArgs) -> crate::permission::Dialect {
+        let id = args.get("session_id").and_then(Value::as_str);
         let (Some(id), Some(manager)) = (id, self.manager.cell.get()) else {
             return crate::permission::Dialect::Unknown;
         };
@@ -162,7 +161,7 @@ impl Tool for SessionTool {
 
     fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
         match self.dispatch(args) {
-            Ok(value) => ToolResponse::new(crate::error::document_text(&value)),
+            Ok(value) => ToolResponse::document(value),
             Err(error) => ToolResponse::error(&error),
         }
     }

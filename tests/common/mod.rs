@@ -55,8 +55,13 @@ impl McpServer for TestServer {
     fn tools(&self) -> &bash_mcp::ToolRegistry {
         self.server.tools()
     }
-    fn call_tool(&self, tool: &str, args_json: &str, options: bash_mcp::CallOptions<'_>) -> bash_mcp::ToolResponse {
-        self.server.call_tool(tool, args_json, options)
+    fn call_tool(
+        &self,
+        tool: &str,
+        args: &bash_mcp::ToolArgs,
+        options: bash_mcp::CallOptions<'_>,
+    ) -> bash_mcp::ToolResponse {
+        self.server.call_tool(tool, args, options)
     }
     fn get_permission_pattern(&self, tool: &str, args_json: &str) -> String {
         self.server.get_permission_pattern(tool, args_json)

@@ -28,6 +28,7 @@ pub mod surface;
 use std::ffi::{c_char, c_int, c_void};
 use std::path::Path;
 
+use crate::args::ToolArgs;
 use crate::bash::BashServer;
 use crate::error::{ErrorCode, ToolError};
 use crate::ffi::log::{bash_mcp_log_level, enable_stderr_fallback};
@@ -36,7 +37,7 @@ use crate::ffi::ptr::str_arg;
 use crate::ffi::result::Failure;
 use crate::ffi::server::{bash_mcp_server, panic_envelope};
 use crate::ffi::string::into_c_string;
-use crate::server::{McpServer, ToolResponse};
+use crate::server::{CallOptions, McpServer, ToolResponse};
 
 pub use codes::EntropicError;
 pub use setup::{CONFIG_VAR, DEFAULT_PLUGIN_NAME, NAME_VAR, PLUGIN_OUTPUT_LIMIT_BYTES, plugin_name};
@@ -78,22 +79,26 @@ impl Plugin {
             .strip_prefix(name)
             .and_then(|rest| rest.strip_prefix('.'))
             .unwrap_or(tool);
-        if let Err(error) = surface::check_call(local, args_json).and_then(|()| self.enforce(local, args_json)) {
+        // The edge: the arguments are parsed here, once, for the checks and
+        // the call, and the result written as text here, once.
+        let args = ToolArgs::parse(args_json);
+        if let Err(error) = surface::check_call(local, &args).and_then(|()| self.enforce(local, &args)) {
             return ToolResponse::error(&error).to_envelope();
         }
-        self.inner().execute(local, args_json)
+        self.inner()
+            .call_tool(local, &args, CallOptions::default())
+            .to_envelope()
     }
 
     /// Applies the plugin's own permission rules to an `execute` call.
-    fn enforce(&self, local: &str, args_json: &str) -> Result<(), ToolError> {
+    fn enforce(&self, local: &str, args: &ToolArgs) -> Result<(), ToolError> {
         let Some(enforcement) = &self.enforcement else {
             return Ok(());
         };
         if local != surface::EXECUTE {
             return Ok(());
         }
-        let args: serde_json::Value = serde_json::from_str(args_json).unwrap_or_default();
-        match args["command"].as_str() {
+        match args.get("command").and_then(serde_json::Value::as_str) {
             Some(command) => enforcement.check(&format!("{}.{local}", self.inner().name()), command),
             None => Ok(()), // refused by the server: there is no command to run
         }

@@ -11,6 +11,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::args::ToolArgs;
 use crate::bash::BashServer;
 use crate::config::OPTIONAL_TOOLS;
 use crate::error::{ErrorCode, ToolError};
@@ -63,7 +64,7 @@ pub fn engine_subject(args: &Map<String, Value>) -> Option<&str> {
 
 /// Refuses a call the engine would have keyed on something other than the
 /// command, or that asks for a tool the plugin does not expose.
-pub fn check_call(local: &str, args_json: &str) -> Result<(), ToolError> {
+pub fn check_call(local: &str, args: &ToolArgs) -> Result<(), ToolError> {
     if !exposed(local) {
         return Err(ToolError::new(
             ErrorCode::UnknownTool,
@@ -75,7 +76,7 @@ pub fn check_call(local: &str, args_json: &str) -> Result<(), ToolError> {
         return Ok(());
     }
     // Malformed arguments are left to the server, which refuses them.
-    let Ok(Value::Object(args)) = serde_json::from_str::<Value>(args_json) else {
+    let Ok(args) = args.object() else {
         return Ok(());
     };
     if let Some(key) = args.keys().find(|k| !PLUGIN_EXECUTE_ARGUMENTS.contains(&k.as_str())) {
@@ -88,7 +89,7 @@ pub fn check_call(local: &str, args_json: &str) -> Result<(), ToolError> {
             ),
         ));
     }
-    match (args.get("command").and_then(Value::as_str), engine_subject(&args)) {
+    match (args.get("command").and_then(Value::as_str), engine_subject(args)) {
         (Some(command), Some(subject)) if command == subject => Ok(()),
         // No string command: the server refuses the call itself.
         (None, _) => Ok(()),
@@ -199,7 +200,7 @@ mod tests {
 
     #[test]
     fn calls_keyed_off_the_command_are_refused() {
-        assert!(check_call("execute", r#"{"command": "ls", "env": {"A": "1"}}"#).is_ok());
+        assert!(check_call("execute", &ToolArgs::parse(r#"{"command": "ls", "env": {"A": "1"}}"#)).is_ok());
         for (args, code) in [
             (
                 r#"{"background": false, "command": "rm -rf x"}"#,
@@ -207,11 +208,18 @@ mod tests {
             ),
             (r#"{"Command": "x", "command": "rm -rf x"}"#, ErrorCode::UnknownArgument),
         ] {
-            assert_eq!(check_call("execute", args).unwrap_err().code, code, "{args}");
+            assert_eq!(
+                check_call("execute", &ToolArgs::parse(args)).unwrap_err().code,
+                code,
+                "{args}"
+            );
         }
-        assert_eq!(check_call("job_list", "{}").unwrap_err().code, ErrorCode::UnknownTool);
         assert_eq!(
-            check_call("session_write", "{}").unwrap_err().code,
+            check_call("job_list", &ToolArgs::parse("{}")).unwrap_err().code,
+            ErrorCode::UnknownTool
+        );
+        assert_eq!(
+            check_call("session_write", &ToolArgs::parse("{}")).unwrap_err().code,
             ErrorCode::UnknownTool
         );
     }
