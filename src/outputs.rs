@@ -246,7 +246,7 @@ impl PartialEq for ReadWhat {
 
 impl ReadQuery {
     /// Parses the `output_read` tool's arguments.
-    pub fn from_args(args: &Value) -> Result<Self, ToolError> {
+    pub fn from_args(args: &serde_json::Map<String, Value>) -> Result<Self, ToolError> {
         let bad = |message: String, hint: &str| ToolError::new(ErrorCode::InvalidArguments, message, hint.to_owned());
         let output_id = args
             .get("output_id")
@@ -684,7 +684,9 @@ mod tests {
     fn read(store: &OutputStore, id: &str, args: Value) -> Value {
         let mut args = args;
         args["output_id"] = id.into();
-        store.read(&ReadQuery::from_args(&args).unwrap()).unwrap()
+        store
+            .read(&ReadQuery::from_args(args.as_object().unwrap()).unwrap())
+            .unwrap()
     }
 
     #[test]
@@ -723,7 +725,7 @@ mod tests {
             .collect();
         assert_eq!(store.ids(), ids[2..], "two of 100 bytes fit a budget of 250");
         let err = store
-            .read(&ReadQuery::from_args(&json!({"output_id": ids[0]})).unwrap())
+            .read(&ReadQuery::from_args(json!({"output_id": ids[0]}).as_object().unwrap()).unwrap())
             .unwrap_err();
         assert_eq!(err.code, ErrorCode::OutputNotFound);
         assert!(err.message.contains("evicted"), "{}", err.message);
@@ -765,7 +767,7 @@ mod tests {
             (json!({"output_id": "x", "offset": -1}), "whole number"),
             (json!({"output_id": "x", "context": 1}), "only goes with grep"),
         ] {
-            let err = ReadQuery::from_args(&args).unwrap_err();
+            let err = ReadQuery::from_args(args.as_object().unwrap()).unwrap_err();
             assert_eq!(err.code, ErrorCode::InvalidArguments);
             assert!(err.message.contains(needle), "{args}: {}", err.message);
         }

@@ -41,11 +41,11 @@ impl Tool for OutputReadTool {
                     format!("output_read accepts: {}", ARGUMENTS.join(", ")),
                 ));
             }
-            let query = ReadQuery::from_args(&Value::Object(args.clone()))?;
+            let query = ReadQuery::from_args(args)?;
             self.store.read(&query)
         })();
         match result {
-            Ok(v) => ToolResponse::new(crate::error::document_text(&v)),
+            Ok(v) => ToolResponse::document(v),
             Err(e) => ToolResponse::error(&e),
         }
     }
