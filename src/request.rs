@@ -79,6 +79,7 @@ pub const EXECUTE_ARGUMENTS: &[&str] = &[
     "streams",
     "background",
     "yield_seconds",
+    "sandbox",
 ];
 
 impl ExecRequest {
@@ -201,6 +202,17 @@ impl ExecRequest {
                 "`background` must be true or false, got {}",
                 json_kind(value)
             )));
+        }
+        if let Some(value) = args.get("sandbox").filter(|v| !v.is_null()) {
+            let Value::Object(call) = value else {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidArguments,
+                    format!("`sandbox` must be an object, got {}", json_kind(value)),
+                    "pass e.g. {\"sandbox\": {\"network\": false}} or {\"sandbox\": {\"mode\": \"read-only\"}}: a call may only tighten the configured sandbox",
+                ));
+            };
+            // Checked against the configuration when the command runs: only tightening passes.
+            request.sandbox = Some(SandboxCall::Tighten(call.clone()));
         }
         if let Some(value) = args.get("streams").filter(|v| !v.is_null()) {
             request.streams = match value.as_str() {

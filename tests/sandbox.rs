@@ -161,6 +161,42 @@ fn writes_inside_the_roots_succeed_and_outside_fail() {
     }
 }
 
+/// A call's own `sandbox` argument tightens the configured sandbox for that
+/// command only, and a widening one is refused before anything runs.
+#[test]
+fn a_call_may_tighten_the_sandbox_but_not_widen_it() {
+    for &backend in BACKENDS {
+        if !available(backend) {
+            continue;
+        }
+        let dir = TempDir::new("sbx-tighten");
+        let server = sandboxed(&dir, backend, json!({}));
+        let tag = server.tag().to_owned();
+        let write = "echo in > t.txt; echo rc=$?";
+        let tightened = call_tagged(&server, write, &tag, json!({"sandbox": {"mode": "read-only"}}));
+        assert!(
+            output(&tightened).contains("rc=1") || output(&tightened).contains("rc=2"),
+            "{backend}: {tightened}"
+        );
+        assert!(!dir.join("t.txt").exists(), "{backend}: a read-only call wrote");
+        let plain = run(&server, write);
+        assert!(
+            output(&plain).contains("rc=0"),
+            "{backend}: the next call is back to the configuration: {plain}"
+        );
+        for widening in [json!({"mode": "off"}), json!({"writable_roots": ["/"]})] {
+            let refused = call_tagged(&server, "touch /tmp/should-not-run", &tag, json!({"sandbox": widening}));
+            assert_eq!(refused["error"], "invalid_arguments", "{backend}: {refused}");
+            assert!(
+                refused["message"].as_str().unwrap().contains("widen"),
+                "{backend}: {refused}"
+            );
+        }
+        let not_object = call_tagged(&server, "true", &tag, json!({"sandbox": "off"}));
+        assert_eq!(not_object["error"], "invalid_arguments", "{not_object}");
+    }
+}
+
 /// A result with a denial keeps to execute's output schema, which allows no
 /// other keys: a client that validates structured content must accept it.
 #[test]
