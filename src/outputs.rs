@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -32,6 +32,33 @@ pub const MAX_READ_BYTES: usize = 64 * 1024;
 pub const MAX_MATCHES: usize = 200;
 /// The most context lines around a match.
 pub const MAX_CONTEXT: usize = 20;
+/// The most bytes of one line a search or line range looks at; the rest of a
+/// longer line is skipped (and still counted in offsets).
+const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// Reads one line (through its `\n`) into `line`, keeping at most `cap`
+/// bytes of it; returns the bytes consumed, 0 at the end. Memory stays
+/// bounded whatever the line's length.
+fn read_line_bounded(reader: &mut impl BufRead, line: &mut Vec<u8>, cap: usize) -> io::Result<usize> {
+    let mut consumed = 0;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(consumed);
+        }
+        let (take, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        let room = cap.saturating_sub(line.len());
+        line.extend_from_slice(&buf[..take.min(room)]);
+        reader.consume(take);
+        consumed += take;
+        if done {
+            return Ok(consumed);
+        }
+    }
+}
 
 /// Kept outputs of one server.
 pub struct OutputStore {
@@ -380,33 +407,46 @@ impl View<'_> {
         Ok(doc)
     }
 
-    /// The kept bytes as lines, in order.
+    /// The kept bytes as lines, in order: the head, then (after a cut) the
+    /// tail, each read on its own so that no line joins the two sides.
     fn lines(&self) -> io::Result<impl Iterator<Item = io::Result<Line>> + '_> {
-        let mut reader = BufReader::with_capacity(256 * 1024, (&self.file).take(self.entry.file_len));
-        let cut = self.entry.cut();
-        let mut file_pos = 0u64;
-        let mut number = Some(0u64);
-        let mut crossed = false;
+        // (first file byte, end, logical offset of the first byte, numbered)
+        let regions = match self.entry.cut() {
+            None => vec![(0, self.entry.file_len, 0, true)],
+            Some((from, to)) => vec![(0, from, 0, true), (from, self.entry.file_len, to, false)],
+        };
+        let mut regions = regions.into_iter();
+        let mut current: Option<(BufReader<io::Take<&File>>, u64, bool)> = None;
+        let mut number = 0u64;
         Ok(std::iter::from_fn(move || {
-            let mut line = Vec::new();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) => None,
-                Err(e) => Some(Err(e)),
-                Ok(n) => {
-                    let logical = match cut {
-                        Some((from, to)) if file_pos >= from => {
-                            if !crossed {
-                                // The first tail line may be a fragment; numbers are unknown from here.
-                                crossed = true;
-                                number = None;
-                            }
-                            to + (file_pos - from)
-                        }
-                        _ => file_pos,
-                    };
-                    file_pos += n as u64;
-                    number = number.map(|k| k + 1);
-                    Some(Ok((number, logical, line)))
+            loop {
+                if current.is_none() {
+                    let (start, end, logical, numbered) = regions.next()?;
+                    let mut file = &self.file;
+                    if let Err(e) = file.seek(SeekFrom::Start(start)) {
+                        return Some(Err(e));
+                    }
+                    current = Some((
+                        BufReader::with_capacity(256 * 1024, file.take(end - start)),
+                        logical,
+                        numbered,
+                    ));
+                }
+                let (reader, logical, numbered) = current.as_mut().expect("set above");
+                let mut line = Vec::new();
+                match read_line_bounded(reader, &mut line, MAX_LINE_BYTES) {
+                    Err(e) => return Some(Err(e)),
+                    Ok(0) => current = None,
+                    Ok(n) => {
+                        let at = *logical;
+                        *logical += n as u64;
+                        // After a cut the count of lines before is unknown.
+                        let shown = numbered.then(|| {
+                            number += 1;
+                            number
+                        });
+                        return Some(Ok((shown, at, line)));
+                    }
                 }
             }
         }))
@@ -753,6 +793,31 @@ mod tests {
         assert_eq!(skipped["skipped_not_kept"]["to"], 950);
         assert_eq!(read(&store, &id, json!({}))["not_kept"]["from"], 50);
         assert_eq!(store.bytes(), 100);
+    }
+
+    #[test]
+    fn no_line_joins_the_head_and_tail_of_a_cut_output() {
+        let store = OutputStore::new(100, 8);
+        let text = format!("{}\n{}\n{}\n", "a".repeat(60), "b".repeat(900), "c".repeat(30));
+        let id = keep(&store, &[text.as_bytes()]).output_id.unwrap();
+        let joined = read(&store, &id, json!({"grep": "ab"}));
+        assert_eq!(joined["match_count"], 0, "{joined}");
+        let c = read(&store, &id, json!({"grep": "^c+$", "context": 0}));
+        assert_eq!(c["matches"][0]["line"], Value::Null, "line numbers after a cut are unknown");
+        assert_eq!(c["matches"][0]["offset"], text.find('c').unwrap());
+        assert_eq!(read(&store, &id, json!({"head_lines": 1}))["text"], "a".repeat(50));
+    }
+
+    #[test]
+    fn a_very_long_line_is_read_in_bounded_memory() {
+        let store = OutputStore::new(8 << 20, 8);
+        let text = format!("x{}\nneedle\n", "y".repeat(4 << 20));
+        let id = keep(&store, &[text.as_bytes()]).output_id.unwrap();
+        let found = read(&store, &id, json!({"grep": "needle"}));
+        assert_eq!(found["matches"][0]["line"], 2);
+        assert_eq!(found["matches"][0]["offset"], text.find("needle").unwrap());
+        let first = read(&store, &id, json!({"grep": "^xy"}));
+        assert!(first["matches"][0]["text"].as_str().unwrap().len() <= 2049 + 3, "a match shows at most 2 KiB");
     }
 
     #[test]
