@@ -803,7 +803,11 @@ mod tests {
         let joined = read(&store, &id, json!({"grep": "ab"}));
         assert_eq!(joined["match_count"], 0, "{joined}");
         let c = read(&store, &id, json!({"grep": "^c+$", "context": 0}));
-        assert_eq!(c["matches"][0]["line"], Value::Null, "line numbers after a cut are unknown");
+        assert_eq!(
+            c["matches"][0]["line"],
+            Value::Null,
+            "line numbers after a cut are unknown"
+        );
         assert_eq!(c["matches"][0]["offset"], text.find('c').unwrap());
         assert_eq!(read(&store, &id, json!({"head_lines": 1}))["text"], "a".repeat(50));
     }
@@ -817,7 +821,10 @@ mod tests {
         assert_eq!(found["matches"][0]["line"], 2);
         assert_eq!(found["matches"][0]["offset"], text.find("needle").unwrap());
         let first = read(&store, &id, json!({"grep": "^xy"}));
-        assert!(first["matches"][0]["text"].as_str().unwrap().len() <= 2049 + 3, "a match shows at most 2 KiB");
+        assert!(
+            first["matches"][0]["text"].as_str().unwrap().len() <= 2049 + 3,
+            "a match shows at most 2 KiB"
+        );
     }
 
     #[test]

@@ -170,3 +170,46 @@ fn bad_reads_name_what_to_change() {
     let config = server.configure(&json!({"output_store": {"budget": 1}}).to_string());
     assert!(config.unwrap_err().message.contains("output_store.budget"));
 }
+
+#[test]
+fn a_session_command_keeps_its_whole_output() {
+    let server = common::server();
+    server
+        .configure(&json!({"sessions": {"enabled": true, "output_limit_bytes": 256}}).to_string())
+        .unwrap();
+    let started = call_tool(
+        &server,
+        "session_start",
+        json!({"env": {common::TAG_VAR: server.tag()}}),
+    );
+    let id = started["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned();
+    let ran = call_tool(
+        &server,
+        "session_run",
+        json!({"session_id": id, "command": "seq 1 2000"}),
+    );
+    assert_eq!(ran["exit_code"], 0, "{ran}");
+    assert_eq!(ran["truncated"], true, "{ran}");
+    let output_id = ran["output_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no output_id: {ran}"));
+    assert!(
+        ran["output"].as_str().unwrap().contains(output_id),
+        "the marker names the id: {ran}"
+    );
+    let found = read(
+        &server,
+        json!({"output_id": output_id, "grep": "^1500\r?$", "context": 0}),
+    );
+    assert_eq!(found["match_count"], 1, "{found}");
+    let small = call_tool(
+        &server,
+        "session_run",
+        json!({"session_id": id, "command": "echo short"}),
+    );
+    assert!(small.get("output_id").is_none(), "{small}");
+    call_tool(&server, "session_close", json!({"session_id": id}));
+}

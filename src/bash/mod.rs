@@ -182,19 +182,22 @@ impl BashServer {
             },
         ));
         let source_shared = shared.clone();
-        let sessions = Arc::new(LazyManager::new(Arc::new(move || {
-            let config = source_shared
-                .config
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone();
-            let dir = source_shared
-                .working_dir
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone();
-            (config, dir)
-        })));
+        let sessions = Arc::new(LazyManager::new(
+            Arc::new(move || {
+                let config = source_shared
+                    .config
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                let dir = source_shared
+                    .working_dir
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                (config, dir)
+            }),
+            outputs.clone(),
+        ));
 
         let definition = ToolDefinition::load(data_dir, name, "execute", EXECUTE_DEFINITION)?;
         let execute: Arc<dyn Tool> = Arc::new(ExecuteTool {

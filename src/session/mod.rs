@@ -42,6 +42,7 @@ use keys::{KEY_NAMES, key_bytes};
 use crate::capture::BoundedOutput;
 use crate::config::{Config, resolve_program};
 use crate::error::{ErrorCode, ToolError};
+use crate::outputs::OutputStore;
 
 /// A bounded ring of clean command output with absolute offsets.
 struct Ring {
@@ -122,8 +123,11 @@ impl State {
     }
 
     /// Starts collecting a new command's output at the ring's end.
-    fn begin_output(&mut self, output_limit: usize, now: Instant) {
-        self.output = BoundedOutput::new(output_limit);
+    fn begin_output(&mut self, output_limit: usize, outputs: Option<&Arc<OutputStore>>, now: Instant) {
+        self.output = match outputs {
+            Some(store) => BoundedOutput::keeping(output_limit, store.keeper()),
+            None => BoundedOutput::new(output_limit),
+        };
         self.held = None;
         self.cmd_start_offset = self.ring.end();
         self.last_activity = now;
@@ -147,6 +151,8 @@ struct Session {
     history: HistoryMode,
     hist_target: Option<PathBuf>,
     output_limit: usize,
+    /// Where a command's whole output goes once it outgrows `output_limit`.
+    outputs: Option<Arc<OutputStore>>,
     state: Mutex<State>,
     changed: Condvar,
     /// Serializes calls that type into the shell.
@@ -233,6 +239,8 @@ pub(crate) struct Inner {
     sweeper_wake: Condvar,
     /// The number the next session gets (`#1`, `#2`, ...).
     next_number: std::sync::atomic::AtomicU32,
+    /// The server's output store, for commands whose output outgrows the limit.
+    outputs: Mutex<Option<Arc<OutputStore>>>,
 }
 
 /// Owns persistent shell sessions; closing or dropping it kills them all.
@@ -284,6 +292,7 @@ impl SessionManager {
             sweeper_stop: Mutex::new(false),
             sweeper_wake: Condvar::new(),
             next_number: std::sync::atomic::AtomicU32::new(1),
+            outputs: Mutex::new(None),
         });
         let weak = Arc::downgrade(&inner);
         let sweeper = std::thread::Builder::new()
@@ -295,6 +304,12 @@ impl SessionManager {
             sweeper: Mutex::new(Some(sweeper)),
             attach: Mutex::new(None),
         })
+    }
+
+    /// Keeps the whole output of commands that outgrow the limit in `store`
+    /// (for `output_read`), for sessions started from now on.
+    pub(crate) fn keep_outputs_in(&self, store: Arc<OutputStore>) {
+        *self.inner.outputs.lock().unwrap_or_else(PoisonError::into_inner) = Some(store);
     }
 
     /// Replaces the configuration (existing sessions keep their shells).
@@ -513,6 +528,17 @@ impl SessionManager {
             history: config.history,
             hist_target,
             output_limit: config.output_limit_bytes,
+            outputs: server
+                .output_store
+                .enabled
+                .then(|| {
+                    self.inner
+                        .outputs
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone()
+                })
+                .flatten(),
             state: Mutex::new(State {
                 phase: Phase::Starting,
                 started: false,
@@ -645,7 +671,7 @@ impl SessionManager {
             state.started = false;
             state.typed = false;
             state.cmd_started = now;
-            state.begin_output(session.output_limit, now);
+            state.begin_output(session.output_limit, session.outputs.as_ref(), now);
             state.delivered = state.ring.end();
             state.echo.clear();
             session.view().command_typed(command);
@@ -727,7 +753,7 @@ impl SessionManager {
                     // end marker; there is no exit status to report.
                     state.typed = true;
                     state.last_exit = None;
-                    state.begin_output(session.output_limit, Instant::now());
+                    state.begin_output(session.output_limit, session.outputs.as_ref(), Instant::now());
                     state.delivered = state.ring.end();
                 }
                 Phase::Starting | Phase::Running => {}
@@ -1031,7 +1057,12 @@ fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_
     let running = state.phase == Phase::Running;
     // The first result of a command (`whole`) is its output so far as head
     // and tail; later results are what the ring holds since the last one.
+    let mut output_id = None;
     let (text, lost, truncated_whole) = if whole {
+        if !state.in_progress() {
+            // Before rendering: the marker line names where the whole output is kept.
+            output_id = state.output.finish_keeping().and_then(|kept| kept.output_id);
+        }
         (state.output.render(), 0, state.output.is_truncated())
     } else {
         let (bytes, lost) = state.ring.since(state.delivered);
@@ -1076,6 +1107,7 @@ fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_
         timed_out,
         waiting_for_input: waiting,
         cursor: state.ring.end(),
+        output_id,
     }
 }
 
@@ -1243,7 +1275,7 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
                     state.phase = Phase::Running;
                     state.started = true;
                     state.cmd_started = now;
-                    state.begin_output(session.output_limit, now);
+                    state.begin_output(session.output_limit, session.outputs.as_ref(), now);
                     notify = true;
                 }
             }

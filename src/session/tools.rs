@@ -44,6 +44,7 @@ pub(crate) type ConfigSource = Arc<dyn Fn() -> (Arc<Config>, PathBuf) + Send + S
 pub(crate) struct LazyManager {
     cell: OnceLock<SessionManager>,
     source: ConfigSource,
+    outputs: Arc<crate::outputs::OutputStore>,
 }
 
 impl LazyManager {
@@ -66,9 +67,12 @@ impl LazyManager {
         }
     }
 
-    pub fn new(source: ConfigSource) -> Self {
+    /// A manager made on first use from `source`, keeping the whole output
+    /// of long commands in `outputs`.
+    pub fn new(source: ConfigSource, outputs: Arc<crate::outputs::OutputStore>) -> Self {
         Self {
             cell: OnceLock::new(),
+            outputs,
             source,
         }
     }
@@ -84,6 +88,7 @@ impl LazyManager {
             return Ok(manager);
         }
         let manager = SessionManager::with_server_config(config.sessions.clone(), config, dir)?;
+        manager.keep_outputs_in(self.outputs.clone());
         let manager = self.cell.get_or_init(|| manager);
         // People attach through the server's socket; sessions work without it.
         if let Err(e) = manager.serve_attach() {

@@ -82,6 +82,9 @@ pub struct RunResult {
     pub waiting_for_input: bool,
     /// Offset after the returned output; pass to `session_read` to continue.
     pub cursor: u64,
+    /// When a finished command's output was cut: the id its whole output
+    /// (as the terminal wrote it) is kept under, for `output_read`.
+    pub output_id: Option<String>,
 }
 
 impl RunResult {
@@ -117,6 +120,9 @@ impl RunResult {
         }
         if let Some(cwd) = &self.cwd {
             doc["cwd"] = cwd.display().to_string().into();
+        }
+        if let Some(id) = &self.output_id {
+            doc["output_id"] = id.as_str().into();
         }
         if self.watchers > 0 {
             doc["people_watching"] = self.watchers.into();
