@@ -1133,17 +1133,39 @@ fn read_loop(session: &Session, nonce: &str) {
         }
         if fds[1].revents != 0 {
             session.in_flight.store(true, std::sync::atomic::Ordering::SeqCst);
-            // SAFETY: reads into a valid buffer.
-            let n = unsafe { libc::read(session.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            if n > 0 {
+            // The terminal hands over at most 4 KiB per read: take all it
+            // has (up to the buffer) before parsing, so a chatty command
+            // costs one pass and one lock per batch, not per read.
+            let mut filled = 0;
+            // Whether the terminal is still open after this batch.
+            let open = loop {
+                // SAFETY: reads into the unfilled part of a valid buffer.
+                let n = unsafe {
+                    libc::read(
+                        session.master.as_raw_fd(),
+                        buf[filled..].as_mut_ptr().cast(),
+                        buf.len() - filled,
+                    )
+                };
+                if n == 0 {
+                    break false;
+                }
+                if n < 0 {
+                    // EIO: no process holds the slave any more.
+                    break std::io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN);
+                }
+                filled += n as usize;
+                if buf.len() - filled < 4096 {
+                    break true;
+                }
+            };
+            if filled > 0 {
                 events.clear();
-                parser.feed(&buf[..n as usize], &mut events);
+                parser.feed(&buf[..filled], &mut events);
                 apply(session, &mut events);
             }
             session.in_flight.store(false, std::sync::atomic::Ordering::SeqCst);
-            if n > 0 {
-            } else if n == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN) {
-                // EIO: no process holds the slave any more.
+            if !open {
                 master_open = false;
             }
         }
