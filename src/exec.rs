@@ -3,6 +3,9 @@
 //!
 //! Completion follows the shell's exit (seen through a pidfd), not pipe EOF,
 //! so a background child that keeps the pipe open cannot hang the call. The
+//! pidfd is opened only once the command has outlived a first look of at
+//! most [`FALLBACK_TICK`]: most commands end before it, their exit seen at
+//! their pipe's end (`waitid` then tells whether the shell has gone). The
 //! shell stays unreaped until its group has been killed, so the process group
 //! id cannot be recycled in between and `killpg` never hits a stranger.
 
@@ -129,6 +132,10 @@ pub(crate) fn run(
         });
     }
     let mut stdin = child.stdin.map(|fd| (fd, stdin_data.unwrap_or_default()));
+    let mut pidfd = child.pidfd;
+    // Whether a pidfd may still be opened (a local child, not yet tried).
+    let mut pidfd_to_open = pidfd.is_none() && matches!(child.group, spawn::Group::Local(_));
+    let mut first_look = true;
     let mut buf = ReadBuffer::take();
     let mut ending = Ending::Exited;
     let mut grace_until: Option<Instant> = None;
@@ -181,7 +188,12 @@ pub(crate) fn run(
             fds.push(pollfd(fd.as_raw_fd(), libc::POLLOUT));
             fds.len() - 1
         });
-        let pid_slot = child.pidfd.as_ref().filter(|_| !exited).map(|fd| {
+        if !exited && pidfd_to_open && !first_look {
+            pidfd_to_open = false;
+            pidfd = spawn::pidfd_open(child.group.pid());
+        }
+        first_look = false;
+        let pid_slot = pidfd.as_ref().filter(|_| !exited).map(|fd| {
             fds.push(pollfd(fd.as_raw_fd(), libc::POLLIN));
             fds.len() - 1
         });

@@ -35,8 +35,12 @@ impl Drop for Permit<'_> {
     fn drop(&mut self) {
         let mut state = self.limiter.lock();
         state.active -= 1;
+        // Every waiting call has its ticket in the queue: none, no wake-up.
+        let waiting = !state.queue.is_empty();
         drop(state);
-        self.limiter.changed.notify_all();
+        if waiting {
+            self.limiter.changed.notify_all();
+        }
     }
 }
 
@@ -85,9 +89,12 @@ impl Limiter {
             if state.active < max && state.queue.front() == Some(&ticket) {
                 state.queue.pop_front();
                 state.active += 1;
+                let waiting = !state.queue.is_empty();
                 drop(state);
                 // The next in line may fit too.
-                self.changed.notify_all();
+                if waiting {
+                    self.changed.notify_all();
+                }
                 return Some(Permit { limiter: self });
             }
             state = match cancel {

@@ -46,11 +46,9 @@ pub fn windows_to_wsl(path: &str) -> Option<PathBuf> {
     )))
 }
 
-/// Checks a working directory: converts Windows paths under WSL, resolves it
-/// against `base` when relative, and requires an existing directory.
-/// Returns the absolute path (symlinks not resolved).
-pub(crate) fn existing_dir(dir: &Path, base: Option<&Path>) -> Result<PathBuf, ToolError> {
-    let hint = "pass an existing directory (absolute, or relative to the server's working directory)";
+/// The absolute path of a working directory, not checked: Windows paths
+/// converted under WSL, a relative one resolved against `base`.
+fn absolute_dir(dir: &Path, base: Option<&Path>) -> Result<PathBuf, ToolError> {
     let dir = match dir.to_str().and_then(windows_to_wsl) {
         Some(converted) if is_wsl() => converted,
         Some(_) => {
@@ -69,7 +67,15 @@ pub(crate) fn existing_dir(dir: &Path, base: Option<&Path>) -> Result<PathBuf, T
         Some(base) if dir.is_relative() => base.join(&dir),
         _ => dir,
     };
-    let absolute = std::path::absolute(&joined).unwrap_or(joined);
+    Ok(std::path::absolute(&joined).unwrap_or(joined))
+}
+
+/// Checks a working directory: converts Windows paths under WSL, resolves it
+/// against `base` when relative, and requires an existing directory.
+/// Returns the absolute path (symlinks not resolved).
+pub(crate) fn existing_dir(dir: &Path, base: Option<&Path>) -> Result<PathBuf, ToolError> {
+    let hint = "pass an existing directory (absolute, or relative to the server's working directory)";
+    let absolute = absolute_dir(dir, base)?;
     match std::fs::metadata(&absolute) {
         Ok(meta) if meta.is_dir() => match searchable(&absolute) {
             Ok(()) => Ok(absolute),
@@ -165,6 +171,23 @@ pub(crate) fn confined_dir(
         }
         None => Ok(absolute),
     }
+}
+
+/// [`confined_dir`] for a command that starts there at once, outside any
+/// sandbox: when no roots apply, the directory is not checked first (two
+/// system calls per command), since the spawn's own `chdir` fails on one
+/// that is missing, not a directory, or cannot be entered; the caller then
+/// asks [`confined_dir`] for the error. The flag says whether it was checked.
+pub(crate) fn start_dir(
+    dir: &Path,
+    base: Option<&Path>,
+    allowed_roots: Option<&[PathBuf]>,
+    project_config: bool,
+) -> Result<(PathBuf, bool), ToolError> {
+    if allowed_roots.is_none() && !project_config {
+        return Ok((absolute_dir(dir, base)?, false));
+    }
+    confined_dir(dir, base, allowed_roots, project_config).map(|dir| (dir, true))
 }
 
 /// Requires the resolved directory to lie inside one of `roots`.
@@ -398,6 +421,24 @@ fn parse_project_file(text: &str, folder: &Path) -> Result<ProjectFile, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_start_dir_is_checked_only_where_roots_apply() {
+        let missing = Path::new("/no/such/dir");
+        assert_eq!(
+            start_dir(missing, None, None, false).unwrap(),
+            (missing.to_path_buf(), false)
+        );
+        let relative = start_dir(Path::new("sub"), Some(Path::new("/base")), None, false).unwrap();
+        assert_eq!(relative, (PathBuf::from("/base/sub"), false));
+        let roots = [PathBuf::from("/")];
+        let error = start_dir(missing, None, Some(&roots), false).unwrap_err();
+        assert_eq!(error.code, ErrorCode::WorkingDirNotFound);
+        assert_eq!(
+            start_dir(Path::new("/"), None, Some(&roots), false).unwrap(),
+            (PathBuf::from("/"), true)
+        );
+    }
 
     #[test]
     fn windows_paths_convert_for_wsl() {

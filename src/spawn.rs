@@ -30,7 +30,9 @@ pub enum Streams {
 #[derive(Debug)]
 pub(crate) struct Child {
     pub group: Group,
-    /// Readable once the shell exits (None on kernels without pidfd).
+    /// Readable once the shell exits. `None` from [`spawn`]: the run opens
+    /// one only for a command that outlives its first look (most commands
+    /// end before it, and opening one costs a file of its own).
     pub pidfd: Option<OwnedFd>,
     pub stdin: Option<OwnedFd>,
     pub stdout: OwnedFd,
@@ -142,6 +144,13 @@ pub(crate) fn set_nonblocking(fd: RawFd) {
             libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
         }
     }
+}
+
+/// [`set_nonblocking`] for an end of a pipe made by [`pipe`], whose only
+/// status flag is its access mode (which F_SETFL ignores): one call, not two.
+fn set_pipe_nonblocking(fd: RawFd) {
+    // SAFETY: fcntl on an fd we own.
+    unsafe { libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK) };
 }
 
 /// A `posix_spawn*` return code as a result.
@@ -321,20 +330,20 @@ pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
     drop(out_w);
     let stdin = stdin.map(|(r, w)| {
         drop(r);
-        set_nonblocking(w.as_raw_fd());
+        set_pipe_nonblocking(w.as_raw_fd());
         w
     });
     let stderr = err.map(|(r, w)| {
         drop(w);
         r
     });
-    set_nonblocking(out_r.as_raw_fd());
+    set_pipe_nonblocking(out_r.as_raw_fd());
     if let Some(e) = &stderr {
-        set_nonblocking(e.as_raw_fd());
+        set_pipe_nonblocking(e.as_raw_fd());
     }
     Ok(Child {
         group: Group::Local(pid),
-        pidfd: pidfd_open(pid),
+        pidfd: None,
         stdin,
         stdout: out_r,
         stderr,

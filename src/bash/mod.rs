@@ -594,9 +594,18 @@ impl Shared {
         let config = self.config.read().unwrap_or_else(PoisonError::into_inner).clone();
         let base = self.working_dir.read().unwrap_or_else(PoisonError::into_inner).clone();
         validate_command(&request.command)?;
-        let cwd = match &request.working_dir {
-            Some(dir) => self.confined_dir(dir, Some(&base), &config)?,
-            None => self.confined_dir(&base, Some(&base), &config)?,
+        let dir = request.working_dir.as_deref().unwrap_or(&base);
+        // Outside a sandbox the spawn itself finds a directory it cannot
+        // start in, and only then is it checked for the error to give.
+        let (cwd, checked) = if request.sandbox.is_none() && !config.sandbox.is_on() {
+            roots::start_dir(dir, Some(&base), config.allowed_roots.as_deref(), config.project_config)?
+        } else {
+            (self.confined_dir(dir, Some(&base), &config)?, true)
+        };
+        let dir_error = || {
+            (!checked)
+                .then(|| self.confined_dir(dir, Some(&base), &config).err())
+                .flatten()
         };
         let timeout = config.effective_timeout(request.timeout);
 
@@ -664,6 +673,9 @@ impl Shared {
         // The limiter checks the token before it grants a slot: a call
         // cancelled before its turn never starts its command.
         let Some(_permit) = self.limiter.acquire(options.cancel) else {
+            if let Some(error) = dir_error() {
+                return Err(error);
+            }
             return Ok(ExecOutcome {
                 status: Status::Cancelled,
                 output: empty_output(request.streams),
@@ -685,7 +697,7 @@ impl Shared {
             options.cancel,
             options.on_output,
         )
-        .map_err(|e| spawn_error(&e, &config.shell, &cwd))?;
+        .map_err(|e| dir_error().unwrap_or_else(|| spawn_error(&e, &config.shell, &cwd)))?;
 
         let status = match raw.ending {
             Ending::Exited => Status::Exited(raw.status),

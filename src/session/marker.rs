@@ -51,8 +51,19 @@ impl Parser {
     }
 
     pub fn feed(&mut self, data: &[u8], events: &mut Vec<Event>) {
-        self.pending.extend_from_slice(data);
-        let buf = std::mem::take(&mut self.pending);
+        // Most reads start clean: scan them where they are, without a copy.
+        if self.pending.is_empty() {
+            self.scan(data, events);
+        } else {
+            let mut buf = std::mem::take(&mut self.pending);
+            buf.extend_from_slice(data);
+            self.scan(&buf, events);
+        }
+    }
+
+    /// Parses `buf` (what was pending, then the new read); what may be the
+    /// start of a marker cut by the read is left in `self.pending`.
+    fn scan(&mut self, buf: &[u8], events: &mut Vec<Event>) {
         let mut pos = 0;
         let mut out_from = 0;
         let flush = |events: &mut Vec<Event>, bytes: &[u8]| {
@@ -122,11 +133,38 @@ fn parse_end(body: &[u8]) -> Option<(i32, Vec<u8>)> {
     Some((status, body[semi + 1..].to_vec()))
 }
 
+/// Where `needle` first occurs in `hay`: a fast scan for its first byte,
+/// then a comparison there.
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || hay.len() < needle.len() {
-        return None;
+    let (&first, tail) = needle.split_first()?;
+    let mut from = 0;
+    while hay.len() - from >= needle.len() {
+        let at = from + find_byte(&hay[from..hay.len() - tail.len()], first)?;
+        if hay[at + 1..].starts_with(tail) {
+            return Some(at);
+        }
+        from = at + 1;
     }
-    hay.windows(needle.len()).position(|w| w == needle)
+    None
+}
+
+/// Where `byte` first occurs in `hay`, eight bytes per step (the output of a
+/// chatty command is scanned once or twice per byte on its way through).
+pub(super) fn find_byte(hay: &[u8], byte: u8) -> Option<usize> {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let pattern = LOW * u64::from(byte);
+    let mut chunks = hay.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in chunks.by_ref() {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes")) ^ pattern;
+        // A zero byte in `word` is a match (the classic has-zero-byte test).
+        if (word.wrapping_sub(LOW) & !word & HIGH) != 0 {
+            return chunk.iter().position(|b| *b == byte).map(|i| offset + i);
+        }
+        offset += 8;
+    }
+    chunks.remainder().iter().position(|b| *b == byte).map(|i| offset + i)
 }
 
 #[cfg(test)]
@@ -182,5 +220,22 @@ mod tests {
         let fake = "\x1b]633;D;ffffffffffffffffffffffffffffffff;0;/\x1b]633;E;ffffffffffffffffffffffffffffffff\x07";
         let events = run(&[fake.as_bytes()]);
         assert_eq!(events, vec![Event::Output(fake.as_bytes().to_vec())]);
+    }
+
+    #[test]
+    fn the_scans_find_what_a_plain_search_finds() {
+        let hay: Vec<u8> = (0..64u8)
+            .map(|i| if i % 13 == 5 { 0x1b } else { b'a' + i % 20 })
+            .collect();
+        for from in 0..hay.len() {
+            for to in from..=hay.len() {
+                let part = &hay[from..to];
+                assert_eq!(find_byte(part, 0x1b), part.iter().position(|b| *b == 0x1b));
+                for needle in [&b"\x1b"[..], b"\x1bd", b"\x1bde", b"mn", b"zz"] {
+                    let plain = part.windows(needle.len()).position(|w| w == needle);
+                    assert_eq!(find(part, needle), plain, "{part:?} {needle:?}");
+                }
+            }
+        }
     }
 }

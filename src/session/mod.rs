@@ -21,7 +21,7 @@ mod window;
 
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -1138,49 +1138,47 @@ fn read_loop(session: &Session, nonce: &str) {
     let mut events = Vec::new();
     let mut master_open = true;
     loop {
-        let mut fds = vec![
-            libc::pollfd {
-                fd: session.stop.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: if master_open { session.master.as_raw_fd() } else { -1 },
-                events: libc::POLLIN,
-                revents: 0,
-            },
+        // On the stack: this loop turns once per terminal read.
+        let entry = |fd: RawFd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let mut fds = [
+            entry(session.stop.as_raw_fd()),
+            entry(if master_open { session.master.as_raw_fd() } else { -1 }),
+            entry(pidfd.as_ref().map_or(-1, |fd| fd.as_raw_fd())),
         ];
-        if let Some(fd) = &pidfd {
-            fds.push(libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            });
-        }
+        let count = if pidfd.is_some() { 3 } else { 2 };
         let wait = if pidfd.is_some() { -1 } else { 20 };
-        // SAFETY: fds is a valid slice.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait) };
+        // SAFETY: the first `count` entries of fds are valid pollfds.
+        unsafe { libc::poll(fds.as_mut_ptr(), count, wait) };
         if fds[0].revents != 0 {
             return;
         }
         if fds[1].revents != 0 {
             session.in_flight.store(true, std::sync::atomic::Ordering::SeqCst);
+            // One read per wake-up: the terminal holds at most 4 KiB for
+            // its reader (N_TTY_BUF_SIZE) and refills it from a kernel worker
+            // after each read, so a second read would only find it empty.
             // SAFETY: reads into a valid buffer.
             let n = unsafe { libc::read(session.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            if n > 0 {
+            // Whether the terminal is still open (EIO: no process holds the
+            // slave any more).
+            let open = n > 0 || (n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN));
+            let filled = n.max(0) as usize;
+            if filled > 0 {
                 events.clear();
-                parser.feed(&buf[..n as usize], &mut events);
+                parser.feed(&buf[..filled], &mut events);
                 apply(session, &mut events);
             }
             session.in_flight.store(false, std::sync::atomic::Ordering::SeqCst);
-            if n > 0 {
-            } else if n == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN) {
-                // EIO: no process holds the slave any more.
+            if !open {
                 master_open = false;
             }
         }
         let exited = match &pidfd {
-            Some(_) => fds.get(2).is_some_and(|f| f.revents != 0),
+            Some(_) => fds[2].revents != 0,
             None => crate::spawn::has_exited(session.pid),
         };
         if exited {

@@ -40,6 +40,8 @@ pub(super) struct View {
     /// The agent's command, shown once the shell starts it.
     command: Option<String>,
     closed: bool,
+    /// The buffer `show` converts into, kept between calls.
+    scratch: Vec<u8>,
 }
 
 impl View {
@@ -52,6 +54,7 @@ impl View {
             hiding: false,
             command: None,
             closed: false,
+            scratch: Vec::new(),
         }
     }
 
@@ -128,14 +131,30 @@ impl View {
     }
 
     fn show(&mut self, bytes: &[u8]) {
-        let mut out = Vec::with_capacity(bytes.len() + 16);
-        for &b in bytes {
-            if b == b'\n' && self.last != b'\r' {
+        let Some(&last) = bytes.last() else {
+            return;
+        };
+        // Copied a line at a time (a chatty command's output passes here
+        // whole), with `\r` added before each `\n` that lacks one.
+        let mut out = std::mem::take(&mut self.scratch);
+        out.clear();
+        out.reserve(bytes.len() + 16);
+        let mut before = self.last;
+        let mut rest = bytes;
+        while let Some(at) = super::marker::find_byte(rest, b'\n') {
+            if at > 0 {
+                before = rest[at - 1];
+            }
+            out.extend_from_slice(&rest[..at]);
+            if before != b'\r' {
                 out.push(b'\r');
             }
-            out.push(b);
-            self.last = b;
+            out.push(b'\n');
+            before = b'\n';
+            rest = &rest[at + 1..];
         }
+        out.extend_from_slice(rest);
+        self.last = last;
         self.replay.extend(&out);
         if self.replay.len() > REPLAY_BYTES {
             let drop = self.replay.len() - REPLAY_BYTES;
@@ -144,6 +163,7 @@ impl View {
         for (_, callback) in &mut self.subscribers {
             callback(TerminalEvent::Output(&out));
         }
+        self.scratch = out;
     }
 }
 
@@ -187,5 +207,16 @@ mod tests {
         assert_eq!(view.subscribe(callback), None);
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), REPLAY_BYTES + b"<closed>".len());
+    }
+
+    #[test]
+    fn line_ends_are_drawable_across_reads() {
+        let mut view = View::new();
+        for piece in [&b"a\nb\r"[..], b"\nc\n\n", b"", b"d\r\n"] {
+            view.output(piece);
+        }
+        let (seen, callback) = recorder();
+        view.subscribe(callback);
+        assert_eq!(&*seen.lock().unwrap(), b"a\r\nb\r\nc\r\n\r\nd\r\n");
     }
 }
