@@ -256,8 +256,12 @@ fn truncation_keeps_head_and_tail_with_a_marker() {
     assert!(out.ends_with("99999\n100000\n"), "{out}");
     let markers: Vec<&str> = out.lines().filter(|l| l.contains("bytes omitted")).collect();
     assert_eq!(markers.len(), 1, "{out}");
-    // "[... O bytes omitted: output was T bytes, showing the first H and the last L ...]"
-    let numbers: Vec<u64> = markers[0]
+    // "[... O bytes omitted: output was T bytes, showing the first H and the last L; the
+    // whole output is kept: output_read {"output_id": "<id>"} reads any part (...) ...]"
+    let (figures, kept) = markers[0].split_once("; the whole output is kept: ").expect("a kept output");
+    let id = r["output_id"].as_str().expect("an output_id");
+    assert!(kept.starts_with(&format!("output_read {{\"output_id\": \"{id}\"}}")), "{kept}");
+    let numbers: Vec<u64> = figures
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|n| n.parse().ok())
         .collect();
