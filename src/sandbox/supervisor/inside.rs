@@ -295,7 +295,7 @@ fn init(taken: OwnedFd, sigfd: RawFd) -> ! {
     // PID namespace of bwrap ends with it too).
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
     // Failures here are reported to the request this init gets.
-    let prepared = mount_proc().and_then(|()| Stack::new());
+    let prepared = mount_proc().and_then(|()| settle()).and_then(|()| Stack::new());
     let mut buf = [0u8; 16];
     let received = loop {
         match wire::recv_with_fds(CONTROL_FD, &mut buf) {
@@ -384,6 +384,44 @@ fn mount_proc() -> Result<(), i32> {
                 return Err(last_errno());
             }
         }
+    }
+    Ok(())
+}
+
+/// What the init's command inherits, set once before its request arrives:
+/// every signal at its default disposition (the Rust runtime's handlers and
+/// ignored SIGPIPE included; as PID 1, the init then ignores every signal
+/// sent from inside its namespace), no capability left (it needed them only
+/// for the mounts), and `no_new_privs`.
+fn settle() -> Result<(), i32> {
+    // The raw call: glibc refuses to touch the two signals it keeps for
+    // itself (32 and 33), which must start at their default too.
+    #[repr(C)]
+    struct KernelSigaction {
+        handler: usize,
+        flags: libc::c_ulong,
+        restorer: usize,
+        mask: u64,
+    }
+    let default = KernelSigaction {
+        handler: libc::SIG_DFL,
+        flags: 0,
+        restorer: 0,
+        mask: 0,
+    };
+    for signal in 1..=64 {
+        if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+            // SAFETY: sets a disposition from a valid kernel sigaction of
+            // the size given; the old one is not asked for.
+            unsafe { libc::syscall(libc::SYS_rt_sigaction, signal, &default, std::ptr::null::<u8>(), 8usize) };
+        }
+    }
+    if !crate::sandbox::caps::drop_all() {
+        return Err(last_errno());
+    }
+    // SAFETY: prctl with constant arguments.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(last_errno());
     }
     Ok(())
 }
@@ -512,34 +550,16 @@ extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
     exec_command(launch.command, &mut launch.errno)
 }
 
-/// The command's process: its own group, clean signals, stdio, working
-/// dir, no capabilities, no fds above 2, then exec. Never returns; on
-/// failure it stores the errno in `failed` and exits with 127.
+/// The command's process: its own group, an empty signal mask, stdio,
+/// working dir, no fds above 2, then exec; it inherits default signal
+/// dispositions, no capabilities and `no_new_privs` from its init (see
+/// [`settle`]). Never returns; on failure it stores the errno in `failed`
+/// and exits with 127.
 fn exec_command(c: &Command<'_>, failed: &mut i32) -> ! {
     // SAFETY: system calls only, on values prepared before the clone; the
-    // process has its own fd table, signal handlers and credentials.
+    // process has its own fd table, signal mask and working directory.
     unsafe {
         libc::setpgid(0, 0);
-        // The raw call: glibc refuses to touch the two signals it keeps
-        // for itself (32 and 33), which must start at their default too.
-        #[repr(C)]
-        struct KernelSigaction {
-            handler: usize,
-            flags: libc::c_ulong,
-            restorer: usize,
-            mask: u64,
-        }
-        let default = KernelSigaction {
-            handler: libc::SIG_DFL,
-            flags: 0,
-            restorer: 0,
-            mask: 0,
-        };
-        for signal in 1..=64 {
-            if signal != libc::SIGKILL && signal != libc::SIGSTOP {
-                libc::syscall(libc::SYS_rt_sigaction, signal, &default, std::ptr::null::<u8>(), 8usize);
-            }
-        }
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
@@ -549,9 +569,6 @@ fn exec_command(c: &Command<'_>, failed: &mut i32) -> ! {
             }
         }
         if libc::chdir(c.cwd.as_ptr()) != 0 {
-            exec_failed(failed);
-        }
-        if !crate::sandbox::caps::drop_all() || libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             exec_failed(failed);
         }
         // Every fd above 2 closes at exec.
