@@ -123,18 +123,28 @@ fn limit_user_namespaces() -> Result<(), String> {
 
 fn serve(sigfd: &OwnedFd) -> String {
     let mut ready: Vec<OwnedFd> = Vec::with_capacity(POOL);
+    // Inits to make: at once when none is ready, else once a command has
+    // ended, so that making them does not compete with a running command.
+    let mut owed = POOL;
+    let mut ended = false;
     let mut pending = false;
     loop {
         let mut failure = 0;
-        while ready.len() < POOL {
-            match prepare(sigfd.as_raw_fd()) {
-                Ok(taken) => ready.push(taken),
-                Err(errno) => {
-                    failure = errno;
-                    break;
+        if ready.is_empty() || ended {
+            while owed > 0 && ready.len() < POOL {
+                match prepare(sigfd.as_raw_fd()) {
+                    Ok(taken) => {
+                        ready.push(taken);
+                        owed -= 1;
+                    }
+                    Err(errno) => {
+                        failure = errno;
+                        break;
+                    }
                 }
             }
         }
+        ended = false;
         if pending && ready.is_empty() {
             // No init could be made for a waiting request: refuse it.
             refuse(failure);
@@ -153,7 +163,9 @@ fn serve(sigfd: &OwnedFd) -> String {
         if fds[1].revents != 0 {
             drain_signals(sigfd.as_raw_fd());
             // SAFETY: reaps our exited children (the inits); never blocks.
-            while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+            while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {
+                ended = true;
+            }
         }
         if fds[0].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
             // The host closed the control socket: exiting ends every init.
@@ -163,11 +175,13 @@ fn serve(sigfd: &OwnedFd) -> String {
             pending = true;
         }
         // An init that took its request (or died) closed its end of `taken`.
+        let before = ready.len();
         let mut slot = 2;
         ready.retain(|_| {
             slot += 1;
             fds[slot - 1].revents == 0
         });
+        owed += before - ready.len();
     }
 }
 
