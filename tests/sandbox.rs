@@ -843,7 +843,7 @@ fn supervisor_and_inits(bwrap: i32) -> Vec<i32> {
 }
 
 #[test]
-fn every_supervised_command_gets_a_fresh_pid_namespace_and_the_ready_inits_die_with_their_server() {
+fn every_supervised_command_gets_a_fresh_pid_namespace_and_the_ready_inits_die_with_their_supervisor() {
     if !available("bwrap") {
         return;
     }
@@ -872,10 +872,24 @@ fn every_supervised_command_gets_a_fresh_pid_namespace_and_the_ready_inits_die_w
     wait_until("the supervisor made no ready init", || {
         supervisor_and_inits(bwrap[0]).len() >= 2
     });
+    let gone = |pids: &[i32]| pids.iter().all(|pid| !pid_exists(*pid) || is_zombie(*pid));
+    // The supervisor alone killed: its ready inits go with it, and the next
+    // call gets a new supervisor.
+    let pool = supervisor_and_inits(bwrap[0]);
+    // SAFETY: kill takes plain integers; pool[0] is this test's supervisor
+    // (the first of its bwrap's descendants that runs the helper).
+    unsafe { libc::kill(pool[0], libc::SIGKILL) };
+    wait_until("a ready init outlived its supervisor", || gone(&pool));
+    assert_eq!(output(&run(&server, "echo $$")), "2\n");
+    let bwrap = bwrap_children_for(&root);
+    assert_eq!(bwrap.len(), 1, "the dead supervisor was replaced");
+    wait_until("the new supervisor made no ready init", || {
+        supervisor_and_inits(bwrap[0]).len() >= 2
+    });
     let pool = supervisor_and_inits(bwrap[0]);
     drop(server);
     wait_until("a ready init outlived its server", || {
-        pool.iter().all(|pid| !pid_exists(*pid) || is_zombie(*pid)) && bwrap_children_for(&root).is_empty()
+        gone(&pool) && bwrap_children_for(&root).is_empty()
     });
     assert_no_lasting_zombies();
 }
