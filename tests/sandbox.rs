@@ -840,6 +840,96 @@ fn the_supervisor_is_restarted_after_it_dies_and_stopped_with_its_server() {
     assert_no_lasting_zombies();
 }
 
+/// Every process below `root_pid` (its children, theirs, ...).
+fn descendants(root_pid: i32) -> Vec<i32> {
+    let mut parents: Vec<(i32, i32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let ppid = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(1));
+        if let Some(ppid) = ppid.and_then(|p| p.parse().ok()) {
+            parents.push((pid, ppid));
+        }
+    }
+    let mut found = vec![root_pid];
+    let mut at = 0;
+    while at < found.len() {
+        let parent = found[at];
+        found.extend(parents.iter().filter(|(_, ppid)| *ppid == parent).map(|(pid, _)| *pid));
+        at += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// The live processes below a supervisor's bwrap that run the supervisor's
+/// binary: the supervisor and its ready or running inits.
+fn supervisor_and_inits(bwrap: i32) -> Vec<i32> {
+    descendants(bwrap)
+        .into_iter()
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            cmdline.starts_with(HELPER.as_bytes()) && !is_zombie(*pid)
+        })
+        .collect()
+}
+
+#[test]
+fn every_supervised_command_gets_a_fresh_pid_namespace_and_the_ready_inits_die_with_their_supervisor() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-sup-pool");
+    let root = dir.to_string_lossy().into_owned();
+    let server = sandboxed(&dir, "bwrap", json!({}));
+    // In a namespace used before, the shell and its child would get higher
+    // pids; the child dies with its call.
+    let sleep = unique_sleep();
+    for _ in 0..20 {
+        let result = run(&server, &format!("echo $$; sleep {sleep} & echo $!"));
+        assert_eq!(output(&result), "2\n3\n", "{result}");
+    }
+    assert_none_with_arg(&sleep);
+    // More at once than inits are kept ready: the others wait for theirs.
+    std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..8).map(|_| scope.spawn(|| run(&server, "echo $$"))).collect();
+        for call in calls {
+            let result = call.join().unwrap();
+            assert_eq!(output(&result), "2\n", "{result}");
+        }
+    });
+    let bwrap = bwrap_children_for(&root);
+    assert_eq!(bwrap.len(), 1, "one supervisor serves every call");
+    // The supervisor and at least one init ready for the next call.
+    wait_until("the supervisor made no ready init", || {
+        supervisor_and_inits(bwrap[0]).len() >= 2
+    });
+    let gone = |pids: &[i32]| pids.iter().all(|pid| !pid_exists(*pid) || is_zombie(*pid));
+    // The supervisor alone killed: its ready inits go with it, and the next
+    // call gets a new supervisor.
+    let pool = supervisor_and_inits(bwrap[0]);
+    // SAFETY: kill takes plain integers; pool[0] is this test's supervisor
+    // (the first of its bwrap's descendants that runs the helper).
+    unsafe { libc::kill(pool[0], libc::SIGKILL) };
+    wait_until("a ready init outlived its supervisor", || gone(&pool));
+    assert_eq!(output(&run(&server, "echo $$")), "2\n");
+    let bwrap = bwrap_children_for(&root);
+    assert_eq!(bwrap.len(), 1, "the dead supervisor was replaced");
+    wait_until("the new supervisor made no ready init", || {
+        supervisor_and_inits(bwrap[0]).len() >= 2
+    });
+    let pool = supervisor_and_inits(bwrap[0]);
+    drop(server);
+    wait_until("a ready init outlived its server", || {
+        gone(&pool) && bwrap_children_for(&root).is_empty()
+    });
+    assert_no_lasting_zombies();
+}
+
 #[test]
 fn an_orphan_of_a_landlock_command_dies_with_its_call() {
     if !available("landlock") {

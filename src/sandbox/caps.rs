@@ -1,6 +1,7 @@
-//! Dropping every capability of the calling process, for both backends'
-//! children: the Landlock helper before it execs, and a supervised command
-//! between its fork and exec (so nothing here allocates).
+//! Dropping every capability of the calling process, for both backends:
+//! the Landlock helper before it execs its command, and each supervisor
+//! init once its mounts are done, before it takes its request (its command
+//! inherits the empty sets). Nothing here allocates.
 
 /// Empties the bounding and ambient sets, then the effective, permitted and
 /// inheritable ones, so even root keeps no capability (mount, ptrace, raw

@@ -2,26 +2,36 @@
 //! inside the sandbox's namespaces with the control socket as fd 3.
 //!
 //! It holds the namespaces (user, mount, PID, network, IPC, UTS) so that a
-//! command costs a `clone` instead of a whole bwrap. For each request it
-//! clones a per-command init in a PID and mount namespace of its own, which
-//! mounts that namespace's `/proc` and forks the command as the leader of
-//! its process group, with no capabilities, every signal at its default,
-//! the requested environment and working directory, and only fds 0-2. The
-//! init reports the command's exit status on the command's socket, then
+//! command costs far less than a whole bwrap, and keeps a small pool of
+//! inits ready: each one cloned in a PID and mount namespace of its own,
+//! with that namespace's `/proc` already mounted, waiting on the control
+//! socket itself. The host's request goes straight to one of them (the
+//! kernel hands each message to one reader); the supervisor sees that init
+//! close its "taken" pipe and clones the next one, while the command runs.
+//!
+//! The init reads the command's request and starts the command as the
+//! leader of its process group, with no capabilities, every signal at its
+//! default, the requested environment and working directory, and only fds
+//! 0-2. It reports the command's exit status on the command's socket, then
 //! exits, and the kernel kills everything left in its namespace: escaped
 //! `setsid` and double-forked children die with their call. It kills on
 //! request, and everything when the host's end of the socket closes (the
-//! call was abandoned or the host died).
+//! call was abandoned or the host died). Every init dies with the
+//! supervisor (`PR_SET_PDEATHSIG`, and bwrap's PID namespace ends with it
+//! too), so the pool cannot outlive it.
 //!
 //! Commands cannot reach the channel: every fd above 2 closes at their
-//! `exec`, the supervisor and the inits are not dumpable (no `ptrace`, no
-//! `/proc/<pid>/fd`), and the supervisor is outside each command's PID
-//! namespace. They cannot get capabilities back either: their bounding
-//! set is empty and the namespace's user-namespace limit is 0.
+//! `exec`, an init closes the control socket as soon as it has its
+//! request, the supervisor and the inits are not dumpable (no `ptrace`, no
+//! `/proc/<pid>/fd`), and the supervisor and the ready inits are outside
+//! each command's PID namespace. They cannot get capabilities back either:
+//! their bounding set is empty and the namespace's user-namespace limit is 0.
 //!
-//! The supervisor is single-threaded, so code after `clone` is safe; it
-//! still allocates nothing there: everything a child needs is prepared
-//! before.
+//! The supervisor is single-threaded, so its clones may allocate (no other
+//! thread can hold the allocator's lock). The command's own process is a
+//! `CLONE_VM | CLONE_VFORK` child on a stack of its own, as `posix_spawn`
+//! makes it: it shares the init's memory until it execs, so it makes only
+//! system calls, on values prepared before its clone.
 
 use std::ffi::{CStr, CString, OsString};
 use std::io;
@@ -35,8 +45,12 @@ pub const SUPERVISE_ARG: &str = "__sandbox-supervise";
 /// The control socket's fd in the supervisor.
 pub const CONTROL_FD: RawFd = 3;
 
-/// How long the supervisor waits for a request body the host announced.
+/// How long an init waits for a request body the host announced.
 const BODY_TIMEOUT_SECS: libc::time_t = 10;
+
+/// How many inits the supervisor keeps ready: two, so that a command that
+/// arrives while the next init is still being made finds one as well.
+const POOL: usize = 2;
 
 /// `/proc` entries a fresh procfs gets read-only, as bubblewrap's own
 /// `--proc` does: the sysctls, the SysRq trigger, IRQ and bus settings.
@@ -108,32 +122,66 @@ fn limit_user_namespaces() -> Result<(), String> {
 }
 
 fn serve(sigfd: &OwnedFd) -> String {
-    let mut buf = [0u8; 16];
+    let mut ready: Vec<OwnedFd> = Vec::with_capacity(POOL);
+    // Inits to make: at once when none is ready, else once a command has
+    // ended, so that making them does not compete with a running command.
+    let mut owed = POOL;
+    let mut ended = false;
+    let mut pending = false;
     loop {
-        let mut fds = [
-            pollfd(CONTROL_FD, libc::POLLIN),
-            pollfd(sigfd.as_raw_fd(), libc::POLLIN),
-        ];
-        // SAFETY: fds is a valid array of pollfd.
-        unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        let mut failure = 0;
+        if ready.is_empty() || ended {
+            while owed > 0 && ready.len() < POOL {
+                match prepare(sigfd.as_raw_fd()) {
+                    Ok(taken) => {
+                        ready.push(taken);
+                        owed -= 1;
+                    }
+                    Err(errno) => {
+                        failure = errno;
+                        break;
+                    }
+                }
+            }
+        }
+        ended = false;
+        if pending && ready.is_empty() {
+            // No init could be made for a waiting request: refuse it.
+            refuse(failure);
+        }
+        pending = false;
+        // With inits ready, they read the requests themselves; the
+        // supervisor only watches for the host's end closing (POLLHUP needs
+        // no event bit) and for an init taking its request.
+        let control_events = if ready.is_empty() { libc::POLLIN } else { 0 };
+        let mut fds = Vec::with_capacity(2 + POOL);
+        fds.push(pollfd(CONTROL_FD, control_events));
+        fds.push(pollfd(sigfd.as_raw_fd(), libc::POLLIN));
+        fds.extend(ready.iter().map(|taken| pollfd(taken.as_raw_fd(), libc::POLLIN)));
+        // SAFETY: fds is a valid array of pollfd of the length given.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
         if fds[1].revents != 0 {
             drain_signals(sigfd.as_raw_fd());
             // SAFETY: reaps our exited children (the inits); never blocks.
-            while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
-        }
-        if fds[0].revents == 0 {
-            continue;
-        }
-        match wire::recv_with_fds(CONTROL_FD, &mut buf) {
-            Ok((0, _)) => std::process::exit(0),
-            Ok((_, fds)) if buf[0] == wire::COMMAND && fds.len() == wire::MAX_FDS => {
-                let [sock, stdin, stdout, stderr]: [OwnedFd; 4] = fds.try_into().expect("four fds");
-                start(sock, [stdin, stdout, stderr], sigfd.as_raw_fd());
+            while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {
+                ended = true;
             }
-            Ok(_) => {} // a malformed message: its fds close here
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-            Err(e) => return format!("bash-mcp sandbox supervisor: control socket: {e}"),
         }
+        if fds[0].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+            // The host closed the control socket: exiting ends every init.
+            std::process::exit(0);
+        }
+        if fds[0].revents & libc::POLLIN != 0 {
+            pending = true;
+        }
+        // An init that took its request (or died) closed its end of `taken`.
+        let before = ready.len();
+        let mut slot = 2;
+        ready.retain(|_| {
+            slot += 1;
+            fds[slot - 1].revents == 0
+        });
+        owed += before - ready.len();
     }
 }
 
@@ -148,45 +196,45 @@ fn drain_signals(sigfd: RawFd) {
     while unsafe { libc::read(sigfd, info.as_mut_ptr().cast(), info.len()) } > 0 {}
 }
 
-/// Reads the request and clones the command's init; every failure is
-/// reported on the command's socket.
-fn start(sock: OwnedFd, stdio: [OwnedFd; 3], sigfd: RawFd) {
-    let body = match read_body(&sock) {
-        Ok(body) => body,
-        Err(e) => {
-            let _ = wire::send_message(sock.as_raw_fd(), wire::FAILED, e.raw_os_error().unwrap_or(libc::EINVAL));
-            return;
+/// Answers one request on the control socket with `errno` (no init could
+/// be made for it); exits when the host has closed the socket.
+fn refuse(errno: i32) {
+    let mut buf = [0u8; 16];
+    match wire::recv_with_fds(CONTROL_FD, &mut buf) {
+        Ok((0, _)) => std::process::exit(0),
+        Ok((_, fds)) if buf[0] == wire::COMMAND && fds.len() == wire::MAX_FDS => {
+            let _ = wire::send_message(fds[0].as_raw_fd(), wire::FAILED, errno);
         }
-    };
-    let argv = pointers(&body.argv);
-    let envp = pointers(&body.envp);
-    let command = Command {
-        program: &body.program,
-        argv: &argv,
-        envp: &envp,
-        cwd: &body.cwd,
-        stdio: [stdio[0].as_raw_fd(), stdio[1].as_raw_fd(), stdio[2].as_raw_fd()],
-        sock: sock.as_raw_fd(),
-        sigfd,
-    };
+        Ok(_) | Err(_) => {} // a malformed message (its fds close here), or EINTR
+    }
+}
+
+/// Clones the next ready init, in new PID and mount namespaces. Returns
+/// the supervisor's end of its `taken` pipe, which reads end of file once
+/// the init has its request.
+fn prepare(sigfd: RawFd) -> Result<OwnedFd, i32> {
+    let mut taken = [0; 2];
+    // SAFETY: taken is a valid two-element array.
+    if unsafe { libc::pipe2(taken.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(last_errno());
+    }
+    // SAFETY: pipe2 returned two fresh fds that we now own.
+    let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(taken[0]), OwnedFd::from_raw_fd(taken[1])) };
     // SAFETY: a fork-like clone (no shared memory, no new stack) of this
     // single-threaded process into new PID and mount namespaces; the child
     // runs `init`, which never returns.
     let pid = unsafe { raw_fork(libc::CLONE_NEWPID | libc::CLONE_NEWNS) };
     if pid == 0 {
-        init(&command);
+        drop(ours);
+        init(theirs, sigfd);
     }
     if pid < 0 {
-        let _ = wire::send_message(
-            sock.as_raw_fd(),
-            wire::FAILED,
-            errno().raw_os_error().unwrap_or(libc::EIO),
-        );
+        return Err(last_errno());
     }
-    // Our copies of the command's fds close here: only the init holds them.
+    Ok(ours)
 }
 
-fn read_body(sock: &OwnedFd) -> io::Result<Body> {
+fn read_body(sock: RawFd) -> io::Result<Body> {
     let timeout = libc::timeval {
         tv_sec: BODY_TIMEOUT_SECS,
         tv_usec: 0,
@@ -194,7 +242,7 @@ fn read_body(sock: &OwnedFd) -> io::Result<Body> {
     // SAFETY: setsockopt with a valid timeval of the size given.
     unsafe {
         libc::setsockopt(
-            sock.as_raw_fd(),
+            sock,
             libc::SOL_SOCKET,
             libc::SO_RCVTIMEO,
             (&timeout as *const libc::timeval).cast(),
@@ -202,7 +250,7 @@ fn read_body(sock: &OwnedFd) -> io::Result<Body> {
         )
     };
     let mut len = [0u8; 4];
-    if !wire::read_exact(sock.as_raw_fd(), &mut len)? {
+    if !wire::read_exact(sock, &mut len)? {
         return Err(io::ErrorKind::UnexpectedEof.into());
     }
     let len = u32::from_le_bytes(len) as usize;
@@ -210,7 +258,7 @@ fn read_body(sock: &OwnedFd) -> io::Result<Body> {
         return Err(io::Error::from_raw_os_error(libc::E2BIG));
     }
     let mut data = vec![0u8; len];
-    if !wire::read_exact(sock.as_raw_fd(), &mut data)? && len > 0 {
+    if !wire::read_exact(sock, &mut data)? && len > 0 {
         return Err(io::ErrorKind::UnexpectedEof.into());
     }
     Body::decode(&data)
@@ -222,7 +270,7 @@ fn pointers(strings: &[CString]) -> Vec<*const libc::c_char> {
     p
 }
 
-/// Everything the init and the command need, prepared before the clone.
+/// Everything the command's process needs, prepared before its clone.
 struct Command<'a> {
     program: &'a CStr,
     argv: &'a [*const libc::c_char],
@@ -253,46 +301,57 @@ unsafe fn raw_fork(flags: libc::c_int) -> libc::pid_t {
     }
 }
 
-/// The command's init: PID 1 of its namespace. Never returns.
-fn init(c: &Command<'_>) -> ! {
-    // SAFETY: async-signal-safe syscalls only, on fds and strings prepared
-    // before the clone.
-    unsafe {
-        // Die with the supervisor; its control socket is not ours to hold.
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-        libc::close(CONTROL_FD);
-        if let Err(errno) = mount_proc() {
-            fail(c.sock, errno);
+/// A ready init: PID 1 of its namespace. It mounts the namespace's `/proc`,
+/// waits on the control socket for one request, starts that command and
+/// watches it. Never returns.
+fn init(taken: OwnedFd, sigfd: RawFd) -> ! {
+    // SAFETY: prctl with constant arguments: die with the supervisor (the
+    // PID namespace of bwrap ends with it too).
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    // Failures here are reported to the request this init gets.
+    let prepared = mount_proc().and_then(|()| settle()).and_then(|()| Stack::new());
+    let mut buf = [0u8; 16];
+    let received = loop {
+        match wire::recv_with_fds(CONTROL_FD, &mut buf) {
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+            other => break other,
         }
-        let mut err_pipe = [0; 2];
-        if libc::pipe2(err_pipe.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            fail(c.sock, last_errno());
-        }
-        let pid = raw_fork(0);
-        if pid == 0 {
-            exec_command(c, err_pipe[1]);
-        }
-        if pid < 0 {
-            fail(c.sock, last_errno());
-        }
-        libc::close(err_pipe[1]);
-        let mut code = [0u8; 4];
-        let n = loop {
-            let n = libc::read(err_pipe[0], code.as_mut_ptr().cast(), 4);
-            if n >= 0 || last_errno() != libc::EINTR {
-                break n;
-            }
-        };
-        for fd in c.stdio {
-            libc::close(fd);
-        }
-        if n == 4 {
-            // exec failed: the command's process is exiting with 127
-            fail(c.sock, i32::from_ne_bytes(code));
-        }
-        let _ = wire::send_message(c.sock, wire::STARTED, pid);
-        watch(c, pid)
-    }
+    };
+    // Taken: the supervisor makes the next init. The control socket is not
+    // ours to hold any longer.
+    drop(taken);
+    // SAFETY: closes the control socket's fd in this process only.
+    unsafe { libc::close(CONTROL_FD) };
+    let fds = match received {
+        Ok((n, fds)) if n > 0 && buf[0] == wire::COMMAND && fds.len() == wire::MAX_FDS => fds,
+        // The host is gone, or the message was malformed (its fds close).
+        _ => exit_init(),
+    };
+    let [sock_fd, stdin, stdout, stderr]: [OwnedFd; 4] = fds.try_into().expect("four fds");
+    let sock = sock_fd.as_raw_fd();
+    let stack = prepared.unwrap_or_else(|errno| fail(sock, errno));
+    let body = read_body(sock).unwrap_or_else(|e| fail(sock, e.raw_os_error().unwrap_or(libc::EINVAL)));
+    let argv = pointers(&body.argv);
+    let envp = pointers(&body.envp);
+    let command = Command {
+        program: &body.program,
+        argv: &argv,
+        envp: &envp,
+        cwd: &body.cwd,
+        stdio: [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()],
+        sock,
+        sigfd,
+    };
+    let pid = spawn_command(&command, &stack).unwrap_or_else(|errno| fail(sock, errno));
+    // Only the command holds its stdio now, so its pipes end with it.
+    drop((stdin, stdout, stderr));
+    let _ = wire::send_message(sock, wire::STARTED, pid);
+    watch(&command, pid)
+}
+
+fn exit_init() -> ! {
+    // SAFETY: ends the init; the kernel kills what is left in its namespace.
+    unsafe { libc::_exit(0) }
 }
 
 fn last_errno() -> i32 {
@@ -301,8 +360,7 @@ fn last_errno() -> i32 {
 
 fn fail(sock: RawFd, errno: i32) -> ! {
     let _ = wire::send_message(sock, wire::FAILED, errno);
-    // SAFETY: ends the init; the kernel kills what is left in its namespace.
-    unsafe { libc::_exit(0) }
+    exit_init()
 }
 
 /// A procfs for this PID namespace (the command sees its own processes,
@@ -340,6 +398,44 @@ fn mount_proc() -> Result<(), i32> {
                 return Err(last_errno());
             }
         }
+    }
+    Ok(())
+}
+
+/// What the init's command inherits, set once before its request arrives:
+/// every signal at its default disposition (the Rust runtime's handlers and
+/// ignored SIGPIPE included; as PID 1, the init then ignores every signal
+/// sent from inside its namespace), no capability left (it needed them only
+/// for the mounts), and `no_new_privs`.
+fn settle() -> Result<(), i32> {
+    // The raw call: glibc refuses to touch the two signals it keeps for
+    // itself (32 and 33), which must start at their default too.
+    #[repr(C)]
+    struct KernelSigaction {
+        handler: usize,
+        flags: libc::c_ulong,
+        restorer: usize,
+        mask: u64,
+    }
+    let default = KernelSigaction {
+        handler: libc::SIG_DFL,
+        flags: 0,
+        restorer: 0,
+        mask: 0,
+    };
+    for signal in 1..=64 {
+        if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+            // SAFETY: sets a disposition from a valid kernel sigaction of
+            // the size given; the old one is not asked for.
+            unsafe { libc::syscall(libc::SYS_rt_sigaction, signal, &default, std::ptr::null::<u8>(), 8usize) };
+        }
+    }
+    if !crate::sandbox::caps::drop_all() {
+        return Err(last_errno());
+    }
+    // SAFETY: prctl with constant arguments.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(last_errno());
     }
     Ok(())
 }
@@ -385,61 +481,128 @@ fn watch(c: &Command<'_>, pid: libc::pid_t) -> ! {
     }
 }
 
-/// The command's process: its own group, clean signals, stdio, working
-/// dir, no capabilities, no fds above 2, then exec. Never returns.
-fn exec_command(c: &Command<'_>, err_fd: RawFd) -> ! {
-    // SAFETY: async-signal-safe syscalls on values prepared before the
-    // clone.
+/// The stack the command's process runs on between its clone and exec,
+/// with an inaccessible page below it, so an overflow faults instead of
+/// writing into the init's memory.
+struct Stack {
+    base: *mut libc::c_void,
+}
+
+impl Stack {
+    const SIZE: usize = 64 * 1024;
+    const GUARD: usize = 4096;
+
+    fn new() -> Result<Stack, i32> {
+        // SAFETY: a fresh anonymous private mapping, then its lowest page
+        // made inaccessible; nothing else refers to it.
+        unsafe {
+            let base = libc::mmap(
+                std::ptr::null_mut(),
+                Self::GUARD + Self::SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            );
+            if base == libc::MAP_FAILED {
+                return Err(last_errno());
+            }
+            if libc::mprotect(base, Self::GUARD, libc::PROT_NONE) != 0 {
+                return Err(last_errno());
+            }
+            Ok(Stack { base })
+        }
+    }
+
+    /// The highest address (stacks grow down); page-aligned.
+    fn top(&self) -> *mut libc::c_void {
+        self.base.wrapping_byte_add(Self::GUARD + Self::SIZE)
+    }
+}
+
+/// What the command's process reads (its command) and writes (why its
+/// exec failed) in the init's memory, which it shares until it execs.
+struct Launch<'a> {
+    command: &'a Command<'a>,
+    errno: i32,
+}
+
+/// Starts the command's process as `posix_spawn` does: a clone that shares
+/// the init's memory and suspends the init until the process has exec'd or
+/// exited, so no page tables are copied and no pipe is needed to learn
+/// whether exec failed. Its pid, or the errno of the step that failed.
+fn spawn_command(command: &Command<'_>, stack: &Stack) -> Result<libc::pid_t, i32> {
+    let mut launch = Launch { command, errno: 0 };
+    // SAFETY: the child runs `command_main` on its own stack, touching only
+    // `launch` (alive until clone returns: CLONE_VFORK suspends us until the
+    // child has exec'd or exited) and making only system calls. It shares no
+    // signal handlers (no CLONE_SIGHAND) and no fd table (no CLONE_FILES).
+    let pid = unsafe {
+        libc::clone(
+            command_main,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&mut launch as *mut Launch<'_>).cast(),
+        )
+    };
+    if pid < 0 {
+        return Err(last_errno());
+    }
+    // SAFETY: reads a field the child may have written; it has exec'd or
+    // exited by now, so nothing writes it any more.
+    match unsafe { std::ptr::read_volatile(&launch.errno) } {
+        0 => Ok(pid),
+        errno => Err(errno), // the process is exiting with 127; the init reaps it
+    }
+}
+
+extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `Launch` spawn_command passed, valid while the
+    // init is suspended, which lasts as long as this process runs before
+    // exec; nothing else uses it meanwhile.
+    let launch = unsafe { &mut *arg.cast::<Launch<'_>>() };
+    exec_command(launch.command, &mut launch.errno)
+}
+
+/// The command's process: its own group, an empty signal mask, stdio,
+/// working dir, no fds above 2, then exec; it inherits default signal
+/// dispositions, no capabilities and `no_new_privs` from its init (see
+/// [`settle`]). Never returns; on failure it stores the errno in `failed`
+/// and exits with 127.
+fn exec_command(c: &Command<'_>, failed: &mut i32) -> ! {
+    // SAFETY: system calls only, on values prepared before the clone; the
+    // process has its own fd table, signal mask and working directory.
     unsafe {
         libc::setpgid(0, 0);
-        // The raw call: glibc refuses to touch the two signals it keeps
-        // for itself (32 and 33), which must start at their default too.
-        #[repr(C)]
-        struct KernelSigaction {
-            handler: usize,
-            flags: libc::c_ulong,
-            restorer: usize,
-            mask: u64,
-        }
-        let default = KernelSigaction {
-            handler: libc::SIG_DFL,
-            flags: 0,
-            restorer: 0,
-            mask: 0,
-        };
-        for signal in 1..=64 {
-            if signal != libc::SIGKILL && signal != libc::SIGSTOP {
-                libc::syscall(libc::SYS_rt_sigaction, signal, &default, std::ptr::null::<u8>(), 8usize);
-            }
-        }
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         for (target, fd) in c.stdio.iter().enumerate() {
             if libc::dup2(*fd, target as RawFd) < 0 {
-                exec_failed(err_fd);
+                exec_failed(failed);
             }
         }
         if libc::chdir(c.cwd.as_ptr()) != 0 {
-            exec_failed(err_fd);
+            exec_failed(failed);
         }
-        if !crate::sandbox::caps::drop_all() || libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            exec_failed(err_fd);
-        }
-        // Every fd above 2 closes at exec (the error pipe stays open until then).
+        // Every fd above 2 closes at exec.
         if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) != 0 {
-            exec_failed(err_fd);
+            exec_failed(failed);
         }
         libc::execve(c.program.as_ptr(), c.argv.as_ptr(), c.envp.as_ptr());
-        exec_failed(err_fd)
+        exec_failed(failed)
     }
 }
 
-fn exec_failed(err_fd: RawFd) -> ! {
-    let code = last_errno().to_ne_bytes();
-    // SAFETY: writes four bytes from a local array, then ends the process.
+fn exec_failed(failed: &mut i32) -> ! {
+    let errno = match last_errno() {
+        0 => libc::EIO,
+        errno => errno,
+    };
+    // SAFETY: stores into the init's `Launch`, valid until this process
+    // ends (the init is suspended until then), then ends the process.
     unsafe {
-        libc::write(err_fd, code.as_ptr().cast(), 4);
+        std::ptr::write_volatile(failed, errno);
         libc::_exit(127)
     }
 }
