@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -82,17 +82,44 @@ struct Entry {
     path: PathBuf,
     /// Bytes the command wrote to the stream.
     total: u64,
-    /// The file's layout: the first `head` bytes, then (when the output was
-    /// over the budget) its last `file_len - head` bytes.
+    /// The file's layout: the first `head` bytes in order, then a ring of
+    /// `ring` bytes whose oldest byte is at `head + ring_start` (the ring is
+    /// left as written: putting it in order would need it all in memory or
+    /// a second copy on disk).
     head: u64,
+    ring: u64,
+    ring_start: u64,
+    /// Bytes on disk.
     file_len: u64,
 }
 
 impl Entry {
-    /// Logical bytes `[head, total - tail)` that were not kept.
+    /// Logical bytes `[from, to)` that were not kept (the output outgrew the ring).
     fn cut(&self) -> Option<(u64, u64)> {
-        let tail = self.file_len - self.head;
-        (self.head + tail < self.total).then(|| (self.head, self.total - tail))
+        (self.total > self.head + self.ring).then(|| (self.head, self.total - self.ring))
+    }
+
+    /// The file offset of logical byte `at`, and how many bytes from there
+    /// are contiguous in the file; `None` for a byte that was not kept.
+    fn locate(&self, at: u64) -> Option<(u64, u64)> {
+        if at >= self.total {
+            return None;
+        }
+        if at < self.head {
+            return Some((at, self.head - at));
+        }
+        let tail_from = self.total.saturating_sub(self.ring).max(self.head);
+        if at < tail_from {
+            return None;
+        }
+        let k = at - tail_from;
+        if self.cut().is_none() {
+            // Not wrapped: the tail follows the head in order.
+            return Some((at, self.total - at));
+        }
+        let slot = (self.ring_start + k) % self.ring;
+        let left_in_file = self.ring - slot;
+        Some((self.head + slot, left_in_file.min(self.total - at)))
     }
 }
 
@@ -353,6 +380,25 @@ impl ReadQuery {
     }
 }
 
+/// Reads logical bytes `[at, end)` of a kept output in order.
+struct Logical<'v, 'e> {
+    view: &'v View<'e>,
+    at: u64,
+    end: u64,
+}
+
+impl Read for Logical<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some((_, run)) = self.view.entry.locate(self.at).filter(|_| self.at < self.end) else {
+            return Ok(0);
+        };
+        let n = buf.len().min(run as usize).min((self.end - self.at) as usize);
+        self.view.read_logical(self.at, &mut buf[..n])?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
 /// One line of a kept output: its number (`None` after a cut, where the
 /// count is unknown), the logical offset of its first byte, and its bytes.
 type Line = (Option<u64>, u64, Vec<u8>);
@@ -364,25 +410,31 @@ struct View<'a> {
 }
 
 impl View<'_> {
-    /// The file offset of logical byte `at`, when it was kept.
-    fn file_offset(&self, at: u64) -> Option<u64> {
-        match self.entry.cut() {
-            Some((from, to)) if at >= from && at < to => None,
-            Some((_, to)) if at >= to => Some(self.entry.head + (at - to)),
-            _ => Some(at),
+    /// Fills `buf` with the logical bytes from `at`, which must all be kept.
+    fn read_logical(&self, mut at: u64, mut buf: &mut [u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            let (file_at, run) = self
+                .entry
+                .locate(at)
+                .ok_or_else(|| io::Error::other(format!("byte {at} of the output was not kept")))?;
+            let n = buf.len().min(run as usize);
+            self.file.read_exact_at(&mut buf[..n], file_at)?;
+            at += n as u64;
+            buf = &mut buf[n..];
         }
+        Ok(())
     }
 
     fn bytes(&self, offset: u64, length: usize) -> io::Result<Value> {
         let total = self.entry.total;
-        let start = offset.min(total);
-        let (start, skipped) = match self.file_offset(start) {
-            Some(_) => (start, None),
-            None => {
-                let (from, to) = self.entry.cut().expect("a cut");
-                (to, Some(json!({"from": from.max(offset), "to": to})))
-            }
-        };
+        let mut start = offset.min(total);
+        let mut skipped = None;
+        if let Some((from, to)) = self.entry.cut()
+            && (from..to).contains(&start)
+        {
+            skipped = Some(json!({"from": start, "to": to}));
+            start = to;
+        }
         let mut end = (start + length as u64).min(total);
         if let Some((from, _)) = self.entry.cut()
             && start < from
@@ -390,8 +442,7 @@ impl View<'_> {
             end = end.min(from);
         }
         let mut buf = vec![0; (end - start) as usize];
-        self.file
-            .read_exact_at(&mut buf, self.file_offset(start).unwrap_or(0))?;
+        self.read_logical(start, &mut buf)?;
         let mut doc = json!({
             "offset": start,
             "length": buf.len(),
@@ -410,27 +461,24 @@ impl View<'_> {
     /// The kept bytes as lines, in order: the head, then (after a cut) the
     /// tail, each read on its own so that no line joins the two sides.
     fn lines(&self) -> io::Result<impl Iterator<Item = io::Result<Line>> + '_> {
-        // (first file byte, end, logical offset of the first byte, numbered)
+        // (logical start, end, numbered)
         let regions = match self.entry.cut() {
-            None => vec![(0, self.entry.file_len, 0, true)],
-            Some((from, to)) => vec![(0, from, 0, true), (from, self.entry.file_len, to, false)],
+            None => vec![(0, self.entry.total, true)],
+            Some((from, to)) => vec![(0, from, true), (to, self.entry.total, false)],
         };
         let mut regions = regions.into_iter();
-        let mut current: Option<(BufReader<io::Take<&File>>, u64, bool)> = None;
+        let mut current: Option<(BufReader<Logical<'_, '_>>, u64, bool)> = None;
         let mut number = 0u64;
         Ok(std::iter::from_fn(move || {
             loop {
                 if current.is_none() {
-                    let (start, end, logical, numbered) = regions.next()?;
-                    let mut file = &self.file;
-                    if let Err(e) = file.seek(SeekFrom::Start(start)) {
-                        return Some(Err(e));
-                    }
-                    current = Some((
-                        BufReader::with_capacity(256 * 1024, file.take(end - start)),
-                        logical,
-                        numbered,
-                    ));
+                    let (start, end, numbered) = regions.next()?;
+                    let reader = Logical {
+                        view: self,
+                        at: start,
+                        end,
+                    };
+                    current = Some((BufReader::with_capacity(256 * 1024, reader), start, numbered));
                 }
                 let (reader, logical, numbered) = current.as_mut().expect("set above");
                 let mut line = Vec::new();
@@ -470,9 +518,8 @@ impl View<'_> {
 
     fn tail_lines(&self, count: usize) -> io::Result<Value> {
         // Read backwards in blocks until enough line ends are seen.
-        let len = self.entry.file_len;
-        let tail_start = self.entry.head.min(len);
-        let floor = if self.entry.cut().is_some() { tail_start } else { 0 };
+        let len = self.entry.total;
+        let floor = self.entry.cut().map_or(0, |(_, to)| to);
         let mut start = len;
         let mut buf: Vec<u8> = Vec::new();
         loop {
@@ -484,7 +531,7 @@ impl View<'_> {
             let step = (start - floor).min(64 * 1024);
             start -= step;
             let mut block = vec![0; step as usize];
-            self.file.read_exact_at(&mut block, start)?;
+            self.read_logical(start, &mut block)?;
             block.extend_from_slice(&buf);
             buf = block;
         }
@@ -514,7 +561,7 @@ impl View<'_> {
         let text = &buf[from..];
         let lines =
             text.iter().filter(|b| **b == b'\n').count() + usize::from(!text.is_empty() && !text.ends_with(b"\n"));
-        let more = from > 0 || start > 0;
+        let more = from > 0 || start > floor || floor > 0;
         Ok(json!({"lines": lines, "more": more, "text": String::from_utf8_lossy(text)}))
     }
 
@@ -645,21 +692,6 @@ impl FileKeeper {
         }
         Ok(())
     }
-
-    /// Puts a wrapped ring in order, so the file is head then tail.
-    fn straighten(&self, file: &File) -> io::Result<u64> {
-        if self.total <= self.head_cap + self.ring_cap {
-            return Ok(self.total);
-        }
-        let pos = (self.total - self.head_cap) % self.ring_cap;
-        if pos != 0 {
-            let mut ring = vec![0; self.ring_cap as usize];
-            file.read_exact_at(&mut ring, self.head_cap)?;
-            ring.rotate_left(pos as usize);
-            file.write_all_at(&ring, self.head_cap)?;
-        }
-        Ok(self.head_cap + self.ring_cap)
-    }
 }
 
 impl Keeper for FileKeeper {
@@ -679,15 +711,22 @@ impl Keeper for FileKeeper {
                 problem: self.problem.take(),
             };
         };
-        let finished = file.flush().and_then(|()| self.straighten(&file));
-        match finished {
-            Ok(file_len) => {
+        match file.flush() {
+            Ok(()) => {
+                let head = self.head_cap.min(self.total);
+                let wrapped = self.total > self.head_cap + self.ring_cap;
                 let entry = Entry {
                     id: id.clone(),
                     path,
                     total: self.total,
-                    head: self.head_cap.min(self.total),
-                    file_len,
+                    head,
+                    ring: self.ring_cap,
+                    ring_start: if wrapped {
+                        (self.total - self.head_cap) % self.ring_cap
+                    } else {
+                        0
+                    },
+                    file_len: self.total.min(self.head_cap + self.ring_cap),
                 };
                 let problem = entry
                     .cut()
@@ -793,6 +832,24 @@ mod tests {
         assert_eq!(skipped["skipped_not_kept"]["to"], 950);
         assert_eq!(read(&store, &id, json!({}))["not_kept"]["from"], 50);
         assert_eq!(store.bytes(), 100);
+    }
+
+    #[test]
+    fn a_wrapped_tail_reads_back_in_order() {
+        let store = OutputStore::new(100, 8);
+        let text: String = (0..1000).map(|i| format!("{i}\n")).collect();
+        let chunks: Vec<&[u8]> = text.as_bytes().chunks(13).collect();
+        let id = keep(&store, &chunks).output_id.unwrap();
+        assert_eq!(read(&store, &id, json!({"tail_lines": 3}))["text"], "997\n998\n999\n");
+        let last = read(&store, &id, json!({"grep": "^99[89]$", "context": 0}));
+        assert_eq!(last["match_count"], 2, "{last}");
+        assert_eq!(last["matches"][1]["offset"], text.find("999\n").unwrap());
+        let tail_from = text.len() - 50;
+        assert_eq!(
+            read(&store, &id, json!({"offset": tail_from}))["text"],
+            &text[tail_from..],
+            "the ring is read from its oldest byte"
+        );
     }
 
     #[test]

@@ -258,9 +258,14 @@ fn truncation_keeps_head_and_tail_with_a_marker() {
     assert_eq!(markers.len(), 1, "{out}");
     // "[... O bytes omitted: output was T bytes, showing the first H and the last L; the
     // whole output is kept: output_read {"output_id": "<id>"} reads any part (...) ...]"
-    let (figures, kept) = markers[0].split_once("; the whole output is kept: ").expect("a kept output");
+    let (figures, kept) = markers[0]
+        .split_once("; the whole output is kept: ")
+        .expect("a kept output");
     let id = r["output_id"].as_str().expect("an output_id");
-    assert!(kept.starts_with(&format!("output_read {{\"output_id\": \"{id}\"}}")), "{kept}");
+    assert!(
+        kept.starts_with(&format!("output_read {{\"output_id\": \"{id}\"}}")),
+        "{kept}"
+    );
     let numbers: Vec<u64> = figures
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|n| n.parse().ok())
