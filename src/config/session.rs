@@ -137,14 +137,7 @@ pub(super) fn session_config(current: &SessionConfig, value: &Value) -> Result<S
                     MAX_OUTPUT_LIMIT_BYTES as u64,
                 )? as usize
             }
-            "history" => {
-                next.history = value.as_str().and_then(HistoryMode::parse).ok_or_else(|| {
-                    config_error(
-                        format!("`sessions.history` must be \"suppress\" or \"keep\", got {value}"),
-                        "use \"suppress\" (the default) or \"keep\"",
-                    )
-                })?
-            }
+            "history" => next.history = history(value)?,
             other => {
                 return Err(config_error(
                     format!("unknown configuration key `sessions.{other}`"),
@@ -154,4 +147,14 @@ pub(super) fn session_config(current: &SessionConfig, value: &Value) -> Result<S
         }
     }
     Ok(next)
+}
+
+/// `sessions.history`: `"suppress"` or `"keep"`.
+fn history(value: &Value) -> Result<HistoryMode, ToolError> {
+    value.as_str().and_then(HistoryMode::parse).ok_or_else(|| {
+        config_error(
+            format!("`sessions.history` must be \"suppress\" or \"keep\", got {value}"),
+            "use \"suppress\" (the default) or \"keep\"",
+        )
+    })
 }
