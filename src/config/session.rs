@@ -1,9 +1,13 @@
-//! The `sessions` part of the configuration, and the history mode a session
-//! command runs with. Here, below the session module, so that configuration
+//! The `sessions` part of the configuration (its types and the reading of
+//! its key), and the history mode a session command runs with. Here, below the session module, so that configuration
 //! never imports the layer it configures.
 
 use std::time::Duration;
 
+use serde_json::Value;
+
+use super::values::{bounded_int, config_error, positive_seconds};
+use super::{MAX_OUTPUT_LIMIT_BYTES, MIN_OUTPUT_LIMIT_BYTES};
 use crate::error::{ErrorCode, ToolError};
 
 /// Whether commands a session runs may land in the user's shell history.
@@ -87,4 +91,70 @@ impl Default for SessionConfig {
             history: HistoryMode::Suppress,
         }
     }
+}
+
+/// Keys of the `sessions` object.
+pub const SESSION_CONFIG_KEYS: &[&str] = &[
+    "enabled",
+    "max_sessions",
+    "idle_ttl_seconds",
+    "output_limit_bytes",
+    "read_rc_files",
+    "history",
+];
+
+/// Merges a `sessions` object into `current`.
+pub(super) fn session_config(current: &SessionConfig, value: &Value) -> Result<SessionConfig, ToolError> {
+    let hint = format!("`sessions` is an object with keys {}", SESSION_CONFIG_KEYS.join(", "));
+    let Value::Object(map) = value else {
+        return Err(config_error(format!("`sessions` must be an object, got {value}"), hint));
+    };
+    let mut next = current.clone();
+    for (key, value) in map {
+        let bool_of = |v: &Value| {
+            v.as_bool().ok_or_else(|| {
+                config_error(
+                    format!("`sessions.{key}` must be true or false, got {v}"),
+                    "use a JSON boolean",
+                )
+            })
+        };
+        match key.as_str() {
+            "enabled" => next.enabled = bool_of(value)?,
+            "read_rc_files" => next.read_rc_files = bool_of(value)?,
+            "max_sessions" => next.max_sessions = bounded_int("sessions.max_sessions", value, 1, 256)? as usize,
+            "idle_ttl_seconds" => {
+                next.idle_ttl = match value {
+                    Value::Null => None,
+                    v => Some(positive_seconds("sessions.idle_ttl_seconds", v)?),
+                }
+            }
+            "output_limit_bytes" => {
+                next.output_limit_bytes = bounded_int(
+                    "sessions.output_limit_bytes",
+                    value,
+                    MIN_OUTPUT_LIMIT_BYTES as u64,
+                    MAX_OUTPUT_LIMIT_BYTES as u64,
+                )? as usize
+            }
+            "history" => next.history = history(value)?,
+            other => {
+                return Err(config_error(
+                    format!("unknown configuration key `sessions.{other}`"),
+                    hint,
+                ));
+            }
+        }
+    }
+    Ok(next)
+}
+
+/// `sessions.history`: `"suppress"` or `"keep"`.
+fn history(value: &Value) -> Result<HistoryMode, ToolError> {
+    value.as_str().and_then(HistoryMode::parse).ok_or_else(|| {
+        config_error(
+            format!("`sessions.history` must be \"suppress\" or \"keep\", got {value}"),
+            "use \"suppress\" (the default) or \"keep\"",
+        )
+    })
 }

@@ -101,231 +101,301 @@ fn is_word_break(c: u8) -> bool {
     )
 }
 
+/// The scanner's state: a position in the text and the contexts open there.
+struct Scanner<'a> {
+    b: &'a [u8],
+    i: usize,
+    stack: Vec<Ctx>,
+    /// Parentheses open now.
+    parens: usize,
+    /// The most parentheses open at once so far.
+    max_parens: usize,
+    /// The deepest nesting so far.
+    max: usize,
+    docs: Vec<HereDoc>,
+    /// Here-documents whose operator was read and whose body has not begun, in order.
+    pending: Vec<usize>,
+    word_start: bool,
+    line_start: bool,
+    /// Consecutive prefix keywords (`! ! ! x`, `coproc coproc x`) just seen in code.
+    prefixes: usize,
+}
+
+/// Upper bounds of the nesting depth of `b` and of its parenthesis nesting, following
+/// its quoting contexts; one step per construct, each in a method of [`Scanner`].
 fn scan(b: &[u8]) -> (usize, usize) {
-    let mut stack: Vec<Ctx> = Vec::new();
-    let mut parens = 0usize;
-    let mut max_parens = 0usize;
-    let mut docs: Vec<HereDoc> = Vec::new();
-    let mut pending: Vec<usize> = Vec::new();
-    let mut max = 0usize;
-    let mut i = 0usize;
-    let mut word_start = true;
-    let mut line_start = true;
-    // Consecutive prefix keywords (`! ! ! x`, `coproc coproc x`) just seen in code.
-    let mut prefixes = 0usize;
-    while i < b.len() {
-        max = max.max(stack.len() + prefixes);
-        max_parens = max_parens.max(parens);
-        if max > MAX_NESTING || max_parens > MAX_PAREN_NESTING {
+    let mut s = Scanner {
+        b,
+        i: 0,
+        stack: Vec::new(),
+        parens: 0,
+        max_parens: 0,
+        max: 0,
+        docs: Vec::new(),
+        pending: Vec::new(),
+        word_start: true,
+        line_start: true,
+        prefixes: 0,
+    };
+    while s.i < b.len() {
+        s.max = s.max.max(s.stack.len() + s.prefixes);
+        s.max_parens = s.max_parens.max(s.parens);
+        if s.max > MAX_NESTING || s.max_parens > MAX_PAREN_NESTING {
             // Already too deep: the exact figure does not matter, and stopping here keeps
             // the stack (and every walk of it) short.
-            return (max, max_parens);
+            return (s.max, s.max_parens);
         }
-        let top = stack.last().copied();
-        if let Some(Ctx::Heredoc(d)) = top {
-            if line_start {
-                let end = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |p| i + p);
-                let mut line = &b[i..end];
-                if docs[d].strip_tabs {
-                    while let [b'\t', rest @ ..] = line {
-                        line = rest;
-                    }
-                }
-                if line == docs[d].delim.as_slice() {
-                    stack.pop();
-                    i = end + 1;
-                    line_start = true;
-                    word_start = true;
-                    if !pending.is_empty() {
-                        let next = pending.remove(0);
-                        stack.push(Ctx::Heredoc(next));
-                    }
-                    continue;
-                }
-                line_start = false;
-            }
-            let c = b[i];
-            if c == b'(' {
-                parens += 1;
-                max_parens = max_parens.max(parens);
-            } else if c == b')' && parens > paren_floor(&stack) {
-                parens -= 1;
-            }
-            if c == b'\n' {
-                line_start = true;
-            } else if docs[d].expand {
-                match c {
-                    b'\\' => {
-                        i += 2;
-                        continue;
-                    }
-                    b'$' if matches!(b.get(i + 1), Some(b'(')) => {
-                        // One level, as in double quotes and code: the `(` is skipped
-                        // with the `$`, so the body's count above has not seen it.
-                        stack.push(Ctx::Paren);
-                        parens += 1;
-                        i += 2;
-                        word_start = true;
-                        continue;
-                    }
-                    b'$' if matches!(b.get(i + 1), Some(b'{')) => {
-                        stack.push(Ctx::DqParam);
-                        i += 2;
-                        continue;
-                    }
-                    b'`' => {
-                        stack.push(Ctx::Backquote);
-                        word_start = true;
-                    }
-                    _ => {}
-                }
-            }
-            i += 1;
-            continue;
+        match s.stack.last().copied() {
+            Some(Ctx::Heredoc(d)) => s.heredoc_byte(d),
+            top if !is_code(top.as_ref()) => s.quoted_byte(top),
+            top => s.code_byte(top),
         }
-        let c = b[i];
-        if !is_code(top.as_ref()) {
-            // Double quotes, or `${` inside double quotes.
-            match c {
-                b'\\' => {
-                    i += 2;
-                    continue;
-                }
-                b'"' if top == Some(Ctx::Dq) => {
-                    stack.pop();
-                }
-                b'"' => stack.push(Ctx::Dq),
-                b'}' if top == Some(Ctx::DqParam) => {
-                    stack.pop();
-                }
-                b'$' if matches!(b.get(i + 1), Some(b'(')) => {
-                    stack.push(Ctx::Paren);
-                    parens += 1;
-                    i += 2;
-                    word_start = true;
-                    continue;
-                }
-                b'$' if matches!(b.get(i + 1), Some(b'{')) => {
-                    stack.push(Ctx::DqParam);
-                    i += 2;
-                    continue;
-                }
-                b'`' => {
-                    stack.push(Ctx::Backquote);
-                    word_start = true;
-                }
-                _ => {}
+    }
+    (s.max.max(s.stack.len()), s.max_parens.max(s.parens))
+}
+
+impl Scanner<'_> {
+    fn next_is(&self, c: u8) -> bool {
+        self.b.get(self.i + 1) == Some(&c)
+    }
+
+    /// One step in the body of here-document `d`: its delimiter line closes it, an
+    /// expanding body opens substitutions as double quotes do, and parentheses count
+    /// in any body.
+    fn heredoc_byte(&mut self, d: usize) {
+        if self.line_start {
+            if self.heredoc_ends(d) {
+                return;
             }
-            i += 1;
-            continue;
+            self.line_start = false;
         }
-        // Code context.
+        let c = self.b[self.i];
+        if c == b'(' {
+            self.parens += 1;
+            self.max_parens = self.max_parens.max(self.parens);
+        } else if c == b')' && self.parens > paren_floor(&self.stack) {
+            self.parens -= 1;
+        }
+        if c == b'\n' {
+            self.line_start = true;
+        } else if self.docs[d].expand && self.expansion(c) {
+            return;
+        }
+        self.i += 1;
+    }
+
+    /// At the start of a line of here-document `d`: whether the line is its
+    /// delimiter, and if so closes it (starting the next pending one).
+    fn heredoc_ends(&mut self, d: usize) -> bool {
+        let (b, i) = (self.b, self.i);
+        let end = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |p| i + p);
+        let mut line = &b[i..end];
+        if self.docs[d].strip_tabs {
+            while let [b'\t', rest @ ..] = line {
+                line = rest;
+            }
+        }
+        if line != self.docs[d].delim.as_slice() {
+            return false;
+        }
+        self.stack.pop();
+        self.i = end + 1;
+        self.line_start = true;
+        self.word_start = true;
+        self.start_pending_heredoc();
+        true
+    }
+
+    /// Enters the body of the first pending here-document, if any.
+    fn start_pending_heredoc(&mut self) {
+        if !self.pending.is_empty() {
+            let next = self.pending.remove(0);
+            self.stack.push(Ctx::Heredoc(next));
+        }
+    }
+
+    /// One step inside double quotes, or inside `${` within them.
+    fn quoted_byte(&mut self, top: Option<Ctx>) {
+        let c = self.b[self.i];
         match c {
-            b'\\' => {
-                i += 2;
-                word_start = false;
-                continue;
+            b'"' if top == Some(Ctx::Dq) => {
+                self.stack.pop();
             }
+            b'"' => self.stack.push(Ctx::Dq),
+            b'}' if top == Some(Ctx::DqParam) => {
+                self.stack.pop();
+            }
+            _ => {
+                if self.expansion(c) {
+                    return;
+                }
+            }
+        }
+        self.i += 1;
+    }
+
+    /// A backslash escape or an opening substitution where double quotes expand
+    /// (in them, in `${` within them, in an expanding here-document body): whether
+    /// `c` is one, the position then moved past it.
+    fn expansion(&mut self, c: u8) -> bool {
+        match c {
+            b'\\' => self.i += 2,
+            b'$' if self.next_is(b'(') => {
+                // One level, as in code: the `(` is skipped with the `$`, so a
+                // here-document body's count has not seen it.
+                self.stack.push(Ctx::Paren);
+                self.parens += 1;
+                self.i += 2;
+                self.word_start = true;
+            }
+            b'$' if self.next_is(b'{') => {
+                self.stack.push(Ctx::DqParam);
+                self.i += 2;
+            }
+            b'`' => {
+                self.stack.push(Ctx::Backquote);
+                self.word_start = true;
+                self.i += 1;
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// One step of code: quoting, comments and here-document operators skip ahead;
+    /// openers and closers move the stack; words are checked for keywords.
+    fn code_byte(&mut self, top: Option<Ctx>) {
+        let c = self.b[self.i];
+        if self.skip_quoted(c) || self.comment_or_heredoc(c) {
+            return;
+        }
+        self.open_or_close(c, top);
+        if self.word_start && c == b'!' && self.b.get(self.i + 1).is_none_or(|n| is_word_break(*n)) {
+            self.prefixes += 1;
+            self.i += 1;
+            self.word_start = true;
+            return;
+        }
+        if self.word_start && c.is_ascii_alphabetic() {
+            self.word(top);
+            return;
+        }
+        self.word_start = is_word_break(c);
+        self.i += 1;
+    }
+
+    /// A backslash escape, single quotes or `$'...'` in code: whether `c` opens
+    /// one, the position then moved past it (nothing inside them nests).
+    fn skip_quoted(&mut self, c: u8) -> bool {
+        let (b, i) = (self.b, self.i);
+        match c {
+            b'\\' => self.i += 2,
             b'\'' => {
-                i = b[i + 1..]
+                self.i = b[i + 1..]
                     .iter()
                     .position(|&x| x == b'\'')
                     .map_or(b.len(), |p| i + 1 + p + 1);
-                word_start = false;
-                continue;
             }
-            b'$' if matches!(b.get(i + 1), Some(b'\'')) => {
+            b'$' if self.next_is(b'\'') => {
                 let mut j = i + 2;
                 while j < b.len() && b[j] != b'\'' {
                     j += if b[j] == b'\\' { 2 } else { 1 };
                 }
-                i = j + 1;
-                word_start = false;
-                continue;
+                self.i = j + 1;
             }
-            b'"' => stack.push(Ctx::Dq),
+            _ => return false,
+        }
+        self.word_start = false;
+        true
+    }
+
+    /// A comment, a here-document operator, or the end of a line that starts a
+    /// pending here-document body: whether `c` is one, the position then moved
+    /// past it.
+    fn comment_or_heredoc(&mut self, c: u8) -> bool {
+        let b = self.b;
+        match c {
+            b'#' if self.word_start => {
+                while self.i < b.len() && b[self.i] != b'\n' {
+                    self.i += 1;
+                }
+            }
+            b'<' if self.next_is(b'<') && b.get(self.i + 2) != Some(&b'<') => {
+                self.i = heredoc_operator(b, self.i + 2, &mut self.docs, &mut self.pending);
+                self.word_start = true;
+            }
+            b'\n' if !self.pending.is_empty() => {
+                self.start_pending_heredoc();
+                self.line_start = true;
+                self.i += 1;
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Quotes, backquotes, parentheses, braces and brackets opened or closed in code.
+    fn open_or_close(&mut self, c: u8, top: Option<Ctx>) {
+        match c {
+            b'"' => self.stack.push(Ctx::Dq),
             b'`' => {
                 if top == Some(Ctx::Backquote) {
-                    stack.pop();
+                    self.stack.pop();
                 } else {
-                    stack.push(Ctx::Backquote);
+                    self.stack.push(Ctx::Backquote);
                 }
             }
             b'(' => {
-                stack.push(Ctx::Paren);
-                parens += 1;
+                self.stack.push(Ctx::Paren);
+                self.parens += 1;
             }
             b')' if top == Some(Ctx::Paren) => {
-                stack.pop();
-                parens -= 1;
+                self.stack.pop();
+                self.parens -= 1;
             }
-            b'{' => stack.push(Ctx::Brace),
+            b'{' => self.stack.push(Ctx::Brace),
             b'}' if top == Some(Ctx::Brace) => {
-                stack.pop();
+                self.stack.pop();
             }
-            b'[' => stack.push(Ctx::Bracket),
+            b'[' => self.stack.push(Ctx::Bracket),
             b']' if top == Some(Ctx::Bracket) => {
-                stack.pop();
-            }
-            b'#' if word_start => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            b'<' if b.get(i + 1) == Some(&b'<') && b.get(i + 2) != Some(&b'<') => {
-                i = heredoc_operator(b, i + 2, &mut docs, &mut pending);
-                word_start = true;
-                continue;
-            }
-            b'\n' if !pending.is_empty() => {
-                let next = pending.remove(0);
-                stack.push(Ctx::Heredoc(next));
-                line_start = true;
-                i += 1;
-                continue;
+                self.stack.pop();
             }
             _ => {}
         }
-        if word_start && c == b'!' && b.get(i + 1).is_none_or(|n| is_word_break(*n)) {
-            prefixes += 1;
-            i += 1;
-            word_start = true;
-            continue;
-        }
-        if word_start && c.is_ascii_alphabetic() {
-            let end = b[i..]
-                .iter()
-                .position(|x| !x.is_ascii_alphanumeric() && *x != b'_')
-                .map_or(b.len(), |p| i + p);
-            if is_prefix_keyword(&b[i..end]) {
-                prefixes += 1;
-            } else {
-                prefixes = 0;
-            }
-            match &b[i..end] {
-                b"if" => stack.push(Ctx::If),
-                b"case" => stack.push(Ctx::Case),
-                b"while" | b"until" | b"for" | b"select" => stack.push(Ctx::Loop),
-                b"fi" if top == Some(Ctx::If) => {
-                    stack.pop();
-                }
-                b"esac" if top == Some(Ctx::Case) => {
-                    stack.pop();
-                }
-                b"done" if top == Some(Ctx::Loop) => {
-                    stack.pop();
-                }
-                _ => {}
-            }
-            word_start = false;
-            i = end;
-            continue;
-        }
-        word_start = is_word_break(c);
-        i += 1;
     }
-    (max.max(stack.len()), max_parens.max(parens))
+
+    /// A word at the start of a word in code: prefix keywords count while they
+    /// repeat, `if`, `case` and loops open a level their closing word ends.
+    fn word(&mut self, top: Option<Ctx>) {
+        let (b, i) = (self.b, self.i);
+        let end = b[i..]
+            .iter()
+            .position(|x| !x.is_ascii_alphanumeric() && *x != b'_')
+            .map_or(b.len(), |p| i + p);
+        if is_prefix_keyword(&b[i..end]) {
+            self.prefixes += 1;
+        } else {
+            self.prefixes = 0;
+        }
+        match &b[i..end] {
+            b"if" => self.stack.push(Ctx::If),
+            b"case" => self.stack.push(Ctx::Case),
+            b"while" | b"until" | b"for" | b"select" => self.stack.push(Ctx::Loop),
+            b"fi" if top == Some(Ctx::If) => {
+                self.stack.pop();
+            }
+            b"esac" if top == Some(Ctx::Case) => {
+                self.stack.pop();
+            }
+            b"done" if top == Some(Ctx::Loop) => {
+                self.stack.pop();
+            }
+            _ => {}
+        }
+        self.word_start = false;
+        self.i = end;
+    }
 }
 
 /// Parentheses opened by code contexts on the stack (a body's `)` never closes those).
