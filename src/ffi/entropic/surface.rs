@@ -21,7 +21,15 @@ use crate::server::McpServer;
 /// The one tool that runs commands through the plugin.
 pub const EXECUTE: &str = "execute";
 /// `execute`'s arguments through the plugin; each sorts after `command`.
-pub const PLUGIN_EXECUTE_ARGUMENTS: &[&str] = &["command", "env", "stdin", "streams", "timeout_seconds", "working_dir"];
+pub const PLUGIN_EXECUTE_ARGUMENTS: &[&str] = &[
+    "command",
+    "env",
+    "sandbox",
+    "stdin",
+    "streams",
+    "timeout_seconds",
+    "working_dir",
+];
 /// The sentence of `execute`'s description about the background mode and
 /// `yield_seconds`, which the plugin hides (tests/plugin.rs fails if the
 /// description changes and the sentence is no longer found).
