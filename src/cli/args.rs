@@ -78,8 +78,8 @@ MCP CLIENT SETUP:
 CONFIGURATION FILE KEYS:
     timeout_seconds, max_timeout_seconds, shell, output_limit_bytes,
     kill_grace_ms, drain_ms, max_concurrent, non_interactive, env,
-    allowed_roots, project_config, audit, sessions, jobs, sandbox, yield_seconds,
-    tools (a list of exposed tools, or {\"status\": true} switches), working_dir,
+    allowed_roots, project_config, audit, sessions, jobs, output_store, sandbox,
+    yield_seconds, tools (a list of exposed tools, or {\"status\": true} switches), working_dir,
     permissions {allow, deny}, refuse_catastrophic
     Defaults: a 120 s limit (calls may ask for up to 600 s), a call still
     running after 45 s handed back as a background job (yield_seconds), an audit log at
