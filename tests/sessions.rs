@@ -515,6 +515,35 @@ fn builtin_read_waits_for_input_in_every_shell() {
     }
 }
 
+/// fish without XDG_RUNTIME_DIR would make `/tmp/fish.<user>` and leave it:
+/// a session gives it its private directory, which goes with the session.
+#[test]
+fn a_fish_session_keeps_its_runtime_files_in_its_own_directory() {
+    if !installed("fish") {
+        common::skip("fish is not installed");
+        return;
+    }
+    let tag = unique_tag("fish-runtime");
+    let m = session_manager();
+    let id = start(&m, "fish", &tag);
+    let r = run(&m, &id, "echo $XDG_RUNTIME_DIR");
+    let dir = std::path::PathBuf::from(r.output.trim());
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some() {
+        assert_eq!(
+            Some(dir.as_os_str()),
+            std::env::var_os("XDG_RUNTIME_DIR").as_deref(),
+            "the host's is kept"
+        );
+    } else {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("bash-mcp-session-"), "{r:?}");
+        assert!(dir.is_dir(), "{}", dir.display());
+        m.close(&id).unwrap();
+        assert!(!dir.exists(), "{} outlived its session", dir.display());
+    }
+    assert_no_survivors(&tag);
+}
+
 /// A fish virtualenv activation as `python -m venv` writes it: the prompt
 /// function restores `$status` with `echo "exit $old_status" | .`.
 #[test]

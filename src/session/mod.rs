@@ -454,6 +454,16 @@ impl SessionManager {
             !launch.env_remove.iter().any(|r| r.as_bytes() == name)
                 || launch.env_set.iter().any(|(n, _)| n.as_bytes() == name)
         });
+        // Without XDG_RUNTIME_DIR fish makes /tmp/fish.<user> for its universal
+        // variables' notifier and leaves it there: give it the session's private
+        // directory instead, removed with the session.
+        if kind == ShellKind::Fish && !envp.iter().any(|e| e.as_bytes().starts_with(b"XDG_RUNTIME_DIR=")) {
+            let mut entry = b"XDG_RUNTIME_DIR=".to_vec();
+            entry.extend_from_slice(dir.as_os_str().as_bytes());
+            envp.push(
+                CString::new(entry).map_err(|_| spawn_failed("the session directory's path contains NUL".into()))?,
+            );
+        }
         // Like every command's, the session's processes carry a run marker:
         // closing finds those that left the terminal's session by it, and
         // the guard finds them all if the host dies.
