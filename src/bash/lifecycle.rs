@@ -75,72 +75,9 @@ impl BashServer {
             supervisors: crate::sandbox::Supervisors::new(),
             env_cache: EnvCache::default(),
         });
-        let runner_shared = shared.clone();
-        let runner: Runner = Arc::new(move |request, options| runner_shared.run(request, options));
-        let limits_shared = shared.clone();
-        let jobs = Arc::new(JobManager::new(
-            runner,
-            Box::new(move || {
-                let config = limits_shared.config.read().unwrap_or_else(PoisonError::into_inner);
-                (config.jobs_max_finished, config.output_limit_bytes)
-            }),
-            {
-                let shared = shared.clone();
-                Arc::new(move |end: &JobEnd<'_>| shared.record_job_end(end))
-            },
-        ));
-        let source_shared = shared.clone();
-        let sessions = Arc::new(LazyManager::new(
-            Arc::new(move || {
-                let config = source_shared
-                    .config
-                    .read()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
-                let dir = source_shared
-                    .working_dir
-                    .read()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
-                (config, dir)
-            }),
-            outputs.clone(),
-        ));
-
-        let definition = ToolDefinition::load(data_dir, name, "execute", EXECUTE_DEFINITION)?;
-        let execute: Arc<dyn Tool> = Arc::new(ExecuteTool {
-            definition,
-            shared: shared.clone(),
-            jobs: jobs.clone(),
-        });
-        let mut tools = ToolRegistry::new();
-        tools.register(execute)?;
-        for (tool, builtin) in JOB_TOOLS {
-            tools.register(Arc::new(JobTool::new(
-                ToolDefinition::load(data_dir, name, tool, builtin)?,
-                jobs.clone(),
-            )))?;
-        }
-        for (tool, builtin) in ops::DEFINITIONS {
-            let kind = ops::Kind::from_name(tool).expect("every built-in ops tool has a kind");
-            tools.register(Arc::new(ops::OpsTool {
-                definition: ToolDefinition::load(data_dir, name, tool, builtin)?,
-                kind,
-                shared: shared.clone(),
-                jobs: jobs.clone(),
-                sessions: sessions.clone(),
-            }))?;
-        }
-        tools.register(Arc::new(output_read::OutputReadTool {
-            definition: ToolDefinition::load(data_dir, name, "output_read", output_read::DEFINITION)?,
-            store: outputs,
-        }))?;
-        for (tool, builtin) in SESSION_TOOLS {
-            tools.register(Arc::new(SessionTool::new(
-                ToolDefinition::load(data_dir, name, tool, builtin)?,
-                sessions.clone(),
-            )))?;
-        }
+        let jobs = job_manager(&shared);
+        let sessions = session_manager(&shared, outputs.clone());
+        let tools = register_tools(name, data_dir, &shared, &jobs, &sessions, outputs)?;
         // An invalid BASH_MCP_HISTORY is a configuration error at start-up.
         crate::config::HistoryMode::from_env()?;
         Ok(Self {
@@ -180,4 +117,92 @@ impl Drop for BashServer {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// The job manager of a server: its jobs run through `Shared::run` and are
+/// audited when they end.
+fn job_manager(shared: &Arc<Shared>) -> Arc<JobManager> {
+    let runner_shared = shared.clone();
+    let runner: Runner = Arc::new(move |request, options| runner_shared.run(request, options));
+    let limits_shared = shared.clone();
+    Arc::new(JobManager::new(
+        runner,
+        Box::new(move || {
+            let config = limits_shared.config.read().unwrap_or_else(PoisonError::into_inner);
+            (config.jobs_max_finished, config.output_limit_bytes)
+        }),
+        {
+            let shared = shared.clone();
+            Arc::new(move |end: &JobEnd<'_>| shared.record_job_end(end))
+        },
+    ))
+}
+
+/// The session manager of a server, created on first use from the configuration and
+/// working directory in force then.
+fn session_manager(shared: &Arc<Shared>, outputs: Arc<crate::outputs::OutputStore>) -> Arc<LazyManager> {
+    let source_shared = shared.clone();
+    Arc::new(LazyManager::new(
+        Arc::new(move || {
+            let config = source_shared
+                .config
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            let dir = source_shared
+                .working_dir
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            (config, dir)
+        }),
+        outputs,
+    ))
+}
+
+/// The tools of a server named `name`: `execute`, the job, ops and `output_read` tools,
+/// and the session tools, each with its definition from `data_dir` or the built-in one.
+fn register_tools(
+    name: &str,
+    data_dir: Option<&Path>,
+    shared: &Arc<Shared>,
+    jobs: &Arc<JobManager>,
+    sessions: &Arc<LazyManager>,
+    outputs: Arc<crate::outputs::OutputStore>,
+) -> Result<ToolRegistry, ToolError> {
+    let definition = ToolDefinition::load(data_dir, name, "execute", EXECUTE_DEFINITION)?;
+    let execute: Arc<dyn Tool> = Arc::new(ExecuteTool {
+        definition,
+        shared: shared.clone(),
+        jobs: jobs.clone(),
+    });
+    let mut tools = ToolRegistry::new();
+    tools.register(execute)?;
+    for (tool, builtin) in JOB_TOOLS {
+        tools.register(Arc::new(JobTool::new(
+            ToolDefinition::load(data_dir, name, tool, builtin)?,
+            jobs.clone(),
+        )))?;
+    }
+    for (tool, builtin) in ops::DEFINITIONS {
+        let kind = ops::Kind::from_name(tool).expect("every built-in ops tool has a kind");
+        tools.register(Arc::new(ops::OpsTool {
+            definition: ToolDefinition::load(data_dir, name, tool, builtin)?,
+            kind,
+            shared: shared.clone(),
+            jobs: jobs.clone(),
+            sessions: sessions.clone(),
+        }))?;
+    }
+    tools.register(Arc::new(output_read::OutputReadTool {
+        definition: ToolDefinition::load(data_dir, name, "output_read", output_read::DEFINITION)?,
+        store: outputs,
+    }))?;
+    for (tool, builtin) in SESSION_TOOLS {
+        tools.register(Arc::new(SessionTool::new(
+            ToolDefinition::load(data_dir, name, tool, builtin)?,
+            sessions.clone(),
+        )))?;
+    }
+    Ok(tools)
 }
