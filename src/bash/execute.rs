@@ -1,0 +1,77 @@
+//! The `execute` tool: one command run now, handed back as a job after a window, or started in the background.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::{ExecRequest, Shared};
+use crate::args::ToolArgs;
+use crate::jobs::JobManager;
+use crate::request::validate_command;
+use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
+
+/// The `execute` tool of a [`BashServer`](super::BashServer).
+pub(super) struct ExecuteTool {
+    pub(super) definition: ToolDefinition,
+    pub(super) shared: Arc<Shared>,
+    pub(super) jobs: Arc<JobManager>,
+}
+
+impl Tool for ExecuteTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    /// Computed in the dialect of the configured shell (`/bin/sh` is POSIX).
+    fn permission_pattern(&self, qualified_name: &str, args: &ToolArgs) -> String {
+        let object = args.object().map_err(|e| e.message.as_str());
+        crate::permission::permission_pattern_args_in(qualified_name, object, self.permission_dialect(args))
+    }
+
+    fn permission_dialect(&self, _args: &ToolArgs) -> crate::permission::Dialect {
+        crate::permission::Dialect::for_shell(&self.shared.config().shell)
+    }
+
+    fn call(&self, args: &Map<String, Value>, options: CallOptions<'_>) -> ToolResponse {
+        let request = ExecRequest::from_args(args);
+        let window = request
+            .as_ref()
+            .ok()
+            .and_then(|r| crate::yielding::window(r, &self.shared.config()));
+        if let Ok(request) = &request
+            && (request_is_background(args) || window.is_some())
+        {
+            // Refuse what the run would refuse now, not later in job_status.
+            let checked = validate_command(&request.command).and_then(|()| {
+                let config = self.shared.config();
+                let base = self.shared.working_dir();
+                match &request.working_dir {
+                    Some(dir) => self.shared.confined_dir(dir, Some(&base), &config),
+                    None => self.shared.confined_dir(&base, Some(&base), &config),
+                }
+            });
+            if let (Some(window), Ok(_)) = (window, &checked)
+                && !request_is_background(args)
+            {
+                return crate::yielding::run(&self.jobs, request.clone(), window, options);
+            }
+            return match checked.and_then(|_| self.jobs.start(request.clone())) {
+                Ok(id) => ToolResponse::document(serde_json::json!({"job_id": id, "status": "running"})),
+                Err(error) => ToolResponse::error(&error),
+            };
+        }
+        let result = request.and_then(|request| self.shared.run(&request, options));
+        match result {
+            Ok(outcome) => ToolResponse::document(outcome.to_value()),
+            Err(error) => {
+                tracing::debug!(%error, "execute refused");
+                ToolResponse::error(&error)
+            }
+        }
+    }
+}
+
+/// Whether the `execute` arguments ask for a background job (`background: true`).
+fn request_is_background(args: &Map<String, Value>) -> bool {
+    args.get("background").and_then(Value::as_bool) == Some(true)
+}

@@ -1,0 +1,208 @@
+//! Starting and stopping a `BashServer`: building its shared state and managers, registering its tools, shutting it down.
+
+use std::path::Path;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use super::execute::ExecuteTool;
+use super::{
+    BashServer, Counters, DEFAULT_SERVER_NAME, EXECUTE_DEFINITION, MAX_DEFAULT_TIMEOUT, Shared, ops, output_read,
+};
+use crate::audit::AuditLog;
+use crate::config::{Config, EnvCache};
+use crate::error::{ErrorCode, ToolError};
+use crate::jobs::{JOB_TOOLS, JobEnd, JobManager, JobTool, Runner};
+use crate::limiter::Limiter;
+use crate::roots;
+use crate::server::{Tool, ToolDefinition, ToolRegistry};
+use crate::session::tools::{LazyManager, SESSION_TOOLS, SessionTool};
+
+impl BashServer {
+    /// A server named `bash` running commands in `working_dir`, with a default
+    /// time limit of `timeout` (at most a day) and tool definitions from
+    /// `data_dir` (`<data_dir>/tools/bash/execute.json`, else the built-in one).
+    ///
+    /// Errors: a zero `timeout` (`invalid_timeout`), a working dir that does
+    /// not exist or is not a directory, an invalid definition file.
+    pub fn new(working_dir: impl AsRef<Path>, data_dir: Option<&Path>, timeout: Duration) -> Result<Self, ToolError> {
+        Self::named(DEFAULT_SERVER_NAME, working_dir, data_dir, timeout)
+    }
+
+    /// Like [`BashServer::new`] with another server name (e.g. for a plugin
+    /// that must not collide with a host's own `bash` server).
+    pub fn named(
+        name: &str,
+        working_dir: impl AsRef<Path>,
+        data_dir: Option<&Path>,
+        timeout: Duration,
+    ) -> Result<Self, ToolError> {
+        if timeout.is_zero() {
+            return Err(ToolError::new(
+                ErrorCode::InvalidTimeout,
+                "the default timeout must be longer than zero",
+                "pass a timeout such as Duration::from_secs(30)",
+            ));
+        }
+        Self::with_config(
+            name,
+            working_dir,
+            data_dir,
+            Config::with_timeout(timeout.min(MAX_DEFAULT_TIMEOUT)),
+        )
+    }
+
+    /// A server with a full configuration.
+    pub fn with_config(
+        name: &str,
+        working_dir: impl AsRef<Path>,
+        data_dir: Option<&Path>,
+        config: Config,
+    ) -> Result<Self, ToolError> {
+        let working_dir = roots::existing_dir(working_dir.as_ref(), None)?;
+        let audit = config.audit.clone().map(AuditLog::open).transpose()?.map(Arc::new);
+        let outputs =
+            crate::outputs::OutputStore::new(config.output_store.budget_bytes, config.output_store.max_outputs);
+        let shared = Arc::new(Shared {
+            outputs: outputs.clone(),
+            name: name.to_owned(),
+            instance: crate::ids::random_id(),
+            limiter: Limiter::new(config.max_concurrent),
+            config: RwLock::new(Arc::new(config)),
+            working_dir: RwLock::new(working_dir),
+            audit: RwLock::new(audit),
+            started: Instant::now(),
+            counters: Counters::default(),
+            supervisors: crate::sandbox::Supervisors::new(),
+            env_cache: EnvCache::default(),
+        });
+        let jobs = job_manager(&shared);
+        let sessions = session_manager(&shared, outputs.clone());
+        let tools = register_tools(name, data_dir, &shared, &jobs, &sessions, outputs)?;
+        // An invalid BASH_MCP_HISTORY is a configuration error at start-up.
+        crate::config::HistoryMode::from_env()?;
+        Ok(Self {
+            shared,
+            tools,
+            sessions,
+            jobs,
+        })
+    }
+
+    /// Stops everything the server keeps running between calls: kills the
+    /// process group of every background job and closes every session
+    /// (killing its shell and what it started, and removing its private
+    /// directory), then waits for the jobs' threads. Idempotent; the server
+    /// stays usable. Dropping the server does the same.
+    ///
+    /// Calls running on other threads are not affected: cancel them with
+    /// their [`CancelToken`](crate::CancelToken).
+    pub fn shutdown(&self) {
+        self.shutdown_within(None);
+    }
+
+    /// [`shutdown`](BashServer::shutdown), waiting at most `limit` for the
+    /// jobs' threads (each job's process group is killed at once either
+    /// way; a job is slower to end only while `kill_grace_ms` lets it
+    /// handle SIGTERM). Returns whether every job ended in time.
+    pub fn shutdown_within(&self, limit: Option<Duration>) -> bool {
+        let deadline = limit.map(|l| Instant::now() + l);
+        // Cancel the jobs first, so their groups die while sessions close.
+        let jobs = self.jobs.stop_all();
+        self.sessions.close_all();
+        jobs.wait(deadline)
+    }
+}
+
+impl Drop for BashServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The job manager of a server: its jobs run through `Shared::run` and are
+/// audited when they end.
+fn job_manager(shared: &Arc<Shared>) -> Arc<JobManager> {
+    let runner_shared = shared.clone();
+    let runner: Runner = Arc::new(move |request, options| runner_shared.run(request, options));
+    let limits_shared = shared.clone();
+    Arc::new(JobManager::new(
+        runner,
+        Box::new(move || {
+            let config = limits_shared.config.read().unwrap_or_else(PoisonError::into_inner);
+            (config.jobs_max_finished, config.output_limit_bytes)
+        }),
+        {
+            let shared = shared.clone();
+            Arc::new(move |end: &JobEnd<'_>| shared.record_job_end(end))
+        },
+    ))
+}
+
+/// The session manager of a server, created on first use from the configuration and
+/// working directory in force then.
+fn session_manager(shared: &Arc<Shared>, outputs: Arc<crate::outputs::OutputStore>) -> Arc<LazyManager> {
+    let source_shared = shared.clone();
+    Arc::new(LazyManager::new(
+        Arc::new(move || {
+            let config = source_shared
+                .config
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            let dir = source_shared
+                .working_dir
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            (config, dir)
+        }),
+        outputs,
+    ))
+}
+
+/// The tools of a server named `name`: `execute`, the job, ops and `output_read` tools,
+/// and the session tools, each with its definition from `data_dir` or the built-in one.
+fn register_tools(
+    name: &str,
+    data_dir: Option<&Path>,
+    shared: &Arc<Shared>,
+    jobs: &Arc<JobManager>,
+    sessions: &Arc<LazyManager>,
+    outputs: Arc<crate::outputs::OutputStore>,
+) -> Result<ToolRegistry, ToolError> {
+    let definition = ToolDefinition::load(data_dir, name, "execute", EXECUTE_DEFINITION)?;
+    let execute: Arc<dyn Tool> = Arc::new(ExecuteTool {
+        definition,
+        shared: shared.clone(),
+        jobs: jobs.clone(),
+    });
+    let mut tools = ToolRegistry::new();
+    tools.register(execute)?;
+    for (tool, builtin) in JOB_TOOLS {
+        tools.register(Arc::new(JobTool::new(
+            ToolDefinition::load(data_dir, name, tool, builtin)?,
+            jobs.clone(),
+        )))?;
+    }
+    for (tool, builtin) in ops::DEFINITIONS {
+        let kind = ops::Kind::from_name(tool).expect("every built-in ops tool has a kind");
+        tools.register(Arc::new(ops::OpsTool {
+            definition: ToolDefinition::load(data_dir, name, tool, builtin)?,
+            kind,
+            shared: shared.clone(),
+            jobs: jobs.clone(),
+            sessions: sessions.clone(),
+        }))?;
+    }
+    tools.register(Arc::new(output_read::OutputReadTool {
+        definition: ToolDefinition::load(data_dir, name, "output_read", output_read::DEFINITION)?,
+        store: outputs,
+    }))?;
+    for (tool, builtin) in SESSION_TOOLS {
+        tools.register(Arc::new(SessionTool::new(
+            ToolDefinition::load(data_dir, name, tool, builtin)?,
+            sessions.clone(),
+        )))?;
+    }
+    Ok(tools)
+}
