@@ -6,22 +6,26 @@
 //! the command's output (head+tail) and a bounded ring for incremental reads.
 
 pub mod attach;
+mod checks;
 mod echo;
 mod files;
 mod keys;
 mod marker;
 mod names;
 mod pty;
+mod reader;
 mod shell;
+mod slots;
 mod subscribe;
 pub(crate) mod tools;
 mod types;
 mod view;
+mod wait;
 mod window;
 
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -30,14 +34,19 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use crate::config::{HISTORY_ENV, HistoryMode, SessionConfig};
+pub use checks::MAX_COMMAND_BYTES;
 pub use names::is_name;
 pub use shell::ShellKind;
 pub use subscribe::Subscription;
 pub use types::{RunOptions, RunResult, RunState, SessionInfo, StartOptions};
 pub use view::{TerminalCallback, TerminalEvent};
 
+use checks::{check_line_lengths, closed, internal, shell_exited, spawn_failed, validate_command};
 use files::{CommandFile, append_fish_history, scopeguard, write_private};
 use keys::{KEY_NAMES, key_bytes};
+use reader::read_loop;
+use slots::{Slot, sweep};
+use wait::snapshot;
 
 use crate::capture::BoundedOutput;
 use crate::config::{Config, resolve_program};
@@ -843,43 +852,6 @@ impl SessionManager {
             session.terminate();
         }
     }
-
-    fn await_command(&self, session: &Session, timeout: Duration, raw: bool, whole: bool) -> RunResult {
-        let deadline = Instant::now() + timeout;
-        // Looking at the kernel's view scans /proc: only once a wait has passed
-        // without the command ending, so quick commands never pay for it.
-        let mut next_input_check = Instant::now() + INPUT_CHECK;
-        let mut state = session.lock();
-        loop {
-            if !state.in_progress() {
-                return snapshot(session, &mut state, raw, whole, false);
-            }
-            let now = Instant::now();
-            if now >= next_input_check && state.started_reading() && waiting_for_input(session) {
-                // The reader may hold the final marker: look again once it is idle.
-                drop(state);
-                state = session.lock();
-                if state.in_progress() {
-                    return snapshot(session, &mut state, raw, whole, false);
-                }
-                continue;
-            }
-            if now >= next_input_check {
-                next_input_check = now + INPUT_CHECK;
-            }
-            if now >= deadline {
-                return snapshot(session, &mut state, raw, whole, true);
-            }
-            let step = deadline
-                .saturating_duration_since(now)
-                .min(next_input_check.saturating_duration_since(now));
-            state = session
-                .changed
-                .wait_timeout(state, step)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-    }
 }
 
 impl Drop for SessionManager {
@@ -956,430 +928,4 @@ impl Inner {
         let random = u64::from_str_radix(&random_hex[..12], 16).unwrap_or(u64::from(number));
         (number, names::pick(&taken, random))
     }
-
-    fn evict_idle(&self) {
-        let ttl = self.config.lock().unwrap_or_else(PoisonError::into_inner).0.idle_ttl;
-        let Some(ttl) = ttl else { return };
-        let expired: Vec<Arc<Session>> = {
-            let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-            let ids: Vec<String> = sessions
-                .iter()
-                .filter(|(_, s)| {
-                    let st = s.lock();
-                    st.phase != Phase::Running && st.last_activity.elapsed() >= ttl
-                })
-                .map(|(id, _)| id.clone())
-                .collect();
-            ids.iter().filter_map(|id| sessions.remove(id)).collect()
-        };
-        for s in expired {
-            tracing::debug!(session = %s.id, "closing idle session");
-            s.terminate();
-        }
-    }
-}
-
-/// A place under `max_sessions` held for a session being started: taken
-/// under the sessions lock, and released (on failure) or turned into the
-/// session (on success) under it too, so concurrent starts cannot exceed the
-/// limit.
-struct Slot<'a> {
-    inner: &'a Inner,
-    held: bool,
-}
-
-impl<'a> Slot<'a> {
-    fn reserve(inner: &'a Inner, max: usize) -> Result<Self, ToolError> {
-        use std::sync::atomic::Ordering;
-        let sessions = inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        let open = sessions
-            .values()
-            .filter(|s| !matches!(s.lock().phase, Phase::Exited(_) | Phase::Closed))
-            .count();
-        let starting = inner.starting.load(Ordering::SeqCst);
-        if open + starting >= max {
-            let also = if starting > 0 {
-                format!(" and {starting} being started")
-            } else {
-                String::new()
-            };
-            return Err(ToolError::new(
-                ErrorCode::TooManySessions,
-                format!("{open} sessions are open{also}; the limit is {max}"),
-                "close a session you no longer need with session_close (session_list shows them), or raise sessions.max_sessions",
-            ));
-        }
-        inner.starting.fetch_add(1, Ordering::SeqCst);
-        Ok(Self { inner, held: true })
-    }
-
-    fn fill(&mut self, id: String, session: Arc<Session>) {
-        let mut sessions = self.inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        sessions.insert(id, session);
-        self.inner.starting.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-        self.held = false;
-    }
-}
-
-impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        if self.held {
-            let _sessions = self.inner.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-            self.inner.starting.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-        }
-    }
-}
-
-fn sweep(inner: std::sync::Weak<Inner>) {
-    loop {
-        let Some(inner) = inner.upgrade() else { return };
-        let ttl = inner.config.lock().unwrap_or_else(PoisonError::into_inner).0.idle_ttl;
-        let tick = ttl.map_or(Duration::from_secs(3600), |t| {
-            (t / 4).clamp(Duration::from_millis(50), Duration::from_secs(5))
-        });
-        let stop = inner.sweeper_stop.lock().unwrap_or_else(PoisonError::into_inner);
-        if *stop {
-            return;
-        }
-        let (stop, _) = inner
-            .sweeper_wake
-            .wait_timeout(stop, tick)
-            .unwrap_or_else(PoisonError::into_inner);
-        if *stop {
-            return;
-        }
-        drop(stop);
-        inner.evict_idle();
-    }
-}
-
-fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_out: bool) -> RunResult {
-    let running = state.phase == Phase::Running;
-    // The first result of a command (`whole`) is its output so far as head
-    // and tail; later results are what the ring holds since the last one.
-    let mut output_id = None;
-    let (text, lost, truncated_whole) = if whole {
-        if !state.in_progress() {
-            // Before rendering: the marker line names where the whole output is kept.
-            output_id = state.output.finish_keeping().and_then(|kept| kept.output_id);
-        }
-        (state.output.render(), 0, state.output.is_truncated())
-    } else {
-        let (bytes, lost) = state.ring.since(state.delivered);
-        (String::from_utf8_lossy(&bytes).into_owned(), lost, false)
-    };
-    let mut output = if raw { text } else { crate::term::clean(&text) };
-    if lost > 0 {
-        output.insert_str(
-            0,
-            &format!("[... {lost} bytes of earlier output were dropped from the session's buffer ...]\n"),
-        );
-    }
-    state.delivered = state.ring.end();
-    state.last_activity = Instant::now();
-    let duration = if running {
-        state.cmd_started.elapsed()
-    } else {
-        state.cmd_duration
-    };
-    let run_state = match state.phase {
-        Phase::Running => RunState::Running,
-        Phase::Exited(code) => RunState::ShellExited(code),
-        Phase::Closed => RunState::Closed,
-        Phase::Starting | Phase::Idle => match state.last_exit {
-            Some(code) => RunState::Finished(code),
-            None => RunState::Idle,
-        },
-    };
-    let waiting = state.in_progress() && state.started_reading() && waiting_for_input(session);
-    RunResult {
-        session_id: session.id.clone(),
-        session_name: session.handle.clone(),
-        watchers: session.view().watchers(),
-        person_typed: std::mem::take(&mut state.person_typed),
-        secret_prompt: waiting && pty::hides_input(session.master.as_raw_fd()),
-        state: run_state,
-        output,
-        truncated: truncated_whole || lost > 0,
-        output_bytes: state.output.total(),
-        cwd: Some(state.cwd.clone()),
-        duration,
-        timed_out,
-        waiting_for_input: waiting,
-        cursor: state.ring.end(),
-        output_id,
-    }
-}
-
-/// Whether the foreground process waits on the terminal and nothing the
-/// shell wrote is still unread or unapplied (so a finished command whose end
-/// marker is in flight is not mistaken for one waiting for input).
-fn waiting_for_input(session: &Session) -> bool {
-    use std::sync::atomic::Ordering;
-    if !pty::foreground_reading(session.master.as_raw_fd(), session.tty) {
-        return false;
-    }
-    let mut fds = libc::pollfd {
-        fd: session.master.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; a zero timeout only looks.
-    let pending = unsafe { libc::poll(&mut fds, 1, 0) } > 0 && fds.revents & libc::POLLIN != 0;
-    !pending && !session.in_flight.load(Ordering::SeqCst)
-}
-
-/// Drains the master, parses markers, updates the state; ends when the shell
-/// exits or the session is closed.
-fn read_loop(session: &Session, nonce: &str) {
-    let mut parser = marker::Parser::new(nonce);
-    let pidfd = crate::spawn::pidfd_open(session.pid);
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut events = Vec::new();
-    let mut master_open = true;
-    loop {
-        // On the stack: this loop turns once per terminal read.
-        let entry = |fd: RawFd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let mut fds = [
-            entry(session.stop.as_raw_fd()),
-            entry(if master_open { session.master.as_raw_fd() } else { -1 }),
-            entry(pidfd.as_ref().map_or(-1, |fd| fd.as_raw_fd())),
-        ];
-        let count = if pidfd.is_some() { 3 } else { 2 };
-        let wait = if pidfd.is_some() { -1 } else { 20 };
-        // SAFETY: the first `count` entries of fds are valid pollfds.
-        unsafe { libc::poll(fds.as_mut_ptr(), count, wait) };
-        if fds[0].revents != 0 {
-            return;
-        }
-        if fds[1].revents != 0 {
-            session.in_flight.store(true, std::sync::atomic::Ordering::SeqCst);
-            // One read per wake-up: the terminal holds at most 4 KiB for
-            // its reader (N_TTY_BUF_SIZE) and refills it from a kernel worker
-            // after each read, so a second read would only find it empty.
-            // SAFETY: reads into a valid buffer.
-            let n = unsafe { libc::read(session.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            // Whether the terminal is still open (EIO: no process holds the
-            // slave any more).
-            let open = n > 0 || (n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN));
-            let filled = n.max(0) as usize;
-            if filled > 0 {
-                events.clear();
-                parser.feed(&buf[..filled], &mut events);
-                apply(session, &mut events);
-            }
-            session.in_flight.store(false, std::sync::atomic::Ordering::SeqCst);
-            if !open {
-                master_open = false;
-            }
-        }
-        let exited = match &pidfd {
-            Some(_) => fds[2].revents != 0,
-            None => crate::spawn::has_exited(session.pid),
-        };
-        if exited {
-            // Read what the shell wrote before exiting, then record the exit.
-            loop {
-                // SAFETY: as above.
-                let n = unsafe { libc::read(session.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-                if n <= 0 {
-                    break;
-                }
-                events.clear();
-                parser.feed(&buf[..n as usize], &mut events);
-                apply(session, &mut events);
-            }
-            let code = exit_status_peek(session.pid);
-            let mut state = session.lock();
-            if state.phase == Phase::Running {
-                state.cmd_duration = state.cmd_started.elapsed();
-            }
-            state.phase = Phase::Exited(code);
-            state.last_exit = Some(code);
-            drop(state);
-            session.changed.notify_all();
-            session.view().close();
-            // Wait for close (the tree is killed and the shell reaped there).
-            let mut stop = [libc::pollfd {
-                fd: session.stop.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            }];
-            // SAFETY: one valid pollfd.
-            unsafe { libc::poll(stop.as_mut_ptr(), 1, -1) };
-            return;
-        }
-    }
-}
-
-/// The exit status of our exited, unreaped child, without reaping it.
-fn exit_status_peek(pid: libc::pid_t) -> i32 {
-    // SAFETY: waitid with WNOWAIT leaves the child unreaped.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        if libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) != 0 {
-            return -1;
-        }
-        let status = info.si_status();
-        if info.si_code == libc::CLD_EXITED {
-            status
-        } else {
-            128 + status
-        }
-    }
-}
-
-fn apply(session: &Session, events: &mut Vec<marker::Event>) {
-    let mut state = session.lock();
-    let mut notify = false;
-    for event in events.drain(..) {
-        match event {
-            marker::Event::Output(bytes) => {
-                session.view().output(&bytes);
-                let mut bytes = state.echo.filter(bytes);
-                if bytes.is_empty() {
-                    continue;
-                }
-                // At the prompt fish's line editor draws the typed line:
-                // its output starts with the start marker.
-                let typed = state.phase == Phase::Idle && state.typed && session.kind != ShellKind::Fish;
-                if (state.phase == Phase::Running && state.started) || typed {
-                    if let Some(held) = state.held.as_mut() {
-                        held.extend_from_slice(&bytes);
-                        let Some(end) = held.iter().rposition(|b| *b == b'\n') else {
-                            continue;
-                        };
-                        bytes = held.drain(..=end).collect();
-                    }
-                    state.output.push(&bytes);
-                    state.ring.push(&bytes);
-                    state.last_activity = Instant::now();
-                    // No notify: the waiters wait for a change of phase, and
-                    // waking them for every chunk of a chatty command cost
-                    // a context switch per terminal read.
-                }
-            }
-            marker::Event::Start => {
-                session.view().command_started();
-                if state.phase == Phase::Running {
-                    state.started = true;
-                } else if state.phase == Phase::Idle && state.typed {
-                    // The shell runs the typed line: report it as running.
-                    let now = Instant::now();
-                    state.phase = Phase::Running;
-                    state.started = true;
-                    state.cmd_started = now;
-                    state.begin_output(session.output_limit, session.outputs.as_ref(), now);
-                    notify = true;
-                }
-            }
-            marker::Event::Exiting => {
-                if state.phase == Phase::Running {
-                    state.held = Some(Vec::new());
-                }
-            }
-            marker::Event::End { status, cwd } => {
-                session.view().prompt();
-                state.held = None;
-                state.echo.clear();
-                state.cwd = PathBuf::from(std::ffi::OsStr::from_bytes(&cwd));
-                match state.phase {
-                    Phase::Starting => state.phase = Phase::Idle,
-                    Phase::Running if state.started => {
-                        state.phase = Phase::Idle;
-                        state.last_exit = if state.typed { None } else { Some(status) };
-                        state.typed = false;
-                        state.cmd_duration = state.cmd_started.elapsed();
-                        state.last_activity = Instant::now();
-                    }
-                    Phase::Idle => state.typed = false,
-                    _ => {}
-                }
-                notify = true;
-            }
-        }
-    }
-    drop(state);
-    if notify {
-        session.changed.notify_all();
-    }
-}
-
-fn internal(message: String) -> ToolError {
-    ToolError::new(
-        ErrorCode::Internal,
-        message,
-        "retry; if it persists, report it with the message",
-    )
-}
-
-fn spawn_failed(message: String) -> ToolError {
-    ToolError::new(
-        ErrorCode::SpawnFailed,
-        message,
-        "check the shell, the working directory and the host's limits, then retry",
-    )
-}
-
-/// The longest command `session_run` accepts. It goes through a file, so
-/// the kernel's argument limit does not apply, but the shell reads and
-/// parses all of it before running any of it.
-pub const MAX_COMMAND_BYTES: usize = 1 << 20;
-
-fn validate_command(command: &str) -> Result<(), ToolError> {
-    crate::request::validate_command_text(command)?;
-    if command.len() > MAX_COMMAND_BYTES {
-        return Err(ToolError::new(
-            ErrorCode::CommandTooLong,
-            format!(
-                "the command is {} bytes; a session command may be at most {MAX_COMMAND_BYTES} bytes (1 MiB), since the shell parses all of it before running it",
-                command.len()
-            ),
-            "write large data to a file in parts (several session_run calls of cat >> file <<'EOF' ... EOF) or produce it with a program, then run or read that file",
-        ));
-    }
-    Ok(())
-}
-
-/// In canonical mode the kernel keeps at most 4095 bytes of a line (up to a
-/// newline, carriage return or end-of-file character) and drops the rest
-/// without telling anyone: refuse such input instead of sending a cut line.
-fn check_line_lengths(bytes: &[u8]) -> Result<(), ToolError> {
-    let longest = bytes
-        .split(|b| matches!(b, b'\n' | b'\r' | 0x04))
-        .enumerate()
-        .max_by_key(|(_, line)| line.len());
-    match longest {
-        Some((index, line)) if line.len() > pty::MAX_CANON_LINE => Err(ToolError::new(
-            ErrorCode::InvalidArguments,
-            format!(
-                "line {} of the input is {} bytes; the terminal is in line (canonical) mode, where the kernel keeps at most {} bytes of a line and silently drops the rest, so nothing was sent",
-                index + 1,
-                line.len(),
-                pty::MAX_CANON_LINE
-            ),
-            "put long data in a file and have the program read it (write the file with session_run, e.g. a here-doc: cat > file <<'EOF'), or pass it on the command's stdin (cmd < file); or send lines shorter than 4096 bytes",
-        )),
-        _ => Ok(()),
-    }
-}
-
-fn closed(id: &str) -> ToolError {
-    ToolError::new(
-        ErrorCode::SessionNotFound,
-        format!("session {id:?} was closed"),
-        "start a new one with session_start",
-    )
-}
-
-fn shell_exited(code: i32) -> ToolError {
-    ToolError::new(
-        ErrorCode::SessionExited,
-        format!("the session's shell has exited (status {code})"),
-        "close it with session_close and start a new one with session_start",
-    )
 }
