@@ -16,6 +16,7 @@ mod pty;
 mod reader;
 mod shell;
 mod slots;
+mod start;
 mod subscribe;
 pub(crate) mod tools;
 mod types;
@@ -24,10 +25,7 @@ mod wait;
 mod window;
 
 use std::collections::HashMap;
-use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -42,14 +40,14 @@ pub use types::{RunOptions, RunResult, RunState, SessionInfo, StartOptions};
 pub use view::{TerminalCallback, TerminalEvent};
 
 use checks::{check_line_lengths, closed, internal, shell_exited, spawn_failed, validate_command};
-use files::{CommandFile, append_fish_history, scopeguard, write_private};
+use files::{CommandFile, append_fish_history, write_private};
 use keys::{KEY_NAMES, key_bytes};
 use reader::read_loop;
 use slots::{Slot, sweep};
 use wait::snapshot;
 
 use crate::capture::BoundedOutput;
-use crate::config::{Config, resolve_program};
+use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::outputs::OutputStore;
 
@@ -349,279 +347,6 @@ impl SessionManager {
 
     fn get(&self, id: &str) -> Result<Arc<Session>, ToolError> {
         self.inner.get(id)
-    }
-
-    /// Starts a shell and returns its session id (128 random bits, hex).
-    pub fn start(&self, options: &StartOptions) -> Result<String, ToolError> {
-        self.inner.evict_idle();
-        let (config, server, base_dir, _) = self.inner.config.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let mut slot = Slot::reserve(&self.inner, config.max_sessions)?;
-        let shell_name = options.shell.as_deref().unwrap_or("bash");
-        let kind = ShellKind::from_name(shell_name).ok_or_else(|| {
-            ToolError::new(
-                ErrorCode::InvalidArguments,
-                format!("unsupported shell {shell_name:?}"),
-                "use bash, zsh, fish or sh (dash), by name or path",
-            )
-        })?;
-        let program = resolve_program(shell_name).ok_or_else(|| {
-            ToolError::new(
-                ErrorCode::ShellNotFound,
-                format!("shell {shell_name:?} is not installed (not found on PATH)"),
-                "install it, pass its absolute path, or use bash",
-            )
-        })?;
-        let dir = options.working_dir.as_deref().unwrap_or(&base_dir);
-        let cwd = crate::roots::confined_dir(
-            dir,
-            Some(&base_dir),
-            server.allowed_roots.as_deref(),
-            server.project_config,
-        )?;
-        for (name, _) in &options.env {
-            if !crate::config::is_valid_env_name(name) {
-                return Err(ToolError::new(
-                    ErrorCode::InvalidEnv,
-                    format!("`env` has an invalid variable name {name:?}"),
-                    "use names without '=' or NUL",
-                ));
-            }
-        }
-
-        // History: where "keep" writes, and conflicts with suppression.
-        let caller_histfile = options
-            .env
-            .iter()
-            .find(|(n, _)| n == "HISTFILE")
-            .map(|(_, v)| PathBuf::from(v));
-        if config.history == HistoryMode::Suppress && caller_histfile.is_some() {
-            return Err(ToolError::new(
-                ErrorCode::HistoryConflict,
-                "`env` sets HISTFILE, but history suppression is on for this session",
-                "drop HISTFILE from `env`, or set sessions.history (or BASH_MCP_HISTORY) to \"keep\" to have commands written to that file",
-            ));
-        }
-        let env_or_host = |name: &str| {
-            options
-                .env
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.clone())
-                .or_else(|| std::env::var(name).ok())
-        };
-        let home = env_or_host("HOME").unwrap_or_else(|| "/".into());
-        let hist_target = match kind {
-            ShellKind::Bash => Some(
-                caller_histfile
-                    .clone()
-                    .unwrap_or_else(|| Path::new(&home).join(".bash_history")),
-            ),
-            ShellKind::Zsh => Some(
-                caller_histfile
-                    .clone()
-                    .unwrap_or_else(|| Path::new(&home).join(".zsh_history")),
-            ),
-            ShellKind::Fish => {
-                let data = env_or_host("XDG_DATA_HOME").unwrap_or_else(|| format!("{home}/.local/share"));
-                Some(Path::new(&data).join("fish").join("fish_history"))
-            }
-            ShellKind::Sh => None,
-        };
-
-        let id = crate::ids::secret_id()?;
-        let nonce = crate::ids::secret_id()?;
-        let dir = PathBuf::from(format!("{}{}", crate::ids::session_dir_prefix().display(), &id[..16]));
-        std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|e| {
-            spawn_failed(format!(
-                "could not create the session's private directory {}: {e}",
-                dir.display()
-            ))
-        })?;
-        let cleanup_dir = scopeguard(dir.clone());
-
-        let launch = shell::launch(
-            kind,
-            &program,
-            &dir,
-            &nonce,
-            config.read_rc_files,
-            config.history == HistoryMode::Suppress,
-            hist_target.as_deref(),
-        );
-        for (path, text) in &launch.files {
-            write_private(path, text)?;
-        }
-        let cmd_file = CommandFile::create(&dir.join("c"))
-            .map_err(|e| spawn_failed(format!("could not create the session's command file: {e}")))?;
-        let mut env_pairs: Vec<(String, String)> = options.env.clone();
-        env_pairs.retain(|(n, _)| !launch.env_remove.contains(&n.as_str()));
-        env_pairs.extend(launch.env_set.iter().cloned());
-        let mut envp = server.build_env(&env_pairs);
-        envp.retain(|e| {
-            let bytes = e.as_bytes();
-            let name = &bytes[..bytes.iter().position(|b| *b == b'=').unwrap_or(bytes.len())];
-            !launch.env_remove.iter().any(|r| r.as_bytes() == name)
-                || launch.env_set.iter().any(|(n, _)| n.as_bytes() == name)
-        });
-        // Like every command's, the session's processes carry a run marker:
-        // closing finds those that left the terminal's session by it, and
-        // the guard finds them all if the host dies.
-        let run_marker = crate::ids::next_run_marker();
-        envp.insert(
-            0,
-            CString::new(run_marker.clone()).map_err(|_| internal("run marker contains NUL".into()))?,
-        );
-        let argv: Vec<CString> = launch
-            .argv
-            .iter()
-            .map(|a| CString::new(a.as_str()))
-            .collect::<Result<_, _>>()
-            .map_err(|_| internal("a shell argument contains NUL".into()))?;
-        let program_c =
-            CString::new(program.as_os_str().as_bytes()).map_err(|_| internal("shell path contains NUL".into()))?;
-        let cwd_c = CString::new(cwd.as_os_str().as_bytes()).map_err(|_| {
-            ToolError::new(
-                ErrorCode::InvalidArguments,
-                "the working directory contains a NUL byte",
-                "use another directory",
-            )
-        })?;
-
-        let pty = pty::open().map_err(|e| spawn_failed(format!("could not open a pseudo-terminal: {e}")))?;
-        let tty = pty::device_of(&pty.slave_path).ok_or_else(|| {
-            spawn_failed(format!(
-                "could not stat the pseudo-terminal {}: {}",
-                pty.slave_path.to_string_lossy(),
-                std::io::Error::last_os_error()
-            ))
-        })?;
-        // The whole session lives in the sandbox; its private dir stays
-        // writable (the shell reads commands from it and writes markers).
-        let sandbox = crate::sandbox::wrap(
-            &server.sandbox,
-            &crate::sandbox::Request {
-                cwd: &cwd,
-                extra_writable: std::slice::from_ref(&dir),
-                command: &argv,
-                die_with_parent: false,
-            },
-        )?;
-        let (program_c, argv) = match sandbox {
-            Some(wrapped) => (wrapped.program, wrapped.argv),
-            None => (program_c, argv),
-        };
-        let pid = pty::spawn_on_pty(&program_c, &argv, &envp, &cwd_c, &pty.slave_path)
-            .map_err(|e| spawn_failed(format!("could not start {}: {e}", program.display())))?;
-        // SAFETY: plain syscall; the fd is owned below.
-        let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if stop < 0 {
-            kill_session_tree(pid);
-            return Err(spawn_failed(format!(
-                "eventfd failed: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        let now = Instant::now();
-        let (number, handle) = self.inner.new_name(&nonce);
-        let session = Arc::new(Session {
-            id: id.clone(),
-            name: options.name.clone(),
-            handle,
-            number,
-            view: Mutex::new(view::View::new()),
-            kind,
-            pid,
-            master: pty.master,
-            tty,
-            dir: dir.clone(),
-            history: config.history,
-            hist_target,
-            output_limit: config.output_limit_bytes,
-            outputs: server
-                .output_store
-                .enabled
-                .then(|| {
-                    self.inner
-                        .outputs
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .clone()
-                })
-                .flatten(),
-            state: Mutex::new(State {
-                phase: Phase::Starting,
-                started: false,
-                cwd: cwd.clone(),
-                cmd_started: now,
-                cmd_duration: Duration::ZERO,
-                last_exit: None,
-                typed: false,
-                output: BoundedOutput::new(config.output_limit_bytes),
-                ring: Ring {
-                    data: Default::default(),
-                    start: 0,
-                    cap: config.output_limit_bytes,
-                },
-                cmd_start_offset: 0,
-                delivered: 0,
-                last_activity: now,
-                held: None,
-                echo: Default::default(),
-                person_typed: false,
-            }),
-            changed: Condvar::new(),
-            busy: Mutex::new(()),
-            // SAFETY: eventfd returned a fresh fd.
-            stop: unsafe { OwnedFd::from_raw_fd(stop) },
-            reader: Mutex::new(None),
-            in_flight: std::sync::atomic::AtomicBool::new(false),
-            cmd_file: Mutex::new(cmd_file),
-            run_marker,
-        });
-        let reader_session = session.clone();
-        let handle = std::thread::Builder::new()
-            .name(format!("bash-mcp-session-{}", &id[..8]))
-            .spawn(move || read_loop(&reader_session, &nonce));
-        match handle {
-            Ok(h) => *session.reader.lock().unwrap_or_else(PoisonError::into_inner) = Some(h),
-            Err(e) => {
-                kill_session_tree(pid);
-                return Err(spawn_failed(format!(
-                    "could not start the session's reader thread: {e}"
-                )));
-            }
-        }
-
-        // Ready once the first prompt marker arrives.
-        let deadline = Instant::now() + START_TIMEOUT;
-        let mut state = session.lock();
-        while state.phase == Phase::Starting && Instant::now() < deadline {
-            state = session
-                .changed
-                .wait_timeout(state, deadline.saturating_duration_since(Instant::now()))
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        let phase = state.phase;
-        drop(state);
-        for (path, _) in &launch.files {
-            let _ = std::fs::remove_file(path);
-        }
-        if phase != Phase::Idle {
-            session.terminate();
-            return Err(spawn_failed(match phase {
-                Phase::Exited(code) => format!("{} exited during start-up with status {code}", program.display()),
-                _ => format!(
-                    "{} did not show its first prompt within {} s",
-                    program.display(),
-                    START_TIMEOUT.as_secs()
-                ),
-            }));
-        }
-        std::mem::forget(cleanup_dir);
-        tracing::debug!(session = %id, shell = kind.as_str(), pid, "session started");
-        slot.fill(id.clone(), session);
-        Ok(id)
     }
 
     /// Runs `command` in the session's shell and waits for it up to the
