@@ -101,10 +101,9 @@ pub(crate) fn run(
     stdin_data: Option<&[u8]>,
     limits: &RunLimits,
     cancel: Option<&CancelToken>,
-    mut sink: Option<OutputSink<'_>>,
+    sink: Option<OutputSink<'_>>,
 ) -> io::Result<RawOutcome> {
     let start = Instant::now();
-    let deadline = start + limits.timeout;
     // The guard cleans up after a crashed host; it starts with the first command.
     crate::guard::ensure();
     let child = spawn::spawn(spec)?;
@@ -112,198 +111,323 @@ pub(crate) fn run(
         group: &child.group,
         armed: true,
     };
-
-    let capture = || match &limits.keep {
-        Some(store) => BoundedOutput::keeping(limits.output_limit, store.keeper()),
-        None => BoundedOutput::new(limits.output_limit),
-    };
-    let mut stdout = capture();
-    let mut stderr = child.stderr.as_ref().map(|_| capture());
-    let mut pipes: Vec<Pipe> = vec![Pipe {
-        fd: child.stdout,
-        stream: OutputStream::Stdout,
-        grown: false,
-    }];
-    if let Some(fd) = child.stderr {
-        pipes.push(Pipe {
-            fd,
-            stream: OutputStream::Stderr,
-            grown: false,
-        });
+    let mut run = Run::new(
+        &child.group,
+        Streams {
+            stdout: child.stdout,
+            stderr: child.stderr,
+            stdin: child.stdin,
+            pidfd: child.pidfd,
+        },
+        stdin_data,
+        limits,
+        cancel,
+        sink,
+        start + limits.timeout,
+    );
+    run.until_exit();
+    let (exit_at, status) = run.kill_and_reap();
+    guard.armed = false;
+    // Without a status the shell was reaped early and its group id may be gone:
+    // find what it left by the run's marker instead.
+    if run.ending != Ending::Exited
+        && let Some(marker) = &limits.run_marker
+    {
+        sweep_escapees(marker);
     }
-    let mut stdin = child.stdin.map(|fd| (fd, stdin_data.unwrap_or_default()));
-    let mut pidfd = child.pidfd;
-    // Whether a pidfd may still be opened (a local child, not yet tried).
-    let mut pidfd_to_open = pidfd.is_none() && matches!(child.group, spawn::Group::Local(_));
-    let mut first_look = true;
-    let mut buf = ReadBuffer::take();
-    let mut ending = Ending::Exited;
-    let mut grace_until: Option<Instant> = None;
-    let mut exited = false;
+    run.drain(exit_at);
+    Ok(RawOutcome {
+        ending: run.ending,
+        status,
+        stdout: run.output.stdout,
+        stderr: run.output.stderr,
+        elapsed: exit_at - start,
+    })
+}
 
-    let mut deliver = |stream: OutputStream, data: &[u8]| {
-        match (stream, stderr.as_mut()) {
+/// The descriptors a spawned command hands the run.
+struct Streams {
+    stdout: OwnedFd,
+    stderr: Option<OwnedFd>,
+    stdin: Option<OwnedFd>,
+    pidfd: Option<OwnedFd>,
+}
+
+/// Where a run's output goes: its captures, and the caller's sink.
+struct Output<'s> {
+    stdout: BoundedOutput,
+    stderr: Option<BoundedOutput>,
+    sink: Option<OutputSink<'s>>,
+}
+
+impl Output<'_> {
+    fn deliver(&mut self, stream: OutputStream, data: &[u8]) {
+        match (stream, self.stderr.as_mut()) {
             (OutputStream::Stderr, Some(err)) => err.push(data),
-            _ => stdout.push(data),
+            _ => self.stdout.push(data),
         }
-        if let Some(sink) = sink.as_mut() {
+        if let Some(sink) = self.sink.as_mut() {
             sink(data, stream);
         }
-    };
+    }
+}
 
-    // Phase 1: until the shell exits (or, after a timeout with grace, until
-    // the grace period ends or every writer has gone).
-    loop {
-        let now = Instant::now();
-        if ending == Ending::Exited && !exited {
-            let reason = if cancel.is_some_and(CancelToken::is_cancelled) {
+/// Where one turn of phase 1 looks: the pipes first, then these slots of `fds`.
+struct PollSet {
+    fds: Vec<libc::pollfd>,
+    stdin_slot: Option<usize>,
+    pid_slot: Option<usize>,
+}
+
+/// One run's state, shared by its phases.
+struct Run<'a, 's> {
+    group: &'a spawn::Group,
+    limits: &'a RunLimits,
+    cancel: Option<&'a CancelToken>,
+    deadline: Instant,
+    pipes: Vec<Pipe>,
+    stdin: Option<(OwnedFd, &'a [u8])>,
+    pidfd: Option<OwnedFd>,
+    /// Whether a pidfd may still be opened (a local child, not yet tried).
+    pidfd_to_open: bool,
+    first_look: bool,
+    buf: ReadBuffer,
+    ending: Ending,
+    grace_until: Option<Instant>,
+    exited: bool,
+    output: Output<'s>,
+}
+
+impl<'a, 's> Run<'a, 's> {
+    fn new(
+        group: &'a spawn::Group,
+        streams: Streams,
+        stdin_data: Option<&'a [u8]>,
+        limits: &'a RunLimits,
+        cancel: Option<&'a CancelToken>,
+        sink: Option<OutputSink<'s>>,
+        deadline: Instant,
+    ) -> Self {
+        let capture = || match &limits.keep {
+            Some(store) => BoundedOutput::keeping(limits.output_limit, store.keeper()),
+            None => BoundedOutput::new(limits.output_limit),
+        };
+        let stdout = capture();
+        let stderr = streams.stderr.as_ref().map(|_| capture());
+        let mut pipes: Vec<Pipe> = vec![Pipe {
+            fd: streams.stdout,
+            stream: OutputStream::Stdout,
+            grown: false,
+        }];
+        if let Some(fd) = streams.stderr {
+            pipes.push(Pipe {
+                fd,
+                stream: OutputStream::Stderr,
+                grown: false,
+            });
+        }
+        let pidfd_to_open = streams.pidfd.is_none() && matches!(group, spawn::Group::Local(_));
+        Self {
+            group,
+            limits,
+            cancel,
+            deadline,
+            pipes,
+            stdin: streams.stdin.map(|fd| (fd, stdin_data.unwrap_or_default())),
+            pidfd: streams.pidfd,
+            pidfd_to_open,
+            first_look: true,
+            buf: ReadBuffer::take(),
+            ending: Ending::Exited,
+            grace_until: None,
+            exited: false,
+            output: Output { stdout, stderr, sink },
+        }
+    }
+
+    /// Phase 1: until the shell exits (or, after a timeout with grace, until
+    /// the grace period ends or every writer has gone).
+    fn until_exit(&mut self) {
+        loop {
+            let now = Instant::now();
+            self.enforce_limits(now);
+            if self.exited && (self.grace_until.is_none() || self.pipes.is_empty()) {
+                break;
+            }
+            let mut set = self.poll_set();
+            poll(&mut set.fds, self.wait_for(now, set.pid_slot));
+            // Output first, so nothing written before the exit is missed.
+            let output = &mut self.output;
+            read_ready(&mut self.pipes, &set.fds, &mut self.buf, &mut |stream, data| {
+                output.deliver(stream, data)
+            });
+            if let Some(slot) = set.stdin_slot
+                && set.fds[slot].revents != 0
+            {
+                self.feed_stdin();
+            }
+            if !self.exited {
+                self.exited = match set.pid_slot {
+                    Some(slot) => set.fds[slot].revents != 0,
+                    None => self.group.has_exited(),
+                };
+            }
+        }
+    }
+
+    /// On a cancel or the deadline, kills the group (SIGTERM first when there
+    /// is a grace period); when the grace period ends, SIGKILL.
+    fn enforce_limits(&mut self, now: Instant) {
+        if self.ending == Ending::Exited && !self.exited {
+            let reason = if self.cancel.is_some_and(CancelToken::is_cancelled) {
                 Some(Ending::Cancelled)
-            } else if now >= deadline {
+            } else if now >= self.deadline {
                 Some(Ending::TimedOut)
             } else {
                 None
             };
             if let Some(reason) = reason {
-                ending = reason;
-                if limits.kill_grace.is_zero() {
-                    child.group.kill(libc::SIGKILL);
+                self.ending = reason;
+                if self.limits.kill_grace.is_zero() {
+                    self.group.kill(libc::SIGKILL);
                 } else {
-                    child.group.kill(libc::SIGTERM);
-                    grace_until = Some(now + limits.kill_grace);
+                    self.group.kill(libc::SIGTERM);
+                    self.grace_until = Some(now + self.limits.kill_grace);
                 }
             }
         }
-        if let Some(until) = grace_until
+        if let Some(until) = self.grace_until
             && now >= until
         {
-            child.group.kill(libc::SIGKILL);
-            grace_until = None;
+            self.group.kill(libc::SIGKILL);
+            self.grace_until = None;
         }
-        if exited && (grace_until.is_none() || pipes.is_empty()) {
-            break;
-        }
+    }
 
-        let mut fds: Vec<libc::pollfd> = pipes.iter().map(|p| pollfd(p.fd.as_raw_fd(), libc::POLLIN)).collect();
-        let stdin_slot = stdin.as_ref().map(|(fd, _)| {
+    /// The descriptors one turn of phase 1 polls; opens the pidfd once the
+    /// command has outlived its first look.
+    fn poll_set(&mut self) -> PollSet {
+        let mut fds: Vec<libc::pollfd> = self
+            .pipes
+            .iter()
+            .map(|p| pollfd(p.fd.as_raw_fd(), libc::POLLIN))
+            .collect();
+        let stdin_slot = self.stdin.as_ref().map(|(fd, _)| {
             fds.push(pollfd(fd.as_raw_fd(), libc::POLLOUT));
             fds.len() - 1
         });
-        if !exited && pidfd_to_open && !first_look {
-            pidfd_to_open = false;
-            pidfd = spawn::pidfd_open(child.group.pid());
+        if !self.exited && self.pidfd_to_open && !self.first_look {
+            self.pidfd_to_open = false;
+            self.pidfd = spawn::pidfd_open(self.group.pid());
         }
-        first_look = false;
-        let pid_slot = pidfd.as_ref().filter(|_| !exited).map(|fd| {
+        self.first_look = false;
+        let pid_slot = self.pidfd.as_ref().filter(|_| !self.exited).map(|fd| {
             fds.push(pollfd(fd.as_raw_fd(), libc::POLLIN));
             fds.len() - 1
         });
-        if ending == Ending::Exited
-            && let Some(fd) = cancel.and_then(CancelToken::wake_fd)
+        if self.ending == Ending::Exited
+            && let Some(fd) = self.cancel.and_then(CancelToken::wake_fd)
         {
             fds.push(pollfd(fd, libc::POLLIN));
         }
+        PollSet {
+            fds,
+            stdin_slot,
+            pid_slot,
+        }
+    }
 
-        let mut wait = if ending == Ending::Exited {
-            deadline.saturating_duration_since(now)
+    /// How long one turn of phase 1 may wait in `poll`.
+    fn wait_for(&self, now: Instant, pid_slot: Option<usize>) -> Duration {
+        let mut wait = if self.ending == Ending::Exited {
+            self.deadline.saturating_duration_since(now)
         } else {
             Duration::MAX
         };
-        if let Some(until) = grace_until {
+        if let Some(until) = self.grace_until {
             wait = wait.min(until.saturating_duration_since(now));
         }
-        if pid_slot.is_none() && !exited {
+        if pid_slot.is_none() && !self.exited {
             wait = wait.min(FALLBACK_TICK);
         }
-        if cancel.is_some_and(|c| c.wake_fd().is_none()) {
+        if self.cancel.is_some_and(|c| c.wake_fd().is_none()) {
             wait = wait.min(Duration::from_millis(50));
         }
-        poll(&mut fds, wait);
+        wait
+    }
 
-        // Output first, so nothing written before the exit is missed.
-        read_ready(&mut pipes, &fds, &mut buf, &mut deliver);
-        if let Some(slot) = stdin_slot
-            && fds[slot].revents != 0
-        {
-            let (fd, rest) = stdin.as_mut().expect("stdin slot implies stdin");
-            match write_without_sigpipe(fd.as_raw_fd(), rest) {
-                Ok(n) => *rest = &rest[n..],
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(_) => *rest = &[], // reader gone: the command does not want more
-            }
-            if rest.is_empty() {
-                stdin = None; // closing gives the command its EOF
-            }
+    /// Writes what the command's stdin takes now; closes it when all is written.
+    fn feed_stdin(&mut self) {
+        let (fd, rest) = self.stdin.as_mut().expect("stdin slot implies stdin");
+        match write_without_sigpipe(fd.as_raw_fd(), rest) {
+            Ok(n) => *rest = &rest[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => *rest = &[], // reader gone: the command does not want more
         }
-        if !exited {
-            exited = match pid_slot {
-                Some(slot) => fds[slot].revents != 0,
-                None => child.group.has_exited(),
-            };
+        if rest.is_empty() {
+            self.stdin = None; // closing gives the command its EOF
         }
     }
 
-    // The shell has exited but is not reaped: its group id is still ours.
-    // Kill whatever it left running, then reap.
-    drop(stdin);
-    let exit_at = Instant::now();
-    child.group.kill(libc::SIGKILL);
-    let status = match child.group.reap_status() {
-        Some(status) => status,
-        None => {
-            tracing::warn!(
-                "the exit status of a command was lost: this process ignores SIGCHLD \
-                 (SIG_IGN or SA_NOCLDWAIT), so the kernel reaped the shell itself"
-            );
-            if ending == Ending::Exited {
-                ending = Ending::StatusLost;
+    /// The shell has exited but is not reaped: its group id is still ours.
+    /// Kills whatever it left running, then reaps; returns when the shell
+    /// was seen gone and its status.
+    fn kill_and_reap(&mut self) -> (Instant, i32) {
+        self.stdin = None;
+        let exit_at = Instant::now();
+        self.group.kill(libc::SIGKILL);
+        let status = match self.group.reap_status() {
+            Some(status) => status,
+            None => {
+                tracing::warn!(
+                    "the exit status of a command was lost: this process ignores SIGCHLD \
+                     (SIG_IGN or SA_NOCLDWAIT), so the kernel reaped the shell itself"
+                );
+                if self.ending == Ending::Exited {
+                    self.ending = Ending::StatusLost;
+                }
+                -1
             }
-            -1
-        }
-    };
-    guard.armed = false;
-    // Without a status the shell was reaped early and its group id may be gone:
-    // find what it left by the run's marker instead.
-    if ending != Ending::Exited
-        && let Some(marker) = &limits.run_marker
-    {
-        sweep_escapees(marker);
+        };
+        (exit_at, status)
     }
 
-    // Phase 2: drain what is still in the pipes, bounded in time: a process
-    // that left the group (setsid) may hold a write end forever.
-    let mut drain_deadline = exit_at + limits.drain;
-    let mut swept = false;
-    while !pipes.is_empty() {
-        let now = Instant::now();
-        if now >= drain_deadline {
-            if !swept
-                && let Some(marker) = &limits.run_marker
-                && sweep_escapees(marker) > 0
-            {
-                // The holders are gone, so their write ends close: read what
-                // they left, briefly.
-                swept = true;
-                drain_deadline = now + SWEPT_DRAIN;
-                continue;
+    /// Phase 2: drain what is still in the pipes, bounded in time: a process
+    /// that left the group (setsid) may hold a write end forever.
+    fn drain(&mut self, exit_at: Instant) {
+        let mut drain_deadline = exit_at + self.limits.drain;
+        let mut swept = false;
+        while !self.pipes.is_empty() {
+            let now = Instant::now();
+            if now >= drain_deadline {
+                if !swept
+                    && let Some(marker) = &self.limits.run_marker
+                    && sweep_escapees(marker) > 0
+                {
+                    // The holders are gone, so their write ends close: read what
+                    // they left, briefly.
+                    swept = true;
+                    drain_deadline = now + SWEPT_DRAIN;
+                    continue;
+                }
+                tracing::debug!(
+                    pid = self.group.pid(),
+                    "drain bound reached; a process outside the group holds the output pipe"
+                );
+                break;
             }
-            tracing::debug!(
-                pid = child.group.pid(),
-                "drain bound reached; a process outside the group holds the output pipe"
-            );
-            break;
+            let mut fds: Vec<libc::pollfd> = self
+                .pipes
+                .iter()
+                .map(|p| pollfd(p.fd.as_raw_fd(), libc::POLLIN))
+                .collect();
+            poll(&mut fds, drain_deadline - now);
+            let output = &mut self.output;
+            read_ready(&mut self.pipes, &fds, &mut self.buf, &mut |stream, data| {
+                output.deliver(stream, data)
+            });
         }
-        let mut fds: Vec<libc::pollfd> = pipes.iter().map(|p| pollfd(p.fd.as_raw_fd(), libc::POLLIN)).collect();
-        poll(&mut fds, drain_deadline - now);
-        read_ready(&mut pipes, &fds, &mut buf, &mut deliver);
     }
-
-    Ok(RawOutcome {
-        ending,
-        status,
-        stdout,
-        stderr,
-        elapsed: exit_at - start,
-    })
 }
 
 /// The read buffer, kept per thread between runs: a fresh 256 KiB buffer on
