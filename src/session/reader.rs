@@ -5,7 +5,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::{Phase, Session, ShellKind, marker};
+use super::{Phase, Session, ShellKind, State, marker};
 
 /// Drains the master, parses markers, updates the state; ends when the shell
 /// exits or the session is closed.
@@ -60,38 +60,44 @@ pub(super) fn read_loop(session: &Session, nonce: &str) {
             None => crate::spawn::has_exited(session.pid),
         };
         if exited {
-            // Read what the shell wrote before exiting, then record the exit.
-            loop {
-                // SAFETY: as above.
-                let n = unsafe { libc::read(session.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-                if n <= 0 {
-                    break;
-                }
-                events.clear();
-                parser.feed(&buf[..n as usize], &mut events);
-                apply(session, &mut events);
-            }
-            let code = exit_status_peek(session.pid);
-            let mut state = session.lock();
-            if state.phase == Phase::Running {
-                state.cmd_duration = state.cmd_started.elapsed();
-            }
-            state.phase = Phase::Exited(code);
-            state.last_exit = Some(code);
-            drop(state);
-            session.changed.notify_all();
-            session.view().close();
-            // Wait for close (the tree is killed and the shell reaped there).
-            let mut stop = [libc::pollfd {
-                fd: session.stop.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            }];
-            // SAFETY: one valid pollfd.
-            unsafe { libc::poll(stop.as_mut_ptr(), 1, -1) };
+            record_exit(session, &mut parser, &mut buf, &mut events);
             return;
         }
     }
+}
+
+/// The shell has exited: reads what it wrote before, records the exit, and
+/// waits for the session's close (the tree is killed and the shell reaped there).
+fn record_exit(session: &Session, parser: &mut marker::Parser, buf: &mut [u8], events: &mut Vec<marker::Event>) {
+    // Read what the shell wrote before exiting, then record the exit.
+    loop {
+        // SAFETY: reads into a valid buffer.
+        let n = unsafe { libc::read(session.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        events.clear();
+        parser.feed(&buf[..n as usize], events);
+        apply(session, events);
+    }
+    let code = exit_status_peek(session.pid);
+    let mut state = session.lock();
+    if state.phase == Phase::Running {
+        state.cmd_duration = state.cmd_started.elapsed();
+    }
+    state.phase = Phase::Exited(code);
+    state.last_exit = Some(code);
+    drop(state);
+    session.changed.notify_all();
+    session.view().close();
+    // Wait for close (the tree is killed and the shell reaped there).
+    let mut stop = [libc::pollfd {
+        fd: session.stop.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(stop.as_mut_ptr(), 1, -1) };
 }
 
 /// The exit status of our exited, unreaped child, without reaping it.
@@ -116,31 +122,7 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
     let mut notify = false;
     for event in events.drain(..) {
         match event {
-            marker::Event::Output(bytes) => {
-                session.view().output(&bytes);
-                let mut bytes = state.echo.filter(bytes);
-                if bytes.is_empty() {
-                    continue;
-                }
-                // At the prompt fish's line editor draws the typed line:
-                // its output starts with the start marker.
-                let typed = state.phase == Phase::Idle && state.typed && session.kind != ShellKind::Fish;
-                if (state.phase == Phase::Running && state.started) || typed {
-                    if let Some(held) = state.held.as_mut() {
-                        held.extend_from_slice(&bytes);
-                        let Some(end) = held.iter().rposition(|b| *b == b'\n') else {
-                            continue;
-                        };
-                        bytes = held.drain(..=end).collect();
-                    }
-                    state.output.push(&bytes);
-                    state.ring.push(&bytes);
-                    state.last_activity = Instant::now();
-                    // No notify: the waiters wait for a change of phase, and
-                    // waking them for every chunk of a chatty command cost
-                    // a context switch per terminal read.
-                }
-            }
+            marker::Event::Output(bytes) => take_output(session, &mut state, bytes),
             marker::Event::Start => {
                 session.view().command_started();
                 if state.phase == Phase::Running {
@@ -162,21 +144,7 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
             }
             marker::Event::End { status, cwd } => {
                 session.view().prompt();
-                state.held = None;
-                state.echo.clear();
-                state.cwd = PathBuf::from(std::ffi::OsStr::from_bytes(&cwd));
-                match state.phase {
-                    Phase::Starting => state.phase = Phase::Idle,
-                    Phase::Running if state.started => {
-                        state.phase = Phase::Idle;
-                        state.last_exit = if state.typed { None } else { Some(status) };
-                        state.typed = false;
-                        state.cmd_duration = state.cmd_started.elapsed();
-                        state.last_activity = Instant::now();
-                    }
-                    Phase::Idle => state.typed = false,
-                    _ => {}
-                }
+                command_ended(&mut state, status, &cwd);
                 notify = true;
             }
         }
@@ -184,5 +152,52 @@ fn apply(session: &Session, events: &mut Vec<marker::Event>) {
     drop(state);
     if notify {
         session.changed.notify_all();
+    }
+}
+
+/// Output between markers: shown to the view, kept for the command (once
+/// started, or for a line typed at the prompt) without the agent's echo.
+fn take_output(session: &Session, state: &mut State, bytes: Vec<u8>) {
+    session.view().output(&bytes);
+    let mut bytes = state.echo.filter(bytes);
+    if bytes.is_empty() {
+        return;
+    }
+    // At the prompt fish's line editor draws the typed line:
+    // its output starts with the start marker.
+    let typed = state.phase == Phase::Idle && state.typed && session.kind != ShellKind::Fish;
+    if (state.phase == Phase::Running && state.started) || typed {
+        if let Some(held) = state.held.as_mut() {
+            held.extend_from_slice(&bytes);
+            let Some(end) = held.iter().rposition(|b| *b == b'\n') else {
+                return;
+            };
+            bytes = held.drain(..=end).collect();
+        }
+        state.output.push(&bytes);
+        state.ring.push(&bytes);
+        state.last_activity = Instant::now();
+        // No notify: the waiters wait for a change of phase, and
+        // waking them for every chunk of a chatty command cost
+        // a context switch per terminal read.
+    }
+}
+
+/// The shell's end marker: the prompt is back, with its status and directory.
+fn command_ended(state: &mut State, status: i32, cwd: &[u8]) {
+    state.held = None;
+    state.echo.clear();
+    state.cwd = PathBuf::from(std::ffi::OsStr::from_bytes(cwd));
+    match state.phase {
+        Phase::Starting => state.phase = Phase::Idle,
+        Phase::Running if state.started => {
+            state.phase = Phase::Idle;
+            state.last_exit = if state.typed { None } else { Some(status) };
+            state.typed = false;
+            state.cmd_duration = state.cmd_started.elapsed();
+            state.last_activity = Instant::now();
+        }
+        Phase::Idle => state.typed = false,
+        _ => {}
     }
 }
