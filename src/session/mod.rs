@@ -17,6 +17,7 @@ mod reader;
 mod shell;
 mod slots;
 mod start;
+mod state;
 mod subscribe;
 pub(crate) mod tools;
 mod types;
@@ -44,102 +45,12 @@ use files::{CommandFile, append_fish_history, write_private};
 use keys::{KEY_NAMES, key_bytes};
 use reader::read_loop;
 use slots::{Slot, sweep};
+use state::{Phase, State};
 use wait::snapshot;
 
-use crate::capture::BoundedOutput;
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::outputs::OutputStore;
-
-/// A bounded ring of clean command output with absolute offsets.
-struct Ring {
-    data: std::collections::VecDeque<u8>,
-    start: u64,
-    cap: usize,
-}
-
-impl Ring {
-    fn end(&self) -> u64 {
-        self.start + self.data.len() as u64
-    }
-    fn push(&mut self, bytes: &[u8]) {
-        self.data.extend(bytes);
-        while self.data.len() > self.cap {
-            let drop = self.data.len() - self.cap;
-            self.data.drain(..drop);
-            self.start += drop as u64;
-        }
-    }
-    /// Bytes from `from` to the end, and how many before were lost.
-    fn since(&self, from: u64) -> (Vec<u8>, u64) {
-        let from = from.min(self.end());
-        let lost = self.start.saturating_sub(from);
-        let skip = from.saturating_sub(self.start) as usize;
-        (self.data.iter().skip(skip).copied().collect(), lost)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Starting,
-    Idle,
-    Running,
-    Exited(i32),
-    /// Closed by `session_close`, idle eviction or the manager's drop.
-    Closed,
-}
-
-struct State {
-    phase: Phase,
-    /// Whether the current command's start marker has been seen.
-    started: bool,
-    cwd: PathBuf,
-    cmd_started: Instant,
-    cmd_duration: Duration,
-    /// The exit status of the last `session_run` command; `None` before the
-    /// first one, and after input typed at the prompt (its status is not
-    /// the shell's report on a command of ours).
-    last_exit: Option<i32>,
-    /// Input was typed at the prompt with `session_write`: its output is
-    /// collected until the shell's next end marker.
-    typed: bool,
-    output: BoundedOutput,
-    ring: Ring,
-    cmd_start_offset: u64,
-    delivered: u64,
-    last_activity: Instant,
-    /// While fish decides whether to exit: the part of its last line not
-    /// yet passed on (the end of its refusal is terminal redraw, dropped).
-    held: Option<Vec<u8>>,
-    /// The terminal's echo of the agent's input, kept out of its results.
-    echo: echo::EchoFilter,
-    /// A person typed into the terminal since the agent's last result.
-    person_typed: bool,
-}
-
-impl State {
-    /// A command runs, or a line typed at the prompt has not ended yet.
-    fn in_progress(&self) -> bool {
-        self.phase == Phase::Running || (self.phase == Phase::Idle && self.typed)
-    }
-
-    /// Whether a process blocked on the terminal is one of the command's:
-    /// the command has started, or the shell is reading a typed line.
-    fn started_reading(&self) -> bool {
-        self.started || self.phase == Phase::Idle
-    }
-
-    /// Starts collecting a new command's output at the ring's end.
-    fn begin_output(&mut self, output_limit: usize, outputs: Option<&Arc<OutputStore>>, now: Instant) {
-        self.output = match outputs {
-            Some(store) => BoundedOutput::keeping(output_limit, store.keeper()),
-            None => BoundedOutput::new(output_limit),
-        };
-        self.held = None;
-        self.cmd_start_offset = self.ring.end();
-        self.last_activity = now;
-    }
-}
 
 struct Session {
     id: String,

@@ -7,15 +7,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::files::{CommandFile, scopeguard, write_private};
 use super::shell::Launch;
 use super::{
-    HistoryMode, Phase, Ring, START_TIMEOUT, Session, SessionConfig, SessionManager, ShellKind, Slot, StartOptions,
-    State, internal, kill_session_tree, pty, read_loop, shell, spawn_failed, view,
+    HistoryMode, Phase, START_TIMEOUT, Session, SessionConfig, SessionManager, ShellKind, Slot, StartOptions, State,
+    internal, kill_session_tree, pty, read_loop, shell, spawn_failed, view,
 };
-use crate::capture::BoundedOutput;
 use crate::config::{Config, resolve_program};
 use crate::error::{ErrorCode, ToolError};
 
@@ -155,27 +154,7 @@ impl SessionManager {
                         .clone()
                 })
                 .flatten(),
-            state: Mutex::new(State {
-                phase: Phase::Starting,
-                started: false,
-                cwd: parts.cwd,
-                cmd_started: now,
-                cmd_duration: Duration::ZERO,
-                last_exit: None,
-                typed: false,
-                output: BoundedOutput::new(config.output_limit_bytes),
-                ring: Ring {
-                    data: Default::default(),
-                    start: 0,
-                    cap: config.output_limit_bytes,
-                },
-                cmd_start_offset: 0,
-                delivered: 0,
-                last_activity: now,
-                held: None,
-                echo: Default::default(),
-                person_typed: false,
-            }),
+            state: Mutex::new(State::starting(parts.cwd, config.output_limit_bytes, now)),
             changed: Condvar::new(),
             busy: Mutex::new(()),
             stop: spawned.stop,
