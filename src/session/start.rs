@@ -96,23 +96,10 @@ impl SessionManager {
             run_marker,
         };
         let session = self.new_session(parts, spawned, options, &config, &server, &nonce);
-        let pid = session.pid;
-        let reader_session = session.clone();
-        let handle = std::thread::Builder::new()
-            .name(format!("bash-mcp-session-{}", &id[..8]))
-            .spawn(move || read_loop(&reader_session, &nonce));
-        match handle {
-            Ok(h) => *session.reader.lock().unwrap_or_else(PoisonError::into_inner) = Some(h),
-            Err(e) => {
-                kill_session_tree(pid);
-                return Err(spawn_failed(format!(
-                    "could not start the session's reader thread: {e}"
-                )));
-            }
-        }
+        start_reader(&session, nonce)?;
         await_first_prompt(&session, &launch, &program)?;
         std::mem::forget(cleanup_dir);
-        tracing::debug!(session = %id, shell = kind.as_str(), pid, "session started");
+        tracing::debug!(session = %id, shell = kind.as_str(), pid = session.pid, "session started");
         slot.fill(id.clone(), session);
         Ok(id)
     }
@@ -359,6 +346,24 @@ fn spawn(prepared: &Prepared, program: &Path, cwd: &Path, dir: &Path, server: &C
         // SAFETY: eventfd returned a fresh fd.
         stop: unsafe { OwnedFd::from_raw_fd(stop) },
     })
+}
+
+/// Starts the thread that reads the session's terminal; kills the shell if it cannot.
+fn start_reader(session: &Arc<Session>, nonce: String) -> Result<(), ToolError> {
+    let reader_session = session.clone();
+    let handle = std::thread::Builder::new()
+        .name(format!("bash-mcp-session-{}", &session.id[..8]))
+        .spawn(move || read_loop(&reader_session, &nonce));
+    match handle {
+        Ok(h) => *session.reader.lock().unwrap_or_else(PoisonError::into_inner) = Some(h),
+        Err(e) => {
+            kill_session_tree(session.pid);
+            return Err(spawn_failed(format!(
+                "could not start the session's reader thread: {e}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Ready once the first prompt marker arrives; the start-up files go either way.
