@@ -74,15 +74,7 @@ pub(super) fn snapshot(session: &Session, state: &mut State, raw: bool, whole: b
     } else {
         state.cmd_duration
     };
-    let run_state = match state.phase {
-        Phase::Running => RunState::Running,
-        Phase::Exited(code) => RunState::ShellExited(code),
-        Phase::Closed => RunState::Closed,
-        Phase::Starting | Phase::Idle => match state.last_exit {
-            Some(code) => RunState::Finished(code),
-            None => RunState::Idle,
-        },
-    };
+    let run_state = run_state(state);
     let waiting = state.in_progress() && state.started_reading() && waiting_for_input(session);
     RunResult {
         session_id: session.id.clone(),
@@ -100,6 +92,19 @@ pub(super) fn snapshot(session: &Session, state: &mut State, raw: bool, whole: b
         waiting_for_input: waiting,
         cursor: state.ring.end(),
         output_id,
+    }
+}
+
+/// What a result reports of the session's phase.
+fn run_state(state: &State) -> RunState {
+    match state.phase {
+        Phase::Running => RunState::Running,
+        Phase::Exited(code) => RunState::ShellExited(code),
+        Phase::Closed => RunState::Closed,
+        Phase::Starting | Phase::Idle => match state.last_exit {
+            Some(code) => RunState::Finished(code),
+            None => RunState::Idle,
+        },
     }
 }
 
