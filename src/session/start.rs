@@ -258,24 +258,7 @@ fn prepare(
     }
     let cmd_file = CommandFile::create(&dir.join("c"))
         .map_err(|e| spawn_failed(format!("could not create the session's command file: {e}")))?;
-    let mut env_pairs: Vec<(String, String)> = options.env.clone();
-    env_pairs.retain(|(n, _)| !launch.env_remove.contains(&n.as_str()));
-    env_pairs.extend(launch.env_set.iter().cloned());
-    let mut envp = server.build_env(&env_pairs);
-    envp.retain(|e| {
-        let bytes = e.as_bytes();
-        let name = &bytes[..bytes.iter().position(|b| *b == b'=').unwrap_or(bytes.len())];
-        !launch.env_remove.iter().any(|r| r.as_bytes() == name)
-            || launch.env_set.iter().any(|(n, _)| n.as_bytes() == name)
-    });
-    // Like every command's, the session's processes carry a run marker:
-    // closing finds those that left the terminal's session by it, and
-    // the guard finds them all if the host dies.
-    let run_marker = crate::ids::next_run_marker();
-    envp.insert(
-        0,
-        CString::new(run_marker.clone()).map_err(|_| internal("run marker contains NUL".into()))?,
-    );
+    let (envp, run_marker) = environment(&launch, options, server)?;
     let argv: Vec<CString> = launch
         .argv
         .iter()
@@ -300,6 +283,30 @@ fn prepare(
         cwd_c,
         run_marker,
     })
+}
+
+/// The shell's environment: the caller's variables as the launch adjusts
+/// them, over the server's, led by the session's run marker.
+fn environment(launch: &Launch, options: &StartOptions, server: &Config) -> Result<(Vec<CString>, Vec<u8>), ToolError> {
+    let mut env_pairs: Vec<(String, String)> = options.env.clone();
+    env_pairs.retain(|(n, _)| !launch.env_remove.contains(&n.as_str()));
+    env_pairs.extend(launch.env_set.iter().cloned());
+    let mut envp = server.build_env(&env_pairs);
+    envp.retain(|e| {
+        let bytes = e.as_bytes();
+        let name = &bytes[..bytes.iter().position(|b| *b == b'=').unwrap_or(bytes.len())];
+        !launch.env_remove.iter().any(|r| r.as_bytes() == name)
+            || launch.env_set.iter().any(|(n, _)| n.as_bytes() == name)
+    });
+    // Like every command's, the session's processes carry a run marker:
+    // closing finds those that left the terminal's session by it, and
+    // the guard finds them all if the host dies.
+    let run_marker = crate::ids::next_run_marker();
+    envp.insert(
+        0,
+        CString::new(run_marker.clone()).map_err(|_| internal("run marker contains NUL".into()))?,
+    );
+    Ok((envp, run_marker))
 }
 
 /// Opens a pseudo-terminal and spawns the shell on it, in the sandbox if one is configured.
