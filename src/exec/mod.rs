@@ -1,0 +1,144 @@
+//! Running one command to completion: spawn, capture, time limit, cancel,
+//! group kill, bounded drain, reap.
+//!
+//! Completion follows the shell's exit (seen through a pidfd), not pipe EOF,
+//! so a background child that keeps the pipe open cannot hang the call. The
+//! pidfd is opened only once the command has outlived a first look of at
+//! most [`FALLBACK_TICK`]: most commands end before it, their exit seen at
+//! their pipe's end (`waitid` then tells whether the shell has gone). The
+//! shell stays unreaped until its group has been killed, so the process group
+//! id cannot be recycled in between and `killpg` never hits a stranger.
+
+mod phases;
+mod pipes;
+mod sweep;
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::cancel::CancelToken;
+use crate::capture::BoundedOutput;
+use crate::spawn::{self, SpawnSpec};
+
+use phases::{Run, Streams};
+pub(crate) use sweep::sweep_escapees;
+
+/// Which stream a chunk of output came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub enum OutputStream {
+    /// Standard output (also used for merged output).
+    Stdout = 1,
+    /// Standard error (only with [`Streams::Separate`](crate::Streams::Separate)).
+    Stderr = 2,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    Exited,
+    /// The shell exited, but the kernel discarded its status (the host
+    /// ignores SIGCHLD).
+    StatusLost,
+    TimedOut,
+    Cancelled,
+}
+
+/// Everything a run needs besides the spawn itself.
+pub(crate) struct RunLimits {
+    pub timeout: Duration,
+    pub kill_grace: Duration,
+    pub drain: Duration,
+    pub output_limit: usize,
+    /// The `NAME=value` entry every process of this run inherits; on a
+    /// timeout, a cancel, or a pipe still held after the drain bound,
+    /// processes outside the group that carry it are killed too.
+    pub run_marker: Option<Vec<u8>>,
+    /// Where the whole output goes once it outgrows `output_limit` (None:
+    /// its middle is only counted).
+    pub keep: Option<std::sync::Arc<crate::outputs::OutputStore>>,
+}
+
+/// What a run produced.
+pub(crate) struct RawOutcome {
+    pub ending: Ending,
+    /// Shell convention: the exit status, or 128+N after signal N.
+    pub status: i32,
+    pub stdout: BoundedOutput,
+    pub stderr: Option<BoundedOutput>,
+    pub elapsed: Duration,
+}
+
+/// Receives output chunks as they arrive.
+pub type OutputSink<'a> = &'a mut dyn FnMut(&[u8], OutputStream);
+
+/// Kills and reaps the group if a run is abandoned halfway (an early return
+/// or a panic in an output callback), so nothing is left behind.
+struct GroupGuard<'a> {
+    group: &'a spawn::Group,
+    armed: bool,
+}
+
+impl Drop for GroupGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.group.kill(libc::SIGKILL);
+            self.group.reap_status();
+        }
+    }
+}
+
+/// How long pipes are drained after the processes holding them were swept.
+const SWEPT_DRAIN: Duration = Duration::from_millis(200);
+/// Poll interval when the kernel offers no pidfd.
+const FALLBACK_TICK: Duration = Duration::from_millis(5);
+
+/// Runs one command; see the module docs for the guarantees.
+pub(crate) fn run(
+    spec: &SpawnSpec<'_>,
+    stdin_data: Option<&[u8]>,
+    limits: &RunLimits,
+    cancel: Option<&CancelToken>,
+    sink: Option<OutputSink<'_>>,
+) -> io::Result<RawOutcome> {
+    let start = Instant::now();
+    // The guard cleans up after a crashed host; it starts with the first command.
+    crate::guard::ensure();
+    let child = spawn::spawn(spec)?;
+    let mut guard = GroupGuard {
+        group: &child.group,
+        armed: true,
+    };
+    let mut run = Run::new(
+        &child.group,
+        Streams {
+            stdout: child.stdout,
+            stderr: child.stderr,
+            stdin: child.stdin,
+            pidfd: child.pidfd,
+        },
+        stdin_data,
+        limits,
+        cancel,
+        sink,
+        start + limits.timeout,
+    );
+    run.until_exit();
+    let (exit_at, status) = run.kill_and_reap();
+    guard.armed = false;
+    // Without a status the shell was reaped early and its group id may be gone:
+    // find what it left by the run's marker instead.
+    if run.ending != Ending::Exited
+        && let Some(marker) = &limits.run_marker
+    {
+        sweep_escapees(marker);
+    }
+    run.drain(exit_at);
+    Ok(RawOutcome {
+        ending: run.ending,
+        status,
+        stdout: run.output.stdout,
+        stderr: run.output.stderr,
+        elapsed: exit_at - start,
+    })
+}

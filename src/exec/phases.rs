@@ -1,0 +1,297 @@
+//! A run's phases over its shared state: until the shell exits (with the time
+//! limit, cancel and grace kill), feeding stdin, kill and reap, bounded drain.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use super::pipes::{Pipe, ReadBuffer, poll, pollfd, read_ready, write_without_sigpipe};
+use super::{Ending, FALLBACK_TICK, OutputSink, OutputStream, RunLimits, SWEPT_DRAIN, sweep_escapees};
+use crate::cancel::CancelToken;
+use crate::capture::BoundedOutput;
+use crate::spawn;
+
+/// The descriptors a spawned command hands the run.
+pub(super) struct Streams {
+    pub(super) stdout: OwnedFd,
+    pub(super) stderr: Option<OwnedFd>,
+    pub(super) stdin: Option<OwnedFd>,
+    pub(super) pidfd: Option<OwnedFd>,
+}
+
+/// Where a run's output goes: its captures, and the caller's sink.
+pub(super) struct Output<'s> {
+    pub(super) stdout: BoundedOutput,
+    pub(super) stderr: Option<BoundedOutput>,
+    pub(super) sink: Option<OutputSink<'s>>,
+}
+
+impl Output<'_> {
+    fn deliver(&mut self, stream: OutputStream, data: &[u8]) {
+        match (stream, self.stderr.as_mut()) {
+            (OutputStream::Stderr, Some(err)) => err.push(data),
+            _ => self.stdout.push(data),
+        }
+        if let Some(sink) = self.sink.as_mut() {
+            sink(data, stream);
+        }
+    }
+}
+
+/// Where one turn of phase 1 looks: the pipes first, then these slots of `fds`.
+pub(super) struct PollSet {
+    pub(super) fds: Vec<libc::pollfd>,
+    pub(super) stdin_slot: Option<usize>,
+    pub(super) pid_slot: Option<usize>,
+}
+
+/// One run's state, shared by its phases.
+pub(super) struct Run<'a, 's> {
+    pub(super) group: &'a spawn::Group,
+    pub(super) limits: &'a RunLimits,
+    pub(super) cancel: Option<&'a CancelToken>,
+    pub(super) deadline: Instant,
+    pub(super) pipes: Vec<Pipe>,
+    pub(super) stdin: Option<(OwnedFd, &'a [u8])>,
+    pub(super) pidfd: Option<OwnedFd>,
+    /// Whether a pidfd may still be opened (a local child, not yet tried).
+    pub(super) pidfd_to_open: bool,
+    pub(super) first_look: bool,
+    pub(super) buf: ReadBuffer,
+    pub(super) ending: Ending,
+    pub(super) grace_until: Option<Instant>,
+    pub(super) exited: bool,
+    pub(super) output: Output<'s>,
+}
+
+impl<'a, 's> Run<'a, 's> {
+    pub(super) fn new(
+        group: &'a spawn::Group,
+        streams: Streams,
+        stdin_data: Option<&'a [u8]>,
+        limits: &'a RunLimits,
+        cancel: Option<&'a CancelToken>,
+        sink: Option<OutputSink<'s>>,
+        deadline: Instant,
+    ) -> Self {
+        let capture = || match &limits.keep {
+            Some(store) => BoundedOutput::keeping(limits.output_limit, store.keeper()),
+            None => BoundedOutput::new(limits.output_limit),
+        };
+        let stdout = capture();
+        let stderr = streams.stderr.as_ref().map(|_| capture());
+        let mut pipes: Vec<Pipe> = vec![Pipe {
+            fd: streams.stdout,
+            stream: OutputStream::Stdout,
+            grown: false,
+        }];
+        if let Some(fd) = streams.stderr {
+            pipes.push(Pipe {
+                fd,
+                stream: OutputStream::Stderr,
+                grown: false,
+            });
+        }
+        let pidfd_to_open = streams.pidfd.is_none() && matches!(group, spawn::Group::Local(_));
+        Self {
+            group,
+            limits,
+            cancel,
+            deadline,
+            pipes,
+            stdin: streams.stdin.map(|fd| (fd, stdin_data.unwrap_or_default())),
+            pidfd: streams.pidfd,
+            pidfd_to_open,
+            first_look: true,
+            buf: ReadBuffer::take(),
+            ending: Ending::Exited,
+            grace_until: None,
+            exited: false,
+            output: Output { stdout, stderr, sink },
+        }
+    }
+
+    /// Phase 1: until the shell exits (or, after a timeout with grace, until
+    /// the grace period ends or every writer has gone).
+    pub(super) fn until_exit(&mut self) {
+        loop {
+            let now = Instant::now();
+            self.enforce_limits(now);
+            if self.exited && (self.grace_until.is_none() || self.pipes.is_empty()) {
+                break;
+            }
+            let mut set = self.poll_set();
+            poll(&mut set.fds, self.wait_for(now, set.pid_slot));
+            // Output first, so nothing written before the exit is missed.
+            let output = &mut self.output;
+            read_ready(&mut self.pipes, &set.fds, &mut self.buf, &mut |stream, data| {
+                output.deliver(stream, data)
+            });
+            if let Some(slot) = set.stdin_slot
+                && set.fds[slot].revents != 0
+            {
+                self.feed_stdin();
+            }
+            if !self.exited {
+                self.exited = match set.pid_slot {
+                    Some(slot) => set.fds[slot].revents != 0,
+                    None => self.group.has_exited(),
+                };
+            }
+        }
+    }
+
+    /// On a cancel or the deadline, kills the group (SIGTERM first when there
+    /// is a grace period); when the grace period ends, SIGKILL.
+    fn enforce_limits(&mut self, now: Instant) {
+        if self.ending == Ending::Exited && !self.exited {
+            let reason = if self.cancel.is_some_and(CancelToken::is_cancelled) {
+                Some(Ending::Cancelled)
+            } else if now >= self.deadline {
+                Some(Ending::TimedOut)
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                self.ending = reason;
+                if self.limits.kill_grace.is_zero() {
+                    self.group.kill(libc::SIGKILL);
+                } else {
+                    self.group.kill(libc::SIGTERM);
+                    self.grace_until = Some(now + self.limits.kill_grace);
+                }
+            }
+        }
+        if let Some(until) = self.grace_until
+            && now >= until
+        {
+            self.group.kill(libc::SIGKILL);
+            self.grace_until = None;
+        }
+    }
+
+    /// The descriptors one turn of phase 1 polls; opens the pidfd once the
+    /// command has outlived its first look.
+    fn poll_set(&mut self) -> PollSet {
+        let mut fds: Vec<libc::pollfd> = self
+            .pipes
+            .iter()
+            .map(|p| pollfd(p.fd.as_raw_fd(), libc::POLLIN))
+            .collect();
+        let stdin_slot = self.stdin.as_ref().map(|(fd, _)| {
+            fds.push(pollfd(fd.as_raw_fd(), libc::POLLOUT));
+            fds.len() - 1
+        });
+        if !self.exited && self.pidfd_to_open && !self.first_look {
+            self.pidfd_to_open = false;
+            self.pidfd = spawn::pidfd_open(self.group.pid());
+        }
+        self.first_look = false;
+        let pid_slot = self.pidfd.as_ref().filter(|_| !self.exited).map(|fd| {
+            fds.push(pollfd(fd.as_raw_fd(), libc::POLLIN));
+            fds.len() - 1
+        });
+        if self.ending == Ending::Exited
+            && let Some(fd) = self.cancel.and_then(CancelToken::wake_fd)
+        {
+            fds.push(pollfd(fd, libc::POLLIN));
+        }
+        PollSet {
+            fds,
+            stdin_slot,
+            pid_slot,
+        }
+    }
+
+    /// How long one turn of phase 1 may wait in `poll`.
+    fn wait_for(&self, now: Instant, pid_slot: Option<usize>) -> Duration {
+        let mut wait = if self.ending == Ending::Exited {
+            self.deadline.saturating_duration_since(now)
+        } else {
+            Duration::MAX
+        };
+        if let Some(until) = self.grace_until {
+            wait = wait.min(until.saturating_duration_since(now));
+        }
+        if pid_slot.is_none() && !self.exited {
+            wait = wait.min(FALLBACK_TICK);
+        }
+        if self.cancel.is_some_and(|c| c.wake_fd().is_none()) {
+            wait = wait.min(Duration::from_millis(50));
+        }
+        wait
+    }
+
+    /// Writes what the command's stdin takes now; closes it when all is written.
+    fn feed_stdin(&mut self) {
+        let (fd, rest) = self.stdin.as_mut().expect("stdin slot implies stdin");
+        match write_without_sigpipe(fd.as_raw_fd(), rest) {
+            Ok(n) => *rest = &rest[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => *rest = &[], // reader gone: the command does not want more
+        }
+        if rest.is_empty() {
+            self.stdin = None; // closing gives the command its EOF
+        }
+    }
+
+    /// The shell has exited but is not reaped: its group id is still ours.
+    /// Kills whatever it left running, then reaps; returns when the shell
+    /// was seen gone and its status.
+    pub(super) fn kill_and_reap(&mut self) -> (Instant, i32) {
+        self.stdin = None;
+        let exit_at = Instant::now();
+        self.group.kill(libc::SIGKILL);
+        let status = match self.group.reap_status() {
+            Some(status) => status,
+            None => {
+                tracing::warn!(
+                    "the exit status of a command was lost: this process ignores SIGCHLD \
+                     (SIG_IGN or SA_NOCLDWAIT), so the kernel reaped the shell itself"
+                );
+                if self.ending == Ending::Exited {
+                    self.ending = Ending::StatusLost;
+                }
+                -1
+            }
+        };
+        (exit_at, status)
+    }
+
+    /// Phase 2: drain what is still in the pipes, bounded in time: a process
+    /// that left the group (setsid) may hold a write end forever.
+    pub(super) fn drain(&mut self, exit_at: Instant) {
+        let mut drain_deadline = exit_at + self.limits.drain;
+        let mut swept = false;
+        while !self.pipes.is_empty() {
+            let now = Instant::now();
+            if now >= drain_deadline {
+                if !swept
+                    && let Some(marker) = &self.limits.run_marker
+                    && sweep_escapees(marker) > 0
+                {
+                    // The holders are gone, so their write ends close: read what
+                    // they left, briefly.
+                    swept = true;
+                    drain_deadline = now + SWEPT_DRAIN;
+                    continue;
+                }
+                tracing::debug!(
+                    pid = self.group.pid(),
+                    "drain bound reached; a process outside the group holds the output pipe"
+                );
+                break;
+            }
+            let mut fds: Vec<libc::pollfd> = self
+                .pipes
+                .iter()
+                .map(|p| pollfd(p.fd.as_raw_fd(), libc::POLLIN))
+                .collect();
+            poll(&mut fds, drain_deadline - now);
+            let output = &mut self.output;
+            read_ready(&mut self.pipes, &fds, &mut self.buf, &mut |stream, data| {
+                output.deliver(stream, data)
+            });
+        }
+    }
+}
