@@ -81,7 +81,7 @@ impl SessionManager {
     /// like [`SessionManager::wait`]. The input is sent exactly as given.
     ///
     /// With no command running, the shell reads the input as a line of its
-    /// own: the result has that line's output with [`RunState::Idle`] (no
+    /// own: the result has that line's output with [`RunState::Idle`](super::RunState::Idle) (no
     /// exit status). While the terminal is in line (canonical) mode, input
     /// with a line longer than 4095 bytes is refused (`InvalidArguments`),
     /// since the kernel would drop the rest of it.
@@ -130,7 +130,7 @@ impl SessionManager {
 
     /// Sends SIGINT to the terminal's foreground process group, and waits up
     /// to `wait` for the prompt. At an idle prompt nothing is sent, and the
-    /// result is [`RunState::Idle`].
+    /// result is [`RunState::Idle`](super::RunState::Idle).
     pub fn interrupt(&self, id: &str, wait: Duration) -> Result<RunResult, ToolError> {
         let session = self.get(id)?;
         let at_prompt = {
