@@ -254,7 +254,7 @@ impl Drop for OutputStore {
 }
 
 /// What `output_read` asks for.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ReadQuery {
     /// The id from a result.
     pub output_id: String,
@@ -283,19 +283,6 @@ pub enum ReadWhat {
         /// Lines of context before and after each match.
         context: usize,
     },
-}
-
-impl PartialEq for ReadWhat {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Self::Bytes { offset: a, length: b }, Self::Bytes { offset: c, length: d }) => a == c && b == d,
-            (Self::Head(a), Self::Head(b)) | (Self::Tail(a), Self::Tail(b)) => a == b,
-            (Self::Grep { pattern: a, context: b }, Self::Grep { pattern: c, context: d }) => {
-                a.as_str() == c.as_str() && b == d
-            }
-            _ => false,
-        }
-    }
 }
 
 impl ReadQuery {
