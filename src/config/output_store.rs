@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::values::{bounded_int, config_error};
+use super::values::{boolean, bounded_int, config_error};
 use crate::error::ToolError;
 
 /// The store that keeps the whole output of results cut to
@@ -48,14 +48,7 @@ pub(super) fn output_store_config(
     let mut next = current.clone();
     for (key, value) in map {
         match key.as_str() {
-            "enabled" => {
-                next.enabled = value.as_bool().ok_or_else(|| {
-                    config_error(
-                        format!("`output_store.enabled` must be true or false, got {value}"),
-                        hint,
-                    )
-                })?
-            }
+            "enabled" => next.enabled = boolean("output_store.enabled", value)?,
             "budget_bytes" => next.budget_bytes = bounded_int("output_store.budget_bytes", value, 4096, 1 << 40)?,
             "max_outputs" => next.max_outputs = bounded_int("output_store.max_outputs", value, 1, 100_000)? as usize,
             other => {
