@@ -161,6 +161,16 @@ fn mentions(command: &str, name: &str) -> bool {
         .any(|w| w == name)
 }
 
+/// The wrappers the analysis stripped from the parts (basenames), however they were
+/// quoted (`flo"ck" f cmd`).
+fn stripped_wrappers(analysis: &Analysis) -> BTreeSet<&str> {
+    analysis
+        .parts
+        .iter()
+        .flat_map(|p| p.wrappers.iter().map(|w| basename(w)))
+        .collect()
+}
+
 /// The programs in `ran` that `pattern` does not account for. Empty when the pattern is
 /// opaque.
 ///
@@ -174,11 +184,7 @@ fn unnamed(command: &str, pattern: &str, analysis: &Analysis, ran: &[String]) ->
     let Some(named) = pattern_words(pattern) else {
         return Vec::new();
     };
-    let stripped: BTreeSet<&str> = analysis
-        .parts
-        .iter()
-        .flat_map(|p| p.wrappers.iter().map(|w| basename(w)))
-        .collect();
+    let stripped = stripped_wrappers(analysis);
     let spawns_shell = IMPLICIT_SHELL
         .iter()
         .any(|w| named.contains(*w) || stripped.contains(w) || mentions(command, w));
@@ -251,13 +257,9 @@ fn unreported_writes(
         return Vec::new();
     }
     let named: BTreeSet<PathBuf> = writes.iter().map(|r| target_path(&r.target, cwd, home)).collect();
-    // The analysis strips a wrapper whatever its quoting (`flo"ck" f cmd`), so its parts'
-    // wrapper lists say which ran; the text catches one the analysis did not strip.
-    let stripped: BTreeSet<&str> = analysis
-        .parts
-        .iter()
-        .flat_map(|p| p.wrappers.iter().map(|w| basename(w)))
-        .collect();
+    // The parts' wrapper lists say which wrappers ran; the text catches one the analysis
+    // did not strip.
+    let stripped = stripped_wrappers(analysis);
     let wrote_itself = WRITING_PROGRAMS
         .iter()
         .any(|p| stripped.contains(p) || mentions(command, p));
