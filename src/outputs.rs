@@ -857,13 +857,18 @@ mod tests {
     }
 
     #[test]
-    fn a_very_long_line_is_read_in_bounded_memory() {
+    fn a_line_longer_than_the_cap_is_clipped_and_the_lines_after_it_are_found() {
         let store = OutputStore::new(8 << 20, 8);
         let text = format!("x{}\nneedle\n", "y".repeat(4 << 20));
         let id = keep(&store, &[text.as_bytes()]).output_id.unwrap();
         let found = read(&store, &id, json!({"grep": "needle"}));
         assert_eq!(found["matches"][0]["line"], 2);
         assert_eq!(found["matches"][0]["offset"], text.find("needle").unwrap());
+        let head = read(&store, &id, json!({"head_lines": 1}));
+        assert!(
+            head["text"].as_str().unwrap().len() <= MAX_LINE_BYTES,
+            "at most the cap of a line is read"
+        );
         let first = read(&store, &id, json!({"grep": "^xy"}));
         assert!(
             first["matches"][0]["text"].as_str().unwrap().len() <= 2049 + 3,

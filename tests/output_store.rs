@@ -22,6 +22,15 @@ fn store_dir(server: &impl McpServer) -> Option<PathBuf> {
     status["output_store"]["dir"].as_str().map(PathBuf::from)
 }
 
+/// A test server that cuts results at the smallest limit, so short outputs are kept.
+fn cutting_server() -> common::TestServer {
+    let server = common::server();
+    server
+        .configure(&json!({"output_limit_bytes": 256}).to_string())
+        .unwrap();
+    server
+}
+
 fn read(server: &impl McpServer, args: Value) -> Value {
     call_tool(server, "output_read", args)
 }
@@ -112,10 +121,7 @@ fn output_that_fits_is_not_kept() {
 
 #[test]
 fn separate_streams_are_kept_apart() {
-    let server = common::server();
-    server
-        .configure(&json!({"output_limit_bytes": 256}).to_string())
-        .unwrap();
+    let server = cutting_server();
     let result = call(
         &server,
         json!({"command": "seq 1 1000; seq 5001 6000 >&2", "streams": "separate"}),
@@ -133,10 +139,7 @@ fn separate_streams_are_kept_apart() {
 
 #[test]
 fn the_store_is_private_and_removed_with_its_server() {
-    let server = common::server();
-    server
-        .configure(&json!({"output_limit_bytes": 256}).to_string())
-        .unwrap();
+    let server = cutting_server();
     let result = call(&server, json!({"command": "seq 1 1000"}));
     let id = result["output_id"].as_str().unwrap().to_owned();
     let dir = store_dir(&server).expect("a store directory once an output is kept");
