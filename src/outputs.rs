@@ -865,9 +865,10 @@ mod tests {
         assert_eq!(found["matches"][0]["line"], 2);
         assert_eq!(found["matches"][0]["offset"], text.find("needle").unwrap());
         let head = read(&store, &id, json!({"head_lines": 1}));
-        assert!(
-            head["text"].as_str().unwrap().len() <= MAX_LINE_BYTES,
-            "at most the cap of a line is read"
+        assert_eq!(
+            head["text"].as_str().unwrap().len(),
+            MAX_LINE_BYTES,
+            "the first line is its first MAX_LINE_BYTES bytes"
         );
         let first = read(&store, &id, json!({"grep": "^xy"}));
         assert!(
