@@ -31,6 +31,12 @@ fn reported(backend: &str) -> &str {
     backend.strip_suffix("-per-command").unwrap_or(backend)
 }
 
+/// The backends that work here (a SKIP line names each that does not; in CI a
+/// missing one fails the test).
+fn available_backends() -> impl Iterator<Item = &'static str> {
+    BACKENDS.iter().copied().filter(|b| available(b))
+}
+
 /// Whether `backend` works here; in CI a missing backend fails the test.
 fn available(backend: &str) -> bool {
     let probe = bash_mcp::sandbox::Probe::run(&sandbox_config(backend, json!({})));
@@ -132,10 +138,7 @@ fn rand_digits() -> usize {
 
 #[test]
 fn writes_inside_the_roots_succeed_and_outside_fail() {
-    for &backend in BACKENDS {
-        if !available(backend) {
-            continue;
-        }
+    for backend in available_backends() {
         let dir = TempDir::new("sbx-write");
         let outside = TempDir::new("sbx-outside");
         let server = sandboxed(&dir, backend, json!({}));
@@ -165,10 +168,7 @@ fn writes_inside_the_roots_succeed_and_outside_fail() {
 /// command only, and a widening one is refused before anything runs.
 #[test]
 fn a_call_may_tighten_the_sandbox_but_not_widen_it() {
-    for &backend in BACKENDS {
-        if !available(backend) {
-            continue;
-        }
+    for backend in available_backends() {
         let dir = TempDir::new("sbx-tighten");
         let server = sandboxed(&dir, backend, json!({}));
         let tag = server.tag().to_owned();
@@ -208,10 +208,7 @@ fn a_result_with_a_denial_uses_only_output_schema_keys() {
     let schema = &definition["outputSchema"];
     assert_eq!(schema["additionalProperties"], false);
     let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
-    for &backend in BACKENDS {
-        if !available(backend) {
-            continue;
-        }
+    for backend in available_backends() {
         let dir = TempDir::new("sbx-schema");
         let outside = TempDir::new("sbx-schema-outside");
         let server = sandboxed(&dir, backend, json!({}));
@@ -238,10 +235,7 @@ fn a_result_with_a_denial_uses_only_output_schema_keys() {
 
 #[test]
 fn exit_codes_signals_and_timeouts_are_exact_inside_the_sandbox() {
-    for &backend in BACKENDS {
-        if !available(backend) {
-            continue;
-        }
+    for backend in available_backends() {
         let dir = TempDir::new("sbx-exit");
         let server = sandboxed(&dir, backend, json!({}));
         assert_eq!(run(&server, "exit 7")["exit_code"], 7, "{backend}");
@@ -301,10 +295,7 @@ fn connect_to_a_host_listener_fails_with_network_off_and_works_with_it_on() {
     let port = listener.local_addr().unwrap().port();
     listener.set_nonblocking(true).unwrap();
     let connect = format!("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' && echo connected");
-    for &backend in BACKENDS {
-        if !available(backend) {
-            continue;
-        }
+    for backend in available_backends() {
         let dir = TempDir::new("sbx-net");
         let off = sandboxed(&dir, backend, json!({"network": false}));
         let result = run(&off, &connect);
@@ -349,10 +340,7 @@ fn ptrace_proc_mem_mount_unshare_and_pivot_root_fail_inside() {
         ("unshare mount", "unshare -m true".to_owned()),
         ("pivot_root", "cd / && pivot_root . .".to_owned()),
     ];
-    for &backend in BACKENDS {
-        if !available(backend) {
-            continue;
-        }
+    for backend in available_backends() {
         let dir = TempDir::new("sbx-escape");
         let server = sandboxed(&dir, backend, json!({}));
         for (what, command) in &attempts {
