@@ -281,6 +281,14 @@ impl SandboxConfig {
                 }
             }
         }
+        // Without a sandbox, network and roots restrict nothing: refuse rather than
+        // run the command with less confinement than the call asked for.
+        if !next.is_on() && !call.is_empty() {
+            return Err(problem(
+                "the server runs commands without a sandbox, so `sandbox.network` or `sandbox.writable_roots` alone would confine nothing",
+                "add `\"mode\": \"workspace-write\"` (or `\"read-only\"`) to the call's `sandbox` to run it in one",
+            ));
+        }
         Ok(next)
     }
 
@@ -437,6 +445,18 @@ mod tests {
             let e = c.tighten(widen.as_object().unwrap(), base).unwrap_err();
             assert!(e.message.contains("widen"), "{e:?}");
         }
+        let off = apply(json!(null)).unwrap();
+        for alone in [json!({"network": false}), json!({"writable_roots": ["/base"]})] {
+            let e = off.tighten(alone.as_object().unwrap(), base).unwrap_err();
+            assert!(e.message.contains("without a sandbox"), "{alone}: {e:?}");
+        }
+        let t = off
+            .tighten(
+                json!({"mode": "read-only", "network": false}).as_object().unwrap(),
+                base,
+            )
+            .unwrap();
+        assert_eq!((t.mode, t.network), (Mode::ReadOnly, false));
         let ro = apply(json!({"mode": "read-only"})).unwrap();
         let e = ro
             .tighten(json!({"mode": "workspace-write"}).as_object().unwrap(), base)
