@@ -57,6 +57,8 @@ pub(crate) struct Launch {
     pub env_set: Vec<(String, String)>,
     /// Variables removed from the environment.
     pub env_remove: Vec<&'static str>,
+    /// Variables set only when neither the host nor the call set them.
+    pub env_default: Vec<(String, String)>,
     /// Files to write in the private dir before spawning, deleted once ready.
     pub files: Vec<(PathBuf, String)>,
 }
@@ -114,6 +116,7 @@ PS1=''; PS2=''; PS0='\e]633;C;{nonce}\a'
                 ],
                 env_set: Vec::new(),
                 env_remove: vec!["HISTFILE", "PROMPT_COMMAND", "PS0", "PS1", "BASH_ENV", "ENV"],
+                env_default: Vec::new(),
                 files: vec![(rc_path, rc)],
             }
         }
@@ -144,6 +147,7 @@ PS1=''; PS2=''; RPS1=''; RPROMPT=''
                 argv: vec![prog, "-i".into()],
                 env_set: vec![("ZDOTDIR".into(), d.clone())],
                 env_remove: vec!["HISTFILE", "ENV"],
+                env_default: Vec::new(),
                 files: vec![(dir.join(".zshenv"), env), (dir.join(".zshrc"), rc)],
             }
         }
@@ -181,6 +185,10 @@ printf '\e]633;D;%s;0;%s\e]633;E;%s\a' $__bm_n $PWD $__bm_n
                 argv,
                 env_set: Vec::new(),
                 env_remove: vec!["ENV"],
+                // Without XDG_RUNTIME_DIR fish makes /tmp/fish.<user> for its universal
+                // variables' notifier and leaves it there: the private directory goes
+                // with the session.
+                env_default: vec![("XDG_RUNTIME_DIR".into(), dir.display().to_string())],
                 files: vec![(rc_path, rc)],
             }
         }
@@ -204,6 +212,7 @@ PS2=''
                 argv: vec![prog, "-i".into()],
                 env_set: vec![("ENV".into(), rc_path.display().to_string())],
                 env_remove: vec!["HISTFILE"],
+                env_default: Vec::new(),
                 files: vec![(rc_path, rc)],
             }
         }

@@ -78,7 +78,7 @@ impl SessionManager {
             config.history == HistoryMode::Suppress,
             hist_target.as_deref(),
         );
-        let prepared = prepare(launch, kind, &program, &dir, &cwd, options, &server)?;
+        let prepared = prepare(launch, &program, &dir, &cwd, options, &server)?;
         let spawned = spawn(&prepared, &program, &cwd, &dir, &server)?;
         let Prepared {
             launch,
@@ -247,7 +247,6 @@ fn private_dir(id: &str) -> Result<PathBuf, ToolError> {
 /// Writes the shell's start-up files and builds its argv, environment and directory.
 fn prepare(
     launch: Launch,
-    kind: ShellKind,
     program: &Path,
     dir: &Path,
     cwd: &Path,
@@ -259,7 +258,7 @@ fn prepare(
     }
     let cmd_file = CommandFile::create(&dir.join("c"))
         .map_err(|e| spawn_failed(format!("could not create the session's command file: {e}")))?;
-    let (envp, run_marker) = environment(&launch, options, server, kind, dir)?;
+    let (envp, run_marker) = environment(&launch, options, server)?;
     let argv: Vec<CString> = launch
         .argv
         .iter()
@@ -288,13 +287,7 @@ fn prepare(
 
 /// The shell's environment: the caller's variables as the launch adjusts
 /// them, over the server's, led by the session's run marker.
-fn environment(
-    launch: &Launch,
-    options: &StartOptions,
-    server: &Config,
-    kind: ShellKind,
-    dir: &Path,
-) -> Result<(Vec<CString>, Vec<u8>), ToolError> {
+fn environment(launch: &Launch, options: &StartOptions, server: &Config) -> Result<(Vec<CString>, Vec<u8>), ToolError> {
     let mut env_pairs: Vec<(String, String)> = options.env.clone();
     env_pairs.retain(|(n, _)| !launch.env_remove.contains(&n.as_str()));
     env_pairs.extend(launch.env_set.iter().cloned());
@@ -305,13 +298,13 @@ fn environment(
         !launch.env_remove.iter().any(|r| r.as_bytes() == name)
             || launch.env_set.iter().any(|(n, _)| n.as_bytes() == name)
     });
-    // Without XDG_RUNTIME_DIR fish makes /tmp/fish.<user> for its universal
-    // variables' notifier and leaves it there: give it the session's private
-    // directory instead, removed with the session.
-    if kind == ShellKind::Fish && !envp.iter().any(|e| e.as_bytes().starts_with(b"XDG_RUNTIME_DIR=")) {
-        let mut entry = b"XDG_RUNTIME_DIR=".to_vec();
-        entry.extend_from_slice(dir.as_os_str().as_bytes());
-        envp.push(CString::new(entry).map_err(|_| spawn_failed("the session directory's path contains NUL".into()))?);
+    for (name, value) in &launch.env_default {
+        let prefix = format!("{name}=");
+        if !envp.iter().any(|e| e.as_bytes().starts_with(prefix.as_bytes())) {
+            envp.push(
+                CString::new(format!("{prefix}{value}")).map_err(|_| spawn_failed(format!("`{name}` contains NUL")))?,
+            );
+        }
     }
     // Like every command's, the session's processes carry a run marker:
     // closing finds those that left the terminal's session by it, and
