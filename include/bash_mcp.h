@@ -455,6 +455,47 @@ enum bash_mcp_result bash_mcp_server_run_with(struct bash_mcp_server *server,
                                               struct bash_mcp_exec_result **out);
 
 /**
+ * Runs the `execute` tool, as bash_mcp_server_run_with() does, in a
+ * sandbox the host chose for this one call.
+ *
+ * This is how a host widens the sandbox for a call it decided to trust
+ * (more writable roots, network on, or no sandbox at all), or confines a
+ * call on a server that runs commands unsandboxed. The library never widens
+ * a call by itself, and a model cannot ask for this through the tool's
+ * arguments: their `sandbox` key can only tighten, here the host's sandbox.
+ * The call's audit entry records the sandbox it ran in as
+ * `sandbox_override`.
+ *
+ * @param server The server; may be NULL.
+ * @param args_json The `execute` tool's arguments, as for
+ *        bash_mcp_server_run_with(). Borrowed for the duration of the call.
+ * @param sandbox_json A JSON object of `sandbox` configuration keys
+ *        (docs/sandbox.md) applied over the server's configured sandbox for
+ *        this call only: e.g. `{"mode": "off"}` to run it unsandboxed,
+ *        `{"network": true}`, or `{"writable_roots": ["/srv/cache"]}`.
+ *        Relative paths resolve against the server's working directory.
+ *        Borrowed for the duration of the call.
+ * @param cancel A token another thread may cancel, or NULL.
+ * @param callback Receives output chunks as they arrive, or NULL.
+ * @param user_data Passed to @p callback unchanged; may be NULL.
+ * @param[out] out Receives the result on success; untouched on failure.
+ *        Caller owns it; release it with bash_mcp_exec_result_free().
+ * @return ::BASH_MCP_RESULT_OK (also for a command that failed, timed out,
+ *         was cancelled or had bad arguments: the result says so), or
+ *         ::BASH_MCP_RESULT_NULL_ARGUMENT, ::BASH_MCP_RESULT_INVALID_UTF8,
+ *         ::BASH_MCP_RESULT_INVALID_ARGUMENT (also for a @p sandbox_json
+ *         that is not a valid `sandbox` object: the last error names the
+ *         key), ::BASH_MCP_RESULT_INTERNAL, ::BASH_MCP_RESULT_PANIC.
+ */
+enum bash_mcp_result bash_mcp_server_run_in_sandbox(struct bash_mcp_server *server,
+                                                    const char *args_json,
+                                                    const char *sandbox_json,
+                                                    const struct bash_mcp_cancel_token *cancel,
+                                                    bash_mcp_output_callback callback,
+                                                    void *user_data,
+                                                    struct bash_mcp_exec_result **out);
+
+/**
  * Releases a result.
  *
  * @param result A result from bash_mcp_server_run() or

@@ -175,9 +175,11 @@ impl JobManager {
                     worker.changed.notify_all();
                 };
                 let token = worker.cancel_token();
+                // A host's sandbox for the call travels in the request.
                 let options = CallOptions {
                     cancel: token.as_ref(),
                     on_output: Some(&mut sink),
+                    sandbox: None,
                 };
                 let outcome = runner(&request, options);
                 drop(token);

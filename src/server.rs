@@ -15,6 +15,7 @@ use crate::args::ToolArgs;
 use crate::cancel::CancelToken;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::OutputSink;
+use crate::sandbox::SandboxConfig;
 
 /// A tool's definition: what `list_tools` shows a model.
 #[derive(Debug, Clone, PartialEq)]
@@ -202,13 +203,19 @@ impl ToolResponse {
     }
 }
 
-/// Per-call options: cancellation and live output.
+/// Per-call options: cancellation, live output, and the host's sandbox for the call.
 #[derive(Default)]
 pub struct CallOptions<'a> {
     /// Cancels the call from another thread.
     pub cancel: Option<&'a CancelToken>,
     /// Receives output chunks as they arrive, on the calling thread.
     pub on_output: Option<OutputSink<'a>>,
+    /// The host's own sandbox for this call (`execute` only), in place of
+    /// the configured one: it may be wider, or `Mode::Off`. The call's
+    /// `sandbox` argument can still only tighten it, and the audit entry of
+    /// the call records it as `sandbox_override`. Only the embedding host
+    /// can set it: the model's arguments cannot.
+    pub sandbox: Option<&'a SandboxConfig>,
 }
 
 /// A tool: a definition and an implementation.

@@ -499,6 +499,7 @@ fn cancellation_kills_the_group_and_keeps_partial_output() {
     let options = CallOptions {
         cancel: Some(&token),
         on_output: Some(&mut cancel_after_output),
+        sandbox: None,
     };
     let outcome = s.run_with(&request, options).unwrap();
     assert_eq!(outcome.status, Status::Cancelled);
@@ -533,6 +534,7 @@ fn streaming_callback_sees_chunks_as_they_arrive() {
             CallOptions {
                 cancel: None,
                 on_output: Some(&mut on_output),
+                sandbox: None,
             },
         )
         .unwrap();

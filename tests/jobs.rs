@@ -294,6 +294,7 @@ fn cancelling_the_call_within_its_window_kills_the_command() {
         bash_mcp::CallOptions {
             cancel: Some(&token),
             on_output: Some(&mut sink),
+            sandbox: None,
         },
     );
     let r = response.to_value();

@@ -937,3 +937,198 @@ fn an_orphan_of_a_landlock_command_dies_with_its_call() {
     assert_eq!(run(&server, "kill -TERM $$")["exit_code"], 143);
     assert_eq!(run(&server, "exit 9")["exit_code"], 9);
 }
+
+/// The audit entries of `log` for `tool`, oldest first.
+fn audit_entries(log: &Path, tool: &str) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|entry| entry["tool"] == tool)
+        .collect()
+}
+
+/// The host's own sandbox for one call (`CallOptions::sandbox`) may be wider
+/// than the configured one; the call's own `sandbox` argument still only
+/// tightens it, the next call is back to the configuration, and the audit
+/// log records the sandbox the call ran in.
+#[test]
+fn a_host_may_widen_one_call_and_the_audit_log_records_it() {
+    for backend in available_backends() {
+        let dir = TempDir::new("sbx-host");
+        let outside = TempDir::new("sbx-host-out");
+        let logs = TempDir::new("sbx-host-log");
+        let log = logs.join("audit.jsonl");
+        let server = sandboxed(&dir, backend, json!({}));
+        server.configure(&json!({"audit": {"path": log}}).to_string()).unwrap();
+        let target = outside.join("x");
+        let write = format!("echo w > {}; echo rc=$?", target.display());
+        let roots = json!({"writable_roots": [&*dir, &*outside]});
+        let wider = server
+            .config()
+            .sandbox
+            .widened(roots.as_object().unwrap(), &dir)
+            .unwrap();
+        let call = |extra: Value, sandbox: Option<&bash_mcp::sandbox::SandboxConfig>| {
+            let mut args = json!({"command": write});
+            for (k, v) in extra.as_object().unwrap() {
+                args[k] = v.clone();
+            }
+            let options = bash_mcp::CallOptions {
+                sandbox,
+                ..Default::default()
+            };
+            server
+                .call_tool("execute", &bash_mcp::ToolArgs::from_value(args), options)
+                .to_value()
+        };
+
+        let widened = call(json!({}), Some(&wider));
+        assert!(output(&widened).contains("rc=0"), "{backend}: {widened}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "w\n", "{backend}");
+        std::fs::remove_file(&target).unwrap();
+
+        let tightened = call(json!({"sandbox": {"mode": "read-only"}}), Some(&wider));
+        assert!(!output(&tightened).contains("rc=0"), "{backend}: {tightened}");
+        let plain = call(json!({}), None);
+        assert!(!output(&plain).contains("rc=0"), "{backend}: {plain}");
+        assert!(!target.exists(), "{backend}: only the widened call may write there");
+
+        let entries = audit_entries(&log, "execute");
+        assert_eq!(entries.len(), 3, "{backend}: {entries:?}");
+        let recorded = entries[0]["sandbox_override"]["writable_roots"].to_string();
+        assert!(recorded.contains(&*outside.to_string_lossy()), "{backend}: {recorded}");
+        // The host's sandbox, which the call's argument then tightened.
+        assert_eq!(
+            entries[1]["sandbox_override"], entries[0]["sandbox_override"],
+            "{backend}"
+        );
+        assert!(
+            entries[2].get("sandbox_override").is_none(),
+            "{backend}: {:?}",
+            entries[2]
+        );
+        assert_no_survivors(server.tag());
+    }
+}
+
+/// One line-delimited JSON-RPC exchange with `bash-mcp serve`.
+struct Binary {
+    child: std::process::Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl Binary {
+    fn serve(config: &Path, dir: &Path) -> Binary {
+        let mut child = Command::new(HELPER)
+            .args(["serve", "--config"])
+            .arg(config)
+            .arg("--working-dir")
+            .arg(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        let mut binary = Binary { child, lines };
+        binary.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        binary.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        binary
+    }
+
+    fn send(&mut self, message: Value) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let line = self.lines.next().expect("a reply before the binary exits").unwrap();
+            let reply: Value = serde_json::from_str(&line).unwrap();
+            if reply["id"] == id {
+                return reply;
+            }
+        }
+    }
+
+    fn execute(&mut self, id: u64, args: Value) -> Value {
+        let reply = self.request(id, "tools/call", json!({"name": "execute", "arguments": args}));
+        reply["result"]["structuredContent"].clone()
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// The binary widens a call's sandbox only for commands its
+/// `sandbox_overrides` rules name, every part of them, and records it.
+#[test]
+fn the_binary_widens_a_call_only_for_commands_its_overrides_name() {
+    let Some(backend) = available_backends().next() else {
+        return;
+    };
+    let dir = TempDir::new("sbx-bin");
+    let outside = TempDir::new("sbx-bin-out");
+    let logs = TempDir::new("sbx-bin-log");
+    let log = logs.join("audit.jsonl");
+    let tag = unique_tag("sbx-bin");
+    let mut sandbox = json!({"mode": "workspace-write", "helper_path": HELPER, "writable_roots": [&*dir]});
+    for (k, v) in backend_keys(backend).as_object().unwrap() {
+        sandbox[k] = v.clone();
+    }
+    let config = logs.join("bash-mcp.json");
+    let settings = json!({
+        "sandbox": sandbox,
+        "sandbox_overrides": ["bash.execute:touch *"],
+        "audit": {"path": log},
+        "env": {"set": {TAG_VAR: &tag}},
+    });
+    std::fs::write(&config, settings.to_string()).unwrap();
+    let mut binary = Binary::serve(&config, &dir);
+    let wider = json!({"writable_roots": [&*dir, &*outside]});
+
+    let named = binary.execute(
+        1,
+        json!({"command": format!("touch {}/a", outside.display()), "sandbox": wider}),
+    );
+    assert_eq!(named["exit_code"], 0, "{backend}: {named}");
+    assert!(outside.join("a").exists(), "{backend}: {named}");
+
+    let unnamed = format!("touch {0}/b; echo x > {0}/c", outside.display());
+    let refused = binary.execute(2, json!({"command": unnamed, "sandbox": wider}));
+    assert_eq!(refused["error"], "invalid_arguments", "{backend}: {refused}");
+    assert!(
+        refused["hint"].as_str().unwrap().contains("sandbox_overrides"),
+        "{backend}: {refused}"
+    );
+    let plain = binary.execute(3, json!({"command": format!("touch {}/d", outside.display())}));
+    assert_ne!(plain["exit_code"], 0, "{backend}: {plain}");
+    drop(binary);
+    for name in ["b", "c", "d"] {
+        assert!(!outside.join(name).exists(), "{backend}: {name} was written");
+    }
+
+    let entries = audit_entries(&log, "execute");
+    assert_eq!(entries.len(), 3, "{entries:?}");
+    assert!(
+        entries[0]["sandbox_override"]["writable_roots"]
+            .to_string()
+            .contains(&*outside.to_string_lossy()),
+        "{:?}",
+        entries[0]
+    );
+    assert!(entries[1].get("sandbox_override").is_none() && entries[2].get("sandbox_override").is_none());
+    assert_no_survivors(&tag);
+}

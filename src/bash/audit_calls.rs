@@ -116,6 +116,9 @@ impl Shared {
         let pattern = crate::permission::command_pattern_in(&format!("{}.execute", self.name), command, dialect);
         let mut entry = self.audit_head(&log, end.started, "job", Some(command), &pattern);
         entry.insert("job_id".into(), end.id.into());
+        if let Some(crate::request::SandboxCall::HostOverride(sandbox)) = &end.request.sandbox {
+            entry.insert("sandbox_override".into(), sandbox.to_value());
+        }
         if !end.request.env.is_empty() {
             let names: Vec<Value> = end.request.env.iter().map(|(k, _)| Value::from(k.as_str())).collect();
             entry.insert("env_names".into(), names.into());

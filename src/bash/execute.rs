@@ -4,10 +4,12 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{ExecRequest, Shared};
+use super::{ExecRequest, SandboxCall, Shared};
 use crate::args::ToolArgs;
+use crate::error::{ErrorCode, ToolError};
 use crate::jobs::JobManager;
 use crate::request::validate_command;
+use crate::sandbox::SandboxConfig;
 use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
 
 /// The `execute` tool of a [`BashServer`](super::BashServer).
@@ -33,7 +35,7 @@ impl Tool for ExecuteTool {
     }
 
     fn call(&self, args: &Map<String, Value>, options: CallOptions<'_>) -> ToolResponse {
-        let request = ExecRequest::from_args(args);
+        let request = ExecRequest::from_args(args).and_then(|r| self.with_host_sandbox(r, options.sandbox));
         let window = request
             .as_ref()
             .ok()
@@ -68,6 +70,33 @@ impl Tool for ExecuteTool {
                 ToolResponse::error(&error)
             }
         }
+    }
+}
+
+impl ExecuteTool {
+    /// `request` run in the host's own sandbox for this call, when it gave
+    /// one, tightened by the call's `sandbox` argument. A background job or
+    /// a handed-back call keeps it: it travels in the request.
+    fn with_host_sandbox(
+        &self,
+        mut request: ExecRequest,
+        host: Option<&SandboxConfig>,
+    ) -> Result<ExecRequest, ToolError> {
+        let Some(host) = host else { return Ok(request) };
+        let sandbox = match request.sandbox.take() {
+            Some(SandboxCall::Tighten(call)) => {
+                let base = self.shared.working_dir();
+                let dir = request
+                    .working_dir
+                    .as_ref()
+                    .map_or_else(|| base.clone(), |d| base.join(d));
+                host.tighten(&call, &dir)
+                    .map_err(|p| ToolError::new(ErrorCode::InvalidArguments, p.message, p.hint))?
+            }
+            _ => host.clone(),
+        };
+        request.sandbox = Some(SandboxCall::HostOverride(sandbox));
+        Ok(request)
     }
 }
 

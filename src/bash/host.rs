@@ -77,7 +77,7 @@ impl BashServer {
     /// });
     /// let mut seen = Vec::new();
     /// let mut on_output = |chunk: &[u8], _stream| seen.extend_from_slice(chunk);
-    /// let options = CallOptions { cancel: Some(&token), on_output: Some(&mut on_output) };
+    /// let options = CallOptions { cancel: Some(&token), on_output: Some(&mut on_output), ..Default::default() };
     /// let outcome = server.run_with(&ExecRequest::new("echo started; sleep 10"), options)?;
     /// assert_eq!(outcome.status, Status::Cancelled);
     /// assert_eq!(seen, b"started\n");

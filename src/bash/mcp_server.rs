@@ -45,6 +45,7 @@ impl McpServer for BashServer {
     fn call_tool(&self, tool_name: &str, args: &ToolArgs, options: CallOptions<'_>) -> ToolResponse {
         let started = Instant::now();
         let started_at = SystemTime::now();
+        let host_sandbox = options.sandbox.map(crate::sandbox::SandboxConfig::to_value);
         let mut response = crate::server::dispatch(self, tool_name, args, options);
         let counters = &self.shared.counters;
         counters.served.fetch_add(1, Ordering::Relaxed);
@@ -87,6 +88,13 @@ impl McpServer for BashServer {
             && result.contains_key("error")
         {
             entry.insert("message".into(), log.redact_related(message, command_of(args)).into());
+        }
+        // The host ran this call in a sandbox of its own choosing: only
+        // `execute` takes one.
+        if let Some(sandbox) = host_sandbox
+            && entry.get("tool").and_then(Value::as_str) == Some("execute")
+        {
+            entry.insert("sandbox_override".into(), sandbox);
         }
         entry.insert("call_ms".into(), (started.elapsed().as_millis() as u64).into());
         result.insert("audit_id".into(), entry["audit_id"].clone());

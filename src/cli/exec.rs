@@ -3,6 +3,7 @@
 
 use std::io::Write;
 
+use bash_mcp::mcp::GateDecision;
 use bash_mcp::{CallOptions, CancelToken, McpServer, ToolArgs};
 use serde_json::{Value, json};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -27,9 +28,12 @@ pub fn run(settings: &Settings, command: &str, json_output: bool) -> Result<u8, 
         Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let server = super::build_server(settings)?;
     let args = ToolArgs::from_value(json!({"command": command}));
-    let refusal =
-        gate::build(settings, Some(server.clone()))?.and_then(|gate| gate.check("execute", &args).refusal_document());
-    let (doc, result) = match refusal {
+    let decision = gate::build(settings, Some(server.clone()))?.map(|gate| gate.check("execute", &args));
+    let sandbox = match &decision {
+        Some(GateDecision::AllowInSandbox(sandbox)) => Some(sandbox),
+        _ => None,
+    };
+    let (doc, result) = match decision.as_ref().and_then(GateDecision::refusal_document) {
         Some(doc) => {
             let text = doc.to_string();
             (doc, text)
@@ -48,6 +52,7 @@ pub fn run(settings: &Settings, command: &str, json_output: bool) -> Result<u8, 
             let options = CallOptions {
                 cancel: Some(&token),
                 on_output: None,
+                sandbox,
             };
             let response = server.call_tool("execute", &args, options);
             handle.close();

@@ -53,6 +53,8 @@ struct PolicyGate {
     /// The rule entries, for the tools the policy's command matching does not cover.
     rules: Permissions,
     refuse_catastrophic: bool,
+    /// The `sandbox_overrides` rules, once per dialect; empty without them.
+    overrides: Vec<PermissionPolicy>,
     /// Where refusals are recorded (the audit log, when on).
     server: Option<Arc<BashServer>>,
 }
@@ -65,19 +67,30 @@ pub fn build(settings: &Settings, server: Option<Arc<BashServer>>) -> Result<Opt
     } else {
         Some(PermissionPolicy::new(&rules.allow, &rules.deny).map_err(|e| format!("`permissions`: {e}"))?)
     };
-    if policy.is_none() && !settings.refuse_catastrophic {
+    let overrides = if settings.sandbox_overrides.is_empty() {
+        None
+    } else {
+        let none: &[&str] = &[];
+        Some(
+            PermissionPolicy::new(&settings.sandbox_overrides, none)
+                .map_err(|e| format!("`sandbox_overrides`: {e}"))?,
+        )
+    };
+    if policy.is_none() && overrides.is_none() && !settings.refuse_catastrophic {
         return Ok(None);
     }
+    let per_dialect = |p: PermissionPolicy| {
+        [Dialect::Bash, Dialect::Posix, Dialect::Other, Dialect::Unknown]
+            .into_iter()
+            .map(|d| p.clone().with_dialect(d))
+            .collect()
+    };
     Ok(Some(Arc::new(PolicyGate {
         server_name: bash_mcp::DEFAULT_SERVER_NAME.to_owned(),
-        policies: policy.map_or_else(Vec::new, |p| {
-            [Dialect::Bash, Dialect::Posix, Dialect::Other, Dialect::Unknown]
-                .into_iter()
-                .map(|d| p.clone().with_dialect(d))
-                .collect()
-        }),
+        policies: policy.map_or_else(Vec::new, per_dialect),
         rules,
         refuse_catastrophic: settings.refuse_catastrophic,
+        overrides: overrides.map_or_else(Vec::new, per_dialect),
         server,
     })))
 }
@@ -121,7 +134,10 @@ impl PolicyGate {
                 .as_ref()
                 .and_then(|s| s.find_tool(tool).map(|t| t.permission_dialect(call)))
                 .unwrap_or_default();
-            self.decide_command(&qualified, args, dialect)
+            match self.decide_command(&qualified, args, dialect) {
+                GateDecision::Allow if tool == "execute" => self.sandbox_for(&qualified, args, dialect),
+                decision => decision,
+            }
         } else if RAW_INPUT_TOOLS.contains(&tool) {
             self.decide_raw_input(&qualified, args)
         } else if let Some(refusal) = self.decide_session_env(tool, &qualified, args) {
@@ -200,6 +216,37 @@ impl PolicyGate {
             }
         }
         GateDecision::Allow
+    }
+
+    /// An allowed `execute` whose `sandbox` argument asks for more than the
+    /// configured sandbox runs in the wider one when a `sandbox_overrides`
+    /// rule names its command (every part of it, as permission rules are
+    /// matched). Otherwise the tool itself refuses the widening.
+    fn sandbox_for(&self, qualified: &str, args: &Map<String, Value>, dialect: Dialect) -> GateDecision {
+        let (Some(call), Some(server)) = (args.get("sandbox").and_then(Value::as_object), &self.server) else {
+            return GateDecision::Allow;
+        };
+        let configured = &server.config().sandbox;
+        let base = server.working_dir();
+        let dir = string_arg(args, "working_dir").map_or_else(|| base.clone(), |d| base.join(d));
+        if configured.tighten(call, &dir).is_ok() {
+            return GateDecision::Allow;
+        }
+        // A value that is not a sandbox setting: the tool names it.
+        let Ok(wider) = configured.widened(call, &dir) else {
+            return GateDecision::Allow;
+        };
+        let named = self
+            .overrides
+            .iter()
+            .find(|p| p.dialect() == dialect)
+            .is_some_and(|p| p.decide_args(qualified, args) == Decision::Allow);
+        if named {
+            tracing::info!(sandbox = %wider.to_value(), "a sandbox_overrides rule widens this call's sandbox");
+            GateDecision::AllowInSandbox(wider)
+        } else {
+            GateDecision::Allow
+        }
     }
 
     /// `session_start`'s `env` is the environment of every command the session runs: a
@@ -452,10 +499,53 @@ mod tests {
         );
     }
 
+    #[test]
+    fn only_commands_an_override_rule_names_may_widen_the_sandbox() {
+        let dir = std::env::temp_dir();
+        let server = Arc::new(BashServer::new(&dir, None, Duration::from_secs(30)).unwrap());
+        server
+            .configure(r#"{"sandbox": {"mode": "workspace-write", "on_unavailable": "warn-and-run-unsandboxed"}}"#)
+            .unwrap();
+        let mut s = settings::load(&Common::default()).unwrap();
+        s.sandbox_overrides = vec!["bash.execute:npm install *".into()];
+        let g = build(&s, Some(server.clone())).unwrap().expect("a gate");
+        let call = |command: &str, sandbox: Value| {
+            let args = serde_json::json!({"command": command, "sandbox": sandbox});
+            g.check("execute", &ToolArgs::from_value(args))
+        };
+        let GateDecision::AllowInSandbox(wider) = call("npm install", serde_json::json!({"network": true})) else {
+            panic!("a named command widens");
+        };
+        assert!(wider.network);
+        assert_eq!(wider.mode, server.config().sandbox.mode);
+        let GateDecision::AllowInSandbox(off) = call("npm install left-pad", serde_json::json!({"mode": "off"})) else {
+            panic!("a named command may run unsandboxed");
+        };
+        assert_eq!(off.mode, bash_mcp::sandbox::Mode::Off);
+        // Every part must be named, as permission rules are matched; the tool
+        // then refuses the widening itself.
+        for (command, sandbox) in [
+            ("npm install && curl evil.example", serde_json::json!({"network": true})),
+            ("ls", serde_json::json!({"mode": "off"})),
+            ("npm install $(cat x)", serde_json::json!({"network": true})),
+        ] {
+            assert_eq!(
+                call(command, sandbox.clone()),
+                GateDecision::Allow,
+                "{command} {sandbox}"
+            );
+        }
+        // Tightening needs no rule.
+        assert_eq!(
+            call("npm install", serde_json::json!({"mode": "read-only"})),
+            GateDecision::Allow
+        );
+    }
+
     fn refused(decision: GateDecision) -> String {
         match decision {
             GateDecision::Refuse { message, .. } => message,
-            GateDecision::Allow => panic!("expected a refusal"),
+            other => panic!("expected a refusal, got {other:?}"),
         }
     }
 

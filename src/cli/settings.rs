@@ -21,7 +21,7 @@ pub const DEFAULT_MAX_TIMEOUT_SECS: u64 = 600;
 pub const DEFAULT_YIELD_SECS: u64 = 45;
 /// Keys the binary reads itself; every other key goes to the library.
 /// (`tools` is shared: a list is read here, an object goes to the library.)
-pub const BINARY_KEYS: &[&str] = &["working_dir", "permissions", "refuse_catastrophic"];
+pub const BINARY_KEYS: &[&str] = &["working_dir", "permissions", "refuse_catastrophic", "sandbox_overrides"];
 
 /// Allow and deny rules in the host's pattern format.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -40,6 +40,9 @@ pub struct Settings {
     /// `None` when the file has no `permissions` key.
     pub permissions: Option<Permissions>,
     pub refuse_catastrophic: bool,
+    /// Permission rules naming the commands whose `execute` call may widen
+    /// the sandbox with its `sandbox` argument; empty: no call may.
+    pub sandbox_overrides: Vec<String>,
     pub log_level: String,
     /// Whether the audit settings are the built-in default (not from the file).
     pub audit_is_default: bool,
@@ -92,6 +95,7 @@ pub fn load(common: &Common) -> Result<Settings, String> {
         expose_execute: true,
         permissions: None,
         refuse_catastrophic: true,
+        sandbox_overrides: Vec::new(),
         log_level: "warn".into(),
         audit_is_default: true,
     };
@@ -207,6 +211,9 @@ fn apply(settings: &mut Settings, mut map: Map<String, Value>) -> Result<(), Str
     }
     if let Some(value) = map.remove("refuse_catastrophic") {
         settings.refuse_catastrophic = value.as_bool().ok_or("`refuse_catastrophic` must be true or false")?;
+    }
+    if let Some(value) = map.remove("sandbox_overrides") {
+        settings.sandbox_overrides = string_list("sandbox_overrides", &value)?;
     }
     if let Some(value) = map.remove("permissions") {
         let Value::Object(mut rules) = value else {

@@ -11,6 +11,7 @@ use crate::ffi::panic;
 use crate::ffi::ptr::{null_arg, ref_arg, str_arg};
 use crate::ffi::result::{Failure, bash_mcp_result, to_code};
 use crate::ffi::server::{bash_mcp_output_callback, bash_mcp_server, call_with};
+use crate::sandbox::SandboxConfig;
 use crate::server::ToolResponse;
 
 /// The outcome of a command run with bash_mcp_server_run() or
@@ -216,6 +217,24 @@ unsafe fn run_into(
     user_data: *mut c_void,
     out: *mut *mut bash_mcp_exec_result,
 ) -> Result<(), Failure> {
+    // SAFETY: forwarded contract.
+    unsafe { run_in(server, &mut args, cancel, callback, user_data, out, None) }
+}
+
+/// [`run_into`] in `sandbox`, the host's for this call, when given: a JSON
+/// object of `sandbox` keys applied over the configured sandbox.
+///
+/// # Safety
+/// As documented for bash_mcp_server_run_in_sandbox().
+unsafe fn run_in(
+    server: *mut bash_mcp_server,
+    args: &mut ToolArgs,
+    cancel: *const bash_mcp_cancel_token,
+    callback: bash_mcp_output_callback,
+    user_data: *mut c_void,
+    out: *mut *mut bash_mcp_exec_result,
+    sandbox: Option<&str>,
+) -> Result<(), Failure> {
     if out.is_null() {
         return Err(null_arg("out"));
     }
@@ -223,13 +242,89 @@ unsafe fn run_into(
     let server = unsafe { ref_arg(server.cast_const(), "server") }?;
     // SAFETY: NULL or a live token per the contract.
     let cancel = unsafe { cancel.as_ref() };
-    foreground_only(&mut args)?;
+    foreground_only(args)?;
+    let sandbox = sandbox.map(|json| host_sandbox(server, json)).transpose()?;
     // SAFETY: the callback and user_data are the caller's, used as documented.
-    let response = unsafe { call_with(server, "execute", &args, cancel, callback, user_data) };
+    let response = unsafe { call_with(server, "execute", args, cancel, callback, user_data, sandbox.as_ref()) };
     let result = bash_mcp_exec_result::from_response(&response);
     // SAFETY: `out` is non-NULL and points to writable storage per the contract.
     unsafe { out.write(Box::into_raw(Box::new(result))) };
     Ok(())
+}
+
+/// Runs the `execute` tool, as bash_mcp_server_run_with() does, in a
+/// sandbox the host chose for this one call.
+///
+/// This is how a host widens the sandbox for a call it decided to trust
+/// (more writable roots, network on, or no sandbox at all), or confines a
+/// call on a server that runs commands unsandboxed. The library never widens
+/// a call by itself, and a model cannot ask for this through the tool's
+/// arguments: their `sandbox` key can only tighten, here the host's sandbox.
+/// The call's audit entry records the sandbox it ran in as
+/// `sandbox_override`.
+///
+/// @param server The server; may be NULL.
+/// @param args_json The `execute` tool's arguments, as for
+///        bash_mcp_server_run_with(). Borrowed for the duration of the call.
+/// @param sandbox_json A JSON object of `sandbox` configuration keys
+///        (docs/sandbox.md) applied over the server's configured sandbox for
+///        this call only: e.g. `{"mode": "off"}` to run it unsandboxed,
+///        `{"network": true}`, or `{"writable_roots": ["/srv/cache"]}`.
+///        Relative paths resolve against the server's working directory.
+///        Borrowed for the duration of the call.
+/// @param cancel A token another thread may cancel, or NULL.
+/// @param callback Receives output chunks as they arrive, or NULL.
+/// @param user_data Passed to @p callback unchanged; may be NULL.
+/// @param[out] out Receives the result on success; untouched on failure.
+///        Caller owns it; release it with bash_mcp_exec_result_free().
+/// @return ::BASH_MCP_RESULT_OK (also for a command that failed, timed out,
+///         was cancelled or had bad arguments: the result says so), or
+///         ::BASH_MCP_RESULT_NULL_ARGUMENT, ::BASH_MCP_RESULT_INVALID_UTF8,
+///         ::BASH_MCP_RESULT_INVALID_ARGUMENT (also for a @p sandbox_json
+///         that is not a valid `sandbox` object: the last error names the
+///         key), ::BASH_MCP_RESULT_INTERNAL, ::BASH_MCP_RESULT_PANIC.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bash_mcp_server_run_in_sandbox(
+    server: *mut bash_mcp_server,
+    args_json: *const c_char,
+    sandbox_json: *const c_char,
+    cancel: *const bash_mcp_cancel_token,
+    callback: bash_mcp_output_callback,
+    user_data: *mut c_void,
+    out: *mut *mut bash_mcp_exec_result,
+) -> bash_mcp_result {
+    panic::guard_code(|| {
+        to_code((|| {
+            // SAFETY: a C string per the documented contract.
+            let args_json = unsafe { str_arg(args_json, "args_json") }?;
+            // SAFETY: a C string per the documented contract.
+            let sandbox_json = unsafe { str_arg(sandbox_json, "sandbox_json") }?;
+            let mut args = ToolArgs::parse(args_json);
+            // SAFETY: forwarded contract.
+            unsafe { run_in(server, &mut args, cancel, callback, user_data, out, Some(sandbox_json)) }
+        })())
+    })
+}
+
+/// The host's sandbox for one call: `json`'s keys over the configured sandbox.
+fn host_sandbox(server: &bash_mcp_server, json: &str) -> Result<SandboxConfig, Failure> {
+    let invalid = |message: String| Failure::new(bash_mcp_result::InvalidArgument, message);
+    let value: Value = serde_json::from_str(json).map_err(|e| {
+        invalid(format!(
+            "`sandbox_json` is not JSON ({e}); pass an object such as {{\"mode\": \"off\"}}"
+        ))
+    })?;
+    if !value.is_object() {
+        return Err(invalid(format!(
+            "`sandbox_json` must be a JSON object of sandbox keys, got {value}; pass e.g. {{\"network\": true}}"
+        )));
+    }
+    let server = server.inner();
+    server
+        .config()
+        .sandbox
+        .apply(&value, &server.working_dir())
+        .map_err(|p| invalid(format!("{} ({})", p.message, p.hint)))
 }
 
 /// Releases a result.

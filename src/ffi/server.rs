@@ -15,6 +15,7 @@ use crate::ffi::panic;
 use crate::ffi::ptr::{null_arg, opt_str_arg, ref_arg, str_arg};
 use crate::ffi::result::{Failure, bash_mcp_result, set_last_error, to_code};
 use crate::ffi::string::{into_c_string, string_call};
+use crate::sandbox::SandboxConfig;
 use crate::server::{CallOptions, McpServer, ToolResponse};
 
 /// A shell server: the `execute` tool and its companions.
@@ -329,7 +330,7 @@ pub unsafe extern "C" fn bash_mcp_server_execute_with(
         // written as text here, once.
         let args = ToolArgs::parse(args_json);
         // SAFETY: the callback and user_data are the caller's, used as documented.
-        let envelope = unsafe { call_with(server, tool_name, &args, cancel, callback, user_data) }.to_envelope();
+        let envelope = unsafe { call_with(server, tool_name, &args, cancel, callback, user_data, None) }.to_envelope();
         into_c_string(envelope)
     })
 }
@@ -347,6 +348,7 @@ pub(crate) unsafe fn call_with(
     cancel: Option<&bash_mcp_cancel_token>,
     callback: bash_mcp_output_callback,
     user_data: *mut c_void,
+    sandbox: Option<&SandboxConfig>,
 ) -> ToolResponse {
     let mut forward = |chunk: &[u8], stream: OutputStream| {
         if let Some(callback) = callback {
@@ -360,6 +362,7 @@ pub(crate) unsafe fn call_with(
         on_output: callback
             .is_some()
             .then_some(&mut forward as &mut dyn FnMut(&[u8], OutputStream)),
+        sandbox,
     };
     server.inner.call_tool(tool_name, args, options)
 }

@@ -115,10 +115,14 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 
 /// What a [`Gate`] says about a call.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum GateDecision {
     /// Run the call.
     Allow,
+    /// Run the call (an `execute`) in this sandbox instead of the
+    /// configured one: the host's decision to widen it, passed as
+    /// [`CallOptions::sandbox`] and recorded in the call's audit entry.
+    AllowInSandbox(crate::sandbox::SandboxConfig),
     /// Do not run it; the model gets a result with `error:
     /// "permission_denied"`, this message and hint (and `isError: true`).
     Refuse {
@@ -137,7 +141,7 @@ pub enum GateDecision {
 impl GateDecision {
     /// The result document of a refused call — `error: "permission_denied"`,
     /// `message`, `hint`, and `pattern` and `audit_id` when known — or
-    /// `None` for [`GateDecision::Allow`].
+    /// `None` for a call that runs.
     pub fn refusal_document(&self) -> Option<Value> {
         let GateDecision::Refuse {
             message,
@@ -712,12 +716,20 @@ impl Job {
     }
 
     fn execute(&self, tail: Option<&OutputTail>) -> ToolResponse {
-        if let Some(gate) = &self.inner.options.gate
-            && let Some(doc) = gate.check(&self.tool, &self.args).refusal_document()
-        {
+        let decision = self
+            .inner
+            .options
+            .gate
+            .as_ref()
+            .map(|gate| gate.check(&self.tool, &self.args));
+        if let Some(doc) = decision.as_ref().and_then(GateDecision::refusal_document) {
             tracing::info!(tool = %self.tool, message = %doc["message"], "call refused by policy");
             return ToolResponse::document(doc);
         }
+        let sandbox = match &decision {
+            Some(GateDecision::AllowInSandbox(sandbox)) => Some(sandbox),
+            _ => None,
+        };
         let mut observe = |chunk: &[u8], _stream| {
             if let Some(tail) = tail {
                 tail.observe(chunk);
@@ -728,6 +740,7 @@ impl Job {
             on_output: tail
                 .is_some()
                 .then_some(&mut observe as &mut dyn FnMut(&[u8], crate::OutputStream)),
+            sandbox,
         };
         self.inner.server.call_tool(&self.tool, &self.args, options)
     }

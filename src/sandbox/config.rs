@@ -255,7 +255,7 @@ impl SandboxConfig {
             match key.as_str() {
                 "mode" => {
                     let mode = parse_mode(value)?;
-                    if mode == Mode::Off || (self.is_on() && mode > self.mode) {
+                    if self.is_on() && (mode == Mode::Off || mode > self.mode) {
                         return Err(widening("mode", value));
                     }
                     next.mode = mode;
@@ -283,11 +283,34 @@ impl SandboxConfig {
         }
         // Without a sandbox, network and roots restrict nothing: refuse rather than
         // run the command with less confinement than the call asked for.
-        if !next.is_on() && !call.is_empty() {
+        let asks_confinement = call.get("network") == Some(&Value::Bool(false)) || call.contains_key("writable_roots");
+        if !next.is_on() && asks_confinement {
             return Err(problem(
                 "the server runs commands without a sandbox, so `sandbox.network` or `sandbox.writable_roots` alone would confine nothing",
                 "add `\"mode\": \"workspace-write\"` (or `\"read-only\"`) to the call's `sandbox` to run it in one",
             ));
+        }
+        Ok(next)
+    }
+
+    /// A copy with a call's `sandbox` keys applied whichever way they go:
+    /// the sandbox a host that decided to widen this call runs it in. The
+    /// library never calls it on its own; the binary does for commands its
+    /// `sandbox_overrides` rules name, and hosts may.
+    pub fn widened(&self, call: &Map<String, Value>, base: &Path) -> Result<SandboxConfig, ConfigProblem> {
+        let mut next = self.clone();
+        for (key, value) in call {
+            match key.as_str() {
+                "mode" => next.mode = parse_mode(value)?,
+                "network" => next.network = boolean(key, value)?,
+                "writable_roots" => next.writable_roots = Some(absolute_paths(key, value, base)?),
+                other => {
+                    return Err(problem(
+                        format!("`sandbox.{other}` cannot be set per call"),
+                        "a call may set `mode`, `network` and `writable_roots`",
+                    ));
+                }
+            }
         }
         Ok(next)
     }
@@ -303,7 +326,7 @@ impl SandboxConfig {
 fn widening(key: &str, value: &Value) -> ConfigProblem {
     problem(
         format!("the call's `sandbox.{key}` ({value}) would widen the configured sandbox"),
-        "a call can only tighten the sandbox; widening is the host's decision, made in its configuration",
+        "a call can only tighten the sandbox; widening is the host's decision (the binary's `sandbox_overrides` rules, or the host's own sandbox for the call in the Rust and C APIs)",
     )
 }
 
@@ -462,5 +485,30 @@ mod tests {
             .tighten(json!({"mode": "workspace-write"}).as_object().unwrap(), base)
             .unwrap_err();
         assert!(e.message.contains("widen"), "{e:?}");
+    }
+
+    #[test]
+    fn a_host_can_widen_and_the_same_call_then_tightens_nothing() {
+        let base = Path::new("/base");
+        let c = apply(json!({"mode": "workspace-write", "writable_roots": ["/base"]})).unwrap();
+        for call in [
+            json!({"mode": "off"}),
+            json!({"network": true}),
+            json!({"writable_roots": ["/base", "/srv/cache"]}),
+            json!({"mode": "off", "network": true}),
+        ] {
+            let call = call.as_object().unwrap();
+            assert!(c.tighten(call, base).is_err(), "{call:?} widens");
+            let wide = c.widened(call, base).unwrap();
+            // The binary hands the widened sandbox to the tool, which applies
+            // the call's own `sandbox` argument to it again.
+            assert_eq!(wide.tighten(call, base).unwrap(), wide, "{call:?}");
+        }
+        let wide = c.widened(json!({"mode": "off"}).as_object().unwrap(), base).unwrap();
+        assert_eq!(wide.mode, Mode::Off);
+        let e = c
+            .widened(json!({"protected": []}).as_object().unwrap(), base)
+            .unwrap_err();
+        assert!(e.message.contains("sandbox.protected"), "{e:?}");
     }
 }

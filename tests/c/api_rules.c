@@ -190,6 +190,50 @@ static void check_calls(bash_mcp_server *server, const char *scratch) {
     CHECK(take_has(bash_mcp_server_execute(server, "execute", "{\"command\": \"pwd\"}"), scratch));
 }
 
+/* A host's sandbox for one call: a read-only one on this unsandboxed server
+ * keeps the command from writing (or, where no backend works, the call fails
+ * typed: never an unconfined run); bad sandbox JSON is refused, naming it. */
+static void check_run_in_sandbox(bash_mcp_server *server, const char *scratch) {
+    char path[2048], args[2200];
+    snprintf(path, sizeof path, "%s/host-sandboxed", scratch);
+    snprintf(args, sizeof args, "{\"command\": \"echo x > '%s'\"}", path);
+    bash_mcp_exec_result *result = NULL;
+    CHECK(bash_mcp_server_run_in_sandbox(server, args, "{\"mode\": \"read-only\"}", NULL, NULL, NULL,
+                                         &result) == BASH_MCP_RESULT_OK);
+    CHECK(result != NULL);
+    const char *error = bash_mcp_exec_result_error_code(result);
+    CHECK((error == NULL && bash_mcp_exec_result_exit_code(result) != 0) ||
+          (error != NULL && strcmp(error, "sandbox_unavailable") == 0));
+    bash_mcp_exec_result_free(result);
+    FILE *written = fopen(path, "r");
+    CHECK(written == NULL);
+    if (written != NULL) {
+        fclose(written);
+    }
+
+    result = NULL;
+    CHECK(bash_mcp_server_run_in_sandbox(server, args, "{\"mode\": \"strict\"}", NULL, NULL, NULL, &result) ==
+          BASH_MCP_RESULT_INVALID_ARGUMENT);
+    CHECK(result == NULL && last_error_has("sandbox.mode"));
+    CHECK(bash_mcp_server_run_in_sandbox(server, args, "[]", NULL, NULL, NULL, &result) ==
+          BASH_MCP_RESULT_INVALID_ARGUMENT);
+    CHECK(result == NULL && last_error_has("sandbox_json"));
+    CHECK(bash_mcp_server_run_in_sandbox(server, args, NULL, NULL, NULL, NULL, &result) ==
+          BASH_MCP_RESULT_NULL_ARGUMENT);
+
+    /* Without a sandbox of its own the same call writes: the host's sandbox
+     * held for that one call only. */
+    CHECK(bash_mcp_server_run_with(server, args, NULL, NULL, NULL, &result) == BASH_MCP_RESULT_OK);
+    CHECK(result != NULL && bash_mcp_exec_result_exit_code(result) == 0);
+    bash_mcp_exec_result_free(result);
+    written = fopen(path, "r");
+    CHECK(written != NULL);
+    if (written != NULL) {
+        fclose(written);
+        remove(path);
+    }
+}
+
 struct collected {
     char text[256];
     size_t len;
@@ -432,6 +476,7 @@ int main(int argc, char **argv) {
     if (server != SENTINEL && server != NULL) {
         check_bad_strings(server);
         check_calls(server, scratch);
+        check_run_in_sandbox(server, scratch);
         check_callbacks_and_cancel(server);
         check_log(server);
         check_threads(server);

@@ -139,6 +139,7 @@ pub fn run_cancellable(
             bash_mcp::CallOptions {
                 cancel: Some(token),
                 on_output: None,
+                sandbox: None,
             },
         )
         .expect("run_with")
