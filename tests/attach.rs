@@ -158,6 +158,9 @@ impl Server {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(self.sockets().is_empty(), "socket left: {:?}", self.sockets());
+        // The last server out removes the directory too.
+        let dir = self.runtime_dir().join("bash-mcp");
+        assert!(!dir.exists(), "{} left behind", dir.display());
         let audit = std::fs::read_to_string(self.dir.join("audit.jsonl")).unwrap_or_default();
         let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
         (std::mem::take(&mut self.seen_by_model), audit, log)
@@ -585,6 +588,8 @@ fn killing_the_server_leaves_no_socket_and_no_process() {
     let _ = server.child.wait();
     tmux.wait_for("person", &format!("[the server of session #1 {name} ended]"));
     wait_until("the guard removes the socket", || server.sockets().is_empty());
+    let dir = server.runtime_dir().join("bash-mcp");
+    wait_until("the guard removes the empty socket directory", || !dir.exists());
     wait_until("the attach process ends", || attach_processes(&server).is_empty());
     drop(tmux);
     assert_no_survivors(&tag);

@@ -27,10 +27,7 @@ impl AttachServer {
     /// Listens on this process's socket in the private directory.
     pub fn start(sessions: Weak<Inner>) -> io::Result<Self> {
         let path = crate::ids::attach_socket_path();
-        let dir = path.parent().expect("the socket path has a directory");
-        super::dir::ensure_private(dir)?;
-        let _ = std::fs::remove_file(&path);
-        let listener = UnixListener::bind(&path)
+        let listener = bind(&path)
             .map_err(|e| io::Error::new(e.kind(), format!("could not listen on {}: {e}", path.display())))?;
         // SAFETY: plain syscall; the fd is owned below.
         let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
@@ -71,6 +68,27 @@ impl Drop for AttachServer {
             let _ = thread.join();
         }
         let _ = std::fs::remove_file(&self.path);
+        // The last server out removes the directory: it fails, harmlessly,
+        // while another server's socket is still in it.
+        if let Some(dir) = self.path.parent() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// Binds `path` in its private directory, made if needed. Another server
+/// that was the last one out may remove the directory between the two
+/// steps: then it is made again.
+fn bind(path: &Path) -> io::Result<UnixListener> {
+    let dir = path.parent().expect("the socket path has a directory");
+    let mut attempts = 0;
+    loop {
+        super::dir::ensure_private(dir)?;
+        let _ = std::fs::remove_file(path);
+        match UnixListener::bind(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && attempts < 8 => attempts += 1,
+            result => return result,
+        }
     }
 }
 
