@@ -261,10 +261,11 @@ impl SandboxConfig {
                     next.mode = mode;
                 }
                 "network" => {
-                    if boolean(key, value)? && !self.network {
+                    let asked = boolean(key, value)?;
+                    if asked && !self.network {
                         return Err(widening("network", value));
                     }
-                    next.network = false;
+                    next.network = asked;
                 }
                 "writable_roots" => {
                     let roots = absolute_paths(key, value, base)?;
