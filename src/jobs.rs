@@ -382,11 +382,64 @@ impl JobManager {
         }
     }
 
+    /// Cancels the job (kills its process group) without waiting; false
+    /// when there is no such job.
+    pub fn cancel(&self, id: &str) -> bool {
+        let job = self.lock().get(id).cloned();
+        job.map(|job| job.cancel()).is_some()
+    }
+
     /// Kills the job's process group and returns its final result.
     pub fn kill(&self, id: &str) -> Result<Value, ToolError> {
         let job = self.get(id)?;
         job.cancel();
         self.status(id, Duration::from_secs(30))
+    }
+
+    /// For a protocol task: waits up to `wait` for the job to end. `None`:
+    /// no such job; `Some(Err(tail))`: still running, with the end of its
+    /// output so far (this does not move `job_status`'s read position);
+    /// `Some(Ok(result))`: ended, with the result its call would have
+    /// returned (the outcome document, or the error).
+    pub fn wait_end(&self, id: &str, wait: Duration) -> Option<Result<Result<Value, ToolError>, String>> {
+        let job = self.lock().get(id).cloned()?;
+        let deadline = Instant::now() + wait;
+        let mut result = job.result();
+        while result.is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            result = job
+                .done
+                .wait_timeout(result, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        let Some(outcome) = result.clone() else {
+            drop(result);
+            let live = job.live();
+            let (text, _) = live.out.render_since(live.out.total().saturating_sub(4096));
+            return Some(Err(text));
+        };
+        drop(result);
+        if let Some(h) = job.handle.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = h.join();
+        }
+        Some(Ok(outcome.map(|mut outcome| {
+            outcome.output = outcome.output.map(crate::term::clean);
+            outcome.to_value()
+        })))
+    }
+
+    /// Forgets a job: kills its process group if it still runs, waits (at
+    /// most `limit`) for its thread to end, and drops what it kept.
+    pub fn release(&self, id: &str, limit: Duration) {
+        let Some(job) = self.lock().remove(id) else {
+            return;
+        };
+        job.cancel();
+        StoppedJobs(vec![job]).wait(Some(Instant::now() + limit));
     }
 
     /// (running, finished and kept) job counts.

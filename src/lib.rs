@@ -66,7 +66,7 @@ pub use capture::BoundedOutput;
 pub use config::Config;
 pub use error::{ErrorCode, ToolError, document_text};
 pub use exec::{OutputSink, OutputStream};
-pub use server::{CallOptions, McpServer, Tool, ToolDefinition, ToolOutput, ToolRegistry, ToolResponse};
+pub use server::{CallOptions, McpServer, TaskJob, Tool, ToolDefinition, ToolOutput, ToolRegistry, ToolResponse};
 pub use spawn::Streams;
 
 /// Names of the background-job tools, registered beside `execute`.

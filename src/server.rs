@@ -375,6 +375,41 @@ pub trait McpServer: Send + Sync {
         self.find_tool(tool_name).is_some_and(|t| t.skip_duplicate_check())
     }
 
+    /// Whether a call of `tool` (its local name) can run as a background
+    /// job for a protocol task (MCP tasks); the default: no tool can.
+    fn task_support(&self, _tool_name: &str) -> bool {
+        false
+    }
+
+    /// Starts a call of `tool` as a background job and returns the job's
+    /// id, or the call's own result when nothing was started (bad
+    /// arguments, a refused directory). Only for tools with
+    /// [`task_support`](McpServer::task_support). `sandbox` is the host's
+    /// sandbox for the call, as [`CallOptions::sandbox`].
+    fn start_task_job(
+        &self,
+        tool_name: &str,
+        _args: &ToolArgs,
+        _sandbox: Option<&SandboxConfig>,
+    ) -> Result<String, ToolResponse> {
+        Err(ToolResponse::error(&ToolError::new(
+            ErrorCode::UnknownTool,
+            format!("{tool_name} cannot run as a task"),
+            "call it without a task",
+        )))
+    }
+
+    /// How the job stands, waiting up to `wait` for it to end.
+    fn task_job(&self, _job_id: &str, _wait: std::time::Duration) -> TaskJob {
+        TaskJob::Gone
+    }
+
+    /// Cancels the job (kills its process group); nothing once it ended.
+    fn cancel_task_job(&self, _job_id: &str) {}
+
+    /// Forgets the job (cancelling it first if it still runs) and what it kept.
+    fn release_task_job(&self, _job_id: &str) {}
+
     /// Applies a JSON configuration object; the default accepts anything.
     fn configure(&self, _config_json: &str) -> Result<(), ToolError> {
         Ok(())
@@ -384,6 +419,20 @@ pub trait McpServer: Send + Sync {
     fn set_working_dir(&self, _path: &Path) -> Result<(), ToolError> {
         Ok(())
     }
+}
+
+/// How a task's background job stands ([`McpServer::task_job`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskJob {
+    /// Still running; the last output it printed (a few KiB at most).
+    Running {
+        /// The end of its output so far.
+        recent_output: String,
+    },
+    /// Ended: the result its call would have returned.
+    Ended(ToolResponse),
+    /// No such job (released, or never started).
+    Gone,
 }
 
 /// `tool_name` without the `<server>.` qualification, if it has one.

@@ -2,9 +2,11 @@
 //! `.ci/install-clients.sh` into `.ci/clients/`:
 //!
 //! - the Python `mcp` client (`tests/clients/python_client.py`) in handshake,
-//!   auto-probe and 2026-07-28 modes;
+//!   auto-probe and 2026-07-28 modes, and MCP tasks in both eras (result
+//!   after the end, cancel killing the group, expiry);
 //! - the MCP Inspector CLI (tools/list, tools/call, an error result);
-//! - the TypeScript SDK v1 client (`tests/clients/ts_client.mjs`).
+//! - the TypeScript SDK v1 client (`tests/clients/ts_client.mjs`), with its
+//!   2025-11-25 tasks (`client.experimental.tasks`).
 //!
 //! A missing client prints `SKIP: <reason>` and passes, unless
 //! `BASH_MCP_REQUIRE_CLIENTS=1` (set by CI), when it fails.

@@ -1731,3 +1731,436 @@ fn binary_refuses_catastrophic_commands_under_rules_unless_named() {
         assert_eq!(result["isError"], false, "{command}: {result}");
     }
 }
+
+// ------------------------------------------------------------------ tasks
+
+fn task_options(ttl: Duration, poll: Duration) -> HandlerOptions {
+    HandlerOptions {
+        tasks: Some(bash_mcp::mcp::TaskOptions {
+            default_ttl: ttl,
+            max_ttl: ttl,
+            poll_interval: poll,
+        }),
+        progress_interval: Duration::from_millis(100),
+        ..HandlerOptions::default()
+    }
+}
+
+fn task_harness() -> Harness {
+    harness_with(task_options(Duration::from_secs(60), Duration::from_millis(300)))
+}
+
+/// Sends a task-augmented `tools/call` (2025-11-25) and returns the task.
+fn create_task(h: &Harness, id: i64, args: Value, extra: Value) -> Value {
+    let mut params = json!({"name": "execute", "arguments": args, "task": {"ttl": 60000}});
+    if let Value::Object(extra) = extra {
+        params.as_object_mut().unwrap().extend(extra);
+    }
+    let reply = h.request(json!(id), "tools/call", params);
+    let task = reply["result"]["task"].clone();
+    assert_eq!(task["status"], "working", "{reply}");
+    task
+}
+
+fn task_get(h: &Harness, id: &str) -> Value {
+    h.request(json!("get"), "tasks/get", json!({"taskId": id}))
+}
+
+fn wait_status(h: &Harness, id: &str, status: &str) -> Value {
+    let start = Instant::now();
+    loop {
+        let reply = task_get(h, id);
+        if reply["result"]["status"] == status {
+            return reply["result"].clone();
+        }
+        assert!(start.elapsed() < HANG_GUARD, "never {status}: {reply}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn tasks_2025_capability_and_task_support() {
+    let h = task_harness();
+    let init = h.initialize("2025-11-25");
+    assert_eq!(
+        init["result"]["capabilities"]["tasks"],
+        json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+    );
+    let tools = h.request(json!(1), "tools/list", json!({}))["result"]["tools"].clone();
+    for tool in tools.as_array().unwrap() {
+        let support = &tool["execution"]["taskSupport"];
+        if tool["name"] == "execute" {
+            assert_eq!(*support, "optional");
+        } else {
+            assert!(support.is_null(), "only execute runs as a task: {tool}");
+        }
+    }
+    // A tool that cannot run as a task: -32601, as the specification asks.
+    let reply = h.request(
+        json!(2),
+        "tools/call",
+        json!({"name": "job_list", "arguments": {}, "task": {}}),
+    );
+    assert_eq!(error_code(&reply), -32601);
+    // An older revision has no tasks: no capability, no taskSupport, `task` ignored.
+    let old = task_harness();
+    let init = old.initialize("2025-06-18");
+    assert!(init["result"]["capabilities"].get("tasks").is_none());
+    let tools = old.request(json!(1), "tools/list", json!({}))["result"]["tools"].clone();
+    assert!(tools[0].get("execution").is_none());
+    assert_eq!(error_code(&old.request(json!(2), "tasks/list", json!({}))), -32601);
+    // Tasks off (the default): nothing of them.
+    let off = harness();
+    assert!(
+        off.initialize("2025-11-25")["result"]["capabilities"]
+            .get("tasks")
+            .is_none()
+    );
+}
+
+#[test]
+fn tasks_2025_result_after_the_command_ended() {
+    let h = task_harness();
+    h.initialize("2025-11-25");
+    let task = create_task(&h, 1, json!({"command": "echo from-task"}), Value::Null);
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    assert!(id.len() >= 16, "an unguessable id: {id}");
+    assert_eq!(task["ttl"], 60000);
+    assert_eq!(task["pollInterval"], 300);
+    assert!(task["createdAt"].as_str().unwrap().ends_with('Z'));
+    let done = wait_status(&h, &id, "completed");
+    assert!(done.get("_meta").is_none(), "tasks/get carries no related-task: {done}");
+    // Long after the command ended, the result is still there, exactly the call's.
+    std::thread::sleep(Duration::from_millis(100));
+    let reply = h.request(json!(3), "tasks/result", json!({"taskId": id}));
+    let result = &reply["result"];
+    assert_eq!(result["structuredContent"]["output"], "from-task\n");
+    assert_eq!(result["structuredContent"]["exit_code"], 0);
+    assert!(result["structuredContent"].get("job_id").is_none());
+    assert_eq!(result["isError"], false);
+    assert_eq!(result["_meta"][bash_mcp::mcp::RELATED_TASK_KEY], json!({"taskId": id}));
+    // A tool error is a failed task (2025-11-25); its result says why.
+    let task = create_task(
+        &h,
+        4,
+        json!({"command": "sleep 5", "timeout_seconds": 0.2}),
+        Value::Null,
+    );
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    let failed = wait_status(&h, &id, "failed");
+    assert!(failed["statusMessage"].as_str().unwrap().contains("isError"));
+    let reply = h.request(json!(5), "tasks/result", json!({"taskId": id}));
+    assert_eq!(reply["result"]["structuredContent"]["error"], "timeout");
+    // tasks/list shows both, without related-task metadata.
+    let list = h.request(json!(6), "tasks/list", json!({}));
+    assert_eq!(list["result"]["tasks"].as_array().unwrap().len(), 2, "{list}");
+    assert!(list["result"].get("nextCursor").is_none());
+    assert_eq!(
+        error_code(&h.request(json!(7), "tasks/list", json!({"cursor": "nonsense"}))),
+        -32602
+    );
+    // Unknown ids and cancelling a terminal task: -32602.
+    assert_eq!(error_code(&task_get(&h, "no-such-task")), -32602);
+    assert_eq!(
+        error_code(&h.request(json!(8), "tasks/result", json!({"taskId": "x"}))),
+        -32602
+    );
+    let reply = h.request(json!(9), "tasks/cancel", json!({"taskId": id}));
+    assert_eq!(error_code(&reply), -32602);
+    assert!(
+        reply["error"]["message"].as_str().unwrap().contains("terminal"),
+        "{reply}"
+    );
+}
+
+#[test]
+fn tasks_2025_result_blocks_and_progress_carries_the_task() {
+    let h = task_harness();
+    h.initialize("2025-11-25");
+    let task = create_task(
+        &h,
+        1,
+        json!({"command": "for i in 1 2 3 4 5; do echo tick $i; sleep 0.1; done"}),
+        json!({"_meta": {"progressToken": "tok"}}),
+    );
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    assert!(
+        h.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": {"taskId": id}}))
+            .is_empty(),
+        "tasks/result waits for the end"
+    );
+    let mut progress = Vec::new();
+    let reply = loop {
+        let message = h.next(HANG_GUARD).expect("a message");
+        if message["method"] == "notifications/progress" {
+            progress.push(message);
+        } else {
+            break message;
+        }
+    };
+    assert_eq!(reply["id"], 2);
+    assert_eq!(reply["result"]["structuredContent"]["exit_code"], 0);
+    assert!(!progress.is_empty(), "progress while the task ran");
+    for p in &progress {
+        assert_eq!(p["params"]["progressToken"], "tok");
+        assert_eq!(
+            p["params"]["_meta"][bash_mcp::mcp::RELATED_TASK_KEY]["taskId"],
+            id,
+            "{p}"
+        );
+    }
+    assert!(h.next(Duration::from_millis(300)).is_none(), "nothing after the result");
+}
+
+#[test]
+fn tasks_2025_cancel_kills_the_group() {
+    let h = task_harness();
+    h.initialize("2025-11-25");
+    let tag = unique_tag("task-cancel");
+    let task = create_task(
+        &h,
+        1,
+        json!({"command": "sleep 30 & sleep 30", "env": {TAG_VAR: tag}}),
+        Value::Null,
+    );
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    assert!(wait_for_survivors(&tag, 2));
+    let reply = h.request(json!(2), "tasks/cancel", json!({"taskId": id}));
+    assert_eq!(reply["result"]["status"], "cancelled", "{reply}");
+    assert_eq!(reply["result"]["taskId"], id);
+    assert_no_survivors(&tag);
+    // It stays cancelled; its result is the killed command's.
+    assert_eq!(task_get(&h, &id)["result"]["status"], "cancelled");
+    let result = h.request(json!(3), "tasks/result", json!({"taskId": id}));
+    assert_eq!(result["result"]["structuredContent"]["error"], "cancelled", "{result}");
+    assert_eq!(
+        error_code(&h.request(json!(4), "tasks/cancel", json!({"taskId": id}))),
+        -32602
+    );
+}
+
+#[test]
+fn tasks_expire_and_release_their_job() {
+    let h = harness_with(task_options(Duration::from_millis(600), Duration::from_millis(100)));
+    h.initialize("2025-11-25");
+    let tag = unique_tag("task-expiry");
+    // A ttl asked above the maximum gets the maximum.
+    let reply = h.request(
+        json!(1),
+        "tools/call",
+        json!({"name": "execute", "arguments": {"command": "sleep 30", "env": {TAG_VAR: tag}}, "task": {"ttl": 999999}}),
+    );
+    let id = reply["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(reply["result"]["task"]["ttl"], 600);
+    assert!(wait_for_survivors(&tag, 1));
+    // Expiry kills a job still running and forgets the task and the job.
+    assert_no_survivors(&tag);
+    let start = Instant::now();
+    while h.handler.calls_in_flight() > 0 && start.elapsed() < HANG_GUARD {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let reply = task_get(&h, &id);
+    assert_eq!(error_code(&reply), -32602);
+    assert!(
+        reply["error"]["message"].as_str().unwrap().contains("expired"),
+        "{reply}"
+    );
+    assert!(
+        h.send(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "job_list", "arguments": {}}})
+        )
+        .is_empty()
+    );
+    let jobs = h.next(HANG_GUARD).unwrap();
+    assert_eq!(
+        jobs["result"]["structuredContent"]["jobs"],
+        json!([]),
+        "the job is gone too: {jobs}"
+    );
+    let list = h.request(json!(3), "tasks/list", json!({}));
+    assert_eq!(list["result"]["tasks"], json!([]));
+}
+
+fn ext_meta() -> Value {
+    let mut meta = modern_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"extensions": {bash_mcp::mcp::TASKS_EXTENSION: {}}});
+    meta
+}
+
+#[test]
+fn tasks_2026_the_server_decides() {
+    let h = task_harness();
+    let discover = h.request(json!(1), "server/discover", json!({"_meta": modern_meta()}));
+    assert_eq!(
+        discover["result"]["capabilities"]["extensions"],
+        json!({bash_mcp::mcp::TASKS_EXTENSION: {}})
+    );
+    // A quick command: the plain result, even for a client with the extension.
+    h.start_call(json!(2), json!({"command": "echo quick"}), ext_meta());
+    let reply = h.next(HANG_GUARD).unwrap();
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+    assert_eq!(reply["result"]["structuredContent"]["output"], "quick\n");
+    // A long one: a task, flat, with ttlMs and pollIntervalMs.
+    h.start_call(json!(3), json!({"command": "sleep 0.6; echo slow; exit 4"}), ext_meta());
+    let reply = h.next(HANG_GUARD).unwrap();
+    let task = &reply["result"];
+    assert_eq!(task["resultType"], "task", "{reply}");
+    assert_eq!(task["status"], "working");
+    assert_eq!(task["ttlMs"], 60000);
+    assert_eq!(task["pollIntervalMs"], 300);
+    assert!(task.get("task").is_none() && task.get("ttl").is_none());
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    // tasks/get until completed, with the result inline.
+    let start = Instant::now();
+    let done = loop {
+        let reply = h.request(json!(4), "tasks/get", json!({"taskId": id, "_meta": ext_meta()}));
+        assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+        if reply["result"]["status"] != "working" {
+            break reply["result"].clone();
+        }
+        assert!(start.elapsed() < HANG_GUARD);
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["result"]["structuredContent"]["exit_code"], 4);
+    assert_eq!(done["result"]["structuredContent"]["output"], "slow\n");
+    // A tool error is `completed` in this era, with the result.
+    h.start_call(
+        json!(5),
+        json!({"command": "sleep 5", "timeout_seconds": 0.5}),
+        ext_meta(),
+    );
+    let id2 = h.next(HANG_GUARD).unwrap()["result"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let start = Instant::now();
+    let done = loop {
+        let reply = h.request(json!(6), "tasks/get", json!({"taskId": id2, "_meta": ext_meta()}));
+        if reply["result"]["status"] != "working" {
+            break reply["result"].clone();
+        }
+        assert!(start.elapsed() < HANG_GUARD);
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["isError"], true);
+    // No tasks/result or tasks/list; a request without the extension gets -32021.
+    assert_eq!(
+        error_code(&h.request(json!(7), "tasks/result", json!({"taskId": id, "_meta": ext_meta()}))),
+        -32601
+    );
+    assert_eq!(
+        error_code(&h.request(json!(8), "tasks/list", json!({"_meta": ext_meta()}))),
+        -32601
+    );
+    let reply = h.request(json!(9), "tasks/get", json!({"taskId": id, "_meta": modern_meta()}));
+    assert_eq!(error_code(&reply), -32021);
+    assert_eq!(
+        reply["error"]["data"]["requiredCapabilities"],
+        json!({"extensions": {bash_mcp::mcp::TASKS_EXTENSION: {}}})
+    );
+    assert_eq!(
+        error_code(&h.request(json!(10), "tasks/get", json!({"taskId": "nope", "_meta": ext_meta()}))),
+        -32602
+    );
+    // Without the extension a long call is a plain call.
+    h.start_call(json!(11), json!({"command": "sleep 0.5; echo plain"}), modern_meta());
+    let reply = h.next(HANG_GUARD).unwrap();
+    assert_eq!(reply["result"]["structuredContent"]["output"], "plain\n", "{reply}");
+}
+
+#[test]
+fn tasks_2026_cancel_kills_the_group() {
+    let h = task_harness();
+    let tag = unique_tag("task-cancel-2026");
+    h.start_call(
+        json!(1),
+        json!({"command": "sleep 30 & sleep 30", "env": {TAG_VAR: tag}}),
+        ext_meta(),
+    );
+    let reply = h.next(HANG_GUARD).unwrap();
+    let id = reply["result"]["taskId"].as_str().unwrap().to_owned();
+    assert!(wait_for_survivors(&tag, 2));
+    let reply = h.request(json!(2), "tasks/cancel", json!({"taskId": id, "_meta": ext_meta()}));
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+    assert!(
+        reply["result"].get("status").is_none(),
+        "an empty acknowledgement: {reply}"
+    );
+    assert_no_survivors(&tag);
+    let reply = h.request(json!(3), "tasks/get", json!({"taskId": id, "_meta": ext_meta()}));
+    assert_eq!(reply["result"]["status"], "cancelled");
+    assert!(reply["result"].get("result").is_none());
+    // tasks/update: acknowledged (no task of this server waits for input).
+    let reply = h.request(
+        json!(4),
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {}, "_meta": ext_meta()}),
+    );
+    assert_eq!(reply["result"]["resultType"], "complete");
+}
+
+#[test]
+fn binary_task_expiry_releases_fds_and_processes() {
+    let dir = common::TempDir::new("tasks");
+    let config = dir.config(&json!({"tasks": {"ttl_seconds": 0.8, "poll_interval_ms": 100}, "audit": null}));
+    let mut s = spawn_server(&["serve", "--config", &config]);
+    s.initialize();
+    let pid = s.child.id();
+    let fds = || std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count();
+    // A first command opens what the server keeps for good (warm-up).
+    s.result_of(9, "execute", json!({"command": "true"}));
+    let before = fds();
+    let tag = unique_tag("binary-task-expiry");
+    s.send(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute","arguments":{"command":"sleep 30 & sleep 30","env":{TAG_VAR: tag}},"task":{}}}));
+    let reply = s.expect(json!(1));
+    let id = reply["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(reply["result"]["task"]["ttl"], 800, "{reply}");
+    assert!(wait_for_survivors(&tag, 2));
+    assert_no_survivors(&tag);
+    let start = Instant::now();
+    while fds() > before && start.elapsed() < HANG_GUARD {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let listing = || {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.unwrap().path()).ok())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(fds(), before, "the expired task's job holds no fd: {:?}", listing());
+    s.send(&json!({"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId": id}}));
+    let reply = s.expect(json!(2));
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    s.send(&json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"job_list","arguments":{}}}));
+    let reply = s.expect(json!(3));
+    assert_eq!(reply["result"]["structuredContent"]["jobs"], json!([]), "{reply}");
+}
+
+#[test]
+fn tasks_refused_by_the_gate_fail_at_once_with_the_refusal() {
+    let gate = |_: &str, _: &bash_mcp::ToolArgs| GateDecision::Refuse {
+        message: "no".into(),
+        hint: "ask".into(),
+        pattern: Some("bash.execute:true".into()),
+        audit_id: None,
+    };
+    let mut options = task_options(Duration::from_secs(60), Duration::from_millis(300));
+    options.gate = Some(Arc::new(gate));
+    let h = harness_with(options);
+    h.initialize("2025-11-25");
+    let reply = h.request(
+        json!(1),
+        "tools/call",
+        json!({"name": "execute", "arguments": {"command": "true"}, "task": {}}),
+    );
+    let id = reply["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(task_get(&h, &id)["result"]["status"], "failed");
+    let result = h.request(json!(2), "tasks/result", json!({"taskId": id}));
+    assert_eq!(
+        result["result"]["structuredContent"]["error"], "permission_denied",
+        "{result}"
+    );
+    assert_eq!(result["result"]["isError"], true);
+}

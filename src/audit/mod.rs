@@ -20,7 +20,7 @@ mod read;
 mod redact;
 mod rotate;
 mod settings;
-mod timestamp;
+pub(crate) mod timestamp;
 mod write;
 
 pub use read::AuditQuery;

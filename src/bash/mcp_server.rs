@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
@@ -13,7 +13,7 @@ use crate::args::ToolArgs;
 use crate::audit::AuditLog;
 use crate::error::{ErrorCode, ToolError};
 use crate::roots;
-use crate::server::{CallOptions, McpServer, ToolOutput, ToolRegistry, ToolResponse};
+use crate::server::{CallOptions, McpServer, TaskJob, ToolOutput, ToolRegistry, ToolResponse};
 
 impl McpServer for BashServer {
     fn name(&self) -> &str {
@@ -110,6 +110,65 @@ impl McpServer for BashServer {
             entry.insert("error".into(), error.as_str().into());
             log.record(entry);
         }
+    }
+
+    /// `execute` runs as a task: a background job started by an `execute`
+    /// call with `background: true` (audited as that call, and as the job
+    /// when it ends).
+    fn task_support(&self, tool_name: &str) -> bool {
+        tool_name == "execute" && self.find_tool(tool_name).is_some()
+    }
+
+    fn start_task_job(
+        &self,
+        tool_name: &str,
+        args: &ToolArgs,
+        sandbox: Option<&crate::sandbox::SandboxConfig>,
+    ) -> Result<String, ToolResponse> {
+        let mut object = match args.object() {
+            Ok(object) => object.clone(),
+            Err(error) => return Err(ToolResponse::error(error)),
+        };
+        if !self.task_support(tool_name) {
+            return Err(ToolResponse::error(&ToolError::new(
+                ErrorCode::UnknownTool,
+                format!("{tool_name} cannot run as a task"),
+                "call it without a task",
+            )));
+        }
+        // A task is the job: waiting (`yield_seconds`) is the task's client's business.
+        object.remove("yield_seconds");
+        object.insert("background".into(), Value::Bool(true));
+        let options = CallOptions {
+            sandbox,
+            ..CallOptions::default()
+        };
+        let response = self.call_tool(tool_name, &ToolArgs::from(object), options);
+        match (&response.output, response.is_error()) {
+            (ToolOutput::Document(doc), false) => match doc.get("job_id").and_then(Value::as_str) {
+                Some(id) => Ok(id.to_owned()),
+                None => Err(response),
+            },
+            _ => Err(response),
+        }
+    }
+
+    fn task_job(&self, job_id: &str, wait: Duration) -> TaskJob {
+        match self.jobs.wait_end(job_id, wait) {
+            None => TaskJob::Gone,
+            Some(Err(recent_output)) => TaskJob::Running { recent_output },
+            Some(Ok(Ok(doc))) => TaskJob::Ended(ToolResponse::document(doc)),
+            Some(Ok(Err(error))) => TaskJob::Ended(ToolResponse::error(&error)),
+        }
+    }
+
+    fn cancel_task_job(&self, job_id: &str) {
+        // A finished or unknown job has nothing to stop.
+        let _ = self.jobs.cancel(job_id);
+    }
+
+    fn release_task_job(&self, job_id: &str) {
+        self.jobs.release(job_id, Duration::from_secs(5));
     }
 
     /// Changes the default working directory. A relative `path` resolves

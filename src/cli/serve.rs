@@ -65,6 +65,7 @@ pub fn run(settings: &Settings) -> Result<(), String> {
         tools: Some(settings.exposed_tools()),
         gate: gate::build(settings, Some(server.clone()))?,
         instructions: Some(INSTRUCTIONS.into()),
+        tasks: settings.tasks,
         ..HandlerOptions::default()
     };
     let writer = Arc::new(LineWriter {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use bash_mcp::Config;
 use bash_mcp::audit::AuditSettings;
 use bash_mcp::config::{CONFIG_KEYS, OPTIONAL_TOOLS};
+use bash_mcp::mcp::TaskOptions;
 use serde_json::{Map, Value};
 
 use super::args::Common;
@@ -21,7 +22,13 @@ pub const DEFAULT_MAX_TIMEOUT_SECS: u64 = 600;
 pub const DEFAULT_YIELD_SECS: u64 = 45;
 /// Keys the binary reads itself; every other key goes to the library.
 /// (`tools` is shared: a list is read here, an object goes to the library.)
-pub const BINARY_KEYS: &[&str] = &["working_dir", "permissions", "refuse_catastrophic", "sandbox_overrides"];
+pub const BINARY_KEYS: &[&str] = &[
+    "working_dir",
+    "permissions",
+    "refuse_catastrophic",
+    "sandbox_overrides",
+    "tasks",
+];
 
 /// Allow and deny rules in the host's pattern format.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -46,6 +53,8 @@ pub struct Settings {
     pub log_level: String,
     /// Whether the audit settings are the built-in default (not from the file).
     pub audit_is_default: bool,
+    /// MCP tasks (`tasks` key); `None` when `tasks.enabled` is false.
+    pub tasks: Option<TaskOptions>,
 }
 
 impl Settings {
@@ -98,6 +107,7 @@ pub fn load(common: &Common) -> Result<Settings, String> {
         sandbox_overrides: Vec::new(),
         log_level: "warn".into(),
         audit_is_default: true,
+        tasks: Some(TaskOptions::default()),
     };
     if let Some(path) = &common.config {
         let mut map = read_file(path)?;
@@ -209,6 +219,9 @@ fn apply(settings: &mut Settings, mut map: Map<String, Value>) -> Result<(), Str
             .collect();
         map.insert("tools".into(), Value::Object(switches));
     }
+    if let Some(value) = map.remove("tasks") {
+        settings.tasks = task_options(&value)?;
+    }
     if let Some(value) = map.remove("refuse_catastrophic") {
         settings.refuse_catastrophic = value.as_bool().ok_or("`refuse_catastrophic` must be true or false")?;
     }
@@ -243,6 +256,54 @@ fn apply(settings: &mut Settings, mut map: Map<String, Value>) -> Result<(), Str
         .apply_map(&map)
         .map_err(|e| format!("{} ({})", e.message, e.hint))?;
     Ok(())
+}
+
+/// The `tasks` object: `enabled`, `ttl_seconds` (a task's lifetime when its
+/// client asks for none), `max_ttl_seconds` (the most granted) and
+/// `poll_interval_ms`.
+fn task_options(value: &Value) -> Result<Option<TaskOptions>, String> {
+    let Value::Object(map) = value else {
+        return Err("`tasks` must be an object such as {\"ttl_seconds\": 3600}".into());
+    };
+    let mut options = TaskOptions::default();
+    let mut enabled = true;
+    let seconds = |key: &str, value: &Value, max: f64| {
+        value
+            .as_f64()
+            .filter(|s| s.is_finite() && *s > 0.0 && *s <= max)
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| format!("`tasks.{key}` must be a number above 0 and at most {max}, got {value}"))
+    };
+    let mut max_given = false;
+    for (key, value) in map {
+        match key.as_str() {
+            "enabled" => enabled = value.as_bool().ok_or("`tasks.enabled` must be true or false")?,
+            "ttl_seconds" => options.default_ttl = seconds(key, value, 31_536_000.0)?,
+            "max_ttl_seconds" => {
+                options.max_ttl = seconds(key, value, 31_536_000.0)?;
+                max_given = true;
+            }
+            "poll_interval_ms" => {
+                options.poll_interval = Duration::from_secs_f64(seconds(key, value, 600_000.0)?.as_secs_f64() / 1000.0)
+            }
+            other => {
+                return Err(format!(
+                    "unknown key `tasks.{other}`; expected enabled, ttl_seconds, max_ttl_seconds, poll_interval_ms"
+                ));
+            }
+        }
+    }
+    if !max_given && options.max_ttl < options.default_ttl {
+        options.max_ttl = options.default_ttl;
+    }
+    if options.max_ttl < options.default_ttl {
+        return Err(format!(
+            "`tasks.max_ttl_seconds` ({} s) is below `tasks.ttl_seconds` ({} s)",
+            options.max_ttl.as_secs_f64(),
+            options.default_ttl.as_secs_f64()
+        ));
+    }
+    Ok(enabled.then_some(options))
 }
 
 fn string_list(key: &str, value: &Value) -> Result<Vec<String>, String> {
@@ -343,6 +404,39 @@ mod tests {
         let s = load(&with_file(file("t3.json", r#"{"tools": {"status": false}}"#))).unwrap();
         assert!(!s.exposed_tools().contains(&"status".to_string()));
         assert!(s.exposed_tools().contains(&"which".to_string()));
+    }
+
+    #[test]
+    fn tasks_table() {
+        let s = load(&Common::default()).unwrap();
+        assert_eq!(s.tasks, Some(TaskOptions::default()));
+        let s = load(&with_file(file(
+            "tasks1.toml",
+            "[tasks]\nttl_seconds = 7200\npoll_interval_ms = 250\n",
+        )))
+        .unwrap();
+        let tasks = s.tasks.unwrap();
+        assert_eq!(tasks.default_ttl, Duration::from_secs(7200));
+        assert_eq!(tasks.max_ttl, bash_mcp::mcp::DEFAULT_MAX_TASK_TTL);
+        assert_eq!(tasks.poll_interval, Duration::from_millis(250));
+        // A default above the ceiling raises the ceiling, unless one is given.
+        let s = load(&with_file(file("tasks2.json", r#"{"tasks": {"ttl_seconds": 200000}}"#))).unwrap();
+        assert_eq!(s.tasks.unwrap().max_ttl, Duration::from_secs(200_000));
+        let off = load(&with_file(file("tasks3.json", r#"{"tasks": {"enabled": false}}"#))).unwrap();
+        assert_eq!(off.tasks, None);
+        for (name, bad, key) in [
+            ("tasks4.json", r#"{"tasks": {"ttl_seconds": 0}}"#, "tasks.ttl_seconds"),
+            ("tasks5.json", r#"{"tasks": {"bogus": 1}}"#, "tasks.bogus"),
+            (
+                "tasks6.json",
+                r#"{"tasks": {"ttl_seconds": 10, "max_ttl_seconds": 5}}"#,
+                "tasks.max_ttl_seconds",
+            ),
+            ("tasks7.json", r#"{"tasks": 3}"#, "`tasks`"),
+        ] {
+            let err = load(&with_file(file(name, bad))).unwrap_err();
+            assert!(err.contains(key), "{bad}: {err}");
+        }
     }
 
     #[test]

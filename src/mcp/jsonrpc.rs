@@ -17,6 +17,9 @@ pub const INTERNAL_ERROR: i64 = -32603;
 pub const SHUTTING_DOWN: i64 = -32000;
 /// The request's protocol revision is not one this server speaks (2026-07-28 era).
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// The request needs a client capability it did not declare (2026-07-28 era;
+/// `data.requiredCapabilities` names it).
+pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, PartialEq)]

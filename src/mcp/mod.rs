@@ -55,6 +55,17 @@
 //! refusal). **A non-zero exit status is a normal result** (`isError:
 //! false`): the command ran, and its status is in the result.
 //!
+//! # Tasks
+//!
+//! With [`HandlerOptions::tasks`], tools the server can run as background
+//! jobs ([`McpServer::task_support`]: the bash server's `execute`) also run
+//! as MCP tasks: the `tasks` capability of 2025-11-25 (`task` on
+//! `tools/call`, `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`,
+//! `execution.taskSupport: "optional"`) and the `io.modelcontextprotocol/tasks`
+//! extension of 2026-07-28 (the server makes a call a task when it has not
+//! ended within the poll interval; `tasks/get`, `tasks/cancel`,
+//! `tasks/update`). See `docs/mcp.md`.
+//!
 //! # Limits and bad input
 //!
 //! A message longer than [`HandlerOptions::max_line_bytes`] (default
@@ -80,6 +91,7 @@ mod calls;
 mod era;
 mod jsonrpc;
 mod progress;
+mod tasks;
 mod tools;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -94,10 +106,13 @@ pub use era::{
     STATELESS_VERSIONS, SUPPORTED_VERSIONS,
 };
 pub use jsonrpc::{
-    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, RpcError, SHUTTING_DOWN,
-    UNSUPPORTED_PROTOCOL_VERSION,
+    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, PARSE_ERROR,
+    RpcError, SHUTTING_DOWN, UNSUPPORTED_PROTOCOL_VERSION,
 };
 pub use progress::PROGRESS_LINE_CHARS;
+pub use tasks::{
+    DEFAULT_MAX_TASK_TTL, DEFAULT_POLL_INTERVAL, DEFAULT_TASK_TTL, RELATED_TASK_KEY, TASKS_EXTENSION, TaskOptions,
+};
 pub use tools::render_text;
 
 use calls::{Call, InFlight};
@@ -202,6 +217,11 @@ pub struct HandlerOptions {
     /// How long a `tools/list` or `server/discover` result may be cached
     /// (its `ttlMs`, stateless era).
     pub list_ttl: Duration,
+    /// MCP tasks for the tools the server can run as background jobs
+    /// ([`McpServer::task_support`]): the `tasks` capability of 2025-11-25
+    /// and the `io.modelcontextprotocol/tasks` extension of 2026-07-28.
+    /// `None` (the default): no tasks.
+    pub tasks: Option<TaskOptions>,
 }
 
 impl Default for HandlerOptions {
@@ -215,6 +235,7 @@ impl Default for HandlerOptions {
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             list_ttl: Duration::from_secs(300),
+            tasks: None,
         }
     }
 }
@@ -239,6 +260,8 @@ struct Inner {
     handshake: Mutex<Option<&'static str>>,
     inflight: Arc<InFlight>,
     shutting_down: AtomicBool,
+    /// The tasks, when [`HandlerOptions::tasks`] turns them on.
+    tasks: Option<Arc<tasks::TaskStore>>,
 }
 
 impl McpHandler {
@@ -255,10 +278,11 @@ impl McpHandler {
             inner: Arc::new(Inner {
                 server,
                 outbound: Box::new(outbound),
-                options,
                 handshake: Mutex::new(None),
                 inflight: Arc::new(InFlight::default()),
                 shutting_down: AtomicBool::new(false),
+                tasks: options.tasks.map(|o| Arc::new(tasks::TaskStore::new(o))),
+                options,
             }),
         }
     }
@@ -399,6 +423,9 @@ impl Inner {
 
     fn begin_shutdown(&self) {
         if !self.shutting_down.swap(true, Ordering::SeqCst) {
+            if let Some(tasks) = &self.tasks {
+                tasks.close(&*self.server);
+            }
             let n = self.inflight.cancel_all();
             if n > 0 {
                 tracing::info!(calls = n, "shutdown: cancelled running calls");
@@ -453,6 +480,9 @@ impl Inner {
                 Ok(era) => self.call_tool(era, request),
                 Err(e) => now(Err(e)),
             },
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" | "tasks/update" => {
+                self.task_method(method, request)
+            }
             other => now(Err(RpcError::new(
                 METHOD_NOT_FOUND,
                 format!(
@@ -484,6 +514,9 @@ impl Inner {
             "capabilities": {"tools": {"listChanged": false}},
             "serverInfo": self.server_info(),
         });
+        if self.tasks.is_some() && tasks::handshake_tasks(Era::Handshake(version)) {
+            result["capabilities"]["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
+        }
         if let Some(instructions) = &self.options.instructions {
             result["instructions"] = instructions.clone().into();
         }
@@ -497,6 +530,9 @@ impl Inner {
             "ttlMs": millis(self.options.list_ttl),
             "cacheScope": "private",
         });
+        if self.tasks.is_some() {
+            result["capabilities"]["extensions"] = json!({tasks::TASKS_EXTENSION: {}});
+        }
         if let Some(instructions) = &self.options.instructions {
             result["instructions"] = instructions.clone().into();
         }
@@ -517,7 +553,13 @@ impl Inner {
             .iter()
             .map(|t| t.definition())
             .filter(|d| self.exposed(&d.name))
-            .map(|d| tools::tool_entry(d, era))
+            .map(|d| {
+                let mut entry = tools::tool_entry(d, era);
+                if self.tasks.is_some() && tasks::handshake_tasks(era) && self.server.task_support(&d.name) {
+                    entry["execution"] = json!({"taskSupport": "optional"});
+                }
+                entry
+            })
             .collect();
         let mut result = json!({"tools": tools});
         if era.is_stateless() {
@@ -603,6 +645,9 @@ impl Inner {
         };
         if self.shutting_down.load(Ordering::SeqCst) {
             return Reply::Now(Err(RpcError::new(SHUTTING_DOWN, "the server is shutting down")));
+        }
+        if let Some(reply) = self.task_call(era, request, &canonical, &args, progress_token.as_ref()) {
+            return reply;
         }
         let Some(call) = self.inflight.start(request.key.clone()) else {
             return Reply::Now(Err(RpcError::new(

@@ -7,14 +7,21 @@ Prints one line per case (PASS/FAIL) and exits non-zero if any case failed.
 """
 
 import asyncio
+import json
 import os
 import sys
+import tempfile
 import time
 import uuid
+from typing import Any, Literal
 
 import anyio
 import jsonschema
+import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.shared.exceptions import MCPError
+from pydantic import ConfigDict
 
 BINARY = sys.argv[1]
 TAG_VAR = "BASH_MCP_TEST_TAG"
@@ -151,6 +158,206 @@ async def run_mode(mode):
         check(f"{p} serves after a cancel", result.structured_content["output"] == "after\n", result)
 
 
+# ------------------------------------------------------------------ tasks
+
+RELATED = "io.modelcontextprotocol/related-task"
+
+
+class TaskHandle(types.Result):
+    """The 2026-07-28 CreateTaskResult (flat, resultType "task")."""
+
+    model_config = ConfigDict(extra="allow")
+    result_type: Literal["task"]
+    task_id: str
+    status: str
+    created_at: str
+    last_updated_at: str
+    ttl_ms: int | None
+    poll_interval_ms: int | None = None
+
+
+class DetailedTask(types.Result):
+    """The 2026-07-28 tasks/get result."""
+
+    model_config = ConfigDict(extra="allow")
+    task_id: str
+    status: str
+    ttl_ms: int | None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+class TaskIdParams(types.RequestParams):
+    task_id: str
+
+
+class TasksGet(types.Request[TaskIdParams, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    params: TaskIdParams
+
+
+class TasksCancel(types.Request[TaskIdParams, Literal["tasks/cancel"]]):
+    method: Literal["tasks/cancel"] = "tasks/cancel"
+    params: TaskIdParams
+
+
+handles = []
+
+
+async def resolve_task(handle, ctx: ClaimContext):
+    handles.append(handle)
+    while True:
+        got = await ctx.session.send_request(TasksGet(params=TaskIdParams(task_id=handle.task_id)), DetailedTask)
+        if got.status == "completed":
+            return types.CallToolResult.model_validate(got.result)
+        if got.status != "working":
+            raise RuntimeError(f"task ended {got.status}: {got}")
+        await anyio.sleep((handle.poll_interval_ms or 1000) / 1000)
+
+
+class TasksExtension(ClientExtension):
+    identifier = "io.modelcontextprotocol/tasks"
+
+    def claims(self):
+        return [ResultClaim(result_type="task", model=TaskHandle, resolve=resolve_task)]
+
+
+async def raw_task_call(client, arguments, ttl):
+    """A task-augmented tools/call (2025-11-25) through the raw dispatcher."""
+    params = {"name": "execute", "arguments": arguments, "task": {"ttl": ttl}}
+    raw = await client.session._dispatcher.send_raw_request("tools/call", params, {})
+    return types.CreateTaskResult.model_validate(raw).task
+
+
+async def get_2025(client, task_id):
+    request = types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task_id))
+    return await client.session.send_request(request, types.GetTaskResult)
+
+
+async def poll_2025(client, task_id, status, limit=20.0):
+    deadline = time.monotonic() + limit
+    while True:
+        task = await get_2025(client, task_id)
+        if task.status == status or time.monotonic() > deadline:
+            return task
+        await anyio.sleep((task.poll_interval or 100) / 1000)
+
+
+async def expect_gone(coroutine):
+    """The MCPError code of a request that must fail (None if it did not)."""
+    try:
+        await coroutine
+    except MCPError as e:
+        return e.error.code
+    return None
+
+
+async def tasks_2025(binary_args):
+    p = "[tasks 2025-11-25]"
+    async with Client(StdioServerParameters(command=BINARY, args=binary_args), mode="legacy") as client:
+        caps = client.server_capabilities.tasks
+        check(f"{p} capability", caps is not None and caps.list is not None and caps.cancel is not None
+              and caps.requests.tools.call is not None, caps)
+        tools = (await client.list_tools()).tools
+        support = {t.name: (t.execution.task_support if t.execution else None) for t in tools}
+        check(f"{p} execute's taskSupport", support["execute"] == "optional"
+              and all(v is None for k, v in support.items() if k != "execute"), support)
+
+        # The result, read after the command ended.
+        task = await raw_task_call(client, {"command": "echo from a task"}, 60000)
+        check(f"{p} created working", task.status == "working" and task.ttl == 60000, task)
+        done = await poll_2025(client, task.task_id, "completed")
+        check(f"{p} completed", done.status == "completed", done)
+        await anyio.sleep(0.3)
+        raw = await client.session._dispatcher.send_raw_request("tasks/result", {"taskId": task.task_id}, {})
+        result = types.CallToolResult.model_validate(raw)
+        check(f"{p} tasks/result after the end",
+              result.structured_content["output"] == "from a task\n" and not result.is_error
+              and raw["_meta"][RELATED] == {"taskId": task.task_id}, raw)
+        listed = await client.session.send_request(types.ListTasksRequest(), types.ListTasksResult)
+        check(f"{p} tasks/list", [t.task_id for t in listed.tasks] == [task.task_id], listed)
+
+        # Cancel kills the process group before the answer.
+        tag = f"py-task-{uuid.uuid4().hex[:8]}"
+        task = await raw_task_call(client, {"command": "sleep 30 & sleep 30", "env": {TAG_VAR: tag}}, 60000)
+        deadline = time.monotonic() + 10
+        while len(tagged_pids(tag)) < 2 and time.monotonic() < deadline:
+            await anyio.sleep(0.05)
+        running = len(tagged_pids(tag))
+        request = types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task.task_id))
+        cancelled = await client.session.send_request(request, types.CancelTaskResult)
+        check(f"{p} cancel", running >= 2 and cancelled.status == "cancelled", (running, cancelled))
+        check(f"{p} cancel kills the group", await wait_gone(tag), tagged_pids(tag))
+        code = await expect_gone(client.session.send_request(request, types.CancelTaskResult))
+        check(f"{p} cancelling a terminal task is -32602", code == -32602, code)
+
+        # Expiry: a 1 s task, still running, is killed and forgotten.
+        tag = f"py-expiry-{uuid.uuid4().hex[:8]}"
+        task = await raw_task_call(client, {"command": "sleep 30", "env": {TAG_VAR: tag}}, 1000)
+        check(f"{p} ttl granted", task.ttl == 1000, task)
+        await anyio.sleep(1.2)
+        code = await expect_gone(get_2025(client, task.task_id))
+        check(f"{p} expired task is -32602", code == -32602, code)
+        check(f"{p} expiry kills the job", await wait_gone(tag), tagged_pids(tag))
+
+
+async def tasks_2026(binary_args, short_args):
+    p = "[tasks 2026-07-28]"
+    params = StdioServerParameters(command=BINARY, args=binary_args)
+    async with Client(params, mode="2026-07-28", extensions=[TasksExtension()]) as client:
+        result = await client.call_tool("execute", {"command": "echo quick"})
+        check(f"{p} a quick call gets its plain result", result.structured_content["output"] == "quick\n" and not handles,
+              (result, handles))
+        result = await client.call_tool("execute", {"command": "sleep 1.2; echo slow; exit 3"})
+        check(f"{p} a slow call becomes a task the SDK resolves",
+              len(handles) == 1 and handles[0].ttl_ms is not None
+              and result.structured_content["output"] == "slow\n" and result.structured_content["exit_code"] == 3,
+              (result, handles))
+
+        tag = f"py-task26-{uuid.uuid4().hex[:8]}"
+        handle = await client.session.call_tool(
+            "execute", {"command": "sleep 30 & sleep 30", "env": {TAG_VAR: tag}}, allow_claimed=True
+        )
+        check(f"{p} task handle", isinstance(handle, TaskHandle) and handle.status == "working", handle)
+        ack = await client.session.send_request(TasksCancel(params=TaskIdParams(task_id=handle.task_id)), types.Result)
+        check(f"{p} cancel acknowledged", ack is not None, ack)
+        check(f"{p} cancel kills the group", await wait_gone(tag), tagged_pids(tag))
+        got = await client.session.send_request(TasksGet(params=TaskIdParams(task_id=handle.task_id)), DetailedTask)
+        check(f"{p} cancelled", got.status == "cancelled" and got.result is None, got)
+
+    async with Client(StdioServerParameters(command=BINARY, args=short_args), mode="2026-07-28",
+                      extensions=[TasksExtension()]) as client:
+        tag = f"py-expiry26-{uuid.uuid4().hex[:8]}"
+        handle = await client.session.call_tool(
+            "execute", {"command": "sleep 30", "env": {TAG_VAR: tag}}, allow_claimed=True
+        )
+        check(f"{p} short ttl", isinstance(handle, TaskHandle) and handle.ttl_ms == 1000, handle)
+        await anyio.sleep(1.2)
+        code = await expect_gone(
+            client.session.send_request(TasksGet(params=TaskIdParams(task_id=handle.task_id)), DetailedTask)
+        )
+        check(f"{p} expired task is -32602", code == -32602, code)
+        check(f"{p} expiry kills the job", await wait_gone(tag), tagged_pids(tag))
+
+
+async def guarded_tasks():
+    with tempfile.TemporaryDirectory(prefix="bash-mcp-py-tasks-") as folder:
+        short = os.path.join(folder, "short.json")
+        with open(short, "w") as f:
+            json.dump({"tasks": {"ttl_seconds": 1, "poll_interval_ms": 200}}, f)
+        normal = os.path.join(folder, "normal.json")
+        with open(normal, "w") as f:
+            json.dump({"tasks": {"ttl_seconds": 60, "poll_interval_ms": 200}}, f)
+        for name, run in [
+            ("tasks 2025-11-25", tasks_2025(["serve", "--config", normal])),
+            ("tasks 2026-07-28", tasks_2026(["serve", "--config", normal], ["serve", "--config", short])),
+        ]:
+            try:
+                await run
+            except Exception as e:
+                check(f"[{name}] session", False, f"{type(e).__name__}: {e}")
+
+
 async def guarded(mode):
     try:
         await run_mode(mode)
@@ -163,6 +370,7 @@ async def main():
     async with anyio.create_task_group() as group:
         for mode in ["legacy", "auto", "2026-07-28"]:
             group.start_soon(guarded, mode)
+        group.start_soon(guarded_tasks)
     print(f"{len(failures)} failed")
     return 1 if failures else 0
 

@@ -1,5 +1,6 @@
 // Drives the bash-mcp binary with the TypeScript SDK v1 client (pinned in
-// .ci/install-clients.sh), which speaks the handshake era only.
+// .ci/install-clients.sh), which speaks the handshake era only; its
+// `client.experimental.tasks` drives 2025-11-25 tasks.
 //
 // Usage: node ts_client.mjs /path/to/bash-mcp /path/to/npm-prefix
 // Prints one line per case (PASS/FAIL) and exits non-zero if any failed.
@@ -119,6 +120,56 @@ try {
 
   result = await client.callTool({ name: "execute", arguments: { command: "echo after" } });
   check("serves after a cancel", result.structuredContent.output === "after\n", result);
+
+  // Tasks (2025-11-25) through client.experimental.tasks.
+  check("tasks capability", client.getServerCapabilities()?.tasks?.requests?.tools?.call !== undefined, client.getServerCapabilities());
+  check("execute's taskSupport", tools[0].execution?.taskSupport === "optional", tools[0].execution);
+  const kinds = [];
+  let taskId;
+  for await (const message of client.experimental.tasks.callToolStream(
+    { name: "execute", arguments: { command: "sleep 0.5; echo ts-task" } },
+    CallToolResultSchema,
+    { task: { ttl: 60000 } },
+  )) {
+    kinds.push(message.type);
+    if (message.type === "taskCreated") taskId = message.task.taskId;
+    if (message.type === "result") result = message.result;
+    if (message.type === "error") result = String(message.error);
+  }
+  check(
+    "task stream",
+    kinds[0] === "taskCreated" && kinds.at(-1) === "result" && result.structuredContent?.output === "ts-task\n",
+    { kinds, result },
+  );
+  await sleep(200);
+  const payload = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+  check(
+    "task result after the end",
+    payload.structuredContent?.output === "ts-task\n" && payload._meta?.["io.modelcontextprotocol/related-task"]?.taskId === taskId,
+    payload,
+  );
+  const listed = await client.experimental.tasks.listTasks();
+  check("tasks/list", listed.tasks.some((t) => t.taskId === taskId && t.status === "completed"), listed);
+
+  const taskTag = `ts-task-${process.pid}-${Date.now()}`;
+  let cancelId;
+  for await (const message of client.experimental.tasks.callToolStream(
+    { name: "execute", arguments: { command: "sleep 30 & sleep 30", env: { [TAG_VAR]: taskTag } } },
+    CallToolResultSchema,
+    { task: { ttl: 60000 } },
+  )) {
+    if (message.type === "taskCreated") {
+      cancelId = message.task.taskId;
+      break;
+    }
+  }
+  const deadline = Date.now() + 10000;
+  while (taggedPids(taskTag).length < 2 && Date.now() < deadline) await sleep(50);
+  const cancelled = await client.experimental.tasks.cancelTask(cancelId);
+  check("task cancel", cancelled.status === "cancelled", cancelled);
+  check("task cancel kills the group", await waitGone(taskTag), taggedPids(taskTag));
+  const after = await client.experimental.tasks.getTask(cancelId);
+  check("task stays cancelled", after.status === "cancelled", after);
   await client.close();
 } catch (e) {
   check("session", false, String(e?.stack ?? e));

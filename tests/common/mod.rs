@@ -84,6 +84,26 @@ impl McpServer for TestServer {
     fn set_working_dir(&self, path: &Path) -> Result<(), bash_mcp::ToolError> {
         self.server.set_working_dir(path)
     }
+    fn task_support(&self, tool: &str) -> bool {
+        self.server.task_support(tool)
+    }
+    fn start_task_job(
+        &self,
+        tool: &str,
+        args: &bash_mcp::ToolArgs,
+        sandbox: Option<&bash_mcp::sandbox::SandboxConfig>,
+    ) -> Result<String, bash_mcp::ToolResponse> {
+        self.server.start_task_job(tool, args, sandbox)
+    }
+    fn task_job(&self, job: &str, wait: Duration) -> bash_mcp::TaskJob {
+        self.server.task_job(job, wait)
+    }
+    fn cancel_task_job(&self, job: &str) {
+        self.server.cancel_task_job(job)
+    }
+    fn release_task_job(&self, job: &str) {
+        self.server.release_task_job(job)
+    }
 }
 
 /// A [`TestServer`] in the temporary directory with a 30 s limit.

@@ -1,0 +1,387 @@
+//! The handler's side of tasks: task-augmented `tools/call` in both eras,
+//! and the `tasks/*` methods.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::{End, Task, TaskStore, shape};
+use crate::args::ToolArgs;
+use crate::mcp::era::{CLIENT_CAPABILITIES_KEY, Era};
+use crate::mcp::jsonrpc::{
+    self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY,
+    RpcError,
+};
+use crate::mcp::progress::{OutputTail, progress_message};
+use crate::mcp::{GateDecision, Inner, Reply, Request, tools};
+use crate::server::ToolResponse;
+
+/// Whether a handshake-era revision has the `tasks` capability (2025-11-25).
+pub(crate) fn handshake_tasks(era: Era) -> bool {
+    era == Era::Handshake("2025-11-25")
+}
+
+/// Whether a stateless request's client capabilities list the tasks extension.
+fn declares_extension(params: Option<&Map<String, Value>>) -> bool {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(CLIENT_CAPABILITIES_KEY))
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(super::TASKS_EXTENSION))
+        .is_some_and(Value::is_object)
+}
+
+fn missing_extension() -> RpcError {
+    RpcError::new(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!(
+            "Missing required client capability: list `{}` under `extensions` in the request's `_meta[\"{CLIENT_CAPABILITIES_KEY}\"]`",
+            super::TASKS_EXTENSION
+        ),
+    )
+    .with_data(json!({"requiredCapabilities": {"extensions": {super::TASKS_EXTENSION: {}}}}))
+}
+
+/// The `task.ttl` of a 2025-11-25 `tools/call` (milliseconds; `null`: unlimited).
+fn requested_ttl(task: &Value) -> Result<Option<Duration>, RpcError> {
+    let bad = |what: String| Err(RpcError::new(INVALID_PARAMS, format!("invalid params: {what}")));
+    let Value::Object(task) = task else {
+        return bad(format!(
+            "`task` must be an object, got {}",
+            crate::args::json_kind(task)
+        ));
+    };
+    match task.get("ttl") {
+        None | Some(Value::Null) => Ok(None),
+        Some(ttl) => match ttl.as_f64().filter(|t| t.is_finite() && *t >= 0.0) {
+            Some(ms) => Ok(Some(Duration::from_secs_f64((ms / 1000.0).min(1e9)))),
+            None => bad(format!("`task.ttl` must be a number of milliseconds from 0, got {ttl}")),
+        },
+    }
+}
+
+fn task_id(params: Option<&Map<String, Value>>) -> Result<&str, RpcError> {
+    match params.and_then(|p| p.get("taskId")) {
+        Some(Value::String(id)) => Ok(id),
+        Some(other) => Err(RpcError::new(
+            INVALID_PARAMS,
+            format!(
+                "invalid params: `taskId` must be a string, got {}",
+                crate::args::json_kind(other)
+            ),
+        )),
+        None => Err(RpcError::new(INVALID_PARAMS, "invalid params: `taskId` is missing")),
+    }
+}
+
+impl Inner {
+    fn store(&self) -> Result<&Arc<TaskStore>, RpcError> {
+        self.tasks
+            .as_ref()
+            .ok_or_else(|| RpcError::new(METHOD_NOT_FOUND, "method not found: this server offers no tasks"))
+    }
+
+    /// A `tools/call` that becomes a task, or `None` for a plain call: in
+    /// 2025-11-25 when the client sends `task` (answered at once with the
+    /// task); in 2026-07-28 when the client lists the extension and the tool
+    /// can run as a job (the server waits one poll interval, then answers
+    /// with the plain result or the task).
+    pub(in crate::mcp) fn task_call(
+        self: &Arc<Self>,
+        era: Era,
+        request: &Request<'_>,
+        tool: &str,
+        args: &ToolArgs,
+        progress_token: Option<&Value>,
+    ) -> Option<Reply> {
+        let store = self.tasks.as_ref()?;
+        let params = request.params?;
+        if handshake_tasks(era) {
+            let task = params.get("task")?;
+            let ttl = match requested_ttl(task) {
+                Ok(ttl) => ttl,
+                Err(e) => return Some(Reply::Now(Err(e))),
+            };
+            if !self.server.task_support(tool) {
+                return Some(Reply::Now(Err(RpcError::new(
+                    METHOD_NOT_FOUND,
+                    format!(
+                        "tool {tool:?} does not support task-augmented calls (its execution.taskSupport is forbidden); call it without `task`"
+                    ),
+                ))));
+            }
+            let ttl = store.options.grant(ttl);
+            return Some(Reply::Now(
+                self.start_task(era, tool, args, progress_token.cloned(), ttl)
+                    .map(|task| (Some(era), shape::created_2025(&task.view(false)))),
+            ));
+        }
+        // A call that asks for a job id (`background: true`) gets one at once, as it asked.
+        let background = args
+            .object()
+            .is_ok_and(|a| a.get("background") == Some(&Value::Bool(true)));
+        if !era.is_stateless() || !declares_extension(request.params) || !self.server.task_support(tool) || background {
+            return None;
+        }
+        Some(self.stateless_task_call(era, request, tool, args))
+    }
+
+    fn stateless_task_call(self: &Arc<Self>, era: Era, request: &Request<'_>, tool: &str, args: &ToolArgs) -> Reply {
+        let Some(call) = self.inflight.start(request.key.clone()) else {
+            return Reply::Now(Err(RpcError::new(
+                INVALID_REQUEST,
+                format!("invalid request: request id {} already in flight", request.id),
+            )));
+        };
+        let inner = self.clone();
+        let (id, key, tool, args) = (request.id.clone(), request.key.clone(), tool.to_owned(), args.clone());
+        let worker = self.inflight.worker();
+        let spawned = std::thread::Builder::new().name("mcp-task-call".into()).spawn(move || {
+            let _worker = worker;
+            let Ok(store) = inner.store() else { return };
+            let line = match inner.start_task(era, &tool, &args, None, store.options.grant(None)) {
+                Err(e) => jsonrpc::error_response(&id, &e),
+                Ok(task) => {
+                    let end = task.wait_end(Some(store.options.poll_interval), Some(&call.token));
+                    if call.token.is_cancelled() {
+                        // The client gave up on the call before it knew of a task.
+                        let _ = store.cancel(&task, &*inner.server);
+                        store.discard(&task);
+                        return;
+                    }
+                    match end {
+                        Some(End::Result { result, .. }) => {
+                            store.discard(&task);
+                            jsonrpc::response(&id, inner.finish_result(Some(era), result))
+                        }
+                        Some(End::Error(e)) => {
+                            store.discard(&task);
+                            jsonrpc::error_response(&id, &e)
+                        }
+                        None => jsonrpc::response(
+                            &id,
+                            inner.finish_result(Some(era), shape::created_2026(&task.view(true))),
+                        ),
+                    }
+                }
+            };
+            inner.inflight.finish(&key, &call, || (inner.outbound)(line));
+        });
+        match spawned {
+            Ok(_) => Reply::Later,
+            Err(e) => {
+                if let Some(call) = self.inflight.get(request.key) {
+                    self.inflight.forget(request.key, &call);
+                }
+                Reply::Now(Err(RpcError::new(
+                    INTERNAL_ERROR,
+                    format!("could not start a worker thread for the call: {e}"),
+                )))
+            }
+        }
+    }
+
+    /// Creates a task for a call of `tool`: the gate decides, then the
+    /// server starts the job (a refused or invalid call is a task that has
+    /// already ended with that result), and a watcher thread follows it.
+    fn start_task(
+        self: &Arc<Self>,
+        era: Era,
+        tool: &str,
+        args: &ToolArgs,
+        progress_token: Option<Value>,
+        ttl: Duration,
+    ) -> Result<Arc<Task>, RpcError> {
+        let store = self.store()?;
+        let to_end = move |response: ToolResponse| End::Result {
+            is_error: response.is_error(),
+            result: tools::call_result(response, era),
+        };
+        let decision = self.options.gate.as_ref().map(|gate| gate.check(tool, args));
+        let sandbox = match &decision {
+            Some(GateDecision::AllowInSandbox(sandbox)) => Some(sandbox),
+            _ => None,
+        };
+        let (job, end) = match decision.as_ref().and_then(GateDecision::refusal_document) {
+            Some(doc) => {
+                tracing::info!(tool, message = %doc["message"], "task refused by policy");
+                (None, Some(to_end(ToolResponse::document(doc))))
+            }
+            None => match self.server.start_task_job(tool, args, sandbox) {
+                Ok(job) => (Some(job), None),
+                Err(response) => (None, Some(to_end(response))),
+            },
+        };
+        let task = store.create(ttl, job, end)?;
+        tracing::info!(task = %task.id, tool, ttl_ms = ttl.as_millis() as u64, "task created");
+        let inner = self.clone();
+        let watched = task.clone();
+        let worker = self.inflight.worker();
+        let progress_interval = progress_token.as_ref().map(|_| self.options.progress_interval);
+        let spawned = std::thread::Builder::new().name("mcp-task".into()).spawn(move || {
+            let _worker = worker;
+            let Ok(store) = inner.store() else { return };
+            let id = watched.id.clone();
+            let emit = |n: u64, elapsed: Duration, recent: &str| {
+                let Some(token) = &progress_token else { return };
+                let tail = OutputTail::default();
+                tail.observe(recent.as_bytes());
+                let params = json!({
+                    "progressToken": token,
+                    "progress": n,
+                    "message": progress_message(elapsed, tail.last_line()),
+                    "_meta": shape::related_meta(&id),
+                });
+                if let Value::Object(params) = params {
+                    (inner.outbound)(jsonrpc::notification("notifications/progress", params));
+                }
+            };
+            store.watch(&watched, &*inner.server, progress_interval, emit, to_end);
+        });
+        if let Err(e) = spawned {
+            let _ = store.cancel(&task, &*self.server);
+            store.discard(&task);
+            return Err(RpcError::new(
+                INTERNAL_ERROR,
+                format!("could not start a thread for the task: {e}"),
+            ));
+        }
+        Ok(task)
+    }
+
+    /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` (2025-11-25)
+    /// and `tasks/get`, `tasks/cancel`, `tasks/update` (2026-07-28).
+    pub(in crate::mcp) fn task_method(self: &Arc<Self>, method: &str, request: &Request<'_>) -> Reply {
+        match self.task_method_now(method, request) {
+            Ok(Some(done)) => Reply::Now(Ok(done)),
+            Ok(None) => self.task_result_later(request),
+            Err(e) => Reply::Now(Err(e)),
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn task_method_now(&self, method: &str, request: &Request<'_>) -> Result<Option<(Option<Era>, Value)>, RpcError> {
+        let unknown = || {
+            RpcError::new(
+                METHOD_NOT_FOUND,
+                format!("method not found: {method:?} is not part of tasks in this protocol revision"),
+            )
+        };
+        let store = self.store()?;
+        let era = self.era_of(request)?;
+        let params = request.params;
+        if era.is_stateless() {
+            if !matches!(method, "tasks/get" | "tasks/cancel" | "tasks/update") {
+                return Err(unknown());
+            }
+            if !declares_extension(params) {
+                return Err(missing_extension());
+            }
+        } else if !handshake_tasks(era) || method == "tasks/update" {
+            return Err(unknown());
+        }
+        let stateless = era.is_stateless();
+        if method == "tasks/list" {
+            let cursor = match params.and_then(|p| p.get("cursor")) {
+                None | Some(Value::Null) => None,
+                Some(Value::String(c)) => Some(c.as_str()),
+                Some(other) => {
+                    return Err(RpcError::new(
+                        INVALID_PARAMS,
+                        format!(
+                            "invalid params: `cursor` must be a string, got {}",
+                            crate::args::json_kind(other)
+                        ),
+                    ));
+                }
+            };
+            let (page, next) = store.list(cursor)?;
+            let mut result =
+                json!({"tasks": page.iter().map(|t| shape::task_2025(&t.view(false))).collect::<Vec<_>>()});
+            if let Some(next) = next {
+                result["nextCursor"] = next.into();
+            }
+            return Ok(Some((Some(era), result)));
+        }
+        let task = store.get(task_id(params)?)?;
+        let result = match method {
+            "tasks/get" if stateless => Value::Object(shape::task_2026(&task.view(true))),
+            "tasks/get" => shape::task_2025(&task.view(false)),
+            "tasks/cancel" => {
+                match store.cancel(&task, &*self.server) {
+                    Ok(()) => {}
+                    // Cancellation in the extension is a request to stop, acknowledged either way.
+                    Err(_) if stateless => {}
+                    Err(e) => return Err(e),
+                }
+                tracing::info!(task = %task.id, "task cancelled");
+                if stateless {
+                    json!({})
+                } else {
+                    shape::task_2025(&task.view(false))
+                }
+            }
+            // No task of this server asks for input: responses are acknowledged and ignored.
+            "tasks/update" => json!({}),
+            _ => {
+                // tasks/result: at once when the call has ended, else later.
+                match task.wait_end(Some(Duration::ZERO), None) {
+                    Some(end) => return result_of(&task, end).map(|r| Some((Some(era), r))),
+                    None => return Ok(None),
+                }
+            }
+        };
+        Ok(Some((Some(era), result)))
+    }
+
+    /// A `tasks/result` for a task still working: answered from a thread
+    /// when the call ends (or with an error when the task expires first).
+    fn task_result_later(self: &Arc<Self>, request: &Request<'_>) -> Reply {
+        let task = match self.store().and_then(|s| s.get(task_id(request.params)?)) {
+            Ok(task) => task,
+            Err(e) => return Reply::Now(Err(e)),
+        };
+        let Some(call) = self.inflight.start(request.key.clone()) else {
+            return Reply::Now(Err(RpcError::new(
+                INVALID_REQUEST,
+                format!("invalid request: request id {} already in flight", request.id),
+            )));
+        };
+        let inner = self.clone();
+        let (id, key) = (request.id.clone(), request.key.clone());
+        let worker = self.inflight.worker();
+        let spawned = std::thread::Builder::new()
+            .name("mcp-task-result".into())
+            .spawn(move || {
+                let _worker = worker;
+                let line = match task.wait_end(None, Some(&call.token)).map(|end| result_of(&task, end)) {
+                    Some(Ok(result)) => jsonrpc::response(&id, result),
+                    Some(Err(e)) => jsonrpc::error_response(&id, &e),
+                    None => jsonrpc::error_response(&id, &super::not_found(&task.id, true)),
+                };
+                inner.inflight.finish(&key, &call, || (inner.outbound)(line));
+            });
+        match spawned {
+            Ok(_) => Reply::Later,
+            Err(e) => {
+                if let Some(call) = self.inflight.get(request.key) {
+                    self.inflight.forget(request.key, &call);
+                }
+                Reply::Now(Err(RpcError::new(
+                    INTERNAL_ERROR,
+                    format!("could not start a thread for tasks/result: {e}"),
+                )))
+            }
+        }
+    }
+}
+
+/// What `tasks/result` returns: exactly the call's result (with the
+/// related-task `_meta`), or its JSON-RPC error.
+fn result_of(task: &Task, end: End) -> Result<Value, RpcError> {
+    match end {
+        End::Result { result, .. } => Ok(shape::with_related(result, &task.id)),
+        End::Error(e) => Err(e),
+    }
+}
