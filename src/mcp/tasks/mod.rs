@@ -399,6 +399,9 @@ impl TaskStore {
             if let Some(job) = &task.job {
                 server.cancel_task_job(job);
             }
+            // Taking the lock orders this after a watcher's look at `closing`:
+            // it either sees the flag or is already waiting for this wake-up.
+            drop(task.state());
             task.changed.notify_all();
         }
     }
