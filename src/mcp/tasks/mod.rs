@@ -41,6 +41,10 @@ pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 const PAGE_SIZE: usize = 100;
 /// Expired task ids remembered, to answer "expired" rather than "not found".
 const EXPIRED_KEPT: usize = 4096;
+/// Ended tasks kept for their results; past this, the oldest is forgotten
+/// before its ttl (as finished jobs are past `jobs.max_finished`), so that
+/// a client making many short tasks cannot pile up results and watchers.
+const MAX_ENDED: usize = 256;
 /// How long a cancel or an expiry waits for the job's process group to die.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 
@@ -304,7 +308,33 @@ impl TaskStore {
             changed: Condvar::new(),
         });
         tasks.by_id.insert(id, task.clone());
+        let evicted = Self::oldest_ended_beyond_limit(&mut tasks);
+        drop(tasks);
+        for old in evicted {
+            old.state().gone = true;
+            old.changed.notify_all();
+            tracing::debug!(task = %old.id, "ended task forgotten before its ttl: over {MAX_ENDED} ended tasks");
+        }
         Ok(task)
+    }
+
+    /// Removes the oldest ended tasks beyond [`MAX_ENDED`], remembered as
+    /// expired; the caller wakes their watchers.
+    fn oldest_ended_beyond_limit(tasks: &mut Tasks) -> Vec<Arc<Task>> {
+        let mut ended: Vec<Arc<Task>> = tasks.by_id.values().filter(|t| t.is_terminal()).cloned().collect();
+        if ended.len() <= MAX_ENDED {
+            return Vec::new();
+        }
+        ended.sort_by_key(|t| t.seq);
+        ended.truncate(ended.len() - MAX_ENDED);
+        for old in &ended {
+            tasks.by_id.remove(&old.id);
+            tasks.expired.push_back(old.id.clone());
+        }
+        while tasks.expired.len() > EXPIRED_KEPT {
+            tasks.expired.pop_front();
+        }
+        ended
     }
 
     /// The task with this id: -32602 when unknown or expired.
@@ -504,6 +534,24 @@ mod tests {
         assert_eq!(t.view(false).status, Status::Failed);
         assert_eq!(t.view(true).status, Status::Completed);
         assert!(s.cancel(&t, &NoServer).unwrap_err().message.contains("'failed'"));
+    }
+
+    #[test]
+    fn past_the_limit_the_oldest_ended_tasks_are_forgotten_and_working_ones_kept() {
+        let s = store(10);
+        let working = s.create(Duration::from_secs(60), None, None).unwrap();
+        let ended: Vec<Arc<Task>> = (0..MAX_ENDED + 3)
+            .map(|_| s.create(Duration::from_secs(60), None, done()).unwrap())
+            .collect();
+        for old in &ended[..3] {
+            let error = s.get(&old.id).unwrap_err();
+            assert!(error.message.contains("expired"), "{}", error.message);
+            assert!(old.state().gone, "its watcher is told");
+        }
+        for kept in &ended[3..] {
+            assert!(s.get(&kept.id).is_ok());
+        }
+        assert!(s.get(&working.id).is_ok(), "a working task is never forgotten early");
     }
 
     #[test]
