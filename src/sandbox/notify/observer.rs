@@ -161,6 +161,9 @@ fn spawn_thread(f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
         .map(drop)
 }
 
+/// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (linux/seccomp.h; not in `libc`).
+const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: libc::c_ulong = 1;
+
 /// How the handler answers one call.
 enum Answer {
     Continue,
@@ -171,6 +174,16 @@ enum Answer {
 /// filtered process lives: the kernel would fail its notified calls with
 /// `ENOSYS` once the listener closed.
 fn serve(listener: &OwnedFd, policy: &Policy, watch: &Watch) {
+    // The target sleeps until we answer: wake the handler on the target's
+    // CPU and back (Linux 6.6+; without it, only slower).
+    // SAFETY: the ioctl takes the flags as its argument, no pointer.
+    unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+            SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+        )
+    };
     loop {
         let mut p = libc::pollfd {
             fd: listener.as_raw_fd(),
