@@ -1165,7 +1165,7 @@ fn a_write_outside_the_roots_is_named_by_the_seccomp_notification() {
             &format!("echo x 2>/dev/null > {}/x; echo rc=$?", outside.display()),
         );
         assert!(
-            output(&result).contains("rc=1") || output(&result).contains("rc=2"),
+            output(&result).contains("rc=") && !output(&result).contains("rc=0"),
             "{backend}: {result}"
         );
         assert!(!outside.join("x").exists());

@@ -74,7 +74,6 @@ const TABLE: &[(i64, Named)] = &[
     (libc::SYS_mkdirat, Named::Writes(&[at(0, 1)])),
     (libc::SYS_mknodat, Named::Writes(&[at(0, 1)])),
     (libc::SYS_unlinkat, Named::Writes(&[at(0, 1)])),
-    (libc::SYS_renameat, Named::Writes(&[at(0, 1), at(2, 3)])),
     (libc::SYS_renameat2, Named::Writes(&[at(0, 1), at(2, 3)])),
     (libc::SYS_linkat, Named::Writes(&[at(2, 3)])),
     (libc::SYS_symlinkat, Named::Writes(&[at(1, 2)])),

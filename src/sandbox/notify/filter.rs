@@ -58,7 +58,6 @@ pub const WRITES: &[(i64, When)] = &[
     (libc::SYS_mkdirat, When::Always),
     (libc::SYS_mknodat, When::Always),
     (libc::SYS_unlinkat, When::Always),
-    (libc::SYS_renameat, When::Always),
     (libc::SYS_renameat2, When::Always),
     (libc::SYS_linkat, When::Always),
     (libc::SYS_symlinkat, When::Always),
