@@ -1276,11 +1276,20 @@ fn allowed_writes_and_unix_socket_connects_report_nothing() {
 }
 
 #[test]
-fn without_notify_denials_the_error_text_is_the_source() {
-    for backend in notified_backends() {
+/// `notify_denials: false` on every backend, and the per-command bwrap form
+/// (which has no listener) with it on.
+fn without_a_listener_the_error_text_is_the_source() {
+    let cases = available_backends()
+        .map(|b| (b, json!({"notify_denials": false})))
+        .chain(
+            available_backends()
+                .filter(|b| *b == "bwrap-per-command")
+                .map(|b| (b, json!({}))),
+        );
+    for (backend, extra) in cases {
         let dir = TempDir::new("sbx-notify-off");
         let outside = TempDir::new("sbx-notify-off-outside");
-        let server = sandboxed(&dir, backend, json!({"notify_denials": false}));
+        let server = sandboxed(&dir, backend, extra);
         let result = run(&server, &format!("echo x > {}/x", outside.display()));
         assert_eq!(
             result["sandbox"]["denials_from"], "error text (heuristic)",
