@@ -90,9 +90,12 @@ pub struct ExecOutcome {
 pub struct SandboxReport {
     /// `bwrap` or `landlock`.
     pub backend: &'static str,
-    /// Writes and connections the sandbox refused, found by a heuristic on
-    /// the error text (see docs/sandbox.md, "Denials").
+    /// Writes and connections the sandbox refused (see docs/sandbox.md,
+    /// "Denials").
     pub denied: Vec<crate::sandbox::Denial>,
+    /// How they were found: `seccomp notification`, or the fallback
+    /// `error text (heuristic)`.
+    pub denials_from: &'static str,
 }
 
 impl SandboxReport {
@@ -100,7 +103,7 @@ impl SandboxReport {
         json!({
             "backend": self.backend,
             "denied": self.denied.iter().map(crate::sandbox::Denial::to_value).collect::<Vec<_>>(),
-            "denials_from": "error text (heuristic)",
+            "denials_from": self.denials_from,
         })
     }
 }

@@ -106,6 +106,8 @@ pub(crate) struct SpawnSpec<'a> {
     pub streams: Streams,
     /// Where to start it: `None` here, else through the launcher.
     pub via: Option<&'a dyn Launch>,
+    /// An fd the process gets as its fd 3 (the sandbox helper's channel).
+    pub pass_fd: Option<RawFd>,
 }
 
 /// A pipe whose ends are both above the stdio range and close-on-exec.
@@ -320,7 +322,14 @@ pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
         let err_w = err.as_ref().map_or(out_w.as_raw_fd(), |(_, w)| w.as_raw_fd());
         check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), err_w, 2))?;
         check(libc::posix_spawn_file_actions_addchdir_np(fa.ptr(), spec.cwd.as_ptr()))?;
-        check(libc::posix_spawn_file_actions_addclosefrom_np(fa.ptr(), 3))?;
+        let first_closed = match spec.pass_fd {
+            Some(fd) => {
+                check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), fd, 3))?;
+                4
+            }
+            None => 3,
+        };
+        check(libc::posix_spawn_file_actions_addclosefrom_np(fa.ptr(), first_closed))?;
     }
     let mut attr = Attrs::with_clean_signals(libc::POSIX_SPAWN_SETPGROUP)?;
     // SAFETY: the attributes are initialized; 0 makes the child its group's leader.

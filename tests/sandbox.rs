@@ -1132,3 +1132,174 @@ fn the_binary_widens_a_call_only_for_commands_its_overrides_name() {
     assert!(entries[1].get("sandbox_override").is_none() && entries[2].get("sandbox_override").is_none());
     assert_no_survivors(&tag);
 }
+
+/// The backends whose commands are observed by seccomp user notification
+/// (a bwrap of its own per command is not: its denials come from the
+/// error text).
+fn notified_backends() -> impl Iterator<Item = &'static str> {
+    available_backends().filter(|b| *b != "bwrap-per-command")
+}
+
+/// The denials of `result`, checked to come from the seccomp listener.
+fn notified_denials(backend: &str, result: &Value) -> Vec<Value> {
+    assert_eq!(
+        result["sandbox"]["denials_from"], "seccomp notification",
+        "{backend}: {result}"
+    );
+    result["sandbox"]["denied"].as_array().unwrap().clone()
+}
+
+fn write_of(path: &Path) -> Value {
+    json!({"op": "write", "path": path.display().to_string()})
+}
+
+#[test]
+fn a_write_outside_the_roots_is_named_by_the_seccomp_notification() {
+    for backend in notified_backends() {
+        let dir = TempDir::new("sbx-notify-out");
+        let outside = TempDir::new("sbx-notify-outside");
+        let server = sandboxed(&dir, backend, json!({}));
+        // An error text that names no path: only the notification can.
+        let result = run(
+            &server,
+            &format!("echo x 2>/dev/null > {}/x; echo rc=$?", outside.display()),
+        );
+        assert!(
+            output(&result).contains("rc=") && !output(&result).contains("rc=0"),
+            "{backend}: {result}"
+        );
+        assert!(!outside.join("x").exists());
+        assert_eq!(
+            notified_denials(backend, &result),
+            [write_of(&outside.join("x"))],
+            "{backend}"
+        );
+        assert_no_survivors(server.tag());
+    }
+}
+
+/// bubblewrap only: Landlock cannot keep a path read-only inside a
+/// writable root (its rules only grant), so it has no such denial.
+#[test]
+fn a_write_to_a_protected_path_inside_a_root_is_named_by_the_notification() {
+    for backend in notified_backends().filter(|b| *b == "bwrap") {
+        let dir = TempDir::new("sbx-notify-protected");
+        std::fs::create_dir_all(dir.join(".git/hooks")).unwrap();
+        let server = sandboxed(&dir, backend, json!({}));
+        let result = run(&server, "echo x > .git/hooks/pre-commit; echo rc=$?");
+        assert!(!output(&result).contains("rc=0"), "{backend}: {result}");
+        let hook = dir.canonicalize().unwrap().join(".git/hooks/pre-commit");
+        assert!(!hook.exists(), "{backend}");
+        assert_eq!(notified_denials(backend, &result), [write_of(&hook)], "{backend}");
+        assert_no_survivors(server.tag());
+    }
+}
+
+#[test]
+fn relative_and_dirfd_writes_are_resolved_as_the_command_sees_them() {
+    for backend in notified_backends() {
+        let dir = TempDir::new("sbx-notify-rel");
+        let outside = TempDir::new("sbx-notify-rel-outside");
+        let outside = outside.canonicalize().unwrap();
+        std::fs::create_dir_all(outside.join("sub")).unwrap();
+        std::fs::write(outside.join("sub/f"), "keep").unwrap();
+        let server = sandboxed(&dir, backend, json!({}));
+        // `rel`: relative to the working dir; `rm -r` removes `sub/f` with
+        // unlinkat() relative to a dirfd it opened on `sub`.
+        let result = run(
+            &server,
+            &format!("cd {} && echo x > rel; rm -rf sub; echo done", outside.display()),
+        );
+        assert!(output(&result).contains("done"), "{backend}: {result}");
+        assert_eq!(std::fs::read_to_string(outside.join("sub/f")).unwrap(), "keep");
+        let denied = notified_denials(backend, &result);
+        assert!(denied.contains(&write_of(&outside.join("rel"))), "{backend}: {result}");
+        assert!(
+            denied.contains(&write_of(&outside.join("sub/f"))),
+            "{backend}: {result}"
+        );
+        std::fs::remove_dir_all(outside.join("sub")).unwrap();
+    }
+}
+
+#[test]
+fn a_connect_with_network_off_is_named_with_its_address_or_socket_family() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    for backend in notified_backends() {
+        let dir = TempDir::new("sbx-notify-net");
+        let server = sandboxed(&dir, backend, json!({"network": false}));
+        let result = run(&server, &format!("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'"));
+        assert_ne!(result["exit_code"], 0, "{backend}: {result}");
+        assert!(listener.accept().is_err(), "{backend}: a connection got through");
+        // bwrap: the socket exists in an empty network namespace and the
+        // connect names its address; Landlock: no network socket may exist
+        // at all, so the refused socket() is what is named.
+        let expected = match backend {
+            "landlock" => json!({"op": "socket", "family": "AF_INET"}),
+            _ => json!({"op": "connect", "addr": format!("127.0.0.1:{port}")}),
+        };
+        assert_eq!(notified_denials(backend, &result), [expected], "{backend}: {result}");
+        assert!(
+            result["sandbox_message"].as_str().unwrap().contains("network is off"),
+            "{result}"
+        );
+        assert_no_survivors(server.tag());
+    }
+}
+
+#[test]
+fn allowed_writes_and_unix_socket_connects_report_nothing() {
+    // perl makes the AF_UNIX connect (the shell cannot).
+    if !Command::new("perl").arg("-e1").status().is_ok_and(|s| s.success()) {
+        assert!(std::env::var_os("CI").is_none(), "perl must be installed in CI");
+        skip("perl is not installed here");
+        return;
+    }
+    for backend in notified_backends() {
+        let dir = TempDir::new("sbx-notify-allowed");
+        let socket = dir.join("s");
+        let unix = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let server = sandboxed(&dir, backend, json!({"network": false}));
+        let connect = "perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => \"s\") or die \"no: $!\"; print \"connected\\n\"'";
+        let result = run(
+            &server,
+            &format!("echo x > inside && mkdir d && mv inside d/ && {connect}"),
+        );
+        assert_eq!(result["exit_code"], 0, "{backend}: {result}");
+        assert!(output(&result).contains("connected"), "{backend}: {result}");
+        assert!(unix.accept().is_ok());
+        assert_eq!(notified_denials(backend, &result), Vec::<Value>::new(), "{backend}");
+        assert_no_survivors(server.tag());
+    }
+}
+
+#[test]
+/// `notify_denials: false` on every backend, and the per-command bwrap form
+/// (which has no listener) with it on.
+fn without_a_listener_the_error_text_is_the_source() {
+    let cases = available_backends()
+        .map(|b| (b, json!({"notify_denials": false})))
+        .chain(
+            available_backends()
+                .filter(|b| *b == "bwrap-per-command")
+                .map(|b| (b, json!({}))),
+        );
+    for (backend, extra) in cases {
+        let dir = TempDir::new("sbx-notify-off");
+        let outside = TempDir::new("sbx-notify-off-outside");
+        let server = sandboxed(&dir, backend, extra);
+        let result = run(&server, &format!("echo x > {}/x", outside.display()));
+        assert_eq!(
+            result["sandbox"]["denials_from"], "error text (heuristic)",
+            "{backend}: {result}"
+        );
+        assert_eq!(
+            result["sandbox"]["denied"][0],
+            write_of(&outside.join("x")),
+            "{backend}: {result}"
+        );
+        assert_no_survivors(server.tag());
+    }
+}

@@ -55,8 +55,9 @@ impl Shared {
             streams: request.streams,
             via: sandbox
                 .as_ref()
-                .and_then(|w| w.supervisor.as_deref())
+                .and_then(|w| w.supervisor.as_ref())
                 .map(|s| s as &dyn crate::spawn::Launch),
+            pass_fd: sandbox.as_ref().and_then(|w| w.pass_fd),
         };
         let limits = self.limits(&config, timeout, run_marker);
 
@@ -189,9 +190,13 @@ fn outcome_of(mut raw: RawOutcome, sandbox: Option<Wrapped>, cwd: PathBuf, timeo
         },
         None => Output::Merged(raw.stdout.render()),
     };
-    let sandbox = sandbox.map(|wrapped| SandboxReport {
-        backend: wrapped.backend,
-        denied: wrapped.denials(&output.text()),
+    let sandbox = sandbox.map(|wrapped| {
+        let (denied, denials_from) = wrapped.denials(&output.text());
+        SandboxReport {
+            backend: wrapped.backend,
+            denied,
+            denials_from,
+        }
     });
     tracing::debug!(?status, elapsed = ?raw.elapsed, output_bytes, "execute finished");
     ExecOutcome {

@@ -97,6 +97,9 @@ pub struct SandboxConfig {
     /// bubblewrap: `execute` calls (and jobs) run through a long-lived
     /// supervisor per configuration instead of a new bwrap per command.
     pub supervisor: bool,
+    /// Learn denials from seccomp user notification (precise) where the
+    /// backend can, instead of from the command's error text only.
+    pub notify_denials: bool,
 }
 
 impl Default for SandboxConfig {
@@ -112,6 +115,7 @@ impl Default for SandboxConfig {
             bwrap_path: None,
             helper_path: None,
             supervisor: true,
+            notify_denials: true,
         }
     }
 }
@@ -128,6 +132,7 @@ pub const SANDBOX_KEYS: &[&str] = &[
     "bwrap_path",
     "helper_path",
     "supervisor",
+    "notify_denials",
 ];
 
 /// A configuration problem: what was wrong and what to do.
@@ -212,6 +217,7 @@ impl SandboxConfig {
             "bwrap_path" => self.bwrap_path = optional_path(key, value, base)?,
             "helper_path" => self.helper_path = optional_path(key, value, base)?,
             "supervisor" => self.supervisor = boolean(key, value)?,
+            "notify_denials" => self.notify_denials = boolean(key, value)?,
             other => {
                 return Err(problem(
                     format!("unknown configuration key `sandbox.{other}`"),
@@ -243,6 +249,7 @@ impl SandboxConfig {
             "bwrap_path": self.bwrap_path.as_ref().map(|p| p.display().to_string()),
             "helper_path": self.helper_path.as_ref().map(|p| p.display().to_string()),
             "supervisor": self.supervisor,
+            "notify_denials": self.notify_denials,
         })
     }
 

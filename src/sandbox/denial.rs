@@ -1,10 +1,10 @@
 //! Denials the model can act on: which write or connection the sandbox
 //! refused, read from the command's output.
 //!
-//! This is a heuristic on error text (the messages `EROFS`, `EACCES`,
-//! `EPERM` and `ENETUNREACH` print as), and is reported as such: the
-//! precise signals (seccomp user notification, Landlock's audit records)
-//! need a supervisor or audit access that this path does not have.
+//! The precise source is seccomp user notification (see
+//! [`notify`](super::notify)); where a command ran without a listener,
+//! [`find`] is the fallback: a heuristic on error text (the messages
+//! `EROFS`, `EACCES`, `EPERM` and `ENETUNREACH` print as), reported as such.
 
 use std::sync::LazyLock;
 
@@ -14,15 +14,30 @@ use serde_json::{Value, json};
 /// One refused operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Denial {
-    Write { path: String },
-    Connect { addr: String },
+    Write {
+        path: String,
+    },
+    Connect {
+        addr: String,
+    },
+    /// A socket of a network family, refused before any address was named
+    /// (the Landlock backend with network off).
+    Socket {
+        family: String,
+    },
 }
+
+/// Where a result's denials come from.
+pub const FROM_NOTIFICATION: &str = "seccomp notification";
+/// The fallback: the command's error text.
+pub const FROM_ERROR_TEXT: &str = "error text (heuristic)";
 
 impl Denial {
     pub fn to_value(&self) -> Value {
         match self {
             Denial::Write { path } => json!({"op": "write", "path": path}),
             Denial::Connect { addr } => json!({"op": "connect", "addr": addr}),
+            Denial::Socket { family } => json!({"op": "socket", "family": family}),
         }
     }
 
@@ -33,6 +48,9 @@ impl Denial {
                 format!("the sandbox refused a write to {path}: it is outside the writable roots or protected")
             }
             Denial::Connect { addr } => format!("the sandbox refused a network connection ({addr}): network is off"),
+            Denial::Socket { family } => {
+                format!("the sandbox refused to open a network socket ({family}): network is off")
+            }
         }
     }
 }

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsString};
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 
@@ -22,6 +23,8 @@ use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
 };
 use serde::{Deserialize, Serialize};
+
+use super::supervisor::wire;
 
 /// The first argument that makes the binary act as the helper.
 pub const HELPER_ARG: &str = "__sandbox-exec";
@@ -37,7 +40,14 @@ pub struct HelperSpec {
     /// when it exits (commands that wait for their call; not sessions).
     #[serde(default)]
     pub subreaper: bool,
+    /// Install the observing filter and send its listener on fd
+    /// [`LISTENER_FD`] before exec (see [`notify`](super::notify)).
+    #[serde(default)]
+    pub observe: bool,
 }
+
+/// The helper's fd for the socket it sends its listener on.
+pub const LISTENER_FD: libc::c_int = 3;
 
 /// The helper's argv: `<helper> __sandbox-exec <spec> -- <command...>`.
 pub fn argv(helper: &std::path::Path, spec: &HelperSpec, command: &[CString]) -> Vec<CString> {
@@ -108,7 +118,35 @@ fn restrict(spec: &HelperSpec) -> Result<(), String> {
     }
     drop_capabilities()?;
     landlock(spec)?;
-    seccomp(spec)
+    let observed = spec.observe && observe(spec)?;
+    seccomp(spec, observed)
+}
+
+/// Installs the observing filter and hands its listener to the library
+/// (a message without one when it cannot be installed: the library then
+/// falls back to the error text). Whether the filter is on.
+fn observe(spec: &HelperSpec) -> Result<bool, String> {
+    use super::notify::filter;
+    let mut rules = filter::WRITES.to_vec();
+    if !spec.network {
+        // No socket of a network family can exist, so there is no address
+        // to learn at connect: the refused socket() is the denial.
+        rules.extend_from_slice(filter::SOCKETS);
+    }
+    let result = match filter::install(&filter::program(&rules)) {
+        // A filter whose listener never reached the library would fail its
+        // calls with ENOSYS: then nothing runs.
+        Ok(listener) => wire::send_with_fds(LISTENER_FD, &[wire::LISTENER], &[listener.as_raw_fd()])
+            .map(|()| true)
+            .map_err(|e| format!("could not hand the seccomp listener to the library: {e}")),
+        Err(_) => {
+            let _ = wire::send_with_fds(LISTENER_FD, &[wire::NO_LISTENER], &[]);
+            Ok(false)
+        }
+    };
+    // SAFETY: closes the library's socket, which the command must not inherit.
+    unsafe { libc::close(LISTENER_FD) };
+    result
 }
 
 /// Leaves the helper with no capability (see [`caps::drop_all`](super::caps::drop_all)).
@@ -208,7 +246,10 @@ const DENIED_SYSCALLS: &[i64] = &[
     libc::SYS_io_uring_setup,
 ];
 
-fn seccomp(spec: &HelperSpec) -> Result<(), String> {
+/// The enforcing filter. With `observed`, `socket()` is left to the
+/// observing filter, whose handler refuses it (an errno here would win over
+/// the notification and hide it).
+fn seccomp(spec: &HelperSpec, observed: bool) -> Result<(), String> {
     let err = |e: seccompiler::BackendError| e.to_string();
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED_SYSCALLS.iter().map(|&n| (n, Vec::new())).collect();
     let clone_rules = CLONE_NAMESPACES
@@ -221,7 +262,7 @@ fn seccomp(spec: &HelperSpec) -> Result<(), String> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
-    if !spec.network {
+    if !spec.network && !observed {
         let not_unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64);
         rules.insert(
             libc::SYS_socket,
@@ -264,6 +305,7 @@ mod tests {
             writable: vec![PathBuf::from("/w")],
             network: false,
             subreaper: true,
+            observe: true,
         };
         let argv = argv(
             std::path::Path::new("/bin/bash-mcp"),

@@ -13,6 +13,7 @@ pub mod config;
 pub mod denial;
 pub mod helper;
 pub mod landlock;
+pub mod notify;
 pub mod plan;
 pub mod probe;
 pub mod reaper;
@@ -81,13 +82,26 @@ pub struct Wrapped {
     /// The supervisor that starts the command inside a long-lived sandbox
     /// (then `argv` is the command itself), or `None`: `argv` starts the
     /// sandbox too.
-    pub supervisor: Option<Arc<supervisor::Supervisor>>,
+    pub supervisor: Option<supervisor::Supervised>,
+    /// The seccomp observation of the command, when it has one.
+    pub observation: Option<Arc<notify::Observation>>,
+    /// The fd the Landlock helper gets as its fd 3, to send its listener on.
+    pub pass_fd: Option<std::os::fd::RawFd>,
 }
 
 impl Wrapped {
-    /// What the sandbox refused, read from the command's output (a
-    /// heuristic: see [`denial`]).
-    pub fn denials(&self, output: &str) -> Vec<Denial> {
+    /// What the sandbox refused, and where that was learned: from the
+    /// seccomp listener when the command had one, else read from its
+    /// output (a heuristic: see [`denial`]).
+    pub fn denials(&self, output: &str) -> (Vec<Denial>, &'static str) {
+        if let Some(found) = self.observation.as_ref().and_then(|o| o.denials()) {
+            return (found, denial::FROM_NOTIFICATION);
+        }
+        (self.denials_in_text(output), denial::FROM_ERROR_TEXT)
+    }
+
+    /// The fallback: denials read from the command's output.
+    fn denials_in_text(&self, output: &str) -> Vec<Denial> {
         let writable = |p: &str| {
             let path = Path::new(p);
             let path = if path.is_absolute() {
@@ -145,23 +159,41 @@ pub fn wrap_in(
     };
     let plan = Plan::new(config, request.cwd, request.extra_writable)
         .map_err(|p| ToolError::new(ErrorCode::InvalidConfig, p.message, p.hint))?;
+    // Sessions outlive their call and report no denials: only commands
+    // that wait for their call are observed.
+    let observe = config.notify_denials && request.die_with_parent;
+    let policy = notify::Policy {
+        judge: notify::Judge::new(&plan, matches!(backend, Backend::Bwrap { .. })),
+        network_off: !plan.network,
+    };
     if let (Backend::Bwrap { path, .. }, Some(supervisors), true, true) =
         (backend, supervisors, config.supervisor, request.die_with_parent)
         && let Some(helper) = helper::find(config.helper_path.as_deref())
     {
-        match supervisors.get(path, &helper, &plan) {
+        match supervisors.get(path, &helper, &plan, observe) {
             Ok(supervisor) => {
+                let observation = Arc::new(notify::Observation::new());
                 return Ok(Some(Wrapped {
                     program: request.command[0].clone(),
                     argv: request.command.to_vec(),
                     backend: backend.name(),
                     plan,
-                    supervisor: Some(supervisor),
+                    supervisor: Some(supervisor::Supervised {
+                        supervisor,
+                        observer: supervisor::Observer {
+                            observation: observation.clone(),
+                            policy,
+                        },
+                    }),
+                    observation: Some(observation),
+                    pass_fd: None,
                 }));
             }
             Err(e) => tracing::warn!("{e}; this command gets a bwrap of its own"),
         }
     }
+    let mut observation = None;
+    let mut pass_fd = None;
     let argv = match backend {
         Backend::Bwrap { path, disable_userns } => bwrap::argv(
             path,
@@ -181,10 +213,22 @@ pub fn wrap_in(
             ));
         }
         Backend::Landlock { helper, .. } => {
+            if observe {
+                match notify::Observation::over_socket(policy) {
+                    Ok((o, fd)) => {
+                        observation = Some(Arc::new(o));
+                        pass_fd = Some(fd);
+                    }
+                    Err(e) => tracing::warn!(
+                        "no seccomp observation for this command ({e}); denials come from its error text"
+                    ),
+                }
+            }
             let spec = landlock::HelperSpec {
                 writable: plan.writable.clone(),
                 network: plan.network,
                 subreaper: request.die_with_parent,
+                observe: observation.is_some(),
             };
             landlock::argv(helper, &spec, request.command)
         }
@@ -195,5 +239,7 @@ pub fn wrap_in(
         backend: backend.name(),
         plan,
         supervisor: None,
+        observation,
+        pass_fd,
     }))
 }

@@ -209,6 +209,7 @@ fn check_landlock(configured: Option<&Path>) -> Check {
         writable: Vec::new(),
         network: false,
         subreaper: false,
+        observe: false,
     })
     .expect("spec serializes");
     let out = Command::new(&helper)

@@ -42,6 +42,12 @@ use super::wire::{self, Body};
 /// The first argument that makes the binary act as the supervisor.
 pub const SUPERVISE_ARG: &str = "__sandbox-supervise";
 
+/// The argument that makes each command's init install the observing
+/// filter for writes (see [`notify`](crate::sandbox::notify)).
+pub const OBSERVE_ARG: &str = "--observe";
+/// The same, and for connections too (the sandbox has no network).
+pub const OBSERVE_NETWORK_ARG: &str = "--observe-network";
+
 /// The control socket's fd in the supervisor.
 pub const CONTROL_FD: RawFd = 3;
 
@@ -58,9 +64,15 @@ const PROC_COVERS: [&CStr; 4] = [c"/proc/sys", c"/proc/sysrq-trigger", c"/proc/i
 
 /// Runs the supervisor: returns only on failure to set up, with a message
 /// for stderr; exits 0 when the host closes the control socket.
-pub fn supervise_main(_args: &[OsString]) -> String {
+pub fn supervise_main(args: &[OsString]) -> String {
+    use crate::sandbox::notify::filter;
+    let observe = match args.first().and_then(|a| a.to_str()) {
+        Some(OBSERVE_ARG) => Some(filter::program(filter::WRITES)),
+        Some(OBSERVE_NETWORK_ARG) => Some(filter::program(&[filter::WRITES, filter::CONNECTS].concat())),
+        _ => None,
+    };
     match setup() {
-        Ok(sigfd) => serve(&sigfd),
+        Ok(sigfd) => serve(&sigfd, observe.as_deref()),
         Err(e) => format!("bash-mcp sandbox supervisor: {e}"),
     }
 }
@@ -121,7 +133,8 @@ fn limit_user_namespaces() -> Result<(), String> {
     written.map_err(|e| format!("setting user.max_user_namespaces to 0: {e}"))
 }
 
-fn serve(sigfd: &OwnedFd) -> String {
+/// `observe`: the observing filter each command's init installs.
+fn serve(sigfd: &OwnedFd, observe: Option<&[libc::sock_filter]>) -> String {
     let mut ready: Vec<OwnedFd> = Vec::with_capacity(POOL);
     // Inits to make: at once when none is ready, else once a command has
     // ended, so that making them does not compete with a running command.
@@ -132,7 +145,7 @@ fn serve(sigfd: &OwnedFd) -> String {
         let mut failure = 0;
         if ready.is_empty() || ended {
             while owed > 0 && ready.len() < POOL {
-                match prepare(sigfd.as_raw_fd()) {
+                match prepare(sigfd.as_raw_fd(), observe) {
                     Ok(taken) => {
                         ready.push(taken);
                         owed -= 1;
@@ -212,7 +225,7 @@ fn refuse(errno: i32) {
 /// Clones the next ready init, in new PID and mount namespaces. Returns
 /// the supervisor's end of its `taken` pipe, which reads end of file once
 /// the init has its request.
-fn prepare(sigfd: RawFd) -> Result<OwnedFd, i32> {
+fn prepare(sigfd: RawFd, observe: Option<&[libc::sock_filter]>) -> Result<OwnedFd, i32> {
     let mut taken = [0; 2];
     // SAFETY: taken is a valid two-element array.
     if unsafe { libc::pipe2(taken.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -226,7 +239,7 @@ fn prepare(sigfd: RawFd) -> Result<OwnedFd, i32> {
     let pid = unsafe { raw_fork(libc::CLONE_NEWPID | libc::CLONE_NEWNS) };
     if pid == 0 {
         drop(ours);
-        init(theirs, sigfd);
+        init(theirs, sigfd, observe);
     }
     if pid < 0 {
         return Err(last_errno());
@@ -304,7 +317,7 @@ unsafe fn raw_fork(flags: libc::c_int) -> libc::pid_t {
 /// A ready init: PID 1 of its namespace. It mounts the namespace's `/proc`,
 /// waits on the control socket for one request, starts that command and
 /// watches it. Never returns.
-fn init(taken: OwnedFd, sigfd: RawFd) -> ! {
+fn init(taken: OwnedFd, sigfd: RawFd, observe: Option<&[libc::sock_filter]>) -> ! {
     // SAFETY: prctl with constant arguments: die with the supervisor (the
     // PID namespace of bwrap ends with it too).
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
@@ -342,11 +355,30 @@ fn init(taken: OwnedFd, sigfd: RawFd) -> ! {
         sock,
         sigfd,
     };
+    if let Some(program) = observe {
+        hand_over_listener(sock, program);
+    }
     let pid = spawn_command(&command, &stack).unwrap_or_else(|errno| fail(sock, errno));
     // Only the command holds its stdio now, so its pipes end with it.
     drop((stdin, stdout, stderr));
     let _ = wire::send_message(sock, wire::STARTED, pid);
     watch(&command, pid)
+}
+
+/// Installs the observing filter on this init, which the command inherits,
+/// and sends its listener to the host. Nothing the init does from here on
+/// notifies (its sends carry no address, its opens none), so it cannot
+/// wait on a host that does not have the listener yet. A filter that cannot
+/// be installed leaves the host to fall back to the error text; a listener
+/// that cannot be sent ends the init before the command starts.
+fn hand_over_listener(sock: RawFd, program: &[libc::sock_filter]) {
+    let Ok(listener) = crate::sandbox::notify::filter::install(program) else {
+        return;
+    };
+    let message = wire::message(wire::LISTENER, 0);
+    if wire::send_with_fds(sock, &message, &[listener.as_raw_fd()]).is_err() {
+        exit_init();
+    }
 }
 
 fn exit_init() -> ! {

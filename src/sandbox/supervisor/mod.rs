@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::bwrap::{self, BwrapOptions};
+use super::notify::{Observation, Policy};
 use super::plan::Plan;
 use crate::spawn::{self, Child, Group, Launch, RemoteGroup, SpawnSpec, Streams};
 
@@ -55,8 +56,14 @@ impl Supervisors {
     /// The running supervisor for this plan, started if needed. `Err` says
     /// why it could not start (the caller runs the command in a bwrap of
     /// its own instead).
-    pub(crate) fn get(&self, bwrap_path: &Path, helper: &Path, plan: &Plan) -> io::Result<Arc<Supervisor>> {
-        let argv = supervisor_argv(bwrap_path, helper, plan);
+    pub(crate) fn get(
+        &self,
+        bwrap_path: &Path,
+        helper: &Path,
+        plan: &Plan,
+        observe: bool,
+    ) -> io::Result<Arc<Supervisor>> {
+        let argv = supervisor_argv(bwrap_path, helper, plan, observe);
         let supervisor = {
             let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
             match pool.iter().position(|s| s.argv == argv) {
@@ -109,18 +116,27 @@ impl Supervisors {
 
 /// The bwrap command line of a supervisor: the plan's sandbox, with the
 /// capabilities the supervisor needs inside its user namespace (commands
-/// get none), running `<helper> __sandbox-supervise`.
-fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan) -> Vec<CString> {
+/// get none), running `<helper> __sandbox-supervise`, with `--observe` or
+/// `--observe-network` when its inits install the observing filter.
+fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, observe: bool) -> Vec<CString> {
     let mut plan = plan.clone();
     // One supervisor serves every working dir (each request names its own),
     // unless a private /tmp has to keep the working dir visible above it.
     if !(plan.private_tmp && plan.cwd.starts_with("/tmp")) {
         plan.cwd = "/".into();
     }
-    let command = [
+    let mut command = vec![
         CString::new(helper.as_os_str().as_encoded_bytes()).unwrap_or_default(),
         CString::new(inside::SUPERVISE_ARG).expect("no NUL"),
     ];
+    if observe {
+        let arg = if plan.network {
+            inside::OBSERVE_ARG
+        } else {
+            inside::OBSERVE_NETWORK_ARG
+        };
+        command.push(CString::new(arg).expect("no NUL"));
+    }
     bwrap::argv(
         bwrap_path,
         &plan,
@@ -234,9 +250,15 @@ impl Supervisor {
         Ok(running)
     }
 
-    /// Asks the supervisor to start `spec`. `Ok(Err(e))`: the request never
-    /// reached a supervisor (it may be retried).
-    fn request(&self, control: &OwnedFd, spec: &SpawnSpec<'_>) -> io::Result<Result<Child, io::Error>> {
+    /// Asks the supervisor to start `spec`, observed by `observer` if its
+    /// init sends a listener. `Ok(Err(e))`: the request never reached a
+    /// supervisor (it may be retried).
+    fn request(
+        &self,
+        control: &OwnedFd,
+        spec: &SpawnSpec<'_>,
+        observer: &Observer,
+    ) -> io::Result<Result<Child, io::Error>> {
         let (host_end, their_end) = wire::socket_pair(libc::SOCK_STREAM)?;
         let stdin = if spec.stdin_pipe { Some(spawn::pipe()?) } else { None };
         let null = match &stdin {
@@ -267,9 +289,20 @@ impl Supervisor {
         };
         let lost = || io::Error::other("the sandbox supervisor went away while starting the command");
         wire::write_all(host_end.as_raw_fd(), &body.encode()).map_err(|_| lost())?;
-        match wire::read_message(host_end.as_raw_fd())? {
-            Some((wire::STARTED, _)) => {}
-            Some((wire::FAILED, errno)) => return Err(io::Error::from_raw_os_error(errno)),
+        let mut first = read_first_message(host_end.as_raw_fd())?;
+        if let Some((wire::LISTENER, _, Some(listener))) = first {
+            // The command starts right after: its notified calls wait for this handler.
+            if let Err(e) = observer.observation.listen(listener, observer.policy.clone()) {
+                let _ = wire::send_message(host_end.as_raw_fd(), wire::KILL, libc::SIGKILL);
+                return Err(io::Error::other(format!(
+                    "could not start the thread that observes the sandboxed command: {e}"
+                )));
+            }
+            first = wire::read_message(host_end.as_raw_fd())?.map(|(tag, value)| (tag, value, None));
+        }
+        match first {
+            Some((wire::STARTED, _, _)) => {}
+            Some((wire::FAILED, errno, _)) => return Err(io::Error::from_raw_os_error(errno)),
             _ => return Err(lost()),
         }
         let stdin = stdin.map(|(r, w)| {
@@ -301,17 +334,53 @@ impl Supervisor {
     }
 }
 
-impl Launch for Supervisor {
+/// The first message on a command's socket, with the fd it carries (a
+/// listener), if any.
+fn read_first_message(sock: libc::c_int) -> io::Result<Option<(u8, i32, Option<OwnedFd>)>> {
+    let mut m = [0u8; 5];
+    let (n, mut fds) = wire::recv_with_fds(sock, &mut m)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if n < m.len() && !wire::read_exact(sock, &mut m[n..])? {
+        return Ok(None);
+    }
+    let fd = fds.pop();
+    Ok(Some((m[0], i32::from_le_bytes([m[1], m[2], m[3], m[4]]), fd)))
+}
+
+/// One command's launch through a supervisor, with the observation its
+/// init's listener feeds.
+#[derive(Debug, Clone)]
+pub struct Observer {
+    pub observation: Arc<Observation>,
+    pub policy: Policy,
+}
+
+/// A supervisor and the observer of the one command it launches.
+#[derive(Debug, Clone)]
+pub struct Supervised {
+    pub supervisor: Arc<Supervisor>,
+    pub observer: Observer,
+}
+
+impl Launch for Supervised {
     fn launch(&self, spec: &SpawnSpec<'_>) -> io::Result<Child> {
+        self.supervisor.launch_observed(spec, &self.observer)
+    }
+}
+
+impl Supervisor {
+    fn launch_observed(&self, spec: &SpawnSpec<'_>, observer: &Observer) -> io::Result<Child> {
         let control = self.control()?;
-        match self.request(&control, spec)? {
+        match self.request(&control, spec, observer)? {
             Ok(child) => Ok(child),
             Err(e) => {
                 // Not delivered: that supervisor is gone. Once more with a new one.
                 tracing::debug!("the sandbox supervisor's control socket failed ({e}); restarting it");
                 self.discard(&control);
                 let control = self.control()?;
-                self.request(&control, spec)?
+                self.request(&control, spec, observer)?
             }
         }
     }

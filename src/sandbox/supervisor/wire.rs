@@ -17,6 +17,12 @@ pub const STARTED: u8 = b'S';
 pub const FAILED: u8 = b'E';
 /// Supervisor to host: the command's shell exited (value: its wait status).
 pub const EXITED: u8 = b'X';
+/// To the host, with the listener of the command's observing seccomp filter
+/// attached (from a supervisor's init on the command's socket, or from the
+/// Landlock helper on its own socket), before the command starts.
+pub const LISTENER: u8 = b'L';
+/// The Landlock helper to the host: no observing filter could be installed.
+pub const NO_LISTENER: u8 = b'N';
 /// Host to supervisor: signal the command's group (value: the signal;
 /// SIGKILL reaches everything the command started).
 pub const KILL: u8 = b'K';

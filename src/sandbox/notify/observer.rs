@@ -1,0 +1,301 @@
+//! The handler: one thread per sandboxed command, answering its listener
+//! until the kernel reports hangup (every filtered process is gone).
+//!
+//! One thread per command rather than one shared poll loop: it lives
+//! exactly as long as its command's processes, needs no registry shared
+//! between calls, and a slow path resolution in one command never delays
+//! another's system calls. It costs one thread start per command.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
+
+use super::calls::{self, Named, PathArg};
+use super::judge::Judge;
+use super::target::Target;
+use crate::sandbox::Denial;
+use crate::sandbox::supervisor::wire;
+
+/// The most denials kept for one command.
+const MAX_DENIALS: usize = 20;
+
+/// How long a command's result waits for the Landlock helper's word on its
+/// listener, which it sends before the command starts (a hang guard: the
+/// helper has exited by the time anyone asks).
+const HANDSHAKE_BOUND: Duration = Duration::from_secs(10);
+
+/// What the handler records.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub judge: Judge,
+    /// Connections to an internet address are denials (network is off).
+    pub network_off: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Still waiting to learn whether a listener comes.
+    waiting: bool,
+    /// A listener was received: the denials are the handler's.
+    listening: bool,
+    denials: Vec<Denial>,
+}
+
+/// What the handler thread shares with the command's result.
+#[derive(Debug, Default)]
+struct Watch {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Watch {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn record(&self, denial: Denial) {
+        let mut state = self.lock();
+        if state.denials.len() < MAX_DENIALS && !state.denials.contains(&denial) {
+            state.denials.push(denial);
+        }
+    }
+}
+
+/// One command's observation: whether it has a listener, and what the
+/// handler has recorded so far.
+#[derive(Debug, Default)]
+pub struct Observation {
+    watch: Arc<Watch>,
+    /// Our copy of the socket the Landlock helper sends its listener on,
+    /// closed once the helper has it, or when the command never starts (so
+    /// the receiving thread sees end of file and ends).
+    helper_end: Mutex<Option<OwnedFd>>,
+}
+
+impl Observation {
+    /// An observation with no listener (yet): the supervisor adds one at launch.
+    pub fn new() -> Observation {
+        Observation::default()
+    }
+
+    /// An observation whose listener comes over a new socket: the raw fd
+    /// returned is the helper's end (to become its [`LISTENER_FD`]); the
+    /// thread that receives the listener starts now.
+    ///
+    /// [`LISTENER_FD`]: crate::sandbox::landlock::LISTENER_FD
+    pub fn over_socket(policy: Policy) -> std::io::Result<(Observation, std::os::fd::RawFd)> {
+        let (ours, theirs) = wire::socket_pair(libc::SOCK_SEQPACKET)?;
+        // Clear of fd 3, which the spawn makes it (dup2 onto its own number
+        // would keep close-on-exec).
+        // SAFETY: duplicates an fd we own into a new one.
+        let moved = unsafe { libc::fcntl(theirs.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
+        if moved < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fcntl returned a fresh fd that nothing else owns.
+        let theirs = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(moved) };
+        let watch = Arc::new(Watch::default());
+        watch.lock().waiting = true;
+        let w = watch.clone();
+        spawn_thread(move || {
+            let mut buf = [0u8; 8];
+            let listener = match wire::recv_with_fds(ours.as_raw_fd(), &mut buf) {
+                Ok((n, mut fds)) if n > 0 && buf[0] == wire::LISTENER && fds.len() == 1 => fds.pop(),
+                _ => None,
+            };
+            drop(ours);
+            {
+                let mut state = w.lock();
+                state.listening = listener.is_some();
+                state.waiting = false;
+            }
+            w.changed.notify_all();
+            if let Some(listener) = listener {
+                serve(&listener, &policy, &w);
+            }
+        })?;
+        let helper_fd = theirs.as_raw_fd();
+        Ok((
+            Observation {
+                watch,
+                helper_end: Mutex::new(Some(theirs)),
+            },
+            helper_fd,
+        ))
+    }
+
+    /// Starts the handler on `listener` (a supervisor's init sent it).
+    pub fn listen(&self, listener: OwnedFd, policy: Policy) -> std::io::Result<()> {
+        self.watch.lock().listening = true;
+        let w = self.watch.clone();
+        spawn_thread(move || serve(&listener, &policy, &w)).inspect_err(|_| self.watch.lock().listening = false)
+    }
+
+    /// Closes our copy of the helper's socket (the helper holds its own).
+    pub fn release_helper_end(&self) {
+        self.helper_end.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
+
+    /// The denials recorded so far, when a listener observed the command
+    /// (`None`: there was none; fall back to the error text). Every call
+    /// the command's shell made was answered before it exited, and each
+    /// denial is recorded before its answer.
+    pub fn denials(&self) -> Option<Vec<Denial>> {
+        self.release_helper_end();
+        let state = self.watch.lock();
+        let (state, _) = self
+            .watch
+            .changed
+            .wait_timeout_while(state, HANDSHAKE_BOUND, |s| s.waiting)
+            .unwrap_or_else(PoisonError::into_inner);
+        state.listening.then(|| state.denials.clone())
+    }
+}
+
+fn spawn_thread(f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("sandbox-notify".into())
+        .stack_size(256 * 1024)
+        .spawn(f)
+        .map(drop)
+}
+
+/// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (linux/seccomp.h; not in `libc`).
+const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: libc::c_ulong = 1;
+
+/// How the handler answers one call.
+enum Answer {
+    Continue,
+    Refuse(i32),
+}
+
+/// Answers every notification until hangup. Never returns early while a
+/// filtered process lives: the kernel would fail its notified calls with
+/// `ENOSYS` once the listener closed.
+fn serve(listener: &OwnedFd, policy: &Policy, watch: &Watch) {
+    // The target sleeps until we answer: wake the handler on the target's
+    // CPU and back (Linux 6.6+; without it, only slower).
+    // SAFETY: the ioctl takes the flags as its argument, no pointer.
+    unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+            SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+        )
+    };
+    loop {
+        let mut p = libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut p, 1, -1) } < 0 {
+            continue; // EINTR
+        }
+        if p.revents & libc::POLLIN != 0 {
+            answer_one(listener, policy, watch);
+        } else if p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            return;
+        }
+    }
+}
+
+fn answer_one(listener: &OwnedFd, policy: &Policy, watch: &Watch) {
+    // SAFETY: seccomp_notif is plain data; the kernel wants it zeroed.
+    let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+    // SAFETY: the ioctl writes one seccomp_notif we own.
+    if unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_RECV, &mut notif) } != 0 {
+        return; // the target died before we read it (ENOENT), or EINTR
+    }
+    let target = Target {
+        listener,
+        id: notif.id,
+        pid: notif.pid,
+    };
+    // Whatever goes wrong in reading, the call gets its answer.
+    let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        examine(&target, &notif.data, policy, watch)
+    }))
+    .unwrap_or(Answer::Continue);
+    let (error, flags) = match answer {
+        Answer::Continue => (0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32),
+        Answer::Refuse(errno) => (-errno, 0),
+    };
+    let mut resp = libc::seccomp_notif_resp {
+        id: notif.id,
+        val: 0,
+        error,
+        flags,
+    };
+    // SAFETY: the ioctl reads one seccomp_notif_resp we own. A target that
+    // died meanwhile makes it fail with ENOENT: nothing to answer.
+    unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp) };
+}
+
+/// Reads what the call names and records what the plan forbids.
+fn examine(target: &Target<'_>, data: &libc::seccomp_data, policy: &Policy, watch: &Watch) -> Answer {
+    let arg = |i: u8| data.args[i as usize];
+    match calls::named(data.nr as i64) {
+        Some(Named::Writes(paths)) => {
+            let forbidden: Vec<String> = paths
+                .iter()
+                .filter_map(|p| resolve(target, p, &arg))
+                .filter(|p| policy.judge.forbids(p))
+                .map(|p| p.display().to_string())
+                .collect();
+            if target.still_valid() {
+                forbidden
+                    .into_iter()
+                    .for_each(|path| watch.record(Denial::Write { path }));
+            }
+            Answer::Continue
+        }
+        Some(Named::OpenHow(path)) => {
+            // struct open_how starts with its u64 flags.
+            let flags = target
+                .bytes(arg(2), 8)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_ne_bytes);
+            if flags & super::filter::WRITE_FLAGS as u64 != 0
+                && let Some(p) = resolve(target, &path, &arg)
+                && policy.judge.forbids(&p)
+                && target.still_valid()
+            {
+                watch.record(Denial::Write {
+                    path: p.display().to_string(),
+                });
+            }
+            Answer::Continue
+        }
+        Some(Named::Address { addr, len }) => {
+            let len = (arg(len) as usize).min(128);
+            if policy.network_off
+                && let Some(addr) = target.bytes(arg(addr), len).and_then(|b| calls::inet_address(&b))
+                && target.still_valid()
+            {
+                watch.record(Denial::Connect { addr });
+            }
+            Answer::Continue
+        }
+        Some(Named::Socket) => {
+            watch.record(Denial::Socket {
+                family: calls::family_name(arg(0) as i32),
+            });
+            Answer::Refuse(libc::EPERM)
+        }
+        None => Answer::Continue,
+    }
+}
+
+/// The absolute path argument `p` names, as the target sees it.
+fn resolve(target: &Target<'_>, p: &PathArg, arg: &dyn Fn(u8) -> u64) -> Option<std::path::PathBuf> {
+    let path = std::path::PathBuf::from(target.string(arg(p.path))?);
+    if path.is_absolute() {
+        return Some(super::judge::normalize(&path));
+    }
+    let dirfd = p.dirfd.map_or(libc::AT_FDCWD, |i| arg(i) as i32);
+    let base = target.base_dir(dirfd)?;
+    Some(super::judge::normalize(&Path::new(&base).join(path)))
+}

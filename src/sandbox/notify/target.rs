@@ -1,0 +1,94 @@
+//! Reading what a notified call asked for from the process that made it:
+//! strings and socket addresses from its memory, its working directory and
+//! open directories from `/proc`. The target may die, or its pid be reused,
+//! at any moment, so every read is confirmed afterwards with
+//! `SECCOMP_IOCTL_NOTIF_ID_VALID` before it is believed.
+
+use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
+use std::path::PathBuf;
+
+/// The longest path read (the kernel's own limit).
+const PATH_MAX: usize = 4096;
+
+/// One notified call: its process, and the listener to check it against.
+pub struct Target<'a> {
+    pub listener: &'a OwnedFd,
+    pub id: u64,
+    pub pid: u32,
+}
+
+impl Target<'_> {
+    /// Whether the call is still waiting for its answer (so the process
+    /// read is the one that made it).
+    pub fn still_valid(&self) -> bool {
+        let mut id = self.id;
+        // SAFETY: the ioctl reads one u64 we own.
+        unsafe { libc::ioctl(self.listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id) == 0 }
+    }
+
+    /// Reads `buf.len()` bytes at `addr` in the target; how many it got.
+    fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
+        let local = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        let remote = libc::iovec {
+            iov_base: addr as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        // SAFETY: `local` covers `buf`, which we own; `remote` is only read
+        // by the kernel from the other process.
+        let n = unsafe { libc::process_vm_readv(self.pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+        n.max(0) as usize
+    }
+
+    /// The NUL-terminated string at `addr`, read a page at a time so that
+    /// an unmapped page after it does not fail the read.
+    pub fn string(&self, addr: u64) -> Option<OsString> {
+        if addr == 0 {
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut at = addr;
+        while out.len() < PATH_MAX {
+            let to_page_end = 4096 - (at % 4096) as usize;
+            let mut chunk = vec![0u8; to_page_end.min(PATH_MAX - out.len())];
+            let got = self.read(at, &mut chunk);
+            if got == 0 {
+                return None;
+            }
+            if let Some(nul) = chunk[..got].iter().position(|&b| b == 0) {
+                out.extend_from_slice(&chunk[..nul]);
+                return Some(OsString::from_vec(out));
+            }
+            out.extend_from_slice(&chunk[..got]);
+            at += got as u64;
+        }
+        None
+    }
+
+    /// Up to `len` bytes at `addr` (a socket address, a struct).
+    pub fn bytes(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+        if addr == 0 {
+            return None;
+        }
+        let mut buf = vec![0u8; len];
+        let got = self.read(addr, &mut buf);
+        buf.truncate(got);
+        (got > 0).then_some(buf)
+    }
+
+    /// The directory a relative path starts from: the working directory
+    /// for `AT_FDCWD`, else the directory open as `dirfd` (as the target
+    /// sees it, in its own mount namespace).
+    pub fn base_dir(&self, dirfd: i32) -> Option<PathBuf> {
+        let link = if dirfd == libc::AT_FDCWD {
+            format!("/proc/{}/cwd", self.pid)
+        } else {
+            format!("/proc/{}/fd/{dirfd}", self.pid)
+        };
+        std::fs::read_link(link).ok()
+    }
+}
