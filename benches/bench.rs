@@ -7,18 +7,25 @@
 //!    and reaping, against `BashServer::run` of `true` (target ratio ≤ 1.05),
 //!    over several runs for the spread (`-- --latency` stops after it).
 //! 2. Throughput: capturing 1 GiB of output against
-//!    `head -c 1G /dev/zero | cat > /dev/null` (target ratio ≤ 1.25), and the
-//!    host's peak RSS (target < 64 MiB).
+//!    `head -c 1G /dev/zero | cat > /dev/null` (target ratio ≤ 1.25), the
+//!    same capture with the whole output kept for `output_read` against it
+//!    with keeping off (target ratio ≤ 1.25), in alternating rounds, and the
+//!    host's peak RSS (target < 64 MiB); `-- --throughput` stops after it.
 //! 3. Timeout overshoot of a 1 s limit (target median ≤ 20 ms).
 //!
-//! `-- --calls raw|execute N` only makes N calls of one kind and exits: for
-//! counting what one call costs with `strace -c -f` or `valgrind`, figures
-//! that machine load does not move.
+//! `-- --calls raw|execute|plain|kept N` only makes N calls of one kind and
+//! exits (`plain` and `kept`: 1 GiB of output, with keeping off and on): for
+//! counting what one call costs
+//! with `strace -c -f`, `perf` or `valgrind`, figures that machine load does
+//! not move.
 
 use std::ffi::CString;
 use std::time::{Duration, Instant};
 
 use bash_mcp::{BashServer, ExecRequest, McpServer, Status};
+
+/// The command of the throughput figures: 1 GiB of output.
+const GIB: &str = "head -c 1073741824 /dev/zero";
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
@@ -28,11 +35,19 @@ fn main() {
     if let Some(at) = args.iter().position(|a| a == "--calls") {
         let count: usize = args.get(at + 2).and_then(|n| n.parse().ok()).unwrap_or(100);
         let request = ExecRequest::new("true");
+        let gib = ExecRequest::new(GIB);
+        if args.get(at + 1).map(String::as_str) == Some("plain") {
+            server
+                .configure(r#"{"output_store": {"enabled": false}}"#)
+                .expect("keeping off");
+        }
         for _ in 0..count {
             match args.get(at + 1).map(String::as_str) {
                 Some("raw") => raw_spawn_true(),
                 Some("execute") => assert!(server.run(&request).unwrap().success()),
-                other => panic!("--calls takes raw or execute and a count, not {other:?}"),
+                Some("kept") => assert!(server.run(&gib).unwrap().output_id.is_some()),
+                Some("plain") => assert_eq!(server.run(&gib).unwrap().output_bytes, 1 << 30),
+                other => panic!("--calls takes raw, execute, plain or kept and a count, not {other:?}"),
             }
         }
         return;
@@ -40,62 +55,24 @@ fn main() {
 
     println!("bash-mcp execution benchmark (medians; ratios of figures measured in the same run)");
     println!();
-    latency(&server, if quick { 3 } else { 7 }, rounds / 5);
+    let only_throughput = args.iter().any(|a| a == "--throughput");
+    if !only_throughput {
+        latency(&server, if quick { 3 } else { 7 }, rounds / 5);
+    }
     if args.iter().any(|a| a == "--latency") {
         return;
     }
 
-    // Throughput: 1 GiB through the capture path.
-    let gib_rounds = if quick { 1 } else { 3 };
-    let mut base = Vec::new();
-    let mut ours = Vec::new();
-    let mut kept = Vec::new();
-    // The same capture with the whole output kept on disk for output_read.
+    // Throughput: 1 GiB through the capture path, with keeping off and on.
+    let gib_rounds = if quick { 3 } else { 7 };
     let keeping = BashServer::new(std::env::temp_dir(), None, Duration::from_secs(60)).expect("server");
     server
         .configure(r#"{"output_store": {"enabled": false}}"#)
         .expect("keeping off");
-    let rss_before = peak_rss_kib();
-    for _ in 0..gib_rounds {
-        base.push(timed(|| {
-            let status = std::process::Command::new("/bin/sh")
-                .args(["-c", "head -c 1073741824 /dev/zero | cat > /dev/null"])
-                .status()
-                .unwrap();
-            assert!(status.success());
-        }));
-        ours.push(timed(|| {
-            let outcome = server.run(&ExecRequest::new("head -c 1073741824 /dev/zero")).unwrap();
-            assert_eq!(outcome.output_bytes, 1 << 30);
-        }));
-        kept.push(timed(|| {
-            let outcome = keeping.run(&ExecRequest::new("head -c 1073741824 /dev/zero")).unwrap();
-            assert!(outcome.output_id.is_some(), "the output was kept");
-        }));
+    throughput(&server, &keeping, gib_rounds);
+    if only_throughput {
+        return;
     }
-    let rss_after = peak_rss_kib();
-    let (base_med, ours_med, kept_med) = (median(&mut base), median(&mut ours), median(&mut kept));
-    println!(
-        "{:<44} {:>9.3} s  {:>9.3} s  {:>8.3}   (target <= 1.25)",
-        "1 GiB output: head|cat vs execute capture",
-        base_med.as_secs_f64(),
-        ours_med.as_secs_f64(),
-        ours_med.as_secs_f64() / base_med.as_secs_f64()
-    );
-    println!(
-        "{:<44} {:>9.3} s  {:>9.3} s  {:>8.3}   (target <= 1.25; 256 MiB kept on disk)",
-        "1 GiB output: capture vs capture + kept",
-        ours_med.as_secs_f64(),
-        kept_med.as_secs_f64(),
-        kept_med.as_secs_f64() / ours_med.as_secs_f64()
-    );
-    println!(
-        "{:<44} {:>12} {:>9.1} MiB            (target < 64 MiB; before the 1 GiB runs: {:.1} MiB)",
-        "host peak RSS",
-        "",
-        rss_after as f64 / 1024.0,
-        rss_before as f64 / 1024.0
-    );
 
     // Timeout overshoot.
     let overshoot_rounds = if quick { 5 } else { 15 };
@@ -165,6 +142,102 @@ fn latency(server: &BashServer, runs: usize, rounds: usize) {
         lib_med.as_secs_f64() / raw_med.as_secs_f64(),
         ratios[0],
         ratios[ratios.len() - 1]
+    );
+}
+
+/// 1 GiB of output through `head | cat`, the capture with keeping off
+/// (`plain`) and the capture with the whole output kept (`kept`), in rounds
+/// whose order alternates so that drifts in machine load hit all alike:
+/// every round's figures, then the medians, their ratios and the spread of
+/// the per-round ratios; then the host's peak RSS.
+fn throughput(plain: &BashServer, kept: &BashServer, rounds: usize) {
+    let rss_before = peak_rss_kib();
+    let (mut base, mut off, mut on) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut capture_ratios, mut keep_ratios) = (Vec::new(), Vec::new());
+    println!(
+        "{:<44} {:>9} {:>9} {:>9} {:>13} {:>13}",
+        "1 GiB of output", "head|cat", "keep off", "keep on", "off/head|cat", "on/off"
+    );
+    for round in 1..=rounds {
+        let run_base = || {
+            timed(|| {
+                let status = std::process::Command::new("/bin/sh")
+                    .args(["-c", &format!("{GIB} | cat > /dev/null")])
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            })
+        };
+        let run_off = || {
+            timed(|| {
+                let outcome = plain.run(&ExecRequest::new(GIB)).unwrap();
+                assert_eq!(outcome.output_bytes, 1 << 30);
+                assert!(outcome.output_id.is_none(), "keeping is off");
+            })
+        };
+        let run_on = || {
+            timed(|| {
+                let outcome = kept.run(&ExecRequest::new(GIB)).unwrap();
+                assert_eq!(outcome.output_bytes, 1 << 30);
+                assert!(outcome.output_id.is_some(), "the output was kept");
+            })
+        };
+        let (b, f, n) = if round % 2 == 1 {
+            let b = run_base();
+            let f = run_off();
+            (b, f, run_on())
+        } else {
+            let n = run_on();
+            let f = run_off();
+            (run_base(), f, n)
+        };
+        let (capture_ratio, keep_ratio) = (f.as_secs_f64() / b.as_secs_f64(), n.as_secs_f64() / f.as_secs_f64());
+        println!(
+            "{:<44} {:>7.3} s {:>7.3} s {:>7.3} s {:>13.3} {:>13.3}",
+            format!("  round {round}"),
+            b.as_secs_f64(),
+            f.as_secs_f64(),
+            n.as_secs_f64(),
+            capture_ratio,
+            keep_ratio
+        );
+        base.push(b);
+        off.push(f);
+        on.push(n);
+        capture_ratios.push(capture_ratio);
+        keep_ratios.push(keep_ratio);
+    }
+    let rss_after = peak_rss_kib();
+    let (base_med, off_med, on_med) = (median(&mut base), median(&mut off), median(&mut on));
+    capture_ratios.sort_by(f64::total_cmp);
+    keep_ratios.sort_by(f64::total_cmp);
+    println!(
+        "{:<44} {:>7.3} s {:>7.3} s {:>7.3} s {:>13.3} {:>13.3}",
+        format!("  medians of {rounds} rounds"),
+        base_med.as_secs_f64(),
+        off_med.as_secs_f64(),
+        on_med.as_secs_f64(),
+        off_med.as_secs_f64() / base_med.as_secs_f64(),
+        on_med.as_secs_f64() / off_med.as_secs_f64()
+    );
+    println!(
+        "{:<44} {:>31} {:>6.3}-{:<6.3} {:>6.3}-{:<6.3}",
+        "  spread of the per-round ratios",
+        "",
+        capture_ratios[0],
+        capture_ratios[rounds - 1],
+        keep_ratios[0],
+        keep_ratios[rounds - 1]
+    );
+    println!(
+        "{:<44} targets: off/head|cat <= 1.25, on/off <= 1.25 (256 MiB kept on disk)",
+        ""
+    );
+    println!(
+        "{:<44} {:>9.1} MiB   (target < 64 MiB; before the 1 GiB runs: {:.1} MiB)",
+        "host peak RSS",
+        rss_after as f64 / 1024.0,
+        rss_before as f64 / 1024.0
     );
 }
 
