@@ -14,8 +14,8 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
+use std::io::{self, BufRead, BufReader, Read};
+use std::os::unix::fs::{DirBuilderExt, FileExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,8 +23,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use regex::Regex;
 use serde_json::{Value, json};
 
-use crate::capture::{Keeper, KeeperFactory, Kept};
+use crate::capture::KeeperFactory;
+#[cfg(test)]
+use crate::capture::Kept;
 use crate::error::{ErrorCode, ToolError};
+
+mod keeper;
+
+use keeper::FileKeeper;
 
 /// The most bytes one `output_read` returns, whatever it asks for.
 pub const MAX_READ_BYTES: usize = 64 * 1024;
@@ -612,126 +618,6 @@ impl View<'_> {
             "match_count": total_matches,
             "more": truncated,
         }))
-    }
-}
-
-/// Writes one stream into the store; over the budget, its head and then a
-/// ring of its last bytes.
-struct FileKeeper {
-    store: Arc<OutputStore>,
-    file: Option<(String, PathBuf, File)>,
-    problem: Option<String>,
-    total: u64,
-    /// Bytes of the head (written in order) and of the ring after it.
-    head_cap: u64,
-    ring_cap: u64,
-}
-
-impl FileKeeper {
-    fn open(store: Arc<OutputStore>) -> Self {
-        let budget = store.budget();
-        let head_cap = budget / 2;
-        let ring_cap = budget - head_cap;
-        let mut keeper = Self {
-            store,
-            file: None,
-            problem: None,
-            total: 0,
-            head_cap,
-            ring_cap,
-        };
-        match keeper.create() {
-            Ok(file) => keeper.file = Some(file),
-            Err(e) => keeper.problem = Some(format!("the whole output could not be kept: {e}")),
-        }
-        keeper
-    }
-
-    fn create(&self) -> io::Result<(String, PathBuf, File)> {
-        let dir = self.store.dir()?;
-        let id = format!("out-{}", crate::ids::random_hex()?);
-        let path = dir.join(&id);
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .read(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
-        Ok((id, path, file))
-    }
-
-    fn write(&mut self, mut data: &[u8]) -> io::Result<()> {
-        let Some((_, _, file)) = self.file.as_mut() else {
-            return Ok(());
-        };
-        if self.total < self.head_cap {
-            let take = data.len().min((self.head_cap - self.total) as usize);
-            file.write_all(&data[..take])?;
-            self.total += take as u64;
-            data = &data[take..];
-        }
-        while !data.is_empty() {
-            let pos = (self.total - self.head_cap) % self.ring_cap;
-            let run = data.len().min((self.ring_cap - pos) as usize);
-            file.write_all_at(&data[..run], self.head_cap + pos)?;
-            self.total += run as u64;
-            data = &data[run..];
-        }
-        Ok(())
-    }
-}
-
-impl Keeper for FileKeeper {
-    fn append(&mut self, data: &[u8]) {
-        if let Err(e) = self.write(data) {
-            self.problem = Some(format!("the whole output could not be kept: {e}"));
-            if let Some((_, path, _)) = self.file.take() {
-                let _ = std::fs::remove_file(path);
-            }
-        }
-    }
-
-    fn finish(mut self: Box<Self>) -> Kept {
-        let Some((id, path, mut file)) = self.file.take() else {
-            return Kept {
-                output_id: None,
-                problem: self.problem.take(),
-            };
-        };
-        match file.flush() {
-            Ok(()) => {
-                let head = self.head_cap.min(self.total);
-                let wrapped = self.total > self.head_cap + self.ring_cap;
-                let entry = Entry {
-                    id: id.clone(),
-                    path,
-                    total: self.total,
-                    head,
-                    ring: self.ring_cap,
-                    ring_start: if wrapped {
-                        (self.total - self.head_cap) % self.ring_cap
-                    } else {
-                        0
-                    },
-                    file_len: self.total.min(self.head_cap + self.ring_cap),
-                };
-                let problem = entry
-                    .cut()
-                    .map(|(from, to)| format!("bytes {from} to {to} were over the store's budget and are not kept"));
-                self.store.add(entry);
-                Kept {
-                    output_id: Some(id),
-                    problem,
-                }
-            }
-            Err(e) => {
-                let _ = std::fs::remove_file(&path);
-                Kept {
-                    output_id: None,
-                    problem: Some(format!("the whole output could not be kept: {e}")),
-                }
-            }
-        }
     }
 }
 

@@ -90,6 +90,36 @@ fn a_50_mb_output_is_searched_and_read_back_exactly() {
     assert_eq!(tail["text"], "5999999\n6000000\n");
 }
 
+/// The tail a kept result shows is the command's last bytes, both when the
+/// pipe goes straight to the kept file and the tail is read back from it,
+/// and when the store's ring is too small for that tail and the capture
+/// reads the pipe itself.
+#[test]
+fn a_kept_result_ends_with_the_commands_last_bytes() {
+    let dir = TempDir::new("outputs-tail");
+    for (limit, budget) in [(256, 1 << 20), (64 * 1024, 4096)] {
+        let server = tagged(BashServer::new(&*dir, None, Duration::from_secs(300)).unwrap());
+        server
+            .configure(&json!({"output_limit_bytes": limit, "output_store": {"budget_bytes": budget}}).to_string())
+            .unwrap();
+        let result = call(&server, json!({"command": "seq 1 400000 | tee copy.txt"}));
+        let copy = std::fs::read(dir.join("copy.txt")).unwrap();
+        assert_eq!(result["output_bytes"], copy.len() as u64, "limit {limit}");
+        let text = result["output"].as_str().unwrap();
+        let marker = " ...]\n";
+        let tail = &text[text.rfind(marker).unwrap_or_else(|| panic!("{text}")) + marker.len()..];
+        assert!(tail.ends_with("\n400000\n"), "limit {limit}: {tail}");
+        assert!(copy.ends_with(tail.as_bytes()), "limit {limit}: {tail}");
+        assert!(
+            copy.starts_with(text[..text.find("[...").unwrap()].as_bytes()),
+            "limit {limit}"
+        );
+        let id = result["output_id"].as_str().unwrap_or_else(|| panic!("{result}"));
+        let last = read(&server, json!({"output_id": id, "tail_lines": 1}));
+        assert_eq!(last["text"], "400000\n", "limit {limit}");
+    }
+}
+
 #[test]
 fn the_oldest_output_is_evicted_and_its_id_says_so() {
     let server = common::server();
