@@ -90,10 +90,9 @@ fn a_50_mb_output_is_searched_and_read_back_exactly() {
     assert_eq!(tail["text"], "5999999\n6000000\n");
 }
 
-/// The tail a kept result shows is the command's last bytes, both when the
-/// pipe goes straight to the kept file and the tail is read back from it,
-/// and when the store's ring is too small for that tail and the capture
-/// reads the pipe itself.
+/// The head and tail a kept result shows are the command's first and last
+/// bytes, and the kept output ends where the command's did, with a store
+/// larger than the result and with one smaller than it.
 #[test]
 fn a_kept_result_ends_with_the_commands_last_bytes() {
     let dir = TempDir::new("outputs-tail");
