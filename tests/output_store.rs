@@ -110,7 +110,7 @@ fn a_kept_result_ends_with_the_commands_last_bytes() {
         assert!(tail.ends_with("\n400000\n"), "limit {limit}: {tail}");
         assert!(copy.ends_with(tail.as_bytes()), "limit {limit}: {tail}");
         assert!(
-            copy.starts_with(text[..text.find("[...").unwrap()].as_bytes()),
+            copy.starts_with(&text.as_bytes()[..text.find("[...").unwrap()]),
             "limit {limit}"
         );
         let id = result["output_id"].as_str().unwrap_or_else(|| panic!("{result}"));
