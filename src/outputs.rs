@@ -24,8 +24,6 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 use crate::capture::KeeperFactory;
-#[cfg(test)]
-use crate::capture::Kept;
 use crate::error::{ErrorCode, ToolError};
 
 mod keeper;
@@ -624,6 +622,7 @@ impl View<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::Kept;
 
     fn keep(store: &Arc<OutputStore>, chunks: &[&[u8]]) -> Kept {
         let mut keeper = (store.keeper())();
