@@ -112,6 +112,24 @@ impl Job {
     fn result(&self) -> MutexGuard<'_, Option<Result<ExecOutcome, ToolError>>> {
         self.result.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// The result slot once the job has ended, or after `wait` (then still empty).
+    fn result_within(&self, wait: Duration) -> MutexGuard<'_, Option<Result<ExecOutcome, ToolError>>> {
+        let deadline = Instant::now() + wait;
+        let mut result = self.result();
+        while result.is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            result = self
+                .done
+                .wait_timeout(result, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        result
+    }
 }
 
 /// Background jobs of one server; dropping it kills those still running.
@@ -327,19 +345,7 @@ impl JobManager {
     pub fn status_from(&self, id: &str, wait: Duration, cursor: Option<u64>) -> Result<Value, ToolError> {
         self.evict_finished();
         let job = self.get(id)?;
-        let deadline = Instant::now() + wait;
-        let mut result = job.result();
-        while result.is_none() {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            result = job
-                .done
-                .wait_timeout(result, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
+        let result = job.result_within(wait);
         match result.clone() {
             None => {
                 drop(result);
@@ -403,19 +409,7 @@ impl JobManager {
     /// returned (the outcome document, or the error).
     pub fn wait_end(&self, id: &str, wait: Duration) -> Option<Result<Result<Value, ToolError>, String>> {
         let job = self.lock().get(id).cloned()?;
-        let deadline = Instant::now() + wait;
-        let mut result = job.result();
-        while result.is_none() {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            result = job
-                .done
-                .wait_timeout(result, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
+        let result = job.result_within(wait);
         let Some(outcome) = result.clone() else {
             drop(result);
             let live = job.live();

@@ -382,6 +382,10 @@ fn examples_are_clean_under_valgrind() {
                     "--errors-for-leak-kinds=definite",
                     "--trace-children=no",
                 ])
+                .arg(format!(
+                    "--suppressions={}",
+                    crate_dir().join("tests/c/valgrind.supp").display()
+                ))
                 .arg(program)
                 .args(args)
                 .current_dir(&scratch.0)

@@ -36,6 +36,24 @@ fn available(backend: &str) -> bool {
     false
 }
 
+/// Live threads of this process that observe a command (`sandbox-notify`).
+fn observers() -> usize {
+    thread_names().iter().filter(|name| *name == "sandbox-notify").count()
+}
+
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .map(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .unwrap_or_default()
+                .trim()
+                .to_owned()
+        })
+        .collect()
+}
+
 fn thread_count() -> usize {
     std::fs::read_dir("/proc/self/task").unwrap().count()
 }
@@ -52,8 +70,10 @@ fn a_fork_heavy_observed_command_finishes_and_leaves_no_fd_thread_or_process() {
         let sandbox = json!({"mode": "workspace-write", "helper_path": HELPER, "backend": backend,
                              "writable_roots": [&*dir]});
         server.configure(&json!({"sandbox": sandbox}).to_string()).unwrap();
-        // Starts the supervisor and the guard before counting.
+        // Starts the supervisor and the guard before counting, once that
+        // call's own observer has ended (it may outlive the call briefly).
         run(&server, "true");
+        wait_until("the first call's observer to end", || observers() == 0);
         let (fds, threads) = (fd_count(), thread_count());
         // Forks, writes in the root and refused writes, all observed; the
         // call's own time limit (30 s) is the hang guard.
@@ -75,9 +95,17 @@ fn a_fork_heavy_observed_command_finishes_and_leaves_no_fd_thread_or_process() {
         for _ in 0..50 {
             run(&server, "echo x > g; echo y 2>/dev/null > /g");
         }
-        wait_until("the observers' fds and threads to go", || {
-            fd_count() == fds && thread_count() == threads
-        });
+        let settled = || fd_count() == fds && thread_count() == threads;
+        let start = std::time::Instant::now();
+        while !settled() && start.elapsed() < HANG_GUARD {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            settled(),
+            "{backend}: the observers' fds and threads did not go: {} fds against {fds}, threads {:?} against {threads}",
+            fd_count(),
+            thread_names()
+        );
         assert_no_survivors(server.tag());
     }
 }

@@ -671,16 +671,22 @@ impl Inner {
             let _worker = worker;
             job.run();
         });
+        self.answered_later(spawned, &key, "a worker thread for the call")
+    }
+
+    /// The reply for a request whose answer a thread sends: later, or now,
+    /// as an error, when the thread (`what`) could not start. Then the call
+    /// is forgotten; its closure, with any worker guard, was dropped.
+    fn answered_later(&self, spawned: std::io::Result<std::thread::JoinHandle<()>>, key: &IdKey, what: &str) -> Reply {
         match spawned {
             Ok(_) => Reply::Later,
             Err(e) => {
-                // The job (and its worker guard) were dropped with the closure.
-                if let Some(call) = self.inflight_call(&key) {
-                    self.inflight.forget(&key, &call);
+                if let Some(call) = self.inflight_call(key) {
+                    self.inflight.forget(key, &call);
                 }
                 Reply::Now(Err(RpcError::new(
                     INTERNAL_ERROR,
-                    format!("could not start a worker thread for the call: {e}"),
+                    format!("could not start {what}: {e}"),
                 )))
             }
         }

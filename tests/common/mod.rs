@@ -386,3 +386,20 @@ pub fn session_manager() -> bash_mcp::session::SessionManager {
     };
     SessionManager::new(config, std::env::temp_dir()).unwrap()
 }
+
+/// Whether a sandbox with `config` works here, by the library's own probe.
+/// A SKIP line names `backend` and the reason when it does not; in CI a
+/// backend that does not work fails the test instead.
+pub fn sandbox_works(config: &bash_mcp::sandbox::SandboxConfig, backend: &str) -> bool {
+    let probe = bash_mcp::sandbox::Probe::run(config);
+    if probe.chosen.is_some() {
+        return true;
+    }
+    let (reason, _) = probe.unavailable_reason();
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "backend {backend} must work in CI: {reason}"
+    );
+    skip(format_args!("sandbox backend {backend} unavailable here: {reason}"));
+    false
+}

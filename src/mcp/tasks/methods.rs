@@ -168,18 +168,7 @@ impl Inner {
             };
             inner.inflight.finish(&key, &call, || (inner.outbound)(line));
         });
-        match spawned {
-            Ok(_) => Reply::Later,
-            Err(e) => {
-                if let Some(call) = self.inflight.get(request.key) {
-                    self.inflight.forget(request.key, &call);
-                }
-                Reply::Now(Err(RpcError::new(
-                    INTERNAL_ERROR,
-                    format!("could not start a worker thread for the call: {e}"),
-                )))
-            }
-        }
+        self.answered_later(spawned, request.key, "a worker thread for the call")
     }
 
     /// Creates a task for a call of `tool`: the gate decides, then the
@@ -362,18 +351,7 @@ impl Inner {
                 };
                 inner.inflight.finish(&key, &call, || (inner.outbound)(line));
             });
-        match spawned {
-            Ok(_) => Reply::Later,
-            Err(e) => {
-                if let Some(call) = self.inflight.get(request.key) {
-                    self.inflight.forget(request.key, &call);
-                }
-                Reply::Now(Err(RpcError::new(
-                    INTERNAL_ERROR,
-                    format!("could not start a thread for tasks/result: {e}"),
-                )))
-            }
-        }
+        self.answered_later(spawned, request.key, "a thread for tasks/result")
     }
 }
 
