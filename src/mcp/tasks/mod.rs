@@ -533,7 +533,12 @@ mod tests {
         let t = s.create(Duration::from_secs(60), None, done()).unwrap();
         assert_eq!(t.view(false).status, Status::Failed);
         assert_eq!(t.view(true).status, Status::Completed);
-        assert!(s.cancel(&t, &NoServer).unwrap_err().message.contains("'failed'"));
+        assert!(
+            s.cancel(&t, &NoServer(crate::ToolRegistry::new()))
+                .unwrap_err()
+                .message
+                .contains("'failed'")
+        );
     }
 
     #[test]
@@ -596,13 +601,14 @@ mod tests {
         assert!(s.list(None).unwrap().0.is_empty());
     }
 
-    struct NoServer;
+    /// A server with no tools and no task jobs (the trait's defaults).
+    struct NoServer(crate::ToolRegistry);
     impl McpServer for NoServer {
         fn name(&self) -> &str {
             "none"
         }
         fn tools(&self) -> &crate::ToolRegistry {
-            unimplemented!()
+            &self.0
         }
     }
 }
