@@ -159,6 +159,7 @@ pub unsafe extern "C" fn bash_mcp_server_run(
                     None,
                     std::ptr::null_mut(),
                     out,
+                    None,
                 )
             }
         })())
@@ -200,35 +201,31 @@ pub unsafe extern "C" fn bash_mcp_server_run_with(
             // SAFETY: a C string per the documented contract.
             let args_json = unsafe { str_arg(args_json, "args_json") }?;
             // SAFETY: forwarded contract.
-            unsafe { run_into(server, ToolArgs::parse(args_json), cancel, callback, user_data, out) }
+            unsafe {
+                run_into(
+                    server,
+                    ToolArgs::parse(args_json),
+                    cancel,
+                    callback,
+                    user_data,
+                    out,
+                    None,
+                )
+            }
         })())
     })
 }
 
-/// Runs `execute` and writes the typed result to `out`.
+/// Runs `execute` and writes the typed result to `out`; in `sandbox`, the
+/// host's for this call, when given (a JSON object of `sandbox` keys applied
+/// over the configured sandbox).
 ///
 /// # Safety
-/// As documented for bash_mcp_server_run_with().
+/// As documented for bash_mcp_server_run_with() and
+/// bash_mcp_server_run_in_sandbox().
 unsafe fn run_into(
     server: *mut bash_mcp_server,
     mut args: ToolArgs,
-    cancel: *const bash_mcp_cancel_token,
-    callback: bash_mcp_output_callback,
-    user_data: *mut c_void,
-    out: *mut *mut bash_mcp_exec_result,
-) -> Result<(), Failure> {
-    // SAFETY: forwarded contract.
-    unsafe { run_in(server, &mut args, cancel, callback, user_data, out, None) }
-}
-
-/// [`run_into`] in `sandbox`, the host's for this call, when given: a JSON
-/// object of `sandbox` keys applied over the configured sandbox.
-///
-/// # Safety
-/// As documented for bash_mcp_server_run_in_sandbox().
-unsafe fn run_in(
-    server: *mut bash_mcp_server,
-    args: &mut ToolArgs,
     cancel: *const bash_mcp_cancel_token,
     callback: bash_mcp_output_callback,
     user_data: *mut c_void,
@@ -242,10 +239,10 @@ unsafe fn run_in(
     let server = unsafe { ref_arg(server.cast_const(), "server") }?;
     // SAFETY: NULL or a live token per the contract.
     let cancel = unsafe { cancel.as_ref() };
-    foreground_only(args)?;
+    foreground_only(&mut args)?;
     let sandbox = sandbox.map(|json| host_sandbox(server, json)).transpose()?;
     // SAFETY: the callback and user_data are the caller's, used as documented.
-    let response = unsafe { call_with(server, "execute", args, cancel, callback, user_data, sandbox.as_ref()) };
+    let response = unsafe { call_with(server, "execute", &args, cancel, callback, user_data, sandbox.as_ref()) };
     let result = bash_mcp_exec_result::from_response(&response);
     // SAFETY: `out` is non-NULL and points to writable storage per the contract.
     unsafe { out.write(Box::into_raw(Box::new(result))) };
@@ -299,9 +296,9 @@ pub unsafe extern "C" fn bash_mcp_server_run_in_sandbox(
             let args_json = unsafe { str_arg(args_json, "args_json") }?;
             // SAFETY: a C string per the documented contract.
             let sandbox_json = unsafe { str_arg(sandbox_json, "sandbox_json") }?;
-            let mut args = ToolArgs::parse(args_json);
+            let args = ToolArgs::parse(args_json);
             // SAFETY: forwarded contract.
-            unsafe { run_in(server, &mut args, cancel, callback, user_data, out, Some(sandbox_json)) }
+            unsafe { run_into(server, args, cancel, callback, user_data, out, Some(sandbox_json)) }
         })())
     })
 }
