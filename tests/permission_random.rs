@@ -105,6 +105,39 @@ fn random_token_soup() {
     }
 }
 
+/// Text with more `[` than the parser is run on is opaque before it runs: the
+/// parser's backtracking on `[` and escapes grows exponentially (see
+/// `hostile_inputs`), and quoting does not stop it.
+#[test]
+fn crowded_brackets_are_opaque_before_the_parser_runs() {
+    for command in [
+        format!("echo {}", "e[\\W".repeat(13)),
+        format!("echo {}", "e[\\W\" \"".repeat(13)),
+        format!("echo '{}'", "[".repeat(13)),
+    ] {
+        let a = analyze(&command);
+        assert!(a.is_opaque(), "{command}");
+        assert!(
+            a.opaque.iter().any(|o| o.reason.contains("more than 12 `[`")),
+            "{command}: {:?}",
+            a.opaque
+        );
+    }
+    // Twelve are still read: the parser runs, and only its own findings decide.
+    for command in [
+        "[ -f a ] && ".repeat(11) + "ls *.[ch]",
+        format!("echo {}", "e[\\W".repeat(12)),
+    ] {
+        assert_eq!(command.matches('[').count(), 12, "{command}");
+        let a = analyze(&command);
+        assert!(
+            !a.opaque.iter().any(|o| o.reason.contains("more than 12 `[`")),
+            "{command}: {:?}",
+            a.opaque
+        );
+    }
+}
+
 #[test]
 fn hostile_inputs() {
     let policy = PermissionPolicy::new(&["bash.execute:git *"], &["bash.execute:rm *"]).unwrap();
@@ -140,6 +173,13 @@ fn hostile_inputs() {
         ">{ (K({\u{1}>(K(((yK(HHHHHHH<<<<<\n\ne[$[n]rd(e,)]<<$[\t\t<<<HHHHHHHHHHHHHHHHHHHHHHHH?/)U(((#(+(".into(),
         ".O]$[A]$[O&$[[_]A]$[A]\u{1}$[A]$[sp$[A]$[]*<<(A]$[sp$[A(\n(".into(),
         "\u{7}\n((((((((([([func(>AYA[]A<<-[A^^0t(\u{7}\n((((((((([([func(>AYA[]A<<-[A^^0t((([( d)".into(),
+        // Found by fuzzing: `[` followed by escapes made the parser backtrack
+        // exponentially (this 127-byte word took 1.2 s, a 190-byte one 24 s), quoted
+        // blanks between the pieces or not.
+        "e[Ee[EW[eW\\[\\[We[Ee[EW[W[eW\\[\\[We[Ee[EW[eW\\W\\Ee[\\[W[eW\\Ee[EW[We\\[eW\\Ee[EW[W\\Ee[EW[eW\\W\\Ee[\\[W[eW\\Ee[EW[We\\[eW\\Ee[EW[W\\Ee[EW[WeJ\t".into(),
+        format!("echo {}", "e[\\W".repeat(40)),
+        format!("echo {}", "e[\\W\" \"".repeat(40)),
+        "e[Ee[EW[eW\\[\\[W".repeat(12),
         "((".repeat(40) + "A",
         "echo 99999999999>x".into(),
         "ls ~99999999999999999999".into(),

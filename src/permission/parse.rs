@@ -45,6 +45,9 @@ fn parser_hazard(text: &str) -> Option<String> {
     if let Some(reason) = unclosed_cases(text) {
         return Some(reason);
     }
+    if let Some(reason) = crowded_brackets(b) {
+        return Some(reason);
+    }
     let mut i = 0;
     while i < b.len() {
         if !b[i].is_ascii_digit() {
@@ -89,6 +92,17 @@ fn nested_subscripts(b: &[u8]) -> Option<String> {
         }
     }
     None
+}
+
+/// More than twelve `[` (counted without regard to quoting or words): the parser
+/// tries each `[` followed by an escape as a subscript and then as text, backtracking
+/// exponentially (`e[\W` sixteen times in one word: 34 ms; a 190-character mix: 24 s),
+/// and quoted blanks between the pieces do not stop it, so the count alone decides.
+/// Ordinary commands hold a few (three at most in the corpora).
+fn crowded_brackets(b: &[u8]) -> Option<String> {
+    const MAX_BRACKETS: usize = 12;
+    (b.iter().filter(|c| **c == b'[').count() > MAX_BRACKETS)
+        .then(|| format!("more than {MAX_BRACKETS} `[`, more than the shell parser is run on"))
 }
 
 /// More than eight `case` words without their `esac` (counted without regard to
