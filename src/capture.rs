@@ -10,6 +10,17 @@
 pub trait Keeper: Send {
     /// Appends bytes of the stream.
     fn append(&mut self, data: &[u8]);
+    /// Memory the next read may fill in place, saving the copy `append`
+    /// makes; `None` when the keeper has none (then `append` is used).
+    fn room(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+    /// Appends the first `n` bytes of the room the last [`Keeper::room`]
+    /// gave, and returns them. Called only after `room` returned memory, so
+    /// a keeper that gives room implements this too.
+    fn commit(&mut self, n: usize) -> &[u8] {
+        unreachable!("commit({n}) without room: this keeper gives no room")
+    }
     /// The stream ended: what was kept.
     fn finish(self: Box<Self>) -> Kept;
 }
@@ -52,6 +63,13 @@ impl std::fmt::Debug for Keeping {
 /// filled once, the tail is a ring that only ever holds its capacity.
 #[derive(Debug)]
 pub struct BoundedOutput {
+    window: Window,
+    keeping: Keeping,
+}
+
+/// The bytes a [`BoundedOutput`] holds in memory.
+#[derive(Debug)]
+struct Window {
     head: Vec<u8>,
     head_cap: usize,
     ring: Vec<u8>,
@@ -59,7 +77,6 @@ pub struct BoundedOutput {
     /// Index in `ring` of the oldest byte once the ring is full.
     ring_start: usize,
     total: u64,
-    keeping: Keeping,
 }
 
 impl BoundedOutput {
@@ -68,12 +85,14 @@ impl BoundedOutput {
         let head_cap = limit / 2;
         let ring_cap = limit - head_cap;
         Self {
-            head: Vec::new(),
-            head_cap,
-            ring: Vec::new(),
-            ring_cap,
-            ring_start: 0,
-            total: 0,
+            window: Window {
+                head: Vec::new(),
+                head_cap,
+                ring: Vec::new(),
+                ring_cap,
+                ring_start: 0,
+                total: 0,
+            },
             keeping: Keeping::Off,
         }
     }
@@ -107,8 +126,154 @@ impl BoundedOutput {
     }
 
     /// Appends a chunk of output.
-    pub fn push(&mut self, mut data: &[u8]) {
+    pub fn push(&mut self, data: &[u8]) {
         self.keep(data);
+        self.window.push(data);
+    }
+
+    /// Memory the next read of this stream may fill in place: the keeper's,
+    /// once the stream outgrew the buffer. Then [`BoundedOutput::push_in_place`]
+    /// takes the bytes read.
+    pub fn read_room(&mut self) -> Option<&mut [u8]> {
+        match &mut self.keeping {
+            Keeping::Active(keeper) => keeper.room(),
+            _ => None,
+        }
+    }
+
+    /// Takes the `n` bytes a read put into [`BoundedOutput::read_room`]'s
+    /// memory, and returns them.
+    pub fn push_in_place(&mut self, n: usize) -> &[u8] {
+        let Keeping::Active(keeper) = &mut self.keeping else {
+            unreachable!("read_room gave memory only to an active keeper")
+        };
+        let data = keeper.commit(n);
+        self.window.push(data);
+        data
+    }
+
+    /// Hands `data` to the keeper, starting one (with every byte so far) when
+    /// `data` is the first chunk that does not fit.
+    fn keep(&mut self, data: &[u8]) {
+        match &mut self.keeping {
+            Keeping::Active(keeper) => keeper.append(data),
+            Keeping::Ready(_)
+                if self.window.total + data.len() as u64 > (self.window.head_cap + self.window.ring_cap) as u64 =>
+            {
+                let Keeping::Ready(make) = std::mem::replace(&mut self.keeping, Keeping::Off) else {
+                    unreachable!("matched Ready above")
+                };
+                let mut keeper = make();
+                // Nothing was dropped yet: head and ring hold every byte, in order.
+                keeper.append(&self.window.head);
+                keeper.append(&self.window.ring[self.window.ring_start..]);
+                keeper.append(&self.window.ring[..self.window.ring_start]);
+                keeper.append(data);
+                self.keeping = Keeping::Active(keeper);
+            }
+            _ => {}
+        }
+    }
+
+    /// Total bytes pushed so far.
+    pub fn total(&self) -> u64 {
+        self.window.total
+    }
+
+    /// Whether some bytes were left out.
+    pub fn is_truncated(&self) -> bool {
+        self.window.total > (self.window.head.len() + self.window.ring.len()) as u64
+    }
+
+    /// The output from byte `offset` on, as far as it is still kept, and
+    /// the offset it reaches (a cursor for the next look: it stops before
+    /// an incomplete UTF-8 sequence at the end). Bytes between `offset` and
+    /// the kept tail that were dropped are named by one marker line.
+    pub(crate) fn render_since(&self, offset: u64) -> (String, u64) {
+        let head_len = self.window.head.len() as u64;
+        let ring_from = self.window.total - self.window.ring.len() as u64;
+        let mut text = String::new();
+        let mut bytes = Vec::new();
+        if offset < head_len {
+            bytes.extend_from_slice(&self.window.head[offset as usize..]);
+        }
+        let tail = self.tail_bytes();
+        let resume = offset.max(head_len);
+        if resume < self.window.total {
+            if resume < ring_from {
+                text.push_str(&String::from_utf8_lossy(&bytes));
+                bytes.clear();
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&format!(
+                    "[... {} bytes not shown: they were printed since the last look and are no longer kept ...]\n",
+                    ring_from - resume
+                ));
+                bytes.extend_from_slice(&tail);
+            } else {
+                bytes.extend_from_slice(&tail[(resume - ring_from) as usize..]);
+            }
+        }
+        let whole = utf8_prefix_end(&bytes);
+        let cursor = self.window.total - (bytes.len() - whole) as u64;
+        text.push_str(&String::from_utf8_lossy(&bytes[..whole]));
+        (text, cursor.max(offset.min(self.window.total)))
+    }
+
+    /// The kept bytes, in order (head then tail), without any marker.
+    fn tail_bytes(&self) -> Vec<u8> {
+        let mut tail = Vec::with_capacity(self.window.ring.len());
+        tail.extend_from_slice(&self.window.ring[self.window.ring_start..]);
+        tail.extend_from_slice(&self.window.ring[..self.window.ring_start]);
+        tail
+    }
+
+    /// The output as text: everything when it fit, else head, one marker
+    /// line naming how many bytes were left out, and tail. Invalid UTF-8 is
+    /// replaced with U+FFFD; NUL bytes are kept.
+    pub fn render(&self) -> String {
+        let tail = self.tail_bytes();
+        if !self.is_truncated() {
+            let mut all = self.window.head.clone();
+            all.extend_from_slice(&tail);
+            return String::from_utf8_lossy(&all).into_owned();
+        }
+        // Cut at line ends when one is near, else at character boundaries, so
+        // the seams add neither half lines nor replacement characters.
+        let head = &self.window.head
+            [..line_prefix_end(&self.window.head).unwrap_or_else(|| utf8_prefix_end(&self.window.head))];
+        let tail = &tail[line_suffix_start(&tail).unwrap_or_else(|| utf8_suffix_start(&tail))..];
+        let omitted = self.window.total - (head.len() + tail.len()) as u64;
+        let mut text = String::from_utf8_lossy(head).into_owned();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let kept = match &self.keeping {
+            Keeping::Finished(Kept {
+                output_id: Some(id),
+                problem,
+            }) => format!(
+                "; the whole output is kept: output_read {{\"output_id\": \"{id}\"}} reads any part (offset and length, head_lines, tail_lines, grep){}",
+                problem.as_deref().map(|p| format!(" ({p})")).unwrap_or_default()
+            ),
+            Keeping::Finished(Kept { problem: Some(p), .. }) => format!("; {p}"),
+            _ => String::new(),
+        };
+        text.push_str(&format!(
+            "[... {omitted} bytes omitted: output was {} bytes, showing the first {} and the last {}{kept} ...]\n",
+            self.window.total,
+            head.len(),
+            tail.len()
+        ));
+        text.push_str(&String::from_utf8_lossy(tail));
+        text
+    }
+}
+
+impl Window {
+    /// Keeps `data` in the head and the ring.
+    fn push(&mut self, mut data: &[u8]) {
         self.total += data.len() as u64;
         if self.head.len() < self.head_cap {
             let take = data.len().min(self.head_cap - self.head.len());
@@ -138,121 +303,6 @@ impl BoundedOutput {
             self.ring_start = (self.ring_start + run) % self.ring_cap;
             data = &data[run..];
         }
-    }
-
-    /// Hands `data` to the keeper, starting one (with every byte so far) when
-    /// `data` is the first chunk that does not fit.
-    fn keep(&mut self, data: &[u8]) {
-        match &mut self.keeping {
-            Keeping::Active(keeper) => keeper.append(data),
-            Keeping::Ready(_) if self.total + data.len() as u64 > (self.head_cap + self.ring_cap) as u64 => {
-                let Keeping::Ready(make) = std::mem::replace(&mut self.keeping, Keeping::Off) else {
-                    unreachable!("matched Ready above")
-                };
-                let mut keeper = make();
-                // Nothing was dropped yet: head and ring hold every byte, in order.
-                keeper.append(&self.head);
-                keeper.append(&self.ring[self.ring_start..]);
-                keeper.append(&self.ring[..self.ring_start]);
-                keeper.append(data);
-                self.keeping = Keeping::Active(keeper);
-            }
-            _ => {}
-        }
-    }
-
-    /// Total bytes pushed so far.
-    pub fn total(&self) -> u64 {
-        self.total
-    }
-
-    /// Whether some bytes were left out.
-    pub fn is_truncated(&self) -> bool {
-        self.total > (self.head.len() + self.ring.len()) as u64
-    }
-
-    /// The output from byte `offset` on, as far as it is still kept, and
-    /// the offset it reaches (a cursor for the next look: it stops before
-    /// an incomplete UTF-8 sequence at the end). Bytes between `offset` and
-    /// the kept tail that were dropped are named by one marker line.
-    pub(crate) fn render_since(&self, offset: u64) -> (String, u64) {
-        let head_len = self.head.len() as u64;
-        let ring_from = self.total - self.ring.len() as u64;
-        let mut text = String::new();
-        let mut bytes = Vec::new();
-        if offset < head_len {
-            bytes.extend_from_slice(&self.head[offset as usize..]);
-        }
-        let tail = self.tail_bytes();
-        let resume = offset.max(head_len);
-        if resume < self.total {
-            if resume < ring_from {
-                text.push_str(&String::from_utf8_lossy(&bytes));
-                bytes.clear();
-                if !text.is_empty() && !text.ends_with('\n') {
-                    text.push('\n');
-                }
-                text.push_str(&format!(
-                    "[... {} bytes not shown: they were printed since the last look and are no longer kept ...]\n",
-                    ring_from - resume
-                ));
-                bytes.extend_from_slice(&tail);
-            } else {
-                bytes.extend_from_slice(&tail[(resume - ring_from) as usize..]);
-            }
-        }
-        let whole = utf8_prefix_end(&bytes);
-        let cursor = self.total - (bytes.len() - whole) as u64;
-        text.push_str(&String::from_utf8_lossy(&bytes[..whole]));
-        (text, cursor.max(offset.min(self.total)))
-    }
-
-    /// The kept bytes, in order (head then tail), without any marker.
-    fn tail_bytes(&self) -> Vec<u8> {
-        let mut tail = Vec::with_capacity(self.ring.len());
-        tail.extend_from_slice(&self.ring[self.ring_start..]);
-        tail.extend_from_slice(&self.ring[..self.ring_start]);
-        tail
-    }
-
-    /// The output as text: everything when it fit, else head, one marker
-    /// line naming how many bytes were left out, and tail. Invalid UTF-8 is
-    /// replaced with U+FFFD; NUL bytes are kept.
-    pub fn render(&self) -> String {
-        let tail = self.tail_bytes();
-        if !self.is_truncated() {
-            let mut all = self.head.clone();
-            all.extend_from_slice(&tail);
-            return String::from_utf8_lossy(&all).into_owned();
-        }
-        // Cut at line ends when one is near, else at character boundaries, so
-        // the seams add neither half lines nor replacement characters.
-        let head = &self.head[..line_prefix_end(&self.head).unwrap_or_else(|| utf8_prefix_end(&self.head))];
-        let tail = &tail[line_suffix_start(&tail).unwrap_or_else(|| utf8_suffix_start(&tail))..];
-        let omitted = self.total - (head.len() + tail.len()) as u64;
-        let mut text = String::from_utf8_lossy(head).into_owned();
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        let kept = match &self.keeping {
-            Keeping::Finished(Kept {
-                output_id: Some(id),
-                problem,
-            }) => format!(
-                "; the whole output is kept: output_read {{\"output_id\": \"{id}\"}} reads any part (offset and length, head_lines, tail_lines, grep){}",
-                problem.as_deref().map(|p| format!(" ({p})")).unwrap_or_default()
-            ),
-            Keeping::Finished(Kept { problem: Some(p), .. }) => format!("; {p}"),
-            _ => String::new(),
-        };
-        text.push_str(&format!(
-            "[... {omitted} bytes omitted: output was {} bytes, showing the first {} and the last {}{kept} ...]\n",
-            self.total,
-            head.len(),
-            tail.len()
-        ));
-        text.push_str(&String::from_utf8_lossy(tail));
-        text
     }
 }
 

@@ -6,16 +6,19 @@
 //! in the temp dir, mode 0700, each file mode 0600 under a random name: another
 //! user cannot list or read them, another server cannot guess them. The store
 //! holds at most `budget` bytes and `max_count` outputs; finishing one evicts
-//! the oldest until both fit. One output larger than the budget keeps its
-//! head and its last bytes (a tail window written as a ring), and says where
-//! it was cut. Dropping the store removes the directory; the guard removes it
+//! the oldest until both fit. The largest file evicted last stays as a
+//! spare for the next output to write over (at most the budget more on
+//! disk, the same peak as while an output is written), because making new
+//! page-cache pages is most of what keeping costs. One output larger than
+//! the budget keeps its head and its last `tail_bytes` (held in memory until
+//! the command ends), and says where it was cut. Dropping the store removes the directory; the guard removes it
 //! when the host dies without dropping it. A disk error never fails the
 //! command: the result says the output could not be kept.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
-use std::os::unix::fs::{DirBuilderExt, FileExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,6 +32,12 @@ use crate::error::{ErrorCode, ToolError};
 mod keeper;
 
 use keeper::FileKeeper;
+
+/// The bytes of an output's end kept after its head when the output is
+/// larger than the budget, unless set otherwise: 2 MiB. A larger window
+/// costs its memory per stream and, once it no longer stays in the
+/// processor's cache, capture speed (docs/benchmarks.md, "Keeping the whole output").
+pub const DEFAULT_TAIL_BYTES: u64 = 2 * 1024 * 1024;
 
 /// The most bytes one `output_read` returns, whatever it asks for.
 pub const MAX_READ_BYTES: usize = 64 * 1024;
@@ -68,6 +77,7 @@ fn read_line_bounded(reader: &mut impl BufRead, line: &mut Vec<u8>, cap: usize) 
 pub struct OutputStore {
     budget: AtomicU64,
     max_count: AtomicUsize,
+    tail_bytes: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -78,6 +88,10 @@ struct State {
     /// Finished outputs, oldest first.
     entries: VecDeque<Entry>,
     bytes: u64,
+    /// The file of the output evicted last, for the next output to write
+    /// over: its pages already exist, and making new ones is most of what
+    /// keeping an output costs.
+    spare: Option<(PathBuf, u64)>,
 }
 
 #[derive(Debug, Clone)]
@@ -86,21 +100,19 @@ struct Entry {
     path: PathBuf,
     /// Bytes the command wrote to the stream.
     total: u64,
-    /// The file's layout: the first `head` bytes in order, then a ring of
-    /// `ring` bytes whose oldest byte is at `head + ring_start` (the ring is
-    /// left as written: putting it in order would need it all in memory or
-    /// a second copy on disk).
+    /// The file's layout: the stream's first `head` bytes, then at most its
+    /// last `tail` bytes, in order.
     head: u64,
-    ring: u64,
-    ring_start: u64,
+    tail: u64,
     /// Bytes on disk.
     file_len: u64,
 }
 
 impl Entry {
-    /// Logical bytes `[from, to)` that were not kept (the output outgrew the ring).
+    /// Logical bytes `[from, to)` that were not kept (the output outgrew
+    /// head and tail).
     fn cut(&self) -> Option<(u64, u64)> {
-        (self.total > self.head + self.ring).then(|| (self.head, self.total - self.ring))
+        (self.total > self.head + self.tail).then(|| (self.head, self.total - self.tail))
     }
 
     /// The file offset of logical byte `at`, and how many bytes from there
@@ -112,18 +124,11 @@ impl Entry {
         if at < self.head {
             return Some((at, self.head - at));
         }
-        let tail_from = self.total.saturating_sub(self.ring).max(self.head);
+        let tail_from = self.total.saturating_sub(self.tail).max(self.head);
         if at < tail_from {
             return None;
         }
-        let k = at - tail_from;
-        if self.cut().is_none() {
-            // Not wrapped: the tail follows the head in order.
-            return Some((at, self.total - at));
-        }
-        let slot = (self.ring_start + k) % self.ring;
-        let left_in_file = self.ring - slot;
-        Some((self.head + slot, left_in_file.min(self.total - at)))
+        Some((self.head + (at - tail_from), self.total - at))
     }
 }
 
@@ -134,6 +139,7 @@ impl OutputStore {
         Arc::new(Self {
             budget: AtomicU64::new(budget.max(2)),
             max_count: AtomicUsize::new(max_count.max(1)),
+            tail_bytes: AtomicU64::new(DEFAULT_TAIL_BYTES),
             state: Mutex::new(State::default()),
         })
     }
@@ -143,6 +149,17 @@ impl OutputStore {
     pub fn set_limits(&self, budget: u64, max_count: usize) {
         self.budget.store(budget.max(2), Ordering::Relaxed);
         self.max_count.store(max_count.max(1), Ordering::Relaxed);
+    }
+
+    /// The bytes of an output's end kept after its head when the output is
+    /// larger than the budget (at most half the budget); they are held in
+    /// memory until the command ends. For outputs kept from now on.
+    pub fn set_tail_bytes(&self, bytes: u64) {
+        self.tail_bytes.store(bytes.max(1), Ordering::Relaxed);
+    }
+
+    fn tail_bytes(&self) -> u64 {
+        self.tail_bytes.load(Ordering::Relaxed)
     }
 
     fn budget(&self) -> u64 {
@@ -182,8 +199,44 @@ impl OutputStore {
         while state.entries.len() > 1 && (state.bytes > budget || state.entries.len() > max_count) {
             let old = state.entries.pop_front().expect("more than one entry");
             state.bytes -= old.file_len;
-            let _ = std::fs::remove_file(&old.path);
+            // The largest evicted file stays as the spare, at most the budget.
+            match &state.spare {
+                Some((_, len)) if *len >= old.file_len => {
+                    let _ = std::fs::remove_file(&old.path);
+                }
+                _ => {
+                    if let Some((path, _)) = state.spare.replace((old.path, old.file_len)) {
+                        let _ = std::fs::remove_file(path);
+                    }
+                }
+            }
         }
+    }
+
+    /// A file for a new output under a fresh random id: the spare renamed,
+    /// when there is one, or a new file (mode 0600).
+    fn new_file(&self) -> io::Result<(String, PathBuf, File)> {
+        let dir = self.dir()?;
+        let id = format!("out-{}", crate::ids::random_hex()?);
+        let path = dir.join(&id);
+        let spare = self.state().spare.take();
+        if let Some((old, _)) = spare {
+            let reused = std::fs::rename(&old, &path)
+                .and_then(|()| std::fs::OpenOptions::new().read(true).write(true).open(&path));
+            match reused {
+                Ok(file) => return Ok((id, path, file)),
+                Err(_) => {
+                    let _ = std::fs::remove_file(&old);
+                }
+            }
+        }
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .read(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        Ok((id, path, file))
     }
 
     /// The ids kept now, oldest first.
@@ -686,6 +739,27 @@ mod tests {
     }
 
     #[test]
+    fn the_next_output_writes_over_the_evicted_file_and_keeps_only_its_own_bytes() {
+        let store = OutputStore::new(150, 8);
+        let first = keep(&store, &[&[b'a'; 100]]).output_id.unwrap();
+        keep(&store, &[&[b'b'; 100]]);
+        assert!(!store.ids().contains(&first), "the first was evicted");
+        let dir = store.path().unwrap();
+        let files = || std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(files(), 2, "the evicted file stays as the spare");
+        let third = keep(&store, &[&[b'c'; 30]]).output_id.unwrap();
+        assert_eq!(files(), 2, "the third output took the spare instead of a new file");
+        assert_eq!(
+            std::fs::metadata(dir.join(&third)).unwrap().len(),
+            30,
+            "the spare was cut to the new output"
+        );
+        let doc = read(&store, &third, json!({"offset": 0, "length": 1000}));
+        assert_eq!(doc["text"], "c".repeat(30));
+        assert_eq!(store.bytes(), 130);
+    }
+
+    #[test]
     fn an_output_over_the_budget_keeps_its_head_and_tail() {
         let store = OutputStore::new(100, 8);
         let text: Vec<u8> = (0..1000u32).map(|i| b'a' + (i % 26) as u8).collect();
@@ -707,7 +781,7 @@ mod tests {
     }
 
     #[test]
-    fn a_wrapped_tail_reads_back_in_order() {
+    fn a_cut_tail_reads_back_in_order() {
         let store = OutputStore::new(100, 8);
         let text: String = (0..1000).map(|i| format!("{i}\n")).collect();
         let chunks: Vec<&[u8]> = text.as_bytes().chunks(13).collect();
@@ -720,7 +794,7 @@ mod tests {
         assert_eq!(
             read(&store, &id, json!({"offset": tail_from}))["text"],
             &text[tail_from..],
-            "the ring is read from its oldest byte"
+            "the tail is read from its first kept byte"
         );
     }
 

@@ -119,6 +119,49 @@ fn a_kept_result_ends_with_the_commands_last_bytes() {
     }
 }
 
+/// A command printing more than the store's budget: its first bytes up to
+/// the budget less `tail_bytes`, and its last `tail_bytes`, read back
+/// exactly; the middle is named as not kept.
+#[test]
+fn an_output_over_the_budget_keeps_its_head_and_its_configured_tail() {
+    let dir = TempDir::new("outputs-over");
+    let server = tagged(BashServer::new(&*dir, None, Duration::from_secs(300)).unwrap());
+    let (budget, tail) = (1u64 << 20, 100_000u64);
+    server
+        .configure(&json!({"output_store": {"budget_bytes": budget, "tail_bytes": tail}}).to_string())
+        .unwrap();
+    let result = call(&server, json!({"command": "seq 1 1000000 | tee copy.txt"}));
+    let copy = std::fs::read(dir.join("copy.txt")).unwrap();
+    let total = copy.len() as u64;
+    assert_eq!(result["output_bytes"], total);
+    let id = result["output_id"].as_str().unwrap_or_else(|| panic!("{result}"));
+    let head = budget - tail;
+    for (offset, length) in [
+        (0, 65_536),
+        (head - 1000, 1000),
+        (total - tail, 65_536),
+        (total - 30, 100),
+    ] {
+        let part = read(&server, json!({"output_id": id, "offset": offset, "length": length}));
+        let end = (offset + length).min(total) as usize;
+        assert_eq!(
+            part["text"].as_str().unwrap().as_bytes(),
+            &copy[offset as usize..end],
+            "bytes {offset}..{end}"
+        );
+        assert_eq!(
+            part["not_kept"],
+            json!({"from": head, "to": total - tail, "why": part["not_kept"]["why"]})
+        );
+    }
+    let middle = read(&server, json!({"output_id": id, "offset": head, "length": 10}));
+    assert_eq!(middle["skipped_not_kept"]["to"], total - tail, "{middle}");
+    assert_eq!(
+        read(&server, json!({"output_id": id, "tail_lines": 1}))["text"],
+        "1000000\n"
+    );
+}
+
 #[test]
 fn the_oldest_output_is_evicted_and_its_id_says_so() {
     let server = common::server();

@@ -62,6 +62,7 @@ impl BashServer {
         let audit = config.audit.clone().map(AuditLog::open).transpose()?.map(Arc::new);
         let outputs =
             crate::outputs::OutputStore::new(config.output_store.budget_bytes, config.output_store.max_outputs);
+        outputs.set_tail_bytes(config.output_store.tail_bytes);
         let shared = Arc::new(Shared {
             outputs: outputs.clone(),
             name: name.to_owned(),

@@ -38,6 +38,7 @@ impl McpServer for BashServer {
         self.shared
             .outputs
             .set_limits(next.output_store.budget_bytes, next.output_store.max_outputs);
+        self.shared.outputs.set_tail_bytes(next.output_store.tail_bytes);
         *slot = Arc::new(next);
         Ok(())
     }

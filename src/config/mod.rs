@@ -26,7 +26,9 @@ mod view;
 pub use apply::CONFIG_KEYS;
 pub(crate) use env::EnvCache;
 pub use env_policy::{EnvPolicy, Inherit, NON_INTERACTIVE_PROFILE, is_valid_env_name};
-pub use output_store::{DEFAULT_OUTPUT_STORE_BYTES, DEFAULT_OUTPUT_STORE_COUNT, OutputStoreSettings};
+pub use output_store::{
+    DEFAULT_OUTPUT_STORE_BYTES, DEFAULT_OUTPUT_STORE_COUNT, DEFAULT_OUTPUT_STORE_TAIL_BYTES, OutputStoreSettings,
+};
 pub use session::{HISTORY_ENV, HistoryMode, SESSION_CONFIG_KEYS, SessionConfig};
 pub use values::resolve_program;
 

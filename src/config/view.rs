@@ -76,5 +76,6 @@ fn output_store_value(store: &OutputStoreSettings) -> Value {
         "enabled": store.enabled,
         "budget_bytes": store.budget_bytes,
         "max_outputs": store.max_outputs,
+        "tail_bytes": store.tail_bytes,
     })
 }

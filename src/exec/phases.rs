@@ -2,10 +2,10 @@
 //! limit, cancel and grace kill), feeding stdin, kill and reap, bounded drain.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
-use super::pipes::{Pipe, ReadBuffer, poll, pollfd, read_ready, write_without_sigpipe};
+use super::pipes::{Pipe, ReadBuffer, ReadResult, poll, pollfd, read_ready, read_some, write_without_sigpipe};
 use super::{Ending, FALLBACK_TICK, OutputSink, OutputStream, RunLimits, SWEPT_DRAIN, sweep_escapees};
 use crate::cancel::CancelToken;
 use crate::capture::BoundedOutput;
@@ -27,14 +27,31 @@ pub(super) struct Output<'s> {
 }
 
 impl Output<'_> {
-    fn deliver(&mut self, stream: OutputStream, data: &[u8]) {
-        match (stream, self.stderr.as_mut()) {
-            (OutputStream::Stderr, Some(err)) => err.push(data),
-            _ => self.stdout.push(data),
-        }
+    /// Reads `stream` once from `fd` and delivers the bytes: into the
+    /// capture's keeper in place when it has room (the bytes are not copied
+    /// again on their way to the file), else through `buf`.
+    fn read(&mut self, stream: OutputStream, fd: RawFd, buf: &mut [u8]) -> ReadResult {
+        let capture = match (stream, self.stderr.as_mut()) {
+            (OutputStream::Stderr, Some(err)) => err,
+            _ => &mut self.stdout,
+        };
+        let (result, data) = match capture.read_room() {
+            Some(room) => match read_some(fd, room) {
+                ReadResult::Data(n) => (ReadResult::Data(n), capture.push_in_place(n)),
+                other => return other,
+            },
+            None => match read_some(fd, buf) {
+                ReadResult::Data(n) => {
+                    capture.push(&buf[..n]);
+                    (ReadResult::Data(n), &buf[..n])
+                }
+                other => return other,
+            },
+        };
         if let Some(sink) = self.sink.as_mut() {
             sink(data, stream);
         }
+        result
     }
 }
 
@@ -124,8 +141,9 @@ impl<'a, 's> Run<'a, 's> {
             poll(&mut set.fds, self.wait_for(now, set.pid_slot));
             // Output first, so nothing written before the exit is missed.
             let output = &mut self.output;
-            read_ready(&mut self.pipes, &set.fds, &mut self.buf, &mut |stream, data| {
-                output.deliver(stream, data)
+            let buf = &mut self.buf;
+            read_ready(&mut self.pipes, &set.fds, &mut |stream, fd| {
+                output.read(stream, fd, buf)
             });
             if let Some(slot) = set.stdin_slot
                 && set.fds[slot].revents != 0
@@ -289,9 +307,8 @@ impl<'a, 's> Run<'a, 's> {
                 .collect();
             poll(&mut fds, drain_deadline - now);
             let output = &mut self.output;
-            read_ready(&mut self.pipes, &fds, &mut self.buf, &mut |stream, data| {
-                output.deliver(stream, data)
-            });
+            let buf = &mut self.buf;
+            read_ready(&mut self.pipes, &fds, &mut |stream, fd| output.read(stream, fd, buf));
         }
     }
 }

@@ -55,12 +55,12 @@ impl std::ops::DerefMut for ReadBuffer {
 }
 
 /// Reads once from each pipe `poll` reported ready (`fds` starts with one
-/// entry per pipe, in order), hands data to `deliver`, and drops pipes at EOF.
+/// entry per pipe, in order) with `read`, which reads the stream from the
+/// descriptor and delivers what it got; drops pipes at EOF.
 pub(super) fn read_ready(
     pipes: &mut Vec<Pipe>,
     fds: &[libc::pollfd],
-    buf: &mut [u8],
-    deliver: &mut impl FnMut(OutputStream, &[u8]),
+    read: &mut impl FnMut(OutputStream, RawFd) -> ReadResult,
 ) {
     let mut index = 0;
     pipes.retain_mut(|pipe| {
@@ -69,13 +69,12 @@ pub(super) fn read_ready(
         if !ready {
             return true;
         }
-        match read_some(pipe.fd.as_raw_fd(), buf) {
+        match read(pipe.stream, pipe.fd.as_raw_fd()) {
             ReadResult::Data(n) => {
                 if n >= spawn::DEFAULT_PIPE_SIZE && !pipe.grown {
                     spawn::grow_pipe(pipe.fd.as_raw_fd());
                     pipe.grown = true;
                 }
-                deliver(pipe.stream, &buf[..n]);
                 true
             }
             ReadResult::Eof => false,
@@ -105,13 +104,13 @@ pub(super) fn poll(fds: &mut [libc::pollfd], wait: Duration) {
     }
 }
 
-enum ReadResult {
+pub(super) enum ReadResult {
     Data(usize),
     Eof,
     WouldBlock,
 }
 
-fn read_some(fd: RawFd, buf: &mut [u8]) -> ReadResult {
+pub(super) fn read_some(fd: RawFd, buf: &mut [u8]) -> ReadResult {
     loop {
         // SAFETY: buf is valid for buf.len() bytes.
         let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };

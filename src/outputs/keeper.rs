@@ -1,11 +1,23 @@
 //! Writing one stream into the store. A command's pipe gives its output in
 //! pieces of a few KiB; each write to a file costs its locking, block
 //! reservation and timestamp update again whatever its size, so the pieces
-//! are gathered into batches and the file takes one write per batch.
+//! are gathered into batches and the file takes one write per batch. The
+//! capture reads the pipe straight into the batch ([`Keeper::room`]), so
+//! keeping adds no copy in memory: each byte is copied once more only into
+//! the page cache.
+//!
+//! A stream longer than the budget writes its head as it comes, then keeps
+//! only its last bytes, in memory: a window of batches in which the oldest
+//! is reused for the newest. The window reaches the file when the stream
+//! ends. A ring on disk instead would copy every byte into the page cache,
+//! once per pass around the ring, to keep only the last pass; and a window
+//! larger than the processor's cache slows the capture itself, which is why
+//! the default window is small (`output_store.tail_bytes`).
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -15,109 +27,160 @@ use crate::capture::{Keeper, Kept};
 /// The bytes gathered for one write: the memory one kept stream adds.
 const BATCH: usize = 256 * 1024;
 
-/// Writes one stream into the store; over the budget, its head and then a
-/// ring of its last bytes.
+/// The least room a read into the batch is given; a batch with less left
+/// is closed first, so batches reach the file at 192 KiB or more.
+const MIN_ROOM: usize = 64 * 1024;
+
+/// One batch of a stream: bytes gathered for one write, or kept in the
+/// tail window. The buffer is allocated whole, so a read can fill it in place.
+struct Batch {
+    buf: Vec<u8>,
+    filled: usize,
+    /// Where the bytes past the head begin (a batch can straddle the head's end).
+    tail_from: usize,
+}
+
+impl Batch {
+    fn new() -> Self {
+        Self {
+            buf: vec![0; BATCH],
+            filled: 0,
+            tail_from: 0,
+        }
+    }
+
+    fn tail(&self) -> &[u8] {
+        &self.buf[self.tail_from..self.filled]
+    }
+}
+
+/// Writes one stream into the store; over the budget, its head and then its
+/// last bytes.
 pub(super) struct FileKeeper {
     store: Arc<OutputStore>,
     file: Option<(String, PathBuf, File)>,
-    /// Bytes appended and not yet written, at most [`BATCH`].
-    pending: Vec<u8>,
+    /// The batch being filled, and the stream offset of its first byte.
+    batch: Option<Batch>,
+    batch_start: u64,
+    /// Closed batches past the head, oldest first, holding at least the
+    /// last `tail_cap` bytes before the open batch.
+    tail: VecDeque<Batch>,
+    tail_bytes: u64,
     problem: Option<String>,
-    /// Bytes of the stream written to the file.
-    written: u64,
-    /// Bytes of the head (written in order) and of the ring after it.
+    /// Bytes of the stream appended.
+    total: u64,
+    /// Bytes of the head (written in order as they come) and of the tail
+    /// window after it.
     head_cap: u64,
-    ring_cap: u64,
+    tail_cap: u64,
 }
 
 impl FileKeeper {
     pub(super) fn open(store: Arc<OutputStore>) -> Self {
         let budget = store.budget();
-        let head_cap = budget / 2;
-        let ring_cap = budget - head_cap;
+        let tail_cap = (budget / 2).min(store.tail_bytes());
+        let head_cap = budget - tail_cap;
         let mut keeper = Self {
             store,
             file: None,
-            pending: Vec::new(),
+            batch: None,
+            batch_start: 0,
+            tail: VecDeque::new(),
+            tail_bytes: 0,
             problem: None,
-            written: 0,
+            total: 0,
             head_cap,
-            ring_cap,
+            tail_cap,
         };
-        match keeper.create() {
+        match keeper.store.new_file() {
             Ok(file) => keeper.file = Some(file),
             Err(e) => keeper.problem = Some(format!("the whole output could not be kept: {e}")),
         }
         keeper
     }
 
-    fn create(&self) -> io::Result<(String, PathBuf, File)> {
-        let dir = self.store.dir()?;
-        let id = format!("out-{}", crate::ids::random_hex()?);
-        let path = dir.join(&id);
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .read(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
-        Ok((id, path, file))
+    /// The open batch, closing it first when it has less than `need` left.
+    fn open_batch(&mut self, need: usize) -> io::Result<&mut Batch> {
+        if self.batch.as_ref().is_some_and(|b| BATCH - b.filled < need) {
+            self.close_batch()?;
+        }
+        Ok(self.batch.get_or_insert_with(Batch::new))
     }
 
-    /// Gathers `data`, writing the batch when it would overflow; a piece as
-    /// large as a batch goes straight to the file.
-    fn gather(&mut self, data: &[u8]) -> io::Result<()> {
-        if self.pending.len() + data.len() > BATCH {
-            self.flush()?;
-        }
-        if data.len() >= BATCH {
-            return self.write(data);
-        }
-        if self.pending.capacity() == 0 {
-            self.pending.reserve_exact(BATCH);
-        }
-        self.pending.extend_from_slice(data);
-        Ok(())
-    }
-
-    /// Writes the gathered bytes.
-    fn flush(&mut self) -> io::Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let mut pending = std::mem::take(&mut self.pending);
-        let written = self.write(&pending);
-        pending.clear();
-        self.pending = pending;
-        written
-    }
-
-    /// Writes `data` where the stream has reached: in order into the head,
-    /// then around the ring.
-    fn write(&mut self, mut data: &[u8]) -> io::Result<()> {
-        let Some((_, _, file)) = self.file.as_ref() else {
+    /// Writes the open batch's head bytes where they belong and moves its
+    /// other bytes into the tail window, reusing the window's oldest batch
+    /// once the rest still hold the window.
+    fn close_batch(&mut self) -> io::Result<()> {
+        let Some(mut batch) = self.batch.take() else {
             return Ok(());
         };
-        while !data.is_empty() {
-            let (at, room) = if self.written < self.head_cap {
-                (self.written, self.head_cap - self.written)
-            } else {
-                let pos = (self.written - self.head_cap) % self.ring_cap;
-                (self.head_cap + pos, self.ring_cap - pos)
-            };
-            let run = data.len().min(room as usize);
-            file.write_all_at(&data[..run], at)?;
-            self.written += run as u64;
-            data = &data[run..];
+        let start = self.batch_start;
+        self.batch_start += batch.filled as u64;
+        let head_part = (self.head_cap.saturating_sub(start) as usize).min(batch.filled);
+        if head_part > 0
+            && let Some((_, _, file)) = self.file.as_ref()
+        {
+            file.write_all_at(&batch.buf[..head_part], start)?;
+        }
+        if head_part == batch.filled {
+            batch.filled = 0;
+            self.batch = Some(batch);
+            return Ok(());
+        }
+        batch.tail_from = head_part;
+        self.tail_bytes += batch.tail().len() as u64;
+        self.tail.push_back(batch);
+        if let Some(oldest) = self.tail.front()
+            && self.tail_bytes - oldest.tail().len() as u64 >= self.tail_cap
+        {
+            let mut oldest = self.tail.pop_front().expect("a batch");
+            self.tail_bytes -= oldest.tail().len() as u64;
+            oldest.filled = 0;
+            oldest.tail_from = 0;
+            self.batch = Some(oldest);
         }
         Ok(())
+    }
+
+    fn gather(&mut self, mut data: &[u8]) -> io::Result<()> {
+        while !data.is_empty() {
+            let batch = self.open_batch(1)?;
+            let take = data.len().min(BATCH - batch.filled);
+            batch.buf[batch.filled..batch.filled + take].copy_from_slice(&data[..take]);
+            batch.filled += take;
+            self.total += take as u64;
+            data = &data[take..];
+        }
+        Ok(())
+    }
+
+    /// Writes what is still in memory: the open batch's head bytes, then the
+    /// last `tail_cap` bytes past the head, in order. Returns the file's length.
+    fn write_end(&mut self) -> io::Result<u64> {
+        self.close_batch()?;
+        let window = self.total.saturating_sub(self.head_cap).min(self.tail_cap);
+        let mut skip = self.tail_bytes - window;
+        let mut at = self.head_cap.min(self.total);
+        if let Some((_, _, file)) = self.file.as_ref() {
+            for batch in &self.tail {
+                let bytes = batch.tail();
+                let from = (skip as usize).min(bytes.len());
+                skip -= from as u64;
+                file.write_all_at(&bytes[from..], at)?;
+                at += (bytes.len() - from) as u64;
+            }
+            // A reused file may be longer than this output.
+            file.set_len(at)?;
+        }
+        Ok(at)
     }
 
     /// Gives up keeping after a write error: the file goes, and with it any
     /// claim that the output was kept; the result says why.
     fn fail(&mut self, e: &io::Error) {
         self.problem = Some(format!("the whole output could not be kept: {e}"));
-        self.pending = Vec::new();
+        self.batch = None;
+        self.tail.clear();
         if let Some((_, path, _)) = self.file.take() {
             let _ = std::fs::remove_file(path);
         }
@@ -133,30 +196,45 @@ impl Keeper for FileKeeper {
         }
     }
 
-    fn finish(mut self: Box<Self>) -> Kept {
-        if let Err(e) = self.flush() {
+    fn room(&mut self) -> Option<&mut [u8]> {
+        self.file.as_ref()?;
+        if let Err(e) = self.open_batch(MIN_ROOM) {
             self.fail(&e);
+            return None;
         }
+        let batch = self.batch.as_mut().expect("opened");
+        Some(&mut batch.buf[batch.filled..])
+    }
+
+    fn commit(&mut self, n: usize) -> &[u8] {
+        let batch = self.batch.as_mut().expect("room() opened a batch");
+        let from = batch.filled;
+        batch.filled += n;
+        self.total += n as u64;
+        &batch.buf[from..batch.filled]
+    }
+
+    fn finish(mut self: Box<Self>) -> Kept {
+        let file_len = match self.write_end() {
+            Ok(len) => len,
+            Err(e) => {
+                self.fail(&e);
+                0
+            }
+        };
         let Some((id, path, _)) = self.file.take() else {
             return Kept {
                 output_id: None,
                 problem: self.problem.take(),
             };
         };
-        let total = self.written;
-        let wrapped = total > self.head_cap + self.ring_cap;
         let entry = Entry {
             id: id.clone(),
             path,
-            total,
-            head: self.head_cap.min(total),
-            ring: self.ring_cap,
-            ring_start: if wrapped {
-                (total - self.head_cap) % self.ring_cap
-            } else {
-                0
-            },
-            file_len: total.min(self.head_cap + self.ring_cap),
+            total: self.total,
+            head: self.head_cap.min(self.total),
+            tail: self.tail_cap,
+            file_len,
         };
         let problem = entry
             .cut()
@@ -190,6 +268,70 @@ mod tests {
         assert!(store.ids().is_empty());
     }
 
+    /// Feeds `text` in pieces, alternating reads in place and copies.
+    fn feed(keeper: &mut FileKeeper, text: &[u8]) {
+        let mut sizes = [4096, 1, BATCH, 70_000, BATCH - 1, 333].iter().cycle();
+        let mut rest = text;
+        let mut in_place = false;
+        while !rest.is_empty() {
+            let take = rest.len().min(*sizes.next().unwrap());
+            in_place = !in_place;
+            match keeper.room().filter(|_| in_place) {
+                Some(room) => {
+                    let n = take.min(room.len());
+                    room[..n].copy_from_slice(&rest[..n]);
+                    assert_eq!(keeper.commit(n), &rest[..n], "commit returns the bytes read");
+                    rest = &rest[n..];
+                }
+                None => {
+                    keeper.append(&rest[..take]);
+                    rest = &rest[take..];
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_stream_over_the_budget_keeps_its_head_and_its_last_tail_bytes() {
+        let budget = 10 * BATCH as u64 + 12_345;
+        let store = OutputStore::new(budget, 8);
+        store.set_tail_bytes(3 * BATCH as u64 + 17);
+        let text: Vec<u8> = (0..40 * BATCH as u32 + 999).map(|i| (i % 253) as u8).collect();
+        let mut keeper = FileKeeper::open(store.clone());
+        feed(&mut keeper, &text);
+        assert!(
+            keeper.tail.len() <= 3 + 2,
+            "the window holds the tail bytes in batches and no more: {}",
+            keeper.tail.len()
+        );
+        let path = keeper.file.as_ref().expect("a file").1.clone();
+        let kept = Box::new(keeper).finish();
+        let tail = 3 * BATCH + 17;
+        let head = budget as usize - tail;
+        let cut = kept.problem.expect("a cut");
+        assert!(cut.contains(&format!("bytes {head} to {}", text.len() - tail)), "{cut}");
+        let file = std::fs::read(path).unwrap();
+        assert_eq!(file.len(), budget as usize, "head and tail fill the budget");
+        assert!(file[..head] == text[..head], "the head is the stream's first bytes");
+        assert!(
+            file[head..] == text[text.len() - tail..],
+            "the tail is the stream's last bytes"
+        );
+    }
+
+    #[test]
+    fn a_stream_that_ends_inside_the_tail_window_is_kept_whole() {
+        let store = OutputStore::new(4 * BATCH as u64, 8);
+        store.set_tail_bytes(2 * BATCH as u64);
+        let text: Vec<u8> = (0..3 * BATCH as u32 + 5).map(|i| (i % 241) as u8).collect();
+        let mut keeper = FileKeeper::open(store.clone());
+        feed(&mut keeper, &text);
+        let path = keeper.file.as_ref().expect("a file").1.clone();
+        let kept = Box::new(keeper).finish();
+        assert_eq!(kept.problem, None, "nothing was cut");
+        assert!(std::fs::read(path).unwrap() == text);
+    }
+
     #[test]
     fn appended_pieces_reach_the_file_in_order_across_batches() {
         let store = OutputStore::new(4 * BATCH as u64, 8);
@@ -201,7 +343,10 @@ mod tests {
             let take = rest.len().min(*sizes.next().unwrap());
             keeper.append(&rest[..take]);
             rest = &rest[take..];
-            assert!(keeper.pending.len() <= BATCH, "a batch stays bounded");
+            assert!(
+                keeper.batch.as_ref().is_none_or(|b| b.filled <= BATCH),
+                "a batch stays bounded"
+            );
         }
         let (_, path, _) = keeper.file.as_ref().expect("a file");
         let path = path.clone();
