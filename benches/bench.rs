@@ -10,7 +10,9 @@
 //!    `head -c 1G /dev/zero | cat > /dev/null` (target ratio ≤ 1.25), the
 //!    same capture with the whole output kept for `output_read` against it
 //!    with keeping off (target ratio ≤ 1.25), in alternating rounds, and the
-//!    host's peak RSS (target < 64 MiB); `-- --throughput` stops after it.
+//!    host's peak RSS (target < 64 MiB); then 200 MiB, which the store keeps
+//!    whole, with keeping on and off (no target: every byte reaches the
+//!    page cache); `-- --throughput` stops after it.
 //! 3. Timeout overshoot of a 1 s limit (target median ≤ 20 ms).
 //!
 //! `-- --calls raw|execute|plain|kept N` only makes N calls of one kind and
@@ -26,6 +28,9 @@ use bash_mcp::{BashServer, ExecRequest, McpServer, Status};
 
 /// The command of the throughput figures: 1 GiB of output.
 const GIB: &str = "head -c 1073741824 /dev/zero";
+
+/// An output the store keeps whole (under its 256 MiB budget): 200 MiB.
+const WITHIN_BUDGET: &str = "head -c 209715200 /dev/zero";
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
@@ -70,6 +75,7 @@ fn main() {
         .configure(r#"{"output_store": {"enabled": false}}"#)
         .expect("keeping off");
     throughput(&server, &keeping, gib_rounds);
+    kept_whole(&server, &keeping, gib_rounds);
     if only_throughput {
         return;
     }
@@ -239,6 +245,48 @@ fn throughput(plain: &BashServer, kept: &BashServer, rounds: usize) {
         rss_after as f64 / 1024.0,
         rss_before as f64 / 1024.0
     );
+}
+
+/// 200 MiB, kept whole, against the same capture with keeping off, in
+/// alternating order: medians, their ratio and the spread per round.
+fn kept_whole(plain: &BashServer, kept: &BashServer, rounds: usize) {
+    let (mut off, mut on, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let run = |server: &BashServer, keeping: bool| {
+            timed(|| {
+                let outcome = server.run(&ExecRequest::new(WITHIN_BUDGET)).unwrap();
+                assert_eq!(outcome.output_bytes, 200 << 20);
+                assert_eq!(outcome.output_id.is_some(), keeping);
+            })
+        };
+        let (f, n) = if round % 2 == 0 {
+            let f = run(plain, false);
+            (f, run(kept, true))
+        } else {
+            let n = run(kept, true);
+            (run(plain, false), n)
+        };
+        ratios.push(n.as_secs_f64() / f.as_secs_f64());
+        off.push(f);
+        on.push(n);
+    }
+    let (off_med, on_med) = (median(&mut off), median(&mut on));
+    ratios.sort_by(f64::total_cmp);
+    println!();
+    println!(
+        "{:<44} {:>9} {:>9} {:>13} {:>13}",
+        "200 MiB of output, kept whole", "keep off", "keep on", "on/off", "spread"
+    );
+    println!(
+        "{:<44} {:>7.3} s {:>7.3} s {:>13.3} {:>6.3}-{:<6.3}",
+        format!("  medians of {rounds} rounds"),
+        off_med.as_secs_f64(),
+        on_med.as_secs_f64(),
+        on_med.as_secs_f64() / off_med.as_secs_f64(),
+        ratios[0],
+        ratios[rounds - 1]
+    );
+    println!("{:<44} no target: every byte is copied into the page cache once more", "");
 }
 
 fn timed(f: impl FnOnce()) -> Duration {
