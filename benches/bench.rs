@@ -286,7 +286,10 @@ fn kept_whole(plain: &BashServer, kept: &BashServer, rounds: usize) {
         ratios[0],
         ratios[rounds - 1]
     );
-    println!("{:<44} no target: every byte is copied into the page cache once more", "");
+    println!(
+        "{:<44} no target: every byte is copied into the page cache once more",
+        ""
+    );
 }
 
 fn timed(f: impl FnOnce()) -> Duration {

@@ -1889,17 +1889,32 @@ fn tasks_2025_result_blocks_and_progress_carries_the_task() {
             .is_empty(),
         "tasks/result waits for the end"
     );
-    let mut progress = Vec::new();
-    let reply = loop {
+    let (mut progress, mut statuses) = (Vec::new(), Vec::new());
+    let mut reply = None;
+    // The result and the status notification, in either order.
+    while reply.is_none() || statuses.is_empty() {
         let message = h.next(HANG_GUARD).expect("a message");
-        if message["method"] == "notifications/progress" {
-            progress.push(message);
-        } else {
-            break message;
+        match message["method"].as_str() {
+            Some("notifications/progress") => progress.push(message),
+            Some("notifications/tasks/status") => statuses.push(message),
+            _ => reply = Some(message),
         }
-    };
+    }
+    let reply = reply.unwrap();
     assert_eq!(reply["id"], 2);
     assert_eq!(reply["result"]["structuredContent"]["exit_code"], 0);
+    let status = &statuses[0]["params"];
+    assert_eq!(status["taskId"], id, "{status}");
+    assert_eq!(status["status"], "completed", "{status}");
+    assert_eq!(
+        status["ttl"], 60000,
+        "the notification carries the whole task: {status}"
+    );
+    assert!(status["lastUpdatedAt"].as_str().unwrap().ends_with('Z'));
+    assert!(
+        status.get("_meta").is_none(),
+        "a status notification carries no related-task: {status}"
+    );
     assert!(!progress.is_empty(), "progress while the task ran");
     for p in &progress {
         assert_eq!(p["params"]["progressToken"], "tok");
@@ -1929,6 +1944,10 @@ fn tasks_2025_cancel_kills_the_group() {
     assert_eq!(reply["result"]["status"], "cancelled", "{reply}");
     assert_eq!(reply["result"]["taskId"], id);
     assert_no_survivors(&tag);
+    let status = h.next(HANG_GUARD).expect("a status notification");
+    assert_eq!(status["method"], "notifications/tasks/status", "{status}");
+    assert_eq!(status["params"]["status"], "cancelled", "{status}");
+    assert_eq!(status["params"]["taskId"], id);
     // It stays cancelled; its result is the killed command's.
     assert_eq!(task_get(&h, &id)["result"]["status"], "cancelled");
     let result = h.request(json!(3), "tasks/result", json!({"taskId": id}));
@@ -2099,6 +2118,9 @@ fn tasks_2026_cancel_kills_the_group() {
         json!({"taskId": id, "inputResponses": {}, "_meta": ext_meta()}),
     );
     assert_eq!(reply["result"]["resultType"], "complete");
+    // This era's notifications go only to a subscription: none was sent.
+    let unasked = h.next(Duration::from_millis(300));
+    assert!(unasked.is_none(), "no notification without a subscription: {unasked:?}");
 }
 
 #[test]

@@ -13,7 +13,7 @@ const [binary, prefix] = process.argv.slice(2);
 const require = createRequire(join(prefix, "package.json"));
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
-const { CallToolResultSchema } = require("@modelcontextprotocol/sdk/types.js");
+const { CallToolResultSchema, TaskStatusNotificationSchema } = require("@modelcontextprotocol/sdk/types.js");
 
 const TAG_VAR = "BASH_MCP_TEST_TAG";
 const failures = [];
@@ -121,7 +121,19 @@ try {
   result = await client.callTool({ name: "execute", arguments: { command: "echo after" } });
   check("serves after a cancel", result.structuredContent.output === "after\n", result);
 
-  // Tasks (2025-11-25) through client.experimental.tasks.
+  // Tasks (2025-11-25) through client.experimental.tasks; status
+  // notifications parsed by the SDK's own schema.
+  const statuses = [];
+  client.setNotificationHandler(TaskStatusNotificationSchema, (n) => statuses.push(n.params));
+  const statusOf = async (id, status) => {
+    const deadline = Date.now() + 10000;
+    while (Date.now() < deadline) {
+      const seen = statuses.find((s) => s.taskId === id && s.status === status);
+      if (seen) return seen;
+      await sleep(20);
+    }
+    return undefined;
+  };
   check("tasks capability", client.getServerCapabilities()?.tasks?.requests?.tools?.call !== undefined, client.getServerCapabilities());
   check("execute's taskSupport", tools[0].execution?.taskSupport === "optional", tools[0].execution);
   const kinds = [];
@@ -141,6 +153,8 @@ try {
     kinds[0] === "taskCreated" && kinds.at(-1) === "result" && result.structuredContent?.output === "ts-task\n",
     { kinds, result },
   );
+  const announced = await statusOf(taskId, "completed");
+  check("task status notification", announced?.ttl === 60000 && announced?._meta === undefined, statuses);
   await sleep(200);
   const payload = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
   check(
@@ -168,6 +182,7 @@ try {
   const cancelled = await client.experimental.tasks.cancelTask(cancelId);
   check("task cancel", cancelled.status === "cancelled", cancelled);
   check("task cancel kills the group", await waitGone(taskTag), taggedPids(taskTag));
+  check("task status notification of the cancel", (await statusOf(cancelId, "cancelled")) !== undefined, statuses);
   const after = await client.experimental.tasks.getTask(cancelId);
   check("task stays cancelled", after.status === "cancelled", after);
   await client.close();

@@ -226,7 +226,18 @@ impl Inner {
                     (inner.outbound)(jsonrpc::notification("notifications/progress", params));
                 }
             };
-            store.watch(&watched, &*inner.server, progress_interval, emit, to_end);
+            // 2025-11-25 lets a receiver announce a status change; the
+            // extension of 2026-07-28 sends its notifications only to a
+            // subscription, which this server does not offer.
+            let announce = |task: &Task| {
+                if !matches!(era, Era::Handshake(_)) {
+                    return;
+                }
+                if let Value::Object(params) = shape::task_2025(&task.view(false)) {
+                    (inner.outbound)(jsonrpc::notification("notifications/tasks/status", params));
+                }
+            };
+            store.watch(&watched, &*inner.server, progress_interval, emit, to_end, announce);
         });
         if let Err(e) = spawned {
             let _ = store.cancel(&task, &*self.server);

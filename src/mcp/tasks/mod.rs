@@ -442,8 +442,10 @@ impl TaskStore {
 
     /// The watcher of `task` (run on its own thread): waits for the job and
     /// records its end, calls `progress(n, recent_output)` every
-    /// `progress_interval` while it runs, and at the ttl (or shutdown)
-    /// releases the job and forgets the task.
+    /// `progress_interval` while it runs and `ended(task)` once the end is
+    /// recorded (the task is terminal then: completed, failed, or cancelled
+    /// before), and at the ttl (or shutdown) releases the job and forgets
+    /// the task.
     pub(crate) fn watch(
         &self,
         task: &Task,
@@ -451,6 +453,7 @@ impl TaskStore {
         progress_interval: Option<Duration>,
         mut progress: impl FnMut(u64, Duration, &str),
         to_result: impl Fn(crate::ToolResponse) -> End,
+        ended: impl FnOnce(&Task),
     ) {
         let started = Instant::now();
         if let Some(job) = &task.job {
@@ -477,6 +480,7 @@ impl TaskStore {
                     }
                     TaskJob::Ended(response) => {
                         task.finish(to_result(response));
+                        ended(task);
                         break;
                     }
                     TaskJob::Gone => {
@@ -484,6 +488,7 @@ impl TaskStore {
                             super::jsonrpc::INTERNAL_ERROR,
                             "internal error: the task's job was lost",
                         )));
+                        ended(task);
                         break;
                     }
                 }
