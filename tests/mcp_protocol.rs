@@ -1924,7 +1924,10 @@ fn tasks_2025_result_blocks_and_progress_carries_the_task() {
             "{p}"
         );
     }
-    assert!(h.next(Duration::from_millis(300)).is_none(), "nothing after the result");
+    // Shutdown waits for the task's watcher: anything it sent is queued by then.
+    h.handler.shutdown();
+    let after: Vec<Value> = h.out.try_iter().collect();
+    assert!(after.is_empty(), "nothing after the result: {after:?}");
 }
 
 #[test]
