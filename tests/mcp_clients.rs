@@ -143,7 +143,13 @@ fn python_client_in_all_three_modes() {
     let stdout = report("python", &output);
     assert!(output.status.success(), "python client cases failed");
     for mode in ["legacy", "auto", "2026-07-28"] {
-        for case in ["call", "timeout", "progress", "cancellation leaves no process"] {
+        for case in [
+            "call",
+            "timeout",
+            "progress",
+            "cancellation leaves no process",
+            "output_read reads a cut result",
+        ] {
             assert!(
                 stdout.contains(&format!("PASS [{mode}] {case}")),
                 "[{mode}] {case} did not pass"

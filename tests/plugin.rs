@@ -125,8 +125,13 @@ fn check_tools(tools: &[Value]) {
         assert!(tool.get("input_schema").is_none(), "{tool}");
     }
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    // Only `execute` by default: jobs and sessions are not offered to the engine.
-    assert_eq!(names, ["execute"], "{tools:?}");
+    // `execute` first; jobs and sessions are never offered to the engine (the
+    // tests that configure nothing check that it is the only tool).
+    assert_eq!(names[0], "execute", "{tools:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("job_") || n.starts_with("session_")),
+        "{tools:?}"
+    );
     let execute = &tools[0];
     assert_eq!(
         execute["inputSchema"]["properties"]["command"]["type"], "string",
@@ -182,10 +187,28 @@ fn check_results(results: &BTreeMap<String, Value>, project: &std::path::Path, t
     assert!(timed_out["elapsed_ms"].is_u64(), "{timed_out}");
 }
 
+fn tool_names(report: &Report) -> Vec<&str> {
+    let tools = report.tools.as_deref().expect("a tools line");
+    tools.iter().filter_map(|t| t["name"].as_str()).collect()
+}
+
 #[test]
 fn plugin_loads_unconfigured_as_shell() {
     let report = load(&[], "shell", 30);
     assert!(text(&report.output.stdout).contains("name: shell\n"));
+    // Only `execute`: no whole outputs are kept, so no result names output_read.
+    assert_eq!(tool_names(&report), ["execute"]);
+}
+
+/// A file that turns the output store on makes cut results carry an
+/// `output_id`, and the plugin then lists the tool that reads it.
+#[test]
+fn plugin_lists_output_read_when_its_file_keeps_outputs() {
+    let dir = Scratch::new("plugin-store");
+    let config = dir.path("plugin.json");
+    std::fs::write(&config, r#"{"output_store": {"enabled": true}}"#).unwrap();
+    let report = load(&[("BASH_MCP_PLUGIN_CONFIG", config.to_str().unwrap())], "shell", 30);
+    assert_eq!(tool_names(&report), ["execute", "output_read"]);
 }
 
 #[test]

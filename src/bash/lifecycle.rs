@@ -198,6 +198,7 @@ fn register_tools(
     tools.register(Arc::new(output_read::OutputReadTool {
         definition: ToolDefinition::load(data_dir, name, "output_read", output_read::DEFINITION)?,
         store: outputs,
+        shared: shared.clone(),
     }))?;
     for (tool, builtin) in SESSION_TOOLS {
         tools.register(Arc::new(SessionTool::new(

@@ -22,6 +22,9 @@ pub const DEFAULT_MAX_TIMEOUT_SECS: u64 = 600;
 pub const DEFAULT_YIELD_SECS: u64 = 45;
 /// Keys the binary reads itself; every other key goes to the library.
 /// (`tools` is shared: a list is read here, an object goes to the library.)
+/// The tool that reads the whole of a cut output.
+const OUTPUT_READ: &str = "output_read";
+
 pub const BINARY_KEYS: &[&str] = &[
     "working_dir",
     "permissions",
@@ -44,6 +47,9 @@ pub struct Settings {
     pub working_dir: PathBuf,
     /// Whether `execute` is exposed (a `tools` list without it hides it).
     pub expose_execute: bool,
+    /// Whether a `tools` list names `output_read` (it comes anyway with
+    /// `execute` and the session tools, whose results can carry an `output_id`).
+    pub names_output_read: bool,
     /// `None` when the file has no `permissions` key.
     pub permissions: Option<Permissions>,
     pub refuse_catastrophic: bool,
@@ -59,13 +65,18 @@ pub struct Settings {
 
 impl Settings {
     /// The tools the MCP handler exposes, by local name: `execute` with its
-    /// job tools, the optional tools switched on, and the session tools while
-    /// sessions are enabled.
+    /// job tools, the optional tools switched on, the session tools while
+    /// sessions are enabled, and `output_read` wherever a result can carry an
+    /// `output_id` (while the output store is on).
     pub fn exposed_tools(&self) -> Vec<String> {
         let mut tools = Vec::new();
         if self.expose_execute {
             tools.push("execute".to_owned());
             tools.extend(bash_mcp::job_tool_names().map(str::to_owned));
+        }
+        let cuts_carry_ids = self.expose_execute || self.config.sessions.enabled || self.names_output_read;
+        if cuts_carry_ids && self.config.output_store.enabled {
+            tools.push(OUTPUT_READ.to_owned());
         }
         tools.extend(self.config.tools.iter().cloned());
         if self.config.sessions.enabled {
@@ -102,6 +113,7 @@ pub fn load(common: &Common) -> Result<Settings, String> {
         config,
         working_dir: PathBuf::from("."),
         expose_execute: true,
+        names_output_read: false,
         permissions: None,
         refuse_catastrophic: true,
         sandbox_overrides: Vec::new(),
@@ -205,14 +217,15 @@ fn apply(settings: &mut Settings, mut map: Map<String, Value>) -> Result<(), Str
         let list = string_list("tools", tools)?;
         if let Some(bad) = list
             .iter()
-            .find(|t| *t != "execute" && !OPTIONAL_TOOLS.contains(&t.as_str()))
+            .find(|t| *t != "execute" && *t != OUTPUT_READ && !OPTIONAL_TOOLS.contains(&t.as_str()))
         {
             return Err(format!(
-                "`tools` names an unknown tool {bad:?}; tools: execute, {}",
+                "`tools` names an unknown tool {bad:?}; tools: execute (with its job tools), {OUTPUT_READ}, {} (the session tools come with [sessions] enabled = true)",
                 OPTIONAL_TOOLS.join(", ")
             ));
         }
         settings.expose_execute = list.iter().any(|t| t == "execute");
+        settings.names_output_read = list.iter().any(|t| t == OUTPUT_READ);
         let switches: Map<String, Value> = OPTIONAL_TOOLS
             .iter()
             .map(|t| (t.to_string(), Value::from(list.iter().any(|l| l == t))))
@@ -399,7 +412,23 @@ mod tests {
         let s = load(&with_file(file("t1.toml", "tools = [\"status\", \"which\"]\n"))).unwrap();
         assert_eq!(s.exposed_tools(), vec!["status".to_string(), "which".to_string()]);
         let jobs: Vec<String> = bash_mcp::job_tool_names().map(str::to_owned).collect();
+        let with_reader = [
+            vec!["execute".to_string()],
+            jobs.clone(),
+            vec!["output_read".to_string()],
+        ]
+        .concat();
+        // A cut result names output_read: it comes with execute, named or not.
         let s = load(&with_file(file("t2.toml", "tools = [\"execute\"]\n"))).unwrap();
+        assert_eq!(s.exposed_tools(), with_reader);
+        let s = load(&with_file(file("t2b.toml", "tools = [\"execute\", \"output_read\"]\n"))).unwrap();
+        assert_eq!(s.exposed_tools(), with_reader);
+        // Without a store no result carries an output_id, so there is nothing to read.
+        let s = load(&with_file(file(
+            "t2c.toml",
+            "tools = [\"execute\", \"output_read\"]\n[output_store]\nenabled = false\n",
+        )))
+        .unwrap();
         assert_eq!(s.exposed_tools(), [vec!["execute".to_string()], jobs.clone()].concat());
         let s = load(&with_file(file("t3.json", r#"{"tools": {"status": false}}"#))).unwrap();
         assert!(!s.exposed_tools().contains(&"status".to_string()));
@@ -447,7 +476,12 @@ mod tests {
         assert_eq!(s.config.yield_after, Some(Duration::from_secs(45)));
         let tools = s.exposed_tools();
         assert_eq!(tools[0], "execute");
-        for t in OPTIONAL_TOOLS.iter().copied().chain(bash_mcp::job_tool_names()) {
+        for t in OPTIONAL_TOOLS
+            .iter()
+            .copied()
+            .chain(bash_mcp::job_tool_names())
+            .chain([OUTPUT_READ])
+        {
             assert!(tools.iter().any(|x| x == t), "{t} missing from {tools:?}");
         }
         assert!(

@@ -175,6 +175,12 @@ fn tool_switches(current: &BTreeSet<String>, value: &Value) -> Result<BTreeSet<S
     };
     let mut tools = current.clone();
     for (name, on) in map {
+        if name == "output_read" {
+            return Err(config_error(
+                "`tools.output_read` is not a switch: `output_read` is offered exactly while the output store keeps the whole output of cut results",
+                "remove it from `tools`; {\"output_store\": {\"enabled\": false}} stops keeping outputs, and then output_read is not offered",
+            ));
+        }
         if !OPTIONAL_TOOLS.contains(&name.as_str()) {
             return Err(config_error(format!("`tools.{name}` is not an optional tool"), hint));
         }

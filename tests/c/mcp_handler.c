@@ -2,7 +2,8 @@
  * mcp_handler.c: the MCP protocol handler from C, as a host carrying MCP over
  * its own channel uses it.
  *
- * NULL arguments, out-params untouched on failure, the handshake, tools/list,
+ * NULL arguments, out-params untouched on failure, the handshake, tools/list
+ * (with output_read, which every cut result names),
  * a tools/call whose response arrives through the callback on a worker
  * thread, a ping while a call runs, parse errors for invalid JSON and UTF-8,
  * a cancellation that sends nothing, and a free that stops running calls.
@@ -97,6 +98,8 @@ int main(void) {
                     "\"protocolVersion\":\"2025-11-25\""));
     CHECK(reply_has(h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", ""));
     CHECK(reply_has(h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", "\"name\":\"execute\""));
+    /* A cut result names output_read: the C route offers it too. */
+    CHECK(reply_has(h, "{\"jsonrpc\":\"2.0\",\"id\":20,\"method\":\"tools/list\"}", "\"name\":\"output_read\""));
     CHECK(reply_has(h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"no/such\"}", "-32601"));
     CHECK(reply_has(h, "{not json", "-32700"));
     CHECK(reply_has(h, "\xff\xfe", "-32700"));

@@ -101,6 +101,25 @@ async def run_mode(mode):
         check(f"{p} text block", result.content[0].text == "hello from /bin/sh\n[exit code: 0]", result.content)
         jsonschema.validate(doc, schema)
 
+        # A cut result names output_read; the default tool list offers it, and
+        # calling it as the text says reads the part left out.
+        check(f"{p} output_read listed", "output_read" in names, names)
+        result = await client.call_tool("execute", {"command": "seq 1 30000"})
+        doc = result.structured_content
+        output_id = doc.get("output_id")
+        check(
+            f"{p} a cut result names output_read",
+            output_id is not None and f'output_read {{"output_id": "{output_id}"}}' in result.content[0].text,
+            doc.get("truncated"),
+        )
+        jsonschema.validate(doc, schema)
+        result = await client.call_tool("output_read", {"output_id": output_id, "grep": "^15000$", "context": 0})
+        check(
+            f"{p} output_read reads a cut result",
+            not result.is_error and "15000" in result.content[0].text,
+            result,
+        )
+
         result = await client.call_tool("execute", {"command": "echo oops >&2; exit 3"})
         doc = result.structured_content
         check(f"{p} non-zero exit is a normal result", not result.is_error and doc["exit_code"] == 3, result)

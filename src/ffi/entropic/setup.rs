@@ -178,7 +178,8 @@ fn parse_rules(value: &Value) -> Result<(Vec<String>, Vec<String>), ToolError> {
 pub fn build(setup: &Setup) -> Result<(BashServer, Option<Enforcement>), ToolError> {
     let mut config = Config::with_timeout(Duration::from_secs(DEFAULT_TIMEOUT_SECONDS));
     config.output_limit_bytes = PLUGIN_OUTPUT_LIMIT_BYTES;
-    // The plugin offers only `execute`: no `output_read` to read a kept output with.
+    // No whole outputs kept unless the file turns the store on: then `output_read` is
+    // listed with it, but the engine's identities name `<plugin>.execute` only.
     config.output_store.enabled = false;
     let server = BashServer::with_config(&setup.name, ".", None, config)?;
     if !setup.server.is_empty() {

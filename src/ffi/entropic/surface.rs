@@ -35,10 +35,14 @@ pub const PLUGIN_EXECUTE_ARGUMENTS: &[&str] = &[
 /// description changes and the sentence is no longer found).
 const BACKGROUND_SENTENCE: &str = " For long commands pass background: true and poll job_status; with yield_seconds, a command still running after that long is handed back as a background job with its output so far.";
 
-/// Whether the plugin exposes the tool `local` (`execute`, and the optional
-/// operator tools when the configuration turns them on; none runs a command).
+/// The tool that reads a kept output; listed only while the configuration keeps outputs.
+pub const OUTPUT_READ: &str = "output_read";
+
+/// Whether the plugin exposes the tool `local` (`execute`; the optional
+/// operator tools when the configuration turns them on; `output_read` when
+/// it turns the output store on; none runs a command).
 pub fn exposed(local: &str) -> bool {
-    local == EXECUTE || OPTIONAL_TOOLS.contains(&local)
+    local == EXECUTE || local == OUTPUT_READ || OPTIONAL_TOOLS.contains(&local)
 }
 
 /// The plugin's `list_tools`: the server's exposed tools, with `execute`
