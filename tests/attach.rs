@@ -120,9 +120,20 @@ impl Server {
 
     /// Calls a tool; returns its structured result (the model sees the text).
     fn tool(&mut self, name: &str, args: Value) -> Value {
+        let id = self.begin_tool(name, args);
+        self.tool_result(id)
+    }
+
+    /// Sends a tool call without waiting for its result; returns the request id.
+    fn begin_tool(&mut self, name: &str, args: Value) -> i64 {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}}));
+        id
+    }
+
+    /// The result of the call sent as `id`.
+    fn tool_result(&mut self, id: i64) -> Value {
         let reply = self.reply(id);
         self.seen_by_model.push_str(&reply.to_string());
         let result = &reply["result"];
@@ -376,9 +387,30 @@ fn a_person_watches_types_the_password_interrupts_and_detaches() {
     assert!(hint.contains(&format!("`bash-mcp attach {name}`")), "{hint}");
     assert!(hint.contains("never send it with session_write"), "{hint}");
     tmux.wait_for("person", "Password: ");
+    // Nobody answers: session_wait waits out its whole timeout (the prompt
+    // it was told about does not end it) and says the command still runs.
+    let asked = Duration::from_secs(2);
+    let began = Instant::now();
+    let r = server.tool(
+        "session_wait",
+        json!({"session_id": id, "timeout_seconds": asked.as_secs_f64()}),
+    );
+    assert!(began.elapsed() >= asked, "returned after {:?}: {r}", began.elapsed());
+    assert_eq!(
+        (
+            r["status"].as_str(),
+            r["secret_prompt"].as_bool(),
+            r["timed_out"].as_bool()
+        ),
+        (Some("running"), Some(true), Some(true)),
+        "{r}"
+    );
+    // The person answers while the agent waits: the wait returns with the
+    // command's result, which exists only after the answer.
+    let waiting = server.begin_tool("session_wait", json!({"session_id": id, "timeout_seconds": 60}));
     tmux.type_text("person", SECRET);
     tmux.keys("person", &["Enter"]);
-    let r = server.tool("session_wait", json!({"session_id": id, "timeout_seconds": 30}));
+    let r = server.tool_result(waiting);
     assert_eq!(
         (r["status"].as_str(), r["exit_code"].as_i64()),
         (Some("finished"), Some(0)),

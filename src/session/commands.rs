@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use super::files::{append_fish_history, write_private};
 use super::keys::{KEY_NAMES, key_bytes};
 use super::{
-    HistoryMode, Phase, RunOptions, RunResult, Session, SessionManager, ShellKind, State, check_line_lengths, closed,
-    echo, internal, pty, shell, shell_exited, snapshot, validate_command,
+    HistoryMode, OnToldSecret, Phase, RunOptions, RunResult, Session, SessionManager, ShellKind, State,
+    check_line_lengths, closed, echo, internal, pty, shell, shell_exited, snapshot, validate_command,
 };
 use crate::error::{ErrorCode, ToolError};
 
@@ -46,12 +46,13 @@ impl SessionManager {
             state.begin_output(session.output_limit, session.outputs.as_ref(), now);
             state.delivered = state.ring.end();
             state.echo.clear();
+            state.secret_told = false;
             session.view().command_typed(command);
         }
         pty::write_all(session.master.as_raw_fd(), line.as_bytes())
             .map_err(|e| internal(format!("could not write to the session's terminal: {e}")))?;
         let wait = self.wait_limit(options.timeout);
-        Ok(self.await_command(&session, wait, options.raw, true))
+        Ok(self.await_command(&session, wait, options.raw, true, OnToldSecret::Return))
     }
 
     fn wait_limit(&self, requested: Option<Duration>) -> Duration {
@@ -64,7 +65,7 @@ impl SessionManager {
     pub fn wait(&self, id: &str, timeout: Duration, raw: bool) -> Result<RunResult, ToolError> {
         let session = self.get(id)?;
         let timeout = self.wait_limit(Some(timeout));
-        Ok(self.await_command(&session, timeout, raw, false))
+        Ok(self.await_command(&session, timeout, raw, false, OnToldSecret::AwaitAnswer))
     }
 
     /// Output since `cursor` (default: since the last returned output), without waiting.
@@ -125,7 +126,13 @@ impl SessionManager {
         let wait = self.wait_limit(Some(wait.max(Duration::from_millis(1))));
         // Give the program a moment to consume the input before looking at its state.
         std::thread::sleep(Duration::from_millis(20).min(wait));
-        Ok(self.await_command(&session, wait.saturating_sub(Duration::from_millis(20)), raw, false))
+        Ok(self.await_command(
+            &session,
+            wait.saturating_sub(Duration::from_millis(20)),
+            raw,
+            false,
+            OnToldSecret::Return,
+        ))
     }
 
     /// Sends SIGINT to the terminal's foreground process group, and waits up
@@ -147,7 +154,7 @@ impl SessionManager {
             crate::spawn::kill_group(pgrp, libc::SIGINT);
         }
         let wait = self.wait_limit(Some(wait.max(Duration::from_millis(1))));
-        Ok(self.await_command(&session, wait, false, false))
+        Ok(self.await_command(&session, wait, false, false, OnToldSecret::Return))
     }
 }
 

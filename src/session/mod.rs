@@ -46,7 +46,7 @@ use files::CommandFile;
 use reader::read_loop;
 use slots::{Slot, sweep};
 use state::{Phase, State};
-use wait::snapshot;
+use wait::{OnToldSecret, snapshot};
 
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};

@@ -72,6 +72,10 @@ pub(super) struct State {
     pub(super) echo: echo::EchoFilter,
     /// A person typed into the terminal since the agent's last result.
     pub(super) person_typed: bool,
+    /// A result told the agent that the command waits for a secret, and no
+    /// look since has found that prompt answered: `session_wait` waits
+    /// through it instead of returning at once.
+    pub(super) secret_told: bool,
 }
 
 impl State {
@@ -97,6 +101,7 @@ impl State {
             held: None,
             echo: Default::default(),
             person_typed: false,
+            secret_told: false,
         }
     }
 

@@ -6,8 +6,28 @@ use std::time::{Duration, Instant};
 
 use super::{INPUT_CHECK, Phase, RunResult, RunState, Session, SessionManager, State, pty};
 
+/// What a wait does when the command reads a secret the agent was already
+/// told about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum OnToldSecret {
+    /// Returns, as for any other input (`session_run`, `session_write`,
+    /// `session_interrupt`).
+    Return,
+    /// Waits for a person to answer it (`session_wait`): the wait ends when
+    /// the command ends, when it waits for input again after the prompt was
+    /// answered, or at the timeout.
+    AwaitAnswer,
+}
+
 impl SessionManager {
-    pub(super) fn await_command(&self, session: &Session, timeout: Duration, raw: bool, whole: bool) -> RunResult {
+    pub(super) fn await_command(
+        &self,
+        session: &Session,
+        timeout: Duration,
+        raw: bool,
+        whole: bool,
+        on_secret: OnToldSecret,
+    ) -> RunResult {
         let deadline = Instant::now() + timeout;
         // Looking at the kernel's view scans /proc: only once a wait has passed
         // without the command ending, so quick commands never pay for it.
@@ -18,14 +38,22 @@ impl SessionManager {
                 return snapshot(session, &mut state, raw, whole, false);
             }
             let now = Instant::now();
-            if now >= next_input_check && state.started_reading() && waiting_for_input(session) {
-                // The reader may hold the final marker: look again once it is idle.
-                drop(state);
-                state = session.lock();
-                if state.in_progress() {
-                    return snapshot(session, &mut state, raw, whole, false);
+            if now >= next_input_check && state.started_reading() {
+                let awaits_answer = on_secret == OnToldSecret::AwaitAnswer && state.secret_told;
+                if awaits_answer && !on_secret_prompt(session) {
+                    // Answered (or gone): the next input wait is news again.
+                    state.secret_told = false;
                 }
-                continue;
+                let still_told = awaits_answer && state.secret_told;
+                if !still_told && waiting_for_input(session) {
+                    // The reader may hold the final marker: look again once it is idle.
+                    drop(state);
+                    state = session.lock();
+                    if state.in_progress() {
+                        return snapshot(session, &mut state, raw, whole, false);
+                    }
+                    continue;
+                }
             }
             if now >= next_input_check {
                 next_input_check = now + INPUT_CHECK;
@@ -43,6 +71,12 @@ impl SessionManager {
                 .0;
         }
     }
+}
+
+/// Whether a foreground process still reads the terminal with echo off in
+/// line mode: the secret prompt is there, whatever else is printed meanwhile.
+fn on_secret_prompt(session: &Session) -> bool {
+    pty::hides_input(session.master.as_raw_fd()) && pty::foreground_reading(session.master.as_raw_fd(), session.tty)
 }
 
 pub(super) fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_out: bool) -> RunResult {
@@ -76,12 +110,16 @@ pub(super) fn snapshot(session: &Session, state: &mut State, raw: bool, whole: b
     };
     let run_state = run_state(state);
     let waiting = state.in_progress() && state.started_reading() && waiting_for_input(session);
+    let secret_prompt = waiting && pty::hides_input(session.master.as_raw_fd());
+    if secret_prompt {
+        state.secret_told = true;
+    }
     RunResult {
         session_id: session.id.clone(),
         session_name: session.handle.clone(),
         watchers: session.view().watchers(),
         person_typed: std::mem::take(&mut state.person_typed),
-        secret_prompt: waiting && pty::hides_input(session.master.as_raw_fd()),
+        secret_prompt,
         state: run_state,
         output,
         truncated: truncated_whole || lost > 0,
