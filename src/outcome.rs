@@ -150,15 +150,7 @@ impl ExecOutcome {
         if let Some(report) = &self.sandbox {
             map.insert("sandbox".into(), report.to_value());
             if !report.denied.is_empty() {
-                let lines: Vec<String> = report.denied.iter().map(crate::sandbox::Denial::sentence).collect();
-                map.insert(
-                    "sandbox_message".into(),
-                    format!(
-                        "{}. Ask the user before retrying: the sandbox is the operator's decision.",
-                        lines.join("; ")
-                    )
-                    .into(),
-                );
+                map.insert("sandbox_message".into(), self.sandbox_message(report).into());
             }
         }
         let elapsed = format_secs(self.duration);
@@ -205,6 +197,24 @@ impl ExecOutcome {
             }
         }
         doc
+    }
+
+    /// What the sandbox refused, worded by how the command ended: a command
+    /// that succeeded is told so (the refusals did not stop it); one that
+    /// failed or was stopped is told they may be why, and to ask the user
+    /// before retrying, since the sandbox is the operator's decision.
+    fn sandbox_message(&self, report: &SandboxReport) -> String {
+        let refused = crate::sandbox::denial_summary(&report.denied);
+        const ASK: &str = "Ask the user before retrying: the sandbox is the operator's decision.";
+        match self.status {
+            Status::Exited(0) => format!("The command succeeded; the sandbox refused {refused}, without failing it."),
+            Status::Exited(code) => {
+                format!("The command failed (exit code {code}); the sandbox refused {refused}, which may be why. {ASK}")
+            }
+            Status::TimedOut | Status::Cancelled | Status::ExitStatusLost => {
+                format!("The sandbox refused {refused} before the command ended. {ASK}")
+            }
+        }
     }
 
     /// [`ExecOutcome::to_value`] as a compact JSON string (an `error` key first).

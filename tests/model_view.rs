@@ -213,3 +213,78 @@ fn a_tools_list_may_name_output_read_and_execute_brings_it() {
         serve.finish();
     }
 }
+
+/// The backends a sandboxed test runs on: bubblewrap through the supervisor
+/// (denials named from seccomp notification), bubblewrap with a sandbox per
+/// command (named from the error text), Landlock + seccomp.
+const BACKENDS: &[&str] = &["bwrap", "bwrap-per-command", "landlock"];
+
+/// The `sandbox` configuration key for `backend`, writable only in `root`.
+fn sandbox_key(backend: &str, root: &Path) -> Value {
+    let mut sandbox = json!({"mode": "workspace-write", "writable_roots": [root], "helper_path": BIN});
+    match backend {
+        "bwrap-per-command" => {
+            sandbox["backend"] = "bwrap".into();
+            sandbox["supervisor"] = false.into();
+        }
+        other => sandbox["backend"] = other.into(),
+    }
+    sandbox
+}
+
+/// The backends that work here; a SKIP line names each one that does not.
+fn working_backends() -> Vec<&'static str> {
+    BACKENDS
+        .iter()
+        .copied()
+        .filter(|backend| {
+            let config = bash_mcp::sandbox::SandboxConfig::default()
+                .apply(&sandbox_key(backend, Path::new("/")), Path::new("/"))
+                .unwrap();
+            sandbox_works(&config, backend)
+        })
+        .collect()
+}
+
+/// A host that forwards only the text `content` still shows the model what
+/// the sandbox refused, worded by how the command ended: a command that
+/// succeeded is told so, without the advice to ask before retrying; one that
+/// failed is told the refusal may be why, and to ask the user first.
+#[test]
+fn the_text_names_what_the_sandbox_refused_worded_by_outcome() {
+    for backend in working_backends() {
+        let dir = TempDir::new("model-view-sbx");
+        let outside = TempDir::new("model-view-outside");
+        let config = json!({"sandbox": sandbox_key(backend, &dir)});
+        let mut serve = Serve::start(&dir, Some(&config));
+
+        // Like a build that exits 0 although some cache writes were refused.
+        let command = format!("touch {}/cache; echo built", outside.display());
+        let succeeded = serve.call("execute", json!({"command": command}));
+        let shown = text(&succeeded);
+        assert!(shown.contains("built\n[exit code: 0]\nsandbox: "), "{backend}: {shown}");
+        assert!(
+            shown.contains(&format!("the sandbox refused a write to {}/cache", outside.display())),
+            "{backend}: {shown}"
+        );
+        assert!(shown.contains("The command succeeded"), "{backend}: {shown}");
+        assert!(!shown.contains("Ask the user"), "{backend}: {shown}");
+        assert!(!outside.join("cache").exists(), "{backend}");
+
+        let command = format!("touch {0}/a {0}/b", outside.display());
+        let failed = serve.call("execute", json!({"command": command}));
+        let shown = text(&failed);
+        assert!(shown.contains("[exit code: 1]\nsandbox: "), "{backend}: {shown}");
+        assert!(shown.contains("The command failed (exit code 1)"), "{backend}: {shown}");
+        assert!(
+            shown.contains(&format!("writes to {0}/a and {0}/b", outside.display())),
+            "{backend}: {shown}"
+        );
+        assert!(shown.contains("Ask the user before retrying"), "{backend}: {shown}");
+
+        // Nothing refused, nothing said.
+        let clean = serve.call("execute", json!({"command": "touch inside"}));
+        assert_eq!(text(&clean), "[exit code: 0]", "{backend}");
+        serve.finish();
+    }
+}

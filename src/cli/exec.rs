@@ -113,6 +113,9 @@ fn print_human(doc: &Value, stdout: &mut impl Write) {
     } else if let Some(code) = doc.get("exit_code").and_then(Value::as_i64).filter(|c| *c != 0) {
         super::note(&format!("exit code {code}"));
     }
+    if !text("sandbox_message").is_empty() {
+        super::note(&format!("sandbox: {}", text("sandbox_message")));
+    }
 }
 
 #[cfg(test)]

@@ -72,9 +72,10 @@ const COMMAND_RESULT_KEYS: &[&str] = &["output", "stdout", "stderr", "exit_code"
 /// The text a model reads.
 ///
 /// For a command's result: the output, then `[exit code: N]` (or, for a
-/// failed call, `[error: CODE] message`), then one line each for `status`,
-/// `job_id` and `session_id` when present, `hint: ...`, and for a policy
-/// refusal `pattern: ...` (the rule that would allow the call). Any other
+/// failed call, `[error: CODE] message`), then `sandbox: ...` when the
+/// sandbox refused something (its `sandbox_message`), one line each for
+/// `status`, `job_id` and `session_id` when present, `hint: ...`, and for a
+/// policy refusal `pattern: ...` (the rule that would allow the call). Any other
 /// document (a started job, a session, a status report, a list) is the
 /// document itself as indented JSON, so clients without
 /// `structuredContent` see every field.
@@ -108,6 +109,10 @@ pub fn render_text(doc: &Map<String, Value>) -> String {
         lines.push(format!("[exit code: {code}]"));
     } else if let Some(error) = str_of("error") {
         lines.push(format!("[error: {error}] {}", str_of("message").unwrap_or_default()));
+    }
+    // What the sandbox refused: many hosts forward only this text, not the document.
+    if let Some(message) = str_of("sandbox_message").filter(|m| !m.is_empty()) {
+        lines.push(format!("sandbox: {message}"));
     }
     for key in ["status", "job_id", "session_id", "hint", "pattern"] {
         if let Some(value) = str_of(key).filter(|v| !v.is_empty()) {
@@ -187,6 +192,19 @@ mod tests {
                 "hint": "add a rule such as the pattern below", "pattern": "bash.execute:make *"
             }))),
             "[error: permission_denied] `bash.execute` needs approval\nhint: add a rule such as the pattern below\npattern: bash.execute:make *"
+        );
+    }
+
+    #[test]
+    fn what_the_sandbox_refused_is_in_the_text() {
+        assert_eq!(
+            render_text(&doc(json!({
+                "output": "touch: cannot touch '/etc/x': Read-only file system\n", "exit_code": 1,
+                "sandbox": {"backend": "bwrap", "denied": [{"op": "write", "path": "/etc/x"}]},
+                "sandbox_message": "The command failed (exit code 1); the sandbox refused a write to /etc/x."
+            }))),
+            "touch: cannot touch '/etc/x': Read-only file system\n[exit code: 1]\n\
+             sandbox: The command failed (exit code 1); the sandbox refused a write to /etc/x."
         );
     }
 

@@ -11,6 +11,7 @@ pub mod bwrap;
 mod caps;
 pub mod config;
 pub mod denial;
+mod denial_summary;
 pub mod helper;
 pub mod landlock;
 pub mod notify;
@@ -28,6 +29,7 @@ use serde_json::{Value, json};
 
 pub use config::{BackendChoice, DEFAULT_PROTECTED, Mode, OnUnavailable, SandboxConfig};
 pub use denial::Denial;
+pub use denial_summary::summary as denial_summary;
 pub use plan::Plan;
 pub use probe::{Backend, Probe};
 pub use supervisor::Supervisors;

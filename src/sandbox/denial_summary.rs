@@ -1,0 +1,125 @@
+//! The denials of one command in one short phrase a model reads in a
+//! result's text: what was refused, grouped by kind, each kind with why.
+
+use super::denial::Denial;
+
+/// Objects named per kind before the rest is counted ("and 4 more").
+const NAMED_PER_KIND: usize = 3;
+
+/// The kinds of refusal, in the order a summary names them.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Write,
+    Connect,
+    Socket,
+}
+
+impl Kind {
+    fn of(denial: &Denial) -> (Kind, &str) {
+        match denial {
+            Denial::Write { path } => (Kind::Write, path),
+            Denial::Connect { addr } => (Kind::Connect, addr),
+            Denial::Socket { family } => (Kind::Socket, family),
+        }
+    }
+
+    /// The noun for `count` refusals of this kind.
+    fn noun(self, count: usize) -> &'static str {
+        match (self, count) {
+            (Kind::Write, 1) => "a write to",
+            (Kind::Write, _) => "writes to",
+            (Kind::Connect, 1) => "a network connection to",
+            (Kind::Connect, _) => "network connections to",
+            (Kind::Socket, 1) => "a socket of family",
+            (Kind::Socket, _) => "sockets of families",
+        }
+    }
+
+    fn why(self) -> &'static str {
+        match self {
+            Kind::Write => "outside the writable roots, or protected",
+            Kind::Connect | Kind::Socket => "network is off",
+        }
+    }
+}
+
+/// What the sandbox refused, briefly: `a write to /etc/x (outside the
+/// writable roots, or protected); network connections to 1.1.1.1:443 and
+/// 10.0.0.1:80 (network is off)`. At most three objects per kind are named;
+/// the rest are counted (every one is in the result's `sandbox.denied`).
+/// Empty when nothing was refused.
+pub fn summary(denied: &[Denial]) -> String {
+    let mut kinds: Vec<(Kind, Vec<&str>)> = Vec::new();
+    for denial in denied {
+        let (kind, object) = Kind::of(denial);
+        match kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, objects)) => objects.push(object),
+            None => kinds.push((kind, vec![object])),
+        }
+    }
+    kinds.sort_by_key(|(kind, _)| *kind);
+    let phrases: Vec<String> = kinds
+        .iter()
+        .map(|(kind, objects)| format!("{} {} ({})", kind.noun(objects.len()), listed(objects), kind.why()))
+        .collect();
+    phrases.join("; ")
+}
+
+/// `a`, `a and b`, `a, b and c`, `a, b, c and 2 more`.
+fn listed(objects: &[&str]) -> String {
+    let named = &objects[..objects.len().min(NAMED_PER_KIND)];
+    let rest = objects.len() - named.len();
+    match (named, rest) {
+        ([one], 0) => (*one).to_owned(),
+        (named, 0) => {
+            let (last, first) = named.split_last().expect("at least two");
+            format!("{} and {last}", first.join(", "))
+        }
+        (named, rest) => format!("{} and {rest} more", named.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &str) -> Denial {
+        Denial::Write { path: path.into() }
+    }
+
+    #[test]
+    fn one_denial_names_it_and_why() {
+        assert_eq!(
+            summary(&[write("/etc/x")]),
+            "a write to /etc/x (outside the writable roots, or protected)"
+        );
+        assert_eq!(summary(&[]), "");
+    }
+
+    #[test]
+    fn kinds_are_grouped_and_long_lists_counted() {
+        let denied = [
+            Denial::Connect {
+                addr: "1.1.1.1:443".into(),
+            },
+            write("/a"),
+            write("/b"),
+            write("/c"),
+            write("/d"),
+            write("/e"),
+            Denial::Socket {
+                family: "AF_INET6".into(),
+            },
+        ];
+        assert_eq!(
+            summary(&denied),
+            "writes to /a, /b, /c and 2 more (outside the writable roots, or protected); \
+             a network connection to 1.1.1.1:443 (network is off); \
+             a socket of family AF_INET6 (network is off)"
+        );
+        assert_eq!(
+            summary(&[write("/a"), write("/b")]),
+            "writes to /a and /b (outside the writable roots, or protected)"
+        );
+    }
+}
