@@ -212,11 +212,18 @@ impl Tmux {
     /// Opens window `window` running `bash-mcp attach ARGS` for the server;
     /// when attach exits the window stays, with its exit status shown.
     fn attach(&self, server: &Server, window: &str, args: &str) {
-        let script = format!(
-            "export {TAG_VAR}={}; XDG_RUNTIME_DIR='{}' '{BIN}' attach {args}; echo \"[attach exited $?]\"; exec sleep 600",
-            self.tag,
-            server.runtime_dir().display()
+        self.open(
+            window,
+            &format!(
+                "XDG_RUNTIME_DIR='{}' '{BIN}' attach {args}; echo \"[attach exited $?]\"; exec sleep 600",
+                server.runtime_dir().display()
+            ),
         );
+    }
+
+    /// Opens window `window` running `script` (with this test's tag).
+    fn open(&self, window: &str, script: &str) {
+        let script = format!("export {TAG_VAR}={}; {script}", self.tag);
         let (verb, target) = if self.socket.exists() {
             (
                 "new-window",
@@ -495,12 +502,16 @@ fn read_only_cannot_type_and_closing_the_session_ends_every_view() {
     assert_eq!(r["person_typed"], true, "{r}");
     assert!(!tmux.screen("watcher").contains("from-the-watcher"));
 
-    // Closing the session ends both views cleanly.
+    // Closing the session ends both views cleanly; the typist's returns to
+    // the shell once the line being typed is over.
     server.tool("session_close", json!({"session_id": id}));
     for window in ["typist", "watcher"] {
         tmux.wait_for(window, &format!("[session #1 {name} ended]"));
-        tmux.wait_for(window, "[attach exited 0]");
     }
+    tmux.wait_for("watcher", "[attach exited 0]");
+    tmux.wait_for("typist", "press Enter to return to your shell");
+    tmux.keys("typist", &["Enter"]);
+    tmux.wait_for("typist", "[attach exited 0]");
     wait_until("the attach processes end", || attach_processes(&server).is_empty());
     drop(tmux);
     server.stop();
@@ -619,11 +630,81 @@ fn killing_the_server_leaves_no_socket_and_no_process() {
     unsafe { libc::kill(server.child.id() as i32, libc::SIGKILL) };
     let _ = server.child.wait();
     tmux.wait_for("person", &format!("[the server of session #1 {name} ended]"));
+    tmux.wait_for("person", "press Enter to return to your shell");
+    tmux.keys("person", &["Enter"]);
     wait_until("the guard removes the socket", || server.sockets().is_empty());
     let dir = server.runtime_dir().join("bash-mcp");
     wait_until("the guard removes the empty socket directory", || !dir.exists());
     wait_until("the attach process ends", || attach_processes(&server).is_empty());
     drop(tmux);
+    assert_no_survivors(&tag);
+}
+
+#[test]
+fn keys_typed_as_the_session_closes_never_reach_the_persons_shell() {
+    if !have_tmux() {
+        return;
+    }
+    let tag = unique_tag("attach-cut");
+    let mut server = Server::start("attach-cut");
+    let (id, _) = server.start_session(&tag);
+    let tmux = Tmux::new(&tag);
+    // The person's own shell, which records every line it runs.
+    let history = server.dir.join("outer-history");
+    tmux.open(
+        "person",
+        &format!(
+            "cd '{}'; HISTFILE='{}' HISTCONTROL= PROMPT_COMMAND='history -a' PS1='outer$ ' exec bash --norc --noprofile -i",
+            server.dir.display(),
+            history.display()
+        ),
+    );
+    tmux.wait_for("person", "outer$ ");
+    tmux.type_text(
+        "person",
+        &format!(
+            "XDG_RUNTIME_DIR='{}' '{BIN}' attach {id}",
+            server.runtime_dir().display()
+        ),
+    );
+    tmux.keys("person", &["Enter"]);
+    tmux.wait_for("person", "[attached to");
+    let r = server.tool(
+        "session_run",
+        json!({"session_id": id, "command": "read -r -s -p 'Password: ' pw; echo; echo got-${#pw}", "timeout_seconds": 10}),
+    );
+    assert_eq!(r["secret_prompt"], true, "{r}");
+    tmux.wait_for("person", "Password: ");
+
+    // The person is typing the password when the agent closes the session:
+    // keys go on arriving while it closes and after it has closed.
+    tmux.type_text("person", "first-half-");
+    std::thread::scope(|scope| {
+        let typist = scope.spawn(|| {
+            for _ in 0..20 {
+                tmux.type_text("person", "during-close-");
+            }
+        });
+        server.tool("session_close", json!({"session_id": id}));
+        tmux.type_text("person", "after-close-");
+        typist.join().unwrap();
+    });
+    tmux.wait_for("person", "press Enter to return to your shell");
+    tmux.type_text("person", "rest-of-the-line");
+    tmux.keys("person", &["Enter"]);
+    // The shell is the person's again, and it got none of those keys.
+    tmux.type_text("person", "echo outer-alive-$((2+3))");
+    tmux.keys("person", &["Enter"]);
+    let screen = tmux.wait_for("person", "\nouter-alive-5");
+    let recorded = std::fs::read_to_string(&history).unwrap();
+    assert!(recorded.contains("echo outer-alive-$((2+3))"), "{recorded}");
+    for typed in ["first-half", "during-close", "after-close", "rest-of-the-line"] {
+        assert!(!screen.contains(typed), "{typed:?} reached the screen:\n{screen}");
+        assert!(!recorded.contains(typed), "{typed:?} reached the history:\n{recorded}");
+    }
+    assert!(!screen.contains("command not found"), "{screen}");
+    drop(tmux);
+    server.stop();
     assert_no_survivors(&tag);
 }
 

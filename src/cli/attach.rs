@@ -2,6 +2,10 @@
 //! session (a replay of recent output, then everything live) and sends it
 //! the keystrokes; the window size follows this terminal's. `Ctrl-]` then
 //! `d` detaches (the session keeps running); `Ctrl-]` twice sends one.
+//! When the session or its server ends by itself, the person may be in the
+//! middle of typing for it (a password): keys are discarded up to Enter,
+//! and whatever is still queued when the terminal is restored, so none of
+//! them reaches the shell this terminal returns to.
 
 use std::io::{IsTerminal, Read, Write};
 use std::os::fd::AsRawFd;
@@ -161,13 +165,21 @@ impl Attached {
         ));
         self.send_size();
         let end = self.pump(&winch);
+        say(&format!("\r\n{}\r\n", end.message(&self.title)));
+        // The person may be in the middle of typing for the session (a
+        // password, say): nothing of it may reach the shell this terminal
+        // returns to. Keys are thrown away up to the end of that line.
+        if end.cuts_typing() && raw.is_terminal() && !self.read_only {
+            say("[keys typed now are discarded; press Enter to return to your shell]\r\n");
+            discard_line();
+        }
+        // Restoring the terminal discards whatever is still queued.
         drop(raw);
-        say(&format!("\r\n{}\r\n", end.unwrap_or_else(|e| e)));
         Ok(())
     }
 
     /// Relays until the session ends, the person detaches or the server goes.
-    fn pump(&mut self, winch: &UnixStream) -> Result<String, String> {
+    fn pump(&mut self, winch: &UnixStream) -> End {
         let stdin = std::io::stdin();
         let mut prefix = false;
         let mut stdin_open = true;
@@ -192,9 +204,9 @@ impl Attached {
                         let mut out = std::io::stdout().lock();
                         let _ = out.write_all(&bytes).and_then(|()| out.flush());
                     }
-                    Ok(Some((wire::CLOSED, _))) => return Ok(format!("[session {} ended]", self.title)),
+                    Ok(Some((wire::CLOSED, _))) => return End::SessionEnded,
                     Ok(Some(_)) => {}
-                    Ok(None) | Err(_) => return Ok(format!("[the server of session {} ended]", self.title)),
+                    Ok(None) | Err(_) => return End::ServerGone,
                 }
             }
             if fds[0].revents != 0 {
@@ -205,11 +217,13 @@ impl Attached {
                 }
                 let (keys, detach) = filter_keys(&buf[..n], &mut prefix);
                 if detach {
-                    return Ok(format!("[detached from {}; it keeps running]", self.title));
+                    return End::Detached;
                 }
-                if !self.read_only && !keys.is_empty() {
-                    wire::write_frame(&mut self.stream, wire::INPUT, &keys)
-                        .map_err(|e| format!("[lost the server: {e}]"))?;
+                if !self.read_only
+                    && !keys.is_empty()
+                    && let Err(e) = wire::write_frame(&mut self.stream, wire::INPUT, &keys)
+                {
+                    return End::LostServer(e.to_string());
                 }
             }
         }
@@ -218,6 +232,46 @@ impl Attached {
     fn send_size(&mut self) {
         if let Some((rows, cols)) = window_size() {
             let _ = wire::write_frame(&mut self.stream, wire::RESIZE, &wire::size_payload(rows, cols));
+        }
+    }
+}
+
+/// Why a view ended.
+enum End {
+    Detached,
+    SessionEnded,
+    ServerGone,
+    LostServer(String),
+}
+
+impl End {
+    fn message(&self, title: &str) -> String {
+        match self {
+            Self::Detached => format!("[detached from {title}; it keeps running]"),
+            Self::SessionEnded => format!("[session {title} ended]"),
+            Self::ServerGone => format!("[the server of session {title} ended]"),
+            Self::LostServer(why) => format!("[lost the server of session {title}: {why}]"),
+        }
+    }
+
+    /// Whether the view ended by itself, so the person may still be typing
+    /// for the session (a detach is the person's own choice).
+    fn cuts_typing(&self) -> bool {
+        !matches!(self, Self::Detached)
+    }
+}
+
+/// Reads and drops keys until the end of the line being typed (Enter,
+/// Ctrl-C or Ctrl-D), or until the terminal closes.
+fn discard_line() {
+    let mut buf = [0u8; 4096];
+    loop {
+        match std::io::stdin().lock().read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) if buf[..n].iter().any(|b| matches!(b, b'\r' | b'\n' | 0x03 | 0x04)) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
         }
     }
 }
@@ -277,6 +331,10 @@ fn window_size() -> Option<(u16, u16)> {
 struct RawMode(Option<libc::termios>);
 
 impl RawMode {
+    fn is_terminal(&self) -> bool {
+        self.0.is_some()
+    }
+
     fn enter() -> Self {
         let fd = std::io::stdin().as_raw_fd();
         if !std::io::stdin().is_terminal() {
@@ -299,8 +357,10 @@ impl RawMode {
 impl Drop for RawMode {
     fn drop(&mut self) {
         if let Some(saved) = &self.0 {
+            // TCSAFLUSH: keys still queued were typed for the session; the
+            // shell this terminal returns to must not read them.
             // SAFETY: restores the settings read in `enter`.
-            unsafe { libc::tcsetattr(std::io::stdin().as_raw_fd(), libc::TCSANOW, saved) };
+            unsafe { libc::tcsetattr(std::io::stdin().as_raw_fd(), libc::TCSAFLUSH, saved) };
         }
     }
 }
