@@ -139,7 +139,7 @@ fn start() -> std::io::Result<OwnedFd> {
         CString::new(std::process::id().to_string()).expect("digits"),
     ];
     let envp = [c"PATH=/usr/bin:/bin".to_owned(), c"LC_ALL=C".to_owned()];
-    let pid = crate::spawn::spawn_helper(c"/bin/sh", &argv, &envp, read.as_raw_fd())?;
+    let pid = crate::spawn::spawn_helper(c"/bin/sh", &argv, &envp, &[read.as_raw_fd()])?;
     // The script only starts the guard in the background: reap it at once.
     crate::spawn::reap(pid);
     drop(read);

@@ -3,7 +3,8 @@
 //! Uses `posix_spawn` (glibc implements it with `clone(CLONE_VFORK)`: no
 //! allocation or locking runs in the child before `exec`). Every argument is
 //! prepared before the call. The child:
-//! - leads a new process group (so one `killpg` reaches everything it starts);
+//! - leads a new process group (so one `killpg` reaches everything it starts),
+//!   in a new session without a controlling terminal when it is sandboxed;
 //! - has default signal dispositions and an empty signal mask, whatever the
 //!   host ignores or blocks;
 //! - holds only fds 0, 1 and 2 (`closefrom(3)`), even when the host leaks fds
@@ -106,8 +107,13 @@ pub(crate) struct SpawnSpec<'a> {
     pub streams: Streams,
     /// Where to start it: `None` here, else through the launcher.
     pub via: Option<&'a dyn Launch>,
-    /// An fd the process gets as its fd 3 (the sandbox helper's channel).
-    pub pass_fd: Option<RawFd>,
+    /// Fds the process gets as its fds 3, 4, ... (the sandbox helper's
+    /// channels, bubblewrap's seccomp program).
+    pub pass_fds: &'a [RawFd],
+    /// Start it in a new session, with no controlling terminal (sandboxed
+    /// commands: the host's terminal must be out of their reach), rather
+    /// than in a new process group of the host's session.
+    pub new_session: bool,
 }
 
 /// A pipe whose ends are both above the stdio range and close-on-exec.
@@ -262,17 +268,15 @@ fn null_terminated<S: AsRef<CStr>>(strings: &[S]) -> Vec<*mut libc::c_char> {
 }
 
 /// Starts `argv` in a new session (so no terminal's signals reach it), with
-/// `/dev/null` as stdin, stdout and stderr, `keep` as its fd 3, and every
-/// other fd closed. For the library's own helper, not for commands.
-pub(crate) fn spawn_helper(program: &CStr, argv: &[CString], envp: &[CString], keep: RawFd) -> io::Result<libc::pid_t> {
-    // dup2 onto its own number would keep close-on-exec: move it clear of 3.
-    // SAFETY: duplicates an fd the caller owns into a new owned fd.
-    let moved = unsafe { libc::fcntl(keep, libc::F_DUPFD_CLOEXEC, 10) };
-    if moved < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fcntl returned a fresh fd that we now own.
-    let moved = unsafe { OwnedFd::from_raw_fd(moved) };
+/// `/dev/null` as stdin, stdout and stderr, `keep` as its fds 3, 4, ...,
+/// and every other fd closed. For the library's own helpers, not for
+/// commands.
+pub(crate) fn spawn_helper(
+    program: &CStr,
+    argv: &[CString],
+    envp: &[CString],
+    keep: &[RawFd],
+) -> io::Result<libc::pid_t> {
     let mut fa = FileActions::new()?;
     // SAFETY: the actions are initialized; the path is NUL-terminated and static.
     unsafe {
@@ -285,11 +289,59 @@ pub(crate) fn spawn_helper(program: &CStr, argv: &[CString], envp: &[CString], k
                 0,
             ))?;
         }
-        check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), moved.as_raw_fd(), 3))?;
-        check(libc::posix_spawn_file_actions_addclosefrom_np(fa.ptr(), 4))?;
     }
+    let passed = pass_fds(&mut fa, keep)?;
     let mut attr = Attrs::with_clean_signals(libc::POSIX_SPAWN_SETSID as libc::c_int)?;
-    posix_spawn(program, argv, envp, &mut fa, &mut attr)
+    let pid = posix_spawn(program, argv, envp, &mut fa, &mut attr);
+    drop(passed);
+    pid
+}
+
+/// Adds file actions that make `fds` the child's fds 3, 4, ... and close
+/// every fd above them. The copies returned must stay open until the spawn.
+pub(crate) fn pass_fds(fa: &mut FileActions, fds: &[RawFd]) -> io::Result<Vec<OwnedFd>> {
+    let moved = clear_of_targets(fds)?;
+    pass_on(fa, &moved)?;
+    Ok(moved)
+}
+
+/// The lowest fd [`clear_of_targets`] moves fds to: above every target.
+const PASSED_FDS_FROM: RawFd = 16;
+
+/// Copies of `fds` numbered from [`PASSED_FDS_FROM`] up, so that dup2 onto
+/// 3, 4, ... never lands on one still to be passed, nor onto its own
+/// number (which would keep close-on-exec).
+fn clear_of_targets(fds: &[RawFd]) -> io::Result<Vec<OwnedFd>> {
+    fds.iter()
+        .map(|&fd| {
+            // SAFETY: duplicates an fd the caller owns into a new owned fd.
+            let moved = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, PASSED_FDS_FROM) };
+            if moved < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: fcntl returned a fresh fd that we now own.
+            Ok(unsafe { OwnedFd::from_raw_fd(moved) })
+        })
+        .collect()
+}
+
+/// File actions that make `moved` the child's fds 3, 4, ... and close every
+/// fd above them.
+fn pass_on(fa: &mut FileActions, moved: &[OwnedFd]) -> io::Result<()> {
+    // SAFETY: the actions are initialized; each fd stays open until the spawn.
+    unsafe {
+        for (i, fd) in moved.iter().enumerate() {
+            check(libc::posix_spawn_file_actions_adddup2(
+                fa.ptr(),
+                fd.as_raw_fd(),
+                3 + i as RawFd,
+            ))?;
+        }
+        check(libc::posix_spawn_file_actions_addclosefrom_np(
+            fa.ptr(),
+            3 + moved.len() as RawFd,
+        ))
+    }
 }
 
 /// Starts `spec` as the leader of a new process group.
@@ -322,19 +374,19 @@ pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
         let err_w = err.as_ref().map_or(out_w.as_raw_fd(), |(_, w)| w.as_raw_fd());
         check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), err_w, 2))?;
         check(libc::posix_spawn_file_actions_addchdir_np(fa.ptr(), spec.cwd.as_ptr()))?;
-        let first_closed = match spec.pass_fd {
-            Some(fd) => {
-                check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), fd, 3))?;
-                4
-            }
-            None => 3,
-        };
-        check(libc::posix_spawn_file_actions_addclosefrom_np(fa.ptr(), first_closed))?;
     }
-    let mut attr = Attrs::with_clean_signals(libc::POSIX_SPAWN_SETPGROUP)?;
-    // SAFETY: the attributes are initialized; 0 makes the child its group's leader.
-    check(unsafe { libc::posix_spawnattr_setpgroup(attr.ptr(), 0) })?;
+    let passed = pass_fds(&mut fa, spec.pass_fds)?;
+    // A new session makes the child the leader of a new group too.
+    let mut attr = if spec.new_session {
+        Attrs::with_clean_signals(libc::POSIX_SPAWN_SETSID as libc::c_int)?
+    } else {
+        let mut attr = Attrs::with_clean_signals(libc::POSIX_SPAWN_SETPGROUP)?;
+        // SAFETY: the attributes are initialized; 0 makes the child its group's leader.
+        check(unsafe { libc::posix_spawnattr_setpgroup(attr.ptr(), 0) })?;
+        attr
+    };
     let pid = posix_spawn(spec.program, spec.argv, spec.envp, &mut fa, &mut attr)?;
+    drop(passed);
     // The child holds the write ends now; ours must close so EOF can come.
     drop(out_w);
     let stdin = stdin.map(|(r, w)| {

@@ -57,7 +57,8 @@ impl Shared {
                 .as_ref()
                 .and_then(|w| w.supervisor.as_ref())
                 .map(|s| s as &dyn crate::spawn::Launch),
-            pass_fd: sandbox.as_ref().and_then(|w| w.pass_fd),
+            pass_fds: sandbox.as_ref().map_or(&[], |w| &w.pass_fds),
+            new_session: sandbox.is_some(),
         };
         let limits = self.limits(&config, timeout, run_marker);
 

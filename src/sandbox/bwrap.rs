@@ -26,7 +26,13 @@ pub struct BwrapOptions {
     /// capabilities) and limits user namespaces itself; the commands it
     /// starts keep none.
     pub supervisor: bool,
+    /// The fd bwrap reads the enforcing seccomp program from (see
+    /// [`seccomp`](super::seccomp)), as the sandbox's processes see it.
+    pub seccomp_fd: Option<i32>,
 }
+
+/// The fd a command's own bwrap (or a session's) reads its seccomp program from.
+pub const SECCOMP_FD: i32 = 3;
 
 /// The capabilities a supervisor keeps inside its user namespace.
 pub const SUPERVISOR_CAPS: &[&str] = &["CAP_SYS_ADMIN", "CAP_SETPCAP", "CAP_SYS_RESOURCE"];
@@ -91,6 +97,10 @@ fn namespaces(args: &mut Args, plan: &Plan, options: BwrapOptions) {
     }
     if options.die_with_parent {
         args.push(["--die-with-parent"]);
+    }
+    if let Some(fd) = options.seccomp_fd {
+        args.push(["--seccomp"]);
+        args.0.push(fd.to_string().into());
     }
 }
 
@@ -188,6 +198,7 @@ mod tests {
         die_with_parent: true,
         disable_userns: true,
         supervisor: false,
+        seccomp_fd: Some(SECCOMP_FD),
     };
 
     #[test]
@@ -200,6 +211,7 @@ mod tests {
             "--cap-drop ALL",
             "--die-with-parent",
             "--disable-userns",
+            "--seccomp 3",
         ] {
             assert!(l.contains(flag), "{flag} missing in {l}");
         }

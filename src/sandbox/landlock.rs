@@ -214,9 +214,8 @@ const CLONE_NAMESPACES: &[u64] = &[
     libc::CLONE_NEWCGROUP as u64,
 ];
 
-/// Calls refused outright: changing mounts or namespaces, tracing or
-/// writing other processes, loading kernel code, and io_uring (which could
-/// open sockets without the socket call).
+/// Calls this backend refuses besides the shared ones: changing mounts or
+/// namespaces, tracing or writing other processes, loading kernel code.
 const DENIED_SYSCALLS: &[i64] = &[
     libc::SYS_ptrace,
     libc::SYS_process_vm_readv,
@@ -239,19 +238,17 @@ const DENIED_SYSCALLS: &[i64] = &[
     libc::SYS_finit_module,
     libc::SYS_delete_module,
     libc::SYS_kexec_load,
-    libc::SYS_keyctl,
-    libc::SYS_add_key,
-    libc::SYS_request_key,
     libc::SYS_userfaultfd,
-    libc::SYS_io_uring_setup,
 ];
 
-/// The enforcing filter. With `observed`, `socket()` is left to the
-/// observing filter, whose handler refuses it (an errno here would win over
-/// the notification and hide it).
+/// The enforcing filter: the rules both backends share (see
+/// [`seccomp`](super::seccomp)) and this backend's own. With `observed`,
+/// `socket()` is left to the observing filter, whose handler refuses it (an
+/// errno here would win over the notification and hide it).
 fn seccomp(spec: &HelperSpec, observed: bool) -> Result<(), String> {
     let err = |e: seccompiler::BackendError| e.to_string();
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED_SYSCALLS.iter().map(|&n| (n, Vec::new())).collect();
+    let mut rules = super::seccomp::common_rules()?;
+    rules.extend(DENIED_SYSCALLS.iter().map(|&n| (n, Vec::new())));
     let clone_rules = CLONE_NAMESPACES
         .iter()
         .map(|&flag| {
@@ -269,16 +266,7 @@ fn seccomp(spec: &HelperSpec, observed: bool) -> Result<(), String> {
             vec![SeccompRule::new(vec![not_unix.map_err(err)?]).map_err(err)?],
         );
     }
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        std::env::consts::ARCH
-            .try_into()
-            .map_err(|e: seccompiler::BackendError| e.to_string())?,
-    )
-    .map_err(err)?;
-    let program: BpfProgram = filter.try_into().map_err(err)?;
+    let program = super::seccomp::compile(rules)?;
     seccompiler::apply_filter(&program).map_err(|e| e.to_string())?;
     // clone3 passes its flags in memory a filter cannot read: ENOSYS makes
     // libc fall back to clone, whose flags the filter above checks.

@@ -18,10 +18,12 @@ pub mod notify;
 pub mod plan;
 pub mod probe;
 pub mod reaper;
+pub mod seccomp;
 pub mod supervisor;
 
 use std::collections::HashMap;
 use std::ffi::CString;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -87,8 +89,12 @@ pub struct Wrapped {
     pub supervisor: Option<supervisor::Supervised>,
     /// The seccomp observation of the command, when it has one.
     pub observation: Option<Arc<notify::Observation>>,
-    /// The fd the Landlock helper gets as its fd 3, to send its listener on.
-    pub pass_fd: Option<std::os::fd::RawFd>,
+    /// Fds the sandbox's first process gets as its fds 3, 4, ...: the
+    /// socket the Landlock helper sends its listener on, or bwrap's seccomp
+    /// program.
+    pub pass_fds: Vec<std::os::fd::RawFd>,
+    /// Keeps open the fds of `pass_fds` that nothing else owns.
+    pub owned_fds: Vec<Arc<std::os::fd::OwnedFd>>,
 }
 
 impl Wrapped {
@@ -188,25 +194,41 @@ pub fn wrap_in(
                         },
                     }),
                     observation: Some(observation),
-                    pass_fd: None,
+                    pass_fds: Vec::new(),
+                    owned_fds: Vec::new(),
                 }));
             }
             Err(e) => tracing::warn!("{e}; this command gets a bwrap of its own"),
         }
     }
     let mut observation = None;
-    let mut pass_fd = None;
+    let mut pass_fds = Vec::new();
+    let mut owned_fds = Vec::new();
     let argv = match backend {
-        Backend::Bwrap { path, disable_userns } => bwrap::argv(
-            path,
-            &plan,
-            bwrap::BwrapOptions {
-                die_with_parent: request.die_with_parent,
-                disable_userns: *disable_userns,
-                supervisor: false,
-            },
-            request.command,
-        ),
+        Backend::Bwrap { path, disable_userns } => {
+            let program = seccomp::bwrap_program(plan.network)
+                .and_then(|p| seccomp::program_fd(p).map_err(|e| e.to_string()))
+                .map_err(|e| {
+                    ToolError::new(
+                        ErrorCode::SandboxUnavailable,
+                        format!("could not prepare the sandbox's seccomp filter, so the command did not run: {e}"),
+                        "retry; if it persists, the host is out of file descriptors or memory",
+                    )
+                })?;
+            pass_fds.push(program.as_raw_fd());
+            owned_fds.push(Arc::new(program));
+            bwrap::argv(
+                path,
+                &plan,
+                bwrap::BwrapOptions {
+                    die_with_parent: request.die_with_parent,
+                    disable_userns: *disable_userns,
+                    supervisor: false,
+                    seccomp_fd: Some(bwrap::SECCOMP_FD),
+                },
+                request.command,
+            )
+        }
         Backend::Landlock { .. } if !plan.read_deny.is_empty() => {
             return Err(ToolError::new(
                 ErrorCode::SandboxUnavailable,
@@ -219,7 +241,7 @@ pub fn wrap_in(
                 match notify::Observation::over_socket(policy) {
                     Ok((o, fd)) => {
                         observation = Some(Arc::new(o));
-                        pass_fd = Some(fd);
+                        pass_fds.push(fd);
                     }
                     Err(e) => tracing::warn!(
                         "no seccomp observation for this command ({e}); denials come from its error text"
@@ -242,6 +264,7 @@ pub fn wrap_in(
         plan,
         supervisor: None,
         observation,
-        pass_fd,
+        pass_fds,
+        owned_fds,
     }))
 }

@@ -76,13 +76,15 @@ pub(crate) fn open() -> io::Result<Pty> {
 /// Spawns `argv` as the leader of a new session whose controlling terminal
 /// is the pty slave: `POSIX_SPAWN_SETSID` runs `setsid()` in the child before
 /// the file actions, so opening the slave (without `O_NOCTTY`) as fd 0
-/// acquires it. Signals are reset, the mask emptied, fds ≥ 3 closed.
+/// acquires it. Signals are reset, the mask emptied, `pass_fds` become fds
+/// 3, 4, ... (a sandbox's own), every other fd ≥ 3 is closed.
 pub(crate) fn spawn_on_pty(
     program: &CStr,
     argv: &[CString],
     envp: &[CString],
     cwd: &CStr,
     slave_path: &CStr,
+    pass_fds: &[RawFd],
 ) -> io::Result<libc::pid_t> {
     use crate::spawn::{Attrs, FileActions, check};
     crate::guard::ensure();
@@ -100,10 +102,12 @@ pub(crate) fn spawn_on_pty(
         check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), 0, 1))?;
         check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), 0, 2))?;
         check(libc::posix_spawn_file_actions_addchdir_np(fa.ptr(), cwd.as_ptr()))?;
-        check(libc::posix_spawn_file_actions_addclosefrom_np(fa.ptr(), 3))?;
     }
+    let passed = crate::spawn::pass_fds(&mut fa, pass_fds)?;
     let mut attr = Attrs::with_clean_signals(libc::POSIX_SPAWN_SETSID as libc::c_int)?;
-    crate::spawn::posix_spawn(program, argv, envp, &mut fa, &mut attr)
+    let pid = crate::spawn::posix_spawn(program, argv, envp, &mut fa, &mut attr);
+    drop(passed);
+    pid
 }
 
 /// The terminal's foreground process group, asked on the master side.

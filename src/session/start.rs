@@ -343,8 +343,16 @@ fn spawn(prepared: &Prepared, program: &Path, cwd: &Path, dir: &Path, server: &C
         Some(wrapped) => (&wrapped.program, &wrapped.argv),
         None => (&prepared.program_c, &prepared.argv),
     };
-    let pid = pty::spawn_on_pty(program_c, argv, &prepared.envp, &prepared.cwd_c, &pty.slave_path)
-        .map_err(|e| spawn_failed(format!("could not start {}: {e}", program.display())))?;
+    let pass_fds = sandbox.as_ref().map_or(&[][..], |w| &w.pass_fds);
+    let pid = pty::spawn_on_pty(
+        program_c,
+        argv,
+        &prepared.envp,
+        &prepared.cwd_c,
+        &pty.slave_path,
+        pass_fds,
+    )
+    .map_err(|e| spawn_failed(format!("could not start {}: {e}", program.display())))?;
     // SAFETY: plain syscall; the fd is owned below.
     let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
     if stop < 0 {

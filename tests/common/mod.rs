@@ -2,6 +2,8 @@
 //! checks that nothing a test started survived it.
 #![allow(dead_code)]
 
+pub mod sandboxes;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

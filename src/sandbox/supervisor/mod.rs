@@ -80,6 +80,7 @@ impl Supervisors {
                     }
                     let s = Arc::new(Supervisor {
                         argv,
+                        network: plan.network,
                         state: Mutex::new(None),
                     });
                     pool.push(s.clone());
@@ -144,14 +145,21 @@ fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, observe: bool)
             die_with_parent: false,
             disable_userns: false,
             supervisor: true,
+            seccomp_fd: Some(SECCOMP_FD),
         },
         &command,
     )
 }
 
+/// The fd the supervisor's bwrap reads the enforcing seccomp program from
+/// (the control socket is fd 3).
+const SECCOMP_FD: i32 = 4;
+
 /// One sandbox configuration's supervisor.
 pub struct Supervisor {
     argv: Vec<CString>,
+    /// Whether its sandbox has network (which seccomp program it gets).
+    network: bool,
     state: Mutex<Option<Running>>,
 }
 
@@ -221,8 +229,15 @@ impl Supervisor {
             c"PATH=/usr/bin:/bin".to_owned(),
             c"LC_ALL=C".to_owned(),
         ];
-        let pid = spawn::spawn_helper(&self.argv[0], &self.argv, &envp, theirs.as_raw_fd())?;
-        drop(theirs);
+        let program = super::seccomp::bwrap_program(self.network).map_err(io::Error::other)?;
+        let program = super::seccomp::program_fd(program)?;
+        let pid = spawn::spawn_helper(
+            &self.argv[0],
+            &self.argv,
+            &envp,
+            &[theirs.as_raw_fd(), program.as_raw_fd()],
+        )?;
+        drop((theirs, program));
         let running = Running {
             control: Arc::new(host),
             pid,

@@ -1,0 +1,128 @@
+//! Sandboxed servers for the sandbox's integration tests: every backend
+//! and route a command can take, and the configuration that selects it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use bash_mcp::{BashServer, McpServer};
+use serde_json::{Value, json};
+
+use super::{TestServer, sandbox_works, tagged};
+
+/// The `bash-mcp` binary: the Landlock helper and the supervisor.
+pub const HELPER: &str = env!("CARGO_BIN_EXE_bash-mcp");
+
+/// Every route a sandboxed command can take: bubblewrap through the
+/// supervisor (`bwrap`), a bwrap of its own per command, a bwrap of its own
+/// because the supervisor cannot start (its binary is missing, which the
+/// library logs and then falls back), and Landlock + seccomp.
+pub const ROUTES: &[&str] = &["bwrap", "bwrap-per-command", "bwrap-fallback", "landlock"];
+
+/// The `sandbox` keys that select `route` (one of [`ROUTES`]).
+pub fn route_keys(route: &str) -> Value {
+    match route {
+        "bwrap-per-command" => json!({"backend": "bwrap", "supervisor": false, "helper_path": HELPER}),
+        "bwrap-fallback" => json!({"backend": "bwrap", "helper_path": "/nonexistent/bash-mcp"}),
+        other => json!({"backend": other, "helper_path": HELPER}),
+    }
+}
+
+/// The backend name results report for `route`.
+pub fn backend_of(route: &str) -> &'static str {
+    if route.starts_with("bwrap") {
+        "bwrap"
+    } else {
+        "landlock"
+    }
+}
+
+/// The routes whose backend works here (a SKIP line names each that does
+/// not; in CI a missing one fails the test).
+pub fn available_routes() -> impl Iterator<Item = &'static str> {
+    ROUTES.iter().copied().filter(|r| route_available(r))
+}
+
+/// Whether `route`'s backend works here.
+pub fn route_available(route: &str) -> bool {
+    let config = bash_mcp::sandbox::SandboxConfig::default()
+        .apply(&sandbox_value(route, Path::new("/"), json!({})), Path::new("/"))
+        .unwrap();
+    sandbox_works(&config, route)
+}
+
+/// The `sandbox` object for `route` with `dir` as the writable root and
+/// `extra` keys over it.
+pub fn sandbox_value(route: &str, dir: &Path, extra: Value) -> Value {
+    let mut sandbox = json!({"mode": "workspace-write", "writable_roots": [dir]});
+    for (k, v) in route_keys(route)
+        .as_object()
+        .unwrap()
+        .iter()
+        .chain(extra.as_object().unwrap())
+    {
+        sandbox[k] = v.clone();
+    }
+    sandbox
+}
+
+/// A tagged server in `dir` whose commands take `route`.
+pub fn sandboxed_server(dir: &Path, route: &str, extra: Value) -> TestServer {
+    let server = tagged(BashServer::new(dir, None, Duration::from_secs(30)).unwrap());
+    server
+        .configure(&json!({"sandbox": sandbox_value(route, dir, extra)}).to_string())
+        .unwrap();
+    server
+}
+
+/// Writes a configuration file for the `bash-mcp` binary that sends its
+/// commands along `route`, in `dir`; returns its path.
+pub fn binary_config(dir: &Path, route: &str, extra: Value) -> std::path::PathBuf {
+    let path = dir.join(format!("{route}.json"));
+    std::fs::write(&path, json!({"sandbox": sandbox_value(route, dir, extra)}).to_string()).unwrap();
+    path
+}
+
+/// Whether `program` runs here (`program --version` succeeds).
+pub fn have(program: &str) -> bool {
+    std::process::Command::new(program)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether python3 is here; a SKIP line (a failure in CI) when it is not.
+pub fn have_python() -> bool {
+    if have("python3") {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "python3 must be installed in CI");
+    super::skip("python3 is not installed here (apt-get install python3)");
+    false
+}
+
+/// Runs `command` through the `bash-mcp` binary (`exec --json`) with the
+/// configuration file `config`, in `dir`, its processes tagged with `tag`;
+/// returns the result document.
+pub fn exec_json(config: &Path, dir: &Path, tag: &str, command: &str) -> Value {
+    let out = std::process::Command::new(HELPER)
+        .arg("exec")
+        .arg("-c")
+        .arg(config)
+        .arg("-C")
+        .arg(dir)
+        .arg("--json")
+        .arg(command)
+        .env(super::TAG_VAR, tag)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "bash-mcp exec printed no result ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}

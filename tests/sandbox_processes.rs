@@ -1,0 +1,315 @@
+//! What a sandboxed command shares with its host besides files and the
+//! network: the host's terminal, the kernel keyrings, system calls a
+//! filter might not list. Through the `bash-mcp` binary, on every route a
+//! command can take (bubblewrap through the supervisor, a bwrap of its own,
+//! the fallback when the supervisor cannot start, Landlock + seccomp).
+
+mod common;
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use bash_mcp::McpServer;
+use common::sandboxes::*;
+use common::*;
+use serde_json::{Value, json};
+
+/// Tries to type into every terminal it can reach: `/dev/tty` (the
+/// controlling terminal), each inherited fd that is a terminal, and a
+/// terminal of its own made its controlling one (so only a seccomp rule,
+/// not the kernel's own checks, can refuse it). One line per attempt.
+const TERMINAL_PROBE: &str = r#"
+import errno, fcntl, os, pty, termios
+def tiocsti(fd, what):
+    try:
+        for c in b"echo INJECTED\n":
+            fcntl.ioctl(fd, termios.TIOCSTI, bytes([c]))
+        print(what, "INJECTED", flush=True)
+    except OSError as e:
+        print(what, "refused", errno.errorcode[e.errno], flush=True)
+try:
+    tiocsti(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY), "host-tty")
+except OSError as e:
+    print("host-tty cannot-open", errno.errorcode[e.errno], flush=True)
+for name in os.listdir("/proc/self/fd"):
+    try:
+        if os.isatty(int(name)):
+            tiocsti(int(name), "fd" + name)
+    except OSError:
+        pass
+pid, master = pty.fork()
+if pid == 0:
+    tiocsti(os.open("/dev/tty", os.O_RDWR), "own-tty")
+    os._exit(0)
+out = b""
+while True:
+    try:
+        chunk = os.read(master, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+os.waitpid(pid, 0)
+print(out.decode().replace("\r", "").strip(), flush=True)
+"#;
+
+/// A pseudo-terminal pair: the test keeps the master, the server gets the
+/// slave as its controlling terminal.
+struct Pty {
+    _master: OwnedFd,
+    slave: OwnedFd,
+}
+
+fn open_pty() -> Pty {
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two fds into the integers given; the name,
+    // termios and winsize pointers may be null.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: openpty returned two fresh fds that we now own.
+    let pty = unsafe {
+        Pty {
+            _master: OwnedFd::from_raw_fd(master),
+            slave: OwnedFd::from_raw_fd(slave),
+        }
+    };
+    // Non-canonical, so every injected byte counts as pending input at once.
+    // SAFETY: termios is plain data; tcgetattr/tcsetattr act on our fd.
+    unsafe {
+        let mut tio: libc::termios = std::mem::zeroed();
+        assert_eq!(libc::tcgetattr(pty.slave.as_raw_fd(), &mut tio), 0);
+        libc::cfmakeraw(&mut tio);
+        assert_eq!(libc::tcsetattr(pty.slave.as_raw_fd(), libc::TCSANOW, &tio), 0);
+    }
+    pty
+}
+
+impl Pty {
+    /// Bytes waiting in the terminal's input queue (what a shell reading
+    /// this terminal would read next).
+    fn pending_input(&self) -> i32 {
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int.
+        let rc = unsafe { libc::ioctl(self.slave.as_raw_fd(), libc::FIONREAD, &mut n) };
+        assert_eq!(rc, 0);
+        n
+    }
+
+    fn flush_input(&self) {
+        // SAFETY: tcflush on our own fd.
+        unsafe { libc::tcflush(self.slave.as_raw_fd(), libc::TCIFLUSH) };
+    }
+
+    /// Runs the `bash-mcp` binary with this terminal as its controlling
+    /// terminal (and stdin and stderr); returns its JSON result.
+    fn run_binary(&self, args: &[&std::ffi::OsStr], tag: &str) -> Value {
+        let slave = self.slave.as_raw_fd();
+        let mut command = Command::new(HELPER);
+        command
+            .args(args)
+            .env(TAG_VAR, tag)
+            .stdin(Stdio::from(self.slave.try_clone().unwrap()))
+            .stderr(Stdio::from(self.slave.try_clone().unwrap()));
+        // SAFETY: only async-signal-safe calls between fork and exec: a new
+        // session, then the terminal (on fd `slave`, inherited) as its
+        // controlling terminal.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::setsid() < 0 || libc::ioctl(slave, libc::TIOCSCTTY, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = command.output().unwrap();
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("no result ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    }
+}
+
+/// Whether TIOCSTI works for an unprivileged process on its own terminal
+/// here (`dev.tty.legacy_tiocsti`, Linux 6.2+; older kernels always allow it).
+fn legacy_tiocsti() -> bool {
+    std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti").map_or(true, |v| v.trim() == "1")
+}
+
+#[test]
+fn no_sandboxed_command_can_type_into_the_hosts_terminal_or_any_other() {
+    if !have_python() {
+        return;
+    }
+    let dir = TempDir::new("sbx-tty");
+    std::fs::write(dir.join("probe.py"), TERMINAL_PROBE).unwrap();
+    let pty = open_pty();
+    let tag = unique_tag("tty");
+    let exec = |config: Option<&Path>| {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["exec".as_ref(), "--json".as_ref(), "-C".as_ref(), dir.as_os_str()];
+        if let Some(config) = config {
+            args.extend(["-c".as_ref(), config.as_os_str()]);
+        }
+        args.push("python3 probe.py".as_ref());
+        pty.run_binary(&args, &tag)
+    };
+
+    // The control: unsandboxed, the command has the host's terminal and
+    // types into it, which the test sees as pending input.
+    let control = exec(None);
+    assert!(output_of(&control).contains("host-tty"), "{control}");
+    if pty.pending_input() == 0 {
+        skip("TIOCSTI is refused by this kernel anyway (dev.tty.legacy_tiocsti=0): the control injected nothing");
+    }
+    pty.flush_input();
+
+    for route in available_routes() {
+        let config = binary_config(&dir, route, json!({}));
+        let result = exec(Some(&config));
+        let text = output_of(&result);
+        assert_eq!(result["sandbox"]["backend"], backend_of(route), "{route}: {result}");
+        assert!(
+            !text.contains("INJECTED"),
+            "{route}: a command typed into a terminal: {result}"
+        );
+        assert!(
+            text.contains("host-tty cannot-open ENXIO"),
+            "{route}: the command still has a controlling terminal: {result}"
+        );
+        let own = if legacy_tiocsti() {
+            "own-tty refused EPERM"
+        } else {
+            "own-tty refused"
+        };
+        assert!(
+            text.contains(own),
+            "{route}: TIOCSTI was not refused by seccomp: {result}"
+        );
+        assert_eq!(pty.pending_input(), 0, "{route}: input reached the host's terminal");
+        pty.flush_input();
+    }
+    assert_no_survivors(&tag);
+}
+
+fn output_of(result: &Value) -> String {
+    result["output"].as_str().unwrap_or_default().to_owned()
+}
+
+/// A session shell lives on a terminal of its own, which is its controlling
+/// terminal: typing into it is refused too.
+#[test]
+fn a_sandboxed_session_cannot_type_into_its_own_terminal() {
+    if !have_python() {
+        return;
+    }
+    for route in available_routes().filter(|r| ["bwrap", "landlock"].contains(r)) {
+        let dir = TempDir::new("sbx-tty-session");
+        std::fs::write(dir.join("probe.py"), TERMINAL_PROBE).unwrap();
+        let server = sandboxed_server(&dir, route, json!({}));
+        server
+            .configure(&json!({"sessions": {"enabled": true}}).to_string())
+            .unwrap();
+        let started = call_tool(
+            &server,
+            "session_start",
+            json!({"shell": "bash", "env": {TAG_VAR: server.tag()}}),
+        );
+        let id = started["session_id"].as_str().unwrap_or_else(|| panic!("{started}"));
+        let result = call_tool(
+            &server,
+            "session_run",
+            json!({"session_id": id, "command": "python3 probe.py", "timeout_seconds": 20}),
+        );
+        let text = result["output"].as_str().unwrap_or_default();
+        assert!(text.contains("host-tty refused EPERM"), "{route}: {result}");
+        assert!(!text.contains("INJECTED"), "{route}: {result}");
+        let _ = call_tool(&server, "session_close", json!({"session_id": id}));
+    }
+}
+
+/// Reads the session keyring (`keyctl(KEYCTL_DESCRIBE, @s)`) and adds a key
+/// (to its own process keyring, so a failing run leaves nothing behind).
+const KEYRING_PROBE: &str = r#"
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(256)
+r = libc.syscall(250, 6, ctypes.c_long(-3), buf, 256)  # keyctl(KEYCTL_DESCRIBE, KEY_SPEC_SESSION_KEYRING)
+print("describe", "ok" if r >= 0 else errno.errorcode[ctypes.get_errno()])
+r = libc.syscall(248, b"user", b"bash-mcp-probe", b"x", 1, ctypes.c_long(-2))  # add_key(..., KEY_SPEC_PROCESS_KEYRING)
+print("add_key", "ok" if r >= 0 else errno.errorcode[ctypes.get_errno()])
+"#;
+
+#[test]
+fn the_kernel_keyrings_are_out_of_reach() {
+    if !have_python() || std::env::consts::ARCH != "x86_64" {
+        return;
+    }
+    let dir = TempDir::new("sbx-keys");
+    std::fs::write(dir.join("keys.py"), KEYRING_PROBE).unwrap();
+    let tag = unique_tag("keys");
+    let plain = dir.join("plain.json");
+    std::fs::write(&plain, "{}").unwrap();
+    let control = exec_json(&plain, &dir, &tag, "python3 keys.py");
+    if !output_of(&control).contains("describe ok") {
+        skip(format_args!("this host has no session keyring to reach: {control}"));
+    }
+    for route in available_routes() {
+        let config = binary_config(&dir, route, json!({}));
+        let result = exec_json(&config, &dir, &tag, "python3 keys.py");
+        assert_eq!(
+            output_of(&result),
+            "describe EPERM\nadd_key EPERM\n",
+            "{route}: {result}"
+        );
+    }
+    assert_no_survivors(&tag);
+}
+
+/// Opens an `AF_VSOCK` socket (which no network namespace isolates) and
+/// makes an x32 system call (`getpid` with bit 30 set).
+const CHANNEL_PROBE: &str = r#"
+import ctypes, errno, socket
+libc = ctypes.CDLL(None, use_errno=True)
+try:
+    socket.socket(40, socket.SOCK_STREAM)
+    print("vsock ok")
+except OSError as e:
+    print("vsock", errno.errorcode[e.errno])
+r = libc.syscall(0x40000000 | 39)
+print("x32", "ok" if r >= 0 else errno.errorcode[ctypes.get_errno()])
+"#;
+
+#[test]
+fn with_network_off_no_socket_escapes_the_namespace_and_x32_calls_are_refused() {
+    if !have_python() || std::env::consts::ARCH != "x86_64" {
+        return;
+    }
+    let dir = TempDir::new("sbx-vsock");
+    std::fs::write(dir.join("channels.py"), CHANNEL_PROBE).unwrap();
+    let tag = unique_tag("vsock");
+    let plain = dir.join("plain.json");
+    std::fs::write(&plain, "{}").unwrap();
+    let control = output_of(&exec_json(&plain, &dir, &tag, "python3 channels.py"));
+    // Without a filter the kernel answers the x32 call itself: ENOSYS
+    // where x32 is not built in, a pid where it is.
+    assert!(!control.contains("x32 EPERM"), "{control}");
+    if !control.contains("vsock ok") {
+        skip(format_args!(
+            "AF_VSOCK is not available on this host ({control}); only the x32 call is checked"
+        ));
+    }
+    for route in available_routes() {
+        let config = binary_config(&dir, route, json!({"network": false}));
+        let result = exec_json(&config, &dir, &tag, "python3 channels.py");
+        assert_eq!(output_of(&result), "vsock EPERM\nx32 EPERM\n", "{route}: {result}");
+    }
+    assert_no_survivors(&tag);
+}
