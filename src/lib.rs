@@ -36,6 +36,7 @@ mod bash;
 mod cancel;
 mod capture;
 pub mod config;
+mod dirfd;
 mod error;
 mod exec;
 pub mod ffi;

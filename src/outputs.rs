@@ -4,7 +4,11 @@
 //!
 //! Files live in one directory per store, `bash-mcp-output-<process tag>-<random>`
 //! in the temp dir, mode 0700, each file mode 0600 under a random name: another
-//! user cannot list or read them, another server cannot guess them. The store
+//! user cannot list or read them, another server cannot guess them. The temp
+//! dir may be writable by sandboxed commands, so the directory is held open
+//! and every file in it is reached through it ([`Dir`]): created exclusively,
+//! never through a link, and read back only while it is still the file
+//! written (same device and inode). The store
 //! holds at most `budget` bytes and `max_count` outputs; finishing one evicts
 //! the oldest until both fit. The largest file evicted last stays as a
 //! spare for the next output to write over (at most the budget more on
@@ -16,9 +20,10 @@
 //! command: the result says the output could not be kept.
 
 use std::collections::VecDeque;
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
-use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -27,6 +32,7 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 use crate::capture::KeeperFactory;
+use crate::dirfd::{self, Dir, Identity};
 use crate::error::{ErrorCode, ToolError};
 
 mod keeper;
@@ -84,20 +90,39 @@ pub struct OutputStore {
 #[derive(Default)]
 struct State {
     /// Created with the first kept output.
-    dir: Option<PathBuf>,
+    dir: Option<Arc<Dir>>,
     /// Finished outputs, oldest first.
     entries: VecDeque<Entry>,
     bytes: u64,
     /// The file of the output evicted last, for the next output to write
     /// over: its pages already exist, and making new ones is most of what
     /// keeping an output costs.
-    spare: Option<(PathBuf, u64)>,
+    spare: Option<Spare>,
+}
+
+/// An evicted output's file, kept to be written over: its name, length,
+/// and the file it was (a name a command replaced is not reused).
+#[derive(Debug)]
+struct Spare {
+    name: String,
+    len: u64,
+    identity: Identity,
+}
+
+/// A file for a new output, open for writing.
+pub(super) struct NewFile {
+    /// The output's id, which is also the file's name.
+    pub id: String,
+    pub identity: Identity,
+    pub file: File,
 }
 
 #[derive(Debug, Clone)]
 struct Entry {
+    /// The output's id, also its file's name in the store's directory.
     id: String,
-    path: PathBuf,
+    /// The file as it was written: a name that no longer leads to it is not read.
+    identity: Identity,
     /// Bytes the command wrote to the stream.
     total: u64,
     /// The file's layout: the stream's first `head` bytes, then at most its
@@ -177,17 +202,27 @@ impl OutputStore {
     }
 
     /// The store's directory, created on first use (mode 0700).
-    fn dir(&self) -> io::Result<PathBuf> {
+    fn dir(&self) -> io::Result<Arc<Dir>> {
         let mut state = self.state();
         if let Some(dir) = &state.dir {
             return Ok(dir.clone());
         }
-        let mut name = crate::ids::output_dir_prefix().into_os_string();
+        let prefix = crate::ids::output_dir_prefix();
+        let (Some(parent), Some(start)) = (prefix.parent(), prefix.file_name()) else {
+            return Err(io::Error::other("the temp dir has no usable path"));
+        };
+        let mut name = start.to_owned();
         name.push(crate::ids::random_hex()?);
-        let dir = PathBuf::from(name);
-        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        let dir = Arc::new(Dir::create_private(parent, &name)?);
         state.dir = Some(dir.clone());
         Ok(dir)
+    }
+
+    /// Removes an output's file (a name a command replaced goes the same way).
+    fn remove_file(&self, name: &str) {
+        if let Some(dir) = self.state().dir.clone() {
+            let _ = dir.remove(OsStr::new(name));
+        }
     }
 
     /// Records a finished output and evicts the oldest until the store fits.
@@ -200,13 +235,22 @@ impl OutputStore {
             let old = state.entries.pop_front().expect("more than one entry");
             state.bytes -= old.file_len;
             // The largest evicted file stays as the spare, at most the budget.
-            match &state.spare {
-                Some((_, len)) if *len >= old.file_len => {
-                    let _ = std::fs::remove_file(&old.path);
+            let dir = state.dir.clone();
+            let remove = |name: &str| {
+                if let Some(dir) = &dir {
+                    let _ = dir.remove(OsStr::new(name));
                 }
+            };
+            match &state.spare {
+                Some(spare) if spare.len >= old.file_len => remove(&old.id),
                 _ => {
-                    if let Some((path, _)) = state.spare.replace((old.path, old.file_len)) {
-                        let _ = std::fs::remove_file(path);
+                    let spare = Spare {
+                        name: old.id,
+                        len: old.file_len,
+                        identity: old.identity,
+                    };
+                    if let Some(previous) = state.spare.replace(spare) {
+                        remove(&previous.name);
                     }
                 }
             }
@@ -214,29 +258,30 @@ impl OutputStore {
     }
 
     /// A file for a new output under a fresh random id: the spare renamed,
-    /// when there is one, or a new file (mode 0600).
-    fn new_file(&self) -> io::Result<(String, PathBuf, File)> {
+    /// when it is still the file it was, or a new file (mode 0600).
+    fn new_file(&self) -> io::Result<NewFile> {
         let dir = self.dir()?;
         let id = format!("out-{}", crate::ids::random_hex()?);
-        let path = dir.join(&id);
         let spare = self.state().spare.take();
-        if let Some((old, _)) = spare {
-            let reused = std::fs::rename(&old, &path)
-                .and_then(|()| std::fs::OpenOptions::new().read(true).write(true).open(&path));
+        if let Some(spare) = spare {
+            let name = OsStr::new(&spare.name);
+            let reused = dir
+                .rename(name, OsStr::new(&id))
+                .and_then(|()| dir.open_write(OsStr::new(&id)))
+                .and_then(|file| Ok((dirfd::stat_file(&file)?.identity, file)));
             match reused {
-                Ok(file) => return Ok((id, path, file)),
-                Err(_) => {
-                    let _ = std::fs::remove_file(&old);
+                Ok((identity, file)) if identity == spare.identity => return Ok(NewFile { id, identity, file }),
+                // Gone, or replaced by something else: whatever has the
+                // name now goes, and the output gets a new file.
+                _ => {
+                    let _ = dir.remove(name);
+                    let _ = dir.remove(OsStr::new(&id));
                 }
             }
         }
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .read(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
-        Ok((id, path, file))
+        let file = dir.create_file(OsStr::new(&id), 0o600)?;
+        let identity = dirfd::stat_file(&file)?.identity;
+        Ok(NewFile { id, identity, file })
     }
 
     /// The ids kept now, oldest first.
@@ -251,7 +296,7 @@ impl OutputStore {
 
     /// The store's directory, once something was kept.
     pub fn path(&self) -> Option<PathBuf> {
-        self.state().dir.clone()
+        self.state().dir.as_ref().map(|d| d.path().to_path_buf())
     }
 
     fn entry(&self, id: &str) -> Result<Entry, ToolError> {
@@ -268,13 +313,7 @@ impl OutputStore {
     /// Answers an `output_read` query.
     pub fn read(&self, query: &ReadQuery) -> Result<Value, ToolError> {
         let entry = self.entry(&query.output_id)?;
-        let file = File::open(&entry.path).map_err(|e| {
-            ToolError::new(
-                ErrorCode::OutputNotFound,
-                format!("the kept output {} cannot be read: {e}", entry.id),
-                "run the command again",
-            )
-        })?;
+        let file = self.open_kept(&entry)?;
         let view = View { entry: &entry, file };
         let mut doc = match &query.what {
             ReadWhat::Bytes { offset, length } => view.bytes(*offset, *length),
@@ -302,10 +341,39 @@ impl OutputStore {
     }
 }
 
+impl OutputStore {
+    /// The file of a kept output, opened through the store's directory and
+    /// only while it is still the file that was written: a name a command
+    /// replaced (with a link to another file, a fifo, another file) is not read.
+    fn open_kept(&self, entry: &Entry) -> Result<File, ToolError> {
+        let gone = |why: String| {
+            ToolError::new(
+                ErrorCode::OutputNotFound,
+                format!("the kept output {} cannot be read: {why}", entry.id),
+                "run the command again",
+            )
+        };
+        let dir = self
+            .state()
+            .dir
+            .clone()
+            .ok_or_else(|| gone("the store has no directory".into()))?;
+        let file = dir.open_read(OsStr::new(&entry.id)).map_err(|e| gone(e.to_string()))?;
+        let identity = dirfd::stat_file(&file).map_err(|e| gone(e.to_string()))?.identity;
+        if identity != entry.identity {
+            return Err(gone(format!(
+                "{} is no longer the file it was kept in (something replaced it, such as a command that can write the temp dir), so it is not read",
+                dir.path().join(&entry.id).display()
+            )));
+        }
+        Ok(file)
+    }
+}
+
 impl Drop for OutputStore {
     fn drop(&mut self) {
         if let Some(dir) = self.state().dir.take() {
-            let _ = std::fs::remove_dir_all(dir);
+            let _ = dir.remove_all();
         }
     }
 }
@@ -757,6 +825,49 @@ mod tests {
         let doc = read(&store, &third, json!({"offset": 0, "length": 1000}));
         assert_eq!(doc["text"], "c".repeat(30));
         assert_eq!(store.bytes(), 130);
+    }
+
+    #[test]
+    fn a_name_replaced_in_the_store_is_neither_read_nor_written_through() {
+        let scratch = std::env::temp_dir().join(format!("bash-mcp-store-target-{}", crate::ids::random_id()));
+        std::fs::create_dir(&scratch).unwrap();
+        let (secret, target) = (scratch.join("secret"), scratch.join("target"));
+        std::fs::write(&secret, "secret text").unwrap();
+        std::fs::write(&target, "untouched").unwrap();
+        let store = OutputStore::new(150, 8);
+        let first = keep(&store, &[&[b'a'; 100]]).output_id.unwrap();
+        let dir = store.path().unwrap();
+        // A kept output's name now leads to another file: not read. (The
+        // file itself stays, so that no file made below gets its inode.)
+        std::fs::rename(dir.join(&first), scratch.join("kept")).unwrap();
+        std::os::unix::fs::symlink(&secret, dir.join(&first)).unwrap();
+        let err = store
+            .read(&ReadQuery::from_args(json!({"output_id": first}).as_object().unwrap()).unwrap())
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::OutputNotFound);
+        assert!(err.message.contains("symbolic link"), "{}", err.message);
+        // The same name as a plain file of someone else's: not read either.
+        std::fs::write(dir.join("planted"), "planted").unwrap();
+        std::fs::rename(dir.join("planted"), dir.join(&first)).unwrap();
+        let err = store
+            .read(&ReadQuery::from_args(json!({"output_id": first}).as_object().unwrap()).unwrap())
+            .unwrap_err();
+        assert!(err.message.contains("no longer the file"), "{}", err.message);
+        // The spare replaced by a link: the next output gets a file of its own.
+        keep(&store, &[&[b'b'; 100]]);
+        keep(&store, &[&[b'c'; 100]]);
+        let spare = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .find(|name| !store.ids().contains(name))
+            .expect("a spare");
+        std::fs::remove_file(dir.join(&spare)).unwrap();
+        std::os::unix::fs::symlink(&target, dir.join(&spare)).unwrap();
+        let next = keep(&store, &[&[b'd'; 40]]).output_id.unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
+        assert_eq!(read(&store, &next, json!({}))["text"], "d".repeat(40));
+        assert!(!dir.join(&spare).exists(), "the planted link is gone");
+        std::fs::remove_dir_all(scratch).unwrap();
     }
 
     #[test]

@@ -1,17 +1,19 @@
 //! The lock file (`<path>.lock`) whose `flock` orders writers and rotations
 //! of one audit log across processes.
 
-use std::fs::{File, OpenOptions};
-use std::path::{Path, PathBuf};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 
-/// Opens (creating) the lock file of `path`; `None`, logged, when it cannot
-/// be created.
-pub(super) fn open_lock_file(path: &Path) -> Option<File> {
-    match OpenOptions::new().create(true).append(true).open(lock_path(path)) {
+use crate::dirfd::Dir;
+
+/// Opens (creating) the lock file of the log `name` in `dir`; `None`,
+/// logged, when it cannot be created.
+pub(super) fn open_lock_file(dir: &Dir, name: &OsStr) -> Option<File> {
+    match dir.open_append(&lock_name(name), 0o666) {
         Ok(lock) => Some(lock),
         Err(e) => {
             tracing::warn!(
-                path = %path.display(), error = %e,
+                path = %dir.path().join(name).display(), error = %e,
                 "audit lock file cannot be created; only this process's writes are ordered across rotations"
             );
             None
@@ -19,12 +21,12 @@ pub(super) fn open_lock_file(path: &Path) -> Option<File> {
     }
 }
 
-/// `<path>.lock`: the file whose `flock` orders writers and rotations of
-/// `path` across processes.
-fn lock_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".lock");
-    PathBuf::from(name)
+/// `<name>.lock`: the file whose `flock` orders writers and rotations of
+/// the log `name` across processes.
+fn lock_name(name: &OsStr) -> OsString {
+    let mut lock = name.to_owned();
+    lock.push(".lock");
+    lock
 }
 
 /// An `flock` held until dropped; nothing when there is no lock file or the

@@ -6,13 +6,22 @@
 //! never interleave and a rotation loses none. Write errors are logged
 //! through `tracing` and never fail the call being recorded.
 //!
+//! The log may lie where sandboxed commands can write (a writable root):
+//! its folder is held open and every file in it is reached through it
+//! ([`Dir`]), never through a link, and only when it is a regular file with
+//! one name (or a character device such as `/dev/null`), so nothing a
+//! command planted there redirects a line, a rotation or a read.
+//!
 //! This file holds the open log; the settings, redaction, writing, the lock
 //! file, rotation, reading back and timestamps each have a file of their own.
 
-use std::sync::Mutex;
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use regex::Regex;
 
+use crate::dirfd::Dir;
 use crate::error::{ErrorCode, ToolError};
 
 mod lock;
@@ -35,6 +44,10 @@ use write::Writer;
 pub struct AuditLog {
     settings: AuditSettings,
     redactors: Vec<Regex>,
+    /// The live file's name in its folder; backups and the lock file are named after it.
+    name: OsString,
+    /// The folder, held open; made again (by its path) when it was removed.
+    dir: Mutex<Arc<Dir>>,
     writer: Mutex<Writer>,
 }
 
@@ -43,7 +56,7 @@ impl AuditLog {
     /// path or an invalid redaction pattern is an `invalid_config` error.
     pub fn open(settings: AuditSettings) -> Result<Self, ToolError> {
         let redactors = redact::compile(&settings.redact)?;
-        let file = write::open_append(&settings.path).map_err(|e| {
+        let unusable = |e: std::io::Error| {
             ToolError::new(
                 ErrorCode::InvalidConfig,
                 format!(
@@ -52,17 +65,52 @@ impl AuditLog {
                 ),
                 "choose a writable location, or set `audit` to null to turn the audit log off",
             )
-        })?;
-        let lock = lock::open_lock_file(&settings.path);
+        };
+        let name = settings
+            .path
+            .file_name()
+            .ok_or_else(|| unusable(std::io::Error::other("the path names no file")))?
+            .to_owned();
+        let dir = open_folder(&settings.path).map_err(unusable)?;
+        let file = dir.open_append(&name, 0o666).map_err(unusable)?;
+        let lock = lock::open_lock_file(&dir, &name);
         Ok(Self {
             settings,
             redactors,
+            name,
+            dir: Mutex::new(Arc::new(dir)),
             writer: Mutex::new(Writer { file: Some(file), lock }),
         })
+    }
+
+    /// The folder of the log, held open; opened again by its path when it
+    /// was removed since.
+    fn dir(&self) -> Arc<Dir> {
+        let mut dir = self.dir.lock().unwrap_or_else(PoisonError::into_inner);
+        if dir.is_removed()
+            && let Ok(again) = open_folder(&self.settings.path)
+        {
+            *dir = Arc::new(again);
+        }
+        dir.clone()
+    }
+
+    /// The live file's name.
+    fn live(&self) -> &OsStr {
+        &self.name
     }
 
     /// The settings in force.
     pub fn settings(&self) -> &AuditSettings {
         &self.settings
     }
+}
+
+/// The folder of the log at `path`, made if missing.
+fn open_folder(path: &Path) -> std::io::Result<Dir> {
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Dir::create_all(parent, 0o777)
 }

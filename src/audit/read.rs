@@ -1,14 +1,15 @@
 //! Reading back: the entries `audit_read` selects from the live file or a
 //! backup, newest first.
 
-use std::fs::File;
+use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
 use super::AuditLog;
 use super::timestamp::parse_instant;
+use crate::dirfd::Dir;
 use crate::error::{ErrorCode, ToolError};
 
 /// What `audit_read` selects.
@@ -55,8 +56,10 @@ impl AuditLog {
     /// Reads entries, newest first, from the live file or a backup (plain or gzip).
     pub fn read(&self, query: &AuditQuery) -> Result<Vec<Value>, ToolError> {
         let since = query.since.as_deref().map(parse_since).transpose()?;
-        let path = self.file_of(query.backup_index)?;
-        let reader = open_entries(&path)?;
+        let dir = self.dir();
+        let name = self.file_of(&dir, query.backup_index)?;
+        let path = dir.path().join(&name);
+        let reader = open_entries(&dir, &name, &path)?;
         let max = query.max_entries.unwrap_or(100);
         let mut entries: Vec<Value> = Vec::new();
         for line in BufReader::new(reader).lines() {
@@ -79,12 +82,13 @@ impl AuditLog {
         Ok(entries)
     }
 
-    /// The live file (`backup_index` 0) or backup `backup_index`, which must exist.
-    fn file_of(&self, backup_index: usize) -> Result<PathBuf, ToolError> {
+    /// The name of the live file (`backup_index` 0) or of backup
+    /// `backup_index`, which must exist.
+    fn file_of(&self, dir: &Dir, backup_index: usize) -> Result<OsString, ToolError> {
         if backup_index == 0 {
-            return Ok(self.settings.path.clone());
+            return Ok(self.live().to_owned());
         }
-        self.backup_path(backup_index).ok_or_else(|| {
+        self.backup_name(dir, backup_index).ok_or_else(|| {
             ToolError::new(
                 ErrorCode::InvalidArguments,
                 format!("audit backup {backup_index} does not exist"),
@@ -109,9 +113,10 @@ fn parse_since(text: &str) -> Result<(i64, u32), ToolError> {
     })
 }
 
-/// The lines of an audit file, decompressed when it is a `.gz` backup.
-fn open_entries(path: &Path) -> Result<Box<dyn Read>, ToolError> {
-    let file = File::open(path).map_err(|e| {
+/// The lines of the audit file `name` (at `path`), decompressed when it is
+/// a `.gz` backup.
+fn open_entries(dir: &Dir, name: &OsStr, path: &Path) -> Result<Box<dyn Read>, ToolError> {
+    let file = dir.open_read(name).map_err(|e| {
         ToolError::new(
             ErrorCode::Internal,
             format!("audit file {} cannot be read: {e}", path.display()),

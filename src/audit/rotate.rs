@@ -1,12 +1,15 @@
 //! Rotation: the live file moved to backup 1 when full, the backups shifted,
-//! the oldest dropped, and large ones compressed.
+//! the oldest dropped, and large ones compressed. Every name is reached
+//! through the log's folder ([`Dir`]), never through a link.
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::path::PathBuf;
 
 use super::AuditLog;
 use super::lock::Flock;
-use super::write::{Writer, same_file};
+use super::write::Writer;
+use crate::dirfd::{Dir, Kind};
 
 impl AuditLog {
     /// Rotates, under the exclusive lock, when the live file is still the one
@@ -14,88 +17,94 @@ impl AuditLog {
     pub(super) fn rotate_if_full(&self, writer: &mut Writer) {
         let _exclusive = Flock::new(writer.lock.as_ref(), libc::LOCK_EX);
         // Another process may have rotated while this one waited.
-        let live = std::fs::metadata(&self.settings.path).ok();
-        let still_ours = match (&live, writer.file.as_ref().and_then(|f| f.metadata().ok())) {
-            (Some(live), Some(open)) => same_file(live, &open),
-            _ => false,
-        };
-        if still_ours && live.is_some_and(|m| m.len() >= self.settings.max_bytes) {
+        let dir = self.dir();
+        let still_ours = writer.file.as_ref().is_some_and(|open| self.is_live(&dir, open));
+        let full = dir
+            .stat(self.live())
+            .is_ok_and(|live| live.len >= self.settings.max_bytes);
+        if still_ours && full {
             writer.file = None;
-            self.rotate();
+            self.rotate(&dir);
         }
         self.reopen_if_moved(&mut writer.file);
     }
 
     /// Path of backup `index` (1-based), compressed or not, if it exists.
     pub fn backup_path(&self, index: usize) -> Option<PathBuf> {
-        [
-            numbered(&self.settings.path, index, true),
-            numbered(&self.settings.path, index, false),
-        ]
-        .into_iter()
-        .find(|p| p.exists())
+        let dir = self.dir();
+        self.backup_name(&dir, index).map(|name| dir.path().join(name))
+    }
+
+    /// The name of backup `index` in the folder, compressed or not, if it
+    /// exists as a regular file.
+    pub(super) fn backup_name(&self, dir: &Dir, index: usize) -> Option<OsString> {
+        [numbered(self.live(), index, true), numbered(self.live(), index, false)]
+            .into_iter()
+            .find(|name| dir.stat(name).is_ok_and(|s| s.kind == Kind::Regular))
     }
 
     /// Shifts the backups and moves the live file to backup 1 (under the
     /// exclusive lock; the caller reopens).
-    fn rotate(&self) {
-        let path = &self.settings.path;
-        let result = (|| -> std::io::Result<()> {
+    fn rotate(&self, dir: &Dir) {
+        let live = self.live();
+        let result = (|| -> io::Result<()> {
             let n = self.settings.backups;
             if n == 0 {
-                std::fs::remove_file(path)?;
+                dir.remove(live)?;
                 return Ok(());
             }
             for gz in [false, true] {
-                remove_if_exists(&numbered(path, n, gz))?;
+                remove_if_exists(dir, &numbered(live, n, gz))?;
             }
             for i in (1..n).rev() {
                 for gz in [false, true] {
-                    let from = numbered(path, i, gz);
-                    if from.exists() {
-                        std::fs::rename(&from, numbered(path, i + 1, gz))?;
+                    let from = numbered(live, i, gz);
+                    if dir.stat(&from).is_ok() {
+                        dir.rename(&from, &numbered(live, i + 1, gz))?;
                     }
                 }
             }
-            let first = numbered(path, 1, false);
-            std::fs::rename(path, &first)?;
+            let first = numbered(live, 1, false);
+            dir.rename(live, &first)?;
             if let Some(min) = self.settings.gzip_min_bytes
-                && std::fs::metadata(&first).map(|m| m.len() >= min).unwrap_or(false)
+                && dir.stat(&first).is_ok_and(|s| s.len >= min)
             {
-                gzip_file(&first, &numbered(path, 1, true))?;
-                std::fs::remove_file(&first)?;
+                let gz = numbered(live, 1, true);
+                remove_if_exists(dir, &gz)?;
+                gzip_file(dir, &first, &gz)?;
+                dir.remove(&first)?;
             }
             Ok(())
         })();
         if let Err(e) = result {
-            tracing::error!(path = %path.display(), error = %e, "audit log rotation failed");
+            tracing::error!(path = %self.settings.path.display(), error = %e, "audit log rotation failed");
         }
     }
 }
 
-/// `<path>.<index>`, with `.gz` when `gz`.
-fn numbered(path: &Path, index: usize, gz: bool) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".{index}"));
+/// `<name>.<index>`, with `.gz` when `gz`.
+fn numbered(name: &OsStr, index: usize, gz: bool) -> OsString {
+    let mut numbered = name.to_owned();
+    numbered.push(format!(".{index}"));
     if gz {
-        name.push(".gz");
+        numbered.push(".gz");
     }
-    PathBuf::from(name)
+    numbered
 }
 
-/// Removes `path`; one already gone is no error.
-fn remove_if_exists(path: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+/// Removes `name`; one already gone is no error.
+fn remove_if_exists(dir: &Dir, name: &OsStr) -> io::Result<()> {
+    match dir.remove(name) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
     }
 }
 
-/// Writes `from` gzip-compressed to `to`.
-fn gzip_file(from: &Path, to: &Path) -> std::io::Result<()> {
-    let mut input = File::open(from)?;
-    let output = File::create(to)?;
+/// Writes `from` gzip-compressed to the new file `to`.
+fn gzip_file(dir: &Dir, from: &OsStr, to: &OsStr) -> io::Result<()> {
+    let mut input = dir.open_read(from)?;
+    let output = dir.create_file(to, 0o666)?;
     let mut encoder = flate2::write::GzEncoder::new(output, flate2::Compression::default());
-    std::io::copy(&mut input, &mut encoder)?;
+    io::copy(&mut input, &mut encoder)?;
     encoder.finish()?.sync_all()
 }

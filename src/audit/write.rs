@@ -1,9 +1,8 @@
 //! Writing: one record appended as one line, safely beside other processes
 //! appending to the same file.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
-use std::path::Path;
 use std::sync::PoisonError;
 
 use serde_json::{Map, Value};
@@ -11,6 +10,7 @@ use serde_json::{Map, Value};
 use super::AuditLog;
 use super::lock::Flock;
 use super::timestamp::rfc3339_now;
+use crate::dirfd::{self, Dir};
 
 /// The live file and its lock file, as this process holds them.
 #[derive(Debug)]
@@ -63,43 +63,33 @@ impl AuditLog {
     }
 
     /// Reopens the live file when `file` is missing or no longer what the
-    /// path names (another process rotated it away).
+    /// name in the folder leads to (another process rotated it away).
     pub(super) fn reopen_if_moved(&self, file: &mut Option<File>) {
-        let path = &self.settings.path;
-        if let Some(open) = file.as_ref() {
-            let current = match (std::fs::metadata(path), open.metadata()) {
-                (Ok(live), Ok(open)) => same_file(&live, &open),
-                _ => false,
-            };
-            if current {
-                return;
-            }
+        let dir = self.dir();
+        if let Some(open) = file.as_ref()
+            && self.is_live(&dir, open)
+        {
+            return;
         }
-        *file = match open_append(path) {
+        *file = match dir.open_append(self.live(), 0o666) {
             Ok(reopened) => Some(reopened),
             Err(e) => {
-                tracing::error!(path = %path.display(), error = %e, "audit log cannot be reopened");
+                tracing::error!(path = %self.settings.path.display(), error = %e, "audit log cannot be reopened");
                 None
             }
         };
     }
 
+    /// Whether `open` is the file the live name leads to.
+    pub(super) fn is_live(&self, dir: &Dir, open: &File) -> bool {
+        match (dir.stat(self.live()), dirfd::stat_file(open)) {
+            (Ok(live), Ok(open)) => live.identity == open.identity,
+            _ => false,
+        }
+    }
+
     /// Size of the live file in bytes (written by any process).
     pub fn size(&self) -> u64 {
-        std::fs::metadata(&self.settings.path).map(|m| m.len()).unwrap_or(0)
+        self.dir().stat(self.live()).map(|s| s.len).unwrap_or(0)
     }
-}
-
-/// Opens `path` for appending, creating it and its folders.
-pub(super) fn open_append(path: &Path) -> std::io::Result<File> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)?;
-    }
-    OpenOptions::new().create(true).append(true).open(path)
-}
-
-/// Whether two metadata describe the same file (device and inode).
-pub(super) fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    a.dev() == b.dev() && a.ino() == b.ino()
 }

@@ -15,13 +15,11 @@
 //! the default window is small (`output_store.tail_bytes`).
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{Entry, OutputStore};
+use super::{Entry, NewFile, OutputStore};
 use crate::capture::{Keeper, Kept};
 
 /// The bytes gathered for one write: the memory one kept stream adds.
@@ -58,7 +56,7 @@ impl Batch {
 /// last bytes.
 pub(super) struct FileKeeper {
     store: Arc<OutputStore>,
-    file: Option<(String, PathBuf, File)>,
+    file: Option<NewFile>,
     /// The batch being filled, and the stream offset of its first byte.
     batch: Option<Batch>,
     batch_start: u64,
@@ -118,9 +116,9 @@ impl FileKeeper {
         self.batch_start += batch.filled as u64;
         let head_part = (self.head_cap.saturating_sub(start) as usize).min(batch.filled);
         if head_part > 0
-            && let Some((_, _, file)) = self.file.as_ref()
+            && let Some(new) = self.file.as_ref()
         {
-            file.write_all_at(&batch.buf[..head_part], start)?;
+            new.file.write_all_at(&batch.buf[..head_part], start)?;
         }
         if head_part == batch.filled {
             batch.filled = 0;
@@ -161,7 +159,7 @@ impl FileKeeper {
         let window = self.total.saturating_sub(self.head_cap).min(self.tail_cap);
         let mut skip = self.tail_bytes - window;
         let mut at = self.head_cap.min(self.total);
-        if let Some((_, _, file)) = self.file.as_ref() {
+        if let Some(NewFile { file, .. }) = self.file.as_ref() {
             for batch in &self.tail {
                 let bytes = batch.tail();
                 let from = (skip as usize).min(bytes.len());
@@ -181,8 +179,8 @@ impl FileKeeper {
         self.problem = Some(format!("the whole output could not be kept: {e}"));
         self.batch = None;
         self.tail.clear();
-        if let Some((_, path, _)) = self.file.take() {
-            let _ = std::fs::remove_file(path);
+        if let Some(new) = self.file.take() {
+            self.store.remove_file(&new.id);
         }
     }
 }
@@ -222,7 +220,7 @@ impl Keeper for FileKeeper {
                 0
             }
         };
-        let Some((id, path, _)) = self.file.take() else {
+        let Some(NewFile { id, identity, .. }) = self.file.take() else {
             return Kept {
                 output_id: None,
                 problem: self.problem.take(),
@@ -230,7 +228,7 @@ impl Keeper for FileKeeper {
         };
         let entry = Entry {
             id: id.clone(),
-            path,
+            identity,
             total: self.total,
             head: self.head_cap.min(self.total),
             tail: self.tail_cap,
@@ -250,22 +248,27 @@ impl Keeper for FileKeeper {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
 
     #[test]
     fn a_write_error_at_the_last_batch_keeps_nothing_and_says_why() {
         let store = OutputStore::new(1 << 20, 8);
         let mut keeper = FileKeeper::open(store.clone());
         keeper.append(b"gathered, not yet written");
-        let (_, path, file) = keeper.file.as_mut().expect("a file");
-        let path = path.clone();
+        let path = file_path(&store, &keeper);
         // Read only from here on: the write is refused, as a full disk would.
-        *file = File::open(&path).unwrap();
+        keeper.file.as_mut().expect("a file").file = File::open(&path).unwrap();
         let kept = Box::new(keeper).finish();
         assert_eq!(kept.output_id, None, "no id for bytes that were not written");
         let problem = kept.problem.unwrap();
         assert!(problem.contains("could not be kept"), "{problem}");
         assert!(!path.exists(), "the partial file was removed");
         assert!(store.ids().is_empty());
+    }
+
+    /// Where the keeper's file is.
+    fn file_path(store: &OutputStore, keeper: &FileKeeper) -> std::path::PathBuf {
+        store.path().unwrap().join(&keeper.file.as_ref().expect("a file").id)
     }
 
     /// Feeds `text` in pieces, alternating reads in place and copies.
@@ -304,7 +307,7 @@ mod tests {
             "the window holds the tail bytes in batches and no more: {}",
             keeper.tail.len()
         );
-        let path = keeper.file.as_ref().expect("a file").1.clone();
+        let path = file_path(&store, &keeper);
         let kept = Box::new(keeper).finish();
         let tail = 3 * BATCH + 17;
         let head = budget as usize - tail;
@@ -326,7 +329,7 @@ mod tests {
         let text: Vec<u8> = (0..3 * BATCH as u32 + 5).map(|i| (i % 241) as u8).collect();
         let mut keeper = FileKeeper::open(store.clone());
         feed(&mut keeper, &text);
-        let path = keeper.file.as_ref().expect("a file").1.clone();
+        let path = file_path(&store, &keeper);
         let kept = Box::new(keeper).finish();
         assert_eq!(kept.problem, None, "nothing was cut");
         assert!(std::fs::read(path).unwrap() == text);
@@ -348,8 +351,7 @@ mod tests {
                 "a batch stays bounded"
             );
         }
-        let (_, path, _) = keeper.file.as_ref().expect("a file");
-        let path = path.clone();
+        let path = file_path(&store, &keeper);
         let kept = Box::new(keeper).finish();
         assert!(kept.output_id.is_some(), "{kept:?}");
         assert_eq!(std::fs::read(path).unwrap(), text);

@@ -5,7 +5,6 @@ use std::os::fd::AsRawFd;
 use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
-use super::files::{append_fish_history, write_private};
 use super::keys::{KEY_NAMES, key_bytes};
 use super::{
     HistoryMode, OnToldSecret, Phase, RunOptions, RunResult, Session, SessionManager, ShellKind, State,
@@ -30,12 +29,18 @@ impl SessionManager {
             .map_err(|e| internal(format!("could not write the session's command file: {e}")))?;
         let keep = mode == HistoryMode::Keep;
         if keep {
-            match session.kind {
-                ShellKind::Fish => append_fish_history(session.hist_target.as_deref(), command)?,
-                _ => write_private(&session.dir.join("h"), command)?,
-            }
+            let text = match session.kind {
+                ShellKind::Fish => shell::fish_history_record(command, unix_now()),
+                _ => command.to_owned(),
+            };
+            session
+                .hist_file
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .replace_exactly(&text)
+                .map_err(|e| internal(format!("could not write the session's history file: {e}")))?;
         }
-        let line = shell::command_line(session.kind, keep && session.kind != ShellKind::Fish);
+        let line = shell::command_line(session.kind, keep);
         {
             let mut state = session.lock();
             let now = Instant::now();
@@ -156,6 +161,12 @@ impl SessionManager {
         let wait = self.wait_limit(Some(wait.max(Duration::from_millis(1))));
         Ok(self.await_command(&session, wait, false, false, OnToldSecret::Return))
     }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The history mode of one command. sh keeps no history file: a default of

@@ -65,9 +65,9 @@ struct Session {
     master: OwnedFd,
     /// The device number of the terminal's slave side.
     tty: libc::dev_t,
-    dir: PathBuf,
+    /// The private directory, held open (see `files`).
+    files: crate::dirfd::Dir,
     history: HistoryMode,
-    hist_target: Option<PathBuf>,
     output_limit: usize,
     /// Where a command's whole output goes once it outgrows `output_limit`.
     outputs: Option<Arc<OutputStore>>,
@@ -81,6 +81,8 @@ struct Session {
     in_flight: std::sync::atomic::AtomicBool,
     /// The file the typed line sources.
     cmd_file: Mutex<CommandFile>,
+    /// The text a kept command adds to the shell's history, which the shell appends.
+    hist_file: Mutex<CommandFile>,
     /// The `BASH_MCP_RUN_ID=...` entry every process of the session inherits.
     run_marker: Vec<u8>,
 }
@@ -116,7 +118,7 @@ impl Session {
         }
         kill_session_tree(self.pid);
         crate::exec::sweep_escapees(&self.run_marker);
-        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = self.files.remove_all();
         self.view().close();
     }
 }

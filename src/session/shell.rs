@@ -6,7 +6,7 @@
 //! private rc file (`--rcfile` for bash, `ZDOTDIR` for zsh, `-C source` for
 //! fish, `ENV` for sh) that is deleted once the shell is ready.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The shells a session can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,9 +59,13 @@ pub(crate) struct Launch {
     pub env_remove: Vec<&'static str>,
     /// Variables set only when neither the host nor the call set them.
     pub env_default: Vec<(String, String)>,
-    /// Files to write in the private dir before spawning, deleted once ready.
-    pub files: Vec<(PathBuf, String)>,
+    /// Files to write in the private dir before spawning (by name), deleted once ready.
+    pub files: Vec<(&'static str, String)>,
 }
+
+const BASH_RC: &str = "rc";
+const FISH_RC: &str = "rc.fish";
+const SH_RC: &str = "rc.sh";
 
 /// Quotes for POSIX shells (bash, zsh, sh).
 pub(crate) fn sh_quote(s: &str) -> String {
@@ -87,7 +91,7 @@ pub(crate) fn launch(
     let hf = hist_target.map(|p| p.display().to_string()).unwrap_or_default();
     match kind {
         ShellKind::Bash => {
-            let rc_path = dir.join("rc");
+            let rc_path = dir.join(BASH_RC);
             let user_rc = if read_rc_files {
                 "[ -r /etc/bash.bashrc ] && . /etc/bash.bashrc\n[ -r ~/.bashrc ] && . ~/.bashrc\n"
             } else {
@@ -117,7 +121,7 @@ PS1=''; PS2=''; PS0='\e]633;C;{nonce}\a'
                 env_set: Vec::new(),
                 env_remove: vec!["HISTFILE", "PROMPT_COMMAND", "PS0", "PS1", "BASH_ENV", "ENV"],
                 env_default: Vec::new(),
-                files: vec![(rc_path, rc)],
+                files: vec![(BASH_RC, rc)],
             }
         }
         ShellKind::Zsh => {
@@ -148,14 +152,15 @@ PS1=''; PS2=''; RPS1=''; RPROMPT=''
                 env_set: vec![("ZDOTDIR".into(), d.clone())],
                 env_remove: vec!["HISTFILE", "ENV"],
                 env_default: Vec::new(),
-                files: vec![(dir.join(".zshenv"), env), (dir.join(".zshrc"), rc)],
+                files: vec![(".zshenv", env), (".zshrc", rc)],
             }
         }
         ShellKind::Fish => {
-            let rc_path = dir.join("rc.fish");
+            let rc_path = dir.join(FISH_RC);
             let rc = format!(
                 r#"set -g fish_greeting ''
-set -g __bm_n {nonce}; set -g __bm_d {d}; set -g __bm_s 0
+set -g __bm_n {nonce}; set -g __bm_d {d}; set -g __bm_hf {hf}; set -g __bm_s 0
+function __bm_keep; set -l h (string replace -r '/[^/]*$' '' -- $__bm_hf); test -d $h; or command mkdir -p -- $h; string collect -N < $__bm_d/h >> $__bm_hf; end
 function __bm_pre --on-event fish_preexec; printf '\e]633;C;%s\a' $__bm_n; end
 function __bm_post --on-event fish_postexec; set -l s $status; if set -q __bm_exiting; printf '\e]633;F;%s\a' $__bm_n; else; printf '\e]633;D;%s;%s;%s\e]633;E;%s\a' $__bm_n $s $PWD $__bm_n; end; end
 function __bm_stay --on-event fish_prompt; set -l s $status; set -q __bm_exiting; or return; set -e __bm_exiting; set -e __bm_x; printf '\e]633;D;%s;%s;%s\e]633;E;%s\a' $__bm_n $s $PWD $__bm_n; end
@@ -168,6 +173,7 @@ function __bm_ret; return $argv[1]; end
 printf '\e]633;D;%s;0;%s\e]633;E;%s\a' $__bm_n $PWD $__bm_n
 "#,
                 d = fish_quote(&d),
+                hf = fish_quote(&hf),
             );
             let mut argv = vec![prog];
             if !read_rc_files {
@@ -189,11 +195,11 @@ printf '\e]633;D;%s;0;%s\e]633;E;%s\a' $__bm_n $PWD $__bm_n
                 // variables' notifier and leaves it there: the private directory goes
                 // with the session.
                 env_default: vec![("XDG_RUNTIME_DIR".into(), dir.display().to_string())],
-                files: vec![(rc_path, rc)],
+                files: vec![(FISH_RC, rc)],
             }
         }
         ShellKind::Sh => {
-            let rc_path = dir.join("rc.sh");
+            let rc_path = dir.join(SH_RC);
             let user_rc = if read_rc_files {
                 "[ -r \"$HOME/.shrc\" ] && . \"$HOME/.shrc\"\n"
             } else {
@@ -213,7 +219,7 @@ PS2=''
                 env_set: vec![("ENV".into(), rc_path.display().to_string())],
                 env_remove: vec!["HISTFILE"],
                 env_default: Vec::new(),
-                files: vec![(rc_path, rc)],
+                files: vec![(SH_RC, rc)],
             }
         }
     }
@@ -260,13 +266,15 @@ pub(crate) fn command_line(kind: ShellKind, keep_history: bool) -> String {
         // exiting, the end marker waits for the next prompt: there is none
         // if the shell exits, and one if fish refuses (jobs still running).
         ShellKind::Fish => {
-            " set -e __bm_x; __bm_ret $__bm_s; source $__bm_d/c; set -g __bm_s $status; if set -q __bm_x; set -g __bm_exiting; builtin exit $__bm_s; end; __bm_ret $__bm_s\n"
-                .to_owned()
+            format!(
+                " {keep}set -e __bm_x; __bm_ret $__bm_s; source $__bm_d/c; set -g __bm_s $status; if set -q __bm_x; set -g __bm_exiting; builtin exit $__bm_s; end; __bm_ret $__bm_s\n"
+            )
         }
     }
 }
 
-/// One record of fish's history file format.
+/// One record of fish's history file format: what a kept command puts in
+/// the history file, for fish's `__bm_keep` to append to its history.
 pub(crate) fn fish_history_record(command: &str, when: u64) -> String {
     let escaped = command.replace('\\', "\\\\").replace('\n', "\\n");
     format!("- cmd: {escaped}\n  when: {when}\n")

@@ -4,24 +4,25 @@
 use std::ffi::CString;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Instant;
 
-use super::files::{CommandFile, scopeguard, write_private};
+use super::files::{COMMAND_FILE, CommandFile, HISTORY_FILE, scopeguard, write_new};
 use super::shell::Launch;
 use super::{
     HistoryMode, Phase, START_TIMEOUT, Session, SessionConfig, SessionManager, ShellKind, Slot, StartOptions, State,
     internal, kill_session_tree, pty, read_loop, shell, spawn_failed, view,
 };
 use crate::config::{Config, resolve_program};
+use crate::dirfd::Dir;
 use crate::error::{ErrorCode, ToolError};
 
 /// What the shell is started with: its program, arguments, environment and directory.
 struct Prepared {
     launch: Launch,
     cmd_file: CommandFile,
+    hist_file: CommandFile,
     envp: Vec<CString>,
     argv: Vec<CString>,
     program_c: CString,
@@ -42,9 +43,9 @@ struct Parts {
     id: String,
     kind: ShellKind,
     cwd: PathBuf,
-    dir: PathBuf,
-    hist_target: Option<PathBuf>,
+    files: Dir,
     cmd_file: CommandFile,
+    hist_file: CommandFile,
     run_marker: Vec<u8>,
 }
 
@@ -67,8 +68,9 @@ impl SessionManager {
 
         let id = crate::ids::secret_id()?;
         let nonce = crate::ids::secret_id()?;
-        let dir = private_dir(&id)?;
-        let cleanup_dir = scopeguard(dir.clone());
+        let files = private_dir(&id)?;
+        let dir = files.path().to_path_buf();
+        let cleanup_dir = scopeguard(&files);
         let launch = shell::launch(
             kind,
             &program,
@@ -78,27 +80,29 @@ impl SessionManager {
             config.history == HistoryMode::Suppress,
             hist_target.as_deref(),
         );
-        let prepared = prepare(launch, &program, &dir, &cwd, options, &server)?;
+        let prepared = prepare(launch, &program, &files, &cwd, options, &server)?;
         let spawned = spawn(&prepared, &program, &cwd, &dir, &server)?;
         let Prepared {
             launch,
             cmd_file,
+            hist_file,
             run_marker,
             ..
         } = prepared;
+        // From here on the session removes the directory when it ends.
+        std::mem::forget(cleanup_dir);
         let parts = Parts {
             id: id.clone(),
             kind,
             cwd,
-            dir,
-            hist_target,
+            files,
             cmd_file,
+            hist_file,
             run_marker,
         };
         let session = self.new_session(parts, spawned, options, &config, &server, &nonce);
         start_reader(&session, nonce)?;
         await_first_prompt(&session, &launch, &program)?;
-        std::mem::forget(cleanup_dir);
         tracing::debug!(session = %id, shell = kind.as_str(), pid = session.pid, "session started");
         slot.fill(id.clone(), session);
         Ok(id)
@@ -126,9 +130,8 @@ impl SessionManager {
             pid: spawned.pid,
             master: spawned.master,
             tty: spawned.tty,
-            dir: parts.dir,
+            files: parts.files,
             history: config.history,
-            hist_target: parts.hist_target,
             output_limit: config.output_limit_bytes,
             outputs: server
                 .output_store
@@ -148,6 +151,7 @@ impl SessionManager {
             reader: Mutex::new(None),
             in_flight: std::sync::atomic::AtomicBool::new(false),
             cmd_file: Mutex::new(parts.cmd_file),
+            hist_file: Mutex::new(parts.hist_file),
             run_marker: parts.run_marker,
         })
     }
@@ -232,32 +236,41 @@ fn history_target(
     })
 }
 
-/// Creates the session's private directory (mode 0700).
-fn private_dir(id: &str) -> Result<PathBuf, ToolError> {
-    let dir = PathBuf::from(format!("{}{}", crate::ids::session_dir_prefix().display(), &id[..16]));
-    std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|e| {
+/// Creates the session's private directory (mode 0700), held open.
+fn private_dir(id: &str) -> Result<Dir, ToolError> {
+    let prefix = crate::ids::session_dir_prefix();
+    let (Some(parent), Some(start)) = (prefix.parent(), prefix.file_name()) else {
+        return Err(spawn_failed(format!(
+            "the session directory's prefix {} has no parent",
+            prefix.display()
+        )));
+    };
+    let mut name = start.to_owned();
+    name.push(&id[..16]);
+    Dir::create_private(parent, &name).map_err(|e| {
         spawn_failed(format!(
             "could not create the session's private directory {}: {e}",
-            dir.display()
+            parent.join(&name).display()
         ))
-    })?;
-    Ok(dir)
+    })
 }
 
 /// Writes the shell's start-up files and builds its argv, environment and directory.
 fn prepare(
     launch: Launch,
     program: &Path,
-    dir: &Path,
+    files: &Dir,
     cwd: &Path,
     options: &StartOptions,
     server: &Config,
 ) -> Result<Prepared, ToolError> {
-    for (path, text) in &launch.files {
-        write_private(path, text)?;
+    for (name, text) in &launch.files {
+        write_new(files, name, text)?;
     }
-    let cmd_file = CommandFile::create(&dir.join("c"))
+    let cmd_file = CommandFile::create(files, COMMAND_FILE)
         .map_err(|e| spawn_failed(format!("could not create the session's command file: {e}")))?;
+    let hist_file = CommandFile::create(files, HISTORY_FILE)
+        .map_err(|e| spawn_failed(format!("could not create the session's history file: {e}")))?;
     let (envp, run_marker) = environment(&launch, options, server)?;
     let argv: Vec<CString> = launch
         .argv
@@ -277,6 +290,7 @@ fn prepare(
     Ok(Prepared {
         launch,
         cmd_file,
+        hist_file,
         envp,
         argv,
         program_c,
@@ -381,6 +395,7 @@ fn start_reader(session: &Arc<Session>, nonce: String) -> Result<(), ToolError> 
         Ok(h) => *session.reader.lock().unwrap_or_else(PoisonError::into_inner) = Some(h),
         Err(e) => {
             kill_session_tree(session.pid);
+            let _ = session.files.remove_all();
             return Err(spawn_failed(format!(
                 "could not start the session's reader thread: {e}"
             )));
@@ -402,8 +417,8 @@ fn await_first_prompt(session: &Session, launch: &Launch, program: &Path) -> Res
     }
     let phase = state.phase;
     drop(state);
-    for (path, _) in &launch.files {
-        let _ = std::fs::remove_file(path);
+    for (name, _) in &launch.files {
+        let _ = session.files.remove(std::ffi::OsStr::new(name));
     }
     if phase != Phase::Idle {
         session.terminate();
