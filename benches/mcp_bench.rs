@@ -195,7 +195,12 @@ fn main() {
     client.finish();
     let _ = std::fs::remove_file(&config);
 
-    // 5. The binary with its defaults: policy gate and audit log (in a
+    // 5. The yield window: the same binary and configuration, with the
+    // binary's default window (45 s, every call starts as a job that is
+    // forgotten when it ends in time) and with none, in alternating rounds.
+    let windows = yield_window_rounds(&bin, &dir, calls);
+
+    // 6. The binary with its defaults: policy gate and audit log (in a
     // private data folder).
     let data = dir.join(format!("bash-mcp-bench-data-{}", std::process::id()));
     let mut client = StdioClient::start(
@@ -266,8 +271,88 @@ fn main() {
         ms(defaults_med),
         ms(defaults_med.saturating_sub(raw_med))
     );
+    windows.print();
     println!();
     println!("{:<34} {:>12}", format!("throughput, {IN_FLIGHT} in flight"), "calls/s");
     println!("{:<34} {:>12.0}", "library, 8 threads", raw_rps);
     println!("{:<34} {:>12.0}", "bash-mcp over stdio", stdio_rps);
+}
+
+/// Rounds of calls against two servers that differ only in `yield_seconds`.
+const WINDOW_ROUNDS: usize = 7;
+
+/// Per-call latencies with the default yield window and without one.
+struct WindowRounds {
+    with_window: Vec<Duration>,
+    without: Vec<Duration>,
+    /// Each round's ratio of medians, with window / without.
+    ratios: Vec<f64>,
+}
+
+impl WindowRounds {
+    fn print(&self) {
+        let (with, without) = (median(self.with_window.clone()), median(self.without.clone()));
+        let mut ratios = self.ratios.clone();
+        ratios.sort_by(f64::total_cmp);
+        println!(
+            "yield window 45 s / none (stdio): {} / {} median, ratio {:.3} (per round {:.3}-{:.3}, {} rounds)",
+            ms(with),
+            ms(without),
+            with.as_secs_f64() / without.as_secs_f64(),
+            ratios[0],
+            ratios[ratios.len() - 1],
+            ratios.len()
+        );
+    }
+}
+
+fn yield_window_rounds(bin: &std::path::Path, dir: &std::path::Path, calls: usize) -> WindowRounds {
+    let start = |yield_seconds: &str| {
+        let config = dir.join(format!(
+            "bash-mcp-bench-yield-{yield_seconds}-{}.json",
+            std::process::id()
+        ));
+        std::fs::write(
+            &config,
+            format!(
+                r#"{{"audit": null, "refuse_catastrophic": false, "project_config": false, "tools": ["execute"], "yield_seconds": {yield_seconds}}}"#
+            ),
+        )
+        .expect("bench config");
+        let client = StdioClient::start(
+            Command::new(bin)
+                .args(["serve", "--log-level", "off", "--config"])
+                .arg(&config)
+                .current_dir(dir),
+        );
+        (client, config)
+    };
+    let (mut with_client, with_config) = start("45");
+    let (mut without_client, without_config) = start("null");
+    let per_round = (calls / WINDOW_ROUNDS).max(20);
+    let mut rounds = WindowRounds {
+        with_window: Vec::new(),
+        without: Vec::new(),
+        ratios: Vec::new(),
+    };
+    for round in 0..WINDOW_ROUNDS {
+        // Alternate which goes first, so neither always runs on a warmer machine.
+        let (a, b) = if round % 2 == 0 {
+            let a = with_client.latencies(per_round);
+            (a, without_client.latencies(per_round))
+        } else {
+            let b = without_client.latencies(per_round);
+            (with_client.latencies(per_round), b)
+        };
+        rounds
+            .ratios
+            .push(median(a.clone()).as_secs_f64() / median(b.clone()).as_secs_f64());
+        rounds.with_window.extend(a);
+        rounds.without.extend(b);
+    }
+    with_client.finish();
+    without_client.finish();
+    let _ = std::fs::remove_file(with_config);
+    let _ = std::fs::remove_file(without_config);
+    rounds
 }

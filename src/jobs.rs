@@ -1,8 +1,9 @@
 //! Background jobs: `execute` with `background: true` runs the command on a
 //! worker thread through the same run loop (process group, time limit, group
 //! kill, bounded output) and returns a job id at once. `execute` with
-//! `yield_seconds` starts one attached to the call: the call waits for it up
-//! to that long and hands it back as a job only if it is still running.
+//! `yield_seconds` runs the command on the call's own thread and, if it is
+//! still running when the window closes, hands the rest of the run to a job
+//! ([`JobManager::adopt`]).
 //!
 //! A finished job's result stays readable until the job is evicted (the
 //! oldest finished jobs beyond `jobs.max_finished`). A layer that offers
@@ -22,7 +23,6 @@ use crate::args::json_kind;
 use crate::cancel::CancelToken;
 use crate::capture::BoundedOutput;
 use crate::error::{ErrorCode, ToolError};
-use crate::exec::OutputSink;
 use crate::outcome::ExecOutcome;
 use crate::request::ExecRequest;
 use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
@@ -77,10 +77,6 @@ impl Job {
             token.cancel();
         }
     }
-
-    fn is_cancelled(&self) -> bool {
-        self.cancel_token().is_some_and(|t| t.is_cancelled())
-    }
 }
 
 /// What a running job has printed, and who is looking.
@@ -88,21 +84,14 @@ struct Live {
     out: BoundedOutput,
     /// The byte offset the last `job_status` read up to.
     seen: u64,
-    /// An `execute` call with `yield_seconds` still waits for the job: its
-    /// end is that call's result, not a job's.
-    attached: bool,
-    /// The run has ended (its result may not be stored yet).
-    ended: bool,
 }
 
-/// How an attached job (`execute` with `yield_seconds`) stood when the call
-/// stopped waiting.
-pub(crate) enum Attached {
-    /// It ended within the window: the call's own result.
-    Finished(Result<ExecOutcome, ToolError>),
-    /// Still running: the `running` document with the job id and the output so far.
-    Running(Value),
-}
+/// The rest of a run a call started and handed over when its window closed
+/// (see [`JobManager::adopt`]).
+pub(crate) type Rest = Box<dyn FnOnce(CallOptions<'_>) -> Result<ExecOutcome, ToolError> + Send>;
+
+/// What a job's thread runs.
+type Body = Box<dyn FnOnce(&ExecRequest, CallOptions<'_>) -> Result<ExecOutcome, ToolError> + Send>;
 
 impl Job {
     fn live(&self) -> MutexGuard<'_, Live> {
@@ -158,23 +147,36 @@ impl JobManager {
 
     /// Starts `request` in the background and returns its id.
     pub fn start(&self, request: ExecRequest) -> Result<String, ToolError> {
-        self.start_job(request, false).map(|job| job.id.clone())
+        let (_, limit) = (self.max_finished)();
+        let runner = self.runner.clone();
+        let body: Body = Box::new(move |request: &ExecRequest, options| runner(request, options));
+        self.start_job(request, BoundedOutput::new(limit), body)
+            .map(|job| job.id.clone())
     }
 
-    fn start_job(&self, request: ExecRequest, attached: bool) -> Result<Arc<Job>, ToolError> {
+    /// How much of a job's output is kept for `job_status` (its head and tail).
+    pub fn output_limit(&self) -> usize {
+        (self.max_finished)().1
+    }
+
+    /// Takes over a run an `execute` call started and could not wait for:
+    /// `rest` goes on with it on a job thread, `so_far` is what it printed
+    /// during the call. Returns the `running` document with the job id and
+    /// that output.
+    pub fn adopt(&self, request: ExecRequest, so_far: BoundedOutput, rest: Rest) -> Result<Value, ToolError> {
+        let body: Body = Box::new(move |_: &ExecRequest, options| rest(options));
+        let job = self.start_job(request, so_far, body)?;
+        self.status(&job.id, Duration::ZERO)
+    }
+
+    fn start_job(&self, request: ExecRequest, out: BoundedOutput, body: Body) -> Result<Arc<Job>, ToolError> {
         let id = format!("job-{}", crate::ids::secret_id()?);
-        let (_, limit) = (self.max_finished)();
         let job = Arc::new(Job {
             id: id.clone(),
             command: request.command.clone(),
             started: Instant::now(),
             cancel: Mutex::new(Some(CancelToken::new())),
-            live: Mutex::new(Live {
-                out: BoundedOutput::new(limit),
-                seen: 0,
-                attached,
-                ended: false,
-            }),
+            live: Mutex::new(Live { out, seen: 0 }),
             changed: Condvar::new(),
             result: Mutex::new(None),
             finished_at: Mutex::new(None),
@@ -182,7 +184,6 @@ impl JobManager {
             handle: Mutex::new(None),
         });
         let worker = job.clone();
-        let runner = self.runner.clone();
         let on_finish = self.on_finish.clone();
         let started = SystemTime::now();
         let handle = std::thread::Builder::new()
@@ -199,24 +200,15 @@ impl JobManager {
                     on_output: Some(&mut sink),
                     sandbox: None,
                 };
-                let outcome = runner(&request, options);
+                let outcome = body(&request, options);
                 drop(token);
                 worker.cancel.lock().unwrap_or_else(PoisonError::into_inner).take();
-                let attached = {
-                    let mut live = worker.live();
-                    live.ended = true;
-                    live.attached
-                };
-                // A run that ended inside its call's window was that call,
-                // not a job: the call's own audit entry records it.
-                if !attached {
-                    on_finish(&JobEnd {
-                        id: &worker.id,
-                        request: &request,
-                        started,
-                        outcome: &outcome,
-                    });
-                }
+                on_finish(&JobEnd {
+                    id: &worker.id,
+                    request: &request,
+                    started,
+                    outcome: &outcome,
+                });
                 *worker.finished_at.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
                 *worker.result() = Some(outcome);
                 worker.done.notify_all();
@@ -233,77 +225,6 @@ impl JobManager {
         self.lock().insert(id, job.clone());
         self.evict_finished();
         Ok(job)
-    }
-
-    /// Starts `request` as a job attached to the calling `execute`, and
-    /// waits up to `window` for it to end: output reaches `sink` on this
-    /// thread as it arrives, and `cancel` cancels the job while the call
-    /// waits. A job that ends in time is forgotten (its result is the
-    /// call's); one still running is handed back as a job.
-    pub fn run_attached(
-        &self,
-        request: ExecRequest,
-        window: Duration,
-        cancel: Option<&CancelToken>,
-        mut sink: Option<OutputSink<'_>>,
-    ) -> Result<Attached, ToolError> {
-        let job = self.start_job(request, true)?;
-        let deadline = Instant::now() + window;
-        let mut cursor = 0u64;
-        let mut live = job.live();
-        loop {
-            if let Some(sink) = sink.as_mut() {
-                let total = live.out.total();
-                if total > cursor {
-                    let (text, next) = live.out.render_since(cursor);
-                    cursor = next;
-                    drop(live);
-                    sink(text.as_bytes(), crate::exec::OutputStream::Stdout);
-                    live = job.live();
-                    continue;
-                }
-            }
-            if live.ended {
-                break;
-            }
-            if cancel.is_some_and(CancelToken::is_cancelled) {
-                job.cancel();
-            }
-            let now = Instant::now();
-            if now >= deadline && !job.is_cancelled() {
-                // Handed back: from now on the job is a job.
-                live.attached = false;
-                live.seen = 0;
-                drop(live);
-                return self.status(&job.id, Duration::ZERO).map(Attached::Running);
-            }
-            // A cancel token cannot wake a condition variable: look again
-            // every 50 ms while one could fire.
-            let mut wait = deadline.saturating_duration_since(now);
-            if cancel.is_some() && !job.is_cancelled() {
-                wait = wait.min(Duration::from_millis(50));
-            }
-            if job.is_cancelled() {
-                wait = Duration::from_millis(50);
-            }
-            live = job
-                .changed
-                .wait_timeout(live, wait)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        drop(live);
-        let mut result = job.result();
-        while result.is_none() {
-            result = job.done.wait(result).unwrap_or_else(PoisonError::into_inner);
-        }
-        let outcome = result.take().expect("checked above");
-        drop(result);
-        self.lock().remove(&job.id);
-        if let Some(h) = job.handle.lock().unwrap_or_else(PoisonError::into_inner).take() {
-            let _ = h.join();
-        }
-        Ok(Attached::Finished(outcome))
     }
 
     /// Drops the oldest finished jobs beyond the configured bound.

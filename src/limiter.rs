@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::cancel::CancelToken;
@@ -33,14 +33,34 @@ pub(crate) struct Permit<'a> {
 
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
-        let mut state = self.limiter.lock();
-        state.active -= 1;
-        // Every waiting call has its ticket in the queue: none, no wake-up.
-        let waiting = !state.queue.is_empty();
-        drop(state);
-        if waiting {
-            self.limiter.changed.notify_all();
+        self.limiter.release();
+    }
+}
+
+impl Permit<'_> {
+    /// The same slot, held by a value that owns its limiter: for a command
+    /// that goes on after the call that started it has returned.
+    /// `limiter` must be the limiter the slot was taken from.
+    pub fn keep(self, limiter: &Arc<Limiter>) -> KeptPermit {
+        assert!(
+            std::ptr::eq(self.limiter, Arc::as_ptr(limiter)),
+            "a slot is kept by the limiter it came from"
+        );
+        std::mem::forget(self);
+        KeptPermit {
+            limiter: limiter.clone(),
         }
+    }
+}
+
+/// A running slot that owns its limiter; released on drop.
+pub(crate) struct KeptPermit {
+    limiter: Arc<Limiter>,
+}
+
+impl Drop for KeptPermit {
+    fn drop(&mut self) {
+        self.limiter.release();
     }
 }
 
@@ -109,6 +129,18 @@ impl Limiter {
         }
     }
 
+    /// Gives a slot back.
+    fn release(&self) {
+        let mut state = self.lock();
+        state.active -= 1;
+        // Every waiting call has its ticket in the queue: none, no wake-up.
+        let waiting = !state.queue.is_empty();
+        drop(state);
+        if waiting {
+            self.changed.notify_all();
+        }
+    }
+
     /// (running, waiting) counts.
     pub fn counts(&self) -> (usize, usize) {
         let state = self.lock();
@@ -119,7 +151,6 @@ impl Limiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
@@ -147,6 +178,16 @@ mod tests {
         assert_eq!(done.load(Ordering::SeqCst), 16);
         assert!(peak.load(Ordering::SeqCst) <= 3);
         assert_eq!(limiter.counts(), (0, 0));
+    }
+
+    #[test]
+    fn a_kept_slot_stays_taken_until_it_is_dropped() {
+        let limiter = Arc::new(Limiter::new(1));
+        let kept = limiter.acquire(None).unwrap().keep(&limiter);
+        assert_eq!(limiter.counts(), (1, 0));
+        drop(kept);
+        assert_eq!(limiter.counts(), (0, 0));
+        assert!(limiter.acquire(None).is_some());
     }
 
     #[test]

@@ -223,6 +223,66 @@ fn a_command_that_ends_within_yield_seconds_is_a_plain_result() {
     assert_no_survivors(&tag);
 }
 
+/// The call runs its command itself until the window closes, then hands
+/// the run over: what it printed before and after, and stdin still unwritten
+/// (more than a pipe holds), all reach the job's result, once each.
+#[test]
+fn a_handed_back_run_loses_no_output_and_no_stdin() {
+    let s = server();
+    let tag = unique_tag("yieldrest");
+    let dir = TempDir::new("yieldrest");
+    let go = dir.join("go");
+    let input = "x".repeat(300_000);
+    let command = format!("echo before; {}; echo after; wc -c", until_file_exists(&go));
+    let r = call_tagged(&s, &command, &tag, json!({"yield_seconds": 0, "stdin": input}));
+    assert_eq!(r["status"], "running", "{r}");
+    let so_far = r["output"].as_str().unwrap().to_owned();
+    std::fs::write(&go, "").unwrap();
+    let done = call_tool(
+        &s,
+        "job_status",
+        json!({"job_id": r["job_id"], "wait_seconds": HANG_GUARD.as_secs()}),
+    );
+    assert_eq!(done["status"], "finished", "{done}");
+    assert_eq!(done["exit_code"], 0, "{done}");
+    let output = done["output"].as_str().unwrap();
+    assert_eq!(
+        output.split_whitespace().collect::<Vec<_>>(),
+        ["before", "after", "300000"],
+        "{done}"
+    );
+    assert!(output.starts_with(&so_far), "{so_far:?} is not the start of {output:?}");
+    assert_no_survivors(&tag);
+}
+
+/// A handed-back run holds its place under `max_concurrent` until it ends,
+/// as it would have if the call had waited.
+#[test]
+fn a_handed_back_run_keeps_its_concurrency_slot_until_it_ends() {
+    let s = server();
+    s.configure(r#"{"tools": {"status": true}, "max_concurrent": 1}"#)
+        .unwrap();
+    let tag = unique_tag("yieldslot");
+    let dir = TempDir::new("yieldslot");
+    let go = dir.join("go");
+    let r = call_tagged(&s, &until_file_exists(&go), &tag, json!({"yield_seconds": 0}));
+    assert_eq!(r["status"], "running", "{r}");
+    let st = call_tool(&s, "status", json!({}));
+    assert_eq!(st["concurrency"]["running"], 1, "{st}");
+    std::fs::write(&go, "").unwrap();
+    let done = call_tool(
+        &s,
+        "job_status",
+        json!({"job_id": r["job_id"], "wait_seconds": HANG_GUARD.as_secs()}),
+    );
+    assert_eq!(done["exit_code"], 0, "{done}");
+    let st = call_tool(&s, "status", json!({}));
+    assert_eq!(st["concurrency"]["running"], 0, "{st}");
+    // The slot is free again: a plain call runs.
+    assert_eq!(call_tagged(&s, "echo again", &tag, json!({}))["output"], "again\n");
+    assert_no_survivors(&tag);
+}
+
 #[test]
 fn a_handed_back_job_keeps_its_own_time_limit() {
     let s = server();

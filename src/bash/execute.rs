@@ -35,45 +35,50 @@ impl Tool for ExecuteTool {
     }
 
     fn call(&self, args: &Map<String, Value>, options: CallOptions<'_>) -> ToolResponse {
-        let request = ExecRequest::from_args(args).and_then(|r| self.with_host_sandbox(r, options.sandbox));
-        let window = request
-            .as_ref()
-            .ok()
-            .and_then(|r| crate::yielding::window(r, &self.shared.config()));
-        if let Ok(request) = &request
-            && (request_is_background(args) || window.is_some())
-        {
-            // Refuse what the run would refuse now, not later in job_status.
-            let checked = validate_command(&request.command).and_then(|()| {
-                let config = self.shared.config();
-                let base = self.shared.working_dir();
-                match &request.working_dir {
-                    Some(dir) => self.shared.confined_dir(dir, Some(&base), &config),
-                    None => self.shared.confined_dir(&base, Some(&base), &config),
-                }
-            });
-            if let (Some(window), Ok(_)) = (window, &checked)
-                && !request_is_background(args)
-            {
-                return crate::yielding::run(&self.jobs, request.clone(), window, options);
-            }
-            return match checked.and_then(|_| self.jobs.start(request.clone())) {
-                Ok(id) => ToolResponse::document(serde_json::json!({"job_id": id, "status": "running"})),
-                Err(error) => ToolResponse::error(&error),
-            };
+        let request = match ExecRequest::from_args(args).and_then(|r| self.with_host_sandbox(r, options.sandbox)) {
+            Ok(request) => request,
+            Err(error) => return refused(&error),
+        };
+        if request_is_background(args) {
+            return self.start_background(request);
         }
-        let result = request.and_then(|request| self.shared.run(&request, options));
-        match result {
+        if let Some(window) = crate::yielding::window(&request, &self.shared.config()) {
+            // The run itself refuses what it would refuse, before it starts.
+            return crate::yielding::run(&self.jobs, request, window, options, |request, options, until| {
+                self.shared.run_within(request, options, Some(until))
+            });
+        }
+        match self.shared.run(&request, options) {
             Ok(outcome) => ToolResponse::document(outcome.to_value()),
-            Err(error) => {
-                tracing::debug!(%error, "execute refused");
-                ToolResponse::error(&error)
-            }
+            Err(error) => refused(&error),
         }
     }
 }
 
+/// The response to a call refused before or while its command started.
+fn refused(error: &ToolError) -> ToolResponse {
+    tracing::debug!(%error, "execute refused");
+    ToolResponse::error(error)
+}
+
 impl ExecuteTool {
+    /// Starts `request` as a background job, refusing now, not later in
+    /// `job_status`, what its run would refuse.
+    fn start_background(&self, request: ExecRequest) -> ToolResponse {
+        let checked = validate_command(&request.command).and_then(|()| {
+            let config = self.shared.config();
+            let base = self.shared.working_dir();
+            match &request.working_dir {
+                Some(dir) => self.shared.confined_dir(dir, Some(&base), &config),
+                None => self.shared.confined_dir(&base, Some(&base), &config),
+            }
+        });
+        match checked.and_then(|_| self.jobs.start(request)) {
+            Ok(id) => ToolResponse::document(serde_json::json!({"job_id": id, "status": "running"})),
+            Err(error) => refused(&error),
+        }
+    }
+
     /// `request` run in the host's own sandbox for this call, when it gave
     /// one, tightened by the call's `sandbox` argument. A background job or
     /// a handed-back call keeps it: it travels in the request.

@@ -67,7 +67,7 @@ impl BashServer {
             outputs: outputs.clone(),
             name: name.to_owned(),
             instance: crate::ids::random_id(),
-            limiter: Limiter::new(config.max_concurrent),
+            limiter: Arc::new(Limiter::new(config.max_concurrent)),
             config: RwLock::new(Arc::new(config)),
             working_dir: RwLock::new(working_dir),
             audit: RwLock::new(audit),

@@ -72,7 +72,7 @@ struct Shared {
     instance: String,
     config: RwLock<Arc<Config>>,
     working_dir: RwLock<PathBuf>,
-    limiter: Limiter,
+    limiter: Arc<Limiter>,
     audit: RwLock<Option<Arc<AuditLog>>>,
     started: Instant,
     counters: Counters,

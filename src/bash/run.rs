@@ -5,21 +5,37 @@ use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{ExecOutcome, ExecRequest, Output, SandboxCall, SandboxReport, Shared, Status};
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
-use crate::exec::{self, Ending, RawOutcome, RunLimits};
+use crate::exec::{self, Ending, Finish, RawOutcome, RunLimits};
 use crate::request::validate_command;
 use crate::roots;
 use crate::sandbox::{SandboxConfig, Wrapped};
 use crate::server::CallOptions;
 use crate::spawn::{SpawnSpec, Streams};
+use crate::yielding::Ran;
 
 impl Shared {
     /// Runs `request` and waits for it: the steps behind `BashServer::run_with`.
     pub(super) fn run(&self, request: &ExecRequest, options: CallOptions<'_>) -> Result<ExecOutcome, ToolError> {
+        match self.run_within(request, options, None)? {
+            Ran::Ended(outcome) => Ok(outcome),
+            Ran::Running(_) => unreachable!("a run without a window runs to its end"),
+        }
+    }
+
+    /// Runs `request` on this thread until it ends or `window` passes; a
+    /// command still running then comes back as the rest of its run, which
+    /// holds its concurrency slot and its sandbox until it ends.
+    pub(super) fn run_within(
+        &self,
+        request: &ExecRequest,
+        options: CallOptions<'_>,
+        window: Option<Instant>,
+    ) -> Result<Ran, ToolError> {
         let config = self.config.read().unwrap_or_else(PoisonError::into_inner).clone();
         let base = self.working_dir.read().unwrap_or_else(PoisonError::into_inner).clone();
         validate_command(&request.command)?;
@@ -64,22 +80,33 @@ impl Shared {
 
         // The limiter checks the token before it grants a slot: a call
         // cancelled before its turn never starts its command.
-        let Some(_permit) = self.limiter.acquire(options.cancel) else {
+        let Some(permit) = self.limiter.acquire(options.cancel) else {
             if let Some(error) = dir_error() {
                 return Err(error);
             }
-            return Ok(cancelled_before_start(request.streams, cwd, timeout));
+            return Ok(Ran::Ended(cancelled_before_start(request.streams, cwd, timeout)));
         };
         tracing::debug!(command = %request.command, cwd = %cwd.display(), ?timeout, "execute");
-        let raw = exec::run(
+        let finish = exec::run_within(
             &spec,
             request.stdin.as_deref(),
             &limits,
             options.cancel,
             options.on_output,
+            window,
         )
         .map_err(|e| dir_error().unwrap_or_else(|| spawn_error(&e, &config.shell, &cwd)))?;
-        Ok(outcome_of(raw, sandbox, cwd, timeout))
+        match finish {
+            Finish::Ended(raw) => Ok(Ran::Ended(outcome_of(raw, sandbox, cwd, timeout))),
+            Finish::Running(detached) => {
+                let permit = permit.keep(&self.limiter);
+                Ok(Ran::Running(Box::new(move |options: CallOptions<'_>| {
+                    let raw = detached.resume(options.cancel, options.on_output);
+                    drop(permit);
+                    Ok(outcome_of(raw, sandbox, cwd, timeout))
+                })))
+            }
+        }
     }
 
     /// The program and arguments that run `request` in `cwd`: the shell

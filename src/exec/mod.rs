@@ -20,7 +20,7 @@ use crate::cancel::CancelToken;
 use crate::capture::BoundedOutput;
 use crate::spawn::{self, SpawnSpec};
 
-use phases::{Run, Streams};
+use phases::{Parked, Run, Streams};
 pub(crate) use sweep::sweep_escapees;
 
 /// Which stream a chunk of output came from.
@@ -45,6 +45,7 @@ pub(crate) enum Ending {
 }
 
 /// Everything a run needs besides the spawn itself.
+#[derive(Clone)]
 pub(crate) struct RunLimits {
     pub timeout: Duration,
     pub kill_grace: Duration,
@@ -93,14 +94,27 @@ const SWEPT_DRAIN: Duration = Duration::from_millis(200);
 /// Poll interval when the kernel offers no pidfd.
 const FALLBACK_TICK: Duration = Duration::from_millis(5);
 
-/// Runs one command; see the module docs for the guarantees.
-pub(crate) fn run(
+/// How a run with a window stood when it returned.
+#[allow(clippy::large_enum_variant)] // returned once per run and unpacked at once, never stored
+pub(crate) enum Finish {
+    Ended(RawOutcome),
+    /// Still running when the window closed: [`Detached::resume`] goes on
+    /// with it, on any thread.
+    Running(Detached),
+}
+
+/// Runs one command (see the module docs for the guarantees) on this
+/// thread, to its end or until `window` passes: a command still running
+/// then is handed back whole, so a call that ends within its window costs
+/// no thread of its own.
+pub(crate) fn run_within(
     spec: &SpawnSpec<'_>,
     stdin_data: Option<&[u8]>,
     limits: &RunLimits,
     cancel: Option<&CancelToken>,
     sink: Option<OutputSink<'_>>,
-) -> io::Result<RawOutcome> {
+    window: Option<Instant>,
+) -> io::Result<Finish> {
     let start = Instant::now();
     // The guard cleans up after a crashed host; it starts with the first command.
     crate::guard::ensure();
@@ -123,9 +137,28 @@ pub(crate) fn run(
         sink,
         start + limits.timeout,
     );
-    run.until_exit();
-    let (exit_at, status) = run.kill_and_reap();
+    if !run.until_exit(window) {
+        let mut parked = run.park();
+        guard.armed = false;
+        drop(guard);
+        let stdin_rest = parked.take_stdin_rest();
+        return Ok(Finish::Running(Detached {
+            group: child.group,
+            limits: limits.clone(),
+            stdin_rest,
+            parked: Some(parked),
+            start,
+        }));
+    }
+    let outcome = finish(&mut run, limits, start);
     guard.armed = false;
+    Ok(Finish::Ended(outcome))
+}
+
+/// After phase 1: kill and reap the group, sweep what escaped it when the
+/// run did not end by itself, drain the pipes.
+fn finish(run: &mut Run<'_, '_>, limits: &RunLimits, start: Instant) -> RawOutcome {
+    let (exit_at, status) = run.kill_and_reap();
     // Without a status the shell was reaped early and its group id may be gone:
     // find what it left by the run's marker instead.
     if run.ending != Ending::Exited
@@ -134,11 +167,49 @@ pub(crate) fn run(
         sweep_escapees(marker);
     }
     run.drain(exit_at);
-    Ok(RawOutcome {
+    RawOutcome {
         ending: run.ending,
         status,
-        stdout: run.output.stdout,
-        stderr: run.output.stderr,
+        stdout: std::mem::replace(&mut run.output.stdout, BoundedOutput::new(0)),
+        stderr: run.output.stderr.take(),
         elapsed: exit_at - start,
-    })
+    }
+}
+
+/// A command still running, handed back by [`run_within`]: it owns the
+/// process group and everything the run had, and kills the group if it is
+/// dropped without being resumed.
+pub(crate) struct Detached {
+    group: spawn::Group,
+    limits: RunLimits,
+    stdin_rest: Vec<u8>,
+    /// `None` once resumed.
+    parked: Option<Parked>,
+    start: Instant,
+}
+
+impl Detached {
+    /// Goes on with the run to its end (time limit, cancel and drain as
+    /// before), under `cancel` and writing to `sink` from now on.
+    pub(crate) fn resume(mut self, cancel: Option<&CancelToken>, sink: Option<OutputSink<'_>>) -> RawOutcome {
+        let parked = self.parked.take().expect("a detached run is resumed once");
+        let mut guard = GroupGuard {
+            group: &self.group,
+            armed: true,
+        };
+        let mut run = Run::resume(&self.group, parked, &self.stdin_rest, &self.limits, cancel, sink);
+        run.until_exit(None);
+        let outcome = finish(&mut run, &self.limits, self.start);
+        guard.armed = false;
+        outcome
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        if self.parked.is_some() {
+            self.group.kill(libc::SIGKILL);
+            self.group.reap_status();
+        }
+    }
 }

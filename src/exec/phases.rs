@@ -62,6 +62,34 @@ pub(super) struct PollSet {
     pub(super) pid_slot: Option<usize>,
 }
 
+/// A run's own state while no thread runs it: everything but what it
+/// borrows (the group, the limits, stdin's bytes, the cancel token, the sink).
+pub(super) struct Parked {
+    pipes: Vec<Pipe>,
+    stdin: Option<(OwnedFd, Vec<u8>)>,
+    pidfd: Option<OwnedFd>,
+    pidfd_to_open: bool,
+    first_look: bool,
+    buf: ReadBuffer,
+    ending: Ending,
+    grace_until: Option<Instant>,
+    exited: bool,
+    stdout: BoundedOutput,
+    stderr: Option<BoundedOutput>,
+    deadline: Instant,
+}
+
+impl Parked {
+    /// The bytes still to write to the command's stdin (moved out: the
+    /// resumed run borrows them from their new owner).
+    pub(super) fn take_stdin_rest(&mut self) -> Vec<u8> {
+        self.stdin
+            .as_mut()
+            .map(|(_, rest)| std::mem::take(rest))
+            .unwrap_or_default()
+    }
+}
+
 /// One run's state, shared by its phases.
 pub(super) struct Run<'a, 's> {
     pub(super) group: &'a spawn::Group,
@@ -128,17 +156,77 @@ impl<'a, 's> Run<'a, 's> {
         }
     }
 
+    /// Stops the run where it stands, keeping what it needs to go on.
+    pub(super) fn park(self) -> Parked {
+        Parked {
+            pipes: self.pipes,
+            stdin: self.stdin.map(|(fd, rest)| (fd, rest.to_vec())),
+            pidfd: self.pidfd,
+            pidfd_to_open: self.pidfd_to_open,
+            first_look: self.first_look,
+            buf: self.buf,
+            ending: self.ending,
+            grace_until: self.grace_until,
+            exited: self.exited,
+            stdout: self.output.stdout,
+            stderr: self.output.stderr,
+            deadline: self.deadline,
+        }
+    }
+
+    /// Goes on with a parked run, possibly on another thread, with the
+    /// stdin bytes [`Parked::take_stdin_rest`] took out, under `cancel`
+    /// and writing to `sink` from now on.
+    pub(super) fn resume(
+        group: &'a spawn::Group,
+        parked: Parked,
+        stdin_rest: &'a [u8],
+        limits: &'a RunLimits,
+        cancel: Option<&'a CancelToken>,
+        sink: Option<OutputSink<'s>>,
+    ) -> Self {
+        Self {
+            group,
+            limits,
+            cancel,
+            deadline: parked.deadline,
+            pipes: parked.pipes,
+            stdin: parked.stdin.map(|(fd, _)| (fd, stdin_rest)),
+            pidfd: parked.pidfd,
+            pidfd_to_open: parked.pidfd_to_open,
+            first_look: parked.first_look,
+            buf: parked.buf,
+            ending: parked.ending,
+            grace_until: parked.grace_until,
+            exited: parked.exited,
+            output: Output {
+                stdout: parked.stdout,
+                stderr: parked.stderr,
+                sink,
+            },
+        }
+    }
+
     /// Phase 1: until the shell exits (or, after a timeout with grace, until
-    /// the grace period ends or every writer has gone).
-    pub(super) fn until_exit(&mut self) {
+    /// the grace period ends or every writer has gone). With a `window`,
+    /// returns `false` when it closes on a command still running as usual
+    /// (not being stopped), so the run can be parked and resumed elsewhere.
+    pub(super) fn until_exit(&mut self, window: Option<Instant>) -> bool {
         loop {
             let now = Instant::now();
             self.enforce_limits(now);
             if self.exited && (self.grace_until.is_none() || self.pipes.is_empty()) {
-                break;
+                return true;
+            }
+            if window.is_some_and(|w| now >= w) && self.ending == Ending::Exited && !self.exited {
+                return false;
             }
             let mut set = self.poll_set();
-            poll(&mut set.fds, self.wait_for(now, set.pid_slot));
+            let mut wait = self.wait_for(now, set.pid_slot);
+            if let Some(window) = window {
+                wait = wait.min(window.saturating_duration_since(now));
+            }
+            poll(&mut set.fds, wait);
             // Output first, so nothing written before the exit is missed.
             let output = &mut self.output;
             let buf = &mut self.buf;
