@@ -348,7 +348,7 @@ fn a_panic_stops_at_each_exported_function() {
 #[test]
 fn examples_are_clean_under_valgrind() {
     if !have("valgrind") {
-        common::skip("valgrind not installed");
+        common::skip_missing("valgrind");
         return;
     }
     let scratch = Scratch::new("valgrind");

@@ -60,9 +60,14 @@ fn install(scratch: &Scratch) -> PathBuf {
     prefix
 }
 
-fn missing_tools(tools: &[&str]) -> Option<String> {
+/// Whether any of `tools` is missing; each missing one gets a SKIP line
+/// saying how to install it.
+fn missing_tools(tools: &[&str]) -> bool {
     let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
-    (!missing.is_empty()).then(|| missing.join(", "))
+    for tool in &missing {
+        common::skip_missing(tool);
+    }
+    !missing.is_empty()
 }
 
 /// Runs a program built against the installed library, found through the
@@ -89,8 +94,7 @@ fn run_installed(program: &Path, lib: &Path, name: &str) -> String {
 
 #[test]
 fn installs_a_versioned_library_with_symlinks_header_and_pc_file() {
-    if let Some(missing) = missing_tools(&["objcopy", "readelf"]) {
-        common::skip(format_args!("{missing} not installed (binutils)"));
+    if missing_tools(&["objcopy", "readelf"]) {
         return;
     }
     let scratch = Scratch::new("install");
@@ -137,8 +141,7 @@ fn installs_a_versioned_library_with_symlinks_header_and_pc_file() {
 
 #[test]
 fn the_readme_example_builds_with_pkg_config_alone() {
-    if let Some(missing) = missing_tools(&["cc", "pkg-config", "objcopy", "readelf"]) {
-        common::skip(format_args!("{missing} not installed"));
+    if missing_tools(&["cc", "pkg-config", "objcopy", "readelf"]) {
         return;
     }
     let scratch = Scratch::new("pkg-config");
@@ -165,8 +168,7 @@ fn the_readme_example_builds_with_pkg_config_alone() {
 
 #[test]
 fn cmake_finds_the_library_through_pkg_config() {
-    if let Some(missing) = missing_tools(&["cmake", "cc", "pkg-config", "objcopy", "readelf"]) {
-        common::skip(format_args!("{missing} not installed"));
+    if missing_tools(&["cmake", "cc", "pkg-config", "objcopy", "readelf"]) {
         return;
     }
     let scratch = Scratch::new("cmake");
@@ -199,8 +201,7 @@ fn cmake_finds_the_library_through_pkg_config() {
 /// `<prefix>/bin` and runs its command inside the sandbox.
 #[test]
 fn the_installed_library_finds_its_sandbox_helper() {
-    if let Some(missing) = missing_tools(&["cc", "pkg-config", "objcopy", "readelf"]) {
-        common::skip(format_args!("{missing} not installed"));
+    if missing_tools(&["cc", "pkg-config", "objcopy", "readelf"]) {
         return;
     }
     if HELPER.is_none() {

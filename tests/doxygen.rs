@@ -15,7 +15,7 @@ fn doxygen_builds_the_reference_without_warnings() {
         .status()
         .is_ok_and(|s| s.success());
     if !available {
-        common::skip("doxygen not installed");
+        common::skip_missing("doxygen");
         return;
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));

@@ -34,7 +34,9 @@ fn third_party() -> Result<PathBuf, String> {
         Ok(dir)
     } else {
         Err(format!(
-            "{} not found: the engine's source is kept next to this repository in CI only",
+            "{} not found: these tests build the real entropic engine (release v2.10.4, \
+             github.com/tvanfossen/entropic) from its source archive, kept next to this repository \
+             in CI; put the release's source tarball there under that name to run them",
             Path::new("..")
                 .join("shared/third_party")
                 .join(archive.file_name().unwrap())

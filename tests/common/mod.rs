@@ -370,6 +370,21 @@ pub fn until_file_exists(path: &Path) -> String {
     )
 }
 
+/// Reports a check skipped because `program` is not installed, with how to
+/// get it.
+pub fn skip_missing(program: &str) {
+    let package = match program {
+        "sh" => "dash",
+        "readelf" | "objcopy" => "binutils",
+        "cc" => "gcc",
+        "setpriv" => "util-linux",
+        other => other,
+    };
+    skip(format_args!(
+        "{program} is not installed: `apt-get install {package}` installs it (.ci/run installs every tool the suite uses)"
+    ));
+}
+
 /// Reports a check this test skipped, with the reason, where a plain
 /// `cargo test` shows it: libtest hides what a passing test prints with
 /// `println!`/`eprintln!`, but not what it writes to the stderr handle itself.
