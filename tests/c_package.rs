@@ -166,6 +166,51 @@ fn the_readme_example_builds_with_pkg_config_alone() {
     assert!(out.contains("hello from C"), "{out}");
 }
 
+/// docs/c-api.md's lines for a prefix the loader does not search: with
+/// `PKG_CONFIG_PATH` and the rpath they add, the program builds and runs
+/// with nothing else set.
+#[test]
+fn a_private_prefix_builds_and_runs_with_the_documented_rpath() {
+    if missing_tools(&["cc", "pkg-config", "objcopy", "readelf"]) {
+        return;
+    }
+    let doc = std::fs::read_to_string(crate_dir().join("docs/c-api.md")).unwrap();
+    let block = doc
+        .split("```text run by tests/c_package.rs, with its temporary prefix as PREFIX")
+        .nth(1)
+        .and_then(|b| b.split_once('\n'))
+        .and_then(|(_, b)| b.split("\n```").next())
+        .expect("docs/c-api.md's block for a private prefix");
+    let scratch = Scratch::new("private-prefix");
+    let prefix = install(&scratch);
+    let (source, _) = readme_example();
+    std::fs::write(scratch.path("hello.c"), source).unwrap();
+    let script = block.replacen("PREFIX=\"$HOME/.local\"", &format!("PREFIX='{}'", prefix.display()), 1);
+    assert_ne!(script, block, "the block starts by setting PREFIX");
+    let tag = unique_tag("private-prefix");
+    let output = run(
+        Command::new("bash")
+            .args(["-euc", &script])
+            .current_dir(&scratch.0)
+            .env_remove("LD_LIBRARY_PATH")
+            .env_remove("PKG_CONFIG_PATH")
+            .env(TAG_VAR, &tag),
+        DEADLINE,
+    );
+    assert_no_survivors(&tag);
+    assert!(
+        output.status.success(),
+        "the documented lines failed:\n{script}\n{}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    assert!(
+        text(&output.stdout).contains("hello from C"),
+        "{}",
+        text(&output.stdout)
+    );
+}
+
 #[test]
 fn cmake_finds_the_library_through_pkg_config() {
     if missing_tools(&["cmake", "cc", "pkg-config", "objcopy", "readelf"]) {
