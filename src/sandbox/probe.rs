@@ -202,7 +202,7 @@ fn check_landlock(configured: Option<&Path>) -> Check {
     let Some(helper) = super::helper::find(configured) else {
         return unavailable(
             "the `bash-mcp` helper binary was not found next to the library, in its prefix's bin directory, next to this program, or on PATH",
-            "install it with scripts/install-c.sh (or `cargo install --path . --features cli`), or set `sandbox.helper_path`",
+            "install it with scripts/install-c.sh (or `cargo install --locked --path . --features cli`), or set `sandbox.helper_path`",
         );
     };
     let spec = serde_json::to_string(&HelperSpec {
