@@ -261,3 +261,120 @@ fn one_off_exec_calls_stay_out_of_the_default_audit_log() {
     assert_eq!(status, 0, "{stderr}");
     assert!(std::fs::read_to_string(&named).unwrap().contains("echo logged"));
 }
+
+/// A pane of a tmux server of the test's own, running `script` at a
+/// terminal as a person would; the server is killed on drop.
+struct Terminal {
+    socket: std::path::PathBuf,
+    _dir: TempDir,
+}
+
+impl Terminal {
+    /// `None` (after a SKIP line) when tmux is not installed.
+    fn open(script: &str) -> Option<Self> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            skip_missing("tmux");
+            return None;
+        }
+        let dir = TempDir::new("terminal");
+        let terminal = Self {
+            socket: dir.join("tmux.sock"),
+            _dir: dir,
+        };
+        let status = terminal
+            .tmux()
+            .args(["new-session", "-d", "-x", "300", "-y", "50", script])
+            .status()
+            .unwrap();
+        assert!(status.success(), "tmux new-session failed");
+        Some(terminal)
+    }
+
+    fn tmux(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.arg("-f").arg("/dev/null").arg("-S").arg(&self.socket);
+        c
+    }
+
+    fn screen(&self) -> String {
+        let out = self.tmux().args(["capture-pane", "-p", "-J"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits (at most the hang guard) until the screen shows `what`.
+    fn wait_for(&self, what: &str) -> String {
+        let deadline = std::time::Instant::now() + HANG_GUARD;
+        loop {
+            let screen = self.screen();
+            if screen.contains(what) {
+                return screen;
+            }
+            assert!(std::time::Instant::now() < deadline, "never showed {what:?}:\n{screen}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn type_line(&self, text: &str) {
+        assert!(self.tmux().args(["send-keys", "-l", text]).status().unwrap().success());
+        assert!(self.tmux().args(["send-keys", "Enter"]).status().unwrap().success());
+    }
+
+    fn keys(&self, keys: &str) {
+        assert!(self.tmux().args(["send-keys", keys]).status().unwrap().success());
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.tmux().arg("kill-server").output();
+    }
+}
+
+/// `bash-mcp serve` typed at a terminal says what it is for and how to try
+/// it by hand, and the lines it offers work when pasted.
+#[test]
+fn serve_at_a_terminal_says_how_to_try_it() {
+    let tag = unique_tag("serve-tty");
+    let data = TempDir::new("serve-tty-data");
+    let script = format!(
+        "export {TAG_VAR}={tag} XDG_DATA_HOME='{}'; '{BIN}' serve --log-level off; echo \"[serve exited $?]\"; exec sleep 600",
+        data.display()
+    );
+    let Some(terminal) = Terminal::open(&script) else {
+        return;
+    };
+    let screen = terminal.wait_for("Ctrl-D");
+    assert!(screen.contains("speaks MCP"), "{screen}");
+    let offered: Vec<String> = screen
+        .lines()
+        .filter(|l| l.starts_with("{\"jsonrpc\""))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(offered.len(), 2, "two lines to paste:\n{screen}");
+    for line in &offered {
+        terminal.type_line(line);
+    }
+    let screen = terminal.wait_for(r#""structuredContent""#);
+    let reply: Value = screen
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["id"] == 2 && v.get("result").is_some())
+        .unwrap_or_else(|| panic!("a JSON reply to the call:\n{screen}"));
+    assert_eq!(reply["result"]["structuredContent"]["output"], "hello\n", "{reply}");
+    terminal.keys("C-d");
+    terminal.wait_for("[serve exited 0]");
+    drop(terminal);
+    assert_no_survivors(&tag);
+}
+
+/// With a client on its input (a pipe), `serve` says nothing of the kind.
+#[test]
+fn serve_under_a_client_prints_no_terminal_note() {
+    let data = TempDir::new("serve-pipe");
+    let (_, _, stderr) = bash_mcp(
+        &["serve", "--log-level", "off"],
+        &format!("{}\n", r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+        &data,
+    );
+    assert!(!stderr.contains("speaks MCP"), "{stderr}");
+}

@@ -18,7 +18,7 @@
 //! allowed. A hand-written self-pipe would be the same code with more
 //! `unsafe`; an async runtime would be far more than this needs.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -89,6 +89,10 @@ pub fn run(settings: &Settings) -> Result<(), String> {
 
     tracing::info!(working_dir = %settings.working_dir.display(), "serving MCP on stdio");
     let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        // A person typed `bash-mcp serve`: without this it waits in silence.
+        eprintln!("{TERMINAL_NOTE}");
+    }
     let mut input = stdin.lock();
     let limit = handler.max_line_bytes();
     let mut line: Vec<u8> = Vec::new();
@@ -164,5 +168,14 @@ fn stop(handler: &McpHandler, server: &BashServer) -> ! {
     }
     std::process::exit(0);
 }
+
+/// What `serve` says when its input is a terminal rather than a client.
+const TERMINAL_NOTE: &str = "\
+bash-mcp serve speaks MCP (JSON-RPC, one message per line) on stdin and stdout: it is meant to be
+started by an MCP client such as Claude Code, Claude Desktop or Cursor (see docs/mcp.md).
+To try it by hand, paste these two lines, then press Ctrl-D to stop:
+{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"me\",\"version\":\"0\"}}}
+{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"execute\",\"arguments\":{\"command\":\"echo hello\"}}}
+To run one command without a client: bash-mcp exec 'echo hello'";
 
 const INSTRUCTIONS: &str = "Runs shell commands with the `execute` tool. Each call is a fresh /bin/sh -c in the server's working directory (cd and variables do not persist); stdin is empty and pagers are off; the command and everything it started are killed when it ends or times out. A non-zero exit code is reported as a normal result. For long commands pass background: true and poll job_status. When the session_* tools are listed, session_start gives a persistent shell that keeps cd, variables and virtualenvs between session_run calls.";
