@@ -10,7 +10,15 @@ use serde_json::Value;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = BashServer::new(".", None, Duration::from_secs(30))?;
-    println!("server `{}` with tools: {}", server.name(), server.list_tools());
+    // list_tools() is the whole JSON a host hands its model (a few KB): the names say enough here.
+    let tools: Value = serde_json::from_str(&server.list_tools())?;
+    let names: Vec<&str> = tools
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    println!("server `{}` with tools: {}", server.name(), names.join(", "));
 
     section("1. A command and its result (the JSON envelope a host receives)");
     let args = r#"{"command": "echo \"hello from $(basename \"$PWD\")\"; ls Cargo.toml; echo oops >&2; exit 3"}"#;

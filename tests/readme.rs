@@ -58,6 +58,12 @@ fn demo_runs_real_commands_through_the_server() {
         .expect("run the demo");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let text = String::from_utf8(output.stdout).unwrap();
+    // The first line is for a person: the server and its tools by name.
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("server `bash` with tools: execute, ") && first.len() < 200,
+        "{first}"
+    );
     for expected in [
         "\"exit_code\": 3",
         "\"error\": \"timeout\"",
