@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 /// Waits for end of input on fd 3, then kills what carries the marker `$1`,
 /// removes the session directories whose paths start with `$2`, the host's
-/// attach socket `$3` (and its directory, once no other server's socket is
-/// in it) and its output stores (paths starting with `$4`). The
+/// attach socket `$3` (its directory stays, as the server leaves it) and
+/// its output stores (paths starting with `$4`). The
 /// work runs in a background subshell so the guard is not the host's child;
 /// `$5` is the host's pid, for people reading `ps`.
 const SCRIPT: &str = r#"trap '' HUP INT TERM QUIT PIPE
@@ -51,7 +51,7 @@ const SCRIPT: &str = r#"trap '' HUP INT TERM QUIT PIPE
     /?*/bash-mcp-session-?*-) rm -rf -- "$2"* ;;
   esac
   case $3 in
-    /?*/bash-mcp*/[0-9]*-?*.sock) rm -f -- "$3"; rmdir -- "${3%/*}" 2>/dev/null ;;
+    /?*/bash-mcp*/[0-9]*-?*.sock) rm -f -- "$3" ;;
   esac
   case $4 in
     /?*/bash-mcp-output-?*-) rm -rf -- "$4"* ;;

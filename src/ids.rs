@@ -116,15 +116,40 @@ pub(crate) fn output_dir_prefix() -> PathBuf {
     std::env::temp_dir().join(format!("bash-mcp-output-{}-", process_tag()))
 }
 
-/// The private directory where servers offer their sessions to
-/// `bash-mcp attach`: `$XDG_RUNTIME_DIR/bash-mcp` (a directory only this
-/// user can enter), else `<temp dir>/bash-mcp-<uid>`.
+/// Where servers offer their sessions to `bash-mcp attach`, decided from
+/// the user id alone, never from the environment (an MCP client starts its
+/// server with few variables, a person's terminal has many): the user's
+/// runtime directory `/run/user/<uid>/bash-mcp` when `/run/user/<uid>` is a
+/// directory of this user that no one else may enter (what logind makes),
+/// else `/tmp/bash-mcp-<uid>`. `/tmp` itself, not `$TMPDIR`.
 pub(crate) fn attach_dir() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| Path::new(d).is_absolute()) {
-        Some(runtime) => PathBuf::from(runtime).join("bash-mcp"),
-        // SAFETY: geteuid cannot fail.
-        None => std::env::temp_dir().join(format!("bash-mcp-{}", unsafe { libc::geteuid() })),
+    let [runtime, shared] = attach_dirs();
+    match runtime.parent() {
+        Some(parent) if private_to_us(parent) => runtime,
+        _ => shared,
     }
+}
+
+/// Both places [`attach_dir`] may choose: servers started before and after
+/// the user's runtime directory appeared use different ones, so `attach`
+/// looks in both, and sandboxes hide both.
+pub(crate) fn attach_dirs() -> [PathBuf; 2] {
+    let uid = current_uid();
+    [
+        PathBuf::from(format!("/run/user/{uid}/bash-mcp")),
+        PathBuf::from(format!("/tmp/bash-mcp-{uid}")),
+    ]
+}
+
+fn current_uid() -> libc::uid_t {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// A directory (not a link) owned by this user, with no access for group or others.
+fn private_to_us(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == current_uid() && m.mode() & 0o077 == 0)
 }
 
 /// This process's attach socket: `<attach dir>/<pid>-<process tag>.sock`
@@ -153,6 +178,18 @@ mod tests {
         assert_ne!(a, b);
         assert!(run_marker_prefix().starts_with("BASH_MCP_RUN_ID="));
         assert_eq!(process_tag().len(), 12);
+    }
+
+    #[test]
+    fn the_attach_directory_comes_from_the_uid_not_the_environment() {
+        let uid = current_uid();
+        let [runtime, shared] = attach_dirs();
+        assert_eq!(runtime, PathBuf::from(format!("/run/user/{uid}/bash-mcp")));
+        assert_eq!(shared, PathBuf::from(format!("/tmp/bash-mcp-{uid}")));
+        let chosen = attach_dir();
+        assert_eq!(chosen == runtime, private_to_us(runtime.parent().unwrap()));
+        assert!(chosen == runtime || chosen == shared);
+        assert!(attach_socket_path().starts_with(&chosen));
     }
 
     #[test]

@@ -70,9 +70,11 @@ pub fn run(session: Option<&str>, read_only: bool) -> Result<(), String> {
 }
 
 fn no_sessions() -> String {
+    let [runtime, shared] = bash_mcp::session::attach::socket_dirs();
     format!(
-        "no session is open to attach to (looked for servers in {}); the agent starts one with session_start",
-        bash_mcp::session::attach::socket_dir().display()
+        "no session is open to attach to (looked for servers in {} and {}); the agent starts one with session_start",
+        runtime.display(),
+        shared.display()
     )
 }
 

@@ -4,10 +4,19 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// Where servers put their attach sockets: `$XDG_RUNTIME_DIR/bash-mcp`, or
-/// `<temp dir>/bash-mcp-<uid>` without a runtime directory.
+/// Where this process's server puts its attach socket: decided from the
+/// user id alone, so that a server started by an MCP client (with few
+/// environment variables) and `bash-mcp attach` in a person's terminal
+/// agree: `/run/user/<uid>/bash-mcp` when `/run/user/<uid>` is the user's
+/// private runtime directory, else `/tmp/bash-mcp-<uid>`.
 pub fn socket_dir() -> PathBuf {
     crate::ids::attach_dir()
+}
+
+/// Every place a server of this user may have put its socket (a server
+/// started before the runtime directory appeared used the other one).
+pub fn socket_dirs() -> [PathBuf; 2] {
+    crate::ids::attach_dirs()
 }
 
 /// Creates the directory (mode 0700) if needed and checks that it is ours
@@ -40,11 +49,29 @@ pub(crate) fn check_private(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// The attach sockets in the directory, oldest server first.
+/// The attach sockets of this user's servers, oldest server first. A
+/// directory that is missing is skipped; one that is not private is
+/// refused (the error says which and why) unless the other has sockets.
 pub fn sockets() -> io::Result<Vec<PathBuf>> {
-    let dir = socket_dir();
-    check_private(&dir)?;
-    let mut found: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(&dir)?
+    let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+    let mut refused = None;
+    for dir in socket_dirs() {
+        match sockets_in(&dir) {
+            Ok(mut more) => found.append(&mut more),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => refused = Some(e),
+        }
+    }
+    if let Some(e) = refused.filter(|_| found.is_empty()) {
+        return Err(e);
+    }
+    found.sort();
+    Ok(found.into_iter().map(|(_, p)| p).collect())
+}
+
+fn sockets_in(dir: &Path) -> io::Result<Vec<(std::time::SystemTime, PathBuf)>> {
+    check_private(dir)?;
+    Ok(std::fs::read_dir(dir)?
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().ends_with(".sock"))
         .map(|e| {
@@ -53,7 +80,5 @@ pub fn sockets() -> io::Result<Vec<PathBuf>> {
                 e.path(),
             )
         })
-        .collect();
-    found.sort();
-    Ok(found.into_iter().map(|(_, p)| p).collect())
+        .collect())
 }

@@ -9,5 +9,5 @@ mod dir;
 mod server;
 pub mod wire;
 
-pub use dir::{socket_dir, sockets};
+pub use dir::{socket_dir, socket_dirs, sockets};
 pub(crate) use server::AttachServer;

@@ -67,29 +67,19 @@ impl Drop for AttachServer {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        // The directory stays (empty, as tmux leaves its own): a sandbox that
+        // hides it by a mount over it would lose that mount if it went, and
+        // a directory made again in its place would be visible there.
         let _ = std::fs::remove_file(&self.path);
-        // The last server out removes the directory: it fails, harmlessly,
-        // while another server's socket is still in it.
-        if let Some(dir) = self.path.parent() {
-            let _ = std::fs::remove_dir(dir);
-        }
     }
 }
 
-/// Binds `path` in its private directory, made if needed. Another server
-/// that was the last one out may remove the directory between the two
-/// steps: then it is made again.
+/// Binds `path` in its private directory, made if needed.
 fn bind(path: &Path) -> io::Result<UnixListener> {
     let dir = path.parent().expect("the socket path has a directory");
-    let mut attempts = 0;
-    loop {
-        super::dir::ensure_private(dir)?;
-        let _ = std::fs::remove_file(path);
-        match UnixListener::bind(path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound && attempts < 8 => attempts += 1,
-            result => return result,
-        }
-    }
+    super::dir::ensure_private(dir)?;
+    let _ = std::fs::remove_file(path);
+    UnixListener::bind(path)
 }
 
 fn accept_loop(listener: &UnixListener, stop: i32, sessions: &Weak<Inner>) {
