@@ -150,7 +150,7 @@ fn socket_at(path: &str) -> String {
 fn perl() -> bool {
     let ok = cbuild::have("perl");
     if !ok {
-        skip("perl is not installed: the planted-socket cases need it to make a socket");
+        skip_missing("perl");
     }
     ok
 }
@@ -222,7 +222,7 @@ fn a_sessions_history_is_not_written_through_what_its_shell_plants() {
         let home = layout.project.join("home");
         for shell in ["bash", "zsh", "fish"] {
             if bash_mcp::config::resolve_program(shell).is_none() {
-                skip(format_args!("{shell} is not installed"));
+                skip_missing(shell);
                 continue;
             }
             let mut env = json!({"HOME": home, "XDG_DATA_HOME": layout.project.join("data")});
@@ -337,7 +337,7 @@ fn the_audit_log_is_not_written_through_what_a_command_plants() {
 #[test]
 fn output_read_through_the_c_api_does_not_follow_a_planted_link() {
     if !cbuild::have("cc") {
-        skip("cc is not installed: the C API checks need a C compiler");
+        skip_missing("cc");
         return;
     }
     let scratch = cbuild::Scratch::new("server-files");

@@ -69,7 +69,10 @@ impl Shared {
             cwd: &cwd_c,
             stdin_pipe: request.stdin.is_some(),
             streams: request.streams,
-            via: sandbox.as_ref().and_then(Wrapped::launcher),
+            via: sandbox
+                .as_ref()
+                .and_then(|w| w.supervisor.as_ref())
+                .map(|s| s as &dyn crate::spawn::Launch),
             pass_fds: sandbox.as_ref().map_or(&[], |w| &w.pass_fds),
             new_session: sandbox.is_some(),
         };
@@ -221,7 +224,6 @@ fn outcome_of(mut raw: RawOutcome, sandbox: Option<Wrapped>, cwd: PathBuf, timeo
             backend: wrapped.backend,
             denied,
             denials_from,
-            notes: wrapped.notes(),
         }
     });
     tracing::debug!(?status, elapsed = ?raw.elapsed, output_bytes, "execute finished");

@@ -430,7 +430,7 @@ impl RemoteGroup for Remote {
 }
 
 /// A wait status in the shell's convention (128+N after signal N).
-pub(crate) fn shell_status(status: i32) -> i32 {
+fn shell_status(status: i32) -> i32 {
     if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
     } else if libc::WIFSIGNALED(status) {
