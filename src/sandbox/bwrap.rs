@@ -114,16 +114,22 @@ fn file_system(args: &mut Args, plan: &Plan) {
             args.same("--ro-bind", &plan.cwd);
         }
     }
-    for root in &plan.writable {
+    // Outer roots first, so that a root inside another (the working dir in
+    // the temp dir) is a mount of its own rather than covered by the outer.
+    let mut roots: Vec<&Path> = plan.writable.iter().map(PathBuf::as_path).collect();
+    roots.sort_by_key(|p| p.components().count());
+    for root in roots {
         args.same("--bind", root);
     }
-    // Each directory between a root and a protected path becomes a mount
-    // point of its own, so it cannot be renamed or removed to put a fresh,
-    // writable copy in its place. All of them first: a later bind of a
+    // Each directory between a root and a protected or hidden path becomes
+    // a mount point of its own, so it cannot be renamed or removed to put a
+    // fresh, writable copy in its place, or to move a hidden path out of
+    // sight of the next command. All of them first: a later bind of a
     // parent would cover a read-only bind made below it.
     let mut pinned: Vec<&Path> = plan
         .protected
         .iter()
+        .chain(&plan.read_deny)
         .flat_map(|p| p.pinned_dirs.iter().map(PathBuf::as_path))
         .collect();
     let mut protected: Vec<&Path> = plan.protected.iter().map(|p| p.path.as_path()).collect();
@@ -137,7 +143,7 @@ fn file_system(args: &mut Args, plan: &Plan) {
     for path in protected {
         args.same("--ro-bind", path);
     }
-    for denied in &plan.read_deny {
+    for denied in plan.read_deny.iter().map(|d| d.path.as_path()) {
         if denied.is_dir() {
             args.push(["--tmpfs"]);
             args.path(denied);
@@ -148,6 +154,22 @@ fn file_system(args: &mut Args, plan: &Plan) {
             args.path(denied);
         }
     }
+}
+
+/// Every path the plan mounts that a replacement on the host would take
+/// the mount away from: the writable roots, the directories kept in place,
+/// the protected and the hidden paths.
+pub fn bound_paths(plan: &Plan) -> Vec<&Path> {
+    let mut paths: Vec<&Path> = plan.writable.iter().map(PathBuf::as_path).collect();
+    for p in plan.protected.iter().chain(&plan.read_deny) {
+        paths.extend(p.pinned_dirs.iter().map(PathBuf::as_path));
+        paths.push(&p.path);
+    }
+    // What lies inside a hidden path is not there to check.
+    paths.retain(|p| !plan.read_deny.iter().any(|d| p.starts_with(&d.path) && *p != d.path));
+    paths.sort();
+    paths.dedup();
+    paths
 }
 
 /// `bwrap --version` output (`bubblewrap 0.8.0`) as a version triple.
@@ -184,6 +206,7 @@ mod tests {
                 path: PathBuf::from("/w/.git/hooks"),
                 pinned_dirs: vec![PathBuf::from("/w/.git")],
             }],
+            absent: vec![],
             read_deny: vec![],
             network: false,
             private_tmp: false,

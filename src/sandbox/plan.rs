@@ -19,7 +19,13 @@ pub struct Plan {
     pub cwd: PathBuf,
     pub writable: Vec<PathBuf>,
     pub protected: Vec<Protected>,
-    pub read_deny: Vec<PathBuf>,
+    /// Protected paths inside a writable root that do not exist (yet): the
+    /// backends cannot bind what is not there (see docs/sandbox.md).
+    pub absent: Vec<PathBuf>,
+    /// Hidden paths, each with the directories between its writable root
+    /// and it (kept in place, so that renaming a parent cannot move it out
+    /// of sight of the next command).
+    pub read_deny: Vec<Protected>,
     pub network: bool,
     /// A private, empty /tmp (read-only mode).
     pub private_tmp: bool,
@@ -49,21 +55,29 @@ impl Plan {
             Mode::ReadOnly => canonical_roots(extra_writable)?,
             Mode::Off => Vec::new(),
         };
-        let protected = if config.mode == Mode::WorkspaceWrite {
-            protected_paths(&config.protected, &writable)
+        let (protected, absent) = if config.mode == Mode::WorkspaceWrite {
+            inside_roots(entry_paths(&config.protected, &writable), &writable)
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
+        // Hidden wherever they are; inside a root, with their parents kept in place.
         let read_deny = config
             .read_deny
             .iter()
-            .filter(|p| p.symlink_metadata().is_ok())
-            .cloned()
+            .filter_map(|p| p.canonicalize().ok())
+            .map(|path| match root_of(&path, &writable) {
+                Some(root) => pinned(path, root),
+                None => Protected {
+                    path,
+                    pinned_dirs: Vec::new(),
+                },
+            })
             .collect();
         Ok(Plan {
             cwd: cwd.to_path_buf(),
             writable,
             protected,
+            absent,
             read_deny,
             network: config.network,
             private_tmp: config.mode == Mode::ReadOnly,
@@ -85,42 +99,129 @@ fn canonical_roots(roots: &[PathBuf]) -> Result<Vec<PathBuf>, PlanProblem> {
     Ok(out)
 }
 
-/// Every existing protected entry that lies inside a writable root, for
-/// every root (relative entries apply to each root; `~/` ones to the home).
-fn protected_paths(entries: &[String], roots: &[PathBuf]) -> Vec<Protected> {
-    let mut out: Vec<Protected> = Vec::new();
+/// The paths the `protected` entries name: relative entries in every root,
+/// `~/` ones in the home directory, absolute ones as they are.
+fn entry_paths(entries: &[String], roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
     for entry in entries {
-        let candidates: Vec<PathBuf> = match expand_home(entry) {
-            Some(path) => vec![path],
-            None if entry.starts_with("~/") => Vec::new(),
-            None => roots.iter().map(|r| r.join(entry)).collect(),
-        };
-        for candidate in candidates {
-            // Canonical: a protected symlink protects what it points at.
-            let Ok(path) = candidate.canonicalize() else { continue };
-            let Some(root) = roots
-                .iter()
-                .filter(|r| path.starts_with(r))
-                .max_by_key(|r| r.as_os_str().len())
-            else {
-                continue;
-            };
-            if &path == root || out.iter().any(|p| p.path == path) {
-                continue;
-            }
-            let pinned_dirs = path
-                .ancestors()
-                .skip(1)
-                .take_while(|a| a != root)
-                .map(Path::to_path_buf)
-                .collect::<Vec<_>>();
-            out.push(Protected {
-                path,
-                pinned_dirs: pinned_dirs.into_iter().rev().collect(),
-            });
+        match expand_home(entry) {
+            Some(path) if path.is_absolute() => out.push(path),
+            Some(_) | None if entry.starts_with("~/") => {}
+            _ => out.extend(roots.iter().map(|r| r.join(entry))),
         }
     }
     out
+}
+
+/// Of `candidates`, those inside a writable root (not a root itself):
+/// existing ones canonical (a protected symlink protects what it points
+/// at), with the directories between their root and them; and those that
+/// do not exist, with their existing part canonical.
+fn inside_roots(candidates: Vec<PathBuf>, roots: &[PathBuf]) -> (Vec<Protected>, Vec<PathBuf>) {
+    let mut out: Vec<Protected> = Vec::new();
+    let mut absent: Vec<PathBuf> = Vec::new();
+    let mut resolver = Resolver::default();
+    for candidate in candidates {
+        match resolver.resolve(&candidate) {
+            Resolved::Exists(path) => {
+                if let Some(root) = root_of(&path, roots)
+                    && !out.iter().any(|p| p.path == path)
+                {
+                    out.push(pinned(path, root));
+                }
+            }
+            Resolved::Absent(path) => {
+                if root_of(&path, roots).is_some() && !absent.contains(&path) {
+                    absent.push(path);
+                }
+            }
+            // A dangling symlink: what it would create is not known here.
+            Resolved::Dangling => {}
+        }
+    }
+    (out, absent)
+}
+
+/// Where a candidate path leads.
+enum Resolved {
+    Exists(PathBuf),
+    Absent(PathBuf),
+    Dangling,
+}
+
+/// Canonicalizes paths, each parent directory once (most candidates share
+/// a few: the roots, a `.git`), so a plan costs one `lstat` per candidate
+/// rather than a `readlink` per component of each.
+#[derive(Default)]
+struct Resolver {
+    dirs: std::collections::HashMap<PathBuf, Option<PathBuf>>,
+}
+
+impl Resolver {
+    fn dir(&mut self, dir: &Path) -> Option<PathBuf> {
+        if let Some(known) = self.dirs.get(dir) {
+            return known.clone();
+        }
+        let canonical = dir.canonicalize().ok();
+        self.dirs.insert(dir.to_path_buf(), canonical.clone());
+        canonical
+    }
+
+    fn resolve(&mut self, path: &Path) -> Resolved {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return match path.canonicalize() {
+                Ok(p) => Resolved::Exists(p),
+                Err(_) => Resolved::Dangling,
+            };
+        };
+        let Some(parent) = self.dir(parent) else {
+            return existing_part_canonical(path).map_or(Resolved::Dangling, Resolved::Absent);
+        };
+        let full = parent.join(name);
+        match full.symlink_metadata() {
+            Err(_) => Resolved::Absent(full),
+            Ok(meta) if meta.file_type().is_symlink() => match full.canonicalize() {
+                Ok(p) => Resolved::Exists(p),
+                Err(_) => Resolved::Dangling,
+            },
+            Ok(_) => Resolved::Exists(full),
+        }
+    }
+}
+
+/// The innermost writable root that holds `path` and is not `path` itself.
+fn root_of<'a>(path: &Path, roots: &'a [PathBuf]) -> Option<&'a Path> {
+    roots
+        .iter()
+        .filter(|r| path.starts_with(r) && path != r.as_path())
+        .max_by_key(|r| r.as_os_str().len())
+        .map(PathBuf::as_path)
+}
+
+/// `path` with the directories between `root` and it, outermost first.
+fn pinned(path: PathBuf, root: &Path) -> Protected {
+    let mut pinned_dirs: Vec<PathBuf> = path
+        .ancestors()
+        .skip(1)
+        .take_while(|a| *a != root)
+        .map(Path::to_path_buf)
+        .collect();
+    pinned_dirs.reverse();
+    Protected { path, pinned_dirs }
+}
+
+/// `path` (absolute) with `.` and `..` resolved and its longest existing
+/// ancestor canonical.
+fn existing_part_canonical(path: &Path) -> Option<PathBuf> {
+    let path = super::notify::judge::normalize(path);
+    let mut rest = Vec::new();
+    for ancestor in path.ancestors() {
+        if let Ok(real) = ancestor.canonicalize() {
+            return Some(rest.iter().rev().fold(real, |p: PathBuf, name| p.join(name)));
+        }
+        rest.push(ancestor.file_name()?.to_owned());
+    }
+    None
 }
 
 #[cfg(test)]
@@ -158,6 +259,26 @@ mod tests {
         let paths: Vec<_> = plan.protected.iter().map(|p| p.path.clone()).collect();
         assert_eq!(paths, vec![dir.join(".git/hooks"), dir.join(".git/config")]);
         assert_eq!(plan.protected[0].pinned_dirs, vec![dir.join(".git")]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn missing_protected_paths_are_absent_and_hidden_paths_keep_their_parents() {
+        let dir = temp_tree();
+        std::fs::create_dir_all(dir.join("conf/keys")).unwrap();
+        let config = SandboxConfig {
+            mode: Mode::WorkspaceWrite,
+            writable_roots: Some(vec![dir.clone()]),
+            read_deny: vec![dir.join("conf/keys"), PathBuf::from("/no/such/secret")],
+            ..SandboxConfig::default()
+        };
+        let plan = Plan::new(&config, &dir, &[]).unwrap();
+        for missing in [".envrc", ".bash-mcp.toml"] {
+            assert!(plan.absent.contains(&dir.join(missing)), "{missing}: {:?}", plan.absent);
+        }
+        assert_eq!(plan.read_deny.len(), 1, "{:?}", plan.read_deny);
+        assert_eq!(plan.read_deny[0].path, dir.join("conf/keys"));
+        assert_eq!(plan.read_deny[0].pinned_dirs, vec![dir.join("conf")]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -92,6 +92,7 @@ mod tests {
                     path: PathBuf::from("/nonexistent-w/.git/hooks"),
                     pinned_dirs: vec![],
                 }],
+                absent: vec![],
                 read_deny: vec![],
                 network: false,
                 private_tmp: false,

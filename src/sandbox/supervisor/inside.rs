@@ -47,6 +47,10 @@ pub const SUPERVISE_ARG: &str = "__sandbox-supervise";
 pub const OBSERVE_ARG: &str = "--observe";
 /// The same, and for connections too (the sandbox has no network).
 pub const OBSERVE_NETWORK_ARG: &str = "--observe-network";
+/// Before it, a path bwrap mounted (a writable root, a protected or hidden
+/// path, a directory kept in place) that each init checks is still a mount
+/// when its request comes.
+pub const BOUND_ARG: &str = "--bound";
 
 /// The control socket's fd in the supervisor.
 pub const CONTROL_FD: RawFd = 3;
@@ -62,19 +66,52 @@ const POOL: usize = 2;
 /// `--proc` does: the sysctls, the SysRq trigger, IRQ and bus settings.
 const PROC_COVERS: [&CStr; 4] = [c"/proc/sys", c"/proc/sysrq-trigger", c"/proc/irq", c"/proc/bus"];
 
+/// The supervisor's arguments, as [`parse_args`] reads them.
+struct Args {
+    /// The observing filter each command's init installs.
+    observe: Option<Vec<libc::sock_filter>>,
+    /// The paths that must still be mounts when a request comes.
+    bound: Vec<CString>,
+}
+
 /// Runs the supervisor: returns only on failure to set up, with a message
-/// for stderr; exits 0 when the host closes the control socket.
+/// for stderr; exits 0 once the host has closed the control socket and the
+/// last command it started has ended.
 pub fn supervise_main(args: &[OsString]) -> String {
-    use crate::sandbox::notify::filter;
-    let observe = match args.first().and_then(|a| a.to_str()) {
-        Some(OBSERVE_ARG) => Some(filter::program(filter::WRITES)),
-        Some(OBSERVE_NETWORK_ARG) => Some(filter::program(&[filter::WRITES, filter::CONNECTS].concat())),
-        _ => None,
+    let args = match parse_args(args) {
+        Ok(args) => args,
+        Err(e) => return format!("bash-mcp sandbox supervisor: {e}"),
     };
     match setup() {
-        Ok(sigfd) => serve(&sigfd, observe.as_deref()),
+        Ok(sigfd) => serve(&sigfd, &args),
         Err(e) => format!("bash-mcp sandbox supervisor: {e}"),
     }
+}
+
+fn parse_args(args: &[OsString]) -> Result<Args, String> {
+    use crate::sandbox::notify::filter;
+    use std::os::unix::ffi::OsStrExt;
+    let mut parsed = Args {
+        observe: None,
+        bound: Vec::new(),
+    };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.to_str() {
+            Some(OBSERVE_ARG) => parsed.observe = Some(filter::program(filter::WRITES)),
+            Some(OBSERVE_NETWORK_ARG) => {
+                parsed.observe = Some(filter::program(&[filter::WRITES, filter::CONNECTS].concat()))
+            }
+            Some(BOUND_ARG) => {
+                let path = args.next().ok_or("--bound needs a path")?;
+                parsed
+                    .bound
+                    .push(CString::new(path.as_bytes()).map_err(|_| "a --bound path holds NUL")?);
+            }
+            _ => return Err(format!("unknown argument {arg:?} (internal)")),
+        }
+    }
+    Ok(parsed)
 }
 
 fn errno() -> io::Error {
@@ -133,19 +170,21 @@ fn limit_user_namespaces() -> Result<(), String> {
     written.map_err(|e| format!("setting user.max_user_namespaces to 0: {e}"))
 }
 
-/// `observe`: the observing filter each command's init installs.
-fn serve(sigfd: &OwnedFd, observe: Option<&[libc::sock_filter]>) -> String {
+fn serve(sigfd: &OwnedFd, args: &Args) -> String {
     let mut ready: Vec<OwnedFd> = Vec::with_capacity(POOL);
     // Inits to make: at once when none is ready, else once a command has
     // ended, so that making them does not compete with a running command.
     let mut owed = POOL;
     let mut ended = false;
     let mut pending = false;
+    // The host closed the control socket: no more commands come; the
+    // supervisor exits once the last one it started has ended.
+    let mut draining = false;
     loop {
         let mut failure = 0;
-        if ready.is_empty() || ended {
+        if (ready.is_empty() || ended) && !draining {
             while owed > 0 && ready.len() < POOL {
-                match prepare(sigfd.as_raw_fd(), observe) {
+                match prepare(sigfd.as_raw_fd(), args) {
                     Ok(taken) => {
                         ready.push(taken);
                         owed -= 1;
@@ -168,21 +207,38 @@ fn serve(sigfd: &OwnedFd, observe: Option<&[libc::sock_filter]>) -> String {
         // no event bit) and for an init taking its request.
         let control_events = if ready.is_empty() { libc::POLLIN } else { 0 };
         let mut fds = Vec::with_capacity(2 + POOL);
-        fds.push(pollfd(CONTROL_FD, control_events));
+        // A closed control socket is polled no more (it would report hangup at once).
+        fds.push(pollfd(if draining { -1 } else { CONTROL_FD }, control_events));
         fds.push(pollfd(sigfd.as_raw_fd(), libc::POLLIN));
         fds.extend(ready.iter().map(|taken| pollfd(taken.as_raw_fd(), libc::POLLIN)));
         // SAFETY: fds is a valid array of pollfd of the length given.
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
         if fds[1].revents != 0 {
             drain_signals(sigfd.as_raw_fd());
-            // SAFETY: reaps our exited children (the inits); never blocks.
-            while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {
-                ended = true;
+            loop {
+                // SAFETY: reaps our exited children (the inits); never blocks.
+                match unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } {
+                    reaped if reaped > 0 => ended = true,
+                    // No init left at all: a draining supervisor is done.
+                    reaped if reaped < 0 && draining && last_errno() == libc::ECHILD => std::process::exit(0),
+                    _ => break,
+                }
             }
         }
         if fds[0].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
-            // The host closed the control socket: exiting ends every init.
-            std::process::exit(0);
+            // The host closed the control socket (it stopped this
+            // supervisor, or it died). Ready inits read end of file and
+            // exit; a running one exits when its command ends or its call
+            // is abandoned, which kills what is left in its namespace.
+            draining = true;
+            pending = false;
+            // SAFETY: closes the control socket in this process only; the
+            // inits hold their own copies.
+            unsafe { libc::close(CONTROL_FD) };
+            // SAFETY: as above: reaps exited inits without blocking.
+            if unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } < 0 && last_errno() == libc::ECHILD {
+                std::process::exit(0);
+            }
         }
         if fds[0].revents & libc::POLLIN != 0 {
             pending = true;
@@ -225,7 +281,7 @@ fn refuse(errno: i32) {
 /// Clones the next ready init, in new PID and mount namespaces. Returns
 /// the supervisor's end of its `taken` pipe, which reads end of file once
 /// the init has its request.
-fn prepare(sigfd: RawFd, observe: Option<&[libc::sock_filter]>) -> Result<OwnedFd, i32> {
+fn prepare(sigfd: RawFd, args: &Args) -> Result<OwnedFd, i32> {
     let mut taken = [0; 2];
     // SAFETY: taken is a valid two-element array.
     if unsafe { libc::pipe2(taken.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -239,7 +295,7 @@ fn prepare(sigfd: RawFd, observe: Option<&[libc::sock_filter]>) -> Result<OwnedF
     let pid = unsafe { raw_fork(libc::CLONE_NEWPID | libc::CLONE_NEWNS) };
     if pid == 0 {
         drop(ours);
-        init(theirs, sigfd, observe);
+        init(theirs, sigfd, args);
     }
     if pid < 0 {
         return Err(last_errno());
@@ -317,7 +373,7 @@ unsafe fn raw_fork(flags: libc::c_int) -> libc::pid_t {
 /// A ready init: PID 1 of its namespace. It mounts the namespace's `/proc`,
 /// waits on the control socket for one request, starts that command and
 /// watches it. Never returns.
-fn init(taken: OwnedFd, sigfd: RawFd, observe: Option<&[libc::sock_filter]>) -> ! {
+fn init(taken: OwnedFd, sigfd: RawFd, args: &Args) -> ! {
     // SAFETY: prctl with constant arguments: die with the supervisor (the
     // PID namespace of bwrap ends with it too).
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
@@ -343,6 +399,10 @@ fn init(taken: OwnedFd, sigfd: RawFd, observe: Option<&[libc::sock_filter]>) -> 
     let [sock_fd, stdin, stdout, stderr]: [OwnedFd; 4] = fds.try_into().expect("four fds");
     let sock = sock_fd.as_raw_fd();
     let stack = prepared.unwrap_or_else(|errno| fail(sock, errno));
+    if !all_mounted(&args.bound) {
+        // The host replaced a bound path: this namespace no longer keeps it.
+        fail(sock, libc::ESTALE);
+    }
     let body = read_body(sock).unwrap_or_else(|e| fail(sock, e.raw_os_error().unwrap_or(libc::EINVAL)));
     let argv = pointers(&body.argv);
     let envp = pointers(&body.envp);
@@ -355,7 +415,7 @@ fn init(taken: OwnedFd, sigfd: RawFd, observe: Option<&[libc::sock_filter]>) -> 
         sock,
         sigfd,
     };
-    if let Some(program) = observe {
+    if let Some(program) = &args.observe {
         hand_over_listener(sock, program);
     }
     let pid = spawn_command(&command, &stack).unwrap_or_else(|errno| fail(sock, errno));
@@ -363,6 +423,30 @@ fn init(taken: OwnedFd, sigfd: RawFd, observe: Option<&[libc::sock_filter]>) -> 
     drop((stdin, stdout, stderr));
     let _ = wire::send_message(sock, wire::STARTED, pid);
     watch(&command, pid)
+}
+
+/// Whether every path bwrap bound is still the root of a mount here. The
+/// kernel takes a mount away from every namespace when the file or
+/// directory it sits on is replaced by a rename or removed on the host (as
+/// `git config` and editors do), and the path then shows the new file,
+/// writable or visible, in its place.
+fn all_mounted(bound: &[CString]) -> bool {
+    bound.iter().all(|path| {
+        // SAFETY: statx is plain data; all-zero is a valid value.
+        let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+        // SAFETY: statx writes one struct statx we own; the path is NUL-terminated.
+        let rc = unsafe {
+            libc::statx(
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW | libc::AT_NO_AUTOMOUNT,
+                0,
+                &mut stx,
+            )
+        };
+        let attr = libc::STATX_ATTR_MOUNT_ROOT as u64;
+        rc == 0 && (stx.stx_attributes_mask & attr == 0 || stx.stx_attributes & attr != 0)
+    })
 }
 
 /// Installs the observing filter on this init, which the command inherits,

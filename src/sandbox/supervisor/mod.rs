@@ -82,6 +82,7 @@ impl Supervisors {
                         argv,
                         network: plan.network,
                         state: Mutex::new(None),
+                        retired: Mutex::new(Vec::new()),
                     });
                     pool.push(s.clone());
                     s
@@ -138,6 +139,10 @@ fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, observe: bool)
         };
         command.push(CString::new(arg).expect("no NUL"));
     }
+    for path in bwrap::bound_paths(&plan) {
+        command.push(CString::new(inside::BOUND_ARG).expect("no NUL"));
+        command.push(CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default());
+    }
     bwrap::argv(
         bwrap_path,
         &plan,
@@ -161,6 +166,9 @@ pub struct Supervisor {
     /// Whether its sandbox has network (which seccomp program it gets).
     network: bool,
     state: Mutex<Option<Running>>,
+    /// Supervisors whose mounts went stale: no new command goes to them,
+    /// and they exit once their running commands have ended.
+    retired: Mutex<Vec<Reaper>>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -173,14 +181,15 @@ impl std::fmt::Debug for Supervisor {
 
 /// A started supervisor: our end of its control socket and the host pid of
 /// its bwrap. Fields drop in order: closing the control socket ends the
-/// supervisor, which ends bwrap and with it the namespaces; then bwrap is
-/// reaped.
+/// supervisor (once its running commands have ended), which ends bwrap and
+/// with it the namespaces; then bwrap is reaped.
 struct Running {
     control: Arc<OwnedFd>,
     pid: libc::pid_t,
-    _reaper: Reaper,
+    reaper: Reaper,
 }
 
+/// Reaps a supervisor's bwrap when dropped.
 struct Reaper(libc::pid_t);
 
 impl Drop for Reaper {
@@ -220,6 +229,24 @@ impl Supervisor {
         }
     }
 
+    /// Sends no more commands to the supervisor of `control` (its mounts
+    /// went stale): closing our end makes it exit once the commands it
+    /// runs have ended, and it is reaped then.
+    fn retire(&self, control: &Arc<OwnedFd>) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.as_ref().is_some_and(|r| Arc::ptr_eq(&r.control, control))
+            && let Some(running) = state.take()
+        {
+            tracing::info!(
+                pid = running.pid,
+                "a path the sandbox supervisor mounted was replaced on the host; starting a new supervisor"
+            );
+            let mut retired = self.retired.lock().unwrap_or_else(PoisonError::into_inner);
+            retired.retain(|r| !spawn::has_exited(r.0));
+            retired.push(running.reaper);
+        }
+    }
+
     fn start(&self) -> io::Result<Running> {
         crate::guard::ensure();
         let (host, theirs) = wire::socket_pair(libc::SOCK_SEQPACKET)?;
@@ -241,7 +268,7 @@ impl Supervisor {
         let running = Running {
             control: Arc::new(host),
             pid,
-            _reaper: Reaper(pid),
+            reaper: Reaper(pid),
         };
         let mut p = libc::pollfd {
             fd: running.control.as_raw_fd(),
@@ -388,15 +415,28 @@ impl Launch for Supervised {
 impl Supervisor {
     fn launch_observed(&self, spec: &SpawnSpec<'_>, observer: &Observer) -> io::Result<Child> {
         let control = self.control()?;
-        match self.request(&control, spec, observer)? {
-            Ok(child) => Ok(child),
-            Err(e) => {
+        match self.request(&control, spec, observer) {
+            Ok(Ok(child)) => Ok(child),
+            Ok(Err(e)) => {
                 // Not delivered: that supervisor is gone. Once more with a new one.
                 tracing::debug!("the sandbox supervisor's control socket failed ({e}); restarting it");
                 self.discard(&control);
                 let control = self.control()?;
                 self.request(&control, spec, observer)?
             }
+            Err(e) if e.raw_os_error() == Some(libc::ESTALE) => {
+                // Its mounts no longer keep what the plan protects or hides.
+                self.retire(&control);
+                let control = self.control()?;
+                match self.request(&control, spec, observer) {
+                    Ok(launched) => launched,
+                    Err(e) if e.raw_os_error() == Some(libc::ESTALE) => Err(io::Error::other(
+                        "a path the sandbox mounts (a writable root, or a protected or hidden path) was replaced on the host again while a new sandbox was set up",
+                    )),
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
         }
     }
 }
