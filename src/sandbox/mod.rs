@@ -12,6 +12,7 @@ mod caps;
 pub mod config;
 pub mod denial;
 mod denial_summary;
+pub mod git;
 pub mod helper;
 pub mod landlock;
 pub mod notify;

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::config::{Mode, SandboxConfig, expand_home};
+use super::git;
 
 /// A protected path inside a writable root, with the directories between
 /// the root and it (kept in place so the path cannot be swapped out).
@@ -56,7 +57,13 @@ impl Plan {
             Mode::Off => Vec::new(),
         };
         let (protected, absent) = if config.mode == Mode::WorkspaceWrite {
-            inside_roots(entry_paths(&config.protected, &writable), &writable)
+            let mut candidates = entry_paths(&config.protected, &writable);
+            if protects_git(&config.protected) {
+                let mut starts = writable.clone();
+                starts.push(cwd.to_path_buf());
+                candidates.extend(git::code_paths(&starts, &git::Home::from_env()));
+            }
+            inside_roots(candidates, &writable)
         } else {
             (Vec::new(), Vec::new())
         };
@@ -111,6 +118,12 @@ fn entry_paths(entries: &[String], roots: &[PathBuf]) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// Whether the entries ask for git's files to be kept: then every path git
+/// reads hooks, configuration and programs from is (see [`git`]).
+fn protects_git(entries: &[String]) -> bool {
+    entries.iter().any(|e| e == ".git/hooks" || e == ".git/config")
 }
 
 /// Of `candidates`, those inside a writable root (not a root itself):
@@ -263,7 +276,7 @@ mod tests {
     }
 
     #[test]
-    fn missing_protected_paths_are_absent_and_hidden_paths_keep_their_parents() {
+    fn missing_git_files_are_absent_and_hidden_paths_keep_their_parents() {
         let dir = temp_tree();
         std::fs::create_dir_all(dir.join("conf/keys")).unwrap();
         let config = SandboxConfig {
@@ -273,7 +286,7 @@ mod tests {
             ..SandboxConfig::default()
         };
         let plan = Plan::new(&config, &dir, &[]).unwrap();
-        for missing in [".envrc", ".bash-mcp.toml"] {
+        for missing in [".git/commondir", ".git/config.worktree", ".envrc"] {
             assert!(plan.absent.contains(&dir.join(missing)), "{missing}: {:?}", plan.absent);
         }
         assert_eq!(plan.read_deny.len(), 1, "{:?}", plan.read_deny);

@@ -1,0 +1,312 @@
+//! Files that make a later git run code: nothing a sandboxed command writes
+//! may make a git command the person runs afterwards, outside any sandbox,
+//! run a program of the command's choosing; and git's everyday work (add,
+//! commit, branch, stash, worktree add) still works inside. Each attack
+//! plants from inside a sandboxed command, then the real `git` runs outside
+//! as the person would, and a marker file says whether the planted program
+//! ran.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use bash_mcp::{BashServer, McpServer};
+use common::*;
+use serde_json::{Value, json};
+
+const HELPER: &str = env!("CARGO_BIN_EXE_bash-mcp");
+
+/// `bwrap` runs commands through the supervisor, `bwrap-per-command` gives
+/// each a bwrap of its own.
+const BACKENDS: &[&str] = &["bwrap", "bwrap-per-command"];
+
+fn backend_keys(backend: &str) -> Value {
+    match backend {
+        "bwrap-per-command" => json!({"backend": "bwrap", "supervisor": false}),
+        other => json!({"backend": other}),
+    }
+}
+
+fn available(backend: &str) -> bool {
+    let mut value = json!({"mode": "workspace-write", "helper_path": HELPER});
+    for (k, v) in backend_keys(backend).as_object().unwrap() {
+        value[k] = v.clone();
+    }
+    let config = bash_mcp::sandbox::SandboxConfig::default()
+        .apply(&value, Path::new("/"))
+        .unwrap();
+    sandbox_works(&config, backend)
+}
+
+/// The backends that work here (a SKIP line names each that does not).
+fn backends() -> impl Iterator<Item = &'static str> {
+    let git = Command::new("git").arg("--version").output().is_ok();
+    if !git {
+        skip("git is not installed (apt-get install git)");
+    }
+    BACKENDS.iter().copied().filter(move |b| git && available(b))
+}
+
+/// A server whose commands run in `backend`'s sandbox with `root` writable.
+fn sandboxed(root: &Path, backend: &str, extra: Value) -> TestServer {
+    let server = tagged(BashServer::new(root, None, Duration::from_secs(30)).unwrap());
+    let mut sandbox = json!({"mode": "workspace-write", "helper_path": HELPER, "writable_roots": [root]});
+    for (k, v) in backend_keys(backend)
+        .as_object()
+        .unwrap()
+        .iter()
+        .chain(extra.as_object().unwrap())
+    {
+        sandbox[k] = v.clone();
+    }
+    server.configure(&json!({"sandbox": sandbox}).to_string()).unwrap();
+    server
+}
+
+/// Runs `command` sandboxed in `cwd`.
+fn inside(server: &TestServer, cwd: &Path, command: &str) -> Value {
+    call_tagged(server, command, server.tag(), json!({"working_dir": cwd}))
+}
+
+/// The person's `git`, outside any sandbox, with no user or system
+/// configuration of this machine's.
+fn git(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "p")
+        .env("GIT_AUTHOR_EMAIL", "p@example.com")
+        .env("GIT_COMMITTER_NAME", "p")
+        .env("GIT_COMMITTER_EMAIL", "p@example.com")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .output()
+        .expect("git runs")
+}
+
+fn git_ok(dir: &Path, args: &[&str]) -> String {
+    let out = git(dir, args);
+    assert!(out.status.success(), "git {args:?} in {}: {out:?}", dir.display());
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A repository with one commit in `dir`.
+fn repository(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    git_ok(dir, &["init", "-q", "-b", "main"]);
+    std::fs::write(dir.join("README"), "hello\n").unwrap();
+    git_ok(dir, &["add", "README"]);
+    git_ok(dir, &["commit", "-q", "-m", "first"]);
+}
+
+/// A shell script that creates `marker`: what a planted hook or program does.
+fn payload(marker: &Path) -> String {
+    format!("#!/bin/sh\ntouch {}\n", marker.display())
+}
+
+/// Where a planted program would leave its mark (outside every root).
+struct Marker {
+    dir: TempDir,
+}
+
+impl Marker {
+    fn new() -> Marker {
+        Marker {
+            dir: TempDir::new("git-marker"),
+        }
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.join("ran")
+    }
+
+    /// Fails the test, naming `what`, if a planted program ran.
+    fn assert_untouched(&self, what: &str) {
+        assert!(
+            !self.path().exists(),
+            "{what}: the person's git ran a program the sandboxed command planted"
+        );
+    }
+}
+
+/// Plants `script` as an executable file at `path` from inside (the shell
+/// command), ignoring whether that worked: the person's git decides.
+fn plant_script(path: &str, marker: &Marker) -> String {
+    format!(
+        "printf '%s' '{}' > {path}; chmod +x {path}",
+        payload(&marker.path()).replace('\'', "'\\''")
+    )
+}
+
+#[test]
+fn a_submodule_git_dir_keeps_its_config_and_hooks_and_its_git_file() {
+    for backend in backends() {
+        let root = TempDir::new("git-sub");
+        let source = TempDir::new("git-sub-source");
+        repository(&source);
+        let top = root.join("top");
+        repository(&top);
+        git_ok(
+            &top,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "-q",
+                source.to_str().unwrap(),
+                "sub",
+            ],
+        );
+        git_ok(&top, &["commit", "-q", "-m", "add sub"]);
+        let server = sandboxed(&root, backend, json!({}));
+        let marker = Marker::new();
+        let fsmonitor = format!("touch {}", marker.path().display());
+        let attacks = [
+            (
+                "fsmonitor in the submodule's config",
+                format!("printf '[core]\\n\\tfsmonitor = \"{fsmonitor}\"\\n' >> .git/modules/sub/config"),
+            ),
+            (
+                "a hook in the submodule's git dir",
+                plant_script(".git/modules/sub/hooks/pre-commit", &marker),
+            ),
+            (
+                "the submodule's .git file pointed at a planted git dir",
+                format!(
+                    "cp -r .git/modules/sub evil && printf '[core]\\n\\tfsmonitor = \"{fsmonitor}\"\\n' >> evil/config && echo 'gitdir: ../evil' > sub/.git"
+                ),
+            ),
+        ];
+        for (what, attack) in &attacks {
+            inside(&server, &top, attack);
+            git(&top, &["status", "--short"]);
+            git(&top.join("sub"), &["commit", "-q", "--allow-empty", "-m", "x"]);
+            marker.assert_untouched(&format!("{backend}: {what}"));
+        }
+    }
+}
+
+#[test]
+fn a_hooks_path_in_the_working_tree_stays_read_only() {
+    for backend in backends() {
+        let root = TempDir::new("git-hookspath");
+        repository(&root);
+        std::fs::create_dir(root.join(".githooks")).unwrap();
+        git_ok(&root, &["config", "core.hooksPath", ".githooks"]);
+        let server = sandboxed(&root, backend, json!({}));
+        let marker = Marker::new();
+        inside(&server, &root, &plant_script(".githooks/pre-commit", &marker));
+        inside(
+            &server,
+            &root,
+            "mv .githooks hooks2 && mkdir .githooks && cp -r hooks2/. .githooks/",
+        );
+        git(&root, &["commit", "-q", "--allow-empty", "-m", "x"]);
+        marker.assert_untouched(&format!("{backend}: a hook in core.hooksPath"));
+        assert!(root.join(".githooks").is_dir() && !root.join("hooks2").exists());
+    }
+}
+
+#[test]
+fn a_linked_worktree_cannot_be_pointed_at_a_planted_git_dir() {
+    for backend in backends() {
+        // The repository is one writable root, its worktree lies in another
+        // (as one in the temp dir does with the default roots).
+        let main = TempDir::new("git-worktree-main");
+        repository(&main);
+        let elsewhere = TempDir::new("git-worktree-elsewhere");
+        let wt = elsewhere.join("wt");
+        git_ok(&main, &["worktree", "add", "-q", wt.to_str().unwrap(), "-b", "wt"]);
+        let server = sandboxed(&main, backend, json!({"writable_roots": [&*main, &*elsewhere]}));
+        let marker = Marker::new();
+        let fsmonitor = format!("touch {}", marker.path().display());
+        let evil = elsewhere.join("evil");
+        let planted_config = format!(
+            "mkdir -p {evil} && cp -r {main}/.git/. {evil}/ && rm -f {evil}/commondir && printf '[core]\\n\\tfsmonitor = \"{fsmonitor}\"\\n' >> {evil}/config",
+            evil = evil.display(),
+            main = main.display()
+        );
+        let attacks = [
+            (
+                "the worktree's .git file",
+                format!(
+                    "{planted_config} && echo 'gitdir: {}' > {}/.git",
+                    evil.display(),
+                    wt.display()
+                ),
+            ),
+            (
+                "the worktree's commondir",
+                format!(
+                    "{planted_config} && echo '{}' > .git/worktrees/wt/commondir",
+                    evil.display()
+                ),
+            ),
+        ];
+        for (what, attack) in &attacks {
+            inside(&server, &main, attack);
+            git(&wt, &["status", "--short"]);
+            marker.assert_untouched(&format!("{backend}: {what}"));
+        }
+    }
+}
+
+#[test]
+fn files_the_configuration_names_stay_read_only() {
+    for backend in backends() {
+        let root = TempDir::new("git-named");
+        repository(&root);
+        std::fs::write(root.join("local.gitconfig"), "[user]\n\tname = p\n").unwrap();
+        std::fs::create_dir(root.join("tools")).unwrap();
+        std::fs::write(root.join("tools/fsmonitor"), "#!/bin/sh\nexit 1\n").unwrap();
+        git_ok(&root, &["config", "include.path", "../local.gitconfig"]);
+        git_ok(&root, &["config", "alias.st", "!./tools/fsmonitor"]);
+        let server = sandboxed(&root, backend, json!({}));
+        let marker = Marker::new();
+        let fsmonitor = format!("touch {}", marker.path().display());
+        inside(
+            &server,
+            &root,
+            &format!("printf '[core]\\n\\tfsmonitor = \"{fsmonitor}\"\\n' >> local.gitconfig"),
+        );
+        git(&root, &["status", "--short"]);
+        marker.assert_untouched(&format!("{backend}: an included file"));
+        inside(&server, &root, &plant_script("tools/fsmonitor", &marker));
+        git(&root, &["st"]);
+        marker.assert_untouched(&format!("{backend}: a program an alias runs"));
+    }
+}
+
+#[test]
+fn the_everyday_git_workflow_works_inside() {
+    for backend in backends() {
+        let root = TempDir::new("git-everyday");
+        repository(&root);
+        let server = sandboxed(&root, backend, json!({}));
+        let who = "-c user.name=m -c user.email=m@example.com";
+        let steps = [
+            "echo more >> README && git add README".to_owned(),
+            format!("git {who} commit -q -m second"),
+            "git branch feature && git checkout -q feature".to_owned(),
+            "echo wip >> README && git stash -q && git stash list | grep -q stash".to_owned(),
+            "git stash pop -q && git add README".to_owned(),
+            format!("git {who} commit -q -m third && git checkout -q main"),
+            format!("git {who} merge -q --no-ff --no-edit feature"),
+            "git worktree add -q .worktrees/w -b w && test -f .worktrees/w/README".to_owned(),
+            format!("cd .worktrees/w && echo w > w.txt && git add w.txt && git {who} commit -q -m w"),
+            "git tag v1 && git log --oneline | wc -l".to_owned(),
+        ];
+        for step in &steps {
+            let result = inside(&server, &root, step);
+            assert_eq!(result["exit_code"], 0, "{backend}: `{step}` failed inside: {result}");
+        }
+        assert_eq!(git_ok(&root, &["rev-list", "--count", "main"]).trim(), "4");
+        assert_eq!(git_ok(&root, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "main");
+        assert!(git_ok(&root, &["log", "--oneline", "w"]).contains(" w\n"));
+    }
+}
