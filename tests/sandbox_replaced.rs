@@ -103,10 +103,10 @@ fn a_protected_file_the_host_replaces_stays_read_only_for_the_next_command() {
         let saved = std::fs::read_to_string(&config).unwrap() + "[user]\n\tname = p\n";
         replace(&config, &saved);
         let result = run(&server, "echo '[core] fsmonitor = x' >> .git/config; echo rc=$?");
-        assert!(
-            !result["output"].as_str().unwrap().contains("rc=0"),
-            "{backend}: {result}"
-        );
+        let text = result["output"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{backend}: {result}"));
+        assert!(!text.contains("rc=0"), "{backend}: {result}");
         assert_eq!(std::fs::read_to_string(&config).unwrap(), saved, "{backend}");
         if backend == "bwrap" {
             wait_until("the stale supervisor did not exit", || supervisors_for(&root) == 1);
@@ -123,12 +123,15 @@ fn a_hidden_file_the_host_replaces_stays_hidden_for_the_next_command() {
         let server = sandboxed(&root, backend, json!({"read_deny": [&secret]}));
         let before = run(&server, "cat token; echo done");
         assert!(
-            !before["output"].as_str().unwrap().contains("old-token"),
+            !before["output"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{backend}: {before}"))
+                .contains("old-token"),
             "{backend}: {before}"
         );
         replace(&secret, "new-token");
         let result = run(&server, "cat token; echo done");
-        let text = result["output"].as_str().unwrap();
+        let text = result["output"].as_str().unwrap_or_default();
         assert!(
             text.ends_with("done\n") && !text.contains("new-token"),
             "{backend}: {result}"
@@ -150,7 +153,10 @@ fn a_hidden_path_cannot_be_moved_out_of_sight_by_renaming_a_parent() {
         );
         let read = run(&server, "cat conf/secrets/key c2/secrets/key s2/key; echo done");
         assert!(
-            !read["output"].as_str().unwrap().contains("s3cret"),
+            !read["output"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{backend}: {read}"))
+                .contains("s3cret"),
             "{backend}: {read}"
         );
     }

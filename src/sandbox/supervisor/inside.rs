@@ -399,11 +399,11 @@ fn init(taken: OwnedFd, sigfd: RawFd, args: &Args) -> ! {
     let [sock_fd, stdin, stdout, stderr]: [OwnedFd; 4] = fds.try_into().expect("four fds");
     let sock = sock_fd.as_raw_fd();
     let stack = prepared.unwrap_or_else(|errno| fail(sock, errno));
+    let body = read_body(sock).unwrap_or_else(|e| fail(sock, e.raw_os_error().unwrap_or(libc::EINVAL)));
     if !all_mounted(&args.bound) {
         // The host replaced a bound path: this namespace no longer keeps it.
         fail(sock, libc::ESTALE);
     }
-    let body = read_body(sock).unwrap_or_else(|e| fail(sock, e.raw_os_error().unwrap_or(libc::EINVAL)));
     let argv = pointers(&body.argv);
     let envp = pointers(&body.envp);
     let command = Command {

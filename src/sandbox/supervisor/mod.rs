@@ -330,8 +330,14 @@ impl Supervisor {
             cwd: spec.cwd.to_owned(),
         };
         let lost = || io::Error::other("the sandbox supervisor went away while starting the command");
-        wire::write_all(host_end.as_raw_fd(), &body.encode()).map_err(|_| lost())?;
+        // An init that refuses the request early (its mounts went stale)
+        // may close the socket before the body is all written: its answer
+        // still comes first.
+        let written = wire::write_all(host_end.as_raw_fd(), &body.encode());
         let mut first = read_first_message(host_end.as_raw_fd())?;
+        if written.is_err() && !matches!(first, Some((wire::FAILED, _, _))) {
+            return Err(lost());
+        }
         if let Some((wire::LISTENER, _, Some(listener))) = first {
             // The command starts right after: its notified calls wait for this handler.
             if let Err(e) = observer.observation.listen(listener, observer.policy.clone()) {
