@@ -229,6 +229,14 @@ fn engine_allowed_compound_is_refused_by_the_plugins_own_rules() {
 }
 
 #[test]
+fn engine_deny_only_refusal_names_only_what_the_deny_rule_matched() {
+    scenario(
+        "deny-only",
+        r#"{"name": "bash", "permissions": {"deny": ["bash.execute:rm *"]}}"#,
+    );
+}
+
+#[test]
 fn engine_relative_working_dir_resolves_against_the_project() {
     scenario("workdir", "{}");
 }

@@ -288,3 +288,33 @@ fn the_text_names_what_the_sandbox_refused_worded_by_outcome() {
         serve.finish();
     }
 }
+
+/// Every refusal names only what decided it, true for the rules configured:
+/// a denial names what the deny rules matched, never a harmless part as one
+/// "no allow rule" matches (here a tool-level rule allows every part); an ask
+/// under allow rules names the parts none of them matches.
+#[test]
+fn a_refusal_names_only_what_decided_it() {
+    let dir = TempDir::new("model-view-rules");
+    std::fs::create_dir(dir.join("x")).unwrap();
+    let config = json!({"permissions": {"allow": ["bash.execute"], "deny": ["bash.execute:rm *"]}});
+    let mut serve = Serve::start(&dir, Some(&config));
+    let refused = serve.call("execute", json!({"command": "ls; rm -rf x"}));
+    let shown = text(&refused);
+    assert_eq!(refused["isError"], true, "{shown}");
+    assert!(
+        shown.contains("`rm -rf x` matches the deny rule `bash.execute:rm *`"),
+        "{shown}"
+    );
+    assert!(!shown.contains("`ls`") && !shown.contains("allow rule"), "{shown}");
+    assert!(dir.join("x").exists());
+    serve.finish();
+
+    let config = json!({"permissions": {"allow": ["bash.execute:git *"]}});
+    let mut serve = Serve::start(&dir, Some(&config));
+    let asked = serve.call("execute", json!({"command": "git --version; ls"}));
+    let shown = text(&asked);
+    assert!(shown.contains("`ls` matches no allow rule"), "{shown}");
+    assert!(!shown.contains("`git --version`"), "{shown}");
+    serve.finish();
+}

@@ -326,3 +326,31 @@ fn plugin_exports_all_nine_symbols() {
         );
     }
 }
+
+/// The arguments docs/entropic.md says `execute` takes through the plugin
+/// are exactly those of the plugin's own schema, as the engine lists them.
+#[test]
+fn the_docs_list_the_arguments_the_plugin_accepts() {
+    let report = load(&[], "shell", 30);
+    let execute = &report.tools.as_deref().expect("a tools line")[0];
+    let mut schema: Vec<&str> = execute["inputSchema"]["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    schema.sort_unstable();
+    let docs = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/entropic.md"))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let start = docs
+        .find("`execute` takes only ")
+        .expect("docs/entropic.md lists execute's arguments");
+    let list = &docs[start + "`execute` takes only ".len()..];
+    let list = &list[..list.find(" (").expect("the list ends before its parenthesis")];
+    let mut documented: Vec<&str> = list.split('`').skip(1).step_by(2).collect();
+    documented.sort_unstable();
+    assert_eq!(documented, schema, "docs/entropic.md: {list}");
+}

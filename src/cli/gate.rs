@@ -367,25 +367,15 @@ fn catastrophic(classification: Classification, pattern: String) -> Option<GateD
     })
 }
 
-/// The parts that decided, from the policy's explanation, in one line.
+/// What decided a refusal, in one line: each reason true for the rules
+/// configured (a denied call names what the deny rules matched, not the
+/// parts that were merely not allowed).
 fn reasons(policy: &PermissionPolicy, qualified: &str, args: &Map<String, Value>) -> String {
-    let explanation = policy.explain_args(qualified, args);
-    let parts = explanation["parts"].as_array().cloned().unwrap_or_default();
-    let described: Vec<String> = parts
-        .iter()
-        .filter(|p| p["decision"] != "allow")
-        .map(|p| {
-            let subject = p["command"].as_str().unwrap_or("?");
-            match p["rule"].as_str() {
-                Some(rule) => format!("`{subject}` matched `{rule}`"),
-                None => format!("`{subject}` matches no allow rule"),
-            }
-        })
-        .collect();
-    if described.is_empty() {
-        explanation["reason"].as_str().unwrap_or("no rule allows it").to_owned()
+    let reasons = policy.refusal_args(qualified, args);
+    if reasons.is_empty() {
+        "no rule allows it".to_owned()
     } else {
-        described.join("; ")
+        permission::describe_refusal(&reasons)
     }
 }
 

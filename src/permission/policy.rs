@@ -10,6 +10,7 @@ use super::classify::{Classification, classify, classify_call_args, is_catastrop
 use super::fnmatch::fnmatch;
 use super::pattern::opaque_pattern;
 use super::redirect::normalize_path;
+use super::refusal::RefusalReason;
 use super::unwrap::basename;
 use super::{Analysis, Dialect, Opacity, Part, analyze_call_args, analyze_call_in, analyze_in};
 
@@ -223,13 +224,13 @@ impl PermissionPolicy {
     /// ```
     pub fn decide(&self, tool_name: &str, args_json: &str) -> Decision {
         self.evaluate(tool_name, &logged(tool_name, analyze_call_in(args_json, self.dialect)))
-            .0
+            .decision
     }
 
     /// [`decide`](Self::decide) for arguments already parsed.
     pub fn decide_args(&self, tool_name: &str, args: &Map<String, Value>) -> Decision {
         self.evaluate(tool_name, &logged(tool_name, analyze_call_args(args, self.dialect)))
-            .0
+            .decision
     }
 
     /// Decides running the shell text `command` with `tool_name`.
@@ -240,7 +241,7 @@ impl PermissionPolicy {
     /// assert_eq!(p.decide_command("bash.execute", "eval x"), Decision::Allow);
     /// ```
     pub fn decide_command(&self, tool_name: &str, command: &str) -> Decision {
-        self.evaluate(tool_name, &analyze_in(command, self.dialect)).0
+        self.evaluate(tool_name, &analyze_in(command, self.dialect)).decision
     }
 
     /// Explains [`decide`](Self::decide): for each part, the rule that decided it.
@@ -255,16 +256,42 @@ impl PermissionPolicy {
     /// ```
     pub fn explain(&self, tool_name: &str, args_json: &str) -> Value {
         self.evaluate(tool_name, &logged(tool_name, analyze_call_in(args_json, self.dialect)))
-            .1
+            .explanation
     }
 
     /// [`explain`](Self::explain) for arguments already parsed.
     pub fn explain_args(&self, tool_name: &str, args: &Map<String, Value>) -> Value {
         self.evaluate(tool_name, &logged(tool_name, analyze_call_args(args, self.dialect)))
-            .1
+            .explanation
     }
 
-    fn evaluate(&self, tool: &str, analysis: &Analysis) -> (Decision, Value) {
+    /// Why the call whose arguments are `args` is not allowed: the facts that
+    /// decided it, each true for the rules configured (empty when it is
+    /// allowed). A denied call lists what the deny rules matched, never parts
+    /// that were merely not allowed; parts are said to match no allow rule
+    /// only when that is what kept the call from being allowed.
+    ///
+    /// ```
+    /// use bash_mcp::permission::{PermissionPolicy, RefusalReason};
+    /// let args = |c: &str| serde_json::json!({"command": c}).as_object().unwrap().clone();
+    /// let p = PermissionPolicy::new(&["bash.execute"], &["bash.execute:rm *"]).unwrap();
+    /// assert_eq!(
+    ///     p.refusal_args("bash.execute", &args("ls; rm -rf x")),
+    ///     [RefusalReason::PartDenied { part: "rm -rf x".into(), rule: "bash.execute:rm *".into() }]
+    /// );
+    /// let p = PermissionPolicy::new(&["bash.execute:git *"], &[] as &[&str]).unwrap();
+    /// assert_eq!(
+    ///     p.refusal_args("bash.execute", &args("git status; ls")),
+    ///     [RefusalReason::PartNotAllowed { part: "ls".into() }]
+    /// );
+    /// assert!(p.refusal_args("bash.execute", &args("git status")).is_empty());
+    /// ```
+    pub fn refusal_args(&self, tool_name: &str, args: &Map<String, Value>) -> Vec<RefusalReason> {
+        self.evaluate(tool_name, &logged(tool_name, analyze_call_args(args, self.dialect)))
+            .refusal
+    }
+
+    fn evaluate(&self, tool: &str, analysis: &Analysis) -> Evaluation {
         let subjects: Vec<String> = analysis
             .parts
             .iter()
@@ -272,6 +299,8 @@ impl PermissionPolicy {
             .collect();
         let opaque_subject = opaque_pattern(tool);
         let mut parts = Vec::new();
+        // Each part's text, decision and deciding rule, for the refusal reasons.
+        let mut part_checks: Vec<(String, Decision, Option<String>)> = Vec::new();
         let tool_deny = self.deny.iter().find(|r| r.arg.is_none() && r.tool_matches(tool));
         let tool_allow = self.allow.iter().find(|r| r.arg.is_none() && r.tool_matches(tool));
         let mut any_deny = tool_deny.map(|r| r.entry.clone());
@@ -318,6 +347,7 @@ impl PermissionPolicy {
                 any_deny = rule.clone();
             }
             all_allowed &= decision == Decision::Allow;
+            part_checks.push((part.normalized_text.clone(), decision, rule.clone()));
             let mut entry =
                 json!({"command": part.normalized_text, "subject": subject, "decision": decision, "rule": rule});
             if let Some(b) = &base {
@@ -355,9 +385,36 @@ impl PermissionPolicy {
             .find(|r| r.arg.as_deref() == Some("*") && r.tool_matches(tool))
             .map(|r| r.entry.clone());
         let unsure_reason;
+        let mut refusal = Vec::new();
         let (decision, rule, reason) = if let Some(rule) = any_deny {
+            // What the deny rules matched, and nothing else: a part merely not
+            // allowed did not decide a denial.
+            if let Some(r) = tool_deny {
+                refusal.push(RefusalReason::CallDenied { rule: r.entry.clone() });
+            }
+            for (part, decision, rule) in &part_checks {
+                if let (Decision::Deny, Some(rule)) = (decision, rule) {
+                    refusal.push(RefusalReason::PartDenied {
+                        part: part.clone(),
+                        rule: rule.clone(),
+                    });
+                }
+            }
+            for w in writes.iter().filter(|w| w.decision == Decision::Deny) {
+                refusal.push(RefusalReason::WriteDenied {
+                    target: w.target.clone(),
+                    rule: w.rule.clone().unwrap_or_default(),
+                });
+            }
+            if refusal.is_empty() {
+                refusal.push(RefusalReason::CallDenied { rule: rule.clone() });
+            }
             (Decision::Deny, Some(rule), "a deny rule matched")
         } else if let Some((rule, why)) = unsure {
+            refusal.push(RefusalReason::Unchecked {
+                rule: rule.clone(),
+                why: why.clone(),
+            });
             unsure_reason = why;
             (Decision::Ask, Some(rule), unsure_reason.as_str())
         } else if let Some(r) = tool_allow {
@@ -373,20 +430,31 @@ impl PermissionPolicy {
                     Some(rule),
                     "the command is opaque and `<tool>:*` is allowed",
                 ),
-                None => (
-                    Decision::Ask,
-                    None,
-                    "the command is opaque: only a tool-level or `<tool>:*` rule allows it",
-                ),
+                None => {
+                    let why = "the command is opaque: only a tool-level or `<tool>:*` rule allows it";
+                    refusal.push(RefusalReason::Other { why: why.into() });
+                    (Decision::Ask, None, why)
+                }
             }
         } else if analysis.parts.is_empty() {
-            (Decision::Ask, None, "the command runs nothing that a rule can name")
-        } else if let Some(w) = writes.iter().find(|w| w["decision"] == "ask") {
-            unsure_reason = w["reason"].as_str().unwrap_or_default().to_owned();
+            let why = "the command runs nothing that a rule can name";
+            refusal.push(RefusalReason::Other { why: why.into() });
+            (Decision::Ask, None, why)
+        } else if let Some(w) = writes.iter().find(|w| w.decision == Decision::Ask) {
+            unsure_reason = w.reason.clone().unwrap_or_default();
+            refusal.push(RefusalReason::Other {
+                why: unsure_reason.clone(),
+            });
             (Decision::Ask, None, unsure_reason.as_str())
         } else if all_allowed {
             (Decision::Allow, None, "every part matched an allow rule")
         } else {
+            // Allow rules decide: name each part none of them matches.
+            for (part, decision, rule) in &part_checks {
+                if *decision == Decision::Ask && rule.is_none() {
+                    refusal.push(RefusalReason::PartNotAllowed { part: part.clone() });
+                }
+            }
             (Decision::Ask, None, "some part matched no rule")
         };
         let opaque: Vec<&Opacity> = analysis.opaque.iter().collect();
@@ -398,9 +466,41 @@ impl PermissionPolicy {
             "opaque": opaque,
             "opaque_subject": if analysis.is_opaque() { Some(opaque_subject) } else { None },
             "parts": parts,
-            "writes": writes,
+            "writes": writes.iter().map(WriteCheck::to_value).collect::<Vec<_>>(),
         });
-        (decision, value)
+        Evaluation {
+            decision,
+            explanation: value,
+            refusal,
+        }
+    }
+}
+
+/// What [`PermissionPolicy::evaluate`] found: the decision, its explanation
+/// for [`PermissionPolicy::explain`], and the reasons when it is not Allow.
+struct Evaluation {
+    decision: Decision,
+    explanation: Value,
+    refusal: Vec<RefusalReason>,
+}
+
+/// How one write (a redirection's target) was decided.
+struct WriteCheck {
+    target: String,
+    subject: String,
+    decision: Decision,
+    rule: Option<String>,
+    reason: Option<String>,
+}
+
+impl WriteCheck {
+    fn to_value(&self) -> Value {
+        let mut entry =
+            json!({"target": self.target, "subject": self.subject, "decision": self.decision, "rule": self.rule});
+        if let Some(why) = &self.reason {
+            entry["reason"] = json!(why);
+        }
+        entry
     }
 }
 
@@ -484,7 +584,7 @@ impl PermissionPolicy {
         tool_allowed: bool,
         any_deny: &mut Option<String>,
         unsure: &mut Option<(String, String)>,
-    ) -> Vec<Value> {
+    ) -> Vec<WriteCheck> {
         let write_denies: Vec<&Rule> = self
             .deny
             .iter()
@@ -527,11 +627,13 @@ impl PermissionPolicy {
             if decision == Decision::Ask && rule.is_some() && unsure.is_none() {
                 *unsure = Some((rule.clone().unwrap_or_default(), reason.clone().unwrap_or_default()));
             }
-            let mut entry = json!({"target": redirect.target, "subject": subject, "decision": decision, "rule": rule});
-            if let Some(why) = reason {
-                entry["reason"] = json!(why);
-            }
-            out.push(entry);
+            out.push(WriteCheck {
+                target: redirect.target.clone(),
+                subject,
+                decision,
+                rule,
+                reason,
+            });
         }
         out
     }

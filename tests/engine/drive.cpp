@@ -306,6 +306,23 @@ void enforce(const Args &a) {
     CHECK(kind(fine) == "ok" && fine.content.find("fine") != std::string::npos, fine.content);
 }
 
+// 6a'. Deny rules only: the engine approves `ls; rm -rf x` (its rule sees the
+// whole text); the plugin refuses it naming what its deny rule matched, and
+// never calls the harmless `ls` a part "no allow rule" matches (there are none).
+void deny_only(const Args &a) {
+    Engine e(engine_yaml(a, false, "permissions:\n  deny:\n    - \"bash.execute:rm *\"\n"), a);
+    auto victim = fs::path(a.project) / "x";
+    fs::create_directories(victim);
+    auto m = call(e, "bash.execute", {{"command", "ls; rm -rf x"}}, true);
+    CHECK(fs::exists(victim), m.content);
+    CHECK(kind(m) == "error", kind(m) + " " + m.content);
+    CHECK(m.content.find("`rm -rf x` matches the deny rule `bash.execute:rm *`") != std::string::npos, m.content);
+    CHECK(m.content.find("allow rule") == std::string::npos, m.content);
+    CHECK(m.content.find("`ls`") == std::string::npos, m.content);
+    auto fine = call(e, "bash.execute", {{"command", "ls; echo fine"}}, true);
+    CHECK(kind(fine) == "ok" && fine.content.find("fine") != std::string::npos, fine.content);
+}
+
 // 6b. A relative working_dir: ours resolves against the project directory the
 // engine gave set_working_dir (mcp.working_dir), its built-in against the
 // process's current directory (here another directory, without `sub`).
@@ -360,6 +377,7 @@ int main(int argc, char **argv) {
     else if (scenario == "duplicate") duplicate(a);
     else if (scenario == "codes") codes(a);
     else if (scenario == "enforce") enforce(a);
+    else if (scenario == "deny-only") deny_only(a);
     else if (scenario == "readme") readme(a);
     else if (scenario == "workdir") workdir(a);
     else {

@@ -15,7 +15,7 @@ use crate::args::ToolArgs;
 use crate::bash::BashServer;
 use crate::config::OPTIONAL_TOOLS;
 use crate::error::{ErrorCode, ToolError};
-use crate::permission::{Decision, Dialect, PermissionPolicy, PolicyError};
+use crate::permission::{Decision, Dialect, PermissionPolicy, PolicyError, RefusalReason};
 use crate::server::McpServer;
 
 /// The one tool that runs commands through the plugin.
@@ -139,42 +139,37 @@ impl Enforcement {
     }
 
     /// Refuses `command` (run as `tool`, e.g. `bash.execute`) unless every
-    /// part is allowed and none is denied; the error names the parts.
+    /// part is allowed and none is denied; the error names what decided it,
+    /// each reason true for the rules configured (with deny rules only, what
+    /// they matched, never a part "no allow rule" matches).
     pub fn check(&self, tool: &str, command: &str) -> Result<(), ToolError> {
-        let args = serde_json::json!({ "command": command }).to_string();
-        if self.policy.decide(tool, &args) == Decision::Allow {
+        let mut args = Map::new();
+        args.insert("command".into(), command.into());
+        let reasons = self.policy.refusal_args(tool, &args);
+        if self.policy.decide_args(tool, &args) == Decision::Allow {
             return Ok(());
         }
-        let explained = self.policy.explain(tool, &args);
-        let refused: Vec<String> = explained["parts"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|p| p["decision"] != "allow")
-            .map(|p| match p["rule"].as_str() {
-                Some(rule) if p["decision"] == "deny" => {
-                    format!("`{}` (denied by `{rule}`)", p["command"].as_str().unwrap_or(""))
-                }
-                Some(rule) => format!(
-                    "`{}` (the deny rule `{rule}` cannot be checked)",
-                    p["command"].as_str().unwrap_or("")
-                ),
-                None => format!("`{}` (no allow rule matches)", p["command"].as_str().unwrap_or("")),
-            })
-            .collect();
-        let parts = if refused.is_empty() {
-            format!("`{command}`")
+        let why = if reasons.is_empty() {
+            format!("`{command}` is not allowed")
         } else {
-            refused.join(", ")
+            crate::permission::describe_refusal(&reasons)
         };
-        let hint = if self.allow_listed {
+        let denied = reasons.iter().any(|r| {
+            matches!(
+                r,
+                RefusalReason::CallDenied { .. } | RefusalReason::PartDenied { .. } | RefusalReason::WriteDenied { .. }
+            )
+        });
+        let hint = if denied {
+            "the operator's deny rules refuse this command; do not retry it in another form"
+        } else if self.allow_listed {
             "run only commands whose every part the operator's allow rules name; ask the operator to extend the rules if this one is needed"
         } else {
-            "the operator's deny rules refuse this command; do not retry it in another form"
+            "the plugin cannot check this command against the operator's deny rules; write it out plainly (no expansions that could hide what it runs)"
         };
         Err(ToolError::new(
             ErrorCode::PermissionDenied,
-            format!("The plugin's permission rules refuse {parts}; nothing was run."),
+            format!("The plugin's permission rules refuse this command: {why}; nothing was run."),
             hint,
         ))
     }
@@ -242,9 +237,45 @@ mod tests {
         assert!(e.check("bash.execute", "git status").is_ok());
         let err = e.check("bash.execute", "git status && rm -rf x").unwrap_err();
         assert_eq!(err.code, ErrorCode::PermissionDenied);
-        assert!(err.message.contains("`rm -rf x` (no allow rule matches)"), "{err}");
+        assert!(err.message.contains("`rm -rf x` matches no allow rule"), "{err}");
+        assert!(!err.message.contains("`git status`"), "{err}");
         let deny_only = Enforcement::new(&[], &["bash.execute:rm *".into()], Dialect::Unknown).unwrap();
         assert!(deny_only.check("bash.execute", "ls; echo hi").is_ok());
         assert!(deny_only.check("bash.execute", "ls; rm -rf x").is_err());
+    }
+
+    /// With deny rules only there are no allow rules to miss: a refusal names
+    /// what a deny rule matched (or could not check), never a harmless part.
+    #[test]
+    fn deny_only_refusals_name_only_what_the_deny_rules_decided() {
+        let deny_only = Enforcement::new(
+            &[],
+            &[
+                "bash.execute:rm *".into(),
+                "bash.execute:git push*".into(),
+                "bash.execute:>/etc/*".into(),
+            ],
+            Dialect::Unknown,
+        )
+        .unwrap();
+        for (command, names) in [
+            ("ls; rm -rf x", "`rm -rf x` matches the deny rule `bash.execute:rm *`"),
+            (
+                "echo hi > /etc/motd",
+                "the write to `/etc/motd` matches the deny rule `bash.execute:>/etc/*`",
+            ),
+            (
+                "ls; git ${X:-push} origin",
+                "the deny rule `bash.execute:git push*` would match",
+            ),
+        ] {
+            let err = deny_only.check("bash.execute", command).unwrap_err();
+            assert!(err.message.contains(names), "{command}: {err}");
+            assert!(!err.message.contains("allow rule"), "{command}: {err}");
+            assert!(
+                !err.message.contains("`ls`") && !err.message.contains("`echo hi"),
+                "{command}: {err}"
+            );
+        }
     }
 }
