@@ -6,6 +6,7 @@
 //! `get_permission_pattern`, `skip_duplicate_check`, `configure` and
 //! `set_working_dir`. Everything returns data; nothing panics on bad input.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -220,8 +221,16 @@ pub struct CallOptions<'a> {
 
 /// A tool: a definition and an implementation.
 pub trait Tool: Send + Sync {
-    /// What `list_tools` shows.
+    /// The tool's definition: its name, and what `list_tools` shows unless
+    /// [`listed_definition`](Tool::listed_definition) says more.
     fn definition(&self) -> &ToolDefinition;
+
+    /// What `list_tools` shows now: the definition, fitted to the server's
+    /// configuration in force where the tool depends on it (`execute`'s
+    /// `sandbox` argument). Default: [`definition`](Tool::definition).
+    fn listed_definition(&self) -> Cow<'_, ToolDefinition> {
+        Cow::Borrowed(self.definition())
+    }
 
     /// Runs the tool with already-parsed arguments.
     fn call(&self, args: &Map<String, Value>, options: CallOptions<'_>) -> ToolResponse;
@@ -321,7 +330,7 @@ pub trait McpServer: Send + Sync {
 
     /// JSON array of `{"name", "description", "inputSchema"}` in registration order.
     fn list_tools(&self) -> String {
-        Value::Array(self.tools().iter().map(|t| t.definition().to_value()).collect()).to_string()
+        Value::Array(self.tools().iter().map(|t| t.listed_definition().to_value()).collect()).to_string()
     }
 
     /// Finds a tool by local name (`execute`) or qualified name (`bash.execute`).

@@ -318,3 +318,96 @@ fn a_refusal_names_only_what_decided_it() {
     assert!(!shown.contains("`git --version`"), "{shown}");
     serve.finish();
 }
+
+/// `execute` as this server's `tools/list` shows it.
+fn execute_tool(tools: &[Value]) -> &Value {
+    tools
+        .iter()
+        .find(|t| t["name"] == "execute")
+        .expect("execute is listed")
+}
+
+fn sandbox_modes(execute: &Value) -> Vec<&str> {
+    execute["inputSchema"]["properties"]["sandbox"]["properties"]["mode"]["enum"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{execute}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// The model learns what this server allows from `tools/list`: `execute`'s
+/// `sandbox` argument and description follow the configuration (the sandbox
+/// in force, the modes a call may ask for, whether `sandbox_overrides` rules
+/// let some commands widen it and which), and a refused widening says the
+/// same, naming the part no rule matched.
+#[test]
+fn the_sandbox_argument_follows_the_configuration() {
+    let dir = TempDir::new("model-view-schema");
+    let sandbox = json!({"mode": "workspace-write", "writable_roots": [&*dir], "helper_path": BIN});
+
+    // No sandbox: a call may ask for one.
+    let mut serve = Serve::start(&dir, None);
+    let tools = serve.tools();
+    let execute = execute_tool(&tools);
+    assert_eq!(sandbox_modes(execute), ["off", "read-only", "workspace-write"]);
+    let about = execute["inputSchema"]["properties"]["sandbox"]["description"]
+        .as_str()
+        .unwrap();
+    assert!(about.contains("without an OS sandbox"), "{about}");
+    serve.finish();
+
+    // A sandbox and no overrides: only tighter, and the model is told so.
+    let mut serve = Serve::start(&dir, Some(&json!({"sandbox": sandbox})));
+    let tools = serve.tools();
+    let execute = execute_tool(&tools);
+    assert_eq!(sandbox_modes(execute), ["read-only", "workspace-write"]);
+    let argument = &execute["inputSchema"]["properties"]["sandbox"];
+    let about = argument["description"].as_str().unwrap();
+    assert!(
+        about.contains(&format!("workspace-write, writable: {}, network off", dir.display())),
+        "{about}"
+    );
+    assert!(about.contains("lets no call widen its sandbox"), "{about}");
+    assert_eq!(argument["properties"]["network"]["enum"], json!([false]), "{argument}");
+    assert!(
+        execute["description"]
+            .as_str()
+            .unwrap()
+            .contains("Commands run in an OS sandbox"),
+        "{execute}"
+    );
+    let refused = serve.call("execute", json!({"command": "true", "sandbox": {"network": true}}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(
+        text(&refused).contains("lets no call widen its sandbox"),
+        "{}",
+        text(&refused)
+    );
+    serve.finish();
+
+    // Overrides: `off` and network are offered, with the rules and how they apply.
+    let config = json!({"sandbox": sandbox, "sandbox_overrides": ["bash.execute:npm install *"]});
+    let mut serve = Serve::start(&dir, Some(&config));
+    let tools = serve.tools();
+    let execute = execute_tool(&tools);
+    assert_eq!(sandbox_modes(execute), ["off", "read-only", "workspace-write"]);
+    let argument = &execute["inputSchema"]["properties"]["sandbox"];
+    let about = argument["description"].as_str().unwrap();
+    assert!(
+        about.contains("sandbox_overrides") && about.contains("`bash.execute:npm install *`"),
+        "{about}"
+    );
+    assert!(about.contains("every part of the command must match a rule"), "{about}");
+    assert!(argument["properties"]["network"].get("enum").is_none(), "{argument}");
+    let refused = serve.call(
+        "execute",
+        json!({"command": "npm install && curl example.com", "sandbox": {"network": true}}),
+    );
+    let shown = text(&refused);
+    assert_eq!(refused["isError"], true, "{shown}");
+    assert!(shown.contains("`curl example.com` matches none of them"), "{shown}");
+    assert!(!shown.contains("`npm install`"), "{shown}");
+    assert!(shown.contains("bash.execute:npm install *"), "{shown}");
+    serve.finish();
+}

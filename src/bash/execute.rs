@@ -1,12 +1,13 @@
 //! The `execute` tool: one command run now, handed back as a job after a window, or started in the background.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use super::{ExecRequest, SandboxCall, Shared};
 use crate::args::ToolArgs;
-use crate::error::{ErrorCode, ToolError};
+use crate::error::ToolError;
 use crate::jobs::JobManager;
 use crate::request::validate_command;
 use crate::sandbox::SandboxConfig;
@@ -22,6 +23,17 @@ pub(super) struct ExecuteTool {
 impl Tool for ExecuteTool {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    /// The definition with its `sandbox` argument and description written
+    /// for the sandbox in force and the overrides the host announced.
+    fn listed_definition(&self) -> Cow<'_, ToolDefinition> {
+        let config = self.shared.config();
+        Cow::Owned(super::sandbox_argument::fitted(
+            &self.definition,
+            &config.sandbox,
+            &self.shared.sandbox_overrides(),
+        ))
     }
 
     /// Computed in the dialect of the configured shell (`/bin/sh` is POSIX).
@@ -95,8 +107,9 @@ impl ExecuteTool {
                     .working_dir
                     .as_ref()
                     .map_or_else(|| base.clone(), |d| base.join(d));
-                host.tighten(&call, &dir)
-                    .map_err(|p| ToolError::new(ErrorCode::InvalidArguments, p.message, p.hint))?
+                host.tighten(&call, &dir).map_err(|p| {
+                    super::sandbox_argument::refusal(host, &call, &dir, p, &self.shared.sandbox_overrides())
+                })?
             }
             _ => host.clone(),
         };

@@ -75,6 +75,7 @@ impl BashServer {
             counters: Counters::default(),
             supervisors: crate::sandbox::Supervisors::new(),
             env_cache: EnvCache::default(),
+            sandbox_overrides: RwLock::new(Vec::new()),
         });
         let jobs = job_manager(&shared);
         let sessions = session_manager(&shared, outputs.clone());
@@ -87,6 +88,23 @@ impl BashServer {
             sessions,
             jobs,
         })
+    }
+
+    /// Tells the model which commands this host lets widen the sandbox for
+    /// one call: `rules`, in the format of permission rules, are written into
+    /// `execute`'s listed definition (its description and its `sandbox`
+    /// argument, whose `mode` then offers `off`), and into the hint of a
+    /// widening the tool refuses. The library enforces nothing with them: the
+    /// host decides each widening itself and passes the wider sandbox as
+    /// [`CallOptions::sandbox`](crate::CallOptions), as the `bash-mcp` binary
+    /// does for its `sandbox_overrides` rules. Empty (the default): the model
+    /// is told no call may widen the sandbox.
+    pub fn announce_sandbox_overrides(&self, rules: &[String]) {
+        *self
+            .shared
+            .sandbox_overrides
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = rules.to_vec();
     }
 
     /// Stops everything the server keeps running between calls: kills the

@@ -8,6 +8,7 @@ mod mcp_server;
 mod ops;
 mod output_read;
 mod run;
+mod sandbox_argument;
 pub use ops::DEFAULT_BINARIES;
 
 use std::path::{Path, PathBuf};
@@ -83,6 +84,9 @@ struct Shared {
     outputs: Arc<crate::outputs::OutputStore>,
     /// The commands' environment, rebuilt only when it would differ.
     env_cache: EnvCache,
+    /// The rules naming the commands whose call the host lets widen the
+    /// sandbox, as it announced them (see `BashServer::announce_sandbox_overrides`).
+    sandbox_overrides: RwLock<Vec<String>>,
 }
 
 /// Tool calls served and failed since start.
@@ -112,6 +116,13 @@ impl Shared {
 
     fn working_dir(&self) -> PathBuf {
         self.working_dir.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn sandbox_overrides(&self) -> Vec<String> {
+        self.sandbox_overrides
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn audit(&self) -> Option<Arc<AuditLog>> {

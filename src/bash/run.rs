@@ -123,7 +123,7 @@ impl Shared {
             c"-c".to_owned(),
             CString::new(request.command.as_str()).expect("checked for NUL above"),
         ];
-        let sandbox_config = sandbox_config(request, config, cwd)?;
+        let sandbox_config = sandbox_config(request, config, cwd, &self.sandbox_overrides())?;
         let sandbox = crate::sandbox::wrap_in(
             &sandbox_config,
             &crate::sandbox::Request {
@@ -161,13 +161,14 @@ fn sandbox_config<'a>(
     request: &'a ExecRequest,
     config: &'a Config,
     cwd: &Path,
+    overrides: &[String],
 ) -> Result<Cow<'a, SandboxConfig>, ToolError> {
     Ok(match &request.sandbox {
         Some(SandboxCall::Tighten(call)) => Cow::Owned(
             config
                 .sandbox
                 .tighten(call, cwd)
-                .map_err(|p| ToolError::new(ErrorCode::InvalidArguments, p.message, p.hint))?,
+                .map_err(|p| super::sandbox_argument::refusal(&config.sandbox, call, cwd, p, overrides))?,
         ),
         Some(SandboxCall::HostOverride(sandbox)) => {
             tracing::info!(sandbox = %sandbox.to_value(), "the host set this call's sandbox");

@@ -32,7 +32,8 @@ use std::sync::Arc;
 
 use bash_mcp::mcp::{Gate, GateDecision};
 use bash_mcp::permission::{
-    self, Class, Classification, Decision, Dialect, MAX_ANALYSED_BYTES, OPAQUE_BODY, PermissionPolicy, fnmatch,
+    self, Class, Classification, Decision, Dialect, MAX_ANALYSED_BYTES, OPAQUE_BODY, PermissionPolicy, RefusalReason,
+    fnmatch,
 };
 use bash_mcp::{BashServer, McpServer, ToolArgs};
 use serde_json::{Map, Value};
@@ -55,6 +56,8 @@ struct PolicyGate {
     refuse_catastrophic: bool,
     /// The `sandbox_overrides` rules, once per dialect; empty without them.
     overrides: Vec<PermissionPolicy>,
+    /// The same rules as written, for refusals.
+    override_rules: Vec<String>,
     /// Where refusals are recorded (the audit log, when on).
     server: Option<Arc<BashServer>>,
 }
@@ -91,6 +94,7 @@ pub fn build(settings: &Settings, server: Option<Arc<BashServer>>) -> Result<Opt
         rules,
         refuse_catastrophic: settings.refuse_catastrophic,
         overrides: overrides.map_or_else(Vec::new, per_dialect),
+        override_rules: settings.sandbox_overrides.clone(),
         server,
     })))
 }
@@ -236,17 +240,37 @@ impl PolicyGate {
         let Ok(wider) = configured.widened(call, &dir) else {
             return GateDecision::Allow;
         };
-        let named = self
-            .overrides
-            .iter()
-            .find(|p| p.dialect() == dialect)
-            .is_some_and(|p| p.decide_args(qualified, args) == Decision::Allow);
-        if named {
+        let Some(overrides) = self.overrides.iter().find(|p| p.dialect() == dialect) else {
+            // No rules: the tool refuses the widening, saying no call may widen.
+            return GateDecision::Allow;
+        };
+        if overrides.decide_args(qualified, args) == Decision::Allow {
             tracing::info!(sandbox = %wider.to_value(), "a sandbox_overrides rule widens this call's sandbox");
-            GateDecision::AllowInSandbox(wider)
-        } else {
-            GateDecision::Allow
+            return GateDecision::AllowInSandbox(wider);
         }
+        let why: Vec<String> = overrides
+            .refusal_args(qualified, args)
+            .into_iter()
+            .map(|reason| match reason {
+                RefusalReason::PartNotAllowed { part } => format!("`{part}` matches none of them"),
+                other => other.to_string(),
+            })
+            .collect();
+        let why = if why.is_empty() {
+            "no rule names it".to_owned()
+        } else {
+            why.join("; ")
+        };
+        refuse(
+            format!(
+                "the call's `sandbox` would widen the configured sandbox, which only commands the sandbox_overrides rules name may do (every part matching a rule): {why}"
+            ),
+            &format!(
+                "run the command within the configured sandbox (drop the widening `sandbox` keys), or ask the user; sandbox_overrides: {}",
+                self.override_rules.join(", ")
+            ),
+            permission::permission_pattern_args_in(qualified, Ok(args), dialect),
+        )
     }
 
     /// `session_start`'s `env` is the environment of every command the session runs: a
@@ -512,18 +536,27 @@ mod tests {
             panic!("a named command may run unsandboxed");
         };
         assert_eq!(off.mode, bash_mcp::sandbox::Mode::Off);
-        // Every part must be named, as permission rules are matched; the tool
-        // then refuses the widening itself.
-        for (command, sandbox) in [
-            ("npm install && curl evil.example", serde_json::json!({"network": true})),
-            ("ls", serde_json::json!({"mode": "off"})),
-            ("npm install $(cat x)", serde_json::json!({"network": true})),
+        // Every part must be named, as permission rules are matched; the
+        // refusal names what no rule matched.
+        for (command, sandbox, named) in [
+            (
+                "npm install && curl evil.example",
+                serde_json::json!({"network": true}),
+                "`curl evil.example` matches none of them",
+            ),
+            ("ls", serde_json::json!({"mode": "off"}), "`ls` matches none of them"),
+            (
+                "npm install $(cat x)",
+                serde_json::json!({"network": true}),
+                "`cat x` matches none of them",
+            ),
         ] {
-            assert_eq!(
-                call(command, sandbox.clone()),
-                GateDecision::Allow,
-                "{command} {sandbox}"
-            );
+            let GateDecision::Refuse { message, hint, .. } = call(command, sandbox.clone()) else {
+                panic!("{command} {sandbox} widens without a rule");
+            };
+            assert!(message.contains(named), "{command}: {message}");
+            assert!(!message.contains("`npm install`"), "{command}: {message}");
+            assert!(hint.contains("bash.execute:npm install *"), "{command}: {hint}");
         }
         // Tightening needs no rule.
         assert_eq!(

@@ -177,13 +177,16 @@ pub fn build_server(settings: &Settings) -> Result<Arc<BashServer>, String> {
         BashServer::with_config(DEFAULT_SERVER_NAME, &settings.working_dir, None, config)
             .map_err(|e| format!("{} ({})", e.message, e.hint))
     };
-    match build(settings.config.clone()) {
+    let server = match build(settings.config.clone()) {
         Err(e) if settings.audit_is_default && settings.config.audit.is_some() && e.contains("audit.path") => {
             tracing::warn!("audit log off: {e}");
             let mut config = settings.config.clone();
             config.audit = None;
-            build(config).map(Arc::new)
+            build(config)
         }
-        other => other.map(Arc::new),
-    }
+        other => other,
+    }?;
+    // The gate enforces these; the model learns of them from execute's definition.
+    server.announce_sandbox_overrides(&settings.sandbox_overrides);
+    Ok(Arc::new(server))
 }

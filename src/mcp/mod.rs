@@ -551,10 +551,10 @@ impl Inner {
             .server
             .tools()
             .iter()
-            .map(|t| t.definition())
-            .filter(|d| self.exposed(&d.name))
+            .filter(|t| self.exposed(&t.definition().name))
+            .map(|t| t.listed_definition())
             .map(|d| {
-                let mut entry = tools::tool_entry(d, era);
+                let mut entry = tools::tool_entry(&d, era);
                 if self.tasks.is_some() && tasks::handshake_tasks(era) && self.server.task_support(&d.name) {
                     entry["execution"] = json!({"taskSupport": "optional"});
                 }
