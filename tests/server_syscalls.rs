@@ -227,10 +227,15 @@ fn exercise(serve: &mut Serve, project: &Path, tag: &str) {
         let closed = serve.call("session_close", json!({"session_id": id}));
         assert_eq!(closed["closed"], true, "{closed}");
     }
-    // The operator tools, and the audit log read back.
+    // The operator tools, and the audit log read back. A program a command
+    // put in a directory on the PATH commands see is probed too.
+    let r = serve.run("mkdir -p bin && printf '#!/bin/sh\\necho planted 1.0\\n' > bin/planted-tool && chmod +x bin/planted-tool && echo made");
+    assert_eq!(r["output"], "made\n", "{r}");
     serve.call("status", json!({}));
     serve.call("check_env", json!({}));
-    serve.call("which", json!({"name": "sh"}));
+    let which = serve.call("which", json!({"name": "planted-tool"}));
+    assert!(which.to_string().contains("planted-tool"), "{which}");
+    serve.call("list_binaries", json!({"names": ["planted-tool", "sh"]}));
     let audit = serve.call("audit_read", json!({"max_entries": 5}));
     assert!(audit["entries"].as_array().is_some(), "{audit}");
 }
@@ -277,7 +282,20 @@ fn audit(backend: &str) -> Vec<trace::Finding> {
         "--",
         HELPER,
     ];
-    let mut serve = Serve::start(&program, &config_path, &project, &[], scratch.0.join("server.log"));
+    // Commands (and the operator tools' probes) find programs in the project too.
+    let path = format!(
+        "{}:{}",
+        project.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let path = PathBuf::from(path);
+    let mut serve = Serve::start(
+        &program,
+        &config_path,
+        &project,
+        &[("PATH", &path)],
+        scratch.0.join("server.log"),
+    );
     exercise(&mut serve, &project, &tag);
     serve.stop();
     assert_no_survivors(&tag);
