@@ -96,15 +96,22 @@ pub struct SandboxReport {
     /// How they were found: `seccomp notification`, or the fallback
     /// `error text (heuristic)`.
     pub denials_from: &'static str,
+    /// How the sandbox held, besides what it refused (see
+    /// docs/sandbox.md, "Denials").
+    pub notes: Vec<crate::sandbox::Note>,
 }
 
 impl SandboxReport {
     fn to_value(&self) -> Value {
-        json!({
+        let mut value = json!({
             "backend": self.backend,
             "denied": self.denied.iter().map(crate::sandbox::Denial::to_value).collect::<Vec<_>>(),
             "denials_from": self.denials_from,
-        })
+        });
+        if !self.notes.is_empty() {
+            value["notes"] = self.notes.iter().map(crate::sandbox::Note::to_value).collect();
+        }
+        value
     }
 }
 
@@ -149,7 +156,7 @@ impl ExecOutcome {
         }
         if let Some(report) = &self.sandbox {
             map.insert("sandbox".into(), report.to_value());
-            if !report.denied.is_empty() {
+            if !report.denied.is_empty() || !report.notes.is_empty() {
                 map.insert("sandbox_message".into(), self.sandbox_message(report).into());
             }
         }
@@ -204,17 +211,39 @@ impl ExecOutcome {
     /// failed or was stopped is told they may be why, and to ask the user
     /// before retrying, since the sandbox is the operator's decision.
     fn sandbox_message(&self, report: &SandboxReport) -> String {
-        let refused = crate::sandbox::denial_summary(&report.denied);
-        const ASK: &str = "Ask the user before retrying: the sandbox is the operator's decision.";
-        match self.status {
-            Status::Exited(0) => format!("The command succeeded; the sandbox refused {refused}, without failing it."),
-            Status::Exited(code) => {
-                format!("The command failed (exit code {code}); the sandbox refused {refused}, which may be why. {ASK}")
+        let mut message = if report.denied.is_empty() {
+            String::new()
+        } else {
+            let refused = crate::sandbox::denial_summary(&report.denied);
+            const ASK: &str = "Ask the user before retrying: the sandbox is the operator's decision.";
+            match self.status {
+                Status::Exited(0) => {
+                    format!("The command succeeded; the sandbox refused {refused}, without failing it.")
+                }
+                Status::Exited(code) => {
+                    format!(
+                        "The command failed (exit code {code}); the sandbox refused {refused}, which may be why. {ASK}"
+                    )
+                }
+                Status::TimedOut | Status::Cancelled | Status::ExitStatusLost => {
+                    format!("The sandbox refused {refused} before the command ended. {ASK}")
+                }
             }
-            Status::TimedOut | Status::Cancelled | Status::ExitStatusLost => {
-                format!("The sandbox refused {refused} before the command ended. {ASK}")
+        };
+        // How the sandbox held: one sentence per note, after the refusals.
+        for note in &report.notes {
+            if !message.is_empty() {
+                message.push(' ');
+            }
+            let sentence = note.sentence();
+            let mut chars = sentence.chars();
+            if let Some(first) = chars.next() {
+                message.extend(first.to_uppercase());
+                message.push_str(chars.as_str());
+                message.push('.');
             }
         }
+        message
     }
 
     /// [`ExecOutcome::to_value`] as a compact JSON string (an `error` key first).

@@ -313,3 +313,157 @@ fn with_network_off_no_socket_escapes_the_namespace_and_x32_calls_are_refused() 
     }
     assert_no_survivors(&tag);
 }
+
+/// The command tries to kill what keeps it (the Landlock helper, or the
+/// init of its PID namespace) after leaving a child that drops its
+/// environment (so no run marker finds it) and its process group; the call
+/// still ends as the shell does, and that child dies with it.
+#[test]
+fn a_command_cannot_kill_what_keeps_it_and_nothing_it_starts_outlives_the_call() {
+    let dir = TempDir::new("sbx-keeper");
+    let tag = unique_tag("keeper");
+    for route in available_routes() {
+        let config = binary_config(&dir, route, json!({}));
+        let sleep = unique_sleep();
+        let result = exec_json(
+            &config,
+            &dir,
+            &tag,
+            &format!(
+                "env -i setsid sh -c 'sleep {sleep} >/dev/null 2>&1 &'; kill -KILL $PPID 2>/dev/null; \
+                 kill -STOP $PPID 2>/dev/null; echo after; exit 3"
+            ),
+        );
+        assert_eq!(result["exit_code"], 3, "{route}: {result}");
+        assert_eq!(output_of(&result), "after\n", "{route}: {result}");
+        assert!(result["sandbox"].get("notes").is_none(), "{route}: {result}");
+        assert_none_sleeping(&sleep, route);
+    }
+    assert_no_survivors(&tag);
+}
+
+/// A time limit's SIGTERM, then SIGKILL, ends a command and everything it
+/// started, also what ignores SIGTERM and left the group without its
+/// environment: the helper is not in the way of its own kill.
+#[test]
+fn a_timeout_kills_children_that_left_the_group_and_ignore_sigterm() {
+    let dir = TempDir::new("sbx-timeout-escape");
+    let tag = unique_tag("timeout-escape");
+    for route in available_routes() {
+        for grace_ms in [0, 200] {
+            let config = dir.join("grace.json");
+            std::fs::write(
+                &config,
+                json!({"sandbox": sandbox_value(route, &dir, json!({})), "kill_grace_ms": grace_ms}).to_string(),
+            )
+            .unwrap();
+            let sleep = unique_sleep();
+            let out = Command::new(HELPER)
+                .args(["exec", "--json", "-t", "1", "-c"])
+                .arg(&config)
+                .arg("-C")
+                .arg(&*dir)
+                .arg(format!(
+                    "env -i setsid sh -c 'trap \"\" TERM; sleep {sleep} >/dev/null 2>&1 &'; trap '' TERM; sleep 120"
+                ))
+                .env(TAG_VAR, &tag)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(result["error"], "timeout", "{route}: {result}");
+            assert_none_sleeping(&sleep, route);
+        }
+    }
+    assert_no_survivors(&tag);
+}
+
+/// Killed from outside (the command itself cannot), the Landlock helper
+/// leaves a result that says so instead of a bare 137, and the command's
+/// process group dies with it.
+#[test]
+fn a_helper_killed_from_outside_is_named_in_the_result() {
+    if !route_available("landlock") {
+        return;
+    }
+    let dir = TempDir::new("sbx-helper-killed");
+    let tag = unique_tag("helper-killed");
+    let config = binary_config(&dir, "landlock", json!({}));
+    let sleep = unique_sleep();
+    let host = Command::new(HELPER)
+        .args(["exec", "--json", "-c"])
+        .arg(&config)
+        .arg("-C")
+        .arg(&*dir)
+        .arg(format!("sleep {sleep}"))
+        .env(TAG_VAR, &tag)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the command never started", || !sleeping(&sleep).is_empty());
+    let host_pid = host.id().to_string();
+    let parent_is_host = |pid: &i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.split_whitespace().nth(1) == Some(host_pid.as_str()))
+        })
+    };
+    let helpers: Vec<i32> = processes_with("__sandbox-exec")
+        .into_iter()
+        .filter(parent_is_host)
+        .collect();
+    assert_eq!(helpers.len(), 1, "the helper of this host: {helpers:?}");
+    // SAFETY: kill takes plain integers; the pid is this test's helper, a
+    // child of the host the test started.
+    unsafe { libc::kill(helpers[0], libc::SIGKILL) };
+    let out = host.wait_with_output().unwrap();
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["exit_code"], 137, "{result}");
+    assert_eq!(
+        result["sandbox"]["notes"],
+        json!([{"note": "helper_killed", "signal": "SIGKILL"}]),
+        "{result}"
+    );
+    assert!(
+        result["sandbox_message"]
+            .as_str()
+            .unwrap()
+            .contains("helper process was killed (SIGKILL) from outside"),
+        "{result}"
+    );
+    assert_none_sleeping(&sleep, "landlock");
+    assert_no_survivors(&tag);
+}
+
+/// When the host dies, everything its commands started dies too, on every
+/// route: also a child that dropped its environment (so the guard's run
+/// marker cannot find it) and left the command's process group.
+#[test]
+fn a_killed_host_leaves_no_escapee_on_any_route() {
+    let dir = TempDir::new("sbx-host-dies");
+    let tag = unique_tag("host-dies");
+    for route in available_routes() {
+        let config = binary_config(&dir, route, json!({}));
+        let sleep = unique_sleep();
+        let mut host = Command::new(HELPER)
+            .args(["exec", "-c"])
+            .arg(&config)
+            .arg("-C")
+            .arg(&*dir)
+            .arg(format!(
+                "env -i setsid sh -c 'sleep {sleep} >/dev/null 2>&1 &'; sleep 120"
+            ))
+            .env(TAG_VAR, &tag)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until("the escapee never started", || !sleeping(&sleep).is_empty());
+        host.kill().unwrap();
+        host.wait().unwrap();
+        assert_none_sleeping(&sleep, route);
+    }
+    assert_no_survivors(&tag);
+}

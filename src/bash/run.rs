@@ -69,10 +69,7 @@ impl Shared {
             cwd: &cwd_c,
             stdin_pipe: request.stdin.is_some(),
             streams: request.streams,
-            via: sandbox
-                .as_ref()
-                .and_then(|w| w.supervisor.as_ref())
-                .map(|s| s as &dyn crate::spawn::Launch),
+            via: sandbox.as_ref().and_then(Wrapped::launcher),
             pass_fds: sandbox.as_ref().map_or(&[], |w| &w.pass_fds),
             new_session: sandbox.is_some(),
         };
@@ -225,6 +222,7 @@ fn outcome_of(mut raw: RawOutcome, sandbox: Option<Wrapped>, cwd: PathBuf, timeo
             backend: wrapped.backend,
             denied,
             denials_from,
+            notes: wrapped.notes(),
         }
     });
     tracing::debug!(?status, elapsed = ?raw.elapsed, output_bytes, "execute finished");

@@ -46,8 +46,14 @@ pub struct HelperSpec {
     pub observe: bool,
 }
 
-/// The helper's fd for the socket it sends its listener on.
-pub const LISTENER_FD: libc::c_int = 3;
+/// The helper's fd for the socket it sends its listener on (its control
+/// socket with the host, when it keeps the command, is fd 3: see
+/// [`reaper`](super::reaper)).
+pub const LISTENER_FD: libc::c_int = 4;
+
+/// The argument before each `NAME=VALUE` the helper adds to the command's
+/// environment (and keeps out of its own: see [`env_arg`]).
+pub const ENV_ARG: &str = "--env";
 
 /// The helper's argv: `<helper> __sandbox-exec <spec> -- <command...>`.
 pub fn argv(helper: &std::path::Path, spec: &HelperSpec, command: &[CString]) -> Vec<CString> {
@@ -62,6 +68,18 @@ pub fn argv(helper: &std::path::Path, spec: &HelperSpec, command: &[CString]) ->
     argv
 }
 
+/// `argv` (from [`argv`]) with `entry` added to the command's environment
+/// by the helper: `--env <entry>` before the `--`. The run marker goes this
+/// way, so that the guard, which kills what carries it when the host dies,
+/// leaves the helper to kill everything it keeps.
+pub fn env_arg(argv: &[CString], entry: &std::ffi::CStr) -> Vec<CString> {
+    let mut out = argv[..3].to_vec();
+    out.push(CString::new(ENV_ARG).expect("no NUL"));
+    out.push(entry.to_owned());
+    out.extend_from_slice(&argv[3..]);
+    out
+}
+
 /// The kernel's Landlock ABI version, or `None` when Landlock is off.
 pub fn landlock_abi() -> Option<i32> {
     // SAFETY: LANDLOCK_CREATE_RULESET_VERSION with a null attr and size 0
@@ -73,15 +91,20 @@ pub fn landlock_abi() -> Option<i32> {
 /// Runs the helper: `args` are the arguments after `__sandbox-exec`.
 /// Returns only on failure, with a message for stderr.
 pub fn helper_main(args: &[OsString]) -> String {
-    let (spec, command) = match parse_args(args) {
+    let Parsed { spec, env, command } = match parse_args(args) {
         Ok(parsed) => parsed,
         Err(e) => return e,
     };
-    if let Err(e) = restrict(&spec) {
+    if spec.subreaper {
+        return super::reaper::run_as_keeper(&spec, &env, &command);
+    }
+    if let Err(e) = restrict(&spec, None) {
         return format!("bash-mcp sandbox: could not restrict the command: {e}");
     }
-    if spec.subreaper {
-        return super::reaper::run_as_subreaper(&command);
+    for entry in &env {
+        // SAFETY: putenv keeps the pointer; `env` lives until exec, which
+        // replaces this single-threaded process.
+        unsafe { libc::putenv(entry.as_ptr().cast_mut()) };
     }
     let program = command[0].clone();
     let mut argv: Vec<*const libc::c_char> = command.iter().map(|a| a.as_ptr()).collect();
@@ -92,9 +115,32 @@ pub fn helper_main(args: &[OsString]) -> String {
     format!("bash-mcp sandbox: could not start {}: {err}", program.to_string_lossy())
 }
 
-fn parse_args(args: &[OsString]) -> Result<(HelperSpec, Vec<CString>), String> {
-    let usage = "bash-mcp sandbox: usage: bash-mcp __sandbox-exec <spec-json> -- <command...> (internal)";
-    let [spec, dashdash, command @ ..] = args else {
+/// The helper's arguments, parsed.
+#[derive(Debug)]
+struct Parsed {
+    spec: HelperSpec,
+    /// `NAME=VALUE` entries for the command's environment.
+    env: Vec<CString>,
+    command: Vec<CString>,
+}
+
+fn parse_args(args: &[OsString]) -> Result<Parsed, String> {
+    let usage =
+        "bash-mcp sandbox: usage: bash-mcp __sandbox-exec <spec-json> [--env NAME=VALUE]... -- <command...> (internal)";
+    let c_string =
+        |a: &OsString| CString::new(a.clone().into_vec()).map_err(|_| "bash-mcp sandbox: NUL in argument".to_owned());
+    let [spec, rest @ ..] = args else {
+        return Err(usage.into());
+    };
+    let mut rest = rest;
+    let mut env = Vec::new();
+    while let [flag, entry, tail @ ..] = rest
+        && flag == ENV_ARG
+    {
+        env.push(c_string(entry)?);
+        rest = tail;
+    }
+    let [dashdash, command @ ..] = rest else {
         return Err(usage.into());
     };
     if dashdash != "--" || command.is_empty() {
@@ -102,16 +148,15 @@ fn parse_args(args: &[OsString]) -> Result<(HelperSpec, Vec<CString>), String> {
     }
     let spec: HelperSpec =
         serde_json::from_str(&spec.to_string_lossy()).map_err(|e| format!("bash-mcp sandbox: invalid spec: {e}"))?;
-    let command = command
-        .iter()
-        .map(|a| CString::new(a.clone().into_vec()).map_err(|_| "bash-mcp sandbox: NUL in argument".to_owned()))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((spec, command))
+    let command = command.iter().map(c_string).collect::<Result<Vec<_>, _>>()?;
+    Ok(Parsed { spec, env, command })
 }
 
 /// No new privileges, no capabilities, Landlock, then seccomp (last: the
-/// filter refuses calls the steps before it make).
-fn restrict(spec: &HelperSpec) -> Result<(), String> {
+/// filter refuses calls the steps before it make). `keeper`: the helper
+/// that keeps the command, which the command's filter keeps it from
+/// signalling where Landlock cannot (see [`keeper_rules`]).
+pub(super) fn restrict(spec: &HelperSpec, keeper: Option<libc::pid_t>) -> Result<(), String> {
     // SAFETY: prctl with constant arguments.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err(format!("PR_SET_NO_NEW_PRIVS: {}", std::io::Error::last_os_error()));
@@ -119,7 +164,7 @@ fn restrict(spec: &HelperSpec) -> Result<(), String> {
     drop_capabilities()?;
     landlock(spec)?;
     let observed = spec.observe && observe(spec)?;
-    seccomp(spec, observed)
+    seccomp(spec, observed, keeper)
 }
 
 /// Installs the observing filter and hands its listener to the library
@@ -204,6 +249,62 @@ fn landlock(spec: &HelperSpec) -> Result<(), String> {
     Ok(())
 }
 
+/// `fcntl` and `ioctl` requests that set who gets a file's `SIGIO` (from
+/// the kernel's uapi headers; the `libc` crate lacks them).
+const F_SETOWN_EX: i64 = 15;
+const FIOSETOWN: i64 = 0x8901;
+const SIOCSPGRP: i64 = 0x8902;
+
+/// The rules that keep a command from signalling the helper that keeps it
+/// (`keeper`), which would leave its orphans to outlive the call: every
+/// call that names the helper's pid (or its process group, which is the
+/// command's too), and pidfds of it. Without Landlock's signal scope
+/// (`scoped`: ABI 6 and later, where the kernel itself keeps every signal
+/// inside the sandbox), also the calls that could reach it without naming
+/// it: `kill(0)` (the command's group), `kill(-1)` (every process of the
+/// user), and setting a file's owner for `SIGIO` in ways the filter cannot
+/// read (`F_SETOWN_EX`, `FIOSETOWN`, `SIOCSPGRP`).
+fn keeper_rules(keeper: libc::pid_t, scoped: bool) -> Result<super::seccomp::Rules, String> {
+    let err = |e: seccompiler::BackendError| e.to_string();
+    let is = |arg: u8, value: i64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, value as u32 as u64).map_err(err)
+    };
+    let rule = |conditions: Vec<SeccompCondition>| SeccompRule::new(conditions).map_err(err);
+    let (pid, group) = (i64::from(keeper), -i64::from(keeper));
+    let mut kill = vec![rule(vec![is(0, pid)?])?, rule(vec![is(0, group)?])?];
+    let mut fcntl = vec![
+        rule(vec![is(1, libc::F_SETOWN.into())?, is(2, pid)?])?,
+        rule(vec![is(1, libc::F_SETOWN.into())?, is(2, group)?])?,
+    ];
+    let mut rules = super::seccomp::Rules::new();
+    if !scoped {
+        kill.push(rule(vec![is(0, 0)?])?);
+        kill.push(rule(vec![is(0, -1)?])?);
+        fcntl.push(rule(vec![is(1, F_SETOWN_EX)?])?);
+        rules.insert(
+            libc::SYS_ioctl,
+            [FIOSETOWN, SIOCSPGRP]
+                .iter()
+                .map(|&o| rule(vec![is(1, o)?]))
+                .collect::<Result<_, _>>()?,
+        );
+    }
+    rules.insert(libc::SYS_kill, kill);
+    rules.insert(libc::SYS_fcntl, fcntl);
+    rules.insert(libc::SYS_tkill, vec![rule(vec![is(0, pid)?])?]);
+    rules.insert(
+        libc::SYS_tgkill,
+        vec![rule(vec![is(0, pid)?])?, rule(vec![is(1, pid)?])?],
+    );
+    rules.insert(libc::SYS_rt_sigqueueinfo, vec![rule(vec![is(0, pid)?])?]);
+    rules.insert(
+        libc::SYS_rt_tgsigqueueinfo,
+        vec![rule(vec![is(0, pid)?])?, rule(vec![is(1, pid)?])?],
+    );
+    rules.insert(libc::SYS_pidfd_open, vec![rule(vec![is(0, pid)?])?]);
+    Ok(rules)
+}
+
 const CLONE_NAMESPACES: &[u64] = &[
     libc::CLONE_NEWUSER as u64,
     libc::CLONE_NEWNS as u64,
@@ -245,9 +346,14 @@ const DENIED_SYSCALLS: &[i64] = &[
 /// [`seccomp`](super::seccomp)) and this backend's own. With `observed`,
 /// `socket()` is left to the observing filter, whose handler refuses it (an
 /// errno here would win over the notification and hide it).
-fn seccomp(spec: &HelperSpec, observed: bool) -> Result<(), String> {
+fn seccomp(spec: &HelperSpec, observed: bool, keeper: Option<libc::pid_t>) -> Result<(), String> {
     let err = |e: seccompiler::BackendError| e.to_string();
     let mut rules = super::seccomp::common_rules()?;
+    if let Some(keeper) = keeper {
+        for (nr, more) in keeper_rules(keeper, landlock_abi().unwrap_or(0) >= 6)? {
+            rules.entry(nr).or_default().extend(more);
+        }
+    }
     rules.extend(DENIED_SYSCALLS.iter().map(|&n| (n, Vec::new())));
     let clone_rules = CLONE_NAMESPACES
         .iter()
@@ -301,10 +407,12 @@ mod tests {
             &[c"/bin/sh".into(), c"-c".into(), c"true".into()],
         );
         assert_eq!(argv[1].to_str().unwrap(), HELPER_ARG);
+        let argv = env_arg(&argv, c"BASH_MCP_RUN_ID=x-1");
         let rest: Vec<OsString> = argv[2..].iter().map(|a| OsString::from(a.to_str().unwrap())).collect();
-        let (parsed, command) = parse_args(&rest).unwrap();
-        assert_eq!(parsed, spec);
-        assert_eq!(command.len(), 3);
+        let parsed = parse_args(&rest).unwrap();
+        assert_eq!(parsed.spec, spec);
+        assert_eq!(parsed.env, [c"BASH_MCP_RUN_ID=x-1".to_owned()]);
+        assert_eq!(parsed.command.len(), 3);
     }
 
     #[test]

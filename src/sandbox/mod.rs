@@ -14,7 +14,9 @@ pub mod denial;
 mod denial_summary;
 pub mod git;
 pub mod helper;
+pub mod kept;
 pub mod landlock;
+pub mod note;
 pub mod notify;
 pub mod plan;
 pub mod probe;
@@ -33,6 +35,7 @@ use serde_json::{Value, json};
 pub use config::{BackendChoice, DEFAULT_PROTECTED, Mode, OnUnavailable, SandboxConfig};
 pub use denial::Denial;
 pub use denial_summary::summary as denial_summary;
+pub use note::Note;
 pub use plan::Plan;
 pub use probe::{Backend, Probe};
 pub use supervisor::Supervisors;
@@ -88,6 +91,9 @@ pub struct Wrapped {
     /// (then `argv` is the command itself), or `None`: `argv` starts the
     /// sandbox too.
     pub supervisor: Option<supervisor::Supervised>,
+    /// The Landlock helper that keeps the command (then `argv` starts the
+    /// helper, which reports to the host on a control socket of its own).
+    pub kept: Option<kept::KeptLaunch>,
     /// The seccomp observation of the command, when it has one.
     pub observation: Option<Arc<notify::Observation>>,
     /// Fds the sandbox's first process gets as its fds 3, 4, ...: the
@@ -99,6 +105,26 @@ pub struct Wrapped {
 }
 
 impl Wrapped {
+    /// What starts the command when it is not a plain spawn of `argv`: the
+    /// supervisor, or the host's side of the Landlock helper.
+    pub(crate) fn launcher(&self) -> Option<&dyn crate::spawn::Launch> {
+        match (&self.supervisor, &self.kept) {
+            (Some(supervised), _) => Some(supervised),
+            (None, Some(kept)) => Some(kept),
+            (None, None) => None,
+        }
+    }
+
+    /// What the result should say about how the sandbox held, once the
+    /// command has ended.
+    pub fn notes(&self) -> Vec<Note> {
+        let mut notes = Vec::new();
+        if let Some(signal) = self.kept.as_ref().and_then(|k| k.state.helper_killed()) {
+            notes.push(Note::HelperKilled { signal });
+        }
+        notes
+    }
+
     /// What the sandbox refused, and where that was learned: from the
     /// seccomp listener when the command had one, else read from its
     /// output (a heuristic: see [`denial`]).
@@ -194,6 +220,7 @@ pub fn wrap_in(
                             policy,
                         },
                     }),
+                    kept: None,
                     observation: Some(observation),
                     pass_fds: Vec::new(),
                     owned_fds: Vec::new(),
@@ -203,6 +230,7 @@ pub fn wrap_in(
         }
     }
     let mut observation = None;
+    let mut kept = None;
     let mut pass_fds = Vec::new();
     let mut owned_fds = Vec::new();
     let argv = match backend {
@@ -255,6 +283,9 @@ pub fn wrap_in(
                 subreaper: request.die_with_parent,
                 observe: observation.is_some(),
             };
+            if spec.subreaper {
+                kept = Some(kept::KeptLaunch::default());
+            }
             landlock::argv(helper, &spec, request.command)
         }
     };
@@ -264,6 +295,7 @@ pub fn wrap_in(
         backend: backend.name(),
         plan,
         supervisor: None,
+        kept,
         observation,
         pass_fds,
         owned_fds,

@@ -126,3 +126,65 @@ pub fn exec_json(config: &Path, dir: &Path, tag: &str, command: &str) -> Value {
         )
     })
 }
+
+/// A `sleep` duration unique to this call (300 s and a bit), to find the
+/// processes a test's command left by their command line even after they
+/// dropped their environment (`env -i`).
+pub fn unique_sleep() -> String {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+    format!(
+        "300.{}{:04}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    )
+}
+
+/// Live `sleep <duration>` processes.
+pub fn sleeping(duration: &str) -> Vec<i32> {
+    let wanted = format!("sleep\0{duration}\0");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if std::fs::read(entry.path().join("cmdline")).is_ok_and(|c| c == wanted.as_bytes()) && !super::is_zombie(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Fails (after killing them) when `sleep <duration>` processes are still
+/// alive once a SIGKILL has had time to land.
+pub fn assert_none_sleeping(duration: &str, route: &str) {
+    let start = std::time::Instant::now();
+    while !sleeping(duration).is_empty() {
+        if start.elapsed() > Duration::from_secs(10) {
+            let left = sleeping(duration);
+            for pid in &left {
+                // SAFETY: kill takes plain integers; the pids were just read
+                // from /proc (a `sleep` with this test's unique duration).
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+            }
+            panic!("{route}: processes outlived their call: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Pids of processes whose command line contains `needle`.
+pub fn processes_with(needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmdline).contains(needle) && !super::is_zombie(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}

@@ -476,7 +476,7 @@ impl RemoteGroup for Remote {
 }
 
 /// A wait status in the shell's convention (128+N after signal N).
-fn shell_status(status: i32) -> i32 {
+pub(crate) fn shell_status(status: i32) -> i32 {
     if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
     } else if libc::WIFSIGNALED(status) {
