@@ -20,6 +20,10 @@ pub enum Denial {
     Connect {
         addr: String,
     },
+    /// A datagram sent to an address (`sendto`).
+    Send {
+        addr: String,
+    },
     /// A socket of a network family, refused before any address was named
     /// (the Landlock backend with network off).
     Socket {
@@ -37,6 +41,7 @@ impl Denial {
         match self {
             Denial::Write { path } => json!({"op": "write", "path": path}),
             Denial::Connect { addr } => json!({"op": "connect", "addr": addr}),
+            Denial::Send { addr } => json!({"op": "send", "addr": addr}),
             Denial::Socket { family } => json!({"op": "socket", "family": family}),
         }
     }
@@ -48,6 +53,7 @@ impl Denial {
                 format!("the sandbox refused a write to {path}: it is outside the writable roots or protected")
             }
             Denial::Connect { addr } => format!("the sandbox refused a network connection ({addr}): network is off"),
+            Denial::Send { addr } => format!("the sandbox refused a network send ({addr}): network is off"),
             Denial::Socket { family } => {
                 format!("the sandbox refused to open a network socket ({family}): network is off")
             }

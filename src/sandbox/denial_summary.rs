@@ -11,6 +11,7 @@ const NAMED_PER_KIND: usize = 3;
 enum Kind {
     Write,
     Connect,
+    Send,
     Socket,
 }
 
@@ -19,6 +20,7 @@ impl Kind {
         match denial {
             Denial::Write { path } => (Kind::Write, path),
             Denial::Connect { addr } => (Kind::Connect, addr),
+            Denial::Send { addr } => (Kind::Send, addr),
             Denial::Socket { family } => (Kind::Socket, family),
         }
     }
@@ -30,6 +32,8 @@ impl Kind {
             (Kind::Write, _) => "writes to",
             (Kind::Connect, 1) => "a network connection to",
             (Kind::Connect, _) => "network connections to",
+            (Kind::Send, 1) => "a network send to",
+            (Kind::Send, _) => "network sends to",
             (Kind::Socket, 1) => "a socket of family",
             (Kind::Socket, _) => "sockets of families",
         }
@@ -38,7 +42,7 @@ impl Kind {
     fn why(self) -> &'static str {
         match self {
             Kind::Write => "outside the writable roots, or protected",
-            Kind::Connect | Kind::Socket => "network is off",
+            Kind::Connect | Kind::Send | Kind::Socket => "network is off",
         }
     }
 }

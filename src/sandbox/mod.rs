@@ -122,6 +122,14 @@ impl Wrapped {
         if let Some(signal) = self.kept.as_ref().and_then(|k| k.state.helper_killed()) {
             notes.push(Note::HelperKilled { signal });
         }
+        if let Some(observation) = &self.observation {
+            notes.extend(
+                observation
+                    .unprotected_writes()
+                    .into_iter()
+                    .map(|path| Note::ProtectionNotEnforced { path }),
+            );
+        }
         notes
     }
 
@@ -144,6 +152,8 @@ impl Wrapped {
             } else {
                 self.plan.cwd.join(path)
             };
+            // Where the write would land: a symlink in a root may lead out.
+            let path = notify::target::landing(Path::new("/"), &path, true);
             self.plan.writable.iter().any(|root| path.starts_with(root))
                 && !self.plan.protected.iter().any(|pr| path.starts_with(&pr.path))
         };
@@ -200,6 +210,7 @@ pub fn wrap_in(
     let policy = notify::Policy {
         judge: notify::Judge::new(&plan, matches!(backend, Backend::Bwrap { .. })),
         network_off: !plan.network,
+        own_loopback: matches!(backend, Backend::Bwrap { .. }),
     };
     if let (Backend::Bwrap { path, .. }, Some(supervisors), true, true) =
         (backend, supervisors, config.supervisor, request.die_with_parent)

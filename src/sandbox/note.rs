@@ -12,12 +12,16 @@ pub enum Note {
     /// it): the exit status is the helper's, the command's process group
     /// was killed, and processes that had left it may still run.
     HelperKilled { signal: i32 },
+    /// A write under a protected path went through: this backend (Landlock)
+    /// cannot keep paths read-only inside a writable root.
+    ProtectionNotEnforced { path: String },
 }
 
 impl Note {
     pub fn to_value(&self) -> Value {
         match self {
             Note::HelperKilled { signal } => json!({"note": "helper_killed", "signal": signal_name(*signal)}),
+            Note::ProtectionNotEnforced { path } => json!({"note": "protection_not_enforced", "path": path}),
         }
     }
 
@@ -27,6 +31,9 @@ impl Note {
             Note::HelperKilled { signal } => format!(
                 "the sandbox's helper process was killed ({}) from outside before the command ended: the exit status is the helper's, not the command's; the command's process group was killed, but processes it moved out of the group (setsid) may still be running",
                 signal_name(*signal)
+            ),
+            Note::ProtectionNotEnforced { path } => format!(
+                "{path} is a protected path, but this sandbox backend (Landlock) cannot keep it read-only, so the write to it was not refused; tell the user"
             ),
         }
     }

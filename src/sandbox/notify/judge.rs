@@ -1,9 +1,9 @@
 //! Whether the sandbox's plan forbids a write at a path: outside every
 //! writable root, or under a protected path inside one. Only a path the
 //! plan forbids becomes a denial; the kernel has already decided the call
-//! itself (the judge only names it).
+//! itself (the judge only names it). A write under a protected path the
+//! backend cannot keep read-only (Landlock) is let through, and noted.
 
-use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 
 use crate::sandbox::plan::Plan;
@@ -17,36 +17,55 @@ const KERNEL_PATHS: &[&str] = &["/dev", "/proc"];
 pub struct Judge {
     writable: Vec<PathBuf>,
     protected: Vec<PathBuf>,
+    /// Whether the backend keeps the protected paths read-only (bubblewrap's
+    /// read-only binds); Landlock rules only grant, so it cannot.
+    enforces_protected: bool,
     private_tmp: bool,
 }
 
+/// What the plan says of a write at one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    /// Outside every writable root, or protected where the backend keeps
+    /// protected paths read-only.
+    Forbidden,
+    /// Under a protected path the backend cannot keep read-only: the write
+    /// goes through, and the result should say so.
+    Unprotected,
+}
+
 impl Judge {
-    /// The rules of `plan`, with its protected paths when the backend
-    /// enforces them (bubblewrap's read-only binds; Landlock rules only grant).
-    pub fn new(plan: &Plan, protects: bool) -> Judge {
+    /// The rules of `plan`; `enforces_protected`: whether the backend keeps
+    /// its protected paths read-only.
+    pub fn new(plan: &Plan, enforces_protected: bool) -> Judge {
         Judge {
             writable: plan.writable.clone(),
-            protected: match protects {
-                true => plan.protected.iter().map(|p| p.path.clone()).collect(),
-                false => Vec::new(),
-            },
+            protected: plan.protected.iter().map(|p| p.path.clone()).collect(),
+            enforces_protected,
             private_tmp: plan.private_tmp,
         }
     }
 
-    /// Whether the plan forbids writing `path` (absolute, as the command
-    /// sees it). A path that looks forbidden is checked once more with its
-    /// existing part resolved, so a symlink into a root is not blamed.
-    pub fn forbids(&self, path: &Path) -> bool {
+    /// What the plan says of a write at `path`: where the write lands, as
+    /// the command sees it (absolute, with its symlinks resolved: see
+    /// [`Target::landing`](super::target::Target::landing)).
+    pub fn verdict(&self, path: &Path) -> Verdict {
         let path = normalize(path);
-        self.forbids_lexically(&path) && resolve_existing(&path).is_none_or(|real| self.forbids_lexically(&real))
-    }
-
-    fn forbids_lexically(&self, path: &Path) -> bool {
         if KERNEL_PATHS.iter().any(|k| path.starts_with(k)) || (self.private_tmp && path.starts_with("/tmp")) {
-            return false;
+            return Verdict::Allowed;
         }
-        !self.writable.iter().any(|root| path.starts_with(root)) || self.protected.iter().any(|p| path.starts_with(p))
+        if !self.writable.iter().any(|root| path.starts_with(root)) {
+            return Verdict::Forbidden;
+        }
+        match (
+            self.protected.iter().any(|p| path.starts_with(p)),
+            self.enforces_protected,
+        ) {
+            (false, _) => Verdict::Allowed,
+            (true, true) => Verdict::Forbidden,
+            (true, false) => Verdict::Unprotected,
+        }
     }
 }
 
@@ -65,25 +84,12 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// `path` with its longest existing ancestor made canonical and the rest
-/// appended (`None` when nothing of it resolves).
-fn resolve_existing(path: &Path) -> Option<PathBuf> {
-    let mut rest: Vec<&OsStr> = Vec::new();
-    for ancestor in path.ancestors() {
-        if let Ok(real) = ancestor.canonicalize() {
-            return Some(rest.iter().rev().fold(real, |p, name| p.join(name)));
-        }
-        rest.push(ancestor.file_name()?);
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::sandbox::plan::Protected;
 
-    fn judge() -> Judge {
+    fn judge(enforces_protected: bool) -> Judge {
         Judge::new(
             &Plan {
                 cwd: PathBuf::from("/nonexistent-w"),
@@ -97,18 +103,29 @@ mod tests {
                 network: false,
                 private_tmp: false,
             },
-            true,
+            enforces_protected,
         )
     }
 
     #[test]
     fn outside_roots_and_protected_paths_are_forbidden_devices_are_not() {
-        let j = judge();
-        assert!(j.forbids(Path::new("/nonexistent-elsewhere/x")));
-        assert!(j.forbids(Path::new("/nonexistent-w/.git/hooks/pre-commit")));
-        assert!(j.forbids(Path::new("/nonexistent-w/sub/../../nonexistent-v/x")));
-        assert!(!j.forbids(Path::new("/nonexistent-w/src/main.rs")));
-        assert!(!j.forbids(Path::new("/dev/null")));
-        assert!(!j.forbids(Path::new("/proc/self/fd/1")));
+        let j = judge(true);
+        let verdict = |p: &str| j.verdict(Path::new(p));
+        assert_eq!(verdict("/nonexistent-elsewhere/x"), Verdict::Forbidden);
+        assert_eq!(verdict("/nonexistent-w/.git/hooks/pre-commit"), Verdict::Forbidden);
+        assert_eq!(verdict("/nonexistent-w/sub/../../nonexistent-v/x"), Verdict::Forbidden);
+        assert_eq!(verdict("/nonexistent-w/src/main.rs"), Verdict::Allowed);
+        assert_eq!(verdict("/dev/null"), Verdict::Allowed);
+        assert_eq!(verdict("/proc/self/fd/1"), Verdict::Allowed);
+    }
+
+    #[test]
+    fn a_protected_path_the_backend_cannot_keep_is_unprotected_not_forbidden() {
+        let j = judge(false);
+        assert_eq!(
+            j.verdict(Path::new("/nonexistent-w/.git/hooks/pre-commit")),
+            Verdict::Unprotected
+        );
+        assert_eq!(j.verdict(Path::new("/nonexistent-elsewhere/x")), Verdict::Forbidden);
     }
 }

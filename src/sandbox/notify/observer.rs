@@ -12,7 +12,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::calls::{self, Named, PathArg};
-use super::judge::Judge;
+use super::judge::{Judge, Verdict};
 use super::target::Target;
 use crate::sandbox::Denial;
 use crate::sandbox::supervisor::wire;
@@ -31,6 +31,10 @@ pub struct Policy {
     pub judge: Judge,
     /// Connections to an internet address are denials (network is off).
     pub network_off: bool,
+    /// The command has a network namespace of its own (bubblewrap): its
+    /// loopback is its own, so traffic to a loopback port something in the
+    /// sandbox has bound stays inside, and is no denial.
+    pub own_loopback: bool,
 }
 
 #[derive(Debug, Default)]
@@ -40,6 +44,8 @@ struct State {
     /// A listener was received: the denials are the handler's.
     listening: bool,
     denials: Vec<Denial>,
+    /// Writes let through to protected paths the backend cannot keep.
+    unprotected: Vec<String>,
 }
 
 /// What the handler thread shares with the command's result.
@@ -58,6 +64,13 @@ impl Watch {
         let mut state = self.lock();
         if state.denials.len() < MAX_DENIALS && !state.denials.contains(&denial) {
             state.denials.push(denial);
+        }
+    }
+
+    fn record_unprotected(&self, path: String) {
+        let mut state = self.lock();
+        if state.unprotected.len() < MAX_DENIALS && !state.unprotected.contains(&path) {
+            state.unprotected.push(path);
         }
     }
 }
@@ -151,6 +164,12 @@ impl Observation {
             .unwrap_or_else(PoisonError::into_inner);
         state.listening.then(|| state.denials.clone())
     }
+
+    /// The protected paths written because the backend cannot keep them
+    /// read-only (asked after [`Observation::denials`]).
+    pub fn unprotected_writes(&self) -> Vec<String> {
+        self.watch.lock().unprotected.clone()
+    }
 }
 
 fn spawn_thread(f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
@@ -239,16 +258,16 @@ fn examine(target: &Target<'_>, data: &libc::seccomp_data, policy: &Policy, watc
     let arg = |i: u8| data.args[i as usize];
     match calls::named(data.nr as i64) {
         Some(Named::Writes(paths)) => {
-            let forbidden: Vec<String> = paths
+            let verdicts: Vec<(Verdict, String)> = paths
                 .iter()
-                .filter_map(|p| resolve(target, p, &arg))
-                .filter(|p| policy.judge.forbids(p))
-                .map(|p| p.display().to_string())
+                .filter_map(|p| {
+                    let path = resolve(target, p, &arg)?;
+                    let landing = target.landing(&path, p.follows.follows(arg));
+                    Some((policy.judge.verdict(&landing), landing.display().to_string()))
+                })
                 .collect();
             if target.still_valid() {
-                forbidden
-                    .into_iter()
-                    .for_each(|path| watch.record(Denial::Write { path }));
+                verdicts.into_iter().for_each(|v| record(watch, v));
             }
             Answer::Continue
         }
@@ -260,22 +279,28 @@ fn examine(target: &Target<'_>, data: &libc::seccomp_data, policy: &Policy, watc
                 .map_or(0, u64::from_ne_bytes);
             if flags & super::filter::WRITE_FLAGS as u64 != 0
                 && let Some(p) = resolve(target, &path, &arg)
-                && policy.judge.forbids(&p)
-                && target.still_valid()
             {
-                watch.record(Denial::Write {
-                    path: p.display().to_string(),
-                });
+                let follows = calls::Follows::UnlessFlags(0).follows(|_| flags);
+                let landing = target.landing(&p, follows);
+                let verdict = policy.judge.verdict(&landing);
+                if target.still_valid() {
+                    record(watch, (verdict, landing.display().to_string()));
+                }
             }
             Answer::Continue
         }
-        Some(Named::Address { addr, len }) => {
+        Some(Named::Address { addr, len, send }) => {
             let len = (arg(len) as usize).min(128);
             if policy.network_off
-                && let Some(addr) = target.bytes(arg(addr), len).and_then(|b| calls::inet_address(&b))
+                && let Some((ip, port)) = target.bytes(arg(addr), len).and_then(|b| calls::inet_peer(&b))
+                && !(policy.own_loopback && calls::is_loopback(ip) && target.bound_inside(port))
                 && target.still_valid()
             {
-                watch.record(Denial::Connect { addr });
+                let addr = calls::peer_text(ip, port);
+                watch.record(match send {
+                    true => Denial::Send { addr },
+                    false => Denial::Connect { addr },
+                });
             }
             Answer::Continue
         }
@@ -289,13 +314,24 @@ fn examine(target: &Target<'_>, data: &libc::seccomp_data, policy: &Policy, watc
     }
 }
 
-/// The absolute path argument `p` names, as the target sees it.
+/// Records a write's verdict: a denial, or a note that protection was not
+/// in force.
+fn record(watch: &Watch, (verdict, path): (Verdict, String)) {
+    match verdict {
+        Verdict::Allowed => {}
+        Verdict::Forbidden => watch.record(Denial::Write { path }),
+        Verdict::Unprotected => watch.record_unprotected(path),
+    }
+}
+
+/// The absolute path argument `p` names, as the target sees it (before
+/// its symlinks are followed: see [`Target::landing`]).
 fn resolve(target: &Target<'_>, p: &PathArg, arg: &dyn Fn(u8) -> u64) -> Option<std::path::PathBuf> {
     let path = std::path::PathBuf::from(target.string(arg(p.path))?);
     if path.is_absolute() {
-        return Some(super::judge::normalize(&path));
+        return Some(path);
     }
     let dirfd = p.dirfd.map_or(libc::AT_FDCWD, |i| arg(i) as i32);
     let base = target.base_dir(dirfd)?;
-    Some(super::judge::normalize(&Path::new(&base).join(path)))
+    Some(Path::new(&base).join(path))
 }

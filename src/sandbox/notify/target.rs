@@ -7,7 +7,7 @@
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 
 /// The longest path read (the kernel's own limit).
 const PATH_MAX: usize = 4096;
@@ -91,4 +91,84 @@ impl Target<'_> {
         };
         std::fs::read_link(link).ok()
     }
+
+    /// Where a write at `path` (absolute, unresolved) lands, as the target
+    /// sees its file system: see [`landing`], through the target's own root
+    /// (`/proc/<pid>/root`, so in its mount namespace).
+    pub fn landing(&self, path: &Path, follow_last: bool) -> PathBuf {
+        landing(Path::new(&format!("/proc/{}/root", self.pid)), path, follow_last)
+    }
+}
+
+/// Where a write at `path` (absolute, unresolved) lands in the file system
+/// seen from `root`: every symlink on the way followed, the last
+/// component's only when `follow_last`; `..` after a symlink counts from
+/// where the link led, as the kernel does. What does not exist is taken as
+/// written. A path that loops resolves as far as it got.
+pub fn landing(root: &Path, path: &Path, follow_last: bool) -> PathBuf {
+    let mut todo: Vec<OsString> = components(path);
+    todo.reverse();
+    let mut out = PathBuf::from("/");
+    let mut links = 0;
+    let mut exists = true;
+    while let Some(name) = todo.pop() {
+        if name == ".." {
+            out.pop();
+            continue;
+        }
+        let next = out.join(&name);
+        let last = todo.is_empty();
+        if exists && (!last || follow_last) && links < MAX_LINKS {
+            let inside = root.join(next.strip_prefix("/").unwrap_or(&next));
+            match std::fs::read_link(&inside) {
+                Ok(target) => {
+                    links += 1;
+                    if target.is_absolute() {
+                        out = PathBuf::from("/");
+                    }
+                    todo.extend(components(&target).into_iter().rev());
+                    continue;
+                }
+                // Not a link: it exists (EINVAL) or it does not (then
+                // nothing below it can be a link either).
+                Err(e) => exists = e.raw_os_error() == Some(libc::EINVAL),
+            }
+        }
+        out = next;
+    }
+    out
+}
+
+impl Target<'_> {
+    /// Whether something in the target's network namespace has `port`
+    /// bound on a local address: a TCP socket listening on it, or any UDP
+    /// socket (from the target's `/proc/<pid>/net`, its own namespace's).
+    pub fn bound_inside(&self, port: u16) -> bool {
+        let hex = format!(":{port:04X}");
+        ["tcp", "tcp6", "udp", "udp6"].iter().any(|table| {
+            let Ok(text) = std::fs::read_to_string(format!("/proc/{}/net/{table}", self.pid)) else {
+                return false;
+            };
+            text.lines().skip(1).any(|line| {
+                let mut fields = line.split_whitespace().skip(1);
+                let local = fields.next().unwrap_or_default();
+                let state = fields.nth(1).unwrap_or_default();
+                local.ends_with(&hex) && (table.starts_with("udp") || state == "0A")
+            })
+        })
+    }
+}
+
+/// How many symlinks [`Target::landing`] follows (the kernel's own limit).
+const MAX_LINKS: usize = 40;
+
+/// The names of `path`, `.` dropped, `..` kept.
+fn components(path: &Path) -> Vec<OsString> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name.to_owned()),
+            Component::ParentDir => Some("..".into()),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
+        })
+        .collect()
 }

@@ -1,0 +1,193 @@
+//! What the model is told about the sandbox, case by case, through the
+//! `bash-mcp` binary on every route a command can take: each refusal is in
+//! `sandbox.denied` under the name of what was refused, nothing allowed is
+//! listed as refused, and a protection that was not in force says so.
+
+mod common;
+
+use std::path::Path;
+
+use common::sandboxes::*;
+use common::*;
+use serde_json::{Value, json};
+
+fn output_of(result: &Value) -> &str {
+    result["output"].as_str().unwrap_or_default()
+}
+
+fn denied(result: &Value) -> Vec<Value> {
+    result["sandbox"]["denied"].as_array().cloned().unwrap_or_default()
+}
+
+fn write_of(path: &Path) -> Value {
+    json!({"op": "write", "path": path.display().to_string()})
+}
+
+/// Whether `route` names denials from seccomp notification (a bwrap of its
+/// own per command reads them from the error text).
+fn notified(route: &str) -> bool {
+    !matches!(route, "bwrap-per-command" | "bwrap-fallback")
+}
+
+/// A symlink inside the writable root that leads out of it: the kernel
+/// refuses the write where it lands, and the result names the write.
+#[test]
+fn a_write_through_a_symlink_out_of_a_root_is_named() {
+    let dir = TempDir::new("sbx-told-link");
+    let root = dir.join("root");
+    let outside = dir.join("outside");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let outside = outside.canonicalize().unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
+    std::os::unix::fs::symlink(outside.join("dangling"), root.join("dl")).unwrap();
+    let tag = unique_tag("told-link");
+    for route in available_routes() {
+        let config = binary_config(&root, route, json!({}));
+        let result = exec_json(
+            &config,
+            &root,
+            &tag,
+            "echo x > out/f; echo rc=$?; echo y > dl; echo rc=$?",
+        );
+        assert_eq!(output_of(&result).matches("rc=2").count(), 2, "{route}: {result}");
+        assert!(
+            !outside.join("f").exists() && !outside.join("dangling").exists(),
+            "{route}"
+        );
+        let denied = denied(&result);
+        if notified(route) {
+            assert_eq!(
+                denied,
+                [write_of(&outside.join("f")), write_of(&outside.join("dangling"))],
+                "{route}: {result}"
+            );
+        } else {
+            // The error text names the path as the command wrote it.
+            assert_eq!(
+                denied,
+                [
+                    json!({"op": "write", "path": "out/f"}),
+                    json!({"op": "write", "path": "dl"})
+                ],
+                "{route}: {result}"
+            );
+        }
+        assert!(
+            result["sandbox_message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("refused writes"),
+            "{route}: {result}"
+        );
+    }
+    assert_no_survivors(&tag);
+}
+
+/// Sends a datagram to a UDP socket of its own on the sandbox's loopback
+/// (which stays inside), then to a loopback port nothing in the sandbox has
+/// bound and to an outside address (both refused by network off).
+const UDP_PROBE: &str = r#"
+import socket
+r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+r.bind(("127.0.0.1", 0))
+port = r.getsockname()[1]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.sendto(b"hi", ("127.0.0.1", port))
+print("got", r.recv(10).decode(), flush=True)
+for addr in [("127.0.0.1", OUTSIDE_PORT), ("192.0.2.1", 9)]:
+    try:
+        s.sendto(b"hi", addr)
+    except OSError as e:
+        print("refused", addr[0], e.errno, flush=True)
+"#;
+
+#[test]
+fn udp_to_the_sandboxs_own_loopback_is_no_denial_and_sends_out_are_named_as_sends() {
+    if !have_python() {
+        return;
+    }
+    let dir = TempDir::new("sbx-told-udp");
+    // A port the host has bound, so that nothing inside has it.
+    let host = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = host.local_addr().unwrap().port();
+    std::fs::write(dir.join("udp.py"), UDP_PROBE.replace("OUTSIDE_PORT", &port.to_string())).unwrap();
+    host.set_nonblocking(true).unwrap();
+    let tag = unique_tag("told-udp");
+    for route in available_routes() {
+        let config = binary_config(&dir, route, json!({"network": false}));
+        let result = exec_json(&config, &dir, &tag, "python3 udp.py 2>&1");
+        let mut buf = [0u8; 8];
+        assert!(host.recv(&mut buf).is_err(), "{route}: a datagram left the sandbox");
+        let denied = denied(&result);
+        match route {
+            // No network socket may exist at all: the first socket() is refused.
+            "landlock" => assert_eq!(
+                denied,
+                [json!({"op": "socket", "family": "AF_INET"})],
+                "{route}: {result}"
+            ),
+            _ => {
+                assert!(output_of(&result).contains("got hi"), "{route}: {result}");
+                if notified(route) {
+                    assert_eq!(
+                        denied,
+                        [
+                            json!({"op": "send", "addr": format!("127.0.0.1:{port}")}),
+                            json!({"op": "send", "addr": "192.0.2.1:9"}),
+                        ],
+                        "{route}: {result}"
+                    );
+                } else {
+                    // The error text names only the unreachable network.
+                    assert!(
+                        denied
+                            .iter()
+                            .all(|d| d["addr"] != format!("127.0.0.1:{port}") && d["op"] != "send"),
+                        "{route}: {result}"
+                    );
+                }
+            }
+        }
+    }
+    assert_no_survivors(&tag);
+}
+
+/// Landlock cannot keep a protected path read-only inside a writable root:
+/// the write goes through, and the result says that protection was not in
+/// force (bubblewrap refuses it and lists it, as the other tests check).
+#[test]
+fn a_landlock_write_to_a_protected_path_says_protection_was_not_in_force() {
+    let dir = TempDir::new("sbx-told-protected");
+    std::fs::create_dir_all(dir.join(".git/hooks")).unwrap();
+    let hook = dir.canonicalize().unwrap().join(".git/hooks/pre-commit");
+    let tag = unique_tag("told-protected");
+    for route in available_routes() {
+        let config = binary_config(&dir, route, json!({}));
+        let result = exec_json(&config, &dir, &tag, "echo x > .git/hooks/pre-commit; echo rc=$?");
+        match route {
+            "landlock" => {
+                assert!(output_of(&result).contains("rc=0"), "{result}");
+                assert_eq!(denied(&result), Vec::<Value>::new(), "{result}");
+                assert_eq!(
+                    result["sandbox"]["notes"],
+                    json!([{"note": "protection_not_enforced", "path": hook.display().to_string()}]),
+                    "{result}"
+                );
+                assert!(
+                    result["sandbox_message"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .contains("cannot keep it read-only"),
+                    "{result}"
+                );
+                std::fs::remove_file(&hook).unwrap();
+            }
+            _ => {
+                assert!(!hook.exists(), "{route}: {result}");
+                assert!(result["sandbox"].get("notes").is_none(), "{route}: {result}");
+            }
+        }
+    }
+    assert_no_survivors(&tag);
+}
