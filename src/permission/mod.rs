@@ -82,6 +82,11 @@ pub struct Part {
     /// not say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub directory: Option<String>,
+    /// The arguments that hold the output of commands (`$(...)`, backquotes, `<(...)`):
+    /// each argument's index in `args`, with the command words run to produce it
+    /// (`python3 <(curl x)` gives `(1, ["curl"])`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub substitutions: Vec<(usize, Vec<String>)>,
 }
 
 /// Why (part of) a command cannot be known from its text.

@@ -825,6 +825,12 @@ impl Walker {
 
     fn push_part(&mut self, argv: &[Arg], wrappers: &[String], writes: &[String]) {
         let args: Vec<String> = argv.iter().map(|a| a.text.clone()).collect();
+        let substitutions = argv
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| !a.inner.is_empty())
+            .map(|(i, a)| (i, a.inner.clone()))
+            .collect();
         self.parts.push(Part {
             command_word: args[0].clone(),
             normalized_text: args.join(" "),
@@ -832,6 +838,7 @@ impl Walker {
             wrappers: wrappers.to_vec(),
             writes: writes.to_vec(),
             directory: self.directory.clone(),
+            substitutions,
         });
     }
 
@@ -925,8 +932,33 @@ impl Walker {
                 } else {
                     self.opaque(reason, fed);
                 }
-                return;
+                // Still followed as if the expansion were one word, so that deny rules
+                // and the classifier see what it most likely runs (`sudo -u "$U" rm -rf /`).
             }
+            let unwrapped = match unwrapped {
+                // A wrapper given a word from an expansion (`sudo -u "$U" rm -rf /`,
+                // `find "$d" -delete`): opaque, and still followed as if each expansion
+                // were one word, so that deny rules and the classifier see what it most
+                // likely runs. Not for code a shell or `source` reads.
+                Unwrap::Opaque(reason) if argv[1..].iter().any(|a| !a.literal) && !runs_hidden_code(argv) => {
+                    let as_words: Vec<Arg> = argv
+                        .iter()
+                        .map(|a| Arg {
+                            literal: true,
+                            ..a.clone()
+                        })
+                        .collect();
+                    match unwrap(&as_words) {
+                        Unwrap::Opaque(_) | Unwrap::InputCode(_) | Unwrap::Stdin => Unwrap::Opaque(reason),
+                        then => {
+                            let fed = argv.iter().flat_map(|a| a.inner.clone()).collect();
+                            self.opaque(reason, fed);
+                            then
+                        }
+                    }
+                }
+                other => other,
+            };
             match unwrapped {
                 Unwrap::Command => {
                     self.push_part(argv, &wrappers, writes);
@@ -1023,7 +1055,28 @@ impl Walker {
                     }
                     return;
                 }
+                Unwrap::InputCode(reason) => {
+                    // The words read from standard input become code: the pipeline
+                    // before feeds it (`curl x | xargs sh -c`).
+                    let mut fed: Vec<String> = argv.iter().flat_map(|a| a.inner.clone()).collect();
+                    fed.extend(feeders.iter().cloned());
+                    self.opaque(reason, fed);
+                    // What it runs with no input words added is still found, for deny
+                    // rules and the classifier (`xargs find / -delete`).
+                    match super::wrappers::unwrap_unchecked(argv) {
+                        Unwrap::Inner { start, .. } => {
+                            wrappers.push(basename(&argv[0].text).to_owned());
+                            start_of_command += start;
+                        }
+                        _ => return,
+                    }
+                }
                 Unwrap::Opaque(reason) => {
+                    // `source f` and `. f` run the file's code: the part says which file
+                    // (deny rules and the classifier see it).
+                    if matches!(basename(&argv[0].text), "source" | ".") && argv.len() > 1 {
+                        self.push_part(argv, &wrappers, writes);
+                    }
                     let fed = argv.iter().flat_map(|a| a.inner.clone()).collect();
                     if runs_hidden_code(argv) {
                         self.hidden_code(reason, fed);

@@ -20,6 +20,10 @@ pub(crate) enum Unwrap {
     Multi(Vec<(usize, usize)>),
     /// Unknowable; the reason.
     Opaque(String),
+    /// Unknowable because words read from standard input become the command or its code
+    /// (`xargs sh -c`, `parallel` without a command); the reason. What feeds the input
+    /// feeds the code.
+    InputCode(String),
 }
 
 /// The basename of a command word (`/usr/bin/env` → `env`).

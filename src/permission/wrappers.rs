@@ -170,6 +170,13 @@ pub(crate) fn unwrap(args: &[Arg]) -> Unwrap {
     unwrap_with(args, Ctx { check: true })
 }
 
+/// What `args[0]` does with its arguments, without checking where words filled in
+/// from its input land (`xargs find` as if no words were added): what it runs at the
+/// least.
+pub(crate) fn unwrap_unchecked(args: &[Arg]) -> Unwrap {
+    unwrap_with(args, Ctx { check: false })
+}
+
 fn unwrap_with(args: &[Arg], ctx: Ctx) -> Unwrap {
     match unwrap_inner(args, ctx) {
         Ok(u) | Err(u) => u,
@@ -534,7 +541,7 @@ fn xargs(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
             None => Feed::Appended,
         };
         if let Some(reason) = feed_hazard(&args[p.first..], &feed, FEED_DEPTH) {
-            return Ok(Unwrap::Opaque(format!("`xargs` {reason}")));
+            return Ok(Unwrap::InputCode(format!("`xargs` {reason}")));
         }
     }
     Ok(inner(args, p.first, false))
@@ -586,7 +593,7 @@ fn parallel(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
         .position(|a| matches!(a.text.as_str(), ":::" | "::::" | ":::+" | "::::+"))
         .map_or(args.len(), |p| i + p);
     if end == i {
-        return Ok(Unwrap::Opaque(
+        return Ok(Unwrap::InputCode(
             "`parallel` without a command runs its inputs as commands".into(),
         ));
     }
@@ -608,7 +615,7 @@ fn parallel(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
             Feed::Appended
         };
         if let Some(reason) = feed_hazard(words, &feed, FEED_DEPTH) {
-            return Ok(Unwrap::Opaque(format!("`parallel` {reason}")));
+            return Ok(Unwrap::InputCode(format!("`parallel` {reason}")));
         }
     }
     // The words after `:::` are data appended to the command, like input words.
@@ -796,7 +803,9 @@ fn feed_hazard(args: &[Arg], feed: &Feed, depth: usize) -> Option<String> {
             }
             // Opaque here may be only for want of the words filled in later
             // (`parallel sh -c ::: CODE`), so it counts.
-            Unwrap::Opaque(reason) => return Some(format!("{what} to a command that is opaque: {reason}")),
+            Unwrap::Opaque(reason) | Unwrap::InputCode(reason) => {
+                return Some(format!("{what} to a command that is opaque: {reason}"));
+            }
         }
     }
     Some(format!("{what} to commands nested deeper than {depth} wrappers"))
