@@ -16,6 +16,7 @@ pub mod git;
 pub mod helper;
 pub mod kept;
 pub mod landlock;
+pub mod network;
 pub mod note;
 pub mod notify;
 pub mod plan;
