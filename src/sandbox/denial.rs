@@ -29,7 +29,22 @@ pub enum Denial {
     Socket {
         family: String,
     },
+    /// A connection through the sandbox's proxy that its network policy
+    /// refused, with the rule that did.
+    Host {
+        host: String,
+        port: u16,
+        rule: String,
+    },
+    /// A connection straight to an address, past the proxy, where the
+    /// network is open by name: only the proxy reaches out.
+    Direct {
+        addr: String,
+    },
 }
+
+/// The rule a [`Denial::Direct`] names.
+pub const DIRECT_RULE: &str = "no direct route: only the sandbox's proxy (HTTP_PROXY, HTTPS_PROXY) reaches the network";
 
 /// Where a result's denials come from.
 pub const FROM_NOTIFICATION: &str = "seccomp notification";
@@ -43,6 +58,8 @@ impl Denial {
             Denial::Connect { addr } => json!({"op": "connect", "addr": addr}),
             Denial::Send { addr } => json!({"op": "send", "addr": addr}),
             Denial::Socket { family } => json!({"op": "socket", "family": family}),
+            Denial::Host { host, port, rule } => json!({"op": "connect", "host": host, "port": port, "rule": rule}),
+            Denial::Direct { addr } => json!({"op": "connect", "addr": addr, "rule": DIRECT_RULE}),
         }
     }
 
@@ -57,6 +74,10 @@ impl Denial {
             Denial::Socket { family } => {
                 format!("the sandbox refused to open a network socket ({family}): network is off")
             }
+            Denial::Host { host, port, rule } => {
+                format!("the sandbox's proxy refused a connection to {host}:{port} ({rule})")
+            }
+            Denial::Direct { addr } => format!("the sandbox refused a connection to {addr} ({DIRECT_RULE})"),
         }
     }
 }

@@ -10,18 +10,22 @@ const NAMED_PER_KIND: usize = 3;
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
     Write,
+    Host,
+    Direct,
     Connect,
     Send,
     Socket,
 }
 
 impl Kind {
-    fn of(denial: &Denial) -> (Kind, &str) {
+    fn of(denial: &Denial) -> (Kind, String) {
         match denial {
-            Denial::Write { path } => (Kind::Write, path),
-            Denial::Connect { addr } => (Kind::Connect, addr),
-            Denial::Send { addr } => (Kind::Send, addr),
-            Denial::Socket { family } => (Kind::Socket, family),
+            Denial::Write { path } => (Kind::Write, path.clone()),
+            Denial::Connect { addr } => (Kind::Connect, addr.clone()),
+            Denial::Send { addr } => (Kind::Send, addr.clone()),
+            Denial::Socket { family } => (Kind::Socket, family.clone()),
+            Denial::Host { host, port, .. } => (Kind::Host, format!("{host}:{port}")),
+            Denial::Direct { addr } => (Kind::Direct, addr.clone()),
         }
     }
 
@@ -30,8 +34,10 @@ impl Kind {
         match (self, count) {
             (Kind::Write, 1) => "a write to",
             (Kind::Write, _) => "writes to",
-            (Kind::Connect, 1) => "a network connection to",
-            (Kind::Connect, _) => "network connections to",
+            (Kind::Connect, 1) | (Kind::Host, 1) => "a network connection to",
+            (Kind::Connect, _) | (Kind::Host, _) => "network connections to",
+            (Kind::Direct, 1) => "a direct connection to",
+            (Kind::Direct, _) => "direct connections to",
             (Kind::Send, 1) => "a network send to",
             (Kind::Send, _) => "network sends to",
             (Kind::Socket, 1) => "a socket of family",
@@ -39,10 +45,24 @@ impl Kind {
         }
     }
 
-    fn why(self) -> &'static str {
+    /// Why refusals of this kind were made; for the proxy's, the rules
+    /// that refused `denied`.
+    fn why(self, denied: &[Denial]) -> String {
         match self {
-            Kind::Write => "outside the writable roots, or protected",
-            Kind::Connect | Kind::Send | Kind::Socket => "network is off",
+            Kind::Write => "outside the writable roots, or protected".into(),
+            Kind::Connect | Kind::Send | Kind::Socket => "network is off".into(),
+            Kind::Direct => "only the sandbox's proxy reaches the network: use HTTP_PROXY/HTTPS_PROXY".into(),
+            Kind::Host => {
+                let mut rules: Vec<&str> = Vec::new();
+                for denial in denied {
+                    if let Denial::Host { rule, .. } = denial
+                        && !rules.contains(&rule.as_str())
+                    {
+                        rules.push(rule);
+                    }
+                }
+                format!("the network policy: {}", rules.join("; "))
+            }
         }
     }
 }
@@ -53,7 +73,7 @@ impl Kind {
 /// the rest are counted (every one is in the result's `sandbox.denied`).
 /// Empty when nothing was refused.
 pub fn summary(denied: &[Denial]) -> String {
-    let mut kinds: Vec<(Kind, Vec<&str>)> = Vec::new();
+    let mut kinds: Vec<(Kind, Vec<String>)> = Vec::new();
     for denial in denied {
         let (kind, object) = Kind::of(denial);
         match kinds.iter_mut().find(|(k, _)| *k == kind) {
@@ -64,7 +84,15 @@ pub fn summary(denied: &[Denial]) -> String {
     kinds.sort_by_key(|(kind, _)| *kind);
     let phrases: Vec<String> = kinds
         .iter()
-        .map(|(kind, objects)| format!("{} {} ({})", kind.noun(objects.len()), listed(objects), kind.why()))
+        .map(|(kind, objects)| {
+            let objects: Vec<&str> = objects.iter().map(String::as_str).collect();
+            format!(
+                "{} {} ({})",
+                kind.noun(objects.len()),
+                listed(&objects),
+                kind.why(denied)
+            )
+        })
         .collect();
     phrases.join("; ")
 }
@@ -124,6 +152,29 @@ mod tests {
         assert_eq!(
             summary(&[write("/a"), write("/b")]),
             "writes to /a and /b (outside the writable roots, or protected)"
+        );
+    }
+
+    #[test]
+    fn proxy_refusals_name_their_rules_and_direct_connections_the_proxy() {
+        let host = |host: &str, rule: &str| Denial::Host {
+            host: host.into(),
+            port: 443,
+            rule: rule.into(),
+        };
+        let denied = [
+            host("a.com", "not in network.allow"),
+            Denial::Direct {
+                addr: "151.101.0.223:443".into(),
+            },
+            host("b.com", "not in network.allow"),
+            host("localhost", "special-purpose address 127.0.0.1 (loopback)"),
+        ];
+        assert_eq!(
+            summary(&denied),
+            "network connections to a.com:443, b.com:443 and localhost:443 (the network policy: not in network.allow; \
+             special-purpose address 127.0.0.1 (loopback)); \
+             a direct connection to 151.101.0.223:443 (only the sandbox's proxy reaches the network: use HTTP_PROXY/HTTPS_PROXY)"
         );
     }
 }

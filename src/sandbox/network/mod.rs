@@ -3,6 +3,9 @@
 //! route out.
 
 pub mod address;
+pub mod http;
 pub mod policy;
+pub mod proxy;
 
 pub use policy::{Host, NetPolicy, Refusal};
+pub use proxy::Proxy;

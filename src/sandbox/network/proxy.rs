@@ -1,0 +1,426 @@
+//! The proxy a sandboxed command reaches the network through, run by the
+//! server on the host side: one per command (or session), serving the
+//! listener that command connects to, judging every request by its
+//! [`NetPolicy`], resolving names itself, and recording what it refused.
+//!
+//! Synchronous, a thread per connection: the accept loop's, one per
+//! connection while its head is read, the server reached and the bytes
+//! relayed, plus one for the second direction of the relay. At most
+//! [`MAX_CONNECTIONS`] are open at once per proxy; each holds two buffers
+//! of [`BUFFER`] bytes, so a proxy's memory stays bounded whatever its
+//! command does.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use super::http::{self, Answer, Request};
+use super::policy::{Host, NetPolicy, Refusal};
+use crate::sandbox::Denial;
+
+/// The most connections one proxy keeps open; past it, `503`.
+pub const MAX_CONNECTIONS: usize = 128;
+/// The relay's buffer, per direction of a connection.
+pub const BUFFER: usize = 32 * 1024;
+/// How long a client may take to send its request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long reaching one address of a server may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// The most refusals kept for one command (the result lists 20 denials).
+const MAX_REFUSALS: usize = 20;
+
+/// What every connection of one proxy shares.
+struct Shared {
+    policy: NetPolicy,
+    refusals: Mutex<Vec<Denial>>,
+    open: AtomicUsize,
+    stopped: AtomicBool,
+}
+
+impl Shared {
+    fn refuse(&self, host: &Host, port: u16, refusal: &Refusal) -> Answer {
+        let rule = refusal.rule();
+        tracing::info!(%host, port, %rule, "the sandbox's proxy refused a connection");
+        let denial = Denial::Host {
+            host: host.to_string(),
+            port,
+            rule: rule.clone(),
+        };
+        let mut refusals = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
+        if refusals.len() < MAX_REFUSALS && !refusals.contains(&denial) {
+            refusals.push(denial);
+        }
+        let mut answer = Answer::new(
+            403,
+            format!("the sandbox's network policy refused {host}:{port} ({rule})"),
+        );
+        answer.code = Some(refusal.code());
+        answer
+    }
+}
+
+/// A running proxy. Dropping it stops accepting; connections already open
+/// run on until their ends close.
+pub struct Proxy {
+    shared: Arc<Shared>,
+    listener: Arc<TcpListener>,
+    port: u16,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy").field("port", &self.port).finish()
+    }
+}
+
+impl Proxy {
+    /// Serves `listener` (a listening TCP socket: on the host's loopback,
+    /// or on a sandbox's own, from inside its network namespace) under
+    /// `policy`.
+    pub fn serve(listener: TcpListener, policy: NetPolicy) -> std::io::Result<Proxy> {
+        let port = listener.local_addr()?.port();
+        let shared = Arc::new(Shared {
+            policy,
+            refusals: Mutex::new(Vec::new()),
+            open: AtomicUsize::new(0),
+            stopped: AtomicBool::new(false),
+        });
+        let listener = Arc::new(listener);
+        let (s, l) = (shared.clone(), listener.clone());
+        std::thread::Builder::new()
+            .name("sandbox-proxy".into())
+            .stack_size(64 * 1024)
+            .spawn(move || accept_loop(&l, &s))?;
+        Ok(Proxy { shared, listener, port })
+    }
+
+    /// The port commands reach it on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The connections refused so far.
+    pub fn refusals(&self) -> Vec<Denial> {
+        self.shared
+            .refusals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// How many connections are open now.
+    pub fn open_connections(&self) -> usize {
+        self.shared.open.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.shared.stopped.store(true, Ordering::SeqCst);
+        // Wakes the accept loop: a shut-down listening socket fails accept.
+        // SAFETY: shutdown on a socket we hold open; no memory involved.
+        unsafe { libc::shutdown(std::os::fd::AsRawFd::as_raw_fd(&*self.listener), libc::SHUT_RDWR) };
+    }
+}
+
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+    loop {
+        let accepted = listener.accept();
+        if shared.stopped.load(Ordering::SeqCst) {
+            return;
+        }
+        let client = match accepted {
+            Ok((client, _)) => client,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::ECONNABORTED)) => continue,
+            Err(e) => {
+                // Out of fds or memory: the clients wait in the backlog meanwhile.
+                tracing::warn!("the sandbox's proxy could not accept a connection: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+        };
+        if shared.open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            shared.open.fetch_sub(1, Ordering::SeqCst);
+            let answer = Answer::new(
+                503,
+                format!("more than {MAX_CONNECTIONS} connections are open through the sandbox's proxy"),
+            );
+            let _ = (&client).write_all(&answer.to_bytes());
+            continue;
+        }
+        let s = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("sandbox-proxy-conn".into())
+            // Room for getaddrinfo and its NSS modules.
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                connection(client, &s);
+                s.open.fetch_sub(1, Ordering::SeqCst);
+            });
+        if let Err(e) = spawned {
+            shared.open.fetch_sub(1, Ordering::SeqCst);
+            tracing::warn!("the sandbox's proxy could not start a thread for a connection: {e}");
+        }
+    }
+}
+
+/// One client connection, from its request head to its end.
+fn connection(mut client: TcpStream, shared: &Shared) {
+    let _ = client.set_read_timeout(Some(HEAD_TIMEOUT));
+    let _ = client.set_nodelay(true);
+    let opened = http::read_head(&mut client)
+        .and_then(|(buf, len)| Ok((http::parse(&buf[..len])?, buf, len)))
+        .and_then(|(request, buf, len)| {
+            let (host, port) = request.host();
+            if let Err(refusal) = shared.policy.judge_host(host, port) {
+                return Err(shared.refuse(host, port, &refusal));
+            }
+            let upstream = reach(host, port, shared)?;
+            Ok((request, upstream, buf, len))
+        });
+    match opened {
+        Ok((request, upstream, buf, len)) => {
+            let _ = client.set_read_timeout(None);
+            let _ = upstream.set_nodelay(true);
+            let mut first = Vec::new();
+            match request {
+                Request::Tunnel { .. } => {
+                    if client
+                        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+                Request::Forward { head, .. } => first = head,
+            }
+            first.extend_from_slice(&buf[len..]);
+            relay(client, upstream, &first);
+        }
+        Err(answer) => answer_and_close(client, &answer),
+    }
+}
+
+/// Writes `answer`, then reads what the client still sends until it
+/// closes (briefly), so that closing does not reset the connection before
+/// the client has read the answer.
+fn answer_and_close(mut client: TcpStream, answer: &Answer) {
+    if client.write_all(&answer.to_bytes()).is_err() {
+        return;
+    }
+    let _ = client.shutdown(Shutdown::Write);
+    let _ = client.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut sink = [0u8; 4096];
+    let mut left: usize = 64 * 1024;
+    while left > 0 {
+        match client.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
+}
+
+/// Resolves `host` here, on the host side, and connects to the first
+/// address the policy allows. A refusal is recorded only when no address
+/// was allowed.
+fn reach(host: &Host, port: u16, shared: &Shared) -> Result<TcpStream, Answer> {
+    let addrs: Vec<SocketAddr> = match host {
+        Host::Ip(ip) => vec![SocketAddr::new(*ip, port)],
+        Host::Name(name) => match (name.as_str(), port).to_socket_addrs() {
+            Ok(addrs) => addrs.collect(),
+            Err(e) => return Err(Answer::new(502, format!("could not resolve {name} ({e})"))),
+        },
+    };
+    let mut refused = None;
+    let mut failed = None;
+    for addr in addrs {
+        if let Err(refusal) = shared.policy.judge_address(addr.ip(), port) {
+            refused.get_or_insert(refusal);
+            continue;
+        }
+        match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
+            Ok(stream) => {
+                tracing::debug!(%host, port, %addr, "the sandbox's proxy connected");
+                return Ok(stream);
+            }
+            Err(e) => failed = Some((addr, e)),
+        }
+    }
+    match (failed, refused) {
+        (Some((addr, e)), _) => Err(Answer::new(
+            502,
+            format!("could not connect to {host}:{port} at {addr} ({e})"),
+        )),
+        (None, Some(refusal)) => Err(shared.refuse(host, port, &refusal)),
+        (None, None) => Err(Answer::new(502, format!("{host} resolved to no address"))),
+    }
+}
+
+/// Copies bytes both ways until both directions have ended: `first` to
+/// the server, then whatever each side sends. An end of file is passed on
+/// as a half-close; an error ends both directions.
+fn relay(client: TcpStream, upstream: TcpStream, first: &[u8]) {
+    if (&upstream).write_all(first).is_err() {
+        return;
+    }
+    let (Ok(client_in), Ok(upstream_out)) = (client.try_clone(), upstream.try_clone()) else {
+        return;
+    };
+    let outbound = std::thread::Builder::new()
+        .name("sandbox-proxy-up".into())
+        .stack_size(64 * 1024)
+        .spawn(move || pipe(&client_in, &upstream_out));
+    let Ok(outbound) = outbound else { return };
+    pipe(&upstream, &client);
+    let _ = outbound.join();
+}
+
+/// Copies `from` to `to` until end of file (then half-closes `to`) or an
+/// error (then shuts both down, so the other direction ends too).
+fn pipe(from: &TcpStream, to: &TcpStream) {
+    let mut buf = vec![0u8; BUFFER];
+    loop {
+        let n = match (&*from).read(&mut buf) {
+            Ok(0) => {
+                let _ = to.shutdown(Shutdown::Write);
+                return;
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        if (&*to).write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = from.shutdown(Shutdown::Both);
+    let _ = to.shutdown(Shutdown::Both);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::BufRead;
+
+    /// A server on the host's loopback that answers each connection with
+    /// `reply` after reading one line.
+    fn origin(reply: &'static [u8]) -> (u16, std::thread::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let handle = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut line = String::new();
+            std::io::BufReader::new(&stream).read_line(&mut line).unwrap();
+            (&stream).write_all(reply).unwrap();
+        });
+        (port, handle)
+    }
+
+    fn proxy(allow: &[&str]) -> Proxy {
+        let policy = NetPolicy::new(allow, &[]).unwrap();
+        Proxy::serve(TcpListener::bind("127.0.0.1:0").unwrap(), policy).unwrap()
+    }
+
+    fn exchange(proxy: &Proxy, request: &str) -> String {
+        let mut stream = TcpStream::connect(("127.0.0.1", proxy.port())).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = stream.read_to_string(&mut out);
+        out
+    }
+
+    #[test]
+    fn an_unlisted_host_gets_a_403_naming_the_rule_and_is_recorded() {
+        let p = proxy(&["pypi.org"]);
+        let out = exchange(&p, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
+        assert!(
+            out.starts_with(
+                "HTTP/1.1 403 the sandbox's network policy refused example.com:443 (not in network.allow)\r\n"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("X-Proxy-Error: blocked-by-allowlist"), "{out}");
+        assert_eq!(
+            p.refusals(),
+            vec![Denial::Host {
+                host: "example.com".into(),
+                port: 443,
+                rule: "not in network.allow".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn an_allowed_name_that_resolves_to_loopback_is_refused_unless_listed_by_address() {
+        let (port, server) = origin(b"HTTP/1.0 200 OK\r\n\r\nfrom the host's loopback");
+        let p = proxy(&["localhost"]);
+        let out = exchange(&p, &format!("GET http://localhost:{port}/ HTTP/1.1\r\n\r\n"));
+        assert!(out.starts_with("HTTP/1.1 403 "), "{out}");
+        assert!(out.contains("special-purpose address"), "{out}");
+        assert!(!out.contains("from the host's loopback"), "{out}");
+        let listed = proxy(&["localhost", &format!("127.0.0.1:{port}")]);
+        let out = exchange(&listed, &format!("GET http://localhost:{port}/x HTTP/1.1\r\n\r\n"));
+        assert!(out.ends_with("from the host's loopback"), "{out}");
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_tunnel_relays_both_ways_after_its_200() {
+        let (port, server) = origin(b"pong\n");
+        let p = proxy(&[&format!("127.0.0.1:{port}")]);
+        let mut stream = TcpStream::connect(("127.0.0.1", p.port())).unwrap();
+        stream
+            .write_all(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\nping\n").as_bytes())
+            .unwrap();
+        let mut out = String::new();
+        stream.read_to_string(&mut out).unwrap();
+        assert_eq!(out, "HTTP/1.1 200 Connection established\r\n\r\npong\n");
+        server.join().unwrap();
+        assert!(p.refusals().is_empty());
+    }
+
+    #[test]
+    fn a_plain_request_reaches_its_server_in_origin_form() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut head = String::new();
+            let mut reader = std::io::BufReader::new(&stream);
+            while reader.read_line(&mut head).unwrap() > 2 {}
+            (&stream).write_all(b"HTTP/1.0 200 OK\r\n\r\nok").unwrap();
+            head
+        });
+        let p = proxy(&[&format!("127.0.0.1:{port}")]);
+        let out = exchange(
+            &p,
+            &format!("GET http://127.0.0.1:{port}/p?q HTTP/1.1\r\nProxy-Connection: keep-alive\r\n\r\n"),
+        );
+        assert!(out.ends_with("\r\n\r\nok"), "{out}");
+        let head = server.join().unwrap();
+        assert_eq!(
+            head,
+            format!("GET /p?q HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n")
+        );
+    }
+
+    #[test]
+    fn dropping_the_proxy_stops_its_listener() {
+        let p = proxy(&["*"]);
+        let port = p.port();
+        drop(p);
+        wait_refused(port);
+    }
+
+    /// Waits until nothing accepts on `port` any more (the accept loop has
+    /// closed its listener), within a hang guard.
+    pub(super) fn wait_refused(port: u16) {
+        let start = std::time::Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            assert!(start.elapsed() < Duration::from_secs(30), "port {port} still accepts");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
