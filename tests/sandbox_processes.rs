@@ -467,3 +467,100 @@ fn a_killed_host_leaves_no_escapee_on_any_route() {
     }
     assert_no_survivors(&tag);
 }
+
+/// Forks `sleep` processes until a fork fails or it has made CAP of them
+/// (the hang guard: a machine without a bound never sees more), then says
+/// how many it made.
+const FORK_PROBE: &str = r#"
+import os, sys
+cap, duration = int(sys.argv[1]), sys.argv[2]
+made = 0
+while made < cap:
+    try:
+        pid = os.fork()
+    except OSError as e:
+        print("fork failed after", made, "fork:", e, flush=True)
+        break
+    if pid == 0:
+        try:
+            os.execv("/bin/sleep", ["sleep", duration])
+        finally:
+            os._exit(1)
+    made += 1
+else:
+    print("no limit after", made, flush=True)
+"#;
+
+/// A command that forks without end stops at `sandbox.max_processes`
+/// where the machine lets the sandbox bound it (what `status` reports), the
+/// result says it hit the limit, and nothing it started survives.
+#[test]
+fn a_fork_bomb_stops_at_the_process_limit_and_the_result_names_it() {
+    if !have_python() {
+        return;
+    }
+    const LIMIT: u32 = 400;
+    let dir = TempDir::new("sbx-nproc");
+    std::fs::write(dir.join("fork.py"), FORK_PROBE).unwrap();
+    let tag = unique_tag("nproc");
+    let mut bounded_somewhere = false;
+    for route in available_routes() {
+        let server = sandboxed_server(&dir, route, json!({"max_processes": LIMIT}));
+        server
+            .configure(&json!({"tools": {"status": true}}).to_string())
+            .unwrap();
+        let status = call_tool(&server, "status", json!({}));
+        let limit = &status["sandbox"]["process_limit"];
+        assert_eq!(limit["max_processes"], LIMIT, "{route}: {status}");
+        let unbounded = limit["unbounded"].as_str().unwrap_or_default();
+        // A command in a bwrap of its own has no code of ours inside to set
+        // a bound: status says so, whether that is every command
+        // (supervisor off) or the fallback when the supervisor cannot start.
+        if route.starts_with("bwrap") {
+            assert!(unbounded.contains("a bwrap of their own"), "{route}: {status}");
+        }
+        let bound_by = match (limit["bound_by"].as_str(), route) {
+            (Some(bound_by), "bwrap" | "landlock") => bound_by,
+            _ => {
+                assert!(!unbounded.is_empty(), "{route}: an unbounded route says why: {status}");
+                skip(format_args!("{route}: no process limit here ({unbounded})"));
+                continue;
+            }
+        };
+        bounded_somewhere = true;
+        let config = binary_config(&dir, route, json!({"max_processes": LIMIT}));
+        let sleep = unique_sleep();
+        let result = exec_json(
+            &config,
+            &dir,
+            &tag,
+            &format!("python3 fork.py {} {sleep}; echo exit=$?", 3 * LIMIT),
+        );
+        let text = output_of(&result);
+        let made: u32 = text
+            .split_whitespace()
+            .skip_while(|w| *w != "after")
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{route}: {result}"));
+        assert!(text.contains("fork failed after") && made < LIMIT, "{route}: {result}");
+        assert!(made > LIMIT / 2, "{route}: far fewer than the limit: {result}");
+        assert_eq!(
+            result["sandbox"]["notes"],
+            json!([{"note": "process_limit", "max_processes": LIMIT, "bound_by": bound_by}]),
+            "{route}: {result}"
+        );
+        assert!(
+            result["sandbox_message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("limit of 400 processes"),
+            "{route}: {result}"
+        );
+        assert_none_sleeping(&sleep, route);
+    }
+    if !bounded_somewhere {
+        skip("no route bounds a command's processes on this machine");
+    }
+    assert_no_survivors(&tag);
+}

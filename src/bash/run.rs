@@ -217,12 +217,13 @@ fn outcome_of(mut raw: RawOutcome, sandbox: Option<Wrapped>, cwd: PathBuf, timeo
         None => Output::Merged(raw.stdout.render()),
     };
     let sandbox = sandbox.map(|wrapped| {
-        let (denied, denials_from) = wrapped.denials(&output.text());
+        let text = output.text();
+        let (denied, denials_from) = wrapped.denials(&text);
         SandboxReport {
             backend: wrapped.backend,
             denied,
             denials_from,
-            notes: wrapped.notes(),
+            notes: wrapped.notes(&text),
         }
     });
     tracing::debug!(?status, elapsed = ?raw.elapsed, output_bytes, "execute finished");

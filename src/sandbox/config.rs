@@ -100,6 +100,10 @@ pub struct SandboxConfig {
     /// Learn denials from seccomp user notification (precise) where the
     /// backend can, instead of from the command's error text only.
     pub notify_denials: bool,
+    /// The most processes (threads included) one command may run, where
+    /// the machine lets the sandbox bound it (see
+    /// [`limits`](super::limits)).
+    pub max_processes: u32,
 }
 
 impl Default for SandboxConfig {
@@ -116,6 +120,7 @@ impl Default for SandboxConfig {
             helper_path: None,
             supervisor: true,
             notify_denials: true,
+            max_processes: super::limits::DEFAULT_MAX_PROCESSES,
         }
     }
 }
@@ -133,6 +138,7 @@ pub const SANDBOX_KEYS: &[&str] = &[
     "helper_path",
     "supervisor",
     "notify_denials",
+    "max_processes",
 ];
 
 /// A configuration problem: what was wrong and what to do.
@@ -218,6 +224,24 @@ impl SandboxConfig {
             "helper_path" => self.helper_path = optional_path(key, value, base)?,
             "supervisor" => self.supervisor = boolean(key, value)?,
             "notify_denials" => self.notify_denials = boolean(key, value)?,
+            "max_processes" => {
+                use super::limits::{MAX_MAX_PROCESSES, MIN_MAX_PROCESSES};
+                self.max_processes = value
+                    .as_u64()
+                    .filter(|n| (u64::from(MIN_MAX_PROCESSES)..=u64::from(MAX_MAX_PROCESSES)).contains(n))
+                    .map(|n| n as u32)
+                    .ok_or_else(|| {
+                        problem(
+                            format!(
+                                "`sandbox.max_processes` must be a whole number from {MIN_MAX_PROCESSES} to {MAX_MAX_PROCESSES}, got {value}"
+                            ),
+                            format!(
+                                "the kernel's smallest pid_max makes {MIN_MAX_PROCESSES} the least; the default is {}",
+                                super::limits::DEFAULT_MAX_PROCESSES
+                            ),
+                        )
+                    })?
+            }
             other => {
                 return Err(problem(
                     format!("unknown configuration key `sandbox.{other}`"),
@@ -250,6 +274,7 @@ impl SandboxConfig {
             "helper_path": self.helper_path.as_ref().map(|p| p.display().to_string()),
             "supervisor": self.supervisor,
             "notify_denials": self.notify_denials,
+            "max_processes": self.max_processes,
         })
     }
 

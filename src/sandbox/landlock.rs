@@ -44,6 +44,10 @@ pub struct HelperSpec {
     /// [`LISTENER_FD`] before exec (see [`notify`](super::notify)).
     #[serde(default)]
     pub observe: bool,
+    /// The most processes the command may run, bounded as
+    /// [`limits`](super::limits) says (`None`: no bound is set).
+    #[serde(default)]
+    pub max_processes: Option<u32>,
 }
 
 /// The helper's fd for the socket it sends its listener on (its control
@@ -97,6 +101,13 @@ pub fn helper_main(args: &[OsString]) -> String {
     };
     if spec.subreaper {
         return super::reaper::run_as_keeper(&spec, &env, &command);
+    }
+    // A session shell has no keeper to remove a cgroup after it: only the
+    // user's process limit can bound it.
+    if let Some(max) = spec.max_processes
+        && !super::limits::is_root()
+    {
+        super::limits::limit_user_processes(max);
     }
     if let Err(e) = restrict(&spec, None) {
         return format!("bash-mcp sandbox: could not restrict the command: {e}");
@@ -400,6 +411,7 @@ mod tests {
             network: false,
             subreaper: true,
             observe: true,
+            max_processes: Some(400),
         };
         let argv = argv(
             std::path::Path::new("/bin/bash-mcp"),

@@ -16,6 +16,7 @@ pub mod git;
 pub mod helper;
 pub mod kept;
 pub mod landlock;
+pub mod limits;
 pub mod network;
 pub mod note;
 pub mod notify;
@@ -76,7 +77,9 @@ pub fn probe(config: &SandboxConfig) -> Arc<Probe> {
 pub fn status_value(config: &SandboxConfig, always: bool) -> Value {
     let mut value = json!({"config": config.to_value()});
     if always || config.is_on() {
-        value["probe"] = probe(config).to_value();
+        let probe = probe(config);
+        value["probe"] = probe.to_value();
+        value["process_limit"] = limits::status(config.max_processes, config.supervisor, probe.chosen.as_ref());
     }
     value
 }
@@ -103,6 +106,8 @@ pub struct Wrapped {
     pub pass_fds: Vec<std::os::fd::RawFd>,
     /// Keeps open the fds of `pass_fds` that nothing else owns.
     pub owned_fds: Vec<Arc<std::os::fd::OwnedFd>>,
+    /// The process limit in force for the command, and what bounds it.
+    pub process_limit: Option<(u32, limits::Bound)>,
 }
 
 impl Wrapped {
@@ -117,9 +122,17 @@ impl Wrapped {
     }
 
     /// What the result should say about how the sandbox held, once the
-    /// command has ended.
-    pub fn notes(&self) -> Vec<Note> {
+    /// command has ended with `output`.
+    pub fn notes(&self, output: &str) -> Vec<Note> {
         let mut notes = Vec::new();
+        if let Some((max, bound)) = self.process_limit
+            && limits::fork_failed(output)
+        {
+            notes.push(Note::ProcessLimit {
+                max,
+                bound_by: bound.name(),
+            });
+        }
         if let Some(signal) = self.kept.as_ref().and_then(|k| k.state.helper_killed()) {
             notes.push(Note::HelperKilled { signal });
         }
@@ -217,7 +230,7 @@ pub fn wrap_in(
         (backend, supervisors, config.supervisor, request.die_with_parent)
         && let Some(helper) = helper::find(config.helper_path.as_deref())
     {
-        match supervisors.get(path, &helper, &plan, observe) {
+        match supervisors.get(path, &helper, &plan, observe, config.max_processes) {
             Ok(supervisor) => {
                 let observation = Arc::new(notify::Observation::new());
                 return Ok(Some(Wrapped {
@@ -236,6 +249,8 @@ pub fn wrap_in(
                     observation: Some(observation),
                     pass_fds: Vec::new(),
                     owned_fds: Vec::new(),
+                    process_limit: limits::pid_max_per_namespace()
+                        .then_some((config.max_processes, limits::Bound::PidNamespace)),
                 }));
             }
             Err(e) => tracing::warn!("{e}; this command gets a bwrap of its own"),
@@ -294,6 +309,7 @@ pub fn wrap_in(
                 network: plan.network,
                 subreaper: request.die_with_parent,
                 observe: observation.is_some(),
+                max_processes: Some(config.max_processes),
             };
             if spec.subreaper {
                 kept = Some(kept::KeptLaunch::default());
@@ -311,5 +327,11 @@ pub fn wrap_in(
         observation,
         pass_fds,
         owned_fds,
+        process_limit: match backend {
+            Backend::Landlock { .. } if request.die_with_parent => {
+                limits::landlock_bound().ok().map(|b| (config.max_processes, b))
+            }
+            _ => None,
+        },
     }))
 }

@@ -15,6 +15,8 @@ pub enum Note {
     /// A write under a protected path went through: this backend (Landlock)
     /// cannot keep paths read-only inside a writable root.
     ProtectionNotEnforced { path: String },
+    /// A fork failed because the command reached its process limit.
+    ProcessLimit { max: u32, bound_by: &'static str },
 }
 
 impl Note {
@@ -22,6 +24,9 @@ impl Note {
         match self {
             Note::HelperKilled { signal } => json!({"note": "helper_killed", "signal": signal_name(*signal)}),
             Note::ProtectionNotEnforced { path } => json!({"note": "protection_not_enforced", "path": path}),
+            Note::ProcessLimit { max, bound_by } => {
+                json!({"note": "process_limit", "max_processes": max, "bound_by": bound_by})
+            }
         }
     }
 
@@ -31,6 +36,9 @@ impl Note {
             Note::HelperKilled { signal } => format!(
                 "the sandbox's helper process was killed ({}) from outside before the command ended: the exit status is the helper's, not the command's; the command's process group was killed, but processes it moved out of the group (setsid) may still be running",
                 signal_name(*signal)
+            ),
+            Note::ProcessLimit { max, bound_by } => format!(
+                "the command reached the sandbox's limit of {max} processes ({bound_by}), so a fork failed; run fewer at once, or ask the user to raise `sandbox.max_processes`"
             ),
             Note::ProtectionNotEnforced { path } => format!(
                 "{path} is a protected path, but this sandbox backend (Landlock) cannot keep it read-only, so the write to it was not refused; tell the user"

@@ -210,6 +210,7 @@ fn check_landlock(configured: Option<&Path>) -> Check {
         network: false,
         subreaper: false,
         observe: false,
+        max_processes: None,
     })
     .expect("spec serializes");
     let out = Command::new(&helper)

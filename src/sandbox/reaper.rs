@@ -22,6 +22,7 @@ use std::ffi::CString;
 use std::io::Write;
 
 use super::landlock::{self, HELPER_FAILED, HelperSpec};
+use super::limits::CommandCgroup;
 use super::supervisor::wire;
 
 /// The helper's end of its control socket with the host.
@@ -46,6 +47,7 @@ pub fn run_as_keeper(spec: &HelperSpec, env: &[CString], command: &[CString]) ->
     };
     // SAFETY: getpid cannot fail.
     let keeper = unsafe { libc::getpid() };
+    let cgroup = spec.max_processes.and_then(CommandCgroup::create);
     // SAFETY: this process is single-threaded (the helper runs nothing
     // else), so the child may run any code before exec.
     let pid = unsafe { libc::fork() };
@@ -53,12 +55,26 @@ pub fn run_as_keeper(spec: &HelperSpec, env: &[CString], command: &[CString]) ->
         return format!("bash-mcp sandbox: fork: {}", std::io::Error::last_os_error());
     }
     if pid == 0 {
+        bound(spec, cgroup.as_ref());
         child(spec, env, command, &old, keeper);
     }
     // The listener's socket is the child's to use and close.
     // SAFETY: closes an fd of this process only (EBADF when there is none).
     unsafe { libc::close(landlock::LISTENER_FD) };
-    keep(pid)
+    keep(pid, cgroup.as_ref())
+}
+
+/// Bounds the command's processes (in the child, before it restricts
+/// itself): into the cgroup made for it, else under the user's limit (not
+/// for root, whom the kernel exempts from it).
+fn bound(spec: &HelperSpec, cgroup: Option<&CommandCgroup>) {
+    let Some(max) = spec.max_processes else { return };
+    if cgroup.is_some_and(|c| c.join().is_ok()) {
+        return;
+    }
+    if !super::limits::is_root() {
+        super::limits::limit_user_processes(max);
+    }
 }
 
 /// The command's side of the fork: no control socket, the restrictions,
@@ -101,7 +117,7 @@ fn child(spec: &HelperSpec, env: &[CString], command: &[CString], mask: &libc::s
 /// The keeper's loop until the shell `pid` has exited: reaps orphans,
 /// passes the host's signals on, and ends everything when the host goes.
 /// Reports the shell's status on the control socket, then exits as it did.
-fn keep(pid: libc::pid_t) -> ! {
+fn keep(pid: libc::pid_t, cgroup: Option<&CommandCgroup>) -> ! {
     // SAFETY: a signalfd for SIGCHLD, which is blocked (so it queues there).
     let sigfd = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -130,6 +146,9 @@ fn keep(pid: libc::pid_t) -> ! {
             drain(sigfd);
             if let Some(status) = reap_until(pid) {
                 kill_descendants();
+                if let Some(cgroup) = cgroup {
+                    cgroup.remove();
+                }
                 let _ = wire::send_message(CONTROL_FD, wire::EXITED, status);
                 exit_like(status);
             }
@@ -148,6 +167,9 @@ fn keep(pid: libc::pid_t) -> ! {
                 // The host is gone or gave up on the call: nothing may stay.
                 Ok(None) | Err(_) => {
                     kill_descendants();
+                    if let Some(cgroup) = cgroup {
+                        cgroup.remove();
+                    }
                     // SAFETY: ends the helper; everything it kept is gone.
                     unsafe { libc::_exit(0) };
                 }

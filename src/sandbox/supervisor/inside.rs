@@ -52,6 +52,9 @@ pub const OBSERVE_NETWORK_ARG: &str = "--observe-network";
 /// when its request comes.
 pub const BOUND_ARG: &str = "--bound";
 
+/// The argument before the most processes each command may run.
+pub const MAX_PROCESSES_ARG: &str = "--max-processes";
+
 /// The control socket's fd in the supervisor.
 pub const CONTROL_FD: RawFd = 3;
 
@@ -72,6 +75,9 @@ struct Args {
     observe: Option<Vec<libc::sock_filter>>,
     /// The paths that must still be mounts when a request comes.
     bound: Vec<CString>,
+    /// The `pid_max` of each command's PID namespace (its most processes,
+    /// plus the init and pid 0), where the kernel has one per namespace.
+    pid_max: Option<u32>,
 }
 
 /// Runs the supervisor: returns only on failure to set up, with a message
@@ -94,6 +100,7 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
     let mut parsed = Args {
         observe: None,
         bound: Vec::new(),
+        pid_max: None,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -101,6 +108,10 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
             Some(OBSERVE_ARG) => parsed.observe = Some(filter::program(filter::WRITES)),
             Some(OBSERVE_NETWORK_ARG) => {
                 parsed.observe = Some(filter::program(&[filter::WRITES, filter::CONNECTS].concat()))
+            }
+            Some(MAX_PROCESSES_ARG) => {
+                let n = args.next().and_then(|n| n.to_str()?.parse::<u32>().ok());
+                parsed.pid_max = Some(n.ok_or("--max-processes needs a number")?.saturating_add(2));
             }
             Some(BOUND_ARG) => {
                 let path = args.next().ok_or("--bound needs a path")?;
@@ -378,7 +389,9 @@ fn init(taken: OwnedFd, sigfd: RawFd, args: &Args) -> ! {
     // PID namespace of bwrap ends with it too).
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
     // Failures here are reported to the request this init gets.
-    let prepared = mount_proc().and_then(|()| settle()).and_then(|()| Stack::new());
+    let prepared = mount_proc(args.pid_max)
+        .and_then(|()| settle())
+        .and_then(|()| Stack::new());
     let mut buf = [0u8; 16];
     let received = loop {
         match wire::recv_with_fds(CONTROL_FD, &mut buf) {
@@ -480,8 +493,10 @@ fn fail(sock: RawFd, errno: i32) -> ! {
 }
 
 /// A procfs for this PID namespace (the command sees its own processes,
-/// and `/proc/$$` is its shell), with bubblewrap's read-only covers.
-fn mount_proc() -> Result<(), i32> {
+/// and `/proc/$$` is its shell), with bubblewrap's read-only covers; and,
+/// before they go on, the namespace's `pid_max` (Linux 6.14 and later: on
+/// older kernels the write fails and the namespace shares the host's).
+fn mount_proc(pid_max: Option<u32>) -> Result<(), i32> {
     // SAFETY: mount calls with NUL-terminated constant paths.
     unsafe {
         let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
@@ -494,6 +509,9 @@ fn mount_proc() -> Result<(), i32> {
         ) != 0
         {
             return Err(last_errno());
+        }
+        if let Some(pid_max) = pid_max {
+            set_pid_max(pid_max);
         }
         for path in PROC_COVERS {
             if libc::mount(
@@ -516,6 +534,33 @@ fn mount_proc() -> Result<(), i32> {
         }
     }
     Ok(())
+}
+
+/// Writes this PID namespace's `pid_max` (best effort: see [`mount_proc`]).
+fn set_pid_max(pid_max: u32) {
+    let mut digits = [0u8; 12];
+    let text = {
+        let mut n = pid_max;
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        &digits[at..]
+    };
+    // SAFETY: open, write and close on a NUL-terminated constant path and
+    // a live buffer of the length given.
+    unsafe {
+        let fd = libc::open(c"/proc/sys/kernel/pid_max".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd >= 0 {
+            libc::write(fd, text.as_ptr().cast(), text.len());
+            libc::close(fd);
+        }
+    }
 }
 
 /// What the init's command inherits, set once before its request arrives:

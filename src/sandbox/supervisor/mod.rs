@@ -62,8 +62,9 @@ impl Supervisors {
         helper: &Path,
         plan: &Plan,
         observe: bool,
+        max_processes: u32,
     ) -> io::Result<Arc<Supervisor>> {
-        let argv = supervisor_argv(bwrap_path, helper, plan, observe);
+        let argv = supervisor_argv(bwrap_path, helper, plan, observe, max_processes);
         let supervisor = {
             let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
             match pool.iter().position(|s| s.argv == argv) {
@@ -119,8 +120,9 @@ impl Supervisors {
 /// The bwrap command line of a supervisor: the plan's sandbox, with the
 /// capabilities the supervisor needs inside its user namespace (commands
 /// get none), running `<helper> __sandbox-supervise`, with `--observe` or
-/// `--observe-network` when its inits install the observing filter.
-fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, observe: bool) -> Vec<CString> {
+/// `--observe-network` when its inits install the observing filter, and
+/// the most processes each command may run.
+fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, observe: bool, max_processes: u32) -> Vec<CString> {
     let mut plan = plan.clone();
     // One supervisor serves every working dir (each request names its own),
     // unless a private /tmp has to keep the working dir visible above it.
@@ -139,6 +141,8 @@ fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, observe: bool)
         };
         command.push(CString::new(arg).expect("no NUL"));
     }
+    command.push(CString::new(inside::MAX_PROCESSES_ARG).expect("no NUL"));
+    command.push(CString::new(max_processes.to_string()).expect("digits"));
     for path in bwrap::bound_paths(&plan) {
         command.push(CString::new(inside::BOUND_ARG).expect("no NUL"));
         command.push(CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default());
