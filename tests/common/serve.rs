@@ -110,11 +110,6 @@ impl Serve {
         self.call("execute", json!({"command": command}))
     }
 
-    /// The server's process id.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
     /// Closes stdin and waits for the server to exit.
     pub fn stop(mut self) {
         drop(self.stdin.take());
@@ -122,8 +117,9 @@ impl Serve {
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 assert!(
-                    status.success() || status.code().is_some(),
-                    "server ended with {status}"
+                    status.success(),
+                    "the server ended with {status} after its stdin closed; its log:\n{}",
+                    std::fs::read_to_string(&self.log).unwrap_or_default()
                 );
                 return;
             }
