@@ -52,7 +52,7 @@ impl Server {
 
     /// [`Server::start`] with extra environment variables (`None` removes one).
     fn start_with(name: &str, env: &[(&str, Option<&str>)]) -> Self {
-        Self::spawn(name, |command, dir| {
+        Self::spawn(name, json!({}), |command, dir| {
             // A runtime directory of its own, which must not matter.
             command.env("XDG_RUNTIME_DIR", dir.join("run"));
             for (key, value) in env {
@@ -64,14 +64,19 @@ impl Server {
         })
     }
 
-    /// A server started as `setup` prepares its command (given the server's directory).
-    fn spawn(name: &str, setup: impl FnOnce(&mut Command, &Path)) -> Self {
+    /// A server with `extra` configuration keys, started as `setup`
+    /// prepares its command (given the server's directory).
+    fn spawn(name: &str, extra: Value, setup: impl FnOnce(&mut Command, &Path)) -> Self {
         let dir = TempDir::new(name);
         std::fs::DirBuilder::new().mode(0o700).create(dir.join("run")).unwrap();
-        let config = dir.config(&json!({
+        let mut config = json!({
             "sessions": {"enabled": true},
             "audit": {"path": dir.join("audit.jsonl")},
-        }));
+        });
+        for (key, value) in extra.as_object().unwrap() {
+            config[key] = value.clone();
+        }
+        let config = dir.config(&config);
         let log = std::fs::File::create(dir.join("server.log")).unwrap();
         std::fs::create_dir(dir.join("work")).unwrap();
         let mut command = Command::new(BIN);
@@ -139,6 +144,14 @@ impl Server {
         self.next_id += 1;
         self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}}));
         id
+    }
+
+    /// Calls a tool; returns its `structuredContent`.
+    fn tool_structured(&mut self, name: &str, args: Value) -> Value {
+        let id = self.begin_tool(name, args);
+        let reply = self.reply(id);
+        self.seen_by_model.push_str(&reply.to_string());
+        reply["result"]["structuredContent"].clone()
     }
 
     /// The result of the call sent as `id`.
@@ -667,7 +680,7 @@ fn a_server_started_with_a_clients_few_variables_is_found_from_a_full_terminal()
     let tag = unique_tag("attach-env");
     // What the Python SDK passes to a server it starts: these six and no
     // other (no XDG_RUNTIME_DIR); a TMPDIR of its own besides.
-    let mut server = Server::spawn("attach-env", |command, dir| {
+    let mut server = Server::spawn("attach-env", json!({}), |command, dir| {
         command.env_clear();
         for key in ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"] {
             if let Some(value) = std::env::var_os(key) {
@@ -889,5 +902,282 @@ fn a_visible_session_opens_a_terminal_window_or_says_why_not() {
         "{args:?}"
     );
     server.stop();
+    assert_no_survivors(&tag);
+}
+
+/// The sandboxes a server can run its commands in, as `sandbox` keys:
+/// bubblewrap through the supervisor (its commands observed by seccomp
+/// notification), bubblewrap with a bwrap per command (not observed), and
+/// Landlock + seccomp through the helper, observed and not.
+fn sandboxes() -> Vec<(&'static str, Value)> {
+    let all = [
+        ("bwrap", json!({"backend": "bwrap"})),
+        ("bwrap-per-command", json!({"backend": "bwrap", "supervisor": false})),
+        ("landlock", json!({"backend": "landlock"})),
+        (
+            "landlock-unobserved",
+            json!({"backend": "landlock", "notify_denials": false}),
+        ),
+    ];
+    all.into_iter()
+        .map(|(name, mut keys)| {
+            keys["mode"] = "workspace-write".into();
+            keys["helper_path"] = BIN.into();
+            (name, keys)
+        })
+        .filter(|(name, keys)| {
+            let config = bash_mcp::sandbox::SandboxConfig::default()
+                .apply(keys, Path::new("/"))
+                .unwrap();
+            sandbox_works(&config, name)
+        })
+        .collect()
+}
+
+/// Connects to the socket at `$2`, asks to attach to session `$3` and types
+/// `touch $4` into it, then prints what came back (or why the connection
+/// failed), on one line starting with `PROBE $1`.
+const PROBE: &str = r#"
+use IO::Socket::UNIX;
+my ($name, $path, $id, $marker) = @ARGV;
+$SIG{PIPE} = 'IGNORE';
+$SIG{ALRM} = sub { print "PROBE $name answer: [still connected after 20 s]\n"; exit 0 };
+alarm 20;
+my $s = IO::Socket::UNIX->new(Peer => $path) or do { print "PROBE $name connect-failed: $!\n"; exit 0 };
+print $s pack("aN/a*", "A", qq({"session":"$id","read_only":false}));
+print $s pack("aN/a*", "I", "touch $marker\r");
+$s->flush;
+my $answer = "";
+while (sysread($s, my $chunk, 4096)) { $answer .= $chunk }
+$answer =~ s/[^[:print:]]/./g;
+print "PROBE $name answer: $answer\n";
+"#;
+
+#[test]
+fn no_sandboxed_command_reaches_an_attach_socket() {
+    if !Command::new("perl").arg("-e1").status().is_ok_and(|s| s.success()) {
+        assert!(std::env::var_os("CI").is_none(), "perl must be installed in CI");
+        common::skip_missing("perl");
+        return;
+    }
+    let tag = unique_tag("attach-sbx");
+    // A server that runs its commands unsandboxed, with a session.
+    let mut host = Server::start("attach-sbx-host");
+    let (host_id, _) = host.start_session(&tag);
+    let host_socket = host.sockets().pop().expect("the unsandboxed server's socket");
+    let host_marker = host.dir.join("work/typed-by-a-sandbox");
+    for (name, sandbox) in sandboxes() {
+        let mut server = Server::spawn("attach-sbx", json!({"sandbox": sandbox}), |_, _| {});
+        let (own_id, _) = server.start_session(&tag);
+        let own_socket = server.sockets().pop().expect("the sandboxed server's socket");
+        let own_marker = server.dir.join("work/typed-by-a-sandbox");
+        // A path to each socket that the command can see: as if it had
+        // leaked (a hard link in its working directory).
+        let work = server.dir.join("work");
+        let linked = std::fs::hard_link(&host_socket, work.join("host.sock")).is_ok()
+            && std::fs::hard_link(&own_socket, work.join("own.sock")).is_ok();
+        if !linked {
+            common::skip(format!(
+                "{name}: the attach sockets cannot be linked beside the test's files"
+            ));
+        }
+        std::fs::write(work.join("probe.pl"), PROBE).unwrap();
+        let mut targets = vec![
+            ("host", host_socket.clone(), &host_id, &host_marker),
+            ("own", own_socket.clone(), &own_id, &own_marker),
+        ];
+        if linked {
+            targets.push(("host-link", work.join("host.sock"), &host_id, &host_marker));
+            targets.push(("own-link", work.join("own.sock"), &own_id, &own_marker));
+        }
+        let mut script = String::new();
+        for (probe, socket, id, marker) in &targets {
+            script.push_str(&format!(
+                "perl probe.pl {probe} '{}' {id} '{}'\n",
+                socket.display(),
+                marker.display()
+            ));
+        }
+        // The attack as a model would make it: `bash-mcp attach` with a
+        // terminal of its own, typing a command.
+        for (who, id, marker) in [("host", &host_id, &host_marker), ("own", &own_id, &own_marker)] {
+            script.push_str(&format!(
+                "printf 'touch {}\\r' | script -qec \"'{BIN}' attach {id}\" /dev/null > attach-{who}.out 2>&1; echo \"ATTACH {who} exit $?: $(tr -cd '[:print:]' < attach-{who}.out)\"\n",
+                marker.display()
+            ));
+        }
+        let r = server.tool_structured("execute", json!({"command": script, "timeout_seconds": 60}));
+        let output = r["output"].as_str().unwrap_or_default().to_owned();
+        let line = |prefix: &str| {
+            output
+                .lines()
+                .find(|l| l.starts_with(prefix))
+                .unwrap_or_else(|| panic!("{name}: no {prefix:?} line:\n{r}"))
+                .to_owned()
+        };
+        for (probe, socket, ..) in &targets {
+            let line = line(&format!("PROBE {probe} "));
+            let observed = matches!(name, "bwrap" | "landlock");
+            let hidden = name.starts_with("bwrap");
+            let leaked = probe.ends_with("-link");
+            if leaked || !(observed || hidden) {
+                // The path reaches the socket: the server refuses the peer.
+                assert!(
+                    line.contains("answer: E") && line.contains("refused:") && line.contains("sandbox"),
+                    "{name}: {line}"
+                );
+            } else {
+                // The handler refuses the connection, or the directory is hidden.
+                assert!(line.contains("connect-failed"), "{name}: {line}");
+            }
+            if observed && !leaked {
+                let denied = json!({"op": "connect", "path": socket.display().to_string()});
+                assert!(
+                    r["sandbox"]["denied"].as_array().is_some_and(|d| d.contains(&denied)),
+                    "{name}: {denied} is not named:\n{r}"
+                );
+            }
+        }
+        for who in ["host", "own"] {
+            let line = line(&format!("ATTACH {who} "));
+            assert!(
+                !line.contains("exit 0") && !line.contains("[attached to"),
+                "{name}: {line}"
+            );
+        }
+        // A session of the sandboxed server lives in its sandbox too.
+        let r = server.tool(
+            "session_run",
+            json!({"session_id": own_id, "command": format!("perl probe.pl session '{}' {host_id} '{}'", host_socket.display(), host_marker.display())}),
+        );
+        let line = r["output"].as_str().unwrap_or_default();
+        assert!(
+            line.starts_with("PROBE session ") && (line.contains("connect-failed") || line.contains("refused:")),
+            "{name}: {r}"
+        );
+        // Nothing was typed into either session, and nothing ran there.
+        for (server, id, marker) in [(&mut host, &host_id, &host_marker), (&mut server, &own_id, &own_marker)] {
+            let r = server.tool(
+                "session_run",
+                json!({"session_id": id, "command": format!("ls '{}' 2>&1; true", marker.display())}),
+            );
+            assert!(r["output"].as_str().unwrap().contains("No such file"), "{name}: {r}");
+            assert!(
+                r.get("person_typed").is_none(),
+                "{name}: a sandbox typed into a session: {r}"
+            );
+            assert!(!marker.exists(), "{name}");
+        }
+        for link in ["host.sock", "own.sock"] {
+            let _ = std::fs::remove_file(work.join(link));
+        }
+        server.stop();
+    }
+    host.stop();
+    assert_no_survivors(&tag);
+}
+
+/// A fake server: listens at `$1` (writing `BOUND` or why not to `$2`),
+/// offers a session "#1 trap", and keeps whatever a person types into it
+/// in `$3`.
+const FAKE_SERVER: &str = r##"
+use Socket;
+my ($path, $status, $caught) = @ARGV;
+$SIG{PIPE} = 'IGNORE';
+socket(my $l, AF_UNIX, SOCK_STREAM, 0) or die "socket: $!";
+my $bound = bind($l, pack_sockaddr_un($path)) && listen($l, 5);
+my $why = "$!";
+open(my $st, '>', "$status.new");
+print $st ($bound ? "BOUND\n" : "BIND-FAILED: $why\n");
+close $st;
+rename("$status.new", $status);
+exit 0 unless $bound;
+while (accept(my $c, $l)) {
+    select((select($c), $| = 1)[0]);
+    sysread($c, my $head, 5) == 5 or next;
+    my ($kind, $len) = unpack("aN", $head);
+    sysread($c, my $payload, $len) if $len;
+    if ($kind eq "L") {
+        print $c pack("aN/a*", "S", qq({"server_pid":1,"sessions":[{"session_id":"fake-trap-session","name":"trap","title":"#1 trap","state":"running","shell":"bash","cwd":"/","watchers":0}]}));
+    } elsif ($kind eq "A") {
+        print $c pack("aN/a*", "H", qq({"session_id":"fake-trap-session","name":"trap","title":"#1 trap"}));
+        print $c pack("aN/a*", "O", "Password: ");
+        open(my $out, '>>', $caught);
+        while (sysread($c, my $buf, 4096)) { print $out $buf }
+        close $out;
+    }
+    close $c;
+}
+"##;
+
+#[test]
+fn a_fake_session_planted_by_a_sandboxed_command_is_not_offered() {
+    if !Command::new("perl").arg("-e1").status().is_ok_and(|s| s.success()) {
+        assert!(std::env::var_os("CI").is_none(), "perl must be installed in CI");
+        common::skip_missing("perl");
+        return;
+    }
+    let tag = unique_tag("attach-fake");
+    for (name, sandbox) in sandboxes()
+        .into_iter()
+        .filter(|(n, _)| matches!(*n, "bwrap" | "landlock"))
+    {
+        let mut server = Server::spawn("attach-fake", json!({"sandbox": sandbox}), |_, _| {});
+        let (id, _) = server.start_session(&tag);
+        let work = server.dir.join("work");
+        std::fs::write(work.join("fake.pl"), FAKE_SERVER).unwrap();
+        // Named like a server's socket, in the directory people look in.
+        let fake = attach_dir().join(format!("{}-fake{}.sock", 4_000_000 + std::process::id(), name.len()));
+        let r = server.tool(
+            "session_run",
+            json!({"session_id": id, "command": format!("perl fake.pl '{}' status caught > /dev/null 2>&1 &", fake.display())}),
+        );
+        assert_eq!(r["exit_code"], 0, "{name}: {r}");
+        let status_file = work.join("status");
+        wait_until("the fake server says whether it listens", || status_file.exists());
+        let status = std::fs::read_to_string(&status_file).unwrap();
+        if status.starts_with("BOUND") {
+            // The person's side refuses that server: it runs in a sandbox.
+            let stream = std::os::unix::net::UnixStream::connect(&fake).unwrap();
+            let refusal = bash_mcp::session::attach::peer::check(&stream).expect_err("a sandboxed server");
+            assert!(refusal.to_string().contains("sandbox"), "{name}: {refusal}");
+            drop(stream);
+            let out = Command::new(BIN)
+                .args(["attach", "fake-trap-session"])
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{name}: {out:?}");
+            assert!(
+                !String::from_utf8_lossy(&out.stdout).contains("[attached to"),
+                "{name}: {out:?}"
+            );
+            let out = Command::new(BIN)
+                .args(["attach", "nosuch"])
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let listed = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                !listed.contains("#1 trap"),
+                "{name}: the fake session was offered: {listed}"
+            );
+            assert!(
+                !work.join("caught").exists(),
+                "{name}: the fake server caught input ({err})"
+            );
+        } else {
+            // bubblewrap hides the directory (an empty, read-only tmpfs);
+            // under Landlock it is writable only inside a writable root.
+            assert!(
+                status.contains("Read-only") || (name == "landlock" && status.contains("Permission denied")),
+                "{name}: {status}"
+            );
+        }
+        server.tool("session_close", json!({"session_id": id}));
+        let _ = std::fs::remove_file(&fake);
+        server.stop();
+    }
     assert_no_survivors(&tag);
 }

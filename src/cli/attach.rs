@@ -12,7 +12,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
-use bash_mcp::session::attach::{sockets, wire};
+use bash_mcp::session::attach::{peer, sockets, wire};
 use serde_json::{Value, json};
 
 /// The detach prefix (Ctrl-]); `d` after it detaches.
@@ -78,7 +78,10 @@ fn no_sessions() -> String {
     )
 }
 
-/// Every session of every live server of this user.
+/// Every session of every live server of this user. A server that refused
+/// this process, or that this process refuses (one inside a sandbox, which
+/// could be a fake planted to catch a password), is left out; when nothing
+/// is left, the error says why.
 fn discover() -> Result<Vec<Offer>, String> {
     let paths = match sockets() {
         Ok(paths) => paths,
@@ -86,24 +89,40 @@ fn discover() -> Result<Vec<Offer>, String> {
         Err(e) => return Err(format!("cannot look for sessions: {e}")),
     };
     let mut offers = Vec::new();
+    let mut refused = Vec::new();
     for socket in paths {
         // A server that ended without removing its socket refuses connections: skip it.
         let Ok(mut stream) = UnixStream::connect(&socket) else {
             continue;
         };
+        if let Err(why) = peer::check(&stream) {
+            refused.push(format!("{}: its server is not trusted: {why}", socket.display()));
+            continue;
+        }
         if wire::write_frame(&mut stream, wire::LIST, b"").is_err() {
             continue;
         }
-        let Ok(Some((wire::SESSIONS, payload))) = wire::read_frame(&mut stream) else {
-            continue;
+        let list: Value = match wire::read_frame(&mut stream) {
+            Ok(Some((wire::SESSIONS, payload))) => serde_json::from_slice(&payload).unwrap_or(Value::Null),
+            Ok(Some((wire::ERROR, payload))) => {
+                refused.push(format!("{}: {}", socket.display(), String::from_utf8_lossy(&payload)));
+                continue;
+            }
+            _ => continue,
         };
-        let list: Value = serde_json::from_slice(&payload).unwrap_or(Value::Null);
         for session in list["sessions"].as_array().into_iter().flatten() {
             offers.push(Offer {
                 socket: socket.clone(),
                 session: session.clone(),
             });
         }
+    }
+    if offers.is_empty() && !refused.is_empty() {
+        return Err(format!(
+            "{}; servers refused:\n  {}",
+            no_sessions(),
+            refused.join("\n  ")
+        ));
     }
     Ok(offers)
 }
@@ -138,6 +157,12 @@ impl Attached {
     fn connect(offer: &Offer, read_only: bool) -> Result<Self, String> {
         let mut stream = UnixStream::connect(&offer.socket)
             .map_err(|e| format!("cannot reach the session's server ({}): {e}", offer.socket.display()))?;
+        peer::check(&stream).map_err(|why| {
+            format!(
+                "not attaching: the server behind {} is not trusted: {why}",
+                offer.socket.display()
+            )
+        })?;
         let request = json!({"session": offer.field("session_id"), "read_only": read_only});
         wire::write_frame(&mut stream, wire::ATTACH, request.to_string().as_bytes())
             .map_err(|e| format!("cannot talk to the session's server: {e}"))?;

@@ -145,15 +145,25 @@ fn file_system(args: &mut Args, plan: &Plan) {
     }
     for denied in plan.read_deny.iter().map(|d| d.path.as_path()) {
         if denied.is_dir() {
-            args.push(["--tmpfs"]);
-            args.path(denied);
-            args.push(["--remount-ro"]);
-            args.path(denied);
+            empty_read_only(args, denied);
         } else {
             args.push(["--ro-bind", "/dev/null"]);
             args.path(denied);
         }
     }
+    // Last, so that no bind of a parent (a writable root, a pinned
+    // directory) covers it again.
+    for dir in super::hidden::attach_dirs(plan) {
+        empty_read_only(args, &dir);
+    }
+}
+
+/// An empty, read-only tmpfs over the directory `dir`.
+fn empty_read_only(args: &mut Args, dir: &Path) {
+    args.push(["--tmpfs"]);
+    args.path(dir);
+    args.push(["--remount-ro"]);
+    args.path(dir);
 }
 
 /// Every path the plan mounts that a replacement on the host would take
@@ -284,6 +294,16 @@ mod tests {
         let tmp = l.find("--tmpfs /tmp").unwrap();
         assert!(l.find("--ro-bind /tmp/x /tmp/x").unwrap() > tmp, "{l}");
         assert!(!l.contains("--bind /w"), "{l}");
+    }
+
+    #[test]
+    fn the_attach_directory_is_covered_last() {
+        let l = line(&plan(), OPTS);
+        let dir = crate::ids::attach_dir();
+        let cover = format!("--tmpfs {0} --remount-ro {0}", dir.display());
+        let at = l.find(&cover).unwrap_or_else(|| panic!("{cover} missing in {l}"));
+        assert!(at > l.find("--bind /tmp /tmp").unwrap(), "{l}");
+        assert!(at > l.find("--ro-bind /w/.git/hooks").unwrap(), "{l}");
     }
 
     #[test]

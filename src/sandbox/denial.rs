@@ -41,6 +41,11 @@ pub enum Denial {
     Direct {
         addr: String,
     },
+    /// A connection to a bash-mcp attach socket (this server's or
+    /// another's): sessions are for people, never for sandboxed commands.
+    AttachSocket {
+        path: String,
+    },
 }
 
 /// The rule a [`Denial::Direct`] names.
@@ -60,6 +65,7 @@ impl Denial {
             Denial::Socket { family } => json!({"op": "socket", "family": family}),
             Denial::Host { host, port, rule } => json!({"op": "connect", "host": host, "port": port, "rule": rule}),
             Denial::Direct { addr } => json!({"op": "connect", "addr": addr, "rule": DIRECT_RULE}),
+            Denial::AttachSocket { path } => json!({"op": "connect", "path": path}),
         }
     }
 
@@ -78,6 +84,9 @@ impl Denial {
                 format!("the sandbox's proxy refused a connection to {host}:{port} ({rule})")
             }
             Denial::Direct { addr } => format!("the sandbox refused a connection to {addr} ({DIRECT_RULE})"),
+            Denial::AttachSocket { path } => format!(
+                "the sandbox refused a connection to {path}: it is a bash-mcp attach socket, and sessions are for people to attach to, never for sandboxed commands"
+            ),
         }
     }
 }

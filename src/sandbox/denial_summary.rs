@@ -15,6 +15,7 @@ enum Kind {
     Connect,
     Send,
     Socket,
+    AttachSocket,
 }
 
 impl Kind {
@@ -26,6 +27,7 @@ impl Kind {
             Denial::Socket { family } => (Kind::Socket, family.clone()),
             Denial::Host { host, port, .. } => (Kind::Host, format!("{host}:{port}")),
             Denial::Direct { addr } => (Kind::Direct, addr.clone()),
+            Denial::AttachSocket { path } => (Kind::AttachSocket, path.clone()),
         }
     }
 
@@ -42,6 +44,8 @@ impl Kind {
             (Kind::Send, _) => "network sends to",
             (Kind::Socket, 1) => "a socket of family",
             (Kind::Socket, _) => "sockets of families",
+            (Kind::AttachSocket, 1) => "a connection to the bash-mcp attach socket",
+            (Kind::AttachSocket, _) => "connections to the bash-mcp attach sockets",
         }
     }
 
@@ -51,6 +55,7 @@ impl Kind {
         match self {
             Kind::Write => "outside the writable roots, or protected".into(),
             Kind::Connect | Kind::Send | Kind::Socket => "network is off".into(),
+            Kind::AttachSocket => "sessions are for people, not for sandboxed commands".into(),
             Kind::Direct => "only the sandbox's proxy reaches the network: use HTTP_PROXY/HTTPS_PROXY".into(),
             Kind::Host => {
                 let mut rules: Vec<&str> = Vec::new();

@@ -183,7 +183,9 @@ pub(super) fn restrict(spec: &HelperSpec, keeper: Option<libc::pid_t>) -> Result
 /// falls back to the error text). Whether the filter is on.
 fn observe(spec: &HelperSpec) -> Result<bool, String> {
     use super::notify::filter;
-    let mut rules = filter::WRITES.to_vec();
+    // connect() too: Landlock does not govern connecting to a pathname
+    // socket, and the handler refuses (and names) an attach socket's.
+    let mut rules = [filter::WRITES, filter::CONNECT].concat();
     if !spec.network {
         // No socket of a network family can exist, so there is no address
         // to learn at connect: the refused socket() is the denial.

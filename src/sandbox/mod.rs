@@ -14,6 +14,7 @@ pub mod denial;
 mod denial_summary;
 pub mod git;
 pub mod helper;
+mod hidden;
 pub mod kept;
 pub mod landlock;
 pub mod limits;

@@ -208,6 +208,16 @@ pub fn is_loopback(ip: IpAddr) -> bool {
     }
 }
 
+/// The path of an `AF_UNIX` socket address (`None` for other families,
+/// abstract and unnamed addresses).
+pub fn unix_path(sockaddr: &[u8]) -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let family = u16::from_ne_bytes(sockaddr.get(0..2)?.try_into().ok()?) as i32;
+    let path = sockaddr.get(2..)?;
+    let path = &path[..path.iter().position(|b| *b == 0).unwrap_or(path.len())];
+    (family == libc::AF_UNIX && !path.is_empty()).then(|| std::ffi::OsStr::from_bytes(path).into())
+}
+
 /// A socket family's name, as `socket(2)` spells it.
 pub fn family_name(family: i32) -> String {
     match family {
@@ -259,5 +269,18 @@ mod tests {
         for ip in ["10.0.0.1", "::2", "::ffff:10.0.0.1"] {
             assert!(!is_loopback(ip.parse().unwrap()), "{ip}");
         }
+    }
+
+    #[test]
+    fn unix_paths_are_read_up_to_their_nul_and_abstract_ones_not_at_all() {
+        let mut named = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        named.extend_from_slice(b"/tmp/s.sock\0junk");
+        assert_eq!(unix_path(&named), Some("/tmp/s.sock".into()));
+        let mut abstract_name = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        abstract_name.extend_from_slice(b"\0hidden");
+        assert_eq!(unix_path(&abstract_name), None);
+        let mut v4 = vec![0u8; 16];
+        v4[0..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+        assert_eq!(unix_path(&v4), None);
     }
 }

@@ -70,6 +70,10 @@ pub const WRITES: &[(i64, When)] = &[
 /// connection, already seen at `connect`).
 pub const CONNECTS: &[(i64, When)] = &[(libc::SYS_connect, When::Always), (libc::SYS_sendto, When::NonNull(4))];
 
+/// `connect` alone: what every observed command notifies, network on or
+/// off, so that a connection to an attach socket is named and refused.
+pub const CONNECT: &[(i64, When)] = &[(libc::SYS_connect, When::Always)];
+
 /// Opening a socket of any family but `AF_UNIX`.
 pub const SOCKETS: &[(i64, When)] = &[(libc::SYS_socket, When::Not(0, libc::AF_UNIX as u32))];
 

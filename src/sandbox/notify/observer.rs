@@ -291,8 +291,22 @@ fn examine(target: &Target<'_>, data: &libc::seccomp_data, policy: &Policy, watc
         }
         Some(Named::Address { addr, len, send }) => {
             let len = (arg(len) as usize).min(128);
+            let Some(sockaddr) = target.bytes(arg(addr), len) else {
+                return Answer::Continue;
+            };
+            if let Some(path) = attach_socket(target, &sockaddr) {
+                // The first barrier, and the name of the refusal: the path
+                // is read from memory the command can change, so the
+                // servers' check of every peer is what holds.
+                if target.still_valid() {
+                    watch.record(Denial::AttachSocket {
+                        path: path.display().to_string(),
+                    });
+                }
+                return Answer::Refuse(libc::EACCES);
+            }
             if policy.network_off
-                && let Some((ip, port)) = target.bytes(arg(addr), len).and_then(|b| calls::inet_peer(&b))
+                && let Some((ip, port)) = calls::inet_peer(&sockaddr)
                 && !(policy.own_loopback && calls::is_loopback(ip) && target.bound_inside(port))
                 && target.still_valid()
             {
@@ -322,6 +336,21 @@ fn record(watch: &Watch, (verdict, path): (Verdict, String)) {
         Verdict::Forbidden => watch.record(Denial::Write { path }),
         Verdict::Unprotected => watch.record_unprotected(path),
     }
+}
+
+/// The attach socket a Unix socket address leads to, if it does: where
+/// the path lands as the target sees it (from its working directory, its
+/// symlinks followed) lies in an attach directory.
+fn attach_socket(target: &Target<'_>, sockaddr: &[u8]) -> Option<std::path::PathBuf> {
+    let path = calls::unix_path(sockaddr)?;
+    let path = match path.is_absolute() {
+        true => path,
+        false => Path::new(&target.base_dir(libc::AT_FDCWD)?).join(path),
+    };
+    let landing = target.landing(&path, true);
+    let dirs = crate::ids::attach_dirs();
+    let inside = |p: &Path| dirs.iter().any(|d| p.starts_with(d));
+    (inside(&super::judge::normalize(&path)) || inside(&landing)).then_some(landing)
 }
 
 /// The absolute path argument `p` names, as the target sees it (before

@@ -105,7 +105,7 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.to_str() {
-            Some(OBSERVE_ARG) => parsed.observe = Some(filter::program(filter::WRITES)),
+            Some(OBSERVE_ARG) => parsed.observe = Some(filter::program(&[filter::WRITES, filter::CONNECT].concat())),
             Some(OBSERVE_NETWORK_ARG) => {
                 parsed.observe = Some(filter::program(&[filter::WRITES, filter::CONNECTS].concat()))
             }

@@ -107,9 +107,10 @@ fn accept_loop(listener: &UnixListener, stop: i32, sessions: &Weak<Inner>) {
             return;
         }
         let Ok((stream, _)) = listener.accept() else { continue };
-        if let Err(why) = same_user(&stream) {
+        // Only people: this user, and no process inside a sandbox (see `peer`).
+        if let Err(why) = super::peer::check(&stream) {
             tracing::warn!("refused an attach connection: {why}");
-            let _ = write_frame(&mut &stream, wire::ERROR, why.as_bytes());
+            let _ = write_frame(&mut &stream, wire::ERROR, format!("refused: {why}").as_bytes());
             continue;
         }
         let sessions = sessions.clone();
@@ -117,38 +118,6 @@ fn accept_loop(listener: &UnixListener, stop: i32, sessions: &Weak<Inner>) {
             .name("bash-mcp-attached".into())
             .spawn(move || serve(stream, &sessions));
     }
-}
-
-/// Accepts only a peer running as this process's user (from the kernel's
-/// `SO_PEERCRED`, not from anything the peer says).
-fn same_user(stream: &UnixStream) -> Result<(), String> {
-    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into `cred`.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if rc != 0 {
-        return Err(format!(
-            "could not read the peer's credentials: {}",
-            io::Error::last_os_error()
-        ));
-    }
-    if cred.uid != me {
-        return Err(format!(
-            "uid {} may not attach to sessions of uid {me}; only the same user can",
-            cred.uid
-        ));
-    }
-    Ok(())
 }
 
 fn serve(stream: UnixStream, sessions: &Weak<Inner>) {
