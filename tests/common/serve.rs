@@ -133,10 +133,20 @@ impl Serve {
 }
 
 impl Drop for Serve {
+    /// A test that failed midway still ends the server the way a client
+    /// does, by closing its stdin, so that it closes its sessions and removes
+    /// its files (and a tracer around it ends with it); killed only if it
+    /// does not end within the hang guard.
     fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        drop(self.stdin.take());
+        let deadline = std::time::Instant::now() + super::HANG_GUARD;
+        while self.child.try_wait().ok().flatten().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }
