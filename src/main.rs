@@ -21,5 +21,13 @@ fn main() -> std::process::ExitCode {
         eprintln!("{message}");
         return std::process::ExitCode::from(bash_mcp::sandbox::landlock::HELPER_FAILED as u8);
     }
+    if args
+        .first()
+        .is_some_and(|a| a == bash_mcp::sandbox::network::inside::LISTEN_ARG)
+    {
+        let message = bash_mcp::sandbox::network::inside::listen_main(&args[1..]);
+        eprintln!("{message}");
+        return std::process::ExitCode::from(bash_mcp::sandbox::landlock::HELPER_FAILED as u8);
+    }
     cli::main()
 }

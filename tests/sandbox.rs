@@ -632,7 +632,7 @@ fn the_sandbox_document_blocks_are_valid() {
     assert_eq!(toml_blocks.len(), 1);
     let table: Value = toml::from_str(&toml_blocks[0]).unwrap();
     let config = base.apply_map(table.as_object().unwrap()).unwrap();
-    assert!(!config.sandbox.network && config.sandbox.is_on());
+    assert!(config.sandbox.network == bash_mcp::sandbox::Network::Off && config.sandbox.is_on());
 }
 
 /// Live processes whose command line contains `needle` and

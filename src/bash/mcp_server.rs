@@ -78,6 +78,14 @@ impl McpServer for BashServer {
                 entry.insert(key.into(), value.clone());
             }
         }
+        // What the sandbox refused: writes by path, connections by host and rule.
+        if let Some(denied) = result
+            .get("sandbox")
+            .and_then(|s| s.get("denied"))
+            .filter(|d| d.as_array().is_some_and(|d| !d.is_empty()))
+        {
+            entry.insert("sandbox_denied".into(), denied.clone());
+        }
         // Where it ran, as the result says (`cwd` for sessions).
         if let Some(dir) = ["working_dir", "cwd"]
             .iter()

@@ -55,7 +55,10 @@ impl Shared {
         let timeout = config.effective_timeout(request.timeout);
 
         let (program, argv, sandbox) = self.command_line(request, &config, &cwd)?;
-        let env = self.env_cache.env(&config, &request.env);
+        let mut env = self.env_cache.env(&config, &request.env);
+        if let Some(wrapped) = sandbox.as_ref().filter(|w| !w.env.is_empty()) {
+            env = crate::sandbox::with_env(&env, &wrapped.env).into();
+        }
         let run_marker = crate::ids::next_run_marker();
         let marker_c = CString::new(run_marker.clone()).expect("marker has no NUL");
         let mut envp: Vec<&CStr> = Vec::with_capacity(env.len() + 1);

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{ErrorCode, ToolError};
 use crate::sandbox::config::ConfigProblem;
-use crate::sandbox::{Mode, SandboxConfig};
+use crate::sandbox::{Mode, Network, SandboxConfig};
 use crate::server::ToolDefinition;
 
 /// Rules named in the description before the rest are counted.
@@ -28,14 +28,27 @@ pub(super) fn fitted(definition: &ToolDefinition, sandbox: &SandboxConfig, overr
     let widening = sandbox.is_on() && !overrides.is_empty();
     property["description"] = argument_description(sandbox, overrides).into();
     property["properties"]["mode"]["enum"] = modes(sandbox, widening).into();
-    property["properties"]["network"] = match (sandbox.is_on() && !sandbox.network, widening) {
-        (true, false) => {
+    property["properties"]["network"] = match (sandbox.is_on(), &sandbox.network, widening) {
+        (true, Network::Off, false) => {
             json!({"type": "boolean", "enum": [false], "description": "false: no IP networking. Network is already off here, and true would widen the sandbox."})
         }
-        (true, true) => {
+        (true, Network::Off, true) => {
             json!({"type": "boolean", "description": "Network is off here; true only for a command the sandbox_overrides rules name."})
         }
-        (false, _) => json!({"type": "boolean", "description": "false: no IP networking for this command."}),
+        (true, Network::Policy(policy), _) => json!({
+            "type": ["boolean", "object"],
+            "description": format!(
+                "false: no network for this command; or {{\"allow\": [...], \"deny\": [...]}} naming hosts within the ones this server allows ({}), reached through the sandbox's proxy; true would widen the sandbox.",
+                policy.allow().collect::<Vec<_>>().join(", ")
+            ),
+            "properties": {"allow": {"type": "array", "items": {"type": "string"}}, "deny": {"type": "array", "items": {"type": "string"}}},
+        }),
+        (true, Network::On, _) => json!({
+            "type": ["boolean", "object"],
+            "description": "false: no IP networking for this command; or {\"allow\": [hosts], \"deny\": [hosts]}: only those hosts, through the sandbox's proxy.",
+            "properties": {"allow": {"type": "array", "items": {"type": "string"}}, "deny": {"type": "array", "items": {"type": "string"}}},
+        }),
+        (false, ..) => json!({"type": "boolean", "description": "false: no IP networking for this command."}),
     };
     property["properties"]["writable_roots"]["description"] = roots_description(sandbox, widening).into();
     if sandbox.is_on() {
@@ -60,7 +73,14 @@ fn modes(sandbox: &SandboxConfig, widening: bool) -> Vec<&'static str> {
 
 /// The sandbox in force, briefly: `workspace-write, writable: /p, network off`.
 fn in_force(sandbox: &SandboxConfig) -> String {
-    let network = if sandbox.network { "network on" } else { "network off" };
+    let network = match &sandbox.network {
+        Network::On => "network on".to_owned(),
+        Network::Off => "network off".to_owned(),
+        Network::Policy(policy) => format!(
+            "network only to {} (through a proxy)",
+            policy.allow().collect::<Vec<_>>().join(", ")
+        ),
+    };
     match (sandbox.mode, &sandbox.writable_roots) {
         (Mode::WorkspaceWrite, Some(roots)) => {
             let roots: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
@@ -87,10 +107,13 @@ fn argument_description(sandbox: &SandboxConfig, overrides: &[String]) -> String
         }
         _ => wider.push("mode \"workspace-write\""),
     }
-    if sandbox.network {
-        tighter.push("network false");
-    } else {
-        wider.push("network true");
+    match sandbox.network {
+        Network::On => tighter.push("network false or a list of hosts"),
+        Network::Policy(_) => {
+            tighter.push("network false or fewer hosts");
+            wider.push("network true or other hosts");
+        }
+        Network::Off => wider.push("network true"),
     }
     let mut text = format!("Commands run in an OS sandbox here: {}.", in_force(sandbox));
     if !tighter.is_empty() {

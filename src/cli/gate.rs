@@ -530,7 +530,7 @@ mod tests {
         let GateDecision::AllowInSandbox(wider) = call("npm install", serde_json::json!({"network": true})) else {
             panic!("a named command widens");
         };
-        assert!(wider.network);
+        assert!(wider.network.is_on());
         assert_eq!(wider.mode, server.config().sandbox.mode);
         let GateDecision::AllowInSandbox(off) = call("npm install left-pad", serde_json::json!({"mode": "off"})) else {
             panic!("a named command may run unsandboxed");

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::network::NetPolicy;
+
 /// How much of the file system a sandboxed command may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[non_exhaustive]
@@ -51,6 +53,90 @@ pub enum BackendChoice {
     Landlock,
 }
 
+/// What network a sandboxed command has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Network {
+    /// No IP traffic (`false`); AF_UNIX stays.
+    Off,
+    /// Unrestricted (`true`).
+    On,
+    /// No route out but the server's proxy, which reaches only the hosts
+    /// the policy allows (`{"allow": [...], "deny": [...]}`).
+    Policy(NetPolicy),
+}
+
+impl Network {
+    /// Whether the command shares the host's network (no namespace, no
+    /// proxy).
+    pub fn is_on(&self) -> bool {
+        matches!(self, Network::On)
+    }
+
+    /// The policy, when the network is open by name.
+    pub fn policy(&self) -> Option<&NetPolicy> {
+        match self {
+            Network::Policy(policy) => Some(policy),
+            _ => None,
+        }
+    }
+
+    /// The value as configuration JSON.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Network::Off => Value::Bool(false),
+            Network::On => Value::Bool(true),
+            Network::Policy(policy) => policy.to_value(),
+        }
+    }
+
+    /// `false`, `true` or `{"allow": [...], "deny": [...]}`.
+    fn parse(value: &Value) -> Result<Network, ConfigProblem> {
+        let hint = "use true, false, or {\"allow\": [\"@package-registries\", \"*.example.com\"], \"deny\": [...]}";
+        match value {
+            Value::Bool(true) => Ok(Network::On),
+            Value::Bool(false) => Ok(Network::Off),
+            Value::Object(map) => {
+                if let Some(other) = map.keys().find(|k| *k != "allow" && *k != "deny") {
+                    return Err(problem(
+                        format!("unknown key `sandbox.network.{other}`"),
+                        "a network policy has `allow` and `deny`",
+                    ));
+                }
+                let list = |key: &str| match map.get(key) {
+                    None => Ok(Vec::new()),
+                    Some(v) => strings(&format!("network.{key}"), v),
+                };
+                NetPolicy::new(&list("allow")?, &list("deny")?)
+                    .map(Network::Policy)
+                    .map_err(|message| problem(message, hint))
+            }
+            _ => Err(problem(
+                format!("`sandbox.network` must be true, false or a policy object, got {value}"),
+                hint,
+            )),
+        }
+    }
+
+    /// This network narrowed by a call's `network`; `Err` when the call
+    /// asks for more.
+    fn tightened(&self, asked: Network, value: &Value) -> Result<Network, ConfigProblem> {
+        match (self, asked) {
+            (_, Network::Off) => Ok(Network::Off),
+            (Network::On, asked) => Ok(asked),
+            (Network::Policy(_), Network::On) => Err(widening("network", value)),
+            (Network::Policy(ours), Network::Policy(call)) => ours.narrowed_by(&call).map(Network::Policy).map_err(|entry| {
+                problem(
+                    format!("the call's `sandbox.network.allow` entry `{entry}` reaches further than the configured network policy allows"),
+                    format!("a call may list only hosts the configured policy allows: {}", ours.allow().collect::<Vec<_>>().join(", ")),
+                )
+            }),
+            (Network::Off, Network::Policy(call)) if call.allows_nothing() => Ok(Network::Off),
+            (Network::Off, _) => Err(widening("network", value)),
+        }
+    }
+}
+
 /// Paths protected by default inside writable roots, relative to each root
 /// (or to the home directory for `~/` entries). See docs/sandbox.md for why
 /// each one is listed.
@@ -81,8 +167,9 @@ pub struct SandboxConfig {
     /// Writable in `workspace-write`; `None` means the working directory of
     /// each command and the temp dir.
     pub writable_roots: Option<Vec<PathBuf>>,
-    /// `true`: unrestricted network. `false`: no IP traffic (AF_UNIX stays).
-    pub network: bool,
+    /// `false`: no IP traffic (AF_UNIX stays); `true`: unrestricted; a
+    /// policy: only the hosts it allows, through the server's proxy.
+    pub network: Network,
     /// Paths kept read-only even inside a writable root.
     pub protected: Vec<String>,
     /// Paths hidden from commands (an empty directory or file in their place).
@@ -111,7 +198,7 @@ impl Default for SandboxConfig {
         Self {
             mode: Mode::Off,
             writable_roots: None,
-            network: false,
+            network: Network::Off,
             protected: DEFAULT_PROTECTED.iter().map(|s| (*s).to_owned()).collect(),
             read_deny: Vec::new(),
             on_unavailable: OnUnavailable::Fail,
@@ -190,7 +277,7 @@ impl SandboxConfig {
                     _ => Some(absolute_paths(key, value, base)?),
                 }
             }
-            "network" => self.network = boolean(key, value)?,
+            "network" => self.network = Network::parse(value)?,
             "protected" => self.protected = strings(key, value)?,
             "read_deny" => self.read_deny = absolute_paths(key, value, base)?,
             "on_unavailable" => {
@@ -258,7 +345,7 @@ impl SandboxConfig {
         serde_json::json!({
             "mode": self.mode.as_str(),
             "writable_roots": self.writable_roots.as_deref().map(paths),
-            "network": self.network,
+            "network": self.network.to_value(),
             "protected": self.protected,
             "read_deny": paths(&self.read_deny),
             "on_unavailable": match self.on_unavailable {
@@ -292,13 +379,7 @@ impl SandboxConfig {
                     }
                     next.mode = mode;
                 }
-                "network" => {
-                    let asked = boolean(key, value)?;
-                    if asked && !self.network {
-                        return Err(widening("network", value));
-                    }
-                    next.network = asked;
-                }
+                "network" => next.network = self.network.tightened(Network::parse(value)?, value)?,
                 "writable_roots" => {
                     let roots = absolute_paths(key, value, base)?;
                     if let Some(outside) = roots.iter().find(|r| !self.allows_root(r, base)) {
@@ -335,7 +416,7 @@ impl SandboxConfig {
         for (key, value) in call {
             match key.as_str() {
                 "mode" => next.mode = parse_mode(value)?,
-                "network" => next.network = boolean(key, value)?,
+                "network" => next.network = Network::parse(value)?,
                 "writable_roots" => next.writable_roots = Some(absolute_paths(key, value, base)?),
                 other => {
                     return Err(problem(
@@ -442,7 +523,7 @@ mod tests {
         let c = SandboxConfig::default();
         assert!(!c.is_on());
         assert_eq!(c.on_unavailable, OnUnavailable::Fail);
-        assert!(!c.network);
+        assert_eq!(c.network, Network::Off);
         assert!(c.protected.iter().any(|p| p == ".git/hooks"));
     }
 
@@ -458,7 +539,7 @@ mod tests {
             c.writable_roots,
             Some(vec![PathBuf::from("/base/w"), PathBuf::from("/abs")])
         );
-        assert!(c.network);
+        assert_eq!(c.network, Network::On);
         assert_eq!(c.on_unavailable, OnUnavailable::WarnAndRunUnsandboxed);
         assert_eq!(c.backend, BackendChoice::Landlock);
     }
@@ -512,12 +593,77 @@ mod tests {
                 base,
             )
             .unwrap();
-        assert_eq!((t.mode, t.network), (Mode::ReadOnly, false));
+        assert_eq!((t.mode, t.network), (Mode::ReadOnly, Network::Off));
         let ro = apply(json!({"mode": "read-only"})).unwrap();
         let e = ro
             .tighten(json!({"mode": "workspace-write"}).as_object().unwrap(), base)
             .unwrap_err();
         assert!(e.message.contains("widen"), "{e:?}");
+    }
+
+    #[test]
+    fn network_takes_a_policy_and_a_call_only_narrows_it() {
+        let base = Path::new("/base");
+        let c = apply(json!({"mode": "workspace-write", "network": {"allow": ["@package-registries", "*.example.com"], "deny": ["bad.example.com"]}})).unwrap();
+        let Network::Policy(policy) = &c.network else {
+            panic!("{:?}", c.network)
+        };
+        assert_eq!(
+            policy.to_value(),
+            json!({"allow": ["@package-registries", "*.example.com"], "deny": ["bad.example.com"]})
+        );
+        assert_eq!(c.to_value()["network"], policy.to_value());
+        let t = c
+            .tighten(json!({"network": {"allow": ["pypi.org"]}}).as_object().unwrap(), base)
+            .unwrap();
+        assert_eq!(
+            t.network.to_value(),
+            json!({"allow": ["pypi.org"], "deny": ["bad.example.com"]})
+        );
+        assert_eq!(
+            c.tighten(json!({"network": false}).as_object().unwrap(), base)
+                .unwrap()
+                .network,
+            Network::Off
+        );
+        let e = c
+            .tighten(json!({"network": {"allow": ["github.com"]}}).as_object().unwrap(), base)
+            .unwrap_err();
+        assert!(
+            e.message.contains("`github.com`") && e.hint.contains("@package-registries"),
+            "{e:?}"
+        );
+        assert!(
+            c.tighten(json!({"network": true}).as_object().unwrap(), base)
+                .unwrap_err()
+                .message
+                .contains("widen")
+        );
+        let off = apply(json!({"mode": "workspace-write"})).unwrap();
+        assert!(
+            off.tighten(json!({"network": {"allow": ["pypi.org"]}}).as_object().unwrap(), base)
+                .is_err()
+        );
+        assert_eq!(
+            off.tighten(json!({"network": {"allow": []}}).as_object().unwrap(), base)
+                .unwrap()
+                .network,
+            Network::Off
+        );
+        let on = apply(json!({"mode": "workspace-write", "network": true})).unwrap();
+        assert!(
+            on.tighten(json!({"network": {"allow": ["*"]}}).as_object().unwrap(), base)
+                .is_ok()
+        );
+        for (bad, says) in [
+            (json!({"network": {"allow": ["@nope"]}}), "not a built-in list"),
+            (json!({"network": {"alow": []}}), "sandbox.network.alow"),
+            (json!({"network": "pypi.org"}), "true, false or a policy object"),
+            (json!({"network": {"allow": "pypi.org"}}), "sandbox.network.allow"),
+        ] {
+            let e = apply(bad.clone()).unwrap_err();
+            assert!(e.message.contains(says), "{bad}: {e:?}");
+        }
     }
 
     #[test]

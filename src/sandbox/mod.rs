@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 
-pub use config::{BackendChoice, DEFAULT_PROTECTED, Mode, OnUnavailable, SandboxConfig};
+pub use config::{BackendChoice, DEFAULT_PROTECTED, Mode, Network, OnUnavailable, SandboxConfig};
 pub use denial::Denial;
 pub use denial_summary::summary as denial_summary;
 pub use note::Note;
@@ -109,6 +109,11 @@ pub struct Wrapped {
     pub owned_fds: Vec<Arc<std::os::fd::OwnedFd>>,
     /// The process limit in force for the command, and what bounds it.
     pub process_limit: Option<(u32, limits::Bound)>,
+    /// The proxy of a network open by name; it stops when the last holder
+    /// (the command's run, or its session) lets go.
+    pub network: Option<Arc<network::link::Link>>,
+    /// Variables the command's environment gets, over its own (the proxy's).
+    pub env: Vec<(String, String)>,
 }
 
 impl Wrapped {
@@ -152,10 +157,27 @@ impl Wrapped {
     /// seccomp listener when the command had one, else read from its
     /// output (a heuristic: see [`denial`]).
     pub fn denials(&self, output: &str) -> (Vec<Denial>, &'static str) {
-        if let Some(found) = self.observation.as_ref().and_then(|o| o.denials()) {
-            return (found, denial::FROM_NOTIFICATION);
+        let (mut found, from) = match self.observation.as_ref().and_then(|o| o.denials()) {
+            Some(found) => (found, denial::FROM_NOTIFICATION),
+            None => (self.denials_in_text(output), denial::FROM_ERROR_TEXT),
+        };
+        if let Some(link) = &self.network {
+            // Past the proxy, an address the command reached for is a direct connection.
+            for d in &mut found {
+                if let Denial::Connect { addr } = d {
+                    *d = Denial::Direct {
+                        addr: std::mem::take(addr),
+                    };
+                }
+            }
+            // The proxy's refusals are its own record, whatever named the rest.
+            for refused in link.refusals() {
+                if !found.contains(&refused) {
+                    found.push(refused);
+                }
+            }
         }
-        (self.denials_in_text(output), denial::FROM_ERROR_TEXT)
+        (found, from)
     }
 
     /// The fallback: denials read from the command's output.
@@ -174,6 +196,23 @@ impl Wrapped {
         };
         denial::find(output, !self.plan.network, &writable)
     }
+}
+
+/// `envp` (`NAME=value` entries) with `vars` set over it.
+pub fn with_env(envp: &[CString], vars: &[(String, String)]) -> Vec<CString> {
+    let mut out: Vec<CString> = envp
+        .iter()
+        .filter(|entry| {
+            let name = entry.as_bytes().split(|&b| b == b'=').next().unwrap_or_default();
+            !vars.iter().any(|(n, _)| n.as_bytes() == name)
+        })
+        .cloned()
+        .collect();
+    out.extend(
+        vars.iter()
+            .filter_map(|(name, value)| CString::new(format!("{name}={value}")).ok()),
+    );
+    out
 }
 
 /// Where and how one command runs.
@@ -219,6 +258,9 @@ pub fn wrap_in(
     };
     let plan = Plan::new(config, request.cwd, request.extra_writable)
         .map_err(|p| ToolError::new(ErrorCode::InvalidConfig, p.message, p.hint))?;
+    if let Some(policy) = config.network.policy() {
+        return wrap_by_name(config, request, backend, plan, policy).map(Some);
+    }
     // Sessions outlive their call and report no denials: only commands
     // that wait for their call are observed.
     let observe = config.notify_denials && request.die_with_parent;
@@ -252,6 +294,8 @@ pub fn wrap_in(
                     owned_fds: Vec::new(),
                     process_limit: limits::pid_max_per_namespace()
                         .then_some((config.max_processes, limits::Bound::PidNamespace)),
+                    network: None,
+                    env: Vec::new(),
                 }));
             }
             Err(e) => tracing::warn!("{e}; this command gets a bwrap of its own"),
@@ -334,5 +378,70 @@ pub fn wrap_in(
             }
             _ => None,
         },
+        network: None,
+        env: Vec::new(),
     }))
+}
+
+/// A command whose network is open by name: bubblewrap gives it a network
+/// namespace of its own (loopback only), the first step inside opens the
+/// proxy's port on that loopback and hands the listener to the server, and
+/// the server's proxy serves it under `policy` (see [`network`]). Each such
+/// command gets a bwrap of its own, with or without the supervisor.
+fn wrap_by_name(
+    config: &SandboxConfig,
+    request: &Request<'_>,
+    backend: &Backend,
+    plan: Plan,
+    policy: &network::NetPolicy,
+) -> Result<Wrapped, ToolError> {
+    let unavailable = |message: String, hint: &str| ToolError::new(ErrorCode::SandboxUnavailable, message, hint);
+    let Backend::Bwrap { path, disable_userns } = backend else {
+        return Err(unavailable(
+            "`sandbox.network` is a policy by name, which this server enforces with bubblewrap only for now, and the backend here is landlock, so the command did not run".into(),
+            "install bubblewrap (and let it create user namespaces), or set `sandbox.network` to true or false",
+        ));
+    };
+    let Some(helper) = helper::find(config.helper_path.as_deref()).filter(|h| h.is_file()) else {
+        return Err(unavailable(
+            "`sandbox.network` is a policy by name, which needs the bash-mcp helper binary inside the sandbox, and it was not found, so the command did not run".into(),
+            "install it with scripts/install-c.sh (or `cargo install --locked --path . --features cli`), or set `sandbox.helper_path`",
+        ));
+    };
+    let failed = |e: String| {
+        unavailable(
+            format!("could not prepare the sandbox's network proxy, so the command did not run: {e}"),
+            "retry; if it persists, the host is out of file descriptors, threads or memory",
+        )
+    };
+    let program = seccomp::bwrap_program(false)
+        .and_then(|p| seccomp::program_fd(p).map_err(|e| e.to_string()))
+        .map_err(failed)?;
+    let (link, theirs) = network::link::Link::over_socket(policy.clone()).map_err(|e| failed(e.to_string()))?;
+    let argv = bwrap::argv(
+        path,
+        &plan,
+        bwrap::BwrapOptions {
+            die_with_parent: request.die_with_parent,
+            disable_userns: *disable_userns,
+            supervisor: false,
+            seccomp_fd: Some(bwrap::SECCOMP_FD),
+        },
+        &network::inside::argv(&helper, request.command),
+    );
+    Ok(Wrapped {
+        program: argv[0].clone(),
+        argv,
+        backend: backend.name(),
+        plan,
+        supervisor: None,
+        kept: None,
+        observation: None,
+        // fd 3: the seccomp program; fd 4: the link the listener comes back on.
+        pass_fds: vec![program.as_raw_fd(), theirs.as_raw_fd()],
+        owned_fds: vec![Arc::new(program), Arc::new(theirs)],
+        process_limit: None,
+        network: Some(Arc::new(link)),
+        env: network::link::sandbox_env(),
+    })
 }

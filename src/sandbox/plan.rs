@@ -86,7 +86,7 @@ impl Plan {
             protected,
             absent,
             read_deny,
-            network: config.network,
+            network: config.network.is_on(),
             private_tmp: config.mode == Mode::ReadOnly,
         })
     }

@@ -85,6 +85,9 @@ struct Session {
     hist_file: Mutex<CommandFile>,
     /// The `BASH_MCP_RUN_ID=...` entry every process of the session inherits.
     run_marker: Vec<u8>,
+    /// The proxy of a sandbox whose network is open by name: it serves the
+    /// session's shell for as long as the session lives.
+    _network: Option<std::sync::Arc<crate::sandbox::network::link::Link>>,
 }
 
 impl Session {

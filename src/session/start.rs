@@ -36,6 +36,7 @@ struct Spawned {
     master: OwnedFd,
     tty: libc::dev_t,
     stop: OwnedFd,
+    network: Option<Arc<crate::sandbox::network::link::Link>>,
 }
 
 /// What a new session is made of, besides its shell.
@@ -153,6 +154,7 @@ impl SessionManager {
             cmd_file: Mutex::new(parts.cmd_file),
             hist_file: Mutex::new(parts.hist_file),
             run_marker: parts.run_marker,
+            _network: spawned.network,
         })
     }
 }
@@ -358,15 +360,12 @@ fn spawn(prepared: &Prepared, program: &Path, cwd: &Path, dir: &Path, server: &C
         None => (&prepared.program_c, &prepared.argv),
     };
     let pass_fds = sandbox.as_ref().map_or(&[][..], |w| &w.pass_fds);
-    let pid = pty::spawn_on_pty(
-        program_c,
-        argv,
-        &prepared.envp,
-        &prepared.cwd_c,
-        &pty.slave_path,
-        pass_fds,
-    )
-    .map_err(|e| spawn_failed(format!("could not start {}: {e}", program.display())))?;
+    let envp = match &sandbox {
+        Some(wrapped) if !wrapped.env.is_empty() => crate::sandbox::with_env(&prepared.envp, &wrapped.env),
+        _ => prepared.envp.clone(),
+    };
+    let pid = pty::spawn_on_pty(program_c, argv, &envp, &prepared.cwd_c, &pty.slave_path, pass_fds)
+        .map_err(|e| spawn_failed(format!("could not start {}: {e}", program.display())))?;
     // SAFETY: plain syscall; the fd is owned below.
     let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
     if stop < 0 {
@@ -382,6 +381,7 @@ fn spawn(prepared: &Prepared, program: &Path, cwd: &Path, dir: &Path, server: &C
         tty,
         // SAFETY: eventfd returned a fresh fd.
         stop: unsafe { OwnedFd::from_raw_fd(stop) },
+        network: sandbox.and_then(|w| w.network),
     })
 }
 

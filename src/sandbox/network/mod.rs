@@ -4,6 +4,8 @@
 
 pub mod address;
 pub mod http;
+pub mod inside;
+pub mod link;
 pub mod policy;
 pub mod proxy;
 
