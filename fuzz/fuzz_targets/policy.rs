@@ -1,6 +1,7 @@
 #![no_main]
 //! The policy must never panic, never allow an opaque command without `<tool>:*`, and
-//! always deny a command that runs rm under a `rm *` deny rule.
+//! always deny a command that runs rm under a `rm *` deny rule; the classifier must never
+//! panic and never call an opaque command safe.
 
 use bash_mcp::permission::{Decision, PermissionPolicy, analyze};
 use libfuzzer_sys::fuzz_target;
@@ -37,6 +38,12 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(decision, Decision::Deny);
     }
     let _ = policy.explain("bash.execute", text);
+    // The classifier reads the same text (variables, substitutions, find's expression,
+    // downloads): it must not panic either, and an opaque command is never safe.
+    let class = bash_mcp::permission::classify(text).class;
+    if analysis.is_opaque() || analysis.parts.is_empty() {
+        assert!(class >= bash_mcp::permission::Class::Dangerous);
+    }
     // Rule entries from the input must either build or be refused, never panic.
     let _ = PermissionPolicy::new(&[text], &[] as &[&str]);
 });

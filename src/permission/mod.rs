@@ -87,6 +87,9 @@ pub struct Part {
     /// (`python3 <(curl x)` gives `(1, ["curl"])`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub substitutions: Vec<(usize, Vec<String>)>,
+    /// Found inside a command or process substitution (its output is an argument).
+    #[serde(skip)]
+    pub(crate) in_substitution: bool,
 }
 
 /// Why (part of) a command cannot be known from its text.
@@ -125,6 +128,9 @@ pub struct Analysis {
     /// Every redirection of the text, in text order, including those of no command
     /// (`> file`) and of compound commands (`{ ...; } > file`).
     pub redirects: Vec<Redirect>,
+    /// Variable assignments, for the classifier.
+    #[serde(skip)]
+    pub(crate) assignments: Vec<parse::Assigned>,
 }
 
 impl Analysis {
@@ -204,6 +210,7 @@ pub fn analyze_in(command: &str, dialect: Dialect) -> Analysis {
         parts: walker.parts,
         opaque: walker.opaque,
         redirects: walker.redirects,
+        assignments: walker.assignments,
     }
 }
 

@@ -229,6 +229,27 @@ const MAX_REDIRECTS: usize = 4096;
 /// At most this many commands are named as feeding a shell's standard input.
 const MAX_FEEDERS: usize = 16;
 
+/// At most this many variable assignments are recorded for the classifier; past that the
+/// command is opaque, since a value it can no longer follow may decide a path.
+const MAX_ASSIGNMENTS: usize = 1024;
+
+/// A shell variable given a value, recorded for the classifier (`d=/` alone,
+/// `export d=/`, `for d in / ~`, `read d`): which values a later `$d` may hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Assigned {
+    /// How many parts were found before it: it holds for the parts after.
+    pub at: usize,
+    /// The variable's name.
+    pub name: String,
+    /// The values it may take, as written (expansions kept); `None` for one read at run
+    /// time (`read d`), which may be anything, also empty.
+    pub values: Vec<Option<String>>,
+    /// Whether it replaces the earlier values: false when it may not run (after `&&` or
+    /// `||`, in a branch, a loop body) or does not last (a subshell, a pipeline, `sh -c`,
+    /// a substitution), so the earlier values stay possible.
+    pub replaces: bool,
+}
+
 /// What standard input a simple command gets from its own redirections.
 enum Stdin {
     Inherited,
@@ -254,6 +275,13 @@ pub(crate) struct Walker {
     /// The working directory wrappers around the command being walked start it in
     /// (`env -C DIR`), for [`Part::directory`].
     directory: Option<String>,
+    /// Variable assignments, in text order, for the classifier.
+    pub assignments: Vec<Assigned>,
+    /// How many enclosing constructs may skip what is being walked or keep its
+    /// assignments from lasting (see [`Assigned::replaces`]).
+    conditional: usize,
+    /// How many command or process substitutions enclose what is being walked.
+    substituting: usize,
 }
 
 impl Walker {
@@ -267,7 +295,33 @@ impl Walker {
             depth: 0,
             stdin_script: false,
             directory: None,
+            assignments: Vec::new(),
+            conditional: 0,
+            substituting: 0,
         }
+    }
+
+    /// Walks `f` as code that may not run, or whose assignments do not last.
+    fn conditionally(&mut self, f: impl FnOnce(&mut Self)) {
+        self.conditional += 1;
+        f(self);
+        self.conditional -= 1;
+    }
+
+    /// Records that `name` may hold `values` for the parts found after this point.
+    fn assigned(&mut self, name: &str, values: Vec<Option<String>>) {
+        if self.assignments.len() == MAX_ASSIGNMENTS {
+            self.opaque(format!("more than {MAX_ASSIGNMENTS} variable assignments"), Vec::new());
+        }
+        if self.assignments.len() >= MAX_ASSIGNMENTS {
+            return;
+        }
+        self.assignments.push(Assigned {
+            at: self.parts.len(),
+            name: name.to_owned(),
+            values,
+            replaces: self.conditional == 0,
+        });
     }
 
     /// Records that a bash-only construct is opaque unless the dialect is bash.
@@ -342,6 +396,10 @@ impl Walker {
         let parsed = catch_unwind(AssertUnwindSafe(|| {
             brush_parser::Parser::new(std::io::Cursor::new(text.as_bytes()), options).parse_program()
         }));
+        // Nested text (a substitution, `sh -c` code, a script on standard input) runs in
+        // another shell or a subshell: its assignments do not last.
+        let nested = usize::from(self.depth > 0);
+        self.conditional += nested;
         match parsed {
             Ok(Ok(program)) => {
                 for list in &program.complete_commands {
@@ -351,6 +409,7 @@ impl Walker {
             Ok(Err(e)) => self.opaque(format!("the shell parser rejected `{}`: {e}", clip(text)), Vec::new()),
             Err(_) => self.opaque(format!("the shell parser failed on `{}`", clip(text)), Vec::new()),
         }
+        self.conditional -= nested;
     }
 
     /// Analyses `text`, read by a shell of `dialect`.
@@ -364,7 +423,9 @@ impl Walker {
     /// words it runs.
     pub(crate) fn substitution(&mut self, code: &str) -> Vec<String> {
         let before = self.parts.len();
+        self.substituting += 1;
         self.nested(|w| w.text(code));
+        self.substituting -= 1;
         self.parts[before..].iter().map(|p| p.command_word.clone()).collect()
     }
 
@@ -386,7 +447,7 @@ impl Walker {
             self.pipeline(&item.0.first);
             for next in &item.0.additional {
                 match next {
-                    AndOr::And(p) | AndOr::Or(p) => self.pipeline(p),
+                    AndOr::And(p) | AndOr::Or(p) => self.conditionally(|w| w.pipeline(p)),
                 }
             }
         }
@@ -404,6 +465,9 @@ impl Walker {
         // The command words of earlier commands in the pipeline, grown as the pipeline
         // is walked (rebuilding it per command made long pipelines quadratic).
         let mut feeders: Vec<String> = Vec::new();
+        // Each command of a pipeline runs in a subshell.
+        let piped = usize::from(p.seq.len() > 1);
+        self.conditional += piped;
         for cmd in &p.seq {
             let before = self.parts.len();
             self.command(cmd, &feeders);
@@ -412,6 +476,7 @@ impl Walker {
                 feeders.extend(self.parts[before..].iter().take(room).map(|p| p.command_word.clone()));
             }
         }
+        self.conditional -= piped;
     }
 
     fn command(&mut self, cmd: &Command, feeders: &[String]) {
@@ -522,10 +587,10 @@ impl Walker {
                 for e in [&f.initializer, &f.condition, &f.updater].into_iter().flatten() {
                     self.arithmetic(&e.value);
                 }
-                self.list(&f.body.list);
+                self.conditionally(|w| w.list(&f.body.list));
             }
             CompoundCommand::BraceGroup(b) => self.list(&b.list),
-            CompoundCommand::Subshell(s) => self.list(&s.list),
+            CompoundCommand::Subshell(s) => self.conditionally(|w| w.list(&s.list)),
             CompoundCommand::ForClause(f) => {
                 if is_risky_variable(&f.variable_name) {
                     self.opaque(
@@ -533,10 +598,15 @@ impl Walker {
                         Vec::new(),
                     );
                 }
-                for v in f.values.iter().flatten() {
-                    resolve(&v.value, self);
+                // `for d; do` loops over the positional parameters, which are not known.
+                let values = match &f.values {
+                    Some(words) => words.iter().map(|v| Some(resolve(&v.value, self).text)).collect(),
+                    None => vec![None],
+                };
+                if !values.is_empty() {
+                    self.assigned(&f.variable_name, values);
                 }
-                self.list(&f.body.list);
+                self.conditionally(|w| w.list(&f.body.list));
             }
             CompoundCommand::CaseClause(c) => {
                 resolve(&c.value.value, self);
@@ -548,23 +618,25 @@ impl Walker {
                         resolve(&p.value, self);
                     }
                     if let Some(list) = &item.cmd {
-                        self.list(list);
+                        self.conditionally(|w| w.list(list));
                     }
                 }
             }
             CompoundCommand::IfClause(i) => {
                 self.list(&i.condition);
-                self.list(&i.then);
-                for e in i.elses.iter().flatten() {
-                    if let Some(cond) = &e.condition {
-                        self.list(cond);
+                self.conditionally(|w| {
+                    w.list(&i.then);
+                    for e in i.elses.iter().flatten() {
+                        if let Some(cond) = &e.condition {
+                            w.list(cond);
+                        }
+                        w.list(&e.body);
                     }
-                    self.list(&e.body);
-                }
+                });
             }
             CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
                 self.list(&w.0);
-                self.list(&w.1.list);
+                self.conditionally(|walker| walker.list(&w.1.list));
             }
             CompoundCommand::Coprocess(c) => {
                 self.bash_only("`coproc`");
@@ -576,7 +648,7 @@ impl Walker {
                         Vec::new(),
                     );
                 }
-                self.nested(|w| w.command(&c.body, feeders));
+                self.conditionally(|w| w.nested(|w| w.command(&c.body, feeders)));
             }
         }
     }
@@ -584,7 +656,9 @@ impl Walker {
     fn process_substitution(&mut self, sub: &SubshellCommand) -> Arg {
         self.bash_only("process substitution `<(...)` or `>(...)`");
         let before = self.parts.len();
-        self.nested(|w| w.list(&sub.list));
+        self.substituting += 1;
+        self.conditionally(|w| w.nested(|w| w.list(&sub.list)));
+        self.substituting -= 1;
         let inner = self.parts[before..].iter().map(|p| p.command_word.clone()).collect();
         Arg {
             text: "<(...)".into(),
@@ -594,13 +668,17 @@ impl Walker {
         }
     }
 
-    fn assignment(&mut self, a: &Assignment) {
+    /// Checks an assignment; returns the variable's name and value (as written) when it
+    /// is a plain scalar one (`d=/`, not `a[i]=x`, `a=(x)` or `d+=x`).
+    fn assignment(&mut self, a: &Assignment) -> Option<(String, String)> {
         let name = match &a.name {
             AssignmentName::VariableName(n) | AssignmentName::ArrayElementName(n, _) => n,
         };
+        let mut written = None;
         let value = match &a.value {
             AssignmentValue::Scalar(w) => {
                 let arg = resolve(&w.value, self);
+                written = Some(arg.text.clone());
                 arg.literal.then_some(arg.text)
             }
             AssignmentValue::Array(_) => None,
@@ -643,6 +721,8 @@ impl Walker {
                 }
             }
         }
+        let plain = matches!(a.name, AssignmentName::VariableName(_)) && !a.append;
+        written.filter(|_| plain).map(|v| (name.clone(), v))
     }
 
     /// Opacity for keys of an array assignment given as an argument (`declare a=([i]=1)`)
@@ -774,11 +854,14 @@ impl Walker {
         let mut argv: Vec<Arg> = Vec::new();
         let mut writes = Vec::new();
         let mut stdin = Stdin::Inherited;
+        let mut prefix_assignments = Vec::new();
         let items = cmd.prefix.iter().flat_map(|p| p.0.iter());
         for item in items {
             match item {
                 CommandPrefixOrSuffixItem::IoRedirect(r) => self.redirect(r, &mut writes, &mut stdin),
-                CommandPrefixOrSuffixItem::AssignmentWord(a, _) => self.assignment(a),
+                CommandPrefixOrSuffixItem::AssignmentWord(a, _) => {
+                    prefix_assignments.extend(self.assignment(a));
+                }
                 CommandPrefixOrSuffixItem::Word(w) => argv.push(resolve(&w.value, self)),
                 CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
                     let arg = self.process_substitution(sub);
@@ -810,8 +893,14 @@ impl Walker {
             }
         }
         if argv.is_empty() {
+            // Assignments alone set shell variables; before a command they are only in
+            // its environment, and `$d` in its arguments is expanded before them.
+            for (name, value) in prefix_assignments {
+                self.assigned(&name, vec![Some(value)]);
+            }
             return;
         }
+        self.builtin_assignments(&argv);
         if self.stdin_script && !matches!(stdin, Stdin::Inherited) && argv.iter().any(|a| a.text == "exec") {
             self.opaque(
                 "`exec` replaces the standard input a shell reads its script from, so the rest of the \
@@ -821,6 +910,36 @@ impl Walker {
             );
         }
         self.run(argv, &stdin, &writes, feeders);
+    }
+
+    /// Records the variables `export d=/`, `declare`, `local`, `readonly`, `typeset` and
+    /// `read` set.
+    fn builtin_assignments(&mut self, argv: &[Arg]) {
+        match argv[0].text.as_str() {
+            "export" | "declare" | "typeset" | "local" | "readonly" => {
+                for a in &argv[1..] {
+                    if let Some((name, value)) = a.text.split_once('=')
+                        && is_plain_name(name)
+                    {
+                        self.assigned(name, vec![Some(value.to_owned())]);
+                    }
+                }
+            }
+            "read" => {
+                // Options that take a value: -a (an array), -d, -i, -n, -N, -p, -t, -u.
+                let mut words = argv[1..].iter().map(|a| a.text.as_str());
+                while let Some(word) = words.next() {
+                    if let Some(flags) = word.strip_prefix('-') {
+                        if flags.ends_with(['a', 'd', 'i', 'n', 'N', 'p', 't', 'u']) {
+                            words.next();
+                        }
+                    } else if is_plain_name(word) {
+                        self.assigned(word, vec![None]);
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 
     fn push_part(&mut self, argv: &[Arg], wrappers: &[String], writes: &[String]) {
@@ -839,6 +958,7 @@ impl Walker {
             writes: writes.to_vec(),
             directory: self.directory.clone(),
             substitutions,
+            in_substitution: self.substituting > 0,
         });
     }
 
