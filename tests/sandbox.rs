@@ -628,11 +628,20 @@ fn the_sandbox_document_blocks_are_valid() {
     assert_eq!(result_blocks.len(), 1);
     let example: Value = serde_json::from_str(&result_blocks[0]).unwrap();
     assert_eq!(example["sandbox"]["denied"][0]["op"], "write");
-    let toml_blocks = blocks("toml");
-    assert_eq!(toml_blocks.len(), 1);
-    let table: Value = toml::from_str(&toml_blocks[0]).unwrap();
-    let config = base.apply_map(table.as_object().unwrap()).unwrap();
-    assert!(config.sandbox.network == bash_mcp::sandbox::Network::Off && config.sandbox.is_on());
+    // Every TOML block applies; the first is the plain one, with the network off,
+    // the second opens it by name.
+    let configs: Vec<bash_mcp::Config> = blocks("toml")
+        .iter()
+        .map(|block| {
+            let table: Value = toml::from_str(block).unwrap();
+            base.apply_map(table.as_object().unwrap())
+                .unwrap_or_else(|e| panic!("{block}: {e}"))
+        })
+        .collect();
+    assert_eq!(configs.len(), 2);
+    assert!(configs[0].sandbox.network == bash_mcp::sandbox::Network::Off && configs[0].sandbox.is_on());
+    assert!(configs[1].sandbox.is_on());
+    assert!(configs[1].sandbox.network != bash_mcp::sandbox::Network::Off);
 }
 
 /// Live processes whose command line contains `needle` and
