@@ -8,7 +8,7 @@
 //!
 //! The log may lie where sandboxed commands can write (a writable root):
 //! its folder is held open and every file in it is reached through it
-//! ([`Dir`]), never through a link, and only when it is a regular file with
+//! (`Dir`, in `dirfd`), never through a link, and only when it is a regular file with
 //! one name (or a character device such as `/dev/null`), so nothing a
 //! command planted there redirects a line, a rotation or a read.
 //!

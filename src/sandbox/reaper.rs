@@ -8,7 +8,7 @@
 //! domain, which from ABI 6 keeps every signal of the command's from
 //! reaching it (`LANDLOCK_SCOPE_SIGNAL`); below ABI 6 the command's seccomp
 //! filter refuses the calls that could name the helper (see
-//! [`landlock`](super::landlock)). The host reaches the command through the
+//! [`landlock`]). The host reaches the command through the
 //! helper's control socket (fd [`CONTROL_FD`]): it asks for signals there
 //! and reads the shell's exit status there. When the shell exits, when the
 //! host asks for SIGKILL, or when the host's end closes (the call was

@@ -106,7 +106,7 @@ pub fn env(port: u16) -> Vec<(String, String)> {
     vars
 }
 
-/// [`env`] for the proxy on a sandbox's own loopback.
+/// [`env()`] for the proxy on a sandbox's own loopback.
 pub fn sandbox_env() -> Vec<(String, String)> {
     env(PROXY_PORT)
 }

@@ -8,7 +8,7 @@
 //!
 //! Addresses are judged after resolution too: a deny block refuses an
 //! address whatever name led to it, and a special-purpose address
-//! (loopback, private, link-local, ...: see [`address`](super::address)) is
+//! (loopback, private, link-local, ...: see [`address`]) is
 //! refused unless an allow entry names it by address.
 
 use std::net::IpAddr;
