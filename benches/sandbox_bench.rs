@@ -7,7 +7,8 @@
 //! makes a hundred `AF_UNIX` connects, each with and without notification.
 //!
 //! Run with `cargo bench --features cli --bench sandbox_bench` (add
-//! `-- --quick` for fewer rounds). The helper (the supervisor, and the
+//! `-- --quick` for fewer rounds, `-- --repo` to run every command in a git
+//! repository, whose `.git` and root the sandbox guards). The helper (the supervisor, and the
 //! Landlock backend's exec helper) is the `bash-mcp` binary cargo builds
 //! for the benchmark, or `BASH_MCP_HELPER`.
 
@@ -33,6 +34,14 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("bash-mcp-sandbox-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let dir = dir.canonicalize().unwrap();
+    if std::env::args().any(|a| a == "--repo") {
+        let init = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&dir)
+            .status();
+        assert!(init.is_ok_and(|s| s.success()), "--repo needs git");
+        std::fs::write(dir.join("README"), "bench\n").unwrap();
+    }
 
     let sandboxes = [
         ("bwrap supervisor", "bwrap", true, true),

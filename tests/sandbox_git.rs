@@ -20,7 +20,7 @@ const HELPER: &str = env!("CARGO_BIN_EXE_bash-mcp");
 
 /// `bwrap` runs commands through the supervisor, `bwrap-per-command` gives
 /// each a bwrap of its own.
-const BACKENDS: &[&str] = &["bwrap", "bwrap-per-command"];
+const BACKENDS: &[&str] = &["bwrap", "bwrap-per-command", "landlock"];
 
 fn backend_keys(backend: &str) -> Value {
     match backend {
@@ -300,6 +300,13 @@ fn the_everyday_git_workflow_works_inside() {
             "git worktree add -q .worktrees/w -b w && test -f .worktrees/w/README".to_owned(),
             format!("cd .worktrees/w && echo w > w.txt && git add w.txt && git {who} commit -q -m w"),
             "git tag v1 && git log --oneline | wc -l".to_owned(),
+            format!(
+                "git -c gc.auto=0 gc -q && git checkout -q -b r HEAD~1 && git {who} commit -q --allow-empty -m r && git {who} rebase -q main && git checkout -q main"
+            ),
+            // The root's own entries, as editors and build tools change them.
+            "sed -i s/hello/hi/ README && mkdir -p docs build && echo x > docs/f && umask 077 && echo s > secret".to_owned(),
+            "test \"$(stat -c %a secret)\" = 600 && mv docs/f build/f && ln build/f docs/g && test -f docs/g && rm -r docs build secret".to_owned(),
+            "git checkout -q README && git status --short | wc -l".to_owned(),
         ];
         for step in &steps {
             let result = inside(&server, &root, step);
@@ -308,5 +315,146 @@ fn the_everyday_git_workflow_works_inside() {
         assert_eq!(git_ok(&root, &["rev-list", "--count", "main"]).trim(), "4");
         assert_eq!(git_ok(&root, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "main");
         assert!(git_ok(&root, &["log", "--oneline", "w"]).contains(" w\n"));
+    }
+}
+
+/// A repository made outside with `git init` and `args` (as the person
+/// would), with one commit.
+fn repository_with(dir: &Path, args: &[&str]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut init = vec!["init", "-q", "-b", "main"];
+    init.extend_from_slice(args);
+    git_ok(dir, &init);
+    git_ok(dir, &["commit", "-q", "--allow-empty", "-m", "first"]);
+}
+
+#[test]
+fn git_files_that_do_not_exist_cannot_be_created() {
+    for backend in backends() {
+        let marker = Marker::new();
+        let fsmonitor = format!(
+            "printf '[core]\\n\\tfsmonitor = \"touch {}\"\\n'",
+            marker.path().display()
+        );
+        // Each: how the person's repository was made, the attack, and the
+        // git command the person runs next.
+        let cases: [Case; 5] = [
+            (
+                "a commondir naming a planted common dir",
+                &[],
+                &[],
+                format!(
+                    "mkdir evil && cp -r .git/. evil/ && {fsmonitor} >> evil/config && echo ../evil > .git/commondir"
+                ),
+                &["status", "--short"],
+            ),
+            (
+                "config.worktree where worktree configuration is on",
+                &[],
+                &["config", "extensions.worktreeConfig", "true"],
+                format!("{fsmonitor} > .git/config.worktree"),
+                &["status", "--short"],
+            ),
+            (
+                "a hooks dir in a repository made without one",
+                &["--template="],
+                &[],
+                plant_script_into(".git/hooks", "pre-commit", &marker),
+                &["commit", "-q", "--allow-empty", "-m", "x"],
+            ),
+            (
+                "a hooks path that does not exist yet",
+                &[],
+                &["config", "core.hooksPath", ".githooks"],
+                plant_script_into(".githooks", "pre-commit", &marker),
+                &["commit", "-q", "--allow-empty", "-m", "x"],
+            ),
+            (
+                "an included file that does not exist yet",
+                &[],
+                &["config", "include.path", "../local.gitconfig"],
+                format!("{fsmonitor} > local.gitconfig"),
+                &["status", "--short"],
+            ),
+        ];
+        for (what, init, setup, attack, person) in cases {
+            let root = TempDir::new("git-absent");
+            repository_with(&root, init);
+            if !setup.is_empty() {
+                git_ok(&root, setup);
+            }
+            let server = sandboxed(&root, backend, json!({}));
+            let result = inside(&server, &root, &attack);
+            git(&root, person);
+            marker.assert_untouched(&format!("{backend}: {what} ({result})"));
+        }
+    }
+}
+
+/// One case: what it tries, the `git init` arguments and a `git` command
+/// the person's repository was made with, the attack, and the git command
+/// the person runs next.
+type Case<'a> = (&'a str, &'a [&'a str], &'a [&'a str], String, &'a [&'a str]);
+
+/// A command that makes `dir` and plants an executable `name` in it.
+fn plant_script_into(dir: &str, name: &str, marker: &Marker) -> String {
+    format!("mkdir -p {dir}; {}", plant_script(&format!("{dir}/{name}"), marker))
+}
+
+#[test]
+fn the_git_dir_cannot_be_moved_away_and_back_nor_written_directly() {
+    for backend in backends() {
+        let root = TempDir::new("git-moved");
+        repository(&root);
+        let server = sandboxed(&root, backend, json!({}));
+        let marker = Marker::new();
+        let attacks = [
+            (
+                "hooks written in a moved copy",
+                format!(
+                    "mv .git g2 && {} && mv g2 .git",
+                    plant_script("g2/hooks/pre-commit", &marker)
+                ),
+            ),
+            (
+                "a hook written directly",
+                plant_script(".git/hooks/pre-commit", &marker),
+            ),
+            (
+                "the config written directly",
+                format!(
+                    "echo '[core] fsmonitor = \"touch {}\"' >> .git/config",
+                    marker.path().display()
+                ),
+            ),
+            (
+                "the config replaced by a rename",
+                format!(
+                    "cp .git/config c2 && echo '[core] fsmonitor = \"touch {}\"' >> c2 && mv -f c2 .git/config",
+                    marker.path().display()
+                ),
+            ),
+            (
+                "a hook linked in",
+                format!("{} && ln h .git/hooks/pre-commit", plant_script("h", &marker)),
+            ),
+            (
+                "the hooks dir swapped",
+                format!(
+                    "mkdir h2 && {} && mv .git/hooks h3; mv h2 .git/hooks",
+                    plant_script("h2/pre-commit", &marker)
+                ),
+            ),
+        ];
+        for (what, attack) in &attacks {
+            let result = inside(&server, &root, attack);
+            git(&root, &["commit", "-q", "--allow-empty", "-m", "x"]);
+            git(&root, &["status", "--short"]);
+            marker.assert_untouched(&format!("{backend}: {what} ({result})"));
+            assert!(
+                root.join(".git/HEAD").exists(),
+                "{backend}: {what}: the git dir moved: {result}"
+            );
+        }
     }
 }

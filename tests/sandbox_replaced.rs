@@ -16,13 +16,19 @@ use common::*;
 use serde_json::{Value, json};
 
 const HELPER: &str = env!("CARGO_BIN_EXE_bash-mcp");
-const BACKENDS: &[&str] = &["bwrap", "bwrap-per-command"];
+const BACKENDS: &[&str] = &["bwrap", "bwrap-per-command", "landlock"];
 
 fn backend_keys(backend: &str) -> Value {
     match backend {
         "bwrap-per-command" => json!({"backend": "bwrap", "supervisor": false}),
         other => json!({"backend": other}),
     }
+}
+
+/// The backends that hide paths (`read_deny`): Landlock refuses to run
+/// with it (tested in sandbox.rs).
+fn hiding_backends() -> impl Iterator<Item = &'static str> {
+    backends().filter(|b| b.starts_with("bwrap"))
 }
 
 fn backends() -> impl Iterator<Item = &'static str> {
@@ -116,7 +122,7 @@ fn a_protected_file_the_host_replaces_stays_read_only_for_the_next_command() {
 
 #[test]
 fn a_hidden_file_the_host_replaces_stays_hidden_for_the_next_command() {
-    for backend in backends() {
+    for backend in hiding_backends() {
         let root = TempDir::new("replaced-hidden");
         let secret = root.join("token");
         std::fs::write(&secret, "old-token").unwrap();
@@ -141,7 +147,7 @@ fn a_hidden_file_the_host_replaces_stays_hidden_for_the_next_command() {
 
 #[test]
 fn a_hidden_path_cannot_be_moved_out_of_sight_by_renaming_a_parent() {
-    for backend in backends() {
+    for backend in hiding_backends() {
         let root = TempDir::new("moved-deny");
         std::fs::create_dir_all(root.join("conf/secrets")).unwrap();
         std::fs::write(root.join("conf/secrets/key"), "s3cret").unwrap();
@@ -158,6 +164,118 @@ fn a_hidden_path_cannot_be_moved_out_of_sight_by_renaming_a_parent() {
                 .unwrap_or_else(|| panic!("{backend}: {read}"))
                 .contains("s3cret"),
             "{backend}: {read}"
+        );
+    }
+}
+
+/// A repository with a protected file at its top (`.envrc`), for a session
+/// or a running command to outlive a replacement of both.
+fn project(root: &Path) -> bool {
+    let init = Command::new("git").args(["init", "-q"]).current_dir(root).status();
+    if !init.is_ok_and(|s| s.success()) {
+        skip("git is not installed (apt-get install git)");
+        return false;
+    }
+    std::fs::write(root.join(".envrc"), "export A=1\n").unwrap();
+    true
+}
+
+/// The host saves both files the way `git config` and editors do; what each
+/// holds afterwards.
+fn replace_both(root: &Path) -> (String, String) {
+    let config = std::fs::read_to_string(root.join(".git/config")).unwrap() + "[user]\n\tname = p\n";
+    replace(&root.join(".git/config"), &config);
+    replace(&root.join(".envrc"), "export A=2\n");
+    (config, "export A=2\n".to_owned())
+}
+
+const WRITE_BOTH: &str = "echo '[core] fsmonitor = x' >> .git/config; echo 'curl x | sh' >> .envrc; echo done";
+
+#[test]
+fn a_session_keeps_protected_files_the_host_replaces_while_it_lives() {
+    for backend in backends().filter(|b| *b != "bwrap-per-command") {
+        let root = TempDir::new("replaced-session");
+        if !project(&root) {
+            return;
+        }
+        let server = sandboxed(&root, backend, json!({}));
+        server
+            .configure(&json!({"sessions": {"enabled": true}}).to_string())
+            .unwrap();
+        let started = call_tool(
+            &server,
+            "session_start",
+            json!({"shell": "bash", "env": {TAG_VAR: server.tag()}}),
+        );
+        let id = started["session_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{started}"))
+            .to_owned();
+        let run = |command: &str| {
+            call_tool(
+                &server,
+                "session_run",
+                json!({"session_id": id, "command": command, "timeout_seconds": 20}),
+            )
+        };
+        assert!(run("true")["output"].is_string(), "{backend}: the session does not run");
+        let (config, envrc) = replace_both(&root);
+        let result = run(WRITE_BOTH);
+        assert!(
+            result["output"].as_str().unwrap_or_default().contains("done"),
+            "{backend}: {result}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            config,
+            "{backend}: {result}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join(".envrc")).unwrap(),
+            envrc,
+            "{backend}: {result}"
+        );
+        let _ = call_tool(&server, "session_close", json!({"session_id": id}));
+    }
+}
+
+#[test]
+fn a_running_command_keeps_protected_files_the_host_replaces_meanwhile() {
+    for backend in backends() {
+        let root = TempDir::new("replaced-running");
+        if !project(&root) {
+            return;
+        }
+        let server = std::sync::Arc::new(sandboxed(&root, backend, json!({})));
+        let release = TempDir::new("replaced-release");
+        let command = format!("{}; {WRITE_BOTH}", until_file_exists(&release.join("go")));
+        let running = {
+            let server = server.clone();
+            std::thread::spawn(move || run(&server, &command))
+        };
+        // The command has started once its shell polls for the release file.
+        wait_until("the command never started", || {
+            std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&*release.to_string_lossy()))
+            })
+        });
+        let (config, envrc) = replace_both(&root);
+        std::fs::write(release.join("go"), "").unwrap();
+        let result = running.join().unwrap();
+        assert!(
+            result["output"].as_str().unwrap_or_default().contains("done"),
+            "{backend}: {result}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            config,
+            "{backend}: {result}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join(".envrc")).unwrap(),
+            envrc,
+            "{backend}: {result}"
         );
     }
 }

@@ -6,6 +6,7 @@ use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
+use super::guard::Layout;
 use super::plan::Plan;
 
 /// The oldest bubblewrap with `--disable-userns`, which keeps a command from
@@ -37,11 +38,12 @@ pub const SECCOMP_FD: i32 = 3;
 /// The capabilities a supervisor keeps inside its user namespace.
 pub const SUPERVISOR_CAPS: &[&str] = &["CAP_SYS_ADMIN", "CAP_SETPCAP", "CAP_SYS_RESOURCE"];
 
-/// The full argv: `bwrap <options> -- <command...>`.
-pub fn argv(bwrap: &Path, plan: &Plan, options: BwrapOptions, command: &[CString]) -> Vec<CString> {
+/// The full argv: `bwrap <options> -- <command...>`, with the guarded
+/// directories of `layout`.
+pub fn argv(bwrap: &Path, plan: &Plan, layout: &Layout, options: BwrapOptions, command: &[CString]) -> Vec<CString> {
     let mut args = Args(vec![bwrap.as_os_str().to_owned()]);
     namespaces(&mut args, plan, options);
-    file_system(&mut args, plan);
+    file_system(&mut args, plan, layout);
     args.push(["--chdir"]);
     args.path(&plan.cwd);
     args.push(["--"]);
@@ -104,7 +106,7 @@ fn namespaces(args: &mut Args, plan: &Plan, options: BwrapOptions) {
     }
 }
 
-fn file_system(args: &mut Args, plan: &Plan) {
+fn file_system(args: &mut Args, plan: &Plan, layout: &Layout) {
     args.same("--ro-bind", Path::new("/"));
     args.push(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]);
     if plan.private_tmp {
@@ -114,34 +116,9 @@ fn file_system(args: &mut Args, plan: &Plan) {
             args.same("--ro-bind", &plan.cwd);
         }
     }
-    // Outer roots first, so that a root inside another (the working dir in
-    // the temp dir) is a mount of its own rather than covered by the outer.
-    let mut roots: Vec<&Path> = plan.writable.iter().map(PathBuf::as_path).collect();
-    roots.sort_by_key(|p| p.components().count());
-    for root in roots {
-        args.same("--bind", root);
-    }
-    // Each directory between a root and a protected or hidden path becomes
-    // a mount point of its own, so it cannot be renamed or removed to put a
-    // fresh, writable copy in its place, or to move a hidden path out of
-    // sight of the next command. All of them first: a later bind of a
-    // parent would cover a read-only bind made below it.
-    let mut pinned: Vec<&Path> = plan
-        .protected
-        .iter()
-        .chain(&plan.read_deny)
-        .flat_map(|p| p.pinned_dirs.iter().map(PathBuf::as_path))
-        .collect();
-    let mut protected: Vec<&Path> = plan.protected.iter().map(|p| p.path.as_path()).collect();
-    for list in [&mut pinned, &mut protected] {
-        list.sort_by_key(|p| (p.components().count(), p.to_path_buf()));
-        list.dedup();
-    }
-    for dir in pinned {
-        args.same("--bind", dir);
-    }
-    for path in protected {
-        args.same("--ro-bind", path);
+    // Outer mounts first: a bind covers whatever was bound below it before.
+    for (path, writable) in mounts(plan, layout) {
+        args.same(if writable { "--bind" } else { "--ro-bind" }, &path);
     }
     for denied in plan.read_deny.iter().map(|d| d.path.as_path()) {
         if denied.is_dir() {
@@ -166,15 +143,46 @@ fn empty_read_only(args: &mut Args, dir: &Path) {
     args.path(dir);
 }
 
-/// Every path the plan mounts that a replacement on the host would take
-/// the mount away from: the writable roots, the directories kept in place,
-/// the protected and the hidden paths.
-pub fn bound_paths(plan: &Plan) -> Vec<&Path> {
-    let mut paths: Vec<&Path> = plan.writable.iter().map(PathBuf::as_path).collect();
-    for p in plan.protected.iter().chain(&plan.read_deny) {
-        paths.extend(p.pinned_dirs.iter().map(PathBuf::as_path));
-        paths.push(&p.path);
+/// Every bind of `plan`'s paths onto themselves, outer first, with whether
+/// it is writable: the roots; the guarded directories read-only with their
+/// other subdirectories writable again ([`Layout::binds`]); the directories
+/// between a root and a guarded directory or a hidden path, kept in place
+/// as mount points of their own (so `mv .git elsewhere` fails with "Device
+/// or resource busy", and a hidden path cannot be moved out of sight of the
+/// next command's plan); and a protected path no guarded directory holds,
+/// read-only itself.
+fn mounts(plan: &Plan, layout: &Layout) -> Vec<(PathBuf, bool)> {
+    let mut mounts: Vec<(PathBuf, bool)> = plan.writable.iter().map(|r| (r.clone(), true)).collect();
+    mounts.extend(layout.binds());
+    for p in &plan.read_deny {
+        mounts.extend(p.pinned_dirs.iter().map(|d| (d.clone(), true)));
     }
+    for p in plan.protected.iter().filter(|p| layout.find(&p.path).is_none()) {
+        mounts.extend(p.pinned_dirs.iter().map(|d| (d.clone(), true)));
+        mounts.push((p.path.clone(), false));
+    }
+    // Stable: at one depth, a root before the guarded directory it is.
+    mounts.sort_by_key(|(p, _)| p.components().count());
+    let mut seen = std::collections::HashSet::new();
+    let mut out: Vec<(PathBuf, bool)> = Vec::new();
+    for (path, writable) in mounts {
+        if seen.insert(path.clone()) {
+            out.push((path, writable));
+        } else if !writable && let Some(known) = out.iter_mut().find(|(p, _)| *p == path) {
+            // A root that is a guarded directory too is read-only.
+            known.1 = false;
+        }
+    }
+    out
+}
+
+/// Every path the plan mounts that a replacement on the host would take
+/// the mount away from: the roots, the guarded directories and those
+/// written in them, the directories kept in place, the protected and the
+/// hidden paths.
+pub fn bound_paths(plan: &Plan, layout: &Layout) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = mounts(plan, layout).into_iter().map(|(p, _)| p).collect();
+    paths.extend(plan.read_deny.iter().map(|d| d.path.clone()));
     // What lies inside a hidden path is not there to check.
     paths.retain(|p| !plan.read_deny.iter().any(|d| p.starts_with(&d.path) && *p != d.path));
     paths.sort();
@@ -224,7 +232,13 @@ mod tests {
     }
 
     fn line(plan: &Plan, options: BwrapOptions) -> String {
-        display(&argv(Path::new("/usr/bin/bwrap"), plan, options, &[c"true".to_owned()]))
+        display(&argv(
+            Path::new("/usr/bin/bwrap"),
+            plan,
+            &Layout::default(),
+            options,
+            &[c"true".to_owned()],
+        ))
     }
 
     const OPTS: BwrapOptions = BwrapOptions {

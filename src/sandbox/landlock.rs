@@ -41,13 +41,55 @@ pub struct HelperSpec {
     #[serde(default)]
     pub subreaper: bool,
     /// Install the observing filter and send its listener on fd
-    /// [`LISTENER_FD`] before exec (see [`notify`](super::notify)).
+    /// [`LISTENER_FD`] (or `listener_fd`) before exec (see
+    /// [`notify`](super::notify)).
     #[serde(default)]
     pub observe: bool,
     /// The most processes the command may run, bounded as
     /// [`limits`](super::limits) says (`None`: no bound is set).
     #[serde(default)]
     pub max_processes: Option<u32>,
+    /// Directories granted everything beneath them, besides `writable`:
+    /// the writable subdirectories of mediated directories (see
+    /// [`guard`](super::guard)), whose own entries only the handler changes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<PathBuf>,
+    /// Regular files of mediated directories granted writing in place.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<PathBuf>,
+    /// `false`: no Landlock ruleset and no seccomp filter of this backend's:
+    /// inside a bubblewrap sandbox, the helper only installs the observing
+    /// filter the handler of guarded directories needs.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub landlock: bool,
+    /// The fd the listener goes out on, when not [`LISTENER_FD`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listener_fd: Option<libc::c_int>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for HelperSpec {
+    /// Nothing writable, no network, Landlock applied, nothing else.
+    fn default() -> HelperSpec {
+        HelperSpec {
+            writable: Vec::new(),
+            network: false,
+            subreaper: false,
+            observe: false,
+            max_processes: None,
+            grants: Vec::new(),
+            files: Vec::new(),
+            landlock: true,
+            listener_fd: None,
+        }
+    }
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// The helper's fd for the socket it sends its listener on (its control
@@ -173,6 +215,13 @@ pub(super) fn restrict(spec: &HelperSpec, keeper: Option<libc::pid_t>) -> Result
         return Err(format!("PR_SET_NO_NEW_PRIVS: {}", std::io::Error::last_os_error()));
     }
     drop_capabilities()?;
+    if !spec.landlock {
+        // Inside bubblewrap: its mounts, namespaces and filter confine.
+        return match spec.observe {
+            true => observe(spec).map(drop),
+            false => Ok(()),
+        };
+    }
     landlock(spec)?;
     let observed = spec.observe && observe(spec)?;
     seccomp(spec, observed, keeper)
@@ -186,24 +235,28 @@ fn observe(spec: &HelperSpec) -> Result<bool, String> {
     // connect() too: Landlock does not govern connecting to a pathname
     // socket, and the handler refuses (and names) an attach socket's.
     let mut rules = [filter::WRITES, filter::CONNECT].concat();
-    if !spec.network {
+    if !spec.network && spec.landlock {
         // No socket of a network family can exist, so there is no address
         // to learn at connect: the refused socket() is the denial.
         rules.extend_from_slice(filter::SOCKETS);
+    } else if !spec.network {
+        // In bubblewrap's network namespace: a connect names its address.
+        rules.extend_from_slice(filter::CONNECTS);
     }
+    let listener_fd = spec.listener_fd.unwrap_or(LISTENER_FD);
     let result = match filter::install(&filter::program(&rules)) {
         // A filter whose listener never reached the library would fail its
         // calls with ENOSYS: then nothing runs.
-        Ok(listener) => wire::send_with_fds(LISTENER_FD, &[wire::LISTENER], &[listener.as_raw_fd()])
+        Ok(listener) => wire::send_with_fds(listener_fd, &[wire::LISTENER], &[listener.as_raw_fd()])
             .map(|()| true)
             .map_err(|e| format!("could not hand the seccomp listener to the library: {e}")),
         Err(_) => {
-            let _ = wire::send_with_fds(LISTENER_FD, &[wire::NO_LISTENER], &[]);
+            let _ = wire::send_with_fds(listener_fd, &[wire::NO_LISTENER], &[]);
             Ok(false)
         }
     };
     // SAFETY: closes the library's socket, which the command must not inherit.
-    unsafe { libc::close(LISTENER_FD) };
+    unsafe { libc::close(listener_fd) };
     result
 }
 
@@ -257,6 +310,22 @@ fn landlock(spec: &HelperSpec) -> Result<(), String> {
         created = created
             .add_rule(PathBeneath::new(fd, AccessFs::from_all(abi)))
             .map_err(err)?;
+    }
+    // Opened without following a link, and only what is still the kind the
+    // plan saw: a grant never lands where a link put in its place points.
+    for dir in &spec.grants {
+        if let Some(fd) = open_as(dir, libc::S_IFDIR) {
+            created = created
+                .add_rule(PathBeneath::new(fd, AccessFs::from_all(abi)))
+                .map_err(err)?;
+        }
+    }
+    for file in &spec.files {
+        if let Some(fd) = open_as(file, libc::S_IFREG) {
+            created = created
+                .add_rule(PathBeneath::new(fd, AccessFs::from_file(abi)))
+                .map_err(err)?;
+        }
     }
     created.restrict_self().map_err(err)?;
     Ok(())
@@ -316,6 +385,27 @@ fn keeper_rules(keeper: libc::pid_t, scoped: bool) -> Result<super::seccomp::Rul
     );
     rules.insert(libc::SYS_pidfd_open, vec![rule(vec![is(0, pid)?])?]);
     Ok(rules)
+}
+
+/// `path` opened `O_PATH` without following a link, if it is of type
+/// `kind` (`S_IFDIR`, or `S_IFREG` with one link).
+fn open_as(path: &std::path::Path, kind: libc::mode_t) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let c = CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: open with a NUL-terminated path; the result is ours.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a fresh fd that nothing else owns.
+    let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    // SAFETY: stat is plain data; fstat writes one we own.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat on the fd just opened.
+    let ok = unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0
+        && st.st_mode & libc::S_IFMT == kind
+        && (kind != libc::S_IFREG || st.st_nlink == 1);
+    ok.then_some(fd)
 }
 
 const CLONE_NAMESPACES: &[u64] = &[
@@ -414,6 +504,10 @@ mod tests {
             subreaper: true,
             observe: true,
             max_processes: Some(400),
+            grants: vec![PathBuf::from("/w/src")],
+            files: Vec::new(),
+            landlock: true,
+            listener_fd: None,
         };
         let argv = argv(
             std::path::Path::new("/bin/bash-mcp"),

@@ -12,7 +12,9 @@ mod caps;
 pub mod config;
 pub mod denial;
 mod denial_summary;
+mod fsread;
 pub mod git;
+pub mod guard;
 pub mod helper;
 mod hidden;
 pub mod kept;
@@ -101,6 +103,10 @@ pub struct Wrapped {
     pub kept: Option<kept::KeptLaunch>,
     /// The seccomp observation of the command, when it has one.
     pub observation: Option<Arc<notify::Observation>>,
+    /// Whether the observation names the denials (`notify_denials`); when
+    /// not, it only serves the guarded directories and denials come from
+    /// the error text.
+    pub denials_notified: bool,
     /// Fds the sandbox's first process gets as its fds 3, 4, ...: the
     /// socket the Landlock helper sends its listener on, or bwrap's seccomp
     /// program.
@@ -157,7 +163,12 @@ impl Wrapped {
     /// seccomp listener when the command had one, else read from its
     /// output (a heuristic: see [`denial`]).
     pub fn denials(&self, output: &str) -> (Vec<Denial>, &'static str) {
-        let (mut found, from) = match self.observation.as_ref().and_then(|o| o.denials()) {
+        let notified = self
+            .observation
+            .as_ref()
+            .filter(|_| self.denials_notified)
+            .and_then(|o| o.denials());
+        let (mut found, from) = match notified {
             Some(found) => (found, denial::FROM_NOTIFICATION),
             None => (self.denials_in_text(output), denial::FROM_ERROR_TEXT),
         };
@@ -258,22 +269,36 @@ pub fn wrap_in(
     };
     let plan = Plan::new(config, request.cwd, request.extra_writable)
         .map_err(|p| ToolError::new(ErrorCode::InvalidConfig, p.message, p.hint))?;
+    let (keeping, refuse) = match backend {
+        Backend::Bwrap { .. } => (guard::Keeping::MountPoints, libc::EROFS),
+        Backend::Landlock { .. } => (guard::Keeping::Mediation, libc::EACCES),
+    };
+    let layout = guard::Layout::new(&plan, keeping);
+    // Guarded directories need the handler whether or not denials are
+    // named: without it, their entries stay as they are (nothing created
+    // in `.git`, so no `git add`), never writable.
+    let guarded = !layout.is_empty();
     if let Some(policy) = config.network.policy() {
-        return wrap_by_name(config, request, backend, plan, policy).map(Some);
+        return wrap_by_name(config, request, backend, plan, policy, &layout).map(Some);
     }
     // Sessions outlive their call and report no denials: only commands
     // that wait for their call are observed.
     let observe = config.notify_denials && request.die_with_parent;
     let policy = notify::Policy {
-        judge: notify::Judge::new(&plan, matches!(backend, Backend::Bwrap { .. })),
+        judge: notify::Judge::new(&plan, &layout, true),
         network_off: !plan.network,
         own_loopback: matches!(backend, Backend::Bwrap { .. }),
+        guard: guarded.then(|| notify::Guard {
+            layout: layout.clone(),
+            roots: plan.writable.clone(),
+            refuse,
+        }),
     };
     if let (Backend::Bwrap { path, .. }, Some(supervisors), true, true) =
         (backend, supervisors, config.supervisor, request.die_with_parent)
         && let Some(helper) = helper::find(config.helper_path.as_deref())
     {
-        match supervisors.get(path, &helper, &plan, observe, config.max_processes) {
+        match supervisors.get(path, &helper, &plan, &layout, observe || guarded, config.max_processes) {
             Ok(supervisor) => {
                 let observation = Arc::new(notify::Observation::new());
                 return Ok(Some(Wrapped {
@@ -290,6 +315,7 @@ pub fn wrap_in(
                     }),
                     kept: None,
                     observation: Some(observation),
+                    denials_notified: observe,
                     pass_fds: Vec::new(),
                     owned_fds: Vec::new(),
                     process_limit: limits::pid_max_per_namespace()
@@ -318,16 +344,45 @@ pub fn wrap_in(
                 })?;
             pass_fds.push(program.as_raw_fd());
             owned_fds.push(Arc::new(program));
+            // bwrap execs the command itself: the handler of guarded
+            // directories gets its listener from the helper run in between.
+            let mut command = request.command.to_vec();
+            let helper = helper::find(config.helper_path.as_deref()).filter(|h| helper::is_executable(h));
+            if guarded && helper.is_none() {
+                tracing::warn!(
+                    "the bash-mcp helper was not found, so no handler serves this command's guarded directories: their entries stay read-only"
+                );
+            }
+            if guarded && let Some(helper) = helper {
+                match notify::Observation::over_socket(policy) {
+                    Ok((o, fd)) => {
+                        let spec = landlock::HelperSpec {
+                            network: plan.network,
+                            observe: true,
+                            landlock: false,
+                            listener_fd: Some(bwrap::SECCOMP_FD + 1),
+                            ..landlock::HelperSpec::default()
+                        };
+                        command = landlock::argv(&helper, &spec, request.command);
+                        pass_fds.push(fd);
+                        observation = Some(Arc::new(o));
+                    }
+                    Err(e) => tracing::warn!(
+                        "no handler for the guarded directories of this command ({e}): their entries stay read-only"
+                    ),
+                }
+            }
             bwrap::argv(
                 path,
                 &plan,
+                &layout,
                 bwrap::BwrapOptions {
                     die_with_parent: request.die_with_parent,
                     disable_userns: *disable_userns,
                     supervisor: false,
                     seccomp_fd: Some(bwrap::SECCOMP_FD),
                 },
-                request.command,
+                &command,
             )
         }
         Backend::Landlock { .. } if !plan.read_deny.is_empty() => {
@@ -338,7 +393,7 @@ pub fn wrap_in(
             ));
         }
         Backend::Landlock { helper, .. } => {
-            if observe {
+            if observe || guarded {
                 match notify::Observation::over_socket(policy) {
                     Ok((o, fd)) => {
                         observation = Some(Arc::new(o));
@@ -349,12 +404,27 @@ pub fn wrap_in(
                     ),
                 }
             }
+            // A root that holds a guarded directory is mediated itself:
+            // only its writable subdirectories and files are granted.
+            let mediated: Vec<&Path> = layout.mediated.iter().map(|m| m.dir.as_path()).collect();
             let spec = landlock::HelperSpec {
-                writable: plan.writable.clone(),
+                writable: plan
+                    .writable
+                    .iter()
+                    .filter(|r| !mediated.contains(&r.as_path()))
+                    .cloned()
+                    .collect(),
                 network: plan.network,
                 subreaper: request.die_with_parent,
                 observe: observation.is_some(),
                 max_processes: Some(config.max_processes),
+                grants: layout.entries_of(guard::Kind::WritableDir),
+                files: layout.entries_of(guard::Kind::WritableFile),
+                // A kept command's helper has its control socket first (fd
+                // 3) and the listener's socket next; a session's helper has
+                // only the listener's, as fd 3.
+                listener_fd: (!request.die_with_parent).then_some(3),
+                ..landlock::HelperSpec::default()
             };
             if spec.subreaper {
                 kept = Some(kept::KeptLaunch::default());
@@ -370,6 +440,7 @@ pub fn wrap_in(
         supervisor: None,
         kept,
         observation,
+        denials_notified: observe,
         pass_fds,
         owned_fds,
         process_limit: match backend {
@@ -394,6 +465,7 @@ fn wrap_by_name(
     backend: &Backend,
     plan: Plan,
     policy: &network::NetPolicy,
+    layout: &guard::Layout,
 ) -> Result<Wrapped, ToolError> {
     let unavailable = |message: String, hint: &str| ToolError::new(ErrorCode::SandboxUnavailable, message, hint);
     let Backend::Bwrap { path, disable_userns } = backend else {
@@ -418,16 +490,45 @@ fn wrap_by_name(
         .and_then(|p| seccomp::program_fd(p).map_err(|e| e.to_string()))
         .map_err(failed)?;
     let (link, theirs) = network::link::Link::over_socket(policy.clone()).map_err(|e| failed(e.to_string()))?;
+    let mut pass_fds = vec![program.as_raw_fd(), theirs.as_raw_fd()];
+    // The guarded directories' handler gets its listener from the helper run
+    // after the network's (fd 5: the seccomp program and the link come first).
+    let mut command = request.command.to_vec();
+    let mut observation = None;
+    if !layout.is_empty() {
+        let watch = notify::Policy {
+            judge: notify::Judge::new(&plan, layout, true),
+            network_off: false,
+            own_loopback: true,
+            guard: Some(notify::Guard {
+                layout: layout.clone(),
+                roots: plan.writable.clone(),
+                refuse: libc::EROFS,
+            }),
+        };
+        let (o, fd) = notify::Observation::over_socket(watch).map_err(|e| failed(e.to_string()))?;
+        let spec = landlock::HelperSpec {
+            network: true,
+            observe: true,
+            landlock: false,
+            listener_fd: Some(bwrap::SECCOMP_FD + 2),
+            ..landlock::HelperSpec::default()
+        };
+        command = landlock::argv(&helper, &spec, request.command);
+        pass_fds.push(fd);
+        observation = Some(Arc::new(o));
+    }
     let argv = bwrap::argv(
         path,
         &plan,
+        layout,
         bwrap::BwrapOptions {
             die_with_parent: request.die_with_parent,
             disable_userns: *disable_userns,
             supervisor: false,
             seccomp_fd: Some(bwrap::SECCOMP_FD),
         },
-        &network::inside::argv(&helper, request.command),
+        &network::inside::argv(&helper, &command),
     );
     Ok(Wrapped {
         program: argv[0].clone(),
@@ -436,9 +537,10 @@ fn wrap_by_name(
         plan,
         supervisor: None,
         kept: None,
-        observation: None,
+        observation,
+        denials_notified: false,
         // fd 3: the seccomp program; fd 4: the link the listener comes back on.
-        pass_fds: vec![program.as_raw_fd(), theirs.as_raw_fd()],
+        pass_fds,
         owned_fds: vec![Arc::new(program), Arc::new(theirs)],
         process_limit: None,
         network: Some(Arc::new(link)),

@@ -102,7 +102,7 @@ impl Probe {
                 "seccomp": self.seccomp,
                 "network_isolation": self.chosen.is_some(),
                 "pid_namespace": matches!(self.chosen, Some(Backend::Bwrap { .. })),
-                "protected_paths": matches!(self.chosen, Some(Backend::Bwrap { .. })),
+                "protected_paths": self.chosen.is_some(),
             },
         })
     }
@@ -205,14 +205,7 @@ fn check_landlock(configured: Option<&Path>) -> Check {
             "install it with scripts/install-c.sh (or `cargo install --locked --path . --features cli`), or set `sandbox.helper_path`",
         );
     };
-    let spec = serde_json::to_string(&HelperSpec {
-        writable: Vec::new(),
-        network: false,
-        subreaper: false,
-        observe: false,
-        max_processes: None,
-    })
-    .expect("spec serializes");
+    let spec = serde_json::to_string(&HelperSpec::default()).expect("spec serializes");
     let out = Command::new(&helper)
         .args([HELPER_ARG, &spec, "--", "true"])
         .stdin(Stdio::null())

@@ -28,6 +28,7 @@ pub mod config;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use super::fsread::{self, read_text};
 use config::Entry;
 
 /// Configuration keys whose value is a command git runs, as
@@ -217,7 +218,7 @@ fn at(dir: &Path) -> Option<Repository> {
 
 /// The git dir a `.git` file names (`gitdir: <path>`, relative to the file).
 fn pointed_git_dir(dot_git: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(dot_git).ok()?;
+    let text = read_text(dot_git)?;
     let target = text.strip_prefix("gitdir:")?.trim();
     (!target.is_empty()).then(|| dot_git.parent().unwrap_or(Path::new("/")).join(target))
 }
@@ -262,8 +263,7 @@ impl Search<'_> {
         }
         self.out.push(git_dir.join("commondir"));
         self.out.push(git_dir.join("config.worktree"));
-        let common = std::fs::read_to_string(git_dir.join("commondir"))
-            .ok()
+        let common = read_text(&git_dir.join("commondir"))
             .map(|text| git_dir.join(text.trim_end_matches(['\n', '\r'])))
             .unwrap_or_else(|| git_dir.clone());
         let (first, common_entries) = self.common_config(&common);
@@ -300,7 +300,7 @@ impl Search<'_> {
     /// The entries of the configuration file `file` with those of the
     /// files it includes, each include target listed.
     fn read_config(&mut self, file: &Path, depth: usize) -> Vec<Entry> {
-        let Ok(text) = std::fs::read_to_string(file) else {
+        let Some(text) = read_text(file) else {
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -381,14 +381,14 @@ impl Search<'_> {
     /// Every linked worktree of the common dir `common`: its `commondir`
     /// and `config.worktree`, and its `.git` file.
     fn linked_worktrees(&mut self, common: &Path) {
-        let Ok(dir) = std::fs::read_dir(common.join("worktrees")) else {
-            return;
-        };
-        for entry in dir.flatten() {
-            let git_dir = entry.path();
-            let Some(dot_git) = std::fs::read_to_string(git_dir.join("gitdir"))
-                .ok()
-                .map(|t| PathBuf::from(t.trim_end_matches(['\n', '\r'])))
+        let worktrees = common.join("worktrees");
+        for (name, kind) in fsread::list(&worktrees) {
+            if kind != fsread::Entry::Dir {
+                continue;
+            }
+            let git_dir = worktrees.join(name);
+            let Some(dot_git) =
+                read_text(&git_dir.join("gitdir")).map(|t| PathBuf::from(t.trim_end_matches(['\n', '\r'])))
             else {
                 self.out.push(git_dir.join("commondir"));
                 self.out.push(git_dir.join("config.worktree"));
@@ -407,7 +407,7 @@ impl Search<'_> {
         let mut module_dirs = Vec::new();
         collect_git_dirs(&common.join("modules"), &mut module_dirs, 0);
         for git_dir in module_dirs {
-            let work_tree = config::parse(&std::fs::read_to_string(git_dir.join("config")).unwrap_or_default())
+            let work_tree = config::parse(&read_text(&git_dir.join("config")).unwrap_or_default())
                 .into_iter()
                 .rev()
                 .find(|e| e.key == "core.worktree")
@@ -424,7 +424,7 @@ impl Search<'_> {
     /// `top` names (a file naming the submodule's git dir, or the git dir
     /// itself), and the repository there.
     fn gitmodules(&mut self, top: &Path) {
-        let Ok(text) = std::fs::read_to_string(top.join(".gitmodules")) else {
+        let Some(text) = read_text(&top.join(".gitmodules")) else {
             return;
         };
         for entry in config::parse(&text) {
@@ -453,10 +453,9 @@ fn collect_git_dirs(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
         out.push(dir.to_path_buf());
         return;
     }
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            collect_git_dirs(&entry.path(), out, depth + 1);
+    for (name, kind) in fsread::list(dir) {
+        if kind == fsread::Entry::Dir {
+            collect_git_dirs(&dir.join(name), out, depth + 1);
         }
     }
 }

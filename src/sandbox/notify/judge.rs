@@ -6,6 +6,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use crate::sandbox::guard::{Kind, Layout};
 use crate::sandbox::plan::Plan;
 
 /// Where writes are the kernel's own business, not the plan's: devices
@@ -16,10 +17,12 @@ const KERNEL_PATHS: &[&str] = &["/dev", "/proc"];
 #[derive(Debug, Clone)]
 pub struct Judge {
     writable: Vec<PathBuf>,
+    /// Protected paths no guarded directory holds (bound read-only).
     protected: Vec<PathBuf>,
     /// Whether the backend keeps the protected paths read-only (bubblewrap's
     /// read-only binds); Landlock rules only grant, so it cannot.
     enforces_protected: bool,
+    layout: Layout,
     private_tmp: bool,
 }
 
@@ -36,12 +39,19 @@ pub enum Verdict {
 }
 
 impl Judge {
-    /// The rules of `plan`; `enforces_protected`: whether the backend keeps
-    /// its protected paths read-only.
-    pub fn new(plan: &Plan, enforces_protected: bool) -> Judge {
+    /// The rules of `plan`, with the protected entries of its guarded
+    /// directories (`layout`) and its protected paths outside them;
+    /// `enforces_protected`: whether the backend keeps them as they are.
+    pub fn new(plan: &Plan, layout: &Layout, enforces_protected: bool) -> Judge {
         Judge {
             writable: plan.writable.clone(),
-            protected: plan.protected.iter().map(|p| p.path.clone()).collect(),
+            protected: plan
+                .protected
+                .iter()
+                .filter(|p| layout.find(&p.path).is_none())
+                .map(|p| p.path.clone())
+                .collect(),
+            layout: layout.clone(),
             enforces_protected,
             private_tmp: plan.private_tmp,
         }
@@ -58,14 +68,28 @@ impl Judge {
         if !self.writable.iter().any(|root| path.starts_with(root)) {
             return Verdict::Forbidden;
         }
-        match (
-            self.protected.iter().any(|p| path.starts_with(p)),
-            self.enforces_protected,
-        ) {
+        match (self.is_protected(&path), self.enforces_protected) {
             (false, _) => Verdict::Allowed,
             (true, true) => Verdict::Forbidden,
             (true, false) => Verdict::Unprotected,
         }
+    }
+}
+
+impl Judge {
+    /// Whether `path` is protected: under a protected path bound on its own,
+    /// or a protected entry of a guarded directory (or beneath one), or an
+    /// entry on the way to a deeper guarded directory itself.
+    fn is_protected(&self, path: &Path) -> bool {
+        self.protected.iter().any(|p| path.starts_with(p))
+            || self.layout.find(path).is_some_and(|(m, rest)| {
+                let mut names = rest.iter();
+                match names.next().and_then(|first| m.kind(first)) {
+                    Some(Kind::Protected) => true,
+                    Some(Kind::Holds) => names.next().is_none(),
+                    _ => false,
+                }
+            })
     }
 }
 
@@ -103,6 +127,7 @@ mod tests {
                 network: false,
                 private_tmp: false,
             },
+            &Layout::default(),
             enforces_protected,
         )
     }

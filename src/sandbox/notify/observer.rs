@@ -13,8 +13,10 @@ use std::time::Duration;
 
 use super::calls::{self, Named, PathArg};
 use super::judge::{Judge, Verdict};
+use super::mediate::{self, Mediator, Outcome};
 use super::target::Target;
 use crate::sandbox::Denial;
+use crate::sandbox::guard::Layout;
 use crate::sandbox::supervisor::wire;
 
 /// The most denials kept for one command.
@@ -25,7 +27,7 @@ const MAX_DENIALS: usize = 20;
 /// helper has exited by the time anyone asks).
 const HANDSHAKE_BOUND: Duration = Duration::from_secs(10);
 
-/// What the handler records.
+/// What the handler records, and what it does in guarded directories.
 #[derive(Debug, Clone)]
 pub struct Policy {
     pub judge: Judge,
@@ -35,6 +37,20 @@ pub struct Policy {
     /// loopback is its own, so traffic to a loopback port something in the
     /// sandbox has bound stays inside, and is no denial.
     pub own_loopback: bool,
+    /// The mediated directories whose entries the handler changes for the
+    /// command (see [`guard`](crate::sandbox::guard)); `None`: it only observes.
+    pub guard: Option<Guard>,
+}
+
+/// The handler's part in guarded directories.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    pub layout: Layout,
+    /// The writable roots: what a rename or a link may bring into a
+    /// mediated directory, or take out of one.
+    pub roots: Vec<std::path::PathBuf>,
+    /// The errno of a refused change (the backend's own: `EROFS`, `EACCES`).
+    pub refuse: i32,
 }
 
 #[derive(Debug, Default)]
@@ -187,12 +203,20 @@ const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: libc::c_ulong = 1;
 enum Answer {
     Continue,
     Refuse(i32),
+    /// The handler made the call: its return value.
+    Value(i64),
+    /// The handler opened the file: it becomes the command's.
+    Fd(OwnedFd, bool),
 }
 
 /// Answers every notification until hangup. Never returns early while a
 /// filtered process lives: the kernel would fail its notified calls with
 /// `ENOSYS` once the listener closed.
 fn serve(listener: &OwnedFd, policy: &Policy, watch: &Watch) {
+    let mediator = policy.guard.as_ref().map(|g| {
+        Mediator::prepare_thread();
+        Mediator::new(g.layout.clone(), g.roots.clone(), g.refuse)
+    });
     // The target sleeps until we answer: wake the handler on the target's
     // CPU and back (Linux 6.6+; without it, only slower).
     // SAFETY: the ioctl takes the flags as its argument, no pointer.
@@ -214,14 +238,14 @@ fn serve(listener: &OwnedFd, policy: &Policy, watch: &Watch) {
             continue; // EINTR
         }
         if p.revents & libc::POLLIN != 0 {
-            answer_one(listener, policy, watch);
+            answer_one(listener, policy, mediator.as_ref(), watch);
         } else if p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
             return;
         }
     }
 }
 
-fn answer_one(listener: &OwnedFd, policy: &Policy, watch: &Watch) {
+fn answer_one(listener: &OwnedFd, policy: &Policy, mediator: Option<&Mediator>, watch: &Watch) {
     // SAFETY: seccomp_notif is plain data; the kernel wants it zeroed.
     let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
     // SAFETY: the ioctl writes one seccomp_notif we own.
@@ -235,16 +259,22 @@ fn answer_one(listener: &OwnedFd, policy: &Policy, watch: &Watch) {
     };
     // Whatever goes wrong in reading, the call gets its answer.
     let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        examine(&target, &notif.data, policy, watch)
+        examine(&target, &notif.data, policy, mediator, watch)
     }))
     .unwrap_or(Answer::Continue);
-    let (error, flags) = match answer {
-        Answer::Continue => (0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32),
-        Answer::Refuse(errno) => (-errno, 0),
+    let (val, error, flags) = match answer {
+        Answer::Continue => (0, 0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32),
+        Answer::Refuse(errno) => (0, -errno, 0),
+        Answer::Value(v) => (v, 0, 0),
+        Answer::Fd(fd, cloexec) => match hand_over(listener, notif.id, &fd, cloexec) {
+            // The call is answered with the command's new fd.
+            Ok(()) => return,
+            Err(errno) => (0, -errno, 0),
+        },
     };
     let mut resp = libc::seccomp_notif_resp {
         id: notif.id,
-        val: 0,
+        val,
         error,
         flags,
     };
@@ -253,11 +283,63 @@ fn answer_one(listener: &OwnedFd, policy: &Policy, watch: &Watch) {
     unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp) };
 }
 
-/// Reads what the call names and records what the plan forbids.
-fn examine(target: &Target<'_>, data: &libc::seccomp_data, policy: &Policy, watch: &Watch) -> Answer {
+/// Puts `fd` in the command's fd table and answers its call with the
+/// number (`SECCOMP_ADDFD_FLAG_SEND`, Linux 5.14+); the errno otherwise.
+fn hand_over(listener: &OwnedFd, id: u64, fd: &OwnedFd, cloexec: bool) -> Result<(), i32> {
+    let addfd = libc::seccomp_notif_addfd {
+        id,
+        flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
+        srcfd: fd.as_raw_fd() as u32,
+        newfd: 0,
+        newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+    };
+    // SAFETY: the ioctl reads one seccomp_notif_addfd we own.
+    let rc = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ADDFD, &addfd) };
+    if rc < 0 {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+    } else {
+        Ok(())
+    }
+}
+
+/// What the mediator's outcome answers, with a refused protected path
+/// recorded as a denial.
+fn answer_of(outcome: Outcome, watch: &Watch) -> Option<Answer> {
+    match outcome {
+        Outcome::Continue => None,
+        Outcome::Refuse { errno, denied } => {
+            if let Some(path) = denied {
+                watch.record(Denial::Write {
+                    path: path.display().to_string(),
+                });
+            }
+            Some(Answer::Refuse(errno))
+        }
+        Outcome::Value(v) => Some(Answer::Value(v)),
+        Outcome::Fd { fd, cloexec } => Some(Answer::Fd(fd, cloexec)),
+    }
+}
+
+/// Reads what the call names, does it when it changes a mediated
+/// directory, and records what the plan forbids.
+fn examine(
+    target: &Target<'_>,
+    data: &libc::seccomp_data,
+    policy: &Policy,
+    mediator: Option<&Mediator>,
+    watch: &Watch,
+) -> Answer {
     let arg = |i: u8| data.args[i as usize];
     match calls::named(data.nr as i64) {
         Some(Named::Writes(paths)) => {
+            if let Some(m) = mediator
+                && let Some(answer) = answer_of(
+                    m.decide(target, data.nr as i64, &data.args, &|p| resolve(target, &p, &arg)),
+                    watch,
+                )
+            {
+                return answer;
+            }
             let verdicts: Vec<(Verdict, String)> = paths
                 .iter()
                 .filter_map(|p| {
@@ -272,11 +354,20 @@ fn examine(target: &Target<'_>, data: &libc::seccomp_data, policy: &Policy, watc
             Answer::Continue
         }
         Some(Named::OpenHow(path)) => {
-            // struct open_how starts with its u64 flags.
-            let flags = target
-                .bytes(arg(2), 8)
+            // struct open_how: u64 flags, mode and resolve.
+            let how = target.bytes(arg(2), 24).unwrap_or_default();
+            let flags = how
+                .get(..8)
                 .and_then(|b| b.try_into().ok())
                 .map_or(0, u64::from_ne_bytes);
+            if let Some(m) = mediator
+                && flags & super::filter::WRITE_FLAGS as u64 != 0
+                && let Some((flags, mode)) = mediate::openat2_op(&how)
+                && let Some(p) = resolve(target, &path, &arg)
+                && let Some(answer) = answer_of(m.decide_openat2(target, flags, mode, p), watch)
+            {
+                return answer;
+            }
             if flags & super::filter::WRITE_FLAGS as u64 != 0
                 && let Some(p) = resolve(target, &path, &arg)
             {

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::bwrap::{self, BwrapOptions};
+use super::guard::Layout;
 use super::notify::{Observation, Policy};
 use super::plan::Plan;
 use crate::spawn::{self, Child, Group, Launch, RemoteGroup, SpawnSpec, Streams};
@@ -61,10 +62,11 @@ impl Supervisors {
         bwrap_path: &Path,
         helper: &Path,
         plan: &Plan,
+        layout: &Layout,
         observe: bool,
         max_processes: u32,
     ) -> io::Result<Arc<Supervisor>> {
-        let argv = supervisor_argv(bwrap_path, helper, plan, observe, max_processes);
+        let argv = supervisor_argv(bwrap_path, helper, plan, layout, observe, max_processes);
         let supervisor = {
             let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
             match pool.iter().position(|s| s.argv == argv) {
@@ -122,7 +124,14 @@ impl Supervisors {
 /// get none), running `<helper> __sandbox-supervise`, with `--observe` or
 /// `--observe-network` when its inits install the observing filter, and
 /// the most processes each command may run.
-fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, observe: bool, max_processes: u32) -> Vec<CString> {
+fn supervisor_argv(
+    bwrap_path: &Path,
+    helper: &Path,
+    plan: &Plan,
+    layout: &Layout,
+    observe: bool,
+    max_processes: u32,
+) -> Vec<CString> {
     let mut plan = plan.clone();
     // One supervisor serves every working dir (each request names its own),
     // unless a private /tmp has to keep the working dir visible above it.
@@ -143,13 +152,14 @@ fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, observe: bool,
     }
     command.push(CString::new(inside::MAX_PROCESSES_ARG).expect("no NUL"));
     command.push(CString::new(max_processes.to_string()).expect("digits"));
-    for path in bwrap::bound_paths(&plan) {
+    for path in bwrap::bound_paths(&plan, layout) {
         command.push(CString::new(inside::BOUND_ARG).expect("no NUL"));
         command.push(CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default());
     }
     bwrap::argv(
         bwrap_path,
         &plan,
+        layout,
         BwrapOptions {
             die_with_parent: false,
             disable_userns: false,

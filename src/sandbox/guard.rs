@@ -1,0 +1,371 @@
+//! Guarded directories: how protected paths hold whether or not they exist,
+//! whatever a command renames, and however the host replaces them.
+//!
+//! A protected path cannot be kept by binding it read-only alone: a path
+//! that does not exist cannot be bound (`.git/commondir`), and a bind is
+//! taken away when the host replaces the file under it by a rename (as
+//! `git config` and editors save). So the directory that holds protected
+//! names is what the kernel keeps: read-only (bubblewrap) or granted
+//! nothing (Landlock), with each of its other subdirectories writable as a
+//! whole again. What a command does directly in such a directory (creating
+//! `index.lock` in `.git`, renaming it over `index`, writing `Cargo.toml`
+//! in a root) the kernel refuses, and the seccomp handler does it instead
+//! (see [`notify::mediate`](super::notify::mediate)), after checking the
+//! name: never one of the protected names, whatever the command named.
+//!
+//! On bubblewrap the directories between a root and a guarded directory
+//! are kept in place by being mount points of their own; Landlock has no
+//! mount points, so they are mediated as well, up to the root.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::fsread::{self, Entry};
+use super::plan::Plan;
+
+/// What an entry of a mediated directory is to the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Kind {
+    /// Protected: the entry and everything beneath it stay as they are.
+    Protected,
+    /// It holds a guarded directory further down: it stays where it is
+    /// (no rename, no removal); what is beneath it is decided there.
+    Holds,
+    /// A directory writable as a whole (bound read-write, or granted
+    /// beneath): the kernel decides what happens inside it.
+    WritableDir,
+    /// A file Landlock lets the command write in place (its only link: a
+    /// Landlock rule is on the inode, whatever the path).
+    WritableFile,
+}
+
+/// A directory whose own entries only the handler changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mediated {
+    pub dir: PathBuf,
+    /// Device and inode when the plan was made: the handler acts only on
+    /// the directory it finds with these.
+    pub id: (u64, u64),
+    /// Entries by name; any other name (a file, a directory made since,
+    /// a new name) is the handler's to create, write, rename or remove.
+    pub entries: BTreeMap<OsString, Kind>,
+}
+
+impl Mediated {
+    pub fn kind(&self, name: &OsStr) -> Option<Kind> {
+        self.entries.get(name).copied()
+    }
+}
+
+/// Which backend a layout is for: bubblewrap keeps the directories on the
+/// way to a guarded one in place as mount points; Landlock mediates them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keeping {
+    MountPoints,
+    Mediation,
+}
+
+/// Every mediated directory of a plan, outermost first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layout {
+    pub mediated: Vec<Mediated>,
+    /// Directories between a root and a guarded directory, bound onto
+    /// themselves (bubblewrap only).
+    pub pinned: Vec<PathBuf>,
+    /// The plan's hidden paths, and its protected paths no mediated
+    /// directory holds (bound read-only on their own): nothing is done at
+    /// or beneath them on a command's behalf.
+    pub hidden: Vec<PathBuf>,
+}
+
+impl Layout {
+    /// The layout of `plan`: its guarded directories are the parents of its
+    /// protected paths, and the parents of its absent protected paths that
+    /// exist and are not a writable root themselves; a root is mediated when
+    /// it holds a protected path or a guarded directory (mediating every
+    /// root for names that may never appear there would mediate every temp
+    /// dir).
+    pub fn new(plan: &Plan, keeping: Keeping) -> Layout {
+        let mut guarded: BTreeMap<PathBuf, Vec<OsString>> = BTreeMap::new();
+        let is_root = |p: &Path| plan.writable.iter().any(|r| r == p);
+        for path in plan.protected.iter().map(|p| p.path.as_path()) {
+            if let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
+                guarded.entry(parent.to_path_buf()).or_default().push(name.to_owned());
+            }
+        }
+        for path in &plan.absent {
+            if let (Some(parent), Some(name)) = (path.parent(), path.file_name())
+                && (guarded.contains_key(parent) || (!is_root(parent) && parent.is_dir()))
+            {
+                guarded.entry(parent.to_path_buf()).or_default().push(name.to_owned());
+            }
+        }
+        // The directories between each guarded one and its root.
+        let mut holding: BTreeMap<PathBuf, Vec<OsString>> = BTreeMap::new();
+        for dir in guarded.keys() {
+            let Some(root) = plan
+                .writable
+                .iter()
+                .filter(|r| dir.starts_with(r))
+                .max_by_key(|r| r.as_os_str().len())
+            else {
+                continue;
+            };
+            let mut child = dir.as_path();
+            while child != root.as_path() {
+                let Some(parent) = child.parent() else { break };
+                let name = child.file_name().unwrap_or_default().to_owned();
+                holding.entry(parent.to_path_buf()).or_default().push(name);
+                child = parent;
+            }
+        }
+        let mut mediated_dirs: BTreeMap<PathBuf, BTreeMap<OsString, Kind>> = BTreeMap::new();
+        for (dir, names) in &guarded {
+            let entries = mediated_dirs.entry(dir.clone()).or_default();
+            for name in names {
+                entries.insert(name.clone(), Kind::Protected);
+            }
+        }
+        let mut pinned = Vec::new();
+        for (dir, names) in &holding {
+            // A root that holds a guarded directory is mediated too: the
+            // names protected in it hold whether or not they exist.
+            let is_mediated = match keeping {
+                Keeping::Mediation => true,
+                Keeping::MountPoints => guarded.contains_key(dir) || is_root(dir),
+            };
+            if is_mediated {
+                let entries = mediated_dirs.entry(dir.clone()).or_default();
+                for name in names {
+                    entries.entry(name.clone()).or_insert(Kind::Holds);
+                }
+            }
+            if keeping == Keeping::MountPoints {
+                pinned.extend(names.iter().map(|n| dir.join(n)).filter(|p| !guarded.contains_key(p)));
+            }
+        }
+        // An absent protected name counts in every mediated directory (on
+        // Landlock, the way down from a root is mediated anyway).
+        for path in &plan.absent {
+            if let (Some(parent), Some(name)) = (path.parent(), path.file_name())
+                && let Some(entries) = mediated_dirs.get_mut(parent)
+            {
+                entries.entry(name.to_owned()).or_insert(Kind::Protected);
+            }
+        }
+        let hidden: Vec<PathBuf> = plan.read_deny.iter().map(|d| d.path.clone()).collect();
+        let mut mediated = Vec::new();
+        for (dir, mut entries) in mediated_dirs {
+            let Some(id) = identity(&dir) else { continue };
+            for (name, child) in fsread::list(&dir) {
+                let path = dir.join(&name);
+                if entries.contains_key(&name) || hidden.contains(&path) {
+                    continue;
+                }
+                match child {
+                    Entry::Dir => {
+                        entries.insert(name, Kind::WritableDir);
+                    }
+                    Entry::SoleFile if keeping == Keeping::Mediation => {
+                        entries.insert(name, Kind::WritableFile);
+                    }
+                    _ => {}
+                }
+            }
+            mediated.push(Mediated { dir, id, entries });
+        }
+        mediated.sort_by_key(|m| m.dir.components().count());
+        let mut hidden = hidden;
+        hidden.extend(
+            plan.protected
+                .iter()
+                .filter(|p| !mediated.iter().any(|m| p.path.parent() == Some(m.dir.as_path())))
+                .map(|p| p.path.clone()),
+        );
+        pinned.sort_by_key(|p| p.components().count());
+        pinned.dedup();
+        Layout {
+            mediated,
+            pinned,
+            hidden,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.mediated.is_empty()
+    }
+
+    /// The paths of every entry of `kind` in a mediated directory.
+    pub fn entries_of(&self, kind: Kind) -> Vec<PathBuf> {
+        self.mediated
+            .iter()
+            .flat_map(|m| {
+                m.entries
+                    .iter()
+                    .filter(|(_, k)| **k == kind)
+                    .map(|(n, _)| m.dir.join(n))
+            })
+            .collect()
+    }
+
+    /// The innermost mediated directory `path` (absolute, normalized) lies
+    /// strictly inside, with the rest of the path below it (`None` under a
+    /// hidden path, whatever holds it).
+    pub fn find<'a>(&self, path: &'a Path) -> Option<(&Mediated, &'a Path)> {
+        if self.hidden.iter().any(|h| path.starts_with(h)) {
+            return None;
+        }
+        self.mediated.iter().rev().find_map(|m| {
+            path.strip_prefix(&m.dir)
+                .ok()
+                .filter(|r| !r.as_os_str().is_empty())
+                .map(|r| (m, r))
+        })
+    }
+
+    /// Every directory a bubblewrap command gets bound, in mount order
+    /// (outer first), with whether it is writable: the pinned directories
+    /// and each mediated directory's writable subdirectories read-write,
+    /// the mediated directories read-only.
+    pub fn binds(&self) -> Vec<(PathBuf, bool)> {
+        let mut binds: Vec<(PathBuf, bool)> = self.pinned.iter().map(|p| (p.clone(), true)).collect();
+        for m in &self.mediated {
+            binds.push((m.dir.clone(), false));
+            for (name, kind) in &m.entries {
+                if *kind == Kind::WritableDir {
+                    binds.push((m.dir.join(name), true));
+                }
+            }
+        }
+        binds.sort_by_key(|(p, _)| p.components().count());
+        binds.dedup_by(|a, b| a.0 == b.0);
+        binds
+    }
+}
+
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    path.symlink_metadata()
+        .ok()
+        .filter(|m| m.is_dir())
+        .map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::plan::Protected;
+
+    fn tree() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "bm-guard-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        for sub in [".git/hooks", ".git/objects", ".git/refs", "src", "sub/deep/.git/refs"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        std::fs::write(dir.join(".git/config"), "").unwrap();
+        std::fs::write(dir.join("README"), "").unwrap();
+        dir.canonicalize().unwrap()
+    }
+
+    fn plan(dir: &Path) -> Plan {
+        let protected = |p: &str| Protected {
+            path: dir.join(p),
+            pinned_dirs: Vec::new(),
+        };
+        Plan {
+            cwd: dir.to_path_buf(),
+            writable: vec![dir.to_path_buf()],
+            protected: vec![protected(".git/hooks"), protected(".git/config")],
+            absent: vec![
+                dir.join(".git/commondir"),
+                dir.join(".envrc"),
+                dir.join("sub/deep/.git/config"),
+            ],
+            read_deny: Vec::new(),
+            network: false,
+            private_tmp: false,
+        }
+    }
+
+    #[test]
+    fn git_dirs_are_guarded_with_their_other_subdirectories_writable() {
+        let dir = tree();
+        let layout = Layout::new(&plan(&dir), Keeping::MountPoints);
+        let dirs: Vec<_> = layout.mediated.iter().map(|m| m.dir.clone()).collect();
+        assert_eq!(dirs, [dir.clone(), dir.join(".git"), dir.join("sub/deep/.git")]);
+        let git = &layout.mediated[1];
+        for (name, kind) in [
+            ("hooks", Kind::Protected),
+            ("config", Kind::Protected),
+            ("commondir", Kind::Protected),
+            ("objects", Kind::WritableDir),
+            ("refs", Kind::WritableDir),
+        ] {
+            assert_eq!(git.kind(OsStr::new(name)), Some(kind), "{name}");
+        }
+        assert_eq!(layout.pinned, [dir.join("sub"), dir.join("sub/deep")]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_root_is_mediated_when_it_holds_a_guarded_directory_and_not_for_absent_names_alone() {
+        let dir = tree();
+        let layout = Layout::new(&plan(&dir), Keeping::MountPoints);
+        let root = layout
+            .mediated
+            .iter()
+            .find(|m| m.dir == dir)
+            .expect("the root is mediated");
+        assert_eq!(root.kind(OsStr::new(".envrc")), Some(Kind::Protected));
+        assert_eq!(root.kind(OsStr::new(".git")), Some(Kind::Holds));
+        assert_eq!(root.kind(OsStr::new("sub")), Some(Kind::Holds));
+        assert_eq!(root.kind(OsStr::new("src")), Some(Kind::WritableDir));
+        let mut bare = plan(&dir);
+        bare.protected.clear();
+        bare.absent = vec![dir.join(".envrc")];
+        assert!(
+            Layout::new(&bare, Keeping::MountPoints).is_empty(),
+            "a temp dir is not mediated for names that may never appear"
+        );
+        let binds = layout.binds();
+        let git_at = binds.iter().position(|b| b == &(dir.join(".git"), false)).unwrap();
+        let objects_at = binds
+            .iter()
+            .position(|b| b == &(dir.join(".git/objects"), true))
+            .unwrap();
+        assert!(git_at < objects_at, "{binds:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn landlock_mediates_the_way_down_from_the_root() {
+        let dir = tree();
+        let layout = Layout::new(&plan(&dir), Keeping::Mediation);
+        let root = layout
+            .mediated
+            .iter()
+            .find(|m| m.dir == dir)
+            .expect("the root is mediated");
+        assert_eq!(root.kind(OsStr::new(".git")), Some(Kind::Holds));
+        assert_eq!(root.kind(OsStr::new("sub")), Some(Kind::Holds));
+        assert_eq!(root.kind(OsStr::new("src")), Some(Kind::WritableDir));
+        assert_eq!(root.kind(OsStr::new(".envrc")), Some(Kind::Protected));
+        assert!(layout.pinned.is_empty());
+        let hook = dir.join(".git/hooks/pre-commit");
+        let (m, rest) = layout.find(&hook).unwrap();
+        assert_eq!((m.dir.clone(), rest), (dir.join(".git"), Path::new("hooks/pre-commit")));
+        assert_eq!(
+            layout.find(&dir.join("sub/deep/x")).unwrap().0.dir,
+            dir.join("sub/deep")
+        );
+        assert!(layout.find(&dir).is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
