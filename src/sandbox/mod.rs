@@ -148,14 +148,6 @@ impl Wrapped {
         if let Some(signal) = self.kept.as_ref().and_then(|k| k.state.helper_killed()) {
             notes.push(Note::HelperKilled { signal });
         }
-        if let Some(observation) = &self.observation {
-            notes.extend(
-                observation
-                    .unprotected_writes()
-                    .into_iter()
-                    .map(|path| Note::ProtectionNotEnforced { path }),
-            );
-        }
         notes
     }
 
@@ -285,7 +277,7 @@ pub fn wrap_in(
     // that wait for their call are observed.
     let observe = config.notify_denials && request.die_with_parent;
     let policy = notify::Policy {
-        judge: notify::Judge::new(&plan, &layout, true),
+        judge: notify::Judge::new(&plan, &layout),
         network_off: !plan.network,
         own_loopback: matches!(backend, Backend::Bwrap { .. }),
         guard: guarded.then(|| notify::Guard {
@@ -497,7 +489,7 @@ fn wrap_by_name(
     let mut observation = None;
     if !layout.is_empty() {
         let watch = notify::Policy {
-            judge: notify::Judge::new(&plan, layout, true),
+            judge: notify::Judge::new(&plan, layout),
             network_off: false,
             own_loopback: true,
             guard: Some(notify::Guard {

@@ -12,9 +12,6 @@ pub enum Note {
     /// it): the exit status is the helper's, the command's process group
     /// was killed, and processes that had left it may still run.
     HelperKilled { signal: i32 },
-    /// A write under a protected path went through: this backend (Landlock)
-    /// cannot keep paths read-only inside a writable root.
-    ProtectionNotEnforced { path: String },
     /// A fork failed because the command reached its process limit.
     ProcessLimit { max: u32, bound_by: &'static str },
 }
@@ -23,7 +20,6 @@ impl Note {
     pub fn to_value(&self) -> Value {
         match self {
             Note::HelperKilled { signal } => json!({"note": "helper_killed", "signal": signal_name(*signal)}),
-            Note::ProtectionNotEnforced { path } => json!({"note": "protection_not_enforced", "path": path}),
             Note::ProcessLimit { max, bound_by } => {
                 json!({"note": "process_limit", "max_processes": max, "bound_by": bound_by})
             }
@@ -39,9 +35,6 @@ impl Note {
             ),
             Note::ProcessLimit { max, bound_by } => format!(
                 "the command reached the sandbox's limit of {max} processes ({bound_by}), so a fork failed; run fewer at once, or ask the user to raise `sandbox.max_processes`"
-            ),
-            Note::ProtectionNotEnforced { path } => format!(
-                "{path} is a protected path, but this sandbox backend (Landlock) cannot keep it read-only, so the write to it was not refused; tell the user"
             ),
         }
     }

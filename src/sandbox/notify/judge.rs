@@ -1,8 +1,8 @@
 //! Whether the sandbox's plan forbids a write at a path: outside every
 //! writable root, or under a protected path inside one. Only a path the
-//! plan forbids becomes a denial; the kernel has already decided the call
-//! itself (the judge only names it). A write under a protected path the
-//! backend cannot keep read-only (Landlock) is let through, and noted.
+//! plan forbids becomes a denial; the kernel (or, in a guarded directory,
+//! the handler) has already decided the call itself: the judge only names
+//! it.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -19,9 +19,6 @@ pub struct Judge {
     writable: Vec<PathBuf>,
     /// Protected paths no guarded directory holds (bound read-only).
     protected: Vec<PathBuf>,
-    /// Whether the backend keeps the protected paths read-only (bubblewrap's
-    /// read-only binds); Landlock rules only grant, so it cannot.
-    enforces_protected: bool,
     layout: Layout,
     private_tmp: bool,
 }
@@ -30,19 +27,14 @@ pub struct Judge {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     Allowed,
-    /// Outside every writable root, or protected where the backend keeps
-    /// protected paths read-only.
+    /// Outside every writable root, or protected.
     Forbidden,
-    /// Under a protected path the backend cannot keep read-only: the write
-    /// goes through, and the result should say so.
-    Unprotected,
 }
 
 impl Judge {
     /// The rules of `plan`, with the protected entries of its guarded
-    /// directories (`layout`) and its protected paths outside them;
-    /// `enforces_protected`: whether the backend keeps them as they are.
-    pub fn new(plan: &Plan, layout: &Layout, enforces_protected: bool) -> Judge {
+    /// directories (`layout`) and its protected paths outside them.
+    pub fn new(plan: &Plan, layout: &Layout) -> Judge {
         Judge {
             writable: plan.writable.clone(),
             protected: plan
@@ -52,7 +44,6 @@ impl Judge {
                 .map(|p| p.path.clone())
                 .collect(),
             layout: layout.clone(),
-            enforces_protected,
             private_tmp: plan.private_tmp,
         }
     }
@@ -68,10 +59,9 @@ impl Judge {
         if !self.writable.iter().any(|root| path.starts_with(root)) {
             return Verdict::Forbidden;
         }
-        match (self.is_protected(&path), self.enforces_protected) {
-            (false, _) => Verdict::Allowed,
-            (true, true) => Verdict::Forbidden,
-            (true, false) => Verdict::Unprotected,
+        match self.is_protected(&path) {
+            false => Verdict::Allowed,
+            true => Verdict::Forbidden,
         }
     }
 }
@@ -113,7 +103,7 @@ mod tests {
     use super::*;
     use crate::sandbox::plan::Protected;
 
-    fn judge(enforces_protected: bool) -> Judge {
+    fn judge(layout: &Layout) -> Judge {
         Judge::new(
             &Plan {
                 cwd: PathBuf::from("/nonexistent-w"),
@@ -127,14 +117,13 @@ mod tests {
                 network: false,
                 private_tmp: false,
             },
-            &Layout::default(),
-            enforces_protected,
+            layout,
         )
     }
 
     #[test]
     fn outside_roots_and_protected_paths_are_forbidden_devices_are_not() {
-        let j = judge(true);
+        let j = judge(&Layout::default());
         let verdict = |p: &str| j.verdict(Path::new(p));
         assert_eq!(verdict("/nonexistent-elsewhere/x"), Verdict::Forbidden);
         assert_eq!(verdict("/nonexistent-w/.git/hooks/pre-commit"), Verdict::Forbidden);
@@ -145,12 +134,33 @@ mod tests {
     }
 
     #[test]
-    fn a_protected_path_the_backend_cannot_keep_is_unprotected_not_forbidden() {
-        let j = judge(false);
+    fn protected_names_of_guarded_directories_are_forbidden_there_or_not() {
+        use crate::sandbox::guard::Mediated;
+        let mediated = |dir: &str, entries: &[(&str, Kind)]| Mediated {
+            dir: PathBuf::from(dir),
+            id: (0, 0),
+            entries: entries.iter().map(|(n, k)| ((*n).into(), *k)).collect(),
+        };
+        let layout = Layout {
+            mediated: vec![
+                mediated("/nonexistent-w", &[(".git", Kind::Holds), (".envrc", Kind::Protected)]),
+                mediated(
+                    "/nonexistent-w/.git",
+                    &[("commondir", Kind::Protected), ("objects", Kind::WritableDir)],
+                ),
+            ],
+            ..Layout::default()
+        };
+        let j = judge(&layout);
+        let verdict = |p: &str| j.verdict(Path::new(p));
+        assert_eq!(verdict("/nonexistent-w/.git/commondir"), Verdict::Forbidden);
+        assert_eq!(verdict("/nonexistent-w/.envrc"), Verdict::Forbidden);
         assert_eq!(
-            j.verdict(Path::new("/nonexistent-w/.git/hooks/pre-commit")),
-            Verdict::Unprotected
+            verdict("/nonexistent-w/.git"),
+            Verdict::Forbidden,
+            "the way to a guarded dir"
         );
-        assert_eq!(j.verdict(Path::new("/nonexistent-elsewhere/x")), Verdict::Forbidden);
+        assert_eq!(verdict("/nonexistent-w/.git/objects/ab/cd"), Verdict::Allowed);
+        assert_eq!(verdict("/nonexistent-w/.git/index.lock"), Verdict::Allowed);
     }
 }

@@ -60,8 +60,6 @@ struct State {
     /// A listener was received: the denials are the handler's.
     listening: bool,
     denials: Vec<Denial>,
-    /// Writes let through to protected paths the backend cannot keep.
-    unprotected: Vec<String>,
 }
 
 /// What the handler thread shares with the command's result.
@@ -80,13 +78,6 @@ impl Watch {
         let mut state = self.lock();
         if state.denials.len() < MAX_DENIALS && !state.denials.contains(&denial) {
             state.denials.push(denial);
-        }
-    }
-
-    fn record_unprotected(&self, path: String) {
-        let mut state = self.lock();
-        if state.unprotected.len() < MAX_DENIALS && !state.unprotected.contains(&path) {
-            state.unprotected.push(path);
         }
     }
 }
@@ -179,12 +170,6 @@ impl Observation {
             .wait_timeout_while(state, HANDSHAKE_BOUND, |s| s.waiting)
             .unwrap_or_else(PoisonError::into_inner);
         state.listening.then(|| state.denials.clone())
-    }
-
-    /// The protected paths written because the backend cannot keep them
-    /// read-only (asked after [`Observation::denials`]).
-    pub fn unprotected_writes(&self) -> Vec<String> {
-        self.watch.lock().unprotected.clone()
     }
 }
 
@@ -419,13 +404,10 @@ fn examine(
     }
 }
 
-/// Records a write's verdict: a denial, or a note that protection was not
-/// in force.
+/// Records a write the plan forbids as a denial.
 fn record(watch: &Watch, (verdict, path): (Verdict, String)) {
-    match verdict {
-        Verdict::Allowed => {}
-        Verdict::Forbidden => watch.record(Denial::Write { path }),
-        Verdict::Unprotected => watch.record_unprotected(path),
+    if verdict == Verdict::Forbidden {
+        watch.record(Denial::Write { path });
     }
 }
 
