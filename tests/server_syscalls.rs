@@ -179,6 +179,18 @@ fn exercise(serve: &mut Serve, project: &Path, tag: &str) {
         let done = serve.call("job_status", json!({"job_id": id, "wait_seconds": 30}));
         assert_eq!(done["status"], "finished", "{done}");
     }
+    // A repository's guarded directories: the handler creates, renames and
+    // removes in `.git` and the repository's top for the command.
+    let repo = project.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = "git -c user.name=m -c user.email=m@example.com";
+    for command in [
+        format!("git init -q . && echo x > f && git add f && {git} commit -q -m f"),
+        format!("echo y >> f && git add f && {git} commit -q -m g && mv f h && mkdir d && echo z > d/z && rm -r d"),
+    ] {
+        let r = serve.call("execute", json!({"command": command, "working_dir": repo}));
+        assert_eq!(r["exit_code"], 0, "{r}");
+    }
     // A project file a command wrote, which the server reads for later calls.
     let r = serve.run("printf 'allowed_roots = []\\nmode = \"extend\"\\n' > .bash-mcp.toml && echo written");
     assert_eq!(r["output"], "written\n", "{r}");

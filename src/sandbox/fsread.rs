@@ -16,11 +16,18 @@ use std::path::Path;
 /// kilobytes).
 const MAX_READ: u64 = 1 << 20;
 
-/// `path` (absolute) opened without following a link on the way, after
-/// its links were resolved.
+/// `path` (absolute) opened without following a link on the way; a path
+/// with a link on it is made canonical first and opened the same way.
 fn open(path: &Path, flags: i32) -> Option<OwnedFd> {
-    let canonical = path.canonicalize().ok()?;
-    let c = CString::new(canonical.as_os_str().as_bytes()).ok()?;
+    match open_unlinked(path, flags) {
+        Err(libc::ELOOP) | Err(libc::EXDEV) => open_unlinked(&path.canonicalize().ok()?, flags).ok(),
+        other => other.ok(),
+    }
+}
+
+/// `path` opened with `openat2` and `RESOLVE_NO_SYMLINKS`; the errno else.
+fn open_unlinked(path: &Path, flags: i32) -> Result<OwnedFd, i32> {
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| libc::EINVAL)?;
     /// `struct open_how` (linux/openat2.h).
     #[repr(C)]
     struct OpenHow {
@@ -43,8 +50,11 @@ fn open(path: &Path, flags: i32) -> Option<OwnedFd> {
             std::mem::size_of::<OpenHow>(),
         )
     };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
+    }
     // SAFETY: a non-negative result is a fresh fd that is ours.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 fn stat(fd: RawFd, name: Option<&CString>) -> Option<libc::stat> {
@@ -107,10 +117,17 @@ pub fn list(path: &Path) -> Vec<(OsString, Entry)> {
         if name.as_bytes() == b"." || name.as_bytes() == b".." {
             continue;
         }
-        let kind = match stat(dir_fd, Some(&name)) {
-            Some(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => Entry::Dir,
-            Some(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_nlink == 1 => Entry::SoleFile,
-            _ => Entry::Other,
+        // SAFETY: d_type is plain data inside the entry.
+        let d_type = unsafe { (*entry).d_type };
+        let kind = match d_type {
+            libc::DT_DIR => Entry::Dir,
+            libc::DT_LNK | libc::DT_FIFO | libc::DT_SOCK | libc::DT_CHR | libc::DT_BLK => Entry::Other,
+            // A regular file's links, or a type the file system did not say.
+            _ => match stat(dir_fd, Some(&name)) {
+                Some(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => Entry::Dir,
+                Some(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_nlink == 1 => Entry::SoleFile,
+                _ => Entry::Other,
+            },
         };
         out.push((OsString::from_vec(name.into_bytes()), kind));
     }

@@ -159,6 +159,7 @@ fn inside_roots(candidates: Vec<PathBuf>, roots: &[PathBuf]) -> (Vec<Protected>,
 enum Resolved {
     Exists(PathBuf),
     Absent(PathBuf),
+    /// A dangling link: what it would create is not known here.
     Dangling,
 }
 
