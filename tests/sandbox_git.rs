@@ -19,12 +19,14 @@ use serde_json::{Value, json};
 const HELPER: &str = env!("CARGO_BIN_EXE_bash-mcp");
 
 /// `bwrap` runs commands through the supervisor, `bwrap-per-command` gives
-/// each a bwrap of its own.
-const BACKENDS: &[&str] = &["bwrap", "bwrap-per-command", "landlock"];
+/// each a bwrap of its own, `bwrap-network-by-name` too, behind the
+/// server's network proxy.
+const BACKENDS: &[&str] = &["bwrap", "bwrap-per-command", "bwrap-network-by-name", "landlock"];
 
 fn backend_keys(backend: &str) -> Value {
     match backend {
         "bwrap-per-command" => json!({"backend": "bwrap", "supervisor": false}),
+        "bwrap-network-by-name" => json!({"backend": "bwrap", "network": {"allow": ["example.invalid"]}}),
         other => json!({"backend": other}),
     }
 }
