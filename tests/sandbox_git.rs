@@ -460,3 +460,47 @@ fn the_git_dir_cannot_be_moved_away_and_back_nor_written_directly() {
         }
     }
 }
+
+/// Through the `bash-mcp` binary, on every route a command can take (the
+/// supervisor, a bwrap of its own, the fallback when the supervisor cannot
+/// start, Landlock): the planted `commondir` and the hooks written in a
+/// moved `.git` run nothing; where the handler can run, `git add` works, and
+/// where it cannot (the fallback has no helper), `.git` stays as it is.
+#[test]
+fn through_the_binary_no_route_lets_a_command_plant_what_git_runs() {
+    use common::sandboxes::{available_routes, binary_config, exec_json};
+    let tag = unique_tag("git-binary");
+    for route in available_routes() {
+        let root = TempDir::new("git-binary");
+        repository(&root);
+        let config_dir = TempDir::new("git-binary-config");
+        let config = binary_config(&config_dir, route, json!({"writable_roots": [&*root]}));
+        let marker = Marker::new();
+        let fsmonitor = format!(
+            "printf '[core]\\n\\tfsmonitor = \"touch {}\"\\n'",
+            marker.path().display()
+        );
+        let attacks = [
+            format!("mkdir evil && cp -r .git/. evil/ && {fsmonitor} >> evil/config && echo ../evil > .git/commondir"),
+            format!(
+                "mv .git g2 && {} && mv g2 .git",
+                plant_script("g2/hooks/pre-commit", &marker)
+            ),
+        ];
+        for attack in &attacks {
+            let result = exec_json(&config, &root, &tag, attack);
+            git(&root, &["status", "--short"]);
+            git(&root, &["commit", "-q", "--allow-empty", "-m", "x"]);
+            marker.assert_untouched(&format!("{route}: {attack}: {result}"));
+        }
+        let add = exec_json(
+            &config,
+            &root,
+            &tag,
+            "echo more >> README && git add README && echo added",
+        );
+        let added = add["output"].as_str().unwrap_or_default().contains("added");
+        assert_eq!(added, route != "bwrap-fallback", "{route}: {add}");
+    }
+    assert_no_survivors(&tag);
+}
