@@ -30,6 +30,7 @@
 //! # Ok::<(), bash_mcp::ToolError>(())
 //! ```
 
+pub mod approval;
 mod args;
 pub mod audit;
 mod bash;

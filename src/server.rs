@@ -379,6 +379,26 @@ pub trait McpServer: Send + Sync {
     /// log.
     fn record_rejected_call(&self, _tool_name: &str, _args: &ToolArgs, _error: ErrorCode) {}
 
+    /// The server's grants, denials and host approver, when it asks the
+    /// person at all; the default: `None` (a call that needs approval is
+    /// refused).
+    fn approvals(&self) -> Option<&crate::approval::Approvals> {
+        None
+    }
+
+    /// Records a question put to the person (or that could not be put) and
+    /// its outcome, for a call of `tool_name` with `args`; returns the id of
+    /// the audit entry written, if any. The default records nothing.
+    fn record_approval(
+        &self,
+        _tool_name: &str,
+        _args: &ToolArgs,
+        _request: &crate::approval::ApprovalRequest,
+        _outcome: &crate::approval::ApprovalOutcome,
+    ) -> Option<String> {
+        None
+    }
+
     /// Whether the host should skip its duplicate-call check for this tool.
     fn skip_duplicate_check(&self, tool_name: &str) -> bool {
         self.find_tool(tool_name).is_some_and(|t| t.skip_duplicate_check())

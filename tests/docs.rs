@@ -463,12 +463,13 @@ fn result_documents_use_only_schema_keys() {
 fn rule_lists_are_valid_policies() {
     let mut checked = 0;
     for b in blocks("yaml").into_iter().filter(|b| b.kind() == "rules") {
-        let (mut allow, mut deny) = (Vec::new(), Vec::new());
+        let (mut allow, mut ask, mut deny) = (Vec::new(), Vec::new(), Vec::new());
         let mut list: Option<&mut Vec<String>> = None;
         for line in b.text.lines() {
             let t = line.split(" #").next().unwrap().trim();
             match t {
                 "allow:" => list = Some(&mut allow),
+                "ask:" => list = Some(&mut ask),
                 "deny:" => list = Some(&mut deny),
                 _ if t.starts_with("- ") => {
                     if let Some(l) = list.as_mut() {
@@ -479,10 +480,16 @@ fn rule_lists_are_valid_policies() {
                 _ => {}
             }
         }
-        assert!(!allow.is_empty() || !deny.is_empty(), "{}: no rules", b.at());
+        assert!(
+            !allow.is_empty() || !ask.is_empty() || !deny.is_empty(),
+            "{}: no rules",
+            b.at()
+        );
         let a: Vec<&str> = allow.iter().map(String::as_str).collect();
         let d: Vec<&str> = deny.iter().map(String::as_str).collect();
-        PermissionPolicy::new(&a, &d).unwrap_or_else(|e| panic!("{}: {e}", b.at()));
+        PermissionPolicy::new(&a, &d)
+            .and_then(|p| p.with_ask(&ask))
+            .unwrap_or_else(|e| panic!("{}: {e}", b.at()));
         checked += 1;
     }
     assert!(checked >= 1);

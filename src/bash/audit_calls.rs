@@ -29,6 +29,47 @@ impl BashServer {
         id
     }
 
+    /// Records a question put to the person (or one nobody could answer) and
+    /// how it was settled: an entry with `approval` (kind, why, what widens,
+    /// the model's reason, answer, who answered). A call that does not run
+    /// counts as failed, and its entry says `error: "refused"` as a
+    /// refusal's does. Returns the entry's `audit_id`.
+    pub(super) fn approval_entry(
+        &self,
+        tool_name: &str,
+        args: &ToolArgs,
+        request: &crate::approval::ApprovalRequest,
+        outcome: &crate::approval::ApprovalOutcome,
+    ) -> Option<String> {
+        if !outcome.allows() {
+            self.shared.count_failed_call();
+        }
+        let log = self.shared.audit()?;
+        let mut entry = self.audit_entry(&log, tool_name, args, SystemTime::now());
+        let id = entry["audit_id"].as_str().map(str::to_owned);
+        let mut approval = serde_json::json!({
+            "kind": request.kind,
+            "why": log.redact_related(&request.why, command_of(args)),
+            "answer": outcome.answer,
+            "by": outcome.by,
+        });
+        if !request.widens.is_empty() {
+            approval["widens"] = serde_json::to_value(&request.widens).unwrap_or(Value::Null);
+        }
+        if let Some(reason) = &request.reason {
+            approval["reason"] = log.redact(reason).into();
+        }
+        if let Some(note) = &outcome.note {
+            approval["note"] = note.clone().into();
+        }
+        entry.insert("approval".into(), approval);
+        if !outcome.allows() {
+            entry.insert("error".into(), "refused".into());
+        }
+        log.record(entry);
+        id
+    }
+
     /// The common fields of an audit entry for a call that started at `started`.
     ///
     /// `working_dir` is the call's `working_dir` argument (made absolute

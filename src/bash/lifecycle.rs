@@ -76,6 +76,7 @@ impl BashServer {
             supervisors: crate::sandbox::Supervisors::new(),
             env_cache: EnvCache::default(),
             sandbox_overrides: RwLock::new(Vec::new()),
+            approvals: crate::approval::Approvals::default(),
         });
         let jobs = job_manager(&shared);
         let sessions = session_manager(&shared, outputs.clone());
@@ -88,6 +89,16 @@ impl BashServer {
             sessions,
             jobs,
         })
+    }
+
+    /// Sets the host's approver: asked, on a thread of its own, when a call
+    /// needs the person's approval and the protocol cannot ask them itself
+    /// (an MCP client without elicitation), or for an `escalate` on a call
+    /// made through the Rust or C API. An approver silent for longer than
+    /// `bound`, or one that panics, counts as deny. `None` removes it: such
+    /// calls are refused, as without one.
+    pub fn set_approver(&self, approver: Option<Arc<dyn crate::approval::Approver>>, bound: Duration) {
+        self.shared.approvals.set_approver(approver, bound);
     }
 
     /// Tells the model which commands this host lets widen the sandbox for

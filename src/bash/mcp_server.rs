@@ -121,6 +121,20 @@ impl McpServer for BashServer {
         }
     }
 
+    fn approvals(&self) -> Option<&crate::approval::Approvals> {
+        Some(&self.shared.approvals)
+    }
+
+    fn record_approval(
+        &self,
+        tool_name: &str,
+        args: &ToolArgs,
+        request: &crate::approval::ApprovalRequest,
+        outcome: &crate::approval::ApprovalOutcome,
+    ) -> Option<String> {
+        self.approval_entry(tool_name, args, request, outcome)
+    }
+
     /// `execute` runs as a task: a background job started by an `execute`
     /// call with `background: true` (audited as that call, and as the job
     /// when it ends).

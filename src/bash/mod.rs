@@ -87,6 +87,8 @@ struct Shared {
     /// The rules naming the commands whose call the host lets widen the
     /// sandbox, as it announced them (see `BashServer::announce_sandbox_overrides`).
     sandbox_overrides: RwLock<Vec<String>>,
+    /// What the person granted or denied, and the host's approver.
+    approvals: crate::approval::Approvals,
 }
 
 /// Tool calls served and failed since start.

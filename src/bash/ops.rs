@@ -277,6 +277,10 @@ fn status(shared: &Shared) -> Value {
         "calls": {"served": shared.counters.served(), "failed": shared.counters.failed()},
         "project_file_warnings": crate::roots::project_file_warnings(),
         "sandbox": crate::sandbox::status_value(&config.sandbox, false),
+        "approvals": {
+            "grants": shared.approvals.grants(),
+            "host_approver": shared.approvals.has_approver(),
+        },
         "output_store": {
             "dir": shared.outputs.path().map(|p| p.display().to_string()),
             "outputs": shared.outputs.ids().len(),

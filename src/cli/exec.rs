@@ -28,7 +28,8 @@ pub fn run(settings: &Settings, command: &str, json_output: bool) -> Result<u8, 
         Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let server = super::build_server(settings)?;
     let args = ToolArgs::from_value(json!({"command": command}));
-    let decision = gate::build(settings, Some(server.clone()))?.map(|gate| gate.check("execute", &args));
+    let decision = gate::build(settings, Some(server.clone()))?
+        .map(|gate| gate.check("execute", &args).settle(&*server, "execute", &args));
     let sandbox = match &decision {
         Some(GateDecision::AllowInSandbox(sandbox)) => Some(sandbox),
         _ => None,

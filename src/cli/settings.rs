@@ -37,6 +37,9 @@ pub const BINARY_KEYS: &[&str] = &[
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Permissions {
     pub allow: Vec<String>,
+    /// Rules whose match puts the command to the person (deny wins over
+    /// ask, ask over allow).
+    pub ask: Vec<String>,
     pub deny: Vec<String>,
 }
 
@@ -243,17 +246,20 @@ fn apply(settings: &mut Settings, mut map: Map<String, Value>) -> Result<(), Str
     }
     if let Some(value) = map.remove("permissions") {
         let Value::Object(mut rules) = value else {
-            return Err("`permissions` must be an object {\"allow\": [...], \"deny\": [...]}".into());
+            return Err("`permissions` must be an object {\"allow\": [...], \"ask\": [...], \"deny\": [...]}".into());
         };
         let mut permissions = Permissions::default();
         if let Some(allow) = rules.remove("allow") {
             permissions.allow = string_list("permissions.allow", &allow)?;
         }
+        if let Some(ask) = rules.remove("ask") {
+            permissions.ask = string_list("permissions.ask", &ask)?;
+        }
         if let Some(deny) = rules.remove("deny") {
             permissions.deny = string_list("permissions.deny", &deny)?;
         }
         if let Some(key) = rules.keys().next() {
-            return Err(format!("unknown key `permissions.{key}`; expected allow and deny"));
+            return Err(format!("unknown key `permissions.{key}`; expected allow, ask and deny"));
         }
         settings.permissions = Some(permissions);
     }

@@ -87,6 +87,7 @@
 //! serde_json with plain threads, which keeps the handler synchronous,
 //! callable from C, and cheap (see `benches/mcp_bench.rs`).
 
+mod approve;
 mod calls;
 mod era;
 mod jsonrpc;
@@ -138,6 +139,20 @@ pub enum GateDecision {
     /// configured one: the host's decision to widen it, passed as
     /// [`CallOptions::sandbox`] and recorded in the call's audit entry.
     AllowInSandbox(crate::sandbox::SandboxConfig),
+    /// Put it to the person first: through the server's host approver, or
+    /// the client (elicitation), unless a grant or an earlier denial of the
+    /// same request answers it. Runs (in `sandbox` when set) on approval;
+    /// refused with `refusal` when nobody can be asked.
+    Ask {
+        /// The question.
+        request: Box<crate::approval::ApprovalRequest>,
+        /// The sandbox the call runs in on approval; `None`: the configured one.
+        sandbox: Option<crate::sandbox::SandboxConfig>,
+        /// The refusal when nobody can be asked (a [`GateDecision::Refuse`]):
+        /// its hint names the rule, what the person can add to the
+        /// configuration, and that nothing ran.
+        refusal: Box<GateDecision>,
+    },
     /// Do not run it; the model gets a result with `error:
     /// "permission_denied"`, this message and hint (and `isError: true`).
     Refuse {
@@ -158,6 +173,10 @@ impl GateDecision {
     /// `message`, `hint`, and `pattern` and `audit_id` when known — or
     /// `None` for a call that runs.
     pub fn refusal_document(&self) -> Option<Value> {
+        // An unsettled question never runs: its refusal stands.
+        if let GateDecision::Ask { refusal, .. } = self {
+            return refusal.refusal_document();
+        }
         let GateDecision::Refuse {
             message,
             hint,
@@ -175,6 +194,16 @@ impl GateDecision {
             doc["audit_id"] = id.clone().into();
         }
         Some(doc)
+    }
+}
+
+impl GateDecision {
+    /// Settles a [`GateDecision::Ask`] for a call of `tool` on `server`
+    /// without a client to ask: a grant or an earlier denial answers, else
+    /// the server's host approver, else the refusal stands; recorded in the
+    /// server's audit log. Other decisions are returned as they are.
+    pub fn settle(self, server: &dyn McpServer, tool: &str, args: &ToolArgs) -> GateDecision {
+        approve::settle(server, tool, args, self, &mut |_| None)
     }
 }
 
@@ -772,7 +801,8 @@ impl Job {
             .options
             .gate
             .as_ref()
-            .map(|gate| gate.check(&self.tool, &self.args));
+            .map(|gate| gate.check(&self.tool, &self.args))
+            .map(|decision| approve::settle(&*self.inner.server, &self.tool, &self.args, decision, &mut |_| None));
         if let Some(doc) = decision.as_ref().and_then(GateDecision::refusal_document) {
             tracing::info!(tool = %self.tool, message = %doc["message"], "call refused by policy");
             return ToolResponse::document(doc);

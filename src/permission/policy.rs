@@ -170,6 +170,8 @@ impl Rule {
 #[derive(Clone, Debug)]
 pub struct PermissionPolicy {
     allow: Vec<Rule>,
+    /// Rules whose match puts the call to the person (see [`PermissionPolicy::with_ask`]).
+    ask: Vec<Rule>,
     deny: Vec<Rule>,
     dialect: Dialect,
 }
@@ -188,9 +190,33 @@ impl PermissionPolicy {
                 .iter()
                 .map(|e| Rule::parse(e.as_ref()))
                 .collect::<Result<_, _>>()?,
+            ask: Vec::new(),
             deny: deny.iter().map(|e| Rule::parse(e.as_ref())).collect::<Result<_, _>>()?,
             dialect: Dialect::default(),
         })
+    }
+
+    /// The policy with `ask` rules: a call with any part (or write, or the
+    /// tool itself) matching one is [`Decision::Ask`] whatever the allow rules
+    /// say, unless a deny rule matches (deny wins over ask, ask over allow).
+    /// They are matched like deny rules, so they cannot be sidestepped either:
+    /// a path command word is also matched by its basename, an argument that
+    /// may expand is asked when an ask rule names its command word, and an
+    /// opaque command is asked while any argument ask rule applies to the tool.
+    ///
+    /// ```
+    /// use bash_mcp::permission::{Decision, PermissionPolicy};
+    /// let p = PermissionPolicy::new(&["bash.execute:git *"], &["bash.execute:rm *"])
+    ///     .unwrap()
+    ///     .with_ask(&["bash.execute:git push*"])
+    ///     .unwrap();
+    /// assert_eq!(p.decide_command("bash.execute", "git status"), Decision::Allow);
+    /// assert_eq!(p.decide_command("bash.execute", "git push origin"), Decision::Ask);
+    /// assert_eq!(p.decide_command("bash.execute", "git push; rm x"), Decision::Deny);
+    /// ```
+    pub fn with_ask<A: AsRef<str>>(mut self, ask: &[A]) -> Result<Self, PolicyError> {
+        self.ask = ask.iter().map(|e| Rule::parse(e.as_ref())).collect::<Result<_, _>>()?;
+        Ok(self)
     }
 
     /// The policy with commands analysed for a shell of `dialect` (by default
@@ -304,6 +330,19 @@ impl PermissionPolicy {
         let tool_deny = self.deny.iter().find(|r| r.arg.is_none() && r.tool_matches(tool));
         let tool_allow = self.allow.iter().find(|r| r.arg.is_none() && r.tool_matches(tool));
         let mut any_deny = tool_deny.map(|r| r.entry.clone());
+        // What ask rules matched: the call is put to the person unless denied.
+        let mut asked: Vec<RefusalReason> = self
+            .ask
+            .iter()
+            .filter(|r| r.arg.is_none() && r.tool_matches(tool))
+            .map(|r| RefusalReason::CallAsked { rule: r.entry.clone() })
+            .take(1)
+            .collect();
+        let arg_asks: Vec<&Rule> = self
+            .ask
+            .iter()
+            .filter(|r| r.arg.is_some() && !r.is_write_rule() && r.tool_matches(tool))
+            .collect();
         let mut all_allowed = !analysis.parts.is_empty();
         // A deny rule that could not be checked: (rule, why).
         let mut unsure: Option<(String, String)> = None;
@@ -328,8 +367,27 @@ impl PermissionPolicy {
                     .find(|r| r.names_command(word) || r.names_command(short))
             };
             let unchecked = if deny.is_none() && expanding { named_by() } else { None };
+            let ask = arg_asks
+                .iter()
+                .find(|r| r.matches(tool, &part.normalized_text) || base.as_ref().is_some_and(|b| r.matches(tool, b)))
+                .or_else(|| {
+                    let word = part.command_word.as_str();
+                    let short = basename(word);
+                    arg_asks
+                        .iter()
+                        .find(|r| expanding && (r.names_command(word) || r.names_command(short)))
+                });
+            if deny.is_none()
+                && let Some(r) = ask
+            {
+                asked.push(RefusalReason::PartAsked {
+                    part: part.normalized_text.clone(),
+                    rule: r.entry.clone(),
+                });
+            }
             let (decision, rule, why) = match (deny, unchecked, allow) {
                 (Some(d), _, _) => (Decision::Deny, Some(d.entry.clone()), None),
+                (None, _, _) if ask.is_some() => (Decision::Ask, ask.map(|r| r.entry.clone()), None),
                 (None, Some(d), _) => {
                     let why = format!(
                         "an argument may expand to text the deny rule `{}` would match, so the rule cannot be checked",
@@ -359,12 +417,29 @@ impl PermissionPolicy {
             parts.push(entry);
         }
         let writes = self.check_writes(tool, analysis, tool_allow.is_some(), &mut any_deny, &mut unsure);
+        for w in writes.iter().filter(|w| w.asked) {
+            asked.push(RefusalReason::WriteAsked {
+                target: w.target.clone(),
+                rule: w.rule.clone().unwrap_or_default(),
+            });
+        }
         if analysis.is_opaque() && any_deny.is_none() {
             any_deny = self
                 .deny
                 .iter()
                 .find(|r| r.matches(tool, "{unknown}"))
                 .map(|r| r.entry.clone());
+        }
+        if analysis.is_opaque() {
+            // An opaque command may run what an ask rule names.
+            if let Some(r) = self
+                .ask
+                .iter()
+                .find(|r| r.matches(tool, "{unknown}"))
+                .or_else(|| arg_asks.first().copied())
+            {
+                asked.push(RefusalReason::CallAsked { rule: r.entry.clone() });
+            }
         }
         if analysis.is_opaque()
             && any_deny.is_none()
@@ -410,6 +485,10 @@ impl PermissionPolicy {
                 refusal.push(RefusalReason::CallDenied { rule: rule.clone() });
             }
             (Decision::Deny, Some(rule), "a deny rule matched")
+        } else if let Some(first) = asked.first() {
+            let rule = first.rule().map(str::to_owned);
+            refusal.extend(asked.iter().cloned());
+            (Decision::Ask, rule, "an ask rule matched")
         } else if let Some((rule, why)) = unsure {
             refusal.push(RefusalReason::Unchecked {
                 rule: rule.clone(),
@@ -491,6 +570,8 @@ struct WriteCheck {
     decision: Decision,
     rule: Option<String>,
     reason: Option<String>,
+    /// Whether an ask rule decided it.
+    asked: bool,
 }
 
 impl WriteCheck {
@@ -600,10 +681,13 @@ impl PermissionPolicy {
             let target = normalize_path(&redirect.target);
             let subject = format!("{tool}:>{target}");
             let deny = write_denies.iter().find(|r| r.matches_write(tool, &target));
+            let ask = self.ask.iter().find(|r| r.matches_write(tool, &target));
             let allow = self.allow.iter().find(|r| r.matches_write(tool, &target));
             let sensitive = write_class(&redirect.target).filter(|(c, _)| *c >= Class::Dangerous);
             let (decision, rule, reason) = if let Some(d) = deny {
                 (Decision::Deny, Some(d.entry.clone()), None)
+            } else if let Some(a) = ask {
+                (Decision::Ask, Some(a.entry.clone()), None)
             } else if !redirect.literal && !write_denies.is_empty() {
                 let why = format!(
                     "the write target `{}` may expand to a path the deny rule `{}` would match",
@@ -624,7 +708,7 @@ impl PermissionPolicy {
             if decision == Decision::Deny && any_deny.is_none() {
                 *any_deny = rule.clone();
             }
-            if decision == Decision::Ask && rule.is_some() && unsure.is_none() {
+            if decision == Decision::Ask && rule.is_some() && ask.is_none() && unsure.is_none() {
                 *unsure = Some((rule.clone().unwrap_or_default(), reason.clone().unwrap_or_default()));
             }
             out.push(WriteCheck {
@@ -633,6 +717,7 @@ impl PermissionPolicy {
                 decision,
                 rule,
                 reason,
+                asked: deny.is_none() && ask.is_some(),
             });
         }
         out

@@ -21,6 +21,14 @@ pub enum RefusalReason {
     Unchecked { rule: String, why: String },
     /// An executed part no allow rule matches, while allow rules decide.
     PartNotAllowed { part: String },
+    /// An ask rule matched an executed part (or names its command word while
+    /// an argument may expand).
+    PartAsked { part: String, rule: String },
+    /// An ask rule matched a redirection's target.
+    WriteAsked { target: String, rule: String },
+    /// An ask rule matched the call as a whole: a tool-level rule, or one an
+    /// opaque command may run.
+    CallAsked { rule: String },
     /// Any other reason the call is not allowed (an opaque command without
     /// a `<tool>:*` rule, a sensitive write, nothing a rule can name).
     Other { why: String },
@@ -36,6 +44,27 @@ impl fmt::Display for RefusalReason {
             }
             RefusalReason::Unchecked { why, .. } | RefusalReason::Other { why } => f.write_str(why),
             RefusalReason::PartNotAllowed { part } => write!(f, "`{part}` matches no allow rule"),
+            RefusalReason::PartAsked { part, rule } => write!(f, "`{part}` matches the ask rule `{rule}`"),
+            RefusalReason::WriteAsked { target, rule } => {
+                write!(f, "the write to `{target}` matches the ask rule `{rule}`")
+            }
+            RefusalReason::CallAsked { rule } => write!(f, "the call falls under the ask rule `{rule}`"),
+        }
+    }
+}
+
+impl RefusalReason {
+    /// The rule this reason names, if any.
+    pub fn rule(&self) -> Option<&str> {
+        match self {
+            RefusalReason::CallDenied { rule }
+            | RefusalReason::PartDenied { rule, .. }
+            | RefusalReason::WriteDenied { rule, .. }
+            | RefusalReason::Unchecked { rule, .. }
+            | RefusalReason::PartAsked { rule, .. }
+            | RefusalReason::WriteAsked { rule, .. }
+            | RefusalReason::CallAsked { rule } => Some(rule),
+            RefusalReason::PartNotAllowed { .. } | RefusalReason::Other { .. } => None,
         }
     }
 }

@@ -187,7 +187,11 @@ impl Inner {
             is_error: response.is_error(),
             result: tools::call_result(response, era),
         };
-        let decision = self.options.gate.as_ref().map(|gate| gate.check(tool, args));
+        let decision = self
+            .options
+            .gate
+            .as_ref()
+            .map(|gate| gate.check(tool, args).settle(&*self.server, tool, args));
         let sandbox = match &decision {
             Some(GateDecision::AllowInSandbox(sandbox)) => Some(sandbox),
             _ => None,

@@ -1,0 +1,132 @@
+//! Settling a call the gate wants put to the person: a grant or an earlier
+//! denial answers without asking; otherwise the host's approver, or the
+//! client (its `ask` function), is asked; with nobody to ask, the gate's
+//! refusal stands. Every question and answer is recorded in the audit log.
+
+use crate::approval::{AnsweredBy, ApprovalAnswer, ApprovalOutcome, ApprovalRequest, Remembered};
+use crate::args::ToolArgs;
+use crate::server::McpServer;
+
+use super::GateDecision;
+
+/// How the client was asked: its answer, or why there is none (declined,
+/// cancelled, failed: all count as deny).
+pub(super) type ClientAnswer = Result<ApprovalAnswer, String>;
+
+/// The decision a call runs under once an [`GateDecision::Ask`] is settled:
+/// `Allow`/`AllowInSandbox` on approval, `Refuse` otherwise. Other decisions
+/// pass through. `ask_client` asks the person through the client, or returns
+/// `None` when the client cannot be asked.
+pub(super) fn settle(
+    server: &dyn McpServer,
+    tool: &str,
+    args: &ToolArgs,
+    decision: GateDecision,
+    ask_client: &mut dyn FnMut(&ApprovalRequest) -> Option<ClientAnswer>,
+) -> GateDecision {
+    let GateDecision::Ask {
+        request,
+        sandbox,
+        refusal,
+    } = decision
+    else {
+        return decision;
+    };
+    let Some(approvals) = server.approvals() else {
+        return *refusal;
+    };
+    let outcome = match approvals.remembered(&request) {
+        Some(Remembered::Granted) => ApprovalOutcome {
+            answer: Some(ApprovalAnswer::AllowForServer),
+            by: AnsweredBy::Grant,
+            note: None,
+        },
+        Some(Remembered::Denied) => ApprovalOutcome {
+            answer: Some(ApprovalAnswer::Deny),
+            by: AnsweredBy::EarlierDenial,
+            note: None,
+        },
+        None => {
+            let asked = approvals
+                .ask_host(&request)
+                .map(|a| (a, AnsweredBy::Host))
+                .or_else(|| ask_client(&request).map(|a| (a, AnsweredBy::Client)));
+            let outcome = match asked {
+                Some((Ok(answer), by)) => ApprovalOutcome {
+                    answer: Some(answer),
+                    by,
+                    note: None,
+                },
+                Some((Err(why), by)) => ApprovalOutcome {
+                    answer: Some(ApprovalAnswer::Deny),
+                    by,
+                    note: Some(why),
+                },
+                None => ApprovalOutcome {
+                    answer: None,
+                    by: AnsweredBy::Nobody,
+                    note: None,
+                },
+            };
+            // A failed asking (timeout, decline) is not the person's denial:
+            // it is not remembered, so the next call may ask again.
+            if let (Some(answer), None) = (outcome.answer, &outcome.note) {
+                approvals.record(&request, answer);
+            }
+            outcome
+        }
+    };
+    let audit_id = server.record_approval(tool, args, &request, &outcome);
+    tracing::info!(
+        tool,
+        kind = request.kind.as_str(),
+        answer = outcome.answer.map_or("none", ApprovalAnswer::as_str),
+        "approval"
+    );
+    if outcome.allows() {
+        return match sandbox {
+            Some(sandbox) => GateDecision::AllowInSandbox(sandbox),
+            None => GateDecision::Allow,
+        };
+    }
+    if outcome.answer.is_none() {
+        let mut refusal = *refusal;
+        if let GateDecision::Refuse { audit_id: slot, .. } = &mut refusal {
+            *slot = audit_id;
+        }
+        return refusal;
+    }
+    let (message, hint) = denied_text(&request, &outcome);
+    GateDecision::Refuse {
+        message,
+        hint,
+        pattern: match *refusal {
+            GateDecision::Refuse { pattern, .. } => pattern,
+            _ => None,
+        },
+        audit_id,
+    }
+}
+
+/// The refusal's message and hint for a request the person (or a failed
+/// asking) denied.
+fn denied_text(request: &ApprovalRequest, outcome: &ApprovalOutcome) -> (String, String) {
+    let what = match request.kind {
+        crate::approval::ApprovalKind::Escalation => "this command with a wider sandbox",
+        _ => "this command",
+    };
+    match (outcome.by, &outcome.note) {
+        (AnsweredBy::EarlierDenial, _) => (
+            format!("the person already denied {what}; it was not asked again, and nothing was run"),
+            "do not retry it; a later grant lets the question be asked again".into(),
+        ),
+        (_, Some(note)) => (
+            format!("approval failed ({note}), which counts as a denial: nothing was run"),
+            "ask the person in the conversation whether to run it, then retry".into(),
+        ),
+        _ => (
+            format!("the person denied {what}: nothing was run"),
+            "do not retry it; ask the person what to do instead".into(),
+        ),
+    }
+}
