@@ -270,9 +270,7 @@ pub fn wrap_in(
     // named: without it, their entries stay as they are (nothing created
     // in `.git`, so no `git add`), never writable.
     let guarded = !layout.is_empty();
-    if let Some(policy) = config.network.policy() {
-        return wrap_by_name(config, request, backend, plan, policy, &layout).map(Some);
-    }
+    let by_name = config.network.policy();
     // Sessions outlive their call and report no denials: only commands
     // that wait for their call are observed.
     let observe = config.notify_denials && request.die_with_parent;
@@ -290,8 +288,32 @@ pub fn wrap_in(
         (backend, supervisors, config.supervisor, request.die_with_parent)
         && let Some(helper) = helper::find(config.helper_path.as_deref())
     {
-        match supervisors.get(path, &helper, &plan, &layout, observe || guarded, config.max_processes) {
-            Ok(supervisor) => {
+        let got = supervisors
+            .get(
+                path,
+                &helper,
+                &plan,
+                &layout,
+                supervisor::Options {
+                    observe: observe || guarded,
+                    max_processes: config.max_processes,
+                    by_name: by_name.is_some(),
+                },
+            )
+            .and_then(|supervisor| {
+                // A network by name: this command is a client of the
+                // supervisor's shared proxy, judged by its own policy.
+                let link = match (by_name, supervisor.clients()) {
+                    (Some(policy), Some(clients)) => {
+                        Some(network::link::Link::shared(clients.register(policy.clone())?))
+                    }
+                    _ => None,
+                };
+                Ok((supervisor, link))
+            });
+        match got {
+            Ok((supervisor, link)) => {
+                let env = link.as_ref().map(network::link::Link::env).unwrap_or_default();
                 let observation = Arc::new(notify::Observation::new());
                 return Ok(Some(Wrapped {
                     program: request.command[0].clone(),
@@ -312,12 +334,15 @@ pub fn wrap_in(
                     owned_fds: Vec::new(),
                     process_limit: limits::pid_max_per_namespace()
                         .then_some((config.max_processes, limits::Bound::PidNamespace)),
-                    network: None,
-                    env: Vec::new(),
+                    network: link.map(Arc::new),
+                    env,
                 }));
             }
             Err(e) => tracing::warn!("{e}; this command gets a bwrap of its own"),
         }
+    }
+    if let Some(policy) = by_name {
+        return wrap_by_name(config, request, backend, plan, policy, &layout).map(Some);
     }
     let mut observation = None;
     let mut kept = None;
@@ -449,8 +474,8 @@ pub fn wrap_in(
 /// A command whose network is open by name: bubblewrap gives it a network
 /// namespace of its own (loopback only), the first step inside opens the
 /// proxy's port on that loopback and hands the listener to the server, and
-/// the server's proxy serves it under `policy` (see [`network`]). Each such
-/// command gets a bwrap of its own, with or without the supervisor.
+/// the server's proxy serves it under `policy` (see [`network`]): the route
+/// of a session, and of a command when no supervisor serves it.
 fn wrap_by_name(
     config: &SandboxConfig,
     request: &Request<'_>,

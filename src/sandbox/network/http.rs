@@ -50,6 +50,8 @@ pub struct Answer {
     pub reason: String,
     /// The `X-Proxy-Error` code of a refusal.
     pub code: Option<&'static str>,
+    /// Whether it asks for credentials (`Proxy-Authenticate`, with a 407).
+    pub challenge: bool,
 }
 
 impl Answer {
@@ -58,6 +60,7 @@ impl Answer {
             status,
             reason: reason.into(),
             code: None,
+            challenge: false,
         }
     }
 
@@ -76,6 +79,9 @@ impl Answer {
         );
         if let Some(code) = self.code {
             out.push_str(&format!("X-Proxy-Error: {code}\r\n"));
+        }
+        if self.challenge {
+            out.push_str("Proxy-Authenticate: Basic realm=\"bash-mcp sandbox\"\r\n");
         }
         out.push_str(&format!(
             "Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
@@ -190,6 +196,52 @@ pub fn parse(head: &[u8]) -> Result<Request, Answer> {
     Ok(Request::Forward { host, port, head: out })
 }
 
+/// The password of the request's `Proxy-Authorization: Basic` field (a
+/// proxy URL's `http://user:password@host:port` becomes one), if it has
+/// one.
+pub fn credentials(head: &[u8]) -> Option<Vec<u8>> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut fields);
+    request.parse(head).ok()?;
+    let value = request
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("proxy-authorization"))?
+        .value;
+    let value = std::str::from_utf8(value).ok()?.trim();
+    let (scheme, encoded) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64_decode(encoded.trim())?;
+    let at = decoded.iter().position(|&b| b == b':')?;
+    Some(decoded[at + 1..].to_vec())
+}
+
+/// Standard base64 with padding (RFC 4648 section 4), as Basic credentials use it.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim_end_matches('=');
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
+}
+
 /// `host:port` (`[v6]:port`); the port may be left out only where
 /// `default` gives one. No user information: `user@host` would let the
 /// judged and the reached host differ between readers.
@@ -278,6 +330,25 @@ mod tests {
                 "{}: {e:?}",
                 String::from_utf8_lossy(head)
             );
+        }
+    }
+
+    #[test]
+    fn basic_credentials_give_their_password() {
+        // "bash-mcp:s3cret" and "u:" in base64.
+        let head = b"CONNECT a.b:443 HTTP/1.1\r\nProxy-Authorization: Basic YmFzaC1tY3A6czNjcmV0\r\n\r\n";
+        assert_eq!(credentials(head), Some(b"s3cret".to_vec()));
+        assert_eq!(
+            credentials(b"GET / HTTP/1.1\r\nproxy-authorization: basic dTo=\r\n\r\n"),
+            Some(Vec::new())
+        );
+        for head in [
+            &b"CONNECT a.b:443 HTTP/1.1\r\n\r\n"[..],
+            b"CONNECT a.b:443 HTTP/1.1\r\nProxy-Authorization: Bearer YmFzaC1tY3A6czNjcmV0\r\n\r\n",
+            b"CONNECT a.b:443 HTTP/1.1\r\nProxy-Authorization: Basic !!!\r\n\r\n",
+            b"CONNECT a.b:443 HTTP/1.1\r\nProxy-Authorization: Basic bm9jb2xvbg==\r\n\r\n",
+        ] {
+            assert_eq!(credentials(head), None, "{}", String::from_utf8_lossy(head));
         }
     }
 

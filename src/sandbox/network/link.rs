@@ -1,20 +1,29 @@
 //! The host side of a command's network by name: the socket its sandbox
-//! hands the proxy's listener over, the proxy started on that listener,
-//! and the variables that point the command's tools at it.
+//! hands the proxy's listener over and the proxy started on that listener,
+//! or its registration with a proxy several commands share (a
+//! supervisor's); and the variables that point the command's tools at it.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::inside::{LISTENING, PROXY_PORT};
+use super::proxy::Client;
 use super::{NetPolicy, Proxy};
 use crate::sandbox::Denial;
 use crate::sandbox::supervisor::wire;
 
-/// The proxy of one command (or session), once its sandbox has handed
-/// over the listener. Dropping the link stops the proxy.
-#[derive(Debug, Default)]
+/// The proxy of one command (or session): its own, once its sandbox has
+/// handed over the listener, or its registration with a shared one.
+/// Dropping the link stops its own proxy, or ends the registration.
+#[derive(Debug)]
 pub struct Link {
-    state: Arc<Mutex<State>>,
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Own(Arc<Mutex<State>>),
+    Shared(Client),
 }
 
 #[derive(Debug, Default)]
@@ -56,31 +65,66 @@ impl Link {
                     state.proxy = Some(proxy);
                 }
             })?;
-        Ok((Link { state }, theirs))
+        Ok((Link { kind: Kind::Own(state) }, theirs))
     }
 
-    /// The connections the proxy refused so far.
+    /// A command served by a shared proxy as `client`.
+    pub fn shared(client: Client) -> Link {
+        Link {
+            kind: Kind::Shared(client),
+        }
+    }
+
+    /// The variables that point the command's tools at its proxy.
+    pub fn env(&self) -> Vec<(String, String)> {
+        match &self.kind {
+            Kind::Own(_) => sandbox_env(),
+            Kind::Shared(client) => shared_env(client),
+        }
+    }
+
+    /// The connections the proxy refused this command so far.
     pub fn refusals(&self) -> Vec<Denial> {
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.proxy.as_ref().map(Proxy::refusals).unwrap_or_default()
+        match &self.kind {
+            Kind::Own(state) => {
+                let state = state.lock().unwrap_or_else(PoisonError::into_inner);
+                state.proxy.as_ref().map(Proxy::refusals).unwrap_or_default()
+            }
+            Kind::Shared(client) => client.refusals(),
+        }
     }
 }
 
 impl Drop for Link {
     fn drop(&mut self) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.closed = true;
-        state.proxy = None;
+        if let Kind::Own(state) = &self.kind {
+            let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.closed = true;
+            state.proxy = None;
+        }
     }
 }
 
+/// The URL of the proxy at `127.0.0.1:<port>`, with the client's token
+/// as the password when the proxy is shared (tools send it as
+/// `Proxy-Authorization: Basic`).
+pub fn proxy_url(port: u16, token: Option<&str>) -> String {
+    match token {
+        Some(token) => format!("http://{USER}:{token}@127.0.0.1:{port}"),
+        None => format!("http://127.0.0.1:{port}"),
+    }
+}
+
+/// The user name of a shared proxy's URLs (only the password is checked).
+const USER: &str = "bash-mcp";
+
 /// The variables that send a command's tools through the proxy at
-/// `127.0.0.1:<port>`: the standard ones in both cases (git and curl read
-/// these), and the keys of npm, yarn, pip, cargo and Node's own fetch.
-/// `NO_PROXY` names only the sandbox's own loopback, where a command's test
-/// server may listen.
-pub fn env(port: u16) -> Vec<(String, String)> {
-    let url = format!("http://127.0.0.1:{port}");
+/// `127.0.0.1:<port>` (see [`proxy_url`]): the standard ones in both cases
+/// (git and curl read these), and the keys of npm, yarn, pip, cargo and
+/// Node's own fetch. `NO_PROXY` names only the loopback, where a command's
+/// test server may listen.
+pub fn env(port: u16, token: Option<&str>) -> Vec<(String, String)> {
+    let url = proxy_url(port, token);
     let mut vars: Vec<(String, String)> = [
         "HTTP_PROXY",
         "HTTPS_PROXY",
@@ -106,9 +150,14 @@ pub fn env(port: u16) -> Vec<(String, String)> {
     vars
 }
 
-/// [`env()`] for the proxy on a sandbox's own loopback.
+/// [`env()`] for a command's own proxy on its sandbox's loopback.
 pub fn sandbox_env() -> Vec<(String, String)> {
-    env(PROXY_PORT)
+    env(PROXY_PORT, None)
+}
+
+/// [`env()`] for a client of the shared proxy on its sandbox's loopback.
+pub fn shared_env(client: &Client) -> Vec<(String, String)> {
+    env(PROXY_PORT, Some(client.token()))
 }
 
 #[cfg(test)]
@@ -117,7 +166,7 @@ mod tests {
 
     #[test]
     fn the_variables_name_the_proxy_and_leave_only_loopback_direct() {
-        let vars = env(3128);
+        let vars = env(3128, None);
         let get = |name: &str| vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
         for name in [
             "HTTPS_PROXY",
@@ -130,6 +179,9 @@ mod tests {
             assert_eq!(get(name), Some("http://127.0.0.1:3128"), "{name}");
         }
         assert_eq!(get("NO_PROXY"), Some("localhost,127.0.0.1,::1"));
+        let vars = env(3128, Some("0123abcd"));
+        let get = |name: &str| vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
+        assert_eq!(get("CARGO_HTTP_PROXY"), Some("http://bash-mcp:0123abcd@127.0.0.1:3128"));
     }
 
     #[test]

@@ -10,10 +10,11 @@
 //! of [`BUFFER`] bytes, so a proxy's memory stays bounded whatever its
 //! command does.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use super::http::{self, Answer, Request};
@@ -31,15 +32,22 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// The most refusals kept for one command (the result lists 20 denials).
 const MAX_REFUSALS: usize = 20;
 
-/// What every connection of one proxy shares.
-struct Shared {
+/// One client of a proxy: the policy its requests are judged by, and what
+/// the proxy refused it.
+#[derive(Debug)]
+struct Account {
     policy: NetPolicy,
     refusals: Mutex<Vec<Denial>>,
-    open: AtomicUsize,
-    stopped: AtomicBool,
 }
 
-impl Shared {
+impl Account {
+    fn new(policy: NetPolicy) -> Arc<Account> {
+        Arc::new(Account {
+            policy,
+            refusals: Mutex::new(Vec::new()),
+        })
+    }
+
     fn refuse(&self, host: &Host, port: u16, refusal: &Refusal) -> Answer {
         let rule = refusal.rule();
         tracing::info!(%host, port, %rule, "the sandbox's proxy refused a connection");
@@ -58,6 +66,142 @@ impl Shared {
         );
         answer.code = Some(refusal.code());
         answer
+    }
+
+    fn refusals(&self) -> Vec<Denial> {
+        self.refusals.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+/// Whom a proxy serves.
+enum Gate {
+    /// Every connection: a listener only one command can reach (on its
+    /// sandbox's own loopback).
+    Anyone(Arc<Account>),
+    /// Requests whose `Proxy-Authorization` carries the token of a client
+    /// registered now: a listener several commands share.
+    Clients(Arc<Clients>),
+}
+
+/// The clients of a shared proxy, by the secret token each one's proxy
+/// URL carries. The token both names the command (its refusals are its
+/// own, judged by its own policy) and keeps out whoever does not have it.
+#[derive(Debug, Default)]
+pub struct Clients {
+    by_token: Mutex<HashMap<Vec<u8>, Weak<Account>>>,
+}
+
+impl Clients {
+    pub fn new() -> Arc<Clients> {
+        Arc::new(Clients::default())
+    }
+
+    /// A new client under `policy`, with a fresh token; it is served until
+    /// it is dropped.
+    pub fn register(self: &Arc<Self>, policy: NetPolicy) -> std::io::Result<Client> {
+        let token = fresh_token()?;
+        let account = Account::new(policy);
+        let mut by_token = self.by_token.lock().unwrap_or_else(PoisonError::into_inner);
+        by_token.retain(|_, a| a.strong_count() > 0);
+        by_token.insert(token.clone().into_bytes(), Arc::downgrade(&account));
+        Ok(Client {
+            account,
+            token,
+            clients: Arc::downgrade(self),
+        })
+    }
+
+    fn find(&self, token: &[u8]) -> Option<Arc<Account>> {
+        let by_token = self.by_token.lock().unwrap_or_else(PoisonError::into_inner);
+        by_token.get(token).and_then(Weak::upgrade)
+    }
+
+    /// How many clients are registered (for tests).
+    pub fn len(&self) -> usize {
+        let by_token = self.by_token.lock().unwrap_or_else(PoisonError::into_inner);
+        by_token.values().filter(|a| a.strong_count() > 0).count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// 128 random bits, as 32 hex digits.
+fn fresh_token() -> std::io::Result<String> {
+    let mut bytes = [0u8; 16];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        // SAFETY: getrandom writes at most the given length into our buffer.
+        let n = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        filled += n as usize;
+    }
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// One command's (or session's) registration with a shared proxy.
+#[derive(Debug)]
+pub struct Client {
+    account: Arc<Account>,
+    token: String,
+    clients: Weak<Clients>,
+}
+
+impl Client {
+    /// The secret its proxy URL carries as the password.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The connections the proxy refused this client so far.
+    pub fn refusals(&self) -> Vec<Denial> {
+        self.account.refusals()
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if let Some(clients) = self.clients.upgrade() {
+            let mut by_token = clients.by_token.lock().unwrap_or_else(PoisonError::into_inner);
+            by_token.remove(self.token.as_bytes());
+        }
+    }
+}
+
+/// What every connection of one proxy shares.
+struct Shared {
+    gate: Gate,
+    open: AtomicUsize,
+    stopped: AtomicBool,
+}
+
+impl Shared {
+    /// The client a request with head `head` comes from, or the answer
+    /// that refuses it.
+    fn client(&self, head: &[u8]) -> Result<Arc<Account>, Answer> {
+        match &self.gate {
+            Gate::Anyone(account) => Ok(account.clone()),
+            Gate::Clients(clients) => match http::credentials(head).and_then(|token| clients.find(&token)) {
+                Some(account) => Ok(account),
+                None => {
+                    tracing::warn!("the sandbox's proxy refused a request without the credentials of a command");
+                    let mut answer = Answer::new(
+                        407,
+                        "the sandbox's proxy serves only its server's commands, whose proxy variables (HTTPS_PROXY, HTTP_PROXY) carry their credentials",
+                    );
+                    answer.code = Some("proxy-credentials");
+                    answer.challenge = true;
+                    Err(answer)
+                }
+            },
+        }
     }
 }
 
@@ -80,10 +224,19 @@ impl Proxy {
     /// or on a sandbox's own, from inside its network namespace) under
     /// `policy`.
     pub fn serve(listener: TcpListener, policy: NetPolicy) -> std::io::Result<Proxy> {
+        Proxy::start(listener, Gate::Anyone(Account::new(policy)))
+    }
+
+    /// Serves `listener` for the registered `clients`, each request under
+    /// its client's policy: one listener several commands share.
+    pub fn serve_clients(listener: TcpListener, clients: Arc<Clients>) -> std::io::Result<Proxy> {
+        Proxy::start(listener, Gate::Clients(clients))
+    }
+
+    fn start(listener: TcpListener, gate: Gate) -> std::io::Result<Proxy> {
         let port = listener.local_addr()?.port();
         let shared = Arc::new(Shared {
-            policy,
-            refusals: Mutex::new(Vec::new()),
+            gate,
             open: AtomicUsize::new(0),
             stopped: AtomicBool::new(false),
         });
@@ -101,13 +254,13 @@ impl Proxy {
         self.port
     }
 
-    /// The connections refused so far.
+    /// The connections refused so far (for a proxy that serves anyone on
+    /// its listener; a shared one keeps them by client).
     pub fn refusals(&self) -> Vec<Denial> {
-        self.shared
-            .refusals
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        match &self.shared.gate {
+            Gate::Anyone(account) => account.refusals(),
+            Gate::Clients(_) => Vec::new(),
+        }
     }
 
     /// How many connections are open now.
@@ -173,11 +326,12 @@ fn connection(mut client: TcpStream, shared: &Shared) {
     let opened = http::read_head(&mut client)
         .and_then(|(buf, len)| Ok((http::parse(&buf[..len])?, buf, len)))
         .and_then(|(request, buf, len)| {
+            let account = shared.client(&buf[..len])?;
             let (host, port) = request.host();
-            if let Err(refusal) = shared.policy.judge_host(host, port) {
-                return Err(shared.refuse(host, port, &refusal));
+            if let Err(refusal) = account.policy.judge_host(host, port) {
+                return Err(account.refuse(host, port, &refusal));
             }
-            let upstream = reach(host, port, shared)?;
+            let upstream = reach(host, port, &account)?;
             Ok((request, upstream, buf, len))
         });
     match opened {
@@ -225,7 +379,7 @@ fn answer_and_close(mut client: TcpStream, answer: &Answer) {
 /// Resolves `host` here, on the host side, and connects to the first
 /// address the policy allows. A refusal is recorded only when no address
 /// was allowed.
-fn reach(host: &Host, port: u16, shared: &Shared) -> Result<TcpStream, Answer> {
+fn reach(host: &Host, port: u16, account: &Account) -> Result<TcpStream, Answer> {
     let addrs: Vec<SocketAddr> = match host {
         Host::Ip(ip) => vec![SocketAddr::new(*ip, port)],
         Host::Name(name) => match (name.as_str(), port).to_socket_addrs() {
@@ -236,7 +390,7 @@ fn reach(host: &Host, port: u16, shared: &Shared) -> Result<TcpStream, Answer> {
     let mut refused = None;
     let mut failed = None;
     for addr in addrs {
-        if let Err(refusal) = shared.policy.judge_address(addr.ip(), port) {
+        if let Err(refusal) = account.policy.judge_address(addr.ip(), port) {
             refused.get_or_insert(refusal);
             continue;
         }
@@ -253,7 +407,7 @@ fn reach(host: &Host, port: u16, shared: &Shared) -> Result<TcpStream, Answer> {
             502,
             format!("could not connect to {host}:{port} at {addr} ({e})"),
         )),
-        (None, Some(refusal)) => Err(shared.refuse(host, port, &refusal)),
+        (None, Some(refusal)) => Err(account.refuse(host, port, &refusal)),
         (None, None) => Err(Answer::new(502, format!("{host} resolved to no address"))),
     }
 }
@@ -404,6 +558,63 @@ mod tests {
             head,
             format!("GET /p?q HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n")
         );
+    }
+
+    #[test]
+    fn a_shared_proxy_serves_registered_clients_by_token_each_under_its_own_policy() {
+        let clients = Clients::new();
+        let p = Proxy::serve_clients(TcpListener::bind("127.0.0.1:0").unwrap(), clients.clone()).unwrap();
+        let wide = clients
+            .register(NetPolicy::new(&["*.example.com"], &[]).unwrap())
+            .unwrap();
+        let narrow = clients
+            .register(NetPolicy::new(&["a.example.com"], &[]).unwrap())
+            .unwrap();
+        assert_ne!(wide.token(), narrow.token());
+        let connect = |token: Option<&str>| {
+            let auth = token.map_or_else(String::new, |t| {
+                let basic = encode(&format!("bash-mcp:{t}"));
+                format!("Proxy-Authorization: Basic {basic}\r\n")
+            });
+            exchange(&p, &format!("CONNECT b.example.com:443 HTTP/1.1\r\n{auth}\r\n"))
+        };
+        // No credentials, or a token nobody holds: 407, recorded for no one.
+        for token in [None, Some("0123456789abcdef0123456789abcdef")] {
+            let out = connect(token);
+            assert!(out.starts_with("HTTP/1.1 407 the sandbox's proxy serves only"), "{out}");
+            assert!(out.contains("\r\nProxy-Authenticate: Basic"), "{out}");
+        }
+        assert!(wide.refusals().is_empty() && narrow.refusals().is_empty());
+        // The narrow client is refused and it alone has the refusal.
+        let out = connect(Some(narrow.token()));
+        assert!(out.starts_with("HTTP/1.1 403 "), "{out}");
+        assert_eq!(narrow.refusals().len(), 1);
+        assert!(wide.refusals().is_empty());
+        // A dropped client's token opens nothing any more.
+        let token = narrow.token().to_owned();
+        drop(narrow);
+        assert_eq!(clients.len(), 1);
+        assert!(connect(Some(&token)).starts_with("HTTP/1.1 407 "));
+    }
+
+    /// Base64 of `text` (for Basic credentials).
+    fn encode(text: &str) -> String {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for chunk in text.as_bytes().chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+            for i in 0..4 {
+                if i <= chunk.len() {
+                    out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
     }
 
     #[test]

@@ -52,6 +52,11 @@ pub const OBSERVE_NETWORK_ARG: &str = "--observe-network";
 /// when its request comes.
 pub const BOUND_ARG: &str = "--bound";
 
+/// The argument before the port the supervisor opens on its sandbox's own
+/// loopback and hands to the host with its readiness: the listener of the
+/// shared proxy of a network by name (see [`network`](crate::sandbox::network)).
+pub const NET_LISTEN_ARG: &str = "--net-listen";
+
 /// The argument before the most processes each command may run.
 pub const MAX_PROCESSES_ARG: &str = "--max-processes";
 
@@ -78,6 +83,8 @@ struct Args {
     /// The `pid_max` of each command's PID namespace (its most processes,
     /// plus the init and pid 0), where the kernel has one per namespace.
     pid_max: Option<u32>,
+    /// The port of the proxy's listener on the sandbox's loopback.
+    net_listen: Option<u16>,
 }
 
 /// Runs the supervisor: returns only on failure to set up, with a message
@@ -88,7 +95,7 @@ pub fn supervise_main(args: &[OsString]) -> String {
         Ok(args) => args,
         Err(e) => return format!("bash-mcp sandbox supervisor: {e}"),
     };
-    match setup() {
+    match setup(args.net_listen) {
         Ok(sigfd) => serve(&sigfd, &args),
         Err(e) => format!("bash-mcp sandbox supervisor: {e}"),
     }
@@ -101,6 +108,7 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
         observe: None,
         bound: Vec::new(),
         pid_max: None,
+        net_listen: None,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -112,6 +120,10 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
             Some(MAX_PROCESSES_ARG) => {
                 let n = args.next().and_then(|n| n.to_str()?.parse::<u32>().ok());
                 parsed.pid_max = Some(n.ok_or("--max-processes needs a number")?.saturating_add(2));
+            }
+            Some(NET_LISTEN_ARG) => {
+                let port = args.next().and_then(|p| p.to_str()?.parse::<u16>().ok());
+                parsed.net_listen = Some(port.ok_or("--net-listen needs a port")?);
             }
             Some(BOUND_ARG) => {
                 let path = args.next().ok_or("--bound needs a path")?;
@@ -129,7 +141,7 @@ fn errno() -> io::Error {
     io::Error::last_os_error()
 }
 
-fn setup() -> Result<OwnedFd, String> {
+fn setup(net_listen: Option<u16>) -> Result<OwnedFd, String> {
     // SAFETY: prctl with constant arguments: not dumpable, so a command
     // cannot ptrace the supervisor or open its /proc entries.
     if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
@@ -150,7 +162,17 @@ fn setup() -> Result<OwnedFd, String> {
     }
     // SAFETY: signalfd returned a fresh fd that we now own.
     let sigfd = unsafe { OwnedFd::from_raw_fd(sigfd) };
-    wire::send_with_fds(CONTROL_FD, &[wire::READY], &[]).map_err(|e| format!("control socket: {e}"))?;
+    // The proxy's port on this sandbox's loopback, held by the host's
+    // listener from here on, so no command can take it.
+    let listener = match net_listen {
+        Some(port) => Some(
+            std::net::TcpListener::bind(("127.0.0.1", port))
+                .map_err(|e| format!("could not open the proxy's port 127.0.0.1:{port}: {e}"))?,
+        ),
+        None => None,
+    };
+    let fds: Vec<RawFd> = listener.iter().map(AsRawFd::as_raw_fd).collect();
+    wire::send_with_fds(CONTROL_FD, &[wire::READY], &fds).map_err(|e| format!("control socket: {e}"))?;
     Ok(sigfd)
 }
 

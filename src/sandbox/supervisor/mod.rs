@@ -24,6 +24,9 @@ use std::time::Duration;
 
 use super::bwrap::{self, BwrapOptions};
 use super::guard::Layout;
+use super::network::Proxy;
+use super::network::inside::PROXY_PORT;
+use super::network::proxy::Clients;
 use super::notify::{Observation, Policy};
 use super::plan::Plan;
 use crate::spawn::{self, Child, Group, Launch, RemoteGroup, SpawnSpec, Streams};
@@ -63,10 +66,9 @@ impl Supervisors {
         helper: &Path,
         plan: &Plan,
         layout: &Layout,
-        observe: bool,
-        max_processes: u32,
+        options: Options,
     ) -> io::Result<Arc<Supervisor>> {
-        let argv = supervisor_argv(bwrap_path, helper, plan, layout, observe, max_processes);
+        let argv = supervisor_argv(bwrap_path, helper, plan, layout, options);
         let supervisor = {
             let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
             match pool.iter().position(|s| s.argv == argv) {
@@ -84,6 +86,7 @@ impl Supervisors {
                     let s = Arc::new(Supervisor {
                         argv,
                         network: plan.network,
+                        clients: options.by_name.then(Clients::new),
                         state: Mutex::new(None),
                         retired: Mutex::new(Vec::new()),
                     });
@@ -119,19 +122,30 @@ impl Supervisors {
     }
 }
 
+/// What a supervisor does besides the plan.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Options {
+    /// Its inits install the observing filter.
+    pub observe: bool,
+    /// The most processes each command may run.
+    pub max_processes: u32,
+    /// Its commands reach the network by name, through a proxy on its
+    /// sandbox's loopback.
+    pub by_name: bool,
+}
+
 /// The bwrap command line of a supervisor: the plan's sandbox, with the
 /// capabilities the supervisor needs inside its user namespace (commands
 /// get none), running `<helper> __sandbox-supervise`, with `--observe` or
-/// `--observe-network` when its inits install the observing filter, and
-/// the most processes each command may run.
-fn supervisor_argv(
-    bwrap_path: &Path,
-    helper: &Path,
-    plan: &Plan,
-    layout: &Layout,
-    observe: bool,
-    max_processes: u32,
-) -> Vec<CString> {
+/// `--observe-network` when its inits install the observing filter, the
+/// most processes each command may run, and `--net-listen` for a network
+/// by name.
+fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, layout: &Layout, options: Options) -> Vec<CString> {
+    let Options {
+        observe,
+        max_processes,
+        by_name,
+    } = options;
     let mut plan = plan.clone();
     // One supervisor serves every working dir (each request names its own),
     // unless a private /tmp has to keep the working dir visible above it.
@@ -152,6 +166,10 @@ fn supervisor_argv(
     }
     command.push(CString::new(inside::MAX_PROCESSES_ARG).expect("no NUL"));
     command.push(CString::new(max_processes.to_string()).expect("digits"));
+    if by_name {
+        command.push(CString::new(inside::NET_LISTEN_ARG).expect("no NUL"));
+        command.push(CString::new(PROXY_PORT.to_string()).expect("digits"));
+    }
     for path in bwrap::bound_paths(&plan, layout) {
         command.push(CString::new(inside::BOUND_ARG).expect("no NUL"));
         command.push(CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default());
@@ -179,6 +197,10 @@ pub struct Supervisor {
     argv: Vec<CString>,
     /// Whether its sandbox has network (which seccomp program it gets).
     network: bool,
+    /// The commands of a network by name, served by the proxy on the
+    /// listener the supervisor hands over (each supervisor started for
+    /// this configuration has its own listener; the clients stay).
+    clients: Option<Arc<Clients>>,
     state: Mutex<Option<Running>>,
     /// Supervisors whose mounts went stale: no new command goes to them,
     /// and they exit once their running commands have ended.
@@ -201,6 +223,8 @@ struct Running {
     control: Arc<OwnedFd>,
     pid: libc::pid_t,
     reaper: Reaper,
+    /// The shared proxy on the sandbox's loopback, for a network by name.
+    _proxy: Option<Proxy>,
 }
 
 /// Reaps a supervisor's bwrap when dropped.
@@ -218,6 +242,11 @@ fn dev_null() -> OwnedFd {
 }
 
 impl Supervisor {
+    /// The registry of the shared proxy's clients, for a network by name.
+    pub fn clients(&self) -> Option<&Arc<Clients>> {
+        self.clients.as_ref()
+    }
+
     /// The control socket of a live supervisor, starting one if there is
     /// none or the last one died.
     fn control(&self) -> io::Result<Arc<OwnedFd>> {
@@ -279,10 +308,11 @@ impl Supervisor {
             &[theirs.as_raw_fd(), program.as_raw_fd()],
         )?;
         drop((theirs, program));
-        let running = Running {
+        let mut running = Running {
             control: Arc::new(host),
             pid,
             reaper: Reaper(pid),
+            _proxy: None,
         };
         let mut p = libc::pollfd {
             fd: running.control.as_raw_fd(),
@@ -292,8 +322,22 @@ impl Supervisor {
         // SAFETY: one valid pollfd.
         unsafe { libc::poll(&mut p, 1, START_BOUND.as_millis() as libc::c_int) };
         let mut buf = [0u8; 4];
-        let ready = p.revents & libc::POLLIN != 0
-            && matches!(wire::recv_with_fds(running.control.as_raw_fd(), &mut buf), Ok((1, _)) if buf[0] == wire::READY);
+        let ready = match p.revents & libc::POLLIN != 0 {
+            true => match wire::recv_with_fds(running.control.as_raw_fd(), &mut buf) {
+                Ok((1, fds)) if buf[0] == wire::READY => Some(fds),
+                _ => None,
+            },
+            false => None,
+        };
+        let ready = match (ready, &self.clients) {
+            (Some(fds), None) if fds.is_empty() => true,
+            (Some(mut fds), Some(clients)) if fds.len() == 1 => {
+                let listener = std::net::TcpListener::from(fds.pop().expect("one fd"));
+                running._proxy = Some(Proxy::serve_clients(listener, clients.clone())?);
+                true
+            }
+            _ => false,
+        };
         if !ready {
             // SAFETY: our unreaped child: the pid cannot have been recycled.
             unsafe { libc::kill(pid, libc::SIGKILL) };
