@@ -21,6 +21,8 @@
 //! - `json plugin` and `yaml engine` (docs/entropic.md): the plugin's file and
 //!   the engine's configuration, which tests/entropic_engine.rs loads into
 //!   the real engine;
+//! - `yaml manifest` (docs/deploy.md): a Kubernetes manifest, which
+//!   tests/deploy.rs validates against its CRD's schema;
 //! - `text <reason>`: not run, and the info string says why.
 
 mod cbuild;
@@ -152,6 +154,7 @@ fn every_block_has_a_kind_this_test_checks() {
         ("yaml", "rules"),
         ("json", "plugin"),
         ("yaml", "engine"),
+        ("yaml", "manifest"),
     ];
     let blocks = all_blocks();
     assert!(blocks.len() > 20, "found only {} code blocks", blocks.len());
@@ -551,6 +554,23 @@ fn engine_blocks_are_the_ones_the_engine_test_loads() {
             b.file,
             "docs/entropic.md",
             "{}: only the engine test loads such blocks",
+            b.at()
+        );
+    }
+}
+
+#[test]
+fn manifest_blocks_are_the_ones_the_deploy_test_validates() {
+    let deploy_test = std::fs::read_to_string(root().join("tests/deploy.rs")).unwrap();
+    assert!(
+        deploy_test.contains("docs/deploy.md") && deploy_test.contains("```yaml manifest"),
+        "tests/deploy.rs must read the ```yaml manifest blocks of docs/deploy.md"
+    );
+    for b in all_blocks().into_iter().filter(|b| b.kind() == "manifest") {
+        assert_eq!(
+            b.file,
+            "docs/deploy.md",
+            "{}: only tests/deploy.rs validates manifest blocks, and it reads docs/deploy.md",
             b.at()
         );
     }
