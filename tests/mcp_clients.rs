@@ -6,7 +6,11 @@
 //!   after the end, cancel killing the group, expiry);
 //! - the MCP Inspector CLI (tools/list, tools/call, an error result);
 //! - the TypeScript SDK v1 client (`tests/clients/ts_client.mjs`), with its
-//!   2025-11-25 tasks (`client.experimental.tasks`).
+//!   2025-11-25 tasks (`client.experimental.tasks`);
+//! - both answering the permission gate's questions, the Python client
+//!   through its `elicitation_callback` (`tests/clients/python_approval.py`)
+//!   and the TypeScript SDK through its elicitation handler
+//!   (`tests/clients/ts_approval.mjs`).
 //!
 //! The clients are slow, so they run one after another in this one process,
 //! under a small harness of its own (`harness = false`): a check whose
@@ -145,6 +149,8 @@ type Check = fn() -> Result<(), String>;
 const CHECKS: &[(&str, Check)] = &[
     ("python_client_in_all_three_modes", python_client_in_all_three_modes),
     ("typescript_sdk_v1_client", typescript_sdk_v1_client),
+    ("python_client_asks_the_person", python_client_asks_the_person),
+    ("typescript_sdk_asks_the_person", typescript_sdk_asks_the_person),
     ("mcp_inspector_cli", mcp_inspector_cli),
 ];
 
@@ -247,6 +253,58 @@ fn typescript_sdk_v1_client() -> Result<(), String> {
     let stdout = report("typescript", &output);
     assert!(output.status.success(), "typescript client cases failed");
     for case in ["call", "progress", "cancellation leaves no process"] {
+        assert!(stdout.contains(&format!("PASS {case}\n")), "{case} did not pass");
+    }
+    Ok(())
+}
+
+/// The cases every approval client runs (see tests/clients/*_approval.*).
+const APPROVAL_CASES: &[&str] = &[
+    "asked with the exact command and its directory",
+    "schema: one required decision with titled answers",
+    "approve once runs it",
+    "approve for the server: the second call asks nothing",
+    "deny: nothing ran",
+    "cancel: nothing ran",
+    "without elicitation: refused with a hint",
+];
+
+/// The Python client's elicitation_callback answers the questions of the
+/// binary's permission gate (2025-11-25, `elicitation/create` in form mode).
+fn python_client_asks_the_person() -> Result<(), String> {
+    let python = clients().join("venv/bin/python");
+    need(&python, "the Python mcp client")?;
+    let modes = ["legacy"];
+    let output = run(Command::new(&python)
+        .arg(root().join("tests/clients/python_approval.py"))
+        .arg(BIN)
+        .args(modes));
+    let stdout = report("python approval", &output);
+    assert!(output.status.success(), "python approval cases failed");
+    for mode in modes {
+        for case in APPROVAL_CASES {
+            assert!(
+                stdout.contains(&format!("PASS [{mode}] {case}\n")),
+                "[{mode}] {case} did not pass"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The TypeScript SDK's elicitation handler answers the same questions.
+fn typescript_sdk_asks_the_person() -> Result<(), String> {
+    let node = node22();
+    let sdk = clients().join("node/node_modules/@modelcontextprotocol/sdk/package.json");
+    need(&node, "Node 22")?;
+    need(&sdk, "the TypeScript SDK")?;
+    let output = run(Command::new(&node)
+        .arg(root().join("tests/clients/ts_approval.mjs"))
+        .arg(BIN)
+        .arg(clients().join("node")));
+    let stdout = report("typescript approval", &output);
+    assert!(output.status.success(), "typescript approval cases failed");
+    for case in APPROVAL_CASES {
         assert!(stdout.contains(&format!("PASS {case}\n")), "{case} did not pass");
     }
     Ok(())

@@ -67,6 +67,16 @@ impl Era {
     }
 }
 
+/// Whether a handshake revision has `elicitation/create` (from 2025-06-18).
+pub(crate) fn has_elicitation(version: &str) -> bool {
+    Era::at_least(version, "2025-06-18") && HANDSHAKE_VERSIONS.contains(&version)
+}
+
+/// Whether its `elicitation/create` takes a `mode` (from 2025-11-25).
+pub(crate) fn has_elicitation_modes(version: &str) -> bool {
+    Era::at_least(version, "2025-11-25")
+}
+
 /// The revision `initialize` answers for a requested one: the same when
 /// supported, else the latest handshake revision (a counter-offer, not an error).
 pub(crate) fn negotiate(requested: Option<&str>) -> &'static str {

@@ -91,8 +91,12 @@ pub(crate) enum Incoming {
     },
     /// A message that must not be answered.
     Notification { method: String, params: Option<Value> },
-    /// A response from the peer (this server sends no requests, so it is dropped).
-    Response,
+    /// A response from the peer to a request this server sent (an
+    /// elicitation): its id, and its result or error object.
+    Response {
+        key: Option<IdKey>,
+        outcome: Result<Value, Value>,
+    },
 }
 
 /// Why a line could not be used: the error and the id to answer with
@@ -160,7 +164,14 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming, ParseFailure> {
             ));
         }
         None if id.is_some() && (map.contains_key("result") || map.contains_key("error")) => {
-            return Ok(Incoming::Response);
+            let outcome = match map.remove("result") {
+                Some(result) => Ok(result),
+                None => Err(map.remove("error").unwrap_or(Value::Null)),
+            };
+            return Ok(Incoming::Response {
+                key: key.flatten(),
+                outcome,
+            });
         }
         None => return invalid("invalid request: `method` is missing".into()),
     };
@@ -229,7 +240,10 @@ mod tests {
         ));
         assert!(matches!(
             parse(br#"{"jsonrpc":"2.0","id":4,"result":{}}"#),
-            Ok(Incoming::Response)
+            Ok(Incoming::Response {
+                key: Some(IdKey::Int(4)),
+                outcome: Ok(_)
+            })
         ));
     }
 

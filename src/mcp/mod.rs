@@ -89,6 +89,7 @@
 
 mod approve;
 mod calls;
+mod elicit;
 mod era;
 mod jsonrpc;
 mod progress;
@@ -102,6 +103,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+pub use elicit::{DEFAULT_APPROVAL_WAIT, decision_schema};
 pub use era::{
     CLIENT_CAPABILITIES_KEY, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY,
     STATELESS_VERSIONS, SUPPORTED_VERSIONS,
@@ -241,6 +243,9 @@ pub struct HandlerOptions {
     pub gate: Option<Arc<dyn Gate>>,
     /// Interval of `notifications/progress` for calls with a `progressToken`.
     pub progress_interval: Duration,
+    /// How long a question put to the person through the client may wait
+    /// for an answer; then it counts as cancelled (the call is refused).
+    pub approval_wait: Duration,
     /// Longest accepted message, in bytes.
     pub max_line_bytes: usize,
     /// How long a `tools/list` or `server/discover` result may be cached
@@ -262,6 +267,7 @@ impl Default for HandlerOptions {
             tools: None,
             gate: None,
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
+            approval_wait: DEFAULT_APPROVAL_WAIT,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             list_ttl: Duration::from_secs(300),
             tasks: None,
@@ -291,6 +297,10 @@ struct Inner {
     shutting_down: AtomicBool,
     /// The tasks, when [`HandlerOptions::tasks`] turns them on.
     tasks: Option<Arc<tasks::TaskStore>>,
+    /// The capabilities the client declared in `initialize`.
+    client_capabilities: Mutex<Option<Value>>,
+    /// Requests sent to the client (elicitations), awaiting responses.
+    outgoing: elicit::Outgoing,
 }
 
 impl McpHandler {
@@ -311,6 +321,8 @@ impl McpHandler {
                 inflight: Arc::new(InFlight::default()),
                 shutting_down: AtomicBool::new(false),
                 tasks: options.tasks.map(|o| Arc::new(tasks::TaskStore::new(o))),
+                client_capabilities: Mutex::new(None),
+                outgoing: elicit::Outgoing::default(),
                 options,
             }),
         }
@@ -427,8 +439,10 @@ impl Inner {
                 self.notification(&method, params.as_ref().and_then(Value::as_object));
                 None
             }
-            Ok(Incoming::Response) => {
-                tracing::debug!("dropped a response: this server sends no requests");
+            Ok(Incoming::Response { key, outcome }) => {
+                if !key.is_some_and(|key| self.outgoing.deliver(&key, outcome)) {
+                    tracing::debug!("dropped a response to no request this server is waiting for");
+                }
                 None
             }
             Err(Some((id, e))) => {
@@ -537,6 +551,8 @@ impl Inner {
         };
         let version = era::negotiate(requested);
         *self.handshake.lock().unwrap_or_else(PoisonError::into_inner) = Some(version);
+        *self.client_capabilities.lock().unwrap_or_else(PoisonError::into_inner) =
+            params.and_then(|p| p.get("capabilities")).cloned();
         tracing::info!(requested, negotiated = version, "initialize");
         let mut result = json!({
             "protocolVersion": version,
@@ -802,7 +818,11 @@ impl Job {
             .gate
             .as_ref()
             .map(|gate| gate.check(&self.tool, &self.args))
-            .map(|decision| approve::settle(&*self.inner.server, &self.tool, &self.args, decision, &mut |_| None));
+            .map(|decision| {
+                approve::settle(&*self.inner.server, &self.tool, &self.args, decision, &mut |request| {
+                    self.ask_client(request)
+                })
+            });
         if let Some(doc) = decision.as_ref().and_then(GateDecision::refusal_document) {
             tracing::info!(tool = %self.tool, message = %doc["message"], "call refused by policy");
             return ToolResponse::document(doc);
@@ -824,6 +844,34 @@ impl Job {
             sandbox,
         };
         self.inner.server.call_tool(&self.tool, &self.args, options)
+    }
+
+    /// Asks the person through the client, when it declared form
+    /// elicitation in a handshake revision that has it (from 2025-06-18):
+    /// `elicitation/create` during the call. `None` when it cannot be asked.
+    fn ask_client(&self, request: &crate::approval::ApprovalRequest) -> Option<approve::ClientAnswer> {
+        let Era::Handshake(version) = self.era else {
+            return None;
+        };
+        let capabilities = self
+            .inner
+            .client_capabilities
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if !era::has_elicitation(version) || !elicit::can_elicit_form(capabilities.as_ref()) {
+            return None;
+        }
+        let params = elicit::elicit_params(request, era::has_elicitation_modes(version));
+        let inner = &self.inner;
+        let sent = inner.outgoing.request(
+            "elicitation/create",
+            params,
+            |line| self.call.emit_if_running(|| (inner.outbound)(line)),
+            &self.call.token,
+            inner.options.approval_wait,
+        );
+        Some(sent.and_then(|result| elicit::answer_of(&result)))
     }
 
     fn start_ticker(&self, token: Value, tail: Arc<OutputTail>) -> Ticker {

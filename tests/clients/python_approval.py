@@ -1,0 +1,145 @@
+"""Asks the person through the Python `mcp` client's elicitation_callback,
+against the bash-mcp binary under permission rules: approve once, approve
+for the server (the second call asks nothing), deny (nothing ran, shown on
+the file system), cancel, and a client without elicitation (a refusal whose
+hint says what to add to the configuration).
+
+Usage: python_approval.py /path/to/bash-mcp MODE...   (MODE: legacy, 2026-07-28)
+Prints one line per case (PASS/FAIL) and exits non-zero if any case failed.
+"""
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import anyio
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+
+BINARY = sys.argv[1]
+MODES = sys.argv[2:] or ["legacy"]
+failures = []
+
+
+def check(name, condition, detail=""):
+    if condition:
+        print(f"PASS {name}")
+    else:
+        print(f"FAIL {name}: {detail}")
+        failures.append(name)
+
+
+class Person:
+    """Answers each question with the next planned answer, and keeps them."""
+
+    def __init__(self):
+        self.plan = []
+        self.asked = []
+
+    async def __call__(self, ctx, params):
+        self.asked.append(params)
+        action, decision = self.plan.pop(0)
+        if action == "accept":
+            return types.ElicitResult(action="accept", content={"decision": decision})
+        return types.ElicitResult(action=action)
+
+
+async def run_mode(mode):
+    work = tempfile.mkdtemp(prefix="bash-mcp-py-approval-")
+    try:
+        config = os.path.join(work, "config.json")
+        with open(config, "w") as f:
+            json.dump({"audit": None, "permissions": {"allow": ["bash.execute:echo *"]}}, f)
+        params = StdioServerParameters(
+            command=BINARY,
+            args=["serve", "--config", config, "--working-dir", work],
+            env={**os.environ, "XDG_DATA_HOME": os.path.join(work, "data")},
+        )
+        p = f"[{mode}]"
+        person = Person()
+        async with Client(params, mode=mode, elicitation_callback=person) as client:
+            person.plan = [("accept", "allow_once")]
+            result = await client.call_tool("execute", {"command": "touch once"})
+            asked = person.asked[-1] if person.asked else None
+            check(
+                f"{p} asked with the exact command and its directory",
+                asked is not None and "\n    touch once\n" in asked.message and f"in {work}" in asked.message,
+                asked,
+            )
+            schema = asked.requested_schema if asked else {}
+            decision = schema.get("properties", {}).get("decision", {})
+            check(
+                f"{p} schema: one required decision with titled answers",
+                schema.get("required") == ["decision"]
+                and [o["const"] for o in decision.get("oneOf", [])] == ["allow_once", "allow_for_server", "deny"]
+                and all(o.get("title") for o in decision.get("oneOf", [])),
+                schema,
+            )
+            check(
+                f"{p} approve once runs it",
+                not result.is_error and os.path.exists(os.path.join(work, "once")),
+                result,
+            )
+
+            person.plan = [("accept", "allow_for_server")]
+            result = await client.call_tool("execute", {"command": "touch granted"})
+            os.remove(os.path.join(work, "granted"))
+            before = len(person.asked)
+            again = await client.call_tool("execute", {"command": "touch granted"})
+            check(
+                f"{p} approve for the server: the second call asks nothing",
+                not result.is_error
+                and not again.is_error
+                and len(person.asked) == before
+                and os.path.exists(os.path.join(work, "granted")),
+                (result, again),
+            )
+
+            person.plan = [("accept", "deny")]
+            result = await client.call_tool("execute", {"command": "touch denied"})
+            doc = result.structured_content or {}
+            check(
+                f"{p} deny: nothing ran",
+                result.is_error
+                and doc.get("error") == "permission_denied"
+                and not os.path.exists(os.path.join(work, "denied")),
+                result,
+            )
+
+            person.plan = [("cancel", None)]
+            result = await client.call_tool("execute", {"command": "touch cancelled"})
+            check(
+                f"{p} cancel: nothing ran",
+                result.is_error and not os.path.exists(os.path.join(work, "cancelled")),
+                result,
+            )
+
+        async with Client(params, mode=mode) as client:
+            result = await client.call_tool("execute", {"command": "touch unasked"})
+            doc = result.structured_content or {}
+            hint = doc.get("hint", "")
+            check(
+                f"{p} without elicitation: refused with a hint",
+                result.is_error
+                and "`bash.execute:touch unasked`" in hint
+                and "nothing was run" in hint
+                and not os.path.exists(os.path.join(work, "unasked")),
+                doc,
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+async def main():
+    for mode in MODES:
+        try:
+            await run_mode(mode)
+        except Exception as e:  # a failure to connect or a protocol error
+            check(f"[{mode}] session", False, f"{type(e).__name__}: {e}")
+    print(f"\n{len(failures)} failed")
+    sys.exit(1 if failures else 0)
+
+
+anyio.run(main)

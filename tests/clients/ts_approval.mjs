@@ -1,0 +1,112 @@
+// Asks the person through the TypeScript SDK v1 client's elicitation
+// handler, against the bash-mcp binary under permission rules: approve
+// once, approve for the server (the second call asks nothing), deny
+// (nothing ran, shown on the file system), cancel, and a client without
+// elicitation (a refusal whose hint says what to add to the configuration).
+//
+// Usage: node ts_approval.mjs /path/to/bash-mcp /path/to/npm-prefix
+// Prints one line per case (PASS/FAIL) and exits non-zero if any failed.
+
+import { createRequire } from "node:module";
+import { existsSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const [binary, prefix] = process.argv.slice(2);
+const require = createRequire(join(prefix, "package.json"));
+const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
+const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+const { ElicitRequestSchema } = require("@modelcontextprotocol/sdk/types.js");
+
+const failures = [];
+function check(name, ok, detail) {
+  if (ok) {
+    console.log(`PASS ${name}`);
+  } else {
+    console.log(`FAIL ${name}: ${JSON.stringify(detail)}`);
+    failures.push(name);
+  }
+}
+
+const work = mkdtempSync(join(tmpdir(), "bash-mcp-ts-approval-"));
+const config = join(work, "config.json");
+writeFileSync(config, JSON.stringify({ audit: null, permissions: { allow: ["bash.execute:echo *"] } }));
+const transport = () =>
+  new StdioClientTransport({
+    command: binary,
+    args: ["serve", "--config", config, "--working-dir", work],
+    env: { ...process.env, XDG_DATA_HOME: join(work, "data") },
+    stderr: "ignore",
+  });
+const file = (name) => join(work, name);
+
+try {
+  const asked = [];
+  const plan = [];
+  const client = new Client({ name: "ts-approval", version: "1" }, { capabilities: { elicitation: { form: {} } } });
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params);
+    const [action, decision] = plan.shift();
+    return action === "accept" ? { action, content: { decision } } : { action };
+  });
+  await client.connect(transport());
+
+  plan.push(["accept", "allow_once"]);
+  let result = await client.callTool({ name: "execute", arguments: { command: "touch once" } });
+  const question = asked.at(-1);
+  check(
+    "asked with the exact command and its directory",
+    question && question.mode === "form" && question.message.includes("\n    touch once\n") && question.message.includes(`in ${work}`),
+    question,
+  );
+  const options = question?.requestedSchema?.properties?.decision?.oneOf ?? [];
+  check(
+    "schema: one required decision with titled answers",
+    JSON.stringify(question?.requestedSchema?.required) === '["decision"]' &&
+      options.map((o) => o.const).join() === "allow_once,allow_for_server,deny" &&
+      options.every((o) => o.title),
+    question?.requestedSchema,
+  );
+  check("approve once runs it", !result.isError && existsSync(file("once")), result);
+
+  plan.push(["accept", "allow_for_server"]);
+  result = await client.callTool({ name: "execute", arguments: { command: "touch granted" } });
+  unlinkSync(file("granted"));
+  const before = asked.length;
+  const again = await client.callTool({ name: "execute", arguments: { command: "touch granted" } });
+  check(
+    "approve for the server: the second call asks nothing",
+    !result.isError && !again.isError && asked.length === before && existsSync(file("granted")),
+    [result, again],
+  );
+
+  plan.push(["accept", "deny"]);
+  result = await client.callTool({ name: "execute", arguments: { command: "touch denied" } });
+  check(
+    "deny: nothing ran",
+    result.isError && result.structuredContent?.error === "permission_denied" && !existsSync(file("denied")),
+    result,
+  );
+
+  plan.push(["cancel"]);
+  result = await client.callTool({ name: "execute", arguments: { command: "touch cancelled" } });
+  check("cancel: nothing ran", result.isError && !existsSync(file("cancelled")), result);
+  await client.close();
+
+  const plain = new Client({ name: "ts-no-elicitation", version: "1" });
+  await plain.connect(transport());
+  result = await plain.callTool({ name: "execute", arguments: { command: "touch unasked" } });
+  const hint = result.structuredContent?.hint ?? "";
+  check(
+    "without elicitation: refused with a hint",
+    result.isError && hint.includes("`bash.execute:touch unasked`") && hint.includes("nothing was run") && !existsSync(file("unasked")),
+    result.structuredContent,
+  );
+  await plain.close();
+} catch (e) {
+  check("session", false, String(e?.stack ?? e));
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
+console.log(`\n${failures.length} failed`);
+process.exit(failures.length ? 1 : 0);
