@@ -3,10 +3,12 @@
 //!
 //! - the Python `mcp` client (`tests/clients/python_client.py`) in handshake,
 //!   auto-probe and 2026-07-28 modes, and MCP tasks in both eras (result
-//!   after the end, cancel killing the group, expiry);
+//!   after the end, cancel killing the group, expiry), over stdio and over
+//!   Streamable HTTP (`serve --http`);
 //! - the MCP Inspector CLI (tools/list, tools/call, an error result);
 //! - the TypeScript SDK v1 client (`tests/clients/ts_client.mjs`), with its
-//!   2025-11-25 tasks (`client.experimental.tasks`);
+//!   2025-11-25 tasks (`client.experimental.tasks`), over stdio and over
+//!   Streamable HTTP;
 //! - both answering the permission gate's questions, the Python client
 //!   through its `elicitation_callback` (`tests/clients/python_approval.py`)
 //!   and the TypeScript SDK through its elicitation handler
@@ -223,7 +225,12 @@ fn python_client_in_all_three_modes() -> Result<(), String> {
         .arg(BIN));
     let stdout = report("python", &output);
     assert!(output.status.success(), "python client cases failed");
-    for mode in ["legacy", "auto", "2026-07-28"] {
+    let modes = ["legacy", "auto", "2026-07-28"];
+    for mode in modes
+        .iter()
+        .map(|m| m.to_string())
+        .chain(modes.iter().map(|m| format!("http {m}")))
+    {
         for case in [
             "call",
             "timeout",
@@ -237,6 +244,23 @@ fn python_client_in_all_three_modes() -> Result<(), String> {
             );
         }
     }
+    for prefix in ["", "http "] {
+        for case in [
+            "tasks 2025-11-25] cancel kills the group",
+            "tasks 2025-11-25] expiry kills the job",
+            "tasks 2026-07-28] a slow call becomes a task the SDK resolves",
+            "tasks 2026-07-28] cancel kills the group",
+        ] {
+            assert!(
+                stdout.contains(&format!("PASS [{prefix}{case}")),
+                "[{prefix}{case} did not pass"
+            );
+        }
+    }
+    assert!(
+        stdout.contains("exits 0 on SIGTERM"),
+        "the HTTP servers were not checked"
+    );
     assert!(stdout.contains("\n0 failed"));
     Ok(())
 }
@@ -252,9 +276,20 @@ fn typescript_sdk_v1_client() -> Result<(), String> {
         .arg(clients().join("node")));
     let stdout = report("typescript", &output);
     assert!(output.status.success(), "typescript client cases failed");
-    for case in ["call", "progress", "cancellation leaves no process"] {
-        assert!(stdout.contains(&format!("PASS {case}\n")), "{case} did not pass");
+    for case in [
+        "call",
+        "progress",
+        "cancellation leaves no process",
+        "task cancel kills the group",
+    ] {
+        for prefix in ["", "http "] {
+            assert!(
+                stdout.contains(&format!("PASS {prefix}{case}\n")),
+                "{prefix}{case} did not pass"
+            );
+        }
     }
+    assert!(stdout.contains("PASS http server exits 0 on SIGTERM\n"));
     Ok(())
 }
 

@@ -11,8 +11,8 @@ use lexopt::prelude::*;
 /// What to do.
 #[derive(Debug, PartialEq)]
 pub enum Command {
-    /// Serve MCP over stdio.
-    Serve(Common),
+    /// Serve MCP over stdio, or over Streamable HTTP with `--http`.
+    Serve(Common, Http),
     /// Run one command and print its result.
     Exec {
         common: Common,
@@ -42,6 +42,23 @@ pub struct Common {
     pub log_level: Option<String>,
 }
 
+/// The options of `serve --http`; `listen: None` serves stdio.
+#[derive(Debug, Default, PartialEq)]
+pub struct Http {
+    /// The address to listen on (`--http ADDR`).
+    pub listen: Option<String>,
+    /// A file holding the bearer token every request must carry.
+    pub auth_token_file: Option<PathBuf>,
+    /// Origins a browser may call from, beside the loopback ones.
+    pub allowed_origins: Vec<String>,
+}
+
+impl Http {
+    fn is_set(&self) -> bool {
+        *self != Http::default()
+    }
+}
+
 pub const HELP: &str = "\
 bash-mcp — a shell tool for AI models, served over MCP (Model Context Protocol)
 
@@ -69,6 +86,17 @@ OPTIONS (serve, exec):
                              libraries stay at warn); or a filter of
                              target=level directives, e.g. info,bash_mcp=trace
         --json               (exec) print the raw JSON result document
+
+OPTIONS (serve --http):
+        --http ADDR          serve MCP over Streamable HTTP at http://ADDR/mcp
+                             instead of stdio (e.g. 127.0.0.1:8080); GET /healthz
+                             answers 200 without authentication
+        --auth-token-file FILE
+                             require `Authorization: Bearer TOKEN` with the token
+                             in FILE (required to listen beyond loopback)
+        --allow-origin ORIGIN
+                             a browser Origin allowed besides the loopback ones
+                             (repeatable; e.g. https://app.example.com)
 
 MCP CLIENT SETUP:
     Claude Code:     claude mcp add bash -- /path/to/bash-mcp serve
@@ -102,6 +130,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
     let mut json = false;
     let mut read_only = false;
     let mut positional: Vec<String> = Vec::new();
+    let mut http = Http::default();
     let err = |e: lexopt::Error| e.to_string();
     while let Some(arg) = parser.next().map_err(err)? {
         match arg {
@@ -126,6 +155,11 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
                 common.log_level = Some(level);
             }
             Long("json") => json = true,
+            Long("http") => http.listen = Some(parser.value().map_err(err)?.string().map_err(err)?),
+            Long("auth-token-file") => http.auth_token_file = Some(parser.value().map_err(err)?.into()),
+            Long("allow-origin") => http
+                .allowed_origins
+                .push(parser.value().map_err(err)?.string().map_err(err)?),
             Long("read-only") => read_only = true,
             Value(value) => {
                 let value = value
@@ -169,12 +203,19 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
     if read_only && subcommand.as_deref() != Some("attach") {
         return Err("--read-only applies to `attach` only".into());
     }
+    let serves = matches!(subcommand.as_deref(), None | Some("serve"));
+    if http.is_set() && !serves {
+        return Err("--http, --auth-token-file and --allow-origin apply to `serve` only".into());
+    }
+    if http.is_set() && http.listen.is_none() {
+        return Err("--auth-token-file and --allow-origin apply to `serve --http ADDR` only".into());
+    }
     let uses_common = common != Common::default();
     let command = match subcommand.as_deref() {
-        None if stdin_is_tty => Command::Interactive,
+        None if stdin_is_tty && !http.is_set() => Command::Interactive,
         None | Some("serve") => {
             no_extra("serve", &positional)?;
-            Command::Serve(common)
+            Command::Serve(common, http)
         }
         Some("exec") => {
             let command = one_command("exec", positional)?;
@@ -224,17 +265,17 @@ mod tests {
 
     #[test]
     fn defaults_to_serve_unless_a_terminal() {
-        assert_eq!(p(&[]), Ok(Command::Serve(Common::default())));
+        assert_eq!(p(&[]), Ok(Command::Serve(Common::default(), Http::default())));
         assert_eq!(parse(Vec::<OsString>::new(), true), Ok(Command::Interactive));
         assert_eq!(
             parse([OsString::from("serve")], true),
-            Ok(Command::Serve(Common::default()))
+            Ok(Command::Serve(Common::default(), Http::default()))
         );
     }
 
     #[test]
     fn parses_options() {
-        let Ok(Command::Serve(common)) = p(&["serve", "--timeout=5", "-C", "/tmp", "--log-level", "debug"]) else {
+        let Ok(Command::Serve(common, _)) = p(&["serve", "--timeout=5", "-C", "/tmp", "--log-level", "debug"]) else {
             panic!()
         };
         assert_eq!(common.timeout, Some(5.0));
@@ -268,7 +309,7 @@ mod tests {
         assert!(p(&["--log-level", "loud"]).is_err());
         assert!(p(&["--log-level", "bash_mcp=debug,degub"]).is_err());
         assert!(p(&["--log-level", "bash_mcp=loud"]).is_err());
-        let Ok(Command::Serve(common)) = p(&["serve", "--log-level", "bash_mcp=debug,brush_parser=info"]) else {
+        let Ok(Command::Serve(common, _)) = p(&["serve", "--log-level", "bash_mcp=debug,brush_parser=info"]) else {
             panic!("a full filter is accepted");
         };
         assert_eq!(common.log_level.as_deref(), Some("bash_mcp=debug,brush_parser=info"));
@@ -293,6 +334,34 @@ mod tests {
                 session: None,
                 read_only: false
             })
+        );
+    }
+
+    #[test]
+    fn parses_http_options() {
+        let Ok(Command::Serve(_, http)) = p(&[
+            "serve",
+            "--http",
+            "127.0.0.1:8080",
+            "--auth-token-file",
+            "token",
+            "--allow-origin",
+            "https://a.example",
+        ]) else {
+            panic!("serve --http parses")
+        };
+        assert_eq!(http.listen.as_deref(), Some("127.0.0.1:8080"));
+        assert_eq!(http.auth_token_file, Some(PathBuf::from("token")));
+        assert_eq!(http.allowed_origins, ["https://a.example"]);
+        assert!(
+            p(&["serve", "--auth-token-file", "t"])
+                .unwrap_err()
+                .contains("--http ADDR")
+        );
+        assert!(
+            p(&["exec", "--http", "127.0.0.1:1", "ls"])
+                .unwrap_err()
+                .contains("`serve` only")
         );
     }
 

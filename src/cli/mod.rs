@@ -5,6 +5,7 @@ pub mod args;
 mod attach;
 mod exec;
 mod gate;
+mod http;
 mod serve;
 pub mod settings;
 
@@ -44,7 +45,10 @@ pub fn main() -> ExitCode {
             );
             ExitCode::from(2)
         }
-        Command::Serve(common) => with_settings(&common, (2, 1), |settings| serve::run(settings).map(|()| 0)),
+        Command::Serve(common, http) => with_settings(&common, (2, 1), |settings| match &http.listen {
+            Some(listen) => http::run(settings, listen, &http).map(|()| 0),
+            None => serve::run(settings).map(|()| 0),
+        }),
         // Whatever keeps the command from running (a configuration that does
         // not load, a working directory that does not exist) is exec's
         // documented "could not run" status.

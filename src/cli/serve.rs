@@ -61,13 +61,7 @@ pub fn run(settings: &Settings) -> Result<(), String> {
     let mut signals =
         Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let server = super::build_server(settings)?;
-    let options = HandlerOptions {
-        tools: Some(settings.exposed_tools()),
-        gate: gate::build(settings, Some(server.clone()))?,
-        instructions: Some(INSTRUCTIONS.into()),
-        tasks: settings.tasks,
-        ..HandlerOptions::default()
-    };
+    let options = handler_options(settings, &server)?;
     let writer = Arc::new(LineWriter {
         out: Mutex::new(std::io::stdout()),
         broken: AtomicBool::new(false),
@@ -136,6 +130,18 @@ pub fn run(settings: &Settings) -> Result<(), String> {
     }
     tracing::info!("end of input; stopping");
     stop(&handler, &server)
+}
+
+/// The MCP handler's options for the configured server: its tools, its
+/// gate, its tasks (the same over stdio and HTTP).
+pub(super) fn handler_options(settings: &Settings, server: &Arc<BashServer>) -> Result<HandlerOptions, String> {
+    Ok(HandlerOptions {
+        tools: Some(settings.exposed_tools()),
+        gate: gate::build(settings, Some(server.clone()))?,
+        instructions: Some(INSTRUCTIONS.into()),
+        tasks: settings.tasks,
+        ..HandlerOptions::default()
+    })
 }
 
 fn deliver(handler: &McpHandler, writer: &LineWriter, line: &[u8], dropped: usize) {

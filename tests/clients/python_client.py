@@ -1,14 +1,20 @@
 """Drives the bash-mcp binary with the Python `mcp` client (pinned in
 .ci/install-clients.sh) in three modes: handshake ("legacy"), auto-probe
-("auto": server/discover first) and stateless ("2026-07-28").
+("auto": server/discover first) and stateless ("2026-07-28"), over stdio
+and over Streamable HTTP (`serve --http`, servers this script starts and
+stops; their cases are labelled "http").
 
 Usage: python_client.py /path/to/bash-mcp
 Prints one line per case (PASS/FAIL) and exits non-zero if any case failed.
 """
 
 import asyncio
+import contextlib
 import json
 import os
+import re
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,10 +70,39 @@ async def wait_gone(tag, limit=3.0):
     return False
 
 
-async def run_mode(mode):
-    params = StdioServerParameters(command=BINARY, args=["serve", "--timeout", "20"])
+def stdio(args):
+    return StdioServerParameters(command=BINARY, args=args)
+
+
+@contextlib.contextmanager
+def http_server(args):
+    """`bash-mcp serve --http 127.0.0.1:0 ARGS`, yielding its URL; stopped
+    with SIGTERM (as an orchestrator does) and checked to exit cleanly."""
+    process = subprocess.Popen(
+        [BINARY, "serve", "--http", "127.0.0.1:0", *args],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        line = process.stderr.readline().decode()
+        found = re.search(r"serving MCP on (http://\S+)", line)
+        if not found:
+            raise RuntimeError(f"the HTTP server did not start: {line!r}")
+        yield found.group(1)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            status = process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            status = process.wait()
+        process.stderr.close()
+        check(f"[http server {' '.join(args)}] exits 0 on SIGTERM", status == 0, status)
+
+
+async def run_mode(mode, target=None, label=None):
+    params = target or stdio(["serve", "--timeout", "20"])
     async with Client(params, mode=mode) as client:
-        p = f"[{mode}]"
+        p = f"[{label or mode}]"
         version = client.protocol_version
         expected = "2025-11-25" if mode == "legacy" else "2026-07-28"
         check(f"{p} negotiated {expected}", version == expected, version)
@@ -271,9 +306,9 @@ async def expect_gone(coroutine):
     return None
 
 
-async def tasks_2025(binary_args):
-    p = "[tasks 2025-11-25]"
-    async with Client(StdioServerParameters(command=BINARY, args=binary_args), mode="legacy") as client:
+async def tasks_2025(target, label=""):
+    p = f"[{label}tasks 2025-11-25]"
+    async with Client(target, mode="legacy") as client:
         caps = client.server_capabilities.tasks
         check(f"{p} capability", caps is not None and caps.list is not None and caps.cancel is not None
               and caps.requests.tools.call is not None, caps)
@@ -320,10 +355,10 @@ async def tasks_2025(binary_args):
         check(f"{p} expiry kills the job", await wait_gone(tag), tagged_pids(tag))
 
 
-async def tasks_2026(binary_args, short_args):
-    p = "[tasks 2026-07-28]"
-    params = StdioServerParameters(command=BINARY, args=binary_args)
-    async with Client(params, mode="2026-07-28", extensions=[TasksExtension()]) as client:
+async def tasks_2026(target, short_target, label=""):
+    p = f"[{label}tasks 2026-07-28]"
+    handles.clear()
+    async with Client(target, mode="2026-07-28", extensions=[TasksExtension()]) as client:
         result = await client.call_tool("execute", {"command": "echo quick"})
         check(f"{p} a quick call gets its plain result", result.structured_content["output"] == "quick\n" and not handles,
               (result, handles))
@@ -344,8 +379,7 @@ async def tasks_2026(binary_args, short_args):
         got = await client.session.send_request(TasksGet(params=TaskIdParams(task_id=handle.task_id)), DetailedTask)
         check(f"{p} cancelled", got.status == "cancelled" and got.result is None, got)
 
-    async with Client(StdioServerParameters(command=BINARY, args=short_args), mode="2026-07-28",
-                      extensions=[TasksExtension()]) as client:
+    async with Client(short_target, mode="2026-07-28", extensions=[TasksExtension()]) as client:
         tag = f"py-expiry26-{uuid.uuid4().hex[:8]}"
         handle = await client.session.call_tool(
             "execute", {"command": "sleep 30", "env": {TAG_VAR: tag}}, allow_claimed=True
@@ -367,29 +401,36 @@ async def guarded_tasks():
         normal = os.path.join(folder, "normal.json")
         with open(normal, "w") as f:
             json.dump({"tasks": {"ttl_seconds": 60, "poll_interval_ms": 200}}, f)
-        for name, run in [
-            ("tasks 2025-11-25", tasks_2025(["serve", "--config", normal])),
-            ("tasks 2026-07-28", tasks_2026(["serve", "--config", normal], ["serve", "--config", short])),
-        ]:
-            try:
-                await run
-            except Exception as e:
-                check(f"[{name}] session", False, f"{type(e).__name__}: {e}")
+        normal_args, short_args = ["--config", normal], ["--config", short]
+        with http_server(normal_args) as normal_url, http_server(short_args) as short_url:
+            for name, run in [
+                ("tasks 2025-11-25", lambda: tasks_2025(stdio(["serve", *normal_args]))),
+                ("tasks 2026-07-28", lambda: tasks_2026(stdio(["serve", *normal_args]), stdio(["serve", *short_args]))),
+                ("http tasks 2025-11-25", lambda: tasks_2025(normal_url, "http ")),
+                ("http tasks 2026-07-28", lambda: tasks_2026(normal_url, short_url, "http ")),
+            ]:
+                try:
+                    await run()
+                except Exception as e:
+                    check(f"[{name}] session", False, f"{type(e).__name__}: {e}")
 
 
-async def guarded(mode):
+async def guarded(mode, target=None, label=None):
     try:
-        await run_mode(mode)
+        await run_mode(mode, target, label)
     except Exception as e:
-        check(f"[{mode}] session", False, f"{type(e).__name__}: {e}")
+        check(f"[{label or mode}] session", False, f"{type(e).__name__}: {e}")
 
 
 async def main():
-    # The three modes run side by side, each against its own server process.
-    async with anyio.create_task_group() as group:
-        for mode in ["legacy", "auto", "2026-07-28"]:
-            group.start_soon(guarded, mode)
-        group.start_soon(guarded_tasks)
+    # The three modes run side by side, each against its own server process
+    # over stdio, and each as a client of one shared HTTP server.
+    with http_server(["--timeout", "20"]) as url:
+        async with anyio.create_task_group() as group:
+            for mode in ["legacy", "auto", "2026-07-28"]:
+                group.start_soon(guarded, mode)
+                group.start_soon(guarded, mode, url, f"http {mode}")
+            group.start_soon(guarded_tasks)
     print(f"{len(failures)} failed")
     return 1 if failures else 0
 

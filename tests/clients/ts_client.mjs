@@ -1,11 +1,14 @@
 // Drives the bash-mcp binary with the TypeScript SDK v1 client (pinned in
 // .ci/install-clients.sh), which speaks the handshake era only; its
-// `client.experimental.tasks` drives 2025-11-25 tasks.
+// `client.experimental.tasks` drives 2025-11-25 tasks. Every case runs over
+// stdio and over Streamable HTTP (`serve --http`, a server this script
+// starts and stops; those cases are labelled "http").
 //
 // Usage: node ts_client.mjs /path/to/bash-mcp /path/to/npm-prefix
 // Prints one line per case (PASS/FAIL) and exits non-zero if any failed.
 
 import { createRequire } from "node:module";
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -13,11 +16,14 @@ const [binary, prefix] = process.argv.slice(2);
 const require = createRequire(join(prefix, "package.json"));
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
 const { CallToolResultSchema, TaskStatusNotificationSchema } = require("@modelcontextprotocol/sdk/types.js");
 
 const TAG_VAR = "BASH_MCP_TEST_TAG";
 const failures = [];
+let label = "";
 function check(name, ok, detail) {
+  name = label + name;
   if (ok) {
     console.log(`PASS ${name}`);
   } else {
@@ -53,7 +59,21 @@ async function waitGone(tag, limitMs = 3000) {
   return false;
 }
 
-const transport = new StdioClientTransport({ command: binary, args: ["serve"], stderr: "ignore" });
+// `bash-mcp serve --http 127.0.0.1:0`; resolves to the server and its URL.
+function startHttpServer() {
+  const server = spawn(binary, ["serve", "--http", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] });
+  return new Promise((resolve, reject) => {
+    let seen = "";
+    server.stderr.on("data", (chunk) => {
+      seen += chunk;
+      const found = /serving MCP on (http:\/\/\S+)/.exec(seen);
+      if (found) resolve({ server, url: found[1] });
+    });
+    server.on("exit", (code) => reject(new Error(`the HTTP server exited (${code}) before serving: ${seen}`)));
+  });
+}
+
+async function session(transport) {
 const client = new Client({ name: "bash-mcp-ts-test", version: "1.0.0" });
 try {
   await client.connect(transport);
@@ -188,6 +208,20 @@ try {
   await client.close();
 } catch (e) {
   check("session", false, String(e?.stack ?? e));
+}
+}
+
+await session(new StdioClientTransport({ command: binary, args: ["serve"], stderr: "ignore" }));
+label = "http ";
+try {
+  const { server, url } = await startHttpServer();
+  const exited = new Promise((resolve) => server.on("exit", (code, signal) => resolve({ code, signal })));
+  await session(new StreamableHTTPClientTransport(new URL(url)));
+  server.kill("SIGTERM");
+  const status = await exited;
+  check("server exits 0 on SIGTERM", status.code === 0, status);
+} catch (e) {
+  check("server", false, String(e?.stack ?? e));
 }
 console.log(`${failures.length} failed`);
 process.exit(failures.length ? 1 : 0);
