@@ -12,7 +12,7 @@
 //! - both answering the permission gate's questions, the Python client
 //!   through its `elicitation_callback` (`tests/clients/python_approval.py`)
 //!   and the TypeScript SDK through its elicitation handler
-//!   (`tests/clients/ts_approval.mjs`).
+//!   (`tests/clients/ts_approval.mjs`, over stdio and Streamable HTTP).
 //!
 //! The clients are slow, so they run one after another in this one process,
 //! under a small harness of its own (`harness = false`): a check whose
@@ -340,8 +340,14 @@ fn typescript_sdk_asks_the_person() -> Result<(), String> {
     let stdout = report("typescript approval", &output);
     assert!(output.status.success(), "typescript approval cases failed");
     for case in APPROVAL_CASES {
-        assert!(stdout.contains(&format!("PASS {case}\n")), "{case} did not pass");
+        for prefix in ["", "http "] {
+            assert!(
+                stdout.contains(&format!("PASS {prefix}{case}\n")),
+                "{prefix}{case} did not pass"
+            );
+        }
     }
+    assert!(stdout.contains("PASS http server exits 0 on SIGTERM\n"));
     Ok(())
 }
 

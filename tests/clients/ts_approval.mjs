@@ -3,10 +3,14 @@
 // once, approve for the server (the second call asks nothing), deny
 // (nothing ran, shown on the file system), cancel, and a client without
 // elicitation (a refusal whose hint says what to add to the configuration).
+// Over stdio, then over Streamable HTTP (`serve --http`; cases labelled
+// "http"), where the question travels on the call's event stream or the
+// session's GET stream and the answer comes back as a POST.
 //
 // Usage: node ts_approval.mjs /path/to/bash-mcp /path/to/npm-prefix
 // Prints one line per case (PASS/FAIL) and exits non-zero if any failed.
 
+import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { existsSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,10 +20,13 @@ const [binary, prefix] = process.argv.slice(2);
 const require = createRequire(join(prefix, "package.json"));
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
 const { ElicitRequestSchema } = require("@modelcontextprotocol/sdk/types.js");
 
 const failures = [];
+let label = "";
 function check(name, ok, detail) {
+  name = label + name;
   if (ok) {
     console.log(`PASS ${name}`);
   } else {
@@ -31,7 +38,7 @@ function check(name, ok, detail) {
 const work = mkdtempSync(join(tmpdir(), "bash-mcp-ts-approval-"));
 const config = join(work, "config.json");
 writeFileSync(config, JSON.stringify({ audit: null, permissions: { allow: ["bash.execute:echo *"] } }));
-const transport = () =>
+const stdioTransport = () =>
   new StdioClientTransport({
     command: binary,
     args: ["serve", "--config", config, "--working-dir", work],
@@ -40,7 +47,7 @@ const transport = () =>
   });
 const file = (name) => join(work, name);
 
-try {
+async function cases(transport) {
   const asked = [];
   const plan = [];
   const client = new Client({ name: "ts-approval", version: "1" }, { capabilities: { elicitation: { form: {} } } });
@@ -103,6 +110,36 @@ try {
     result.structuredContent,
   );
   await plain.close();
+}
+
+function startHttpServer() {
+  const server = spawn(binary, ["serve", "--http", "127.0.0.1:0", "--config", config, "--working-dir", work], {
+    stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, XDG_DATA_HOME: join(work, "data") },
+  });
+  return new Promise((resolve, reject) => {
+    let seen = "";
+    server.stderr.on("data", (chunk) => {
+      seen += chunk;
+      const found = /serving MCP on (http:\/\/\S+)/.exec(seen);
+      if (found) resolve({ server, url: found[1] });
+    });
+    server.on("exit", (code) => reject(new Error(`the HTTP server exited (${code}) before serving: ${seen}`)));
+  });
+}
+
+try {
+  await cases(stdioTransport);
+  for (const name of ["once", "granted"]) rmSync(file(name), { force: true });
+  label = "http ";
+  const { server, url } = await startHttpServer();
+  const exited = new Promise((resolve) => server.on("exit", (code) => resolve(code)));
+  try {
+    await cases(() => new StreamableHTTPClientTransport(new URL(url)));
+  } finally {
+    server.kill("SIGTERM");
+    check("server exits 0 on SIGTERM", (await exited) === 0);
+  }
 } catch (e) {
   check("session", false, String(e?.stack ?? e));
 } finally {

@@ -81,12 +81,26 @@ impl Routes {
             }
             return;
         }
-        match &*self.listener.lock().unwrap_or_else(PoisonError::into_inner) {
-            Some(tx) => {
-                let _ = tx.send(Frame::Message(line));
-            }
-            None => tracing::debug!("a message for no request and no open GET stream; dropped"),
+        if let Some(tx) = &*self.listener.lock().unwrap_or_else(PoisonError::into_inner)
+            && tx.send(Frame::Message(line.clone())).is_ok()
+        {
+            return;
         }
+        if message.contains_key("id") {
+            // A request to the client (a question for the person during a
+            // call) without a GET stream: on the streams of the requests
+            // waiting, all this one client's. It answers once (a second
+            // answer to the same id is ignored).
+            let waiting = self.waiting();
+            for w in waiting.values() {
+                let _ = w.tx.send(Frame::Message(line.clone()));
+            }
+            if waiting.is_empty() {
+                tracing::warn!("a request to the client with no stream open to carry it; dropped");
+            }
+            return;
+        }
+        tracing::debug!("a notification for no request and no open GET stream; dropped");
     }
 }
 
@@ -181,6 +195,12 @@ impl Endpoint {
             }
             None => Answer::Later(exchange),
         }
+    }
+
+    /// Hands a response of the client (to a request of the server's) to
+    /// the handler. Blocking: call it off the async runtime.
+    pub fn respond(&self, message: Map<String, Value>) {
+        let _ = self.handler.handle_line(&Value::Object(message).to_string());
     }
 
     /// Hands a notification to the handler; a `notifications/cancelled`

@@ -147,11 +147,18 @@ async fn post_session(front: Arc<Front>, request: Request<Incoming>) -> Reply {
     };
     let _active = session.active();
     if !message.contains_key("id") || !message.contains_key("method") {
-        // A notification, or a response to a request this server never sends.
-        if message.contains_key("method") {
-            let endpoint = session.endpoint.clone();
-            let _ = tokio::task::spawn_blocking(move || endpoint.notify(message)).await;
-        }
+        // A notification, or the client's answer to a request of the server
+        // (a question for the person during a call).
+        let endpoint = session.endpoint.clone();
+        let is_notification = message.contains_key("method");
+        let _ = tokio::task::spawn_blocking(move || {
+            if is_notification {
+                endpoint.notify(message)
+            } else {
+                endpoint.respond(message)
+            }
+        })
+        .await;
         return status_only(StatusCode::ACCEPTED);
     }
     let mut reply = answer(
