@@ -803,6 +803,43 @@ fn the_containerfile_copies_what_the_build_reads() {
             "the sources embed {embedded}, which the build stage does not copy"
         );
     }
+    // Cargo takes exactly those files as a package, with Cargo.lock as it is:
+    // every target the manifest declares is there, and --locked holds.
+    let stage = TempDir::new("deploy-build-stage");
+    for copy in copies.iter().filter(|c| c.from.is_none() && c.dest.starts_with("./")) {
+        for source in &copy.sources {
+            let mirrored = copy.dest == "./" || copy.dest == format!("./{source}");
+            assert!(
+                mirrored,
+                "Containerfile:{}: COPY {source} {}: the build stage mirrors the repository's layout",
+                copy.line, copy.dest
+            );
+            let status = Command::new("cp")
+                .arg("-a")
+                .arg(root().join(source))
+                .arg(stage.join(source))
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+    }
+    let metadata = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--locked",
+            "--offline",
+            "--format-version",
+            "1",
+            "--manifest-path",
+        ])
+        .arg(stage.join("Cargo.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        metadata.status.success(),
+        "cargo does not take the build stage's files as a package:\n{}",
+        cbuild::text(&metadata.stderr)
+    );
     // A .dockerignore keeps the multi-gigabyte target/ out of the build context.
     let ignore = read(".dockerignore");
     assert!(
