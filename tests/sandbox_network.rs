@@ -17,8 +17,10 @@ use serde_json::{Value, json};
 
 /// The routes that enforce a policy by name: bubblewrap through the
 /// supervisor (its sandbox's shared proxy, each command a client with a
-/// token of its own) and with a bwrap per command (a proxy of its own).
-const BY_NAME: &[&str] = &["bwrap", "bwrap-per-command"];
+/// token of its own), with a bwrap per command (a proxy of its own), and
+/// Landlock + seccomp (a proxy of its own on the host's loopback, which
+/// serves its token only).
+const BY_NAME: &[&str] = &["bwrap", "bwrap-per-command", "landlock"];
 
 /// The proxy URL a command on `route` gets: with its own token as the
 /// password on the supervisor's shared proxy.
@@ -38,7 +40,32 @@ fn assert_proxy_url(route: &str, out: &str) {
                 "{route}: {url}"
             );
         }
+        "landlock" => {
+            let rest = url
+                .strip_prefix("http://bash-mcp:")
+                .unwrap_or_else(|| panic!("{route}: {url}"));
+            let (token, port) = rest
+                .split_once("@127.0.0.1:")
+                .unwrap_or_else(|| panic!("{route}: {url}"));
+            assert!(token.len() == 32 && port.parse::<u16>().is_ok(), "{route}: {url}");
+        }
         _ => assert_eq!(url, "http://127.0.0.1:3128", "{route}"),
+    }
+}
+
+/// What a direct TCP connection and a UDP socket get on `route`: no route
+/// in bubblewrap's network namespace; on Landlock, a connect the Landlock
+/// domain refuses and a socket the seccomp handler refuses.
+fn direct_errors(route: &str) -> (&'static str, &'static str) {
+    match route {
+        "landlock" => (
+            "tcp refused: [Errno 13] Permission denied",
+            "udp refused: [Errno 1] Operation not permitted",
+        ),
+        _ => (
+            "tcp refused: [Errno 101] Network is unreachable",
+            "udp refused: [Errno 101] Network is unreachable",
+        ),
     }
 }
 
@@ -172,9 +199,9 @@ fn a_direct_connection_and_udp_have_no_route_and_the_connection_is_named() {
     let script = format!(
         "import socket\n\
          for kind, go in (('tcp', lambda s: s.connect(('{ip}', 443))), ('udp', lambda s: s.sendto(b'x', ('8.8.8.8', 53)))):\n\
-         \x20   s = socket.socket(socket.AF_INET, socket.SOCK_STREAM if kind == 'tcp' else socket.SOCK_DGRAM)\n\
-         \x20   s.settimeout(10)\n\
          \x20   try:\n\
+         \x20       s = socket.socket(socket.AF_INET, socket.SOCK_STREAM if kind == 'tcp' else socket.SOCK_DGRAM)\n\
+         \x20       s.settimeout(10)\n\
          \x20       go(s); print(kind, 'reached')\n\
          \x20   except OSError as e:\n\
          \x20       print(kind, 'refused:', e)\n"
@@ -186,14 +213,9 @@ fn a_direct_connection_and_udp_have_no_route_and_the_connection_is_named() {
         let tag = unique_tag("net-direct");
         let result = exec_json(&config, &dir, &tag, "python3 direct.py");
         let out = output(&result);
-        assert!(
-            out.contains("tcp refused: [Errno 101] Network is unreachable"),
-            "{route}: {result}"
-        );
-        assert!(
-            out.contains("udp refused: [Errno 101] Network is unreachable"),
-            "{route}: {result}"
-        );
+        let (tcp, udp) = direct_errors(route);
+        assert!(out.contains(tcp), "{route}: {result}");
+        assert!(out.contains(udp), "{route}: {result}");
         assert!(
             denied(&result)
                 .iter()
@@ -360,12 +382,13 @@ fn each_command_is_refused_by_its_own_policy_and_the_proxy_serves_no_one_without
         // another's: refused on the shared proxy.
         let foreign = call(
             &*server,
-            json!({"command": "curl -sS -o /dev/null -w 'bare %{http_code}\\n' --proxy http://127.0.0.1:3128 http://deb.debian.org/debian/; \
-                   curl -sS -o /dev/null -w 'other %{http_code}\\n' --proxy http://bash-mcp:0123456789abcdef0123456789abcdef@127.0.0.1:3128 http://deb.debian.org/debian/"}),
+            json!({"command": "port=${https_proxy##*:}; \
+                   curl -sS -o /dev/null -w 'bare %{http_code}\\n' --proxy http://127.0.0.1:$port http://deb.debian.org/debian/; \
+                   curl -sS -o /dev/null -w 'other %{http_code}\\n' --proxy http://bash-mcp:0123456789abcdef0123456789abcdef@127.0.0.1:$port http://deb.debian.org/debian/"}),
         );
         let out = output(&foreign);
         match *route {
-            "bwrap" => assert!(
+            "bwrap" | "landlock" => assert!(
                 out.contains("bare 407") && out.contains("other 407"),
                 "{route}: {foreign}"
             ),
@@ -414,7 +437,7 @@ fn a_session_reaches_registries_through_the_proxy_for_its_whole_life() {
 
 #[test]
 fn routes_that_cannot_enforce_a_policy_refuse_to_run_the_command() {
-    for (route, says) in [("landlock", "bubblewrap only"), ("bwrap-fallback", "helper binary")] {
+    for (route, says) in [("bwrap-fallback", "helper binary")] {
         if !route_available(route) {
             continue;
         }
@@ -425,4 +448,174 @@ fn routes_that_cannot_enforce_a_policy_refuse_to_run_the_command() {
         assert!(result["message"].as_str().unwrap().contains(says), "{route}: {result}");
         assert!(!Path::new(&dir.join("ran")).exists());
     }
+}
+
+/// Landlock + seccomp shares the host's network namespace: what a command
+/// there could reach besides its proxy, tried from inside: the host's
+/// loopback services (directly, and named through the proxy), an allowed
+/// host's address at the proxy's own port (the one TCP port Landlock lets
+/// it connect to), the host's own address at that port, a host service's
+/// abstract Unix socket, binding a TCP port, re-binding its socket off the
+/// loopback device, and TCP Fast Open.
+#[test]
+fn on_landlock_nothing_but_the_proxy_is_reachable() {
+    if !route_available("landlock") || !have_python() {
+        return;
+    }
+    let (port, service, stop) = host_service("host service");
+    let abstract_name = format!("bash-mcp-net-abstract-{}", std::process::id());
+    let unix = abstract_listener(&abstract_name);
+    let ip = ("pypi.org", 443)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.find(|a| a.is_ipv4()))
+        .map_or_else(|| "151.101.0.223".to_owned(), |a| a.ip().to_string());
+    let host_ip = std::process::Command::new("hostname")
+        .arg("-I")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.split_whitespace().find(|a| !a.contains(':')).map(str::to_owned));
+    let script = format!(
+        "import os, socket\n\
+         proxy = int(os.environ['https_proxy'].rsplit(':', 1)[1])\n\
+         def attempt(name, go):\n\
+         \x20   try:\n\
+         \x20       go(); print(name, 'reached')\n\
+         \x20   except OSError as e:\n\
+         \x20       print(name, 'refused:', type(e).__name__, e.errno)\n\
+         def tcp(addr):\n\
+         \x20   s = socket.socket(); s.settimeout(5); s.connect(addr)\n\
+         attempt('service', lambda: tcp(('127.0.0.1', {port})))\n\
+         attempt('allowed-ip-at-proxy-port', lambda: tcp(('{ip}', proxy)))\n\
+         attempt('host-ip-at-proxy-port', lambda: tcp(('{host_ip}', proxy)) if '{host_ip}' else None)\n\
+         attempt('abstract', lambda: socket.socket(socket.AF_UNIX).connect('\\0{abstract_name}'))\n\
+         attempt('bind', lambda: socket.socket().bind(('127.0.0.1', 0)))\n\
+         def unbind():\n\
+         \x20   s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b'')\n\
+         attempt('unbind', unbind)\n\
+         attempt('fastopen', lambda: socket.socket().sendto(b'x', 0x20000000, ('{ip}', proxy)))\n",
+        host_ip = host_ip.clone().unwrap_or_default(),
+    );
+    for door in ["binary", "rust"] {
+        let dir = TempDir::new("net-landlock");
+        std::fs::write(dir.join("reach.py"), &script).unwrap();
+        let result = match door {
+            "binary" => {
+                let config = binary_config(&dir, "landlock", policy(&registries()));
+                let tag = unique_tag("net-landlock");
+                let result = exec_json(
+                    &config,
+                    &dir,
+                    &tag,
+                    "python3 reach.py; curl -sS -o /dev/null -w 'proxied %{http_code}\\n' --noproxy '' http://127.0.0.1:1/",
+                );
+                assert_no_survivors(&tag);
+                result
+            }
+            _ => {
+                let server = sandboxed_server(&dir, "landlock", policy(&registries()));
+                call(
+                    &*server,
+                    json!({"command": "python3 reach.py; curl -sS -o /dev/null -w 'proxied %{http_code}\\n' --noproxy '' http://127.0.0.1:1/"}),
+                )
+            }
+        };
+        let out = output(&result);
+        for (attempt, refused) in [
+            ("service", "PermissionError 13"),
+            // Bound to the loopback device, its packets never leave.
+            ("allowed-ip-at-proxy-port", ""),
+            ("abstract", "PermissionError 1"),
+            ("bind", "PermissionError 13"),
+            ("unbind", "PermissionError 1"),
+            ("fastopen", "PermissionError 1"),
+        ] {
+            assert!(
+                out.lines()
+                    .any(|l| l.starts_with(&format!("{attempt} refused: {refused}"))),
+                "{door}: {attempt}: {result}"
+            );
+        }
+        if host_ip.is_some() {
+            assert!(out.contains("host-ip-at-proxy-port refused:"), "{door}: {result}");
+        }
+        // Through the proxy, the host's loopback is refused by address.
+        assert!(out.contains("proxied 403"), "{door}: {result}");
+        let denied = denied(&result);
+        assert!(
+            denied.contains(&json!({"op": "connect", "addr": format!("127.0.0.1:{port}"),
+                "rule": "no direct route: only the sandbox's proxy (HTTP_PROXY, HTTPS_PROXY) reaches the network"})),
+            "{door}: {result}"
+        );
+        assert!(
+            denied.contains(&json!({"op": "connect", "host": "127.0.0.1", "port": 1, "rule": "not in network.allow"})),
+            "{door}: {result}"
+        );
+    }
+    assert_eq!(unix.accepted(), 0, "the host's abstract socket was reached");
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = std::net::TcpStream::connect(("127.0.0.1", port));
+    service.join().unwrap();
+}
+
+/// A listening abstract Unix socket of the host's (as a desktop's services
+/// have), counting the connections it accepted.
+struct AbstractListener {
+    listener: std::os::unix::net::UnixListener,
+}
+
+impl AbstractListener {
+    fn accepted(&self) -> usize {
+        self.listener.set_nonblocking(true).unwrap();
+        std::iter::from_fn(|| self.listener.accept().ok()).count()
+    }
+}
+
+fn abstract_listener(name: &str) -> AbstractListener {
+    use std::os::linux::net::SocketAddrExt;
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    AbstractListener {
+        listener: std::os::unix::net::UnixListener::bind_addr(&addr).unwrap(),
+    }
+}
+
+/// Any local user can reach a Landlock command's proxy on the host's
+/// loopback: without the command's token it is refused, while the command
+/// itself is served.
+#[test]
+fn on_landlock_a_foreign_client_of_the_proxy_is_refused() {
+    if !route_available("landlock") || !have("curl") {
+        return;
+    }
+    let dir = TempDir::new("net-foreign");
+    let server = std::sync::Arc::new(sandboxed_server(&dir, "landlock", policy(&registries())));
+    let s = server.clone();
+    let command = "echo ${https_proxy##*:} > port.tmp && mv port.tmp port; \
+                   while [ ! -e go ]; do sleep 0.05; done; \
+                   curl -sS -o /dev/null -w 'own %{http_code}\\n' http://deb.debian.org/debian/";
+    let running = std::thread::spawn(move || call(&*s, json!({"command": command})));
+    wait_until("the command wrote its proxy's port", || dir.join("port").exists());
+    let port: u16 = std::fs::read_to_string(dir.join("port"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    for auth in [
+        "",
+        "Proxy-Authorization: Basic YmFzaC1tY3A6MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\r\n",
+    ] {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream
+            .write_all(
+                format!("GET http://deb.debian.org/debian/ HTTP/1.1\r\nHost: deb.debian.org\r\n{auth}\r\n").as_bytes(),
+            )
+            .unwrap();
+        let mut answer = String::new();
+        std::io::Read::read_to_string(&mut stream, &mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 407 "), "{answer}");
+    }
+    std::fs::write(dir.join("go"), "").unwrap();
+    let result = running.join().unwrap();
+    assert!(output(&result).contains("own 200"), "{result}");
 }

@@ -16,7 +16,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreatedAttr, Scope,
 };
 use seccompiler::{
@@ -65,7 +65,15 @@ pub struct HelperSpec {
     /// The fd the listener goes out on, when not [`LISTENER_FD`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listener_fd: Option<libc::c_int>,
+    /// A network by name (with `network` false): the port of the command's
+    /// proxy on the host's loopback, the only TCP port it may connect to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_port: Option<u16>,
 }
+
+/// The Landlock ABI a network by name needs: TCP rules (4) and the scope
+/// that keeps a command off the host's abstract Unix sockets (6).
+pub const BY_NAME_ABI: i32 = 6;
 
 fn yes() -> bool {
     true
@@ -84,6 +92,7 @@ impl Default for HelperSpec {
             files: Vec::new(),
             landlock: true,
             listener_fd: None,
+            proxy_port: None,
         }
     }
 }
@@ -222,8 +231,18 @@ pub(super) fn restrict(spec: &HelperSpec, keeper: Option<libc::pid_t>) -> Result
             false => Ok(()),
         };
     }
+    if spec.proxy_port.is_some() && landlock_abi().unwrap_or(0) < BY_NAME_ABI {
+        return Err(format!(
+            "a network by name needs Landlock ABI {BY_NAME_ABI} (Linux 6.12) or later, and this kernel has {}",
+            landlock_abi().map_or("none".into(), |v| v.to_string())
+        ));
+    }
     landlock(spec)?;
     let observed = spec.observe && observe(spec)?;
+    if spec.proxy_port.is_some() && !observed {
+        // Its TCP sockets are made by the handler, bound to the loopback.
+        return Err("a network by name needs the seccomp listener, which could not be installed".into());
+    }
     seccomp(spec, observed, keeper)
 }
 
@@ -294,6 +313,14 @@ fn landlock(spec: &HelperSpec) -> Result<(), String> {
             .map_err(err)?;
     }
     let mut created = ruleset.create().map_err(err)?;
+    // A network by name: connect to the proxy's port, bind nothing (the
+    // command shares the host's network namespace: a port it bound would
+    // be open to the host's other users, and beyond).
+    if let Some(port) = spec.proxy_port {
+        created = created
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(err)?;
+    }
     let read = AccessFs::from_read(abi);
     created = created
         .add_rule(PathBeneath::new(PathFd::new("/").map_err(|e| e.to_string())?, read))
@@ -387,6 +414,40 @@ fn keeper_rules(keeper: libc::pid_t, scoped: bool) -> Result<super::seccomp::Rul
     Ok(rules)
 }
 
+/// `SO_BINDTOIFINDEX` (asm-generic/socket.h; not in `libc` everywhere).
+const SO_BINDTOIFINDEX: i64 = 62;
+
+/// The rules of a network by name: the handler binds each TCP socket to
+/// the loopback device, which the command may not change
+/// (`SO_BINDTODEVICE`, `SO_BINDTOIFINDEX`), and no TCP Fast Open
+/// (`MSG_FASTOPEN` connects from `sendto`/`sendmsg`).
+fn by_name_rules() -> Result<super::seccomp::Rules, String> {
+    let err = |e: seccompiler::BackendError| e.to_string();
+    let is = |arg: u8, value: i64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, value as u32 as u64).map_err(err)
+    };
+    let fast_open = |arg: u8| {
+        let bit = libc::MSG_FASTOPEN as u64;
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(bit), bit).map_err(err)
+    };
+    let rule = |conditions: Vec<SeccompCondition>| SeccompRule::new(conditions).map_err(err);
+    let mut rules = super::seccomp::Rules::new();
+    rules.insert(
+        libc::SYS_setsockopt,
+        vec![
+            rule(vec![
+                is(1, libc::SOL_SOCKET.into())?,
+                is(2, libc::SO_BINDTODEVICE.into())?,
+            ])?,
+            rule(vec![is(1, libc::SOL_SOCKET.into())?, is(2, SO_BINDTOIFINDEX)?])?,
+        ],
+    );
+    rules.insert(libc::SYS_sendto, vec![rule(vec![fast_open(3)?])?]);
+    rules.insert(libc::SYS_sendmsg, vec![rule(vec![fast_open(2)?])?]);
+    rules.insert(libc::SYS_sendmmsg, vec![rule(vec![fast_open(3)?])?]);
+    Ok(rules)
+}
+
 /// `path` opened `O_PATH` without following a link, if it is of type
 /// `kind` (`S_IFDIR`, or `S_IFREG` with one link).
 fn open_as(path: &std::path::Path, kind: libc::mode_t) -> Option<std::os::fd::OwnedFd> {
@@ -475,6 +536,11 @@ fn seccomp(spec: &HelperSpec, observed: bool, keeper: Option<libc::pid_t>) -> Re
             vec![SeccompRule::new(vec![not_unix.map_err(err)?]).map_err(err)?],
         );
     }
+    if spec.proxy_port.is_some() {
+        for (nr, more) in by_name_rules()? {
+            rules.entry(nr).or_default().extend(more);
+        }
+    }
     let program = super::seccomp::compile(rules)?;
     seccompiler::apply_filter(&program).map_err(|e| e.to_string())?;
     // clone3 passes its flags in memory a filter cannot read: ENOSYS makes
@@ -508,6 +574,7 @@ mod tests {
             files: Vec::new(),
             landlock: true,
             listener_fd: None,
+            proxy_port: Some(41000),
         };
         let argv = argv(
             std::path::Path::new("/bin/bash-mcp"),

@@ -278,6 +278,7 @@ pub fn wrap_in(
         judge: notify::Judge::new(&plan, &layout),
         network_off: !plan.network,
         own_loopback: matches!(backend, Backend::Bwrap { .. }),
+        proxy: None,
         guard: guarded.then(|| notify::Guard {
             layout: layout.clone(),
             roots: plan.writable.clone(),
@@ -341,9 +342,19 @@ pub fn wrap_in(
             Err(e) => tracing::warn!("{e}; this command gets a bwrap of its own"),
         }
     }
-    if let Some(policy) = by_name {
+    if let Some(policy) = by_name
+        && !matches!(backend, Backend::Landlock { .. })
+    {
         return wrap_by_name(config, request, backend, plan, policy, &layout).map(Some);
     }
+    // Landlock's network by name: a proxy of the command's own on the
+    // host's loopback (see `landlock_proxy`).
+    let link = match (by_name, backend) {
+        (Some(policy), Backend::Landlock { .. }) => Some(landlock_proxy(policy)?),
+        _ => None,
+    };
+    let mut policy = policy;
+    policy.proxy = link.as_ref().and_then(|l| l.port());
     let mut observation = None;
     let mut kept = None;
     let mut pass_fds = Vec::new();
@@ -410,11 +421,21 @@ pub fn wrap_in(
             ));
         }
         Backend::Landlock { helper, .. } => {
-            if observe || guarded {
+            if observe || guarded || link.is_some() {
                 match notify::Observation::over_socket(policy) {
                     Ok((o, fd)) => {
                         observation = Some(Arc::new(o));
                         pass_fds.push(fd);
+                    }
+                    // The handler makes a network by name's sockets.
+                    Err(e) if link.is_some() => {
+                        return Err(ToolError::new(
+                            ErrorCode::SandboxUnavailable,
+                            format!(
+                                "could not start the seccomp handler a network by name needs, so the command did not run: {e}"
+                            ),
+                            "retry; if it persists, the host is out of file descriptors, threads or memory",
+                        ));
                     }
                     Err(e) => tracing::warn!(
                         "no seccomp observation for this command ({e}); denials come from its error text"
@@ -432,6 +453,7 @@ pub fn wrap_in(
                     .cloned()
                     .collect(),
                 network: plan.network,
+                proxy_port: link.as_ref().and_then(|l| l.port()),
                 subreaper: request.die_with_parent,
                 observe: observation.is_some(),
                 max_processes: Some(config.max_processes),
@@ -466,9 +488,34 @@ pub fn wrap_in(
             }
             _ => None,
         },
-        network: None,
-        env: Vec::new(),
+        env: link.as_ref().map(network::link::Link::env).unwrap_or_default(),
+        network: link.map(Arc::new),
     }))
+}
+
+/// The proxy of a command whose network is open by name on the Landlock
+/// backend, which shares the host's network namespace: a listener of its
+/// own on the host's loopback (an ephemeral port, the only TCP port its
+/// Landlock domain may connect to), serving only requests that carry its
+/// secret token, since any local user can reach that port.
+fn landlock_proxy(policy: &network::NetPolicy) -> Result<network::link::Link, ToolError> {
+    if let Some(abi) = landlock::landlock_abi().filter(|abi| *abi < landlock::BY_NAME_ABI) {
+        return Err(ToolError::new(
+            ErrorCode::SandboxUnavailable,
+            format!(
+                "`sandbox.network` is a policy by name, which the landlock backend enforces from Landlock ABI {} (Linux 6.12: TCP rules, and the scope that keeps commands off the host's abstract Unix sockets); this kernel has ABI {abi}, so the command did not run",
+                landlock::BY_NAME_ABI
+            ),
+            "upgrade the kernel, or install bubblewrap (and let it create user namespaces), or set `sandbox.network` to true or false",
+        ));
+    }
+    network::link::Link::on_host(policy.clone()).map_err(|e| {
+        ToolError::new(
+            ErrorCode::SandboxUnavailable,
+            format!("could not start the sandbox's network proxy, so the command did not run: {e}"),
+            "retry; if it persists, the host is out of file descriptors, threads or memory",
+        )
+    })
 }
 
 /// A command whose network is open by name: bubblewrap gives it a network
@@ -517,6 +564,7 @@ fn wrap_by_name(
             judge: notify::Judge::new(&plan, layout),
             network_off: false,
             own_loopback: true,
+            proxy: None,
             guard: Some(notify::Guard {
                 layout: layout.clone(),
                 roots: plan.writable.clone(),

@@ -24,6 +24,11 @@ pub struct Link {
 enum Kind {
     Own(Arc<Mutex<State>>),
     Shared(Client),
+    /// A proxy of its own on the host's loopback, serving its token only.
+    Host {
+        proxy: Proxy,
+        client: Client,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -75,11 +80,34 @@ impl Link {
         }
     }
 
+    /// A command's own proxy on the host's loopback (an ephemeral port),
+    /// which serves only requests carrying its token: any local user can
+    /// reach the port.
+    pub fn on_host(policy: NetPolicy) -> std::io::Result<Link> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        let clients = super::proxy::Clients::new();
+        let client = clients.register(policy)?;
+        let proxy = Proxy::serve_clients(listener, clients)?;
+        Ok(Link {
+            kind: Kind::Host { proxy, client },
+        })
+    }
+
+    /// The port of a proxy on the host's loopback (none for a proxy in
+    /// the sandbox's own network namespace).
+    pub fn port(&self) -> Option<u16> {
+        match &self.kind {
+            Kind::Host { proxy, .. } => Some(proxy.port()),
+            Kind::Own(_) | Kind::Shared(_) => None,
+        }
+    }
+
     /// The variables that point the command's tools at its proxy.
     pub fn env(&self) -> Vec<(String, String)> {
         match &self.kind {
             Kind::Own(_) => sandbox_env(),
             Kind::Shared(client) => shared_env(client),
+            Kind::Host { proxy, client } => env(proxy.port(), Some(client.token())),
         }
     }
 
@@ -90,7 +118,7 @@ impl Link {
                 let state = state.lock().unwrap_or_else(PoisonError::into_inner);
                 state.proxy.as_ref().map(Proxy::refusals).unwrap_or_default()
             }
-            Kind::Shared(client) => client.refusals(),
+            Kind::Shared(client) | Kind::Host { client, .. } => client.refusals(),
         }
     }
 }

@@ -229,6 +229,17 @@ pub fn family_name(family: i32) -> String {
     }
 }
 
+/// A socket type's name (its flags left out).
+pub fn kind_name(kind: i32) -> String {
+    match kind & 0xf {
+        libc::SOCK_STREAM => "SOCK_STREAM".into(),
+        libc::SOCK_DGRAM => "SOCK_DGRAM (UDP)".into(),
+        libc::SOCK_RAW => "SOCK_RAW".into(),
+        libc::SOCK_SEQPACKET => "SOCK_SEQPACKET".into(),
+        other => format!("type {other}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,6 +37,11 @@ pub struct Policy {
     /// loopback is its own, so traffic to a loopback port something in the
     /// sandbox has bound stays inside, and is no denial.
     pub own_loopback: bool,
+    /// The port of the command's proxy on the host's loopback, when its
+    /// network is open by name on the Landlock backend: every TCP socket
+    /// the command opens is made here, bound to the loopback device (see
+    /// [`lo_socket`]), and a connection to `127.0.0.1:<port>` is no denial.
+    pub proxy: Option<u16>,
     /// The mediated directories whose entries the handler changes for the
     /// command (see [`guard`](crate::sandbox::guard)); `None`: it only observes.
     pub guard: Option<Guard>,
@@ -246,7 +251,11 @@ fn answer_one(listener: &OwnedFd, policy: &Policy, mediator: Option<&Mediator>, 
     let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         examine(&target, &notif.data, policy, mediator, watch)
     }))
-    .unwrap_or(Answer::Continue);
+    .unwrap_or_else(|_| match policy.proxy {
+        // A socket not made here would not be bound to the loopback.
+        Some(_) if notif.data.nr as i64 == libc::SYS_socket => Answer::Refuse(libc::EACCES),
+        _ => Answer::Continue,
+    });
     let (val, error, flags) = match answer {
         Answer::Continue => (0, 0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32),
         Answer::Refuse(errno) => (0, -errno, 0),
@@ -384,6 +393,7 @@ fn examine(
             if policy.network_off
                 && let Some((ip, port)) = calls::inet_peer(&sockaddr)
                 && !(policy.own_loopback && calls::is_loopback(ip) && target.bound_inside(port))
+                && !(policy.proxy == Some(port) && ip == std::net::Ipv4Addr::LOCALHOST)
                 && target.still_valid()
             {
                 let addr = calls::peer_text(ip, port);
@@ -395,13 +405,62 @@ fn examine(
             Answer::Continue
         }
         Some(Named::Socket) => {
-            watch.record(Denial::Socket {
-                family: calls::family_name(arg(0) as i32),
-            });
+            let (family, kind, protocol) = (arg(0) as i32, arg(1) as i32, arg(2) as i32);
+            let tcp = matches!(family, libc::AF_INET | libc::AF_INET6)
+                && kind & 0xf == libc::SOCK_STREAM
+                && matches!(protocol, 0 | libc::IPPROTO_TCP);
+            if policy.proxy.is_some() && tcp {
+                return match lo_socket(family, kind) {
+                    Ok(fd) => Answer::Fd(fd, kind & libc::SOCK_CLOEXEC != 0),
+                    Err(errno) => Answer::Refuse(errno),
+                };
+            }
+            let family = match policy.proxy {
+                Some(_) => format!("{} {}", calls::family_name(family), calls::kind_name(kind)),
+                None => calls::family_name(family),
+            };
+            watch.record(Denial::Socket { family });
             Answer::Refuse(libc::EPERM)
         }
         None => Answer::Continue,
     }
+}
+
+/// A TCP socket of `family` (with `kind`'s flags) made for a command
+/// whose network is open by name on the Landlock backend, which shares
+/// the host's network namespace: bound to the loopback device, so that
+/// whatever port Landlock lets it connect to, no packet of it leaves the
+/// host (the command's filter refuses `SO_BINDTODEVICE`, so it stays so).
+fn lo_socket(family: i32, kind: i32) -> Result<OwnedFd, i32> {
+    let flags = kind & (libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
+    // SAFETY: socket with plain arguments; the result is ours.
+    let fd = unsafe {
+        libc::socket(
+            family,
+            libc::SOCK_STREAM | flags | libc::SOCK_CLOEXEC,
+            libc::IPPROTO_TCP,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
+    }
+    // SAFETY: a fresh fd that nothing else owns.
+    let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let device = c"lo";
+    // SAFETY: setsockopt reads the device name of the length given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_BINDTODEVICE,
+            device.as_ptr().cast(),
+            device.to_bytes().len() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
+    }
+    Ok(fd)
 }
 
 /// Records a write the plan forbids as a denial.
