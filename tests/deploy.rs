@@ -231,6 +231,17 @@ fn the_validator_refuses_what_the_api_server_would() {
             "/spec/replicas",
         ),
         (
+            "two volumes of one name",
+            &template,
+            |t| {
+                let volumes = t["spec"]["podTemplate"]["spec"]["volumes"].as_array_mut().unwrap();
+                let mut twin = volumes[1].clone();
+                twin["emptyDir"] = json!({});
+                volumes.push(twin);
+            },
+            "/spec/podTemplate/spec/volumes/4: the same name as /spec/podTemplate/spec/volumes/1",
+        ),
+        (
             "a claim of an unknown apiVersion",
             &claim,
             |c| c["apiVersion"] = json!("extensions.agents.x-k8s.io/v9"),

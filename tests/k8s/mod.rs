@@ -2,7 +2,9 @@
 //! take them: YAML read the way `kubectl` reads it, each document checked
 //! against the `openAPIV3Schema` of its CRD (the agent-sandbox CRDs in
 //! `../shared/third_party/agent-sandbox-crds`) with unknown fields refused, as
-//! kubectl's default strict field validation refuses them.
+//! kubectl's default strict field validation refuses them, and the keyed lists
+//! (`x-kubernetes-list-type: map` or `set`) free of duplicates, as the API
+//! server checks them.
 #![allow(dead_code)]
 
 pub mod containerfile;
@@ -103,7 +105,8 @@ fn reads_otherwise_in_yaml_1_1(plain: &str) -> bool {
 /// The schema of every served version of every CRD in a directory, keyed by
 /// (`apiVersion`, `kind`), made strict.
 pub struct Crds {
-    schemas: BTreeMap<(String, String), jsonschema::Validator>,
+    /// The validator, and the schema for what JSON Schema cannot say.
+    schemas: BTreeMap<(String, String), (jsonschema::Validator, Value)>,
 }
 
 impl Crds {
@@ -135,12 +138,13 @@ impl Crds {
                         path.display()
                     );
                     make_strict(&mut schema);
+                    let lists = schema.clone();
                     schema["properties"]["metadata"] = object_meta();
                     schema["required"] = json!(["apiVersion", "kind", "metadata", "spec"]);
                     let validator = jsonschema::draft4::new(&schema).unwrap_or_else(|e| {
                         panic!("{}: {kind} {name}: the schema does not compile: {e}", path.display())
                     });
-                    schemas.insert((format!("{group}/{name}"), kind.to_owned()), validator);
+                    schemas.insert((format!("{group}/{name}"), kind.to_owned()), (validator, lists));
                 }
             }
         }
@@ -162,10 +166,13 @@ impl Crds {
                 self.kinds().join(", ")
             )];
         };
-        validator
+        let (validator, schema) = validator;
+        let mut errors: Vec<String> = validator
             .iter_errors(doc)
             .map(|e| format!("{}: {e}", pointer_or_root(&e.instance_path().to_string())))
-            .collect()
+            .collect();
+        duplicate_keys(schema, doc, "", &mut errors);
+        errors
     }
 }
 
@@ -215,4 +222,56 @@ fn object_meta() -> Value {
         "required": ["name"],
         "additionalProperties": false,
     })
+}
+
+/// What the API server checks beyond JSON Schema in a list whose schema says
+/// `x-kubernetes-list-type: map` (no two items with the same keys: two
+/// volumes, ports or variables of one name) or `set` (no two equal items).
+fn duplicate_keys(schema: &Value, value: &Value, at: &str, errors: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map {
+                let field = schema["properties"]
+                    .get(key)
+                    .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object()));
+                if let Some(field) = field {
+                    duplicate_keys(field, item, &format!("{at}/{key}"), errors);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let keys: Vec<&str> = schema["x-kubernetes-list-map-keys"]
+                .as_array()
+                .map(|k| k.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let identity = |item: &Value| -> Value {
+                match schema["x-kubernetes-list-type"].as_str() {
+                    Some("map") => Value::Array(keys.iter().map(|k| item[*k].clone()).collect()),
+                    _ => item.clone(),
+                }
+            };
+            if matches!(schema["x-kubernetes-list-type"].as_str(), Some("map" | "set")) {
+                for (i, item) in items.iter().enumerate() {
+                    if let Some(first) = items[..i]
+                        .iter()
+                        .position(|earlier| identity(earlier) == identity(item))
+                    {
+                        errors.push(format!(
+                            "{at}/{i}: the same {} as {at}/{first}: {}",
+                            if keys.is_empty() {
+                                "item".to_owned()
+                            } else {
+                                keys.join(", ")
+                            },
+                            identity(item)
+                        ));
+                    }
+                }
+            }
+            for (i, item) in items.iter().enumerate() {
+                duplicate_keys(&schema["items"], item, &format!("{at}/{i}"), errors);
+            }
+        }
+        _ => {}
+    }
 }
