@@ -80,6 +80,7 @@ pub const EXECUTE_ARGUMENTS: &[&str] = &[
     "background",
     "yield_seconds",
     "sandbox",
+    "escalate",
 ];
 
 impl ExecRequest {

@@ -216,6 +216,9 @@ pub struct CallOptions<'a> {
     /// `sandbox` argument can still only tighten it, and the audit entry of
     /// the call records it as `sandbox_override`. Only the embedding host
     /// can set it: the model's arguments cannot.
+    /// With a host's sandbox the host has decided: an `escalate` argument
+    /// is not asked about (a protocol layer that put it to the person passes
+    /// the sandbox they approved here).
     pub sandbox: Option<&'a SandboxConfig>,
 }
 
@@ -384,6 +387,19 @@ pub trait McpServer: Send + Sync {
     /// refused).
     fn approvals(&self) -> Option<&crate::approval::Approvals> {
         None
+    }
+
+    /// The question a call's `escalate` argument asks and the sandbox the
+    /// call runs in once approved (`base`, the host's sandbox for the call,
+    /// else the configured one, widened by exactly what is asked); `Ok(None)`
+    /// when it asks nothing. The default: no tool escalates.
+    fn escalation(
+        &self,
+        _tool_name: &str,
+        _args: &ToolArgs,
+        _base: Option<&SandboxConfig>,
+    ) -> Result<Option<(crate::approval::ApprovalRequest, SandboxConfig)>, ToolError> {
+        Ok(None)
     }
 
     /// Records a question put to the person (or that could not be put) and

@@ -291,6 +291,65 @@ fn the_default_gate_asks_about_hidden_code_and_refuses_catastrophic_commands_una
     assert!(message.contains("unrecoverable"), "{message}");
 }
 
+#[test]
+fn an_escalation_is_put_to_the_person_and_widens_only_what_they_saw() {
+    for route in common::sandboxes::available_routes() {
+        let dir = TempDir::new("ask-escalate");
+        let work = dir.join("work");
+        let cache = dir.join("cache");
+        let other = dir.join("other");
+        for d in [&work, &cache, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let cache = std::fs::canonicalize(&cache).unwrap();
+        let config = json!({
+            "audit": null,
+            "sandbox": common::sandboxes::sandbox_value(route, &work, json!({})),
+            "escalation_ceiling": {"writable_roots": [dir.to_str().unwrap()]},
+        });
+        let mut client = Client::start(&work, &config, ELICITATION());
+        let command = format!("touch {}/x; touch {}/y", cache.display(), other.display());
+        let args = json!({"command": command, "escalate": {"writable_roots": [cache], "reason": "fill the cache"}});
+        let (id, request) = client.start_call(args.clone());
+        let message = request["params"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("with a wider sandbox")
+                && message.contains(&format!("\n    {command}\n"))
+                && message.contains(&format!("may write, in addition: {}", cache.display()))
+                && message.contains("reason given: fill the cache"),
+            "{route}: {message}"
+        );
+        let result = client.answer(&request, accept("deny"), id);
+        assert_eq!(
+            result["structuredContent"]["error"], "permission_denied",
+            "{route}: {result}"
+        );
+        assert!(!cache.join("x").exists(), "{route}: denied, nothing ran");
+        // Reworded, the same request is not asked again.
+        let mut reworded = args.clone();
+        reworded["escalate"]["reason"] = json!("please");
+        let result = client.call_unasked(reworded);
+        assert_eq!(
+            result["structuredContent"]["error"], "permission_denied",
+            "{route}: {result}"
+        );
+        // Another command asks again; approved, it writes there and nowhere else.
+        let command = format!("touch {}/x; touch {}/y", cache.display(), other.display());
+        let args = json!({"command": format!("{command}; true"), "escalate": {"writable_roots": [cache], "reason": "fill the cache"}});
+        let (id, request) = client.start_call(args);
+        let result = client.answer(&request, accept("allow_once"), id);
+        assert_eq!(result["structuredContent"]["exit_code"], 0, "{route}: {result}");
+        assert!(cache.join("x").exists(), "{route}: the asked directory is writable");
+        assert!(!other.join("y").exists(), "{route}: nothing more is");
+        // Beyond the ceiling: refused before anyone is asked.
+        let outside = std::fs::canonicalize(std::env::temp_dir()).unwrap();
+        let result =
+            client.call_unasked(json!({"command": "true", "escalate": {"writable_roots": [outside], "reason": "r"}}));
+        let message = result["structuredContent"]["message"].as_str().unwrap();
+        assert!(message.contains("escalation_ceiling"), "{route}: {message}");
+    }
+}
+
 mod host {
     //! A Rust host's approver answers what its gate asks, through the MCP
     //! handler of the library (no client elicitation).
@@ -454,5 +513,144 @@ mod host {
             HANG_GUARD,
         );
         assert_eq!(host.run("touch silent")["exit_code"], 0);
+    }
+}
+
+mod escalate {
+    //! `escalate` on `execute` through the Rust API: the host's approver
+    //! sees exactly what widens; on approval the command gets exactly that
+    //! much more (a write outside the granted directory still fails); the
+    //! operator's ceiling refuses before anyone is asked.
+
+    use std::sync::{Arc, Mutex};
+
+    use bash_mcp::McpServer;
+    use bash_mcp::approval::{ApprovalAnswer, ApprovalKind, ApprovalRequest};
+    use serde_json::{Value, json};
+
+    use super::common::sandboxes::{available_routes, sandboxed_server};
+    use super::common::{HANG_GUARD, TempDir, call};
+
+    #[test]
+    fn an_approved_escalation_widens_exactly_what_was_asked() {
+        for route in available_routes() {
+            let dir = TempDir::new("escalate");
+            let work = dir.join("work");
+            let granted = dir.join("outside/granted");
+            let other = dir.join("outside/other");
+            for d in [&work, &granted, &other] {
+                std::fs::create_dir_all(d).unwrap();
+            }
+            let granted = std::fs::canonicalize(&granted).unwrap();
+            let server = sandboxed_server(&work, route, json!({}));
+            let command = format!("touch {0}/x && touch {1}/y", granted.display(), other.display());
+            let args = json!({"command": command, "escalate": {"writable_roots": [granted], "reason": "write the build cache"}});
+            // No approver: refused, nothing ran.
+            let doc = call(&*server, args.clone());
+            assert_eq!(doc["error"], "permission_denied", "{route}: {doc}");
+            assert!(doc["message"].as_str().unwrap().contains("nothing was run"), "{doc}");
+            assert!(!granted.join("x").exists(), "{route}");
+            // Without escalate the configured sandbox refuses the write.
+            let doc = call(&*server, json!({"command": format!("touch {}/x", granted.display())}));
+            assert_ne!(
+                doc["exit_code"], 0,
+                "{route}: the sandbox must refuse this write: {doc}"
+            );
+            let asked = Arc::new(Mutex::new(Vec::<ApprovalRequest>::new()));
+            let seen = asked.clone();
+            server.set_approver(
+                Some(Arc::new(move |r: &ApprovalRequest| {
+                    seen.lock().unwrap().push(r.clone());
+                    ApprovalAnswer::AllowOnce
+                })),
+                HANG_GUARD,
+            );
+            let doc = call(&*server, args.clone());
+            assert!(
+                granted.join("x").exists(),
+                "{route}: the granted root is writable: {doc}"
+            );
+            assert!(!other.join("y").exists(), "{route}: and nothing more: {doc}");
+            assert_ne!(doc["exit_code"], 0, "{route}: the second write failed: {doc}");
+            let request = asked.lock().unwrap()[0].clone();
+            assert_eq!(request.kind, ApprovalKind::Escalation);
+            assert_eq!(request.command, command);
+            assert_eq!(request.widens.writable_roots, [granted.display().to_string()]);
+            assert!(request.widens.network.is_empty());
+            assert_eq!(request.reason.as_deref(), Some("write the build cache"));
+            assert!(
+                request
+                    .message()
+                    .contains(&format!("may write, in addition: {}", granted.display()))
+            );
+            // Only for that call: the next one without escalate is back to the configuration.
+            std::fs::remove_file(granted.join("x")).unwrap();
+            let doc = call(&*server, json!({"command": format!("touch {}/x", granted.display())}));
+            assert_ne!(doc["exit_code"], 0, "{route}: {doc}");
+
+            // Beyond the operator's ceiling: refused before anyone is asked.
+            server
+                .configure(
+                    &json!({"escalation_ceiling": {"writable_roots": [granted], "network": ["*.example.com"]}})
+                        .to_string(),
+                )
+                .unwrap();
+            let before = asked.lock().unwrap().len();
+            for escalate in [
+                json!({"writable_roots": [other], "reason": "r"}),
+                json!({"network": ["evil.example.org"], "reason": "r"}),
+            ] {
+                let doc = call(&*server, json!({"command": "true", "escalate": escalate}));
+                assert_eq!(doc["error"], "permission_denied", "{route}: {doc}");
+                assert!(doc["message"].as_str().unwrap().contains("escalation_ceiling"), "{doc}");
+            }
+            assert_eq!(asked.lock().unwrap().len(), before, "nobody was asked");
+            // Inside the ceiling the person is asked.
+            // (Network by name needs bubblewrap and the helper: elsewhere the
+            // approved call is refused as sandbox_unavailable, never run wider.)
+            let doc = call(
+                &*server,
+                json!({"command": "true", "escalate": {"network": ["api.example.com"], "reason": "r"}}),
+            );
+            assert!(
+                doc["exit_code"] == 0 || doc["error"] == "sandbox_unavailable",
+                "{route}: {doc}"
+            );
+            assert_eq!(
+                asked.lock().unwrap().last().unwrap().widens.network,
+                ["api.example.com"]
+            );
+        }
+    }
+
+    #[test]
+    fn a_malformed_escalation_is_refused_naming_what_is_wrong() {
+        let dir = TempDir::new("escalate-bad");
+        let server =
+            super::common::tagged(bash_mcp::BashServer::new(&*dir, None, std::time::Duration::from_secs(30)).unwrap());
+        server
+            .configure(r#"{"sandbox": {"mode": "workspace-write", "on_unavailable": "warn-and-run-unsandboxed"}}"#)
+            .unwrap();
+        for (escalate, needle) in [
+            (json!({"network": ["x.example"]}), "reason"),
+            (json!({"reason": "r"}), "asks for nothing"),
+            (
+                json!({"writable_roots": ["/nonexistent/dir"], "reason": "r"}),
+                "/nonexistent/dir",
+            ),
+            (json!({"writable_roots": ["a/../.."], "reason": "r"}), ".."),
+            (json!({"writable_roots": ["/"], "reason": "r"}), "other than /"),
+            (json!({"hosts": [], "reason": "r"}), "escalate.hosts"),
+        ] {
+            let doc = call(&*server, json!({"command": "true", "escalate": escalate}));
+            assert_eq!(doc["error"], "invalid_arguments", "{escalate}: {doc}");
+            assert!(doc["message"].as_str().unwrap().contains(needle), "{escalate}: {doc}");
+        }
+        server.configure(r#"{"sandbox": null}"#).unwrap();
+        let doc: Value = call(
+            &*server,
+            json!({"command": "true", "escalate": {"network": ["x.example"], "reason": "r"}}),
+        );
+        assert!(doc["message"].as_str().unwrap().contains("unsandboxed"), "{doc}");
     }
 }

@@ -46,8 +46,34 @@ impl McpServer for BashServer {
     fn call_tool(&self, tool_name: &str, args: &ToolArgs, options: CallOptions<'_>) -> ToolResponse {
         let started = Instant::now();
         let started_at = SystemTime::now();
+        // An `escalate` nobody has put to the person yet goes to the host's
+        // approver; without one, or denied, it is refused and nothing runs.
+        let mut settled = None;
+        if options.sandbox.is_none() {
+            match BashServer::escalation(self, tool_name, args, options.sandbox) {
+                Err(error) => settled = Some(ToolResponse::error(&error)),
+                Ok(Some((request, sandbox))) => {
+                    return match crate::mcp::escalation_question(request, sandbox).settle(self, tool_name, args) {
+                        crate::mcp::GateDecision::AllowInSandbox(wider) => {
+                            let approved = CallOptions {
+                                cancel: options.cancel,
+                                on_output: options.on_output.map(|sink| sink as crate::OutputSink<'_>),
+                                sandbox: Some(&wider),
+                            };
+                            self.call_tool(tool_name, args, approved)
+                        }
+                        // Counted and audited as the approval's entry.
+                        refused => ToolResponse::document(refused.refusal_document().unwrap_or_default()),
+                    };
+                }
+                Ok(None) => {}
+            }
+        }
         let host_sandbox = options.sandbox.map(crate::sandbox::SandboxConfig::to_value);
-        let mut response = crate::server::dispatch(self, tool_name, args, options);
+        let mut response = match settled {
+            Some(response) => response,
+            None => crate::server::dispatch(self, tool_name, args, options),
+        };
         let counters = &self.shared.counters;
         counters.served.fetch_add(1, Ordering::Relaxed);
         if response.is_error() {
@@ -119,6 +145,15 @@ impl McpServer for BashServer {
             entry.insert("error".into(), error.as_str().into());
             log.record(entry);
         }
+    }
+
+    fn escalation(
+        &self,
+        tool_name: &str,
+        args: &ToolArgs,
+        base: Option<&crate::sandbox::SandboxConfig>,
+    ) -> Result<Option<(crate::approval::ApprovalRequest, crate::sandbox::SandboxConfig)>, ToolError> {
+        BashServer::escalation(self, tool_name, args, base)
     }
 
     fn approvals(&self) -> Option<&crate::approval::Approvals> {

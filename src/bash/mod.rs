@@ -1,6 +1,7 @@
 //! `BashServer`: the `bash` server and its one-shot `execute` tool.
 
 mod audit_calls;
+mod escalate;
 mod execute;
 mod host;
 mod lifecycle;

@@ -35,6 +35,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "output_store",
     "sandbox",
     "yield_seconds",
+    "escalation_ceiling",
 ];
 
 impl Config {
@@ -110,6 +111,7 @@ impl Config {
                     _ => Some(positive_seconds(key, value)?),
                 }
             }
+            "escalation_ceiling" => self.escalation_ceiling = escalation_ceiling(value)?,
             "sandbox" => {
                 let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
                 self.sandbox = self
@@ -191,6 +193,70 @@ fn tool_switches(current: &BTreeSet<String>, value: &Value) -> Result<BTreeSet<S
         };
     }
     Ok(tools)
+}
+
+/// `escalation_ceiling`: `{"network": [...], "writable_roots": [...]}`,
+/// each list optional; `null` removes the ceiling.
+fn escalation_ceiling(value: &Value) -> Result<super::EscalationCeiling, ToolError> {
+    let hint = "use e.g. {\"network\": [\"*.github.com\"], \"writable_roots\": [\"/srv/cache\"]}";
+    let map = match value {
+        Value::Null => return Ok(super::EscalationCeiling::default()),
+        Value::Object(map) => map,
+        other => {
+            return Err(config_error(
+                format!("`escalation_ceiling` must be an object, got {other}"),
+                hint,
+            ));
+        }
+    };
+    let list = |key: &str| -> Result<Option<Vec<String>>, ToolError> {
+        match map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| {
+                    v.as_str().map(str::to_owned).ok_or_else(|| {
+                        config_error(format!("`escalation_ceiling.{key}` must hold strings, got {v}"), hint)
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(other) => Err(config_error(
+                format!("`escalation_ceiling.{key}` must be a list, got {other}"),
+                hint,
+            )),
+        }
+    };
+    if let Some(other) = map.keys().find(|k| *k != "network" && *k != "writable_roots") {
+        return Err(config_error(format!("unknown key `escalation_ceiling.{other}`"), hint));
+    }
+    let network = list("network")?;
+    if let Some(entries) = &network {
+        crate::sandbox::network::NetPolicy::new(entries, &[])
+            .map_err(|why| config_error(format!("`escalation_ceiling.network`: {why}"), hint))?;
+    }
+    let writable_roots = list("writable_roots")?
+        .map(|roots| {
+            roots
+                .into_iter()
+                .map(|r| {
+                    let path = PathBuf::from(&r);
+                    if path.is_absolute() {
+                        Ok(path)
+                    } else {
+                        Err(config_error(
+                            format!("`escalation_ceiling.writable_roots` entry {r:?} is not an absolute path"),
+                            hint,
+                        ))
+                    }
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?;
+    Ok(super::EscalationCeiling {
+        network,
+        writable_roots,
+    })
 }
 
 #[cfg(test)]

@@ -96,6 +96,23 @@ pub struct Config {
     /// command back as a background job (`yield_seconds`; `None`: until
     /// the command ends). A call's own `yield_seconds` overrides it.
     pub yield_after: Option<Duration>,
+    /// What an `escalate` argument may ask the person for at all
+    /// (`escalation_ceiling`); an escalation beyond it is refused before
+    /// anyone is asked.
+    pub escalation_ceiling: EscalationCeiling,
+}
+
+/// The operator's ceiling on escalations: `None` for a kind puts no
+/// ceiling on it (anything may be asked); a list allows asking only for
+/// what lies inside it (an empty list: nothing).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EscalationCeiling {
+    /// Network entries (as `sandbox.network.allow` takes them) an escalation
+    /// may ask for: each asked entry must lie inside one of them.
+    pub network: Option<Vec<String>>,
+    /// Directories an escalation may ask to write: each asked directory
+    /// must be inside one of them.
+    pub writable_roots: Option<Vec<PathBuf>>,
 }
 
 /// Tools a server registers but shows only when configuration turns them on.
@@ -133,6 +150,7 @@ impl Config {
             output_store: OutputStoreSettings::default(),
             sandbox: crate::sandbox::SandboxConfig::default(),
             yield_after: None,
+            escalation_ceiling: EscalationCeiling::default(),
         }
     }
 

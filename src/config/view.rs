@@ -28,6 +28,10 @@ impl Config {
             "output_store": output_store_value(&self.output_store),
             "sandbox": self.sandbox.to_value(),
             "yield_seconds": self.yield_after.map(|d| d.as_secs_f64()),
+            "escalation_ceiling": {
+                "network": self.escalation_ceiling.network,
+                "writable_roots": self.escalation_ceiling.writable_roots.as_ref().map(|r| r.iter().map(|p| p.display().to_string()).collect::<Vec<_>>()),
+            },
         })
     }
 

@@ -130,3 +130,31 @@ fn denied_text(request: &ApprovalRequest, outcome: &ApprovalOutcome) -> (String,
         ),
     }
 }
+
+/// The [`GateDecision::Ask`] for an escalation: on approval the call runs in
+/// `wider`; with nobody to ask it is refused, saying so.
+pub fn escalation_question(request: ApprovalRequest, wider: crate::sandbox::SandboxConfig) -> GateDecision {
+    let message = format!(
+        "`escalate` needs the person's approval (network: {}; writable: {}), and nobody can be asked here: nothing was run",
+        list_or_none(&request.widens.network),
+        list_or_none(&request.widens.writable_roots)
+    );
+    GateDecision::Ask {
+        request: Box::new(request),
+        sandbox: Some(wider),
+        refusal: Box::new(GateDecision::Refuse {
+            message,
+            hint: "run the command within the configured sandbox (drop `escalate`); the person can be asked through an MCP client that supports elicitation, or the host's approver".into(),
+            pattern: None,
+            audit_id: None,
+        }),
+    }
+}
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "nothing more".into()
+    } else {
+        items.join(", ")
+    }
+}

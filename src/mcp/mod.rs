@@ -103,6 +103,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+pub use approve::escalation_question;
 pub use elicit::{DEFAULT_APPROVAL_WAIT, decision_schema};
 pub use era::{
     CLIENT_CAPABILITIES_KEY, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY,
@@ -827,10 +828,34 @@ impl Job {
             tracing::info!(tool = %self.tool, message = %doc["message"], "call refused by policy");
             return ToolResponse::document(doc);
         }
-        let sandbox = match &decision {
+        let mut sandbox = match decision {
             Some(GateDecision::AllowInSandbox(sandbox)) => Some(sandbox),
             _ => None,
         };
+        // An `escalate` is put to the person here, where the client can be
+        // asked; the server then runs the call in the sandbox they approved.
+        match self.inner.server.escalation(&self.tool, &self.args, sandbox.as_ref()) {
+            Ok(None) => {}
+            Ok(Some((request, wider))) => {
+                let question = approve::escalation_question(request, wider);
+                let decision = approve::settle(&*self.inner.server, &self.tool, &self.args, question, &mut |request| {
+                    self.ask_client(request)
+                });
+                if let Some(doc) = decision.refusal_document() {
+                    return ToolResponse::document(doc);
+                }
+                if let GateDecision::AllowInSandbox(wider) = decision {
+                    sandbox = Some(wider);
+                }
+            }
+            Err(error) => {
+                self.inner
+                    .server
+                    .record_rejected_call(&self.tool, &self.args, error.code);
+                return ToolResponse::error(&error);
+            }
+        }
+        let sandbox = sandbox.as_ref();
         let mut observe = |chunk: &[u8], _stream| {
             if let Some(tail) = tail {
                 tail.observe(chunk);
