@@ -13,7 +13,8 @@
 //! `BASH_MCP_RUN_ID` prefix (every command, background job and session shell
 //! inherits one), several rounds so that children forked meanwhile go too,
 //! then removes the host's session directories (they hold the last command
-//! of each session), its attach socket and its output stores. Reading other users' /proc
+//! of each session), its attach socket, its output stores and its sandboxed
+//! commands' temp dirs. Reading other users' /proc
 //! entries fails harmlessly, so it can only reach this user's processes.
 //!
 //! The host writes nothing to the pipe: the guard costs no CPU while the host
@@ -30,10 +31,11 @@ use std::time::{Duration, Instant};
 
 /// Waits for end of input on fd 3, then kills what carries the marker `$1`,
 /// removes the session directories whose paths start with `$2`, the host's
-/// attach socket `$3` (its directory stays, as the server leaves it) and
-/// its output stores (paths starting with `$4`). The
-/// work runs in a background subshell so the guard is not the host's child;
-/// `$5` is the host's pid, for people reading `ps`.
+/// attach socket `$3` (its directory stays, as the server leaves it), its
+/// output stores (paths starting with `$4`) and its sandboxed commands' temp
+/// dirs (paths starting with `$6`). The work runs in a background subshell
+/// so the guard is not the host's child; `$5` is the host's pid, for people
+/// reading `ps`.
 const SCRIPT: &str = r#"trap '' HUP INT TERM QUIT PIPE
 (
   while read -r _; do :; done
@@ -55,6 +57,9 @@ const SCRIPT: &str = r#"trap '' HUP INT TERM QUIT PIPE
   esac
   case $4 in
     /?*/bash-mcp-output-?*-) rm -rf -- "$4"* ;;
+  esac
+  case $6 in
+    /?*/bash-mcp-tmp-?*-) rm -rf -- "$6"* ;;
   esac
 ) <&3 3<&- &
 "#;
@@ -137,6 +142,8 @@ fn start() -> std::io::Result<OwnedFd> {
         CString::new(crate::ids::output_dir_prefix().into_os_string().into_vec())
             .map_err(|_| std::io::Error::other("the output store's path contains NUL"))?,
         CString::new(std::process::id().to_string()).expect("digits"),
+        CString::new(crate::ids::sandbox_temp_prefix().into_os_string().into_vec())
+            .map_err(|_| std::io::Error::other("the sandbox temp dir's path contains NUL"))?,
     ];
     let envp = [c"PATH=/usr/bin:/bin".to_owned(), c"LC_ALL=C".to_owned()];
     let pid = crate::spawn::spawn_helper(c"/bin/sh", &argv, &envp, &[read.as_raw_fd()])?;

@@ -116,6 +116,13 @@ pub(crate) fn output_dir_prefix() -> PathBuf {
     std::env::temp_dir().join(format!("bash-mcp-output-{}-", process_tag()))
 }
 
+/// The start of the path of every temp dir this process makes for
+/// sandboxed commands (`<temp dir>/bash-mcp-tmp-<process tag>-`), so that
+/// the guard can remove them when the host dies.
+pub(crate) fn sandbox_temp_prefix() -> PathBuf {
+    std::env::temp_dir().join(format!("bash-mcp-tmp-{}-", process_tag()))
+}
+
 /// Where servers offer their sessions to `bash-mcp attach`, decided from
 /// the user id alone, never from the environment (an MCP client starts its
 /// server with few variables, a person's terminal has many): the user's

@@ -130,7 +130,7 @@ fn rand_digits() -> usize {
 fn writes_inside_the_roots_succeed_and_outside_fail() {
     for backend in available_backends() {
         let dir = TempDir::new("sbx-write");
-        let outside = TempDir::new("sbx-outside");
+        let outside = TempDir::outside_tmp("sbx-outside");
         let server = sandboxed(&dir, backend, json!({}));
         let result = run(
             &server,
@@ -200,7 +200,7 @@ fn a_result_with_a_denial_uses_only_output_schema_keys() {
     let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     for backend in available_backends() {
         let dir = TempDir::new("sbx-schema");
-        let outside = TempDir::new("sbx-schema-outside");
+        let outside = TempDir::outside_tmp("sbx-schema-outside");
         let server = sandboxed(&dir, backend, json!({}));
         let result = run(&server, &format!("echo out > {}/x", outside.display()));
         assert!(result["sandbox_message"].is_string(), "{backend}: {result}");
@@ -415,7 +415,7 @@ fn a_session_lives_in_the_sandbox_even_after_exec_bash() {
     let dir = TempDir::new("sbx-session");
     let server = sandboxed_sessions(&dir);
     let id = session_start(&server, server.tag());
-    let outside = TempDir::new("sbx-session-out");
+    let outside = TempDir::outside_tmp("sbx-session-out");
     let result = session_run(&server, &id, &format!("touch {}/a; echo rc=$?", outside.display()));
     assert!(result["output"].as_str().unwrap().contains("rc=1"), "{result}");
     // The shell replaces itself; what runs next is still sandboxed.
@@ -955,7 +955,7 @@ fn audit_entries(log: &Path, tool: &str) -> Vec<Value> {
 fn a_host_may_widen_one_call_and_the_audit_log_records_it() {
     for backend in available_backends() {
         let dir = TempDir::new("sbx-host");
-        let outside = TempDir::new("sbx-host-out");
+        let outside = TempDir::outside_tmp("sbx-host-out");
         let logs = TempDir::new("sbx-host-log");
         let log = logs.join("audit.jsonl");
         let server = sandboxed(&dir, backend, json!({}));
@@ -1079,7 +1079,7 @@ fn the_binary_widens_a_call_only_for_commands_its_overrides_name() {
         return;
     };
     let dir = TempDir::new("sbx-bin");
-    let outside = TempDir::new("sbx-bin-out");
+    let outside = TempDir::outside_tmp("sbx-bin-out");
     let logs = TempDir::new("sbx-bin-log");
     let log = logs.join("audit.jsonl");
     let tag = unique_tag("sbx-bin");
@@ -1164,7 +1164,7 @@ fn write_of(path: &Path) -> Value {
 fn a_write_outside_the_roots_is_named_by_the_seccomp_notification() {
     for backend in notified_backends() {
         let dir = TempDir::new("sbx-notify-out");
-        let outside = TempDir::new("sbx-notify-outside");
+        let outside = TempDir::outside_tmp("sbx-notify-outside");
         let server = sandboxed(&dir, backend, json!({}));
         // An error text that names no path: only the notification can.
         let result = run(
@@ -1206,7 +1206,7 @@ fn a_write_to_a_protected_path_inside_a_root_is_named_by_the_notification() {
 fn relative_and_dirfd_writes_are_resolved_as_the_command_sees_them() {
     for backend in notified_backends() {
         let dir = TempDir::new("sbx-notify-rel");
-        let outside = TempDir::new("sbx-notify-rel-outside");
+        let outside = TempDir::outside_tmp("sbx-notify-rel-outside");
         let outside = outside.canonicalize().unwrap();
         std::fs::create_dir_all(outside.join("sub")).unwrap();
         std::fs::write(outside.join("sub/f"), "keep").unwrap();
@@ -1295,7 +1295,7 @@ fn without_a_listener_the_error_text_is_the_source() {
         );
     for (backend, extra) in cases {
         let dir = TempDir::new("sbx-notify-off");
-        let outside = TempDir::new("sbx-notify-off-outside");
+        let outside = TempDir::outside_tmp("sbx-notify-off-outside");
         let server = sandboxed(&dir, backend, extra);
         let result = run(&server, &format!("echo x > {}/x", outside.display()));
         assert_eq!(

@@ -107,7 +107,7 @@ impl ExecuteTool {
                     .working_dir
                     .as_ref()
                     .map_or_else(|| base.clone(), |d| base.join(d));
-                host.tighten(&call, &dir).map_err(|p| {
+                host.tighten(&call, &dir, &base).map_err(|p| {
                     super::sandbox_argument::refusal(host, &call, &dir, p, &self.shared.sandbox_overrides())
                 })?
             }

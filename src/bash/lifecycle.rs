@@ -74,6 +74,7 @@ impl BashServer {
             started: Instant::now(),
             counters: Counters::default(),
             supervisors: crate::sandbox::Supervisors::new(),
+            sandbox_temp: Arc::new(crate::sandbox::ServerTemp::new()),
             env_cache: EnvCache::default(),
             sandbox_overrides: RwLock::new(Vec::new()),
             approvals: crate::approval::Approvals::default(),
@@ -187,6 +188,7 @@ fn session_manager(shared: &Arc<Shared>, outputs: Arc<crate::outputs::OutputStor
             (config, dir)
         }),
         outputs,
+        shared.sandbox_temp.clone(),
     ))
 }
 

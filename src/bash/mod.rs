@@ -81,6 +81,9 @@ struct Shared {
     /// Long-lived sandboxes, one per sandbox configuration in use; stopped
     /// with the server.
     supervisors: crate::sandbox::Supervisors,
+    /// The temp dir of its sandboxed commands, removed with the server
+    /// (after its supervisors, which have it mounted).
+    sandbox_temp: Arc<crate::sandbox::ServerTemp>,
     /// Whole outputs of cut results, for `output_read`; removed with the server.
     outputs: Arc<crate::outputs::OutputStore>,
     /// The commands' environment, rebuilt only when it would differ.

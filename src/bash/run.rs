@@ -54,8 +54,9 @@ impl Shared {
         };
         let timeout = config.effective_timeout(request.timeout);
 
-        let (program, argv, sandbox) = self.command_line(request, &config, &cwd)?;
+        let (program, argv, sandbox) = self.command_line(request, &config, &cwd, &base)?;
         let mut env = self.env_cache.env(&config, &request.env);
+        // The sandbox's variables (its TMPDIR, its proxy) replace any of the same name.
         if let Some(wrapped) = sandbox.as_ref().filter(|w| !w.env.is_empty()) {
             env = crate::sandbox::with_env(&env, &wrapped.env).into();
         }
@@ -109,13 +110,15 @@ impl Shared {
         }
     }
 
-    /// The program and arguments that run `request` in `cwd`: the shell
-    /// with `-c` and the command, wrapped in the call's sandbox when one is on.
+    /// The program and arguments that run `request` in `cwd` for a server
+    /// in `working_dir`: the shell with `-c` and the command, wrapped in the
+    /// call's sandbox when one is on.
     fn command_line(
         &self,
         request: &ExecRequest,
         config: &Config,
         cwd: &Path,
+        working_dir: &Path,
     ) -> Result<(CString, Vec<CString>, Option<Wrapped>), ToolError> {
         let shell = c_path(&config.shell)?;
         let command = [
@@ -123,12 +126,14 @@ impl Shared {
             c"-c".to_owned(),
             CString::new(request.command.as_str()).expect("checked for NUL above"),
         ];
-        let sandbox_config = sandbox_config(request, config, cwd, &self.sandbox_overrides())?;
+        let sandbox_config = sandbox_config(request, config, (cwd, working_dir), &self.sandbox_overrides())?;
         let sandbox = crate::sandbox::wrap_in(
             &sandbox_config,
             &crate::sandbox::Request {
                 cwd,
+                working_dir,
                 extra_writable: &[],
+                temp: &self.sandbox_temp,
                 command: &command,
                 die_with_parent: true,
             },
@@ -160,14 +165,14 @@ impl Shared {
 fn sandbox_config<'a>(
     request: &'a ExecRequest,
     config: &'a Config,
-    cwd: &Path,
+    (cwd, working_dir): (&Path, &Path),
     overrides: &[String],
 ) -> Result<Cow<'a, SandboxConfig>, ToolError> {
     Ok(match &request.sandbox {
         Some(SandboxCall::Tighten(call)) => Cow::Owned(
             config
                 .sandbox
-                .tighten(call, cwd)
+                .tighten(call, cwd, working_dir)
                 .map_err(|p| super::sandbox_argument::refusal(&config.sandbox, call, cwd, p, overrides))?,
         ),
         Some(SandboxCall::HostOverride(sandbox)) => {

@@ -302,7 +302,7 @@ impl PolicyGate {
         let configured = &server.config().sandbox;
         let base = server.working_dir();
         let dir = string_arg(args, "working_dir").map_or_else(|| base.clone(), |d| base.join(d));
-        if configured.tighten(call, &dir).is_ok() {
+        if configured.tighten(call, &dir, &base).is_ok() {
             return GateDecision::Allow;
         }
         // A value that is not a sandbox setting: the tool names it.

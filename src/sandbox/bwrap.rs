@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::guard::Layout;
 use super::plan::Plan;
+use super::temp::Temp;
 
 /// The oldest bubblewrap with `--disable-userns`, which keeps a command from
 /// creating namespaces of its own.
@@ -109,12 +110,18 @@ fn namespaces(args: &mut Args, plan: &Plan, options: BwrapOptions) {
 fn file_system(args: &mut Args, plan: &Plan, layout: &Layout) {
     args.same("--ro-bind", Path::new("/"));
     args.push(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]);
-    if plan.private_tmp {
-        args.push(["--tmpfs", "/tmp"]);
-        // A working dir under /tmp stays visible (read-only) above the new tmpfs.
-        if plan.cwd.starts_with("/tmp") {
-            args.same("--ro-bind", &plan.cwd);
+    // The command's temp dir, not the host's shared /tmp.
+    match &plan.temp {
+        Temp::AtTmp(dir) => {
+            args.push(["--bind"]);
+            args.path(dir);
+            args.push(["/tmp"]);
         }
+        Temp::Fresh | Temp::Granted(_) => args.push(["--tmpfs", "/tmp"]),
+    }
+    // A working dir under /tmp stays visible (read-only) above the new /tmp.
+    if plan.cwd_bound_over_tmp() {
+        args.same("--ro-bind", &plan.cwd);
     }
     // Outer mounts first: a bind covers whatever was bound below it before.
     for (path, writable) in mounts(plan, layout) {
@@ -190,6 +197,28 @@ pub fn bound_paths(plan: &Plan, layout: &Layout) -> Vec<PathBuf> {
     paths
 }
 
+/// Where the plan mounts something at or below `base` (the working dir,
+/// roots, guarded directories, directories kept in place, protected and
+/// hidden paths), outermost first and without the ones inside another:
+/// what must be carried over when `base` gets a fresh tmpfs.
+pub fn mounts_under(plan: &Plan, layout: &Layout, base: &Path) -> Vec<PathBuf> {
+    let cwd = plan.cwd_bound_over_tmp().then(|| plan.cwd.clone());
+    let mut all: Vec<PathBuf> = cwd
+        .into_iter()
+        .chain(mounts(plan, layout).into_iter().map(|(p, _)| p))
+        .chain(plan.read_deny.iter().map(|d| d.path.clone()))
+        .filter(|p| p.starts_with(base) && p.as_path() != base)
+        .collect();
+    all.sort_by_key(|p| p.components().count());
+    let mut outermost: Vec<PathBuf> = Vec::new();
+    for path in all {
+        if !outermost.iter().any(|o| path.starts_with(o)) {
+            outermost.push(path);
+        }
+    }
+    outermost
+}
+
 /// `bwrap --version` output (`bubblewrap 0.8.0`) as a version triple.
 pub fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
     let word = text
@@ -227,7 +256,7 @@ mod tests {
             absent: vec![],
             read_deny: vec![],
             network: false,
-            private_tmp: false,
+            temp: Temp::AtTmp(PathBuf::from("/tmp/bash-mcp-tmp-x")),
         }
     }
 
@@ -302,7 +331,7 @@ mod tests {
         let mut p = plan();
         p.writable.clear();
         p.protected.clear();
-        p.private_tmp = true;
+        p.temp = Temp::Fresh;
         p.cwd = PathBuf::from("/tmp/x");
         let l = line(&p, OPTS);
         let tmp = l.find("--tmpfs /tmp").unwrap();
@@ -318,6 +347,54 @@ mod tests {
         let at = l.find(&cover).unwrap_or_else(|| panic!("{cover} missing in {l}"));
         assert!(at > l.find("--bind /tmp /tmp").unwrap(), "{l}");
         assert!(at > l.find("--ro-bind /w/.git/hooks").unwrap(), "{l}");
+    }
+
+    #[test]
+    fn tmp_is_the_servers_temp_dir_with_roots_and_cwd_under_it_bound_above() {
+        let mut p = plan();
+        p.writable = vec![PathBuf::from("/tmp/project")];
+        p.protected.clear();
+        p.cwd = PathBuf::from("/tmp/elsewhere");
+        let l = line(&p, OPTS);
+        let tmp = l
+            .find("--bind /tmp/bash-mcp-tmp-x /tmp ")
+            .expect("the server's temp dir at /tmp");
+        assert!(!l.contains("--tmpfs /tmp"), "{l}");
+        let cwd = l
+            .find("--ro-bind /tmp/elsewhere /tmp/elsewhere")
+            .expect("the cwd stays visible");
+        let root = l
+            .find("--bind /tmp/project /tmp/project")
+            .expect("the root stays writable");
+        assert!(tmp < cwd && cwd < root, "{l}");
+        p.cwd = PathBuf::from("/tmp/project/sub");
+        assert!(
+            !line(&p, OPTS).contains("--ro-bind /tmp/project/sub"),
+            "inside a root: no bind of its own"
+        );
+    }
+
+    #[test]
+    fn mounts_under_a_fresh_tmpfs_are_the_outermost_ones() {
+        let mut p = plan();
+        p.writable = vec![PathBuf::from("/tmp/w"), PathBuf::from("/srv")];
+        p.protected = vec![Protected {
+            path: PathBuf::from("/tmp/w/.git/hooks"),
+            pinned_dirs: vec![PathBuf::from("/tmp/w/.git")],
+        }];
+        p.read_deny = vec![Protected {
+            path: PathBuf::from("/dev/shm/secret"),
+            pinned_dirs: vec![],
+        }];
+        p.cwd = PathBuf::from("/tmp/elsewhere");
+        assert_eq!(
+            mounts_under(&p, &Layout::default(), Path::new("/tmp")),
+            [PathBuf::from("/tmp/elsewhere"), PathBuf::from("/tmp/w")]
+        );
+        assert_eq!(
+            mounts_under(&p, &Layout::default(), Path::new("/dev/shm")),
+            [PathBuf::from("/dev/shm/secret")]
+        );
     }
 
     #[test]

@@ -164,8 +164,9 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
 #[derive(Debug, Clone, PartialEq)]
 pub struct SandboxConfig {
     pub mode: Mode,
-    /// Writable in `workspace-write`; `None` means the working directory of
-    /// each command and the temp dir.
+    /// Writable in `workspace-write`; `None` means the server's working
+    /// directory (set by its host or operator, never by a call). Commands
+    /// also get a temp dir of their server's (see [`temp`](super::temp)).
     pub writable_roots: Option<Vec<PathBuf>>,
     /// `false`: no IP traffic (AF_UNIX stays); `true`: unrestricted; a
     /// policy: only the hosts it allows, through the server's proxy.
@@ -367,8 +368,15 @@ impl SandboxConfig {
 
     /// A copy tightened by a call's own `sandbox` object: the mode can only
     /// go up (`read-only` is tighter than `workspace-write`), roots only
-    /// shrink to ones inside the configured roots, network only turns off.
-    pub fn tighten(&self, call: &Map<String, Value>, base: &Path) -> Result<SandboxConfig, ConfigProblem> {
+    /// shrink to ones inside the configured roots (by default, inside the
+    /// server's `working_dir`), network only turns off. Relative roots
+    /// resolve against `base`, the call's working directory.
+    pub fn tighten(
+        &self,
+        call: &Map<String, Value>,
+        base: &Path,
+        working_dir: &Path,
+    ) -> Result<SandboxConfig, ConfigProblem> {
         let mut next = self.clone();
         for (key, value) in call {
             match key.as_str() {
@@ -382,7 +390,7 @@ impl SandboxConfig {
                 "network" => next.network = self.network.tightened(Network::parse(value)?, value)?,
                 "writable_roots" => {
                     let roots = absolute_paths(key, value, base)?;
-                    if let Some(outside) = roots.iter().find(|r| !self.allows_root(r, base)) {
+                    if let Some(outside) = roots.iter().find(|r| !self.allows_root(r, working_dir)) {
                         return Err(widening("writable_roots", &Value::from(outside.display().to_string())));
                     }
                     next.writable_roots = Some(roots);
@@ -429,10 +437,13 @@ impl SandboxConfig {
         Ok(next)
     }
 
-    fn allows_root(&self, root: &Path, base: &Path) -> bool {
+    /// Whether `root` lies inside the roots this configuration makes
+    /// writable for a server in `working_dir` (the temp dir commands get is
+    /// their own, not the host's, and not a root to name).
+    fn allows_root(&self, root: &Path, working_dir: &Path) -> bool {
         match &self.writable_roots {
             Some(roots) => roots.iter().any(|r| root.starts_with(r)),
-            None => root.starts_with(base) || root.starts_with(std::env::temp_dir()),
+            None => root.starts_with(working_dir),
         }
     }
 }
@@ -567,11 +578,15 @@ mod tests {
         let base = Path::new("/base");
         let c = apply(json!({"mode": "workspace-write", "writable_roots": ["/base"]})).unwrap();
         let t = c
-            .tighten(json!({"mode": "read-only"}).as_object().unwrap(), base)
+            .tighten(json!({"mode": "read-only"}).as_object().unwrap(), base, base)
             .unwrap();
         assert_eq!(t.mode, Mode::ReadOnly);
         let t = c
-            .tighten(json!({"writable_roots": ["/base/sub"]}).as_object().unwrap(), base)
+            .tighten(
+                json!({"writable_roots": ["/base/sub"]}).as_object().unwrap(),
+                base,
+                base,
+            )
             .unwrap();
         assert_eq!(t.writable_roots, Some(vec![PathBuf::from("/base/sub")]));
         for widen in [
@@ -579,24 +594,25 @@ mod tests {
             json!({"network": true}),
             json!({"writable_roots": ["/etc"]}),
         ] {
-            let e = c.tighten(widen.as_object().unwrap(), base).unwrap_err();
+            let e = c.tighten(widen.as_object().unwrap(), base, base).unwrap_err();
             assert!(e.message.contains("widen"), "{e:?}");
         }
         let off = apply(json!(null)).unwrap();
         for alone in [json!({"network": false}), json!({"writable_roots": ["/base"]})] {
-            let e = off.tighten(alone.as_object().unwrap(), base).unwrap_err();
+            let e = off.tighten(alone.as_object().unwrap(), base, base).unwrap_err();
             assert!(e.message.contains("without a sandbox"), "{alone}: {e:?}");
         }
         let t = off
             .tighten(
                 json!({"mode": "read-only", "network": false}).as_object().unwrap(),
                 base,
+                base,
             )
             .unwrap();
         assert_eq!((t.mode, t.network), (Mode::ReadOnly, Network::Off));
         let ro = apply(json!({"mode": "read-only"})).unwrap();
         let e = ro
-            .tighten(json!({"mode": "workspace-write"}).as_object().unwrap(), base)
+            .tighten(json!({"mode": "workspace-write"}).as_object().unwrap(), base, base)
             .unwrap_err();
         assert!(e.message.contains("widen"), "{e:?}");
     }
@@ -614,45 +630,57 @@ mod tests {
         );
         assert_eq!(c.to_value()["network"], policy.to_value());
         let t = c
-            .tighten(json!({"network": {"allow": ["pypi.org"]}}).as_object().unwrap(), base)
+            .tighten(
+                json!({"network": {"allow": ["pypi.org"]}}).as_object().unwrap(),
+                base,
+                base,
+            )
             .unwrap();
         assert_eq!(
             t.network.to_value(),
             json!({"allow": ["pypi.org"], "deny": ["bad.example.com"]})
         );
         assert_eq!(
-            c.tighten(json!({"network": false}).as_object().unwrap(), base)
+            c.tighten(json!({"network": false}).as_object().unwrap(), base, base)
                 .unwrap()
                 .network,
             Network::Off
         );
         let e = c
-            .tighten(json!({"network": {"allow": ["github.com"]}}).as_object().unwrap(), base)
+            .tighten(
+                json!({"network": {"allow": ["github.com"]}}).as_object().unwrap(),
+                base,
+                base,
+            )
             .unwrap_err();
         assert!(
             e.message.contains("`github.com`") && e.hint.contains("@package-registries"),
             "{e:?}"
         );
         assert!(
-            c.tighten(json!({"network": true}).as_object().unwrap(), base)
+            c.tighten(json!({"network": true}).as_object().unwrap(), base, base)
                 .unwrap_err()
                 .message
                 .contains("widen")
         );
         let off = apply(json!({"mode": "workspace-write"})).unwrap();
         assert!(
-            off.tighten(json!({"network": {"allow": ["pypi.org"]}}).as_object().unwrap(), base)
-                .is_err()
+            off.tighten(
+                json!({"network": {"allow": ["pypi.org"]}}).as_object().unwrap(),
+                base,
+                base
+            )
+            .is_err()
         );
         assert_eq!(
-            off.tighten(json!({"network": {"allow": []}}).as_object().unwrap(), base)
+            off.tighten(json!({"network": {"allow": []}}).as_object().unwrap(), base, base)
                 .unwrap()
                 .network,
             Network::Off
         );
         let on = apply(json!({"mode": "workspace-write", "network": true})).unwrap();
         assert!(
-            on.tighten(json!({"network": {"allow": ["*"]}}).as_object().unwrap(), base)
+            on.tighten(json!({"network": {"allow": ["*"]}}).as_object().unwrap(), base, base)
                 .is_ok()
         );
         for (bad, says) in [
@@ -667,6 +695,22 @@ mod tests {
     }
 
     #[test]
+    fn with_default_roots_a_call_in_another_dir_cannot_name_it_writable() {
+        let c = apply(json!({"mode": "workspace-write"})).unwrap();
+        let server_dir = Path::new("/srv/project");
+        let call = json!({"writable_roots": ["/etc"]});
+        let e = c
+            .tighten(call.as_object().unwrap(), Path::new("/etc"), server_dir)
+            .unwrap_err();
+        assert!(e.message.contains("widen") && e.message.contains("/etc"), "{e:?}");
+        let call = json!({"writable_roots": ["sub"]});
+        let t = c
+            .tighten(call.as_object().unwrap(), Path::new("/srv/project"), server_dir)
+            .unwrap();
+        assert_eq!(t.writable_roots, Some(vec![PathBuf::from("/srv/project/sub")]));
+    }
+
+    #[test]
     fn a_host_can_widen_and_the_same_call_then_tightens_nothing() {
         let base = Path::new("/base");
         let c = apply(json!({"mode": "workspace-write", "writable_roots": ["/base"]})).unwrap();
@@ -677,11 +721,11 @@ mod tests {
             json!({"mode": "off", "network": true}),
         ] {
             let call = call.as_object().unwrap();
-            assert!(c.tighten(call, base).is_err(), "{call:?} widens");
+            assert!(c.tighten(call, base, base).is_err(), "{call:?} widens");
             let wide = c.widened(call, base).unwrap();
             // The binary hands the widened sandbox to the tool, which applies
             // the call's own `sandbox` argument to it again.
-            assert_eq!(wide.tighten(call, base).unwrap(), wide, "{call:?}");
+            assert_eq!(wide.tighten(call, base, base).unwrap(), wide, "{call:?}");
         }
         let wide = c.widened(json!({"mode": "off"}).as_object().unwrap(), base).unwrap();
         assert_eq!(wide.mode, Mode::Off);

@@ -290,7 +290,7 @@ mod tests {
             ],
             read_deny: Vec::new(),
             network: false,
-            private_tmp: false,
+            temp: crate::sandbox::temp::Temp::Fresh,
         }
     }
 

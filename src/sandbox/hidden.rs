@@ -12,8 +12,9 @@ use std::path::PathBuf;
 use super::plan::Plan;
 
 /// The attach directories to cover in a sandbox of `plan`: each that is a
-/// real directory on the host and visible inside (a private `/tmp` hides
-/// those under it already). The one servers choose is made first (mode
+/// real directory on the host and visible inside (the sandbox's own `/tmp`
+/// hides those under it already, unless a root or the working dir bound
+/// over it holds them). The one servers choose is made first (mode
 /// 0700) if missing, so a sandbox started before any server had sessions
 /// hides it too; a directory is never removed while a sandbox may cover
 /// it, since its removal would take the cover with it.
@@ -22,7 +23,7 @@ pub fn attach_dirs(plan: &Plan) -> Vec<PathBuf> {
     let _ = std::fs::DirBuilder::new().mode(0o700).create(&chosen);
     crate::ids::attach_dirs()
         .into_iter()
-        .filter(|dir| !(plan.private_tmp && dir.starts_with("/tmp")))
+        .filter(|dir| !dir.starts_with("/tmp") || plan.host_path_at(dir))
         .filter(|dir| std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()))
         .collect()
 }

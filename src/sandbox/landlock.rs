@@ -480,7 +480,10 @@ const CLONE_NAMESPACES: &[u64] = &[
 ];
 
 /// Calls this backend refuses besides the shared ones: changing mounts or
-/// namespaces, tracing or writing other processes, loading kernel code.
+/// namespaces, tracing or writing other processes, loading kernel code, and
+/// SysV IPC and POSIX message queues: without an IPC namespace of its own,
+/// a command would share them with the host's processes (attach another
+/// program's shared memory by its id) and leave them behind after its call.
 const DENIED_SYSCALLS: &[i64] = &[
     libc::SYS_ptrace,
     libc::SYS_process_vm_readv,
@@ -504,6 +507,19 @@ const DENIED_SYSCALLS: &[i64] = &[
     libc::SYS_delete_module,
     libc::SYS_kexec_load,
     libc::SYS_userfaultfd,
+    libc::SYS_shmget,
+    libc::SYS_shmat,
+    libc::SYS_shmctl,
+    libc::SYS_semget,
+    libc::SYS_semop,
+    libc::SYS_semtimedop,
+    libc::SYS_semctl,
+    libc::SYS_msgget,
+    libc::SYS_msgsnd,
+    libc::SYS_msgrcv,
+    libc::SYS_msgctl,
+    libc::SYS_mq_open,
+    libc::SYS_mq_unlink,
 ];
 
 /// The enforcing filter: the rules both backends share (see

@@ -28,6 +28,7 @@ pub mod probe;
 pub mod reaper;
 pub mod seccomp;
 pub mod supervisor;
+pub mod temp;
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -44,6 +45,7 @@ pub use note::Note;
 pub use plan::Plan;
 pub use probe::{Backend, Probe};
 pub use supervisor::Supervisors;
+pub use temp::ServerTemp;
 
 use crate::error::{ErrorCode, ToolError};
 
@@ -118,8 +120,12 @@ pub struct Wrapped {
     /// The proxy of a network open by name; it stops when the last holder
     /// (the command's run, or its session) lets go.
     pub network: Option<Arc<network::link::Link>>,
-    /// Variables the command's environment gets, over its own (the proxy's).
-    pub env: Vec<(String, String)>,
+    /// Variables the command's environment must hold (`TMPDIR=...`, the
+    /// proxy's), in place of any of the same name.
+    pub env: Vec<CString>,
+    /// The command's own temp dir, removed when the last copy of this is
+    /// dropped: keep it as long as the command runs.
+    pub command_temp: Option<Arc<temp::CommandTemp>>,
 }
 
 impl Wrapped {
@@ -194,35 +200,37 @@ impl Wrapped {
             };
             // Where the write would land: a symlink in a root may lead out.
             let path = notify::target::landing(Path::new("/"), &path, true);
-            self.plan.writable.iter().any(|root| path.starts_with(root))
-                && !self.plan.protected.iter().any(|pr| path.starts_with(&pr.path))
+            self.plan.in_writable_place(&path) && !self.plan.protected.iter().any(|pr| path.starts_with(&pr.path))
         };
         denial::find(output, !self.plan.network, &writable)
     }
 }
 
-/// `envp` (`NAME=value` entries) with `vars` set over it.
-pub fn with_env(envp: &[CString], vars: &[(String, String)]) -> Vec<CString> {
-    let mut out: Vec<CString> = envp
-        .iter()
-        .filter(|entry| {
-            let name = entry.as_bytes().split(|&b| b == b'=').next().unwrap_or_default();
-            !vars.iter().any(|(n, _)| n.as_bytes() == name)
-        })
+/// `envp` (`NAME=value` entries) with `vars` (the same) set over it: each
+/// of `vars` replaces any entry of the same name.
+pub fn with_env(envp: &[CString], vars: &[CString]) -> Vec<CString> {
+    fn name(var: &CString) -> &[u8] {
+        let bytes = var.as_bytes();
+        &bytes[..bytes.iter().position(|&c| c == b'=').unwrap_or(bytes.len())]
+    }
+    envp.iter()
+        .filter(|entry| !vars.iter().any(|v| name(v) == name(entry)))
+        .chain(vars)
         .cloned()
-        .collect();
-    out.extend(
-        vars.iter()
-            .filter_map(|(name, value)| CString::new(format!("{name}={value}")).ok()),
-    );
-    out
+        .collect()
 }
 
 /// Where and how one command runs.
 pub struct Request<'a> {
+    /// Where the command starts.
     pub cwd: &'a Path,
+    /// The server's working directory, set by its host or operator:
+    /// writable when the configuration names no roots, whatever `cwd` is.
+    pub working_dir: &'a Path,
     /// Writable besides the roots (a session's private dir).
     pub extra_writable: &'a [PathBuf],
+    /// The server's temp dir, which its commands see as theirs.
+    pub temp: &'a ServerTemp,
     /// The command line (`<shell> -c <command>`, or a session's shell).
     pub command: &'a [CString],
     /// False for a session shell, which outlives the thread that starts it.
@@ -259,7 +267,8 @@ pub fn wrap_in(
             format!("{fix}; the operator may set `sandbox.on_unavailable` to \"warn-and-run-unsandboxed\""),
         ));
     };
-    let plan = Plan::new(config, request.cwd, request.extra_writable)
+    let (temp, command_temp) = temp_for(config, backend, request.temp)?;
+    let plan = Plan::new(config, (request.cwd, request.working_dir), request.extra_writable, temp)
         .map_err(|p| ToolError::new(ErrorCode::InvalidConfig, p.message, p.hint))?;
     let (keeping, refuse) = match backend {
         Backend::Bwrap { .. } => (guard::Keeping::MountPoints, libc::EROFS),
@@ -271,6 +280,7 @@ pub fn wrap_in(
     // in `.git`, so no `git add`), never writable.
     let guarded = !layout.is_empty();
     let by_name = config.network.policy();
+    let mut env = vec![tmpdir_variable(plan.temp.seen_at())];
     // Sessions outlive their call and report no denials: only commands
     // that wait for their call are observed.
     let observe = config.notify_denials && request.die_with_parent;
@@ -314,7 +324,9 @@ pub fn wrap_in(
             });
         match got {
             Ok((supervisor, link)) => {
-                let env = link.as_ref().map(network::link::Link::env).unwrap_or_default();
+                env.extend(variables(
+                    link.as_ref().map(network::link::Link::env).unwrap_or_default(),
+                ));
                 let observation = Arc::new(notify::Observation::new());
                 return Ok(Some(Wrapped {
                     program: request.command[0].clone(),
@@ -337,6 +349,7 @@ pub fn wrap_in(
                         .then_some((config.max_processes, limits::Bound::PidNamespace)),
                     network: link.map(Arc::new),
                     env,
+                    command_temp,
                 }));
             }
             Err(e) => tracing::warn!("{e}; this command gets a bwrap of its own"),
@@ -345,7 +358,7 @@ pub fn wrap_in(
     if let Some(policy) = by_name
         && !matches!(backend, Backend::Landlock { .. })
     {
-        return wrap_by_name(config, request, backend, plan, policy, &layout).map(Some);
+        return wrap_by_name(config, request, backend, plan, policy, &layout, (env, command_temp)).map(Some);
     }
     // Landlock's network by name: a proxy of the command's own on the
     // host's loopback (see `landlock_proxy`).
@@ -443,15 +456,18 @@ pub fn wrap_in(
                 }
             }
             // A root that holds a guarded directory is mediated itself:
-            // only its writable subdirectories and files are granted.
+            // only its writable subdirectories and files are granted. The
+            // temp dir is granted whole.
             let mediated: Vec<&Path> = layout.mediated.iter().map(|m| m.dir.as_path()).collect();
+            let mut writable: Vec<PathBuf> = plan
+                .writable
+                .iter()
+                .filter(|r| !mediated.contains(&r.as_path()))
+                .cloned()
+                .collect();
+            writable.push(plan.temp.seen_at().to_path_buf());
             let spec = landlock::HelperSpec {
-                writable: plan
-                    .writable
-                    .iter()
-                    .filter(|r| !mediated.contains(&r.as_path()))
-                    .cloned()
-                    .collect(),
+                writable,
                 network: plan.network,
                 proxy_port: link.as_ref().and_then(|l| l.port()),
                 subreaper: request.die_with_parent,
@@ -471,6 +487,9 @@ pub fn wrap_in(
             landlock::argv(helper, &spec, request.command)
         }
     };
+    env.extend(variables(
+        link.as_ref().map(network::link::Link::env).unwrap_or_default(),
+    ));
     Ok(Some(Wrapped {
         program: argv[0].clone(),
         argv,
@@ -488,8 +507,9 @@ pub fn wrap_in(
             }
             _ => None,
         },
-        env: link.as_ref().map(network::link::Link::env).unwrap_or_default(),
         network: link.map(Arc::new),
+        env,
+        command_temp,
     }))
 }
 
@@ -530,6 +550,7 @@ fn wrap_by_name(
     plan: Plan,
     policy: &network::NetPolicy,
     layout: &guard::Layout,
+    (mut env, command_temp): (Vec<CString>, Option<Arc<temp::CommandTemp>>),
 ) -> Result<Wrapped, ToolError> {
     let unavailable = |message: String, hint: &str| ToolError::new(ErrorCode::SandboxUnavailable, message, hint);
     let Backend::Bwrap { path, disable_userns } = backend else {
@@ -595,6 +616,7 @@ fn wrap_by_name(
         },
         &network::inside::argv(&helper, &command),
     );
+    env.extend(variables(network::link::sandbox_env()));
     Ok(Wrapped {
         program: argv[0].clone(),
         argv,
@@ -609,6 +631,47 @@ fn wrap_by_name(
         owned_fds: vec![Arc::new(program), Arc::new(theirs)],
         process_limit: None,
         network: Some(Arc::new(link)),
-        env: network::link::sandbox_env(),
+        env,
+        command_temp,
     })
+}
+
+/// The temp dir of a command in `config`'s sandbox on `backend`: its
+/// server's in `workspace-write`, its own in `read-only` mode (with the
+/// directory that then exists for it alone, on Landlock).
+fn temp_for(
+    config: &SandboxConfig,
+    backend: &Backend,
+    server: &ServerTemp,
+) -> Result<(temp::Temp, Option<Arc<temp::CommandTemp>>), ToolError> {
+    let failed = |e: std::io::Error| {
+        ToolError::new(
+            ErrorCode::SpawnFailed,
+            format!("the command did not run: {e}"),
+            "make room in the temp dir (or point TMPDIR at a writable directory) and retry",
+        )
+    };
+    Ok(match (config.mode, backend) {
+        (Mode::ReadOnly, Backend::Bwrap { .. }) => (temp::Temp::Fresh, None),
+        (Mode::ReadOnly, Backend::Landlock { .. }) => {
+            let own = temp::CommandTemp::new().map_err(failed)?;
+            (temp::Temp::Granted(own.path().to_path_buf()), Some(Arc::new(own)))
+        }
+        (_, Backend::Bwrap { .. }) => (temp::Temp::AtTmp(server.dir().map_err(failed)?), None),
+        (_, Backend::Landlock { .. }) => (temp::Temp::Granted(server.dir().map_err(failed)?), None),
+    })
+}
+
+/// `NAME=value` entries of `pairs`.
+fn variables(pairs: Vec<(String, String)>) -> impl Iterator<Item = CString> {
+    pairs
+        .into_iter()
+        .filter_map(|(name, value)| CString::new(format!("{name}={value}")).ok())
+}
+
+/// `TMPDIR=<dir>`.
+fn tmpdir_variable(dir: &Path) -> CString {
+    let mut bytes = b"TMPDIR=".to_vec();
+    bytes.extend_from_slice(dir.as_os_str().as_encoded_bytes());
+    CString::new(bytes).unwrap_or_else(|_| c"TMPDIR=/tmp".to_owned())
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::config::{Mode, SandboxConfig, expand_home};
 use super::git;
+use super::temp::Temp;
 
 /// A protected path inside a writable root, with the directories between
 /// the root and it (kept in place so the path cannot be swapped out).
@@ -28,8 +29,9 @@ pub struct Plan {
     /// of sight of the next command).
     pub read_deny: Vec<Protected>,
     pub network: bool,
-    /// A private, empty /tmp (read-only mode).
-    pub private_tmp: bool,
+    /// The command's temp dir: its server's or its own, never the host's
+    /// shared `/tmp` (see [`temp`](super::temp)).
+    pub temp: Temp,
 }
 
 /// What is wrong with a configured path.
@@ -40,14 +42,23 @@ pub struct PlanProblem {
 }
 
 impl Plan {
-    /// The plan for a command in `cwd` (already confined and canonical),
-    /// with `extra_writable` (e.g. a session's private dir) added to the roots.
-    pub fn new(config: &SandboxConfig, cwd: &Path, extra_writable: &[PathBuf]) -> Result<Plan, PlanProblem> {
+    /// The plan for a command in `cwd` (already confined and canonical) on
+    /// a server whose working directory is `working_dir`, with
+    /// `extra_writable` (e.g. a session's private dir) added to the roots,
+    /// and `temp` as its temp dir. Without configured roots, `working_dir`
+    /// is writable, never `cwd` for being the command's: what is writable
+    /// is the host's decision.
+    pub fn new(
+        config: &SandboxConfig,
+        (cwd, working_dir): (&Path, &Path),
+        extra_writable: &[PathBuf],
+        temp: Temp,
+    ) -> Result<Plan, PlanProblem> {
         let writable = match config.mode {
             Mode::WorkspaceWrite => {
                 let roots = match &config.writable_roots {
                     Some(roots) => roots.clone(),
-                    None => vec![cwd.to_path_buf(), std::env::temp_dir()],
+                    None => vec![working_dir.to_path_buf()],
                 };
                 let mut roots = canonical_roots(&roots)?;
                 roots.extend(canonical_roots(extra_writable)?);
@@ -87,8 +98,35 @@ impl Plan {
             absent,
             read_deny,
             network: config.network.is_on(),
-            private_tmp: config.mode == Mode::ReadOnly,
+            temp,
         })
+    }
+
+    /// Whether the command may write at `path` (absolute, as it sees it)
+    /// by the plan's roots and temp dir, protected paths aside.
+    pub fn in_writable_place(&self, path: &Path) -> bool {
+        let own_shm = matches!(self.temp, Temp::AtTmp(_) | Temp::Fresh) && path.starts_with("/dev/shm");
+        own_shm
+            || self.writable.iter().any(|root| path.starts_with(root))
+            || (path.starts_with(self.temp.seen_at()) && !(self.cwd_bound_over_tmp() && path.starts_with(&self.cwd)))
+    }
+
+    /// Whether the working dir lies under `/tmp` outside every writable
+    /// root while `/tmp` is the sandbox's own (bubblewrap), so that it is
+    /// bound there, read-only, to stay visible.
+    pub fn cwd_bound_over_tmp(&self) -> bool {
+        matches!(self.temp, Temp::AtTmp(_) | Temp::Fresh)
+            && self.cwd.starts_with("/tmp")
+            && !self.writable.iter().any(|root| self.cwd.starts_with(root))
+    }
+
+    /// Whether the command sees the host's own `path` there: always, but
+    /// under a `/tmp` of the sandbox's own only inside a root or the
+    /// working dir bound over it.
+    pub fn host_path_at(&self, path: &Path) -> bool {
+        !(matches!(self.temp, Temp::AtTmp(_) | Temp::Fresh) && path.starts_with("/tmp"))
+            || self.writable.iter().any(|root| path.starts_with(root))
+            || (self.cwd_bound_over_tmp() && path.starts_with(&self.cwd))
     }
 }
 
@@ -268,7 +306,7 @@ mod tests {
             ],
             ..SandboxConfig::default()
         };
-        let plan = Plan::new(&config, &dir, &[]).unwrap();
+        let plan = Plan::new(&config, (&dir, &dir), &[], Temp::Fresh).unwrap();
         assert_eq!(plan.writable, vec![dir.clone()]);
         let paths: Vec<_> = plan.protected.iter().map(|p| p.path.clone()).collect();
         assert_eq!(paths, vec![dir.join(".git/hooks"), dir.join(".git/config")]);
@@ -286,7 +324,7 @@ mod tests {
             read_deny: vec![dir.join("conf/keys"), PathBuf::from("/no/such/secret")],
             ..SandboxConfig::default()
         };
-        let plan = Plan::new(&config, &dir, &[]).unwrap();
+        let plan = Plan::new(&config, (&dir, &dir), &[], Temp::Fresh).unwrap();
         for missing in [".git/commondir", ".git/config.worktree", ".envrc"] {
             assert!(plan.absent.contains(&dir.join(missing)), "{missing}: {:?}", plan.absent);
         }
@@ -297,14 +335,28 @@ mod tests {
     }
 
     #[test]
-    fn read_only_has_no_roots_and_a_private_tmp() {
+    fn read_only_has_no_roots() {
         let dir = temp_tree();
         let config = SandboxConfig {
             mode: Mode::ReadOnly,
             ..SandboxConfig::default()
         };
-        let plan = Plan::new(&config, &dir, &[]).unwrap();
-        assert!(plan.writable.is_empty() && plan.protected.is_empty() && plan.private_tmp);
+        let plan = Plan::new(&config, (&dir, &dir), &[], Temp::Fresh).unwrap();
+        assert!(plan.writable.is_empty() && plan.protected.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn default_roots_are_the_servers_working_dir_not_the_commands() {
+        let dir = temp_tree();
+        let config = SandboxConfig {
+            mode: Mode::WorkspaceWrite,
+            ..SandboxConfig::default()
+        };
+        let plan = Plan::new(&config, (Path::new("/etc"), &dir), &[], Temp::Fresh).unwrap();
+        assert_eq!(plan.cwd, Path::new("/etc"));
+        assert_eq!(plan.writable, std::slice::from_ref(&dir));
+        assert!(!plan.writable.iter().any(|r| r.starts_with("/etc")), "{plan:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -315,7 +367,7 @@ mod tests {
             writable_roots: Some(vec![PathBuf::from("/no/such/root")]),
             ..SandboxConfig::default()
         };
-        let e = Plan::new(&config, Path::new("/"), &[]).unwrap_err();
+        let e = Plan::new(&config, (Path::new("/"), Path::new("/")), &[], Temp::Fresh).unwrap_err();
         assert!(e.message.contains("/no/such/root"), "{e:?}");
     }
 }

@@ -88,6 +88,9 @@ struct Session {
     /// The proxy of a sandbox whose network is open by name: it serves the
     /// session's shell for as long as the session lives.
     _network: Option<std::sync::Arc<crate::sandbox::network::link::Link>>,
+    /// The shell's own temp dir in a read-only Landlock sandbox, removed
+    /// when the session goes.
+    _sandbox_temp: Option<Arc<crate::sandbox::temp::CommandTemp>>,
 }
 
 impl Session {
@@ -164,6 +167,8 @@ pub(crate) struct Inner {
     next_number: std::sync::atomic::AtomicU32,
     /// The server's output store, for commands whose output outgrows the limit.
     outputs: Mutex<Option<Arc<OutputStore>>>,
+    /// The temp dir of sandboxed shells: the server's when it has one.
+    sandbox_temp: Mutex<Arc<crate::sandbox::ServerTemp>>,
 }
 
 /// Owns persistent shell sessions; closing or dropping it kills them all.
@@ -216,6 +221,7 @@ impl SessionManager {
             sweeper_wake: Condvar::new(),
             next_number: std::sync::atomic::AtomicU32::new(1),
             outputs: Mutex::new(None),
+            sandbox_temp: Mutex::new(Arc::new(crate::sandbox::ServerTemp::new())),
         });
         let weak = Arc::downgrade(&inner);
         let sweeper = std::thread::Builder::new()
@@ -233,6 +239,12 @@ impl SessionManager {
     /// (for `output_read`), for sessions started from now on.
     pub(crate) fn keep_outputs_in(&self, store: Arc<OutputStore>) {
         *self.inner.outputs.lock().unwrap_or_else(PoisonError::into_inner) = Some(store);
+    }
+
+    /// Sandboxed shells started from now on see `temp` as their temp dir
+    /// (the server's, shared with its other commands).
+    pub(crate) fn share_sandbox_temp(&self, temp: Arc<crate::sandbox::ServerTemp>) {
+        *self.inner.sandbox_temp.lock().unwrap_or_else(PoisonError::into_inner) = temp;
     }
 
     /// Replaces the configuration (existing sessions keep their shells).

@@ -37,6 +37,8 @@ struct Spawned {
     tty: libc::dev_t,
     stop: OwnedFd,
     network: Option<Arc<crate::sandbox::network::link::Link>>,
+    /// The shell's own temp dir, when its sandbox made one.
+    sandbox_temp: Option<Arc<crate::sandbox::temp::CommandTemp>>,
 }
 
 /// What a new session is made of, besides its shell.
@@ -82,7 +84,13 @@ impl SessionManager {
             hist_target.as_deref(),
         );
         let prepared = prepare(launch, &program, &files, &cwd, options, &server)?;
-        let spawned = spawn(&prepared, &program, &cwd, &dir, &server)?;
+        let temp = self
+            .inner
+            .sandbox_temp
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let spawned = spawn(&prepared, &program, (&cwd, &base_dir), &dir, &server, &temp)?;
         let Prepared {
             launch,
             cmd_file,
@@ -155,6 +163,7 @@ impl SessionManager {
             hist_file: Mutex::new(parts.hist_file),
             run_marker: parts.run_marker,
             _network: spawned.network,
+            _sandbox_temp: spawned.sandbox_temp,
         })
     }
 }
@@ -333,8 +342,17 @@ fn environment(launch: &Launch, options: &StartOptions, server: &Config) -> Resu
     Ok((envp, run_marker))
 }
 
-/// Opens a pseudo-terminal and spawns the shell on it, in the sandbox if one is configured.
-fn spawn(prepared: &Prepared, program: &Path, cwd: &Path, dir: &Path, server: &Config) -> Result<Spawned, ToolError> {
+/// Opens a pseudo-terminal and spawns the shell on it in `cwd`, in the
+/// sandbox if one is configured (for a server in `working_dir`, whose
+/// commands see `temp` as their temp dir).
+fn spawn(
+    prepared: &Prepared,
+    program: &Path,
+    (cwd, working_dir): (&Path, &Path),
+    dir: &Path,
+    server: &Config,
+    temp: &crate::sandbox::ServerTemp,
+) -> Result<Spawned, ToolError> {
     let pty = pty::open().map_err(|e| spawn_failed(format!("could not open a pseudo-terminal: {e}")))?;
     let tty = pty::device_of(&pty.slave_path).ok_or_else(|| {
         spawn_failed(format!(
@@ -350,7 +368,9 @@ fn spawn(prepared: &Prepared, program: &Path, cwd: &Path, dir: &Path, server: &C
         &server.sandbox,
         &crate::sandbox::Request {
             cwd,
+            working_dir,
             extra_writable: std::slice::from_ref(&dir),
+            temp,
             command: &prepared.argv,
             die_with_parent: false,
         },
@@ -359,11 +379,12 @@ fn spawn(prepared: &Prepared, program: &Path, cwd: &Path, dir: &Path, server: &C
         Some(wrapped) => (&wrapped.program, &wrapped.argv),
         None => (&prepared.program_c, &prepared.argv),
     };
-    let pass_fds = sandbox.as_ref().map_or(&[][..], |w| &w.pass_fds);
+    // The sandbox's variables (its TMPDIR, its proxy) replace any of the same name.
     let envp = match &sandbox {
-        Some(wrapped) if !wrapped.env.is_empty() => crate::sandbox::with_env(&prepared.envp, &wrapped.env),
-        _ => prepared.envp.clone(),
+        Some(wrapped) => crate::sandbox::with_env(&prepared.envp, &wrapped.env),
+        None => prepared.envp.clone(),
     };
+    let pass_fds = sandbox.as_ref().map_or(&[][..], |w| &w.pass_fds);
     let pid = pty::spawn_on_pty(program_c, argv, &envp, &prepared.cwd_c, &pty.slave_path, pass_fds)
         .map_err(|e| spawn_failed(format!("could not start {}: {e}", program.display())))?;
     // SAFETY: plain syscall; the fd is owned below.
@@ -381,6 +402,7 @@ fn spawn(prepared: &Prepared, program: &Path, cwd: &Path, dir: &Path, server: &C
         tty,
         // SAFETY: eventfd returned a fresh fd.
         stop: unsafe { OwnedFd::from_raw_fd(stop) },
+        sandbox_temp: sandbox.as_ref().and_then(|w| w.command_temp.clone()),
         network: sandbox.and_then(|w| w.network),
     })
 }

@@ -45,6 +45,7 @@ pub(crate) struct LazyManager {
     cell: OnceLock<SessionManager>,
     source: ConfigSource,
     outputs: Arc<crate::outputs::OutputStore>,
+    sandbox_temp: Arc<crate::sandbox::ServerTemp>,
 }
 
 impl LazyManager {
@@ -68,12 +69,18 @@ impl LazyManager {
     }
 
     /// A manager made on first use from `source`, keeping the whole output
-    /// of long commands in `outputs`.
-    pub fn new(source: ConfigSource, outputs: Arc<crate::outputs::OutputStore>) -> Self {
+    /// of long commands in `outputs`; sandboxed shells share the server's
+    /// `sandbox_temp`.
+    pub fn new(
+        source: ConfigSource,
+        outputs: Arc<crate::outputs::OutputStore>,
+        sandbox_temp: Arc<crate::sandbox::ServerTemp>,
+    ) -> Self {
         Self {
             cell: OnceLock::new(),
             outputs,
             source,
+            sandbox_temp,
         }
     }
 
@@ -89,6 +96,7 @@ impl LazyManager {
         }
         let manager = SessionManager::with_server_config(config.sessions.clone(), config, dir)?;
         manager.keep_outputs_in(self.outputs.clone());
+        manager.share_sandbox_temp(self.sandbox_temp.clone());
         let manager = self.cell.get_or_init(|| manager);
         // People attach through the server's socket; sessions work without it.
         if let Err(e) = manager.serve_attach() {

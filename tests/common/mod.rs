@@ -322,6 +322,16 @@ impl TempDir {
         TempDir(dir)
     }
 
+    /// `<target>/tmp/bash-mcp-<name>-<pid>-<n>`, created empty: a directory
+    /// outside the host's `/tmp`, for a test that needs a place a sandboxed
+    /// command can see but not write (bubblewrap gives a command a `/tmp` of
+    /// its own, so it does not even see the host's).
+    pub fn outside_tmp(name: &str) -> Self {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(unique_tag(&format!("bash-mcp-{name}")));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir.canonicalize().unwrap())
+    }
+
     /// Writes `config` as a JSON configuration file and returns its path.
     pub fn config(&self, config: &Value) -> String {
         let path = self.0.join("config.json");

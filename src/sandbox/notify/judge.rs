@@ -11,16 +11,18 @@ use crate::sandbox::plan::Plan;
 
 /// Where writes are the kernel's own business, not the plan's: devices
 /// (`/dev/null`, `/dev/stdout`), and `/proc` (a process's own files).
+/// `/dev/shm` is a file system like any other (bubblewrap gives each
+/// command its own; Landlock leaves it read-only).
 const KERNEL_PATHS: &[&str] = &["/dev", "/proc"];
 
 /// The plan's write rules.
 #[derive(Debug, Clone)]
 pub struct Judge {
-    writable: Vec<PathBuf>,
+    /// The plan, for where it lets the command write (its roots and temp dir).
+    plan: Plan,
     /// Protected paths no guarded directory holds (bound read-only).
     protected: Vec<PathBuf>,
     layout: Layout,
-    private_tmp: bool,
 }
 
 /// What the plan says of a write at one path.
@@ -36,7 +38,7 @@ impl Judge {
     /// directories (`layout`) and its protected paths outside them.
     pub fn new(plan: &Plan, layout: &Layout) -> Judge {
         Judge {
-            writable: plan.writable.clone(),
+            plan: plan.clone(),
             protected: plan
                 .protected
                 .iter()
@@ -44,7 +46,6 @@ impl Judge {
                 .map(|p| p.path.clone())
                 .collect(),
             layout: layout.clone(),
-            private_tmp: plan.private_tmp,
         }
     }
 
@@ -53,10 +54,10 @@ impl Judge {
     /// [`Target::landing`](super::target::Target::landing)).
     pub fn verdict(&self, path: &Path) -> Verdict {
         let path = normalize(path);
-        if KERNEL_PATHS.iter().any(|k| path.starts_with(k)) || (self.private_tmp && path.starts_with("/tmp")) {
+        if KERNEL_PATHS.iter().any(|k| path.starts_with(k)) && !path.starts_with("/dev/shm") {
             return Verdict::Allowed;
         }
-        if !self.writable.iter().any(|root| path.starts_with(root)) {
+        if !self.plan.in_writable_place(&path) {
             return Verdict::Forbidden;
         }
         match self.is_protected(&path) {
@@ -115,7 +116,7 @@ mod tests {
                 absent: vec![],
                 read_deny: vec![],
                 network: false,
-                private_tmp: false,
+                temp: crate::sandbox::temp::Temp::Fresh,
             },
             layout,
         )
@@ -131,6 +132,7 @@ mod tests {
         assert_eq!(verdict("/nonexistent-w/src/main.rs"), Verdict::Allowed);
         assert_eq!(verdict("/dev/null"), Verdict::Allowed);
         assert_eq!(verdict("/proc/self/fd/1"), Verdict::Allowed);
+        assert_eq!(verdict("/tmp/x"), Verdict::Allowed, "the command's own /tmp");
     }
 
     #[test]

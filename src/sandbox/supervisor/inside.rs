@@ -51,6 +51,12 @@ pub const OBSERVE_NETWORK_ARG: &str = "--observe-network";
 /// path, a directory kept in place) that each init checks is still a mount
 /// when its request comes.
 pub const BOUND_ARG: &str = "--bound";
+/// The argument that gives each command an empty `/tmp` of its own
+/// (read-only mode), as it always gets an empty `/dev/shm`.
+pub const FRESH_TMP_ARG: &str = "--fresh-tmp";
+/// The argument before a path the sandbox mounts below `/tmp` or
+/// `/dev/shm`, which an init carries over onto its fresh tmpfs.
+pub const KEEP_ARG: &str = "--keep";
 
 /// The argument before the port the supervisor opens on its sandbox's own
 /// loopback and hands to the host with its readiness: the listener of the
@@ -85,6 +91,11 @@ struct Args {
     pid_max: Option<u32>,
     /// The port of the proxy's listener on the sandbox's loopback.
     net_listen: Option<u16>,
+    /// Empty tmpfs mounts each command gets: `/dev/shm`, and `/tmp` in
+    /// read-only mode.
+    fresh: Vec<CString>,
+    /// What the sandbox mounts below those, carried over onto each.
+    keep: Vec<CString>,
 }
 
 /// Runs the supervisor: returns only on failure to set up, with a message
@@ -109,6 +120,8 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
         bound: Vec::new(),
         pid_max: None,
         net_listen: None,
+        fresh: vec![c"/dev/shm".to_owned()],
+        keep: Vec::new(),
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -124,6 +137,13 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
             Some(NET_LISTEN_ARG) => {
                 let port = args.next().and_then(|p| p.to_str()?.parse::<u16>().ok());
                 parsed.net_listen = Some(port.ok_or("--net-listen needs a port")?);
+            }
+            Some(FRESH_TMP_ARG) => parsed.fresh.push(c"/tmp".to_owned()),
+            Some(KEEP_ARG) => {
+                let path = args.next().ok_or("--keep needs a path")?;
+                parsed
+                    .keep
+                    .push(CString::new(path.as_bytes()).map_err(|_| "a --keep path holds NUL")?);
             }
             Some(BOUND_ARG) => {
                 let path = args.next().ok_or("--bound needs a path")?;
@@ -311,9 +331,10 @@ fn refuse(errno: i32) {
     }
 }
 
-/// Clones the next ready init, in new PID and mount namespaces. Returns
-/// the supervisor's end of its `taken` pipe, which reads end of file once
-/// the init has its request.
+/// Clones the next ready init, in new PID, mount and IPC namespaces (so
+/// SysV shared memory, semaphores and message queues are the command's
+/// own). Returns the supervisor's end of its `taken` pipe, which reads end
+/// of file once the init has its request.
 fn prepare(sigfd: RawFd, args: &Args) -> Result<OwnedFd, i32> {
     let mut taken = [0; 2];
     // SAFETY: taken is a valid two-element array.
@@ -325,7 +346,7 @@ fn prepare(sigfd: RawFd, args: &Args) -> Result<OwnedFd, i32> {
     // SAFETY: a fork-like clone (no shared memory, no new stack) of this
     // single-threaded process into new PID and mount namespaces; the child
     // runs `init`, which never returns.
-    let pid = unsafe { raw_fork(libc::CLONE_NEWPID | libc::CLONE_NEWNS) };
+    let pid = unsafe { raw_fork(libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWIPC) };
     if pid == 0 {
         drop(ours);
         init(theirs, sigfd, args);
@@ -412,6 +433,7 @@ fn init(taken: OwnedFd, sigfd: RawFd, args: &Args) -> ! {
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
     // Failures here are reported to the request this init gets.
     let prepared = mount_proc(args.pid_max)
+        .and_then(|()| args.fresh.iter().try_for_each(|target| fresh_tmpfs(target, &args.keep)))
         .and_then(|()| settle())
         .and_then(|()| Stack::new());
     let mut buf = [0u8; 16];
@@ -582,6 +604,100 @@ fn set_pid_max(pid_max: u32) {
             libc::write(fd, text.as_ptr().cast(), text.len());
             libc::close(fd);
         }
+    }
+}
+
+/// Mounts an empty tmpfs of this init's own on `target`, so what one
+/// command leaves there is gone for the next, and carries over the mounts
+/// among `keep` that lie below it (a working dir under `/tmp`, roots,
+/// protected and hidden paths): each is cloned, with everything below it,
+/// before the tmpfs covers it, then moved onto a mount point made for it.
+fn fresh_tmpfs(target: &CStr, keep: &[CString]) -> Result<(), i32> {
+    let below = |path: &CString| {
+        let (path, target) = (path.as_bytes(), target.to_bytes());
+        path.len() > target.len() && path.starts_with(target) && path[target.len()] == b'/'
+    };
+    let mut carried: Vec<(&CString, OwnedFd)> = Vec::new();
+    for path in keep.iter().filter(|p| below(p)) {
+        // SAFETY: open_tree with a NUL-terminated path; a non-negative
+        // result is a fresh fd (a detached copy of the mount tree) we own.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_open_tree,
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | libc::AT_RECURSIVE as libc::c_uint,
+            )
+        };
+        if fd < 0 {
+            return Err(last_errno());
+        }
+        // SAFETY: see above.
+        carried.push((path, unsafe { OwnedFd::from_raw_fd(fd as RawFd) }));
+    }
+    // SAFETY: mount with NUL-terminated constant strings and a valid target.
+    let mounted = unsafe {
+        libc::mount(
+            c"tmpfs".as_ptr(),
+            target.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            c"mode=1777".as_ptr().cast(),
+        )
+    };
+    if mounted != 0 {
+        return Err(last_errno());
+    }
+    for (path, tree) in carried {
+        mount_point_like(path, &tree)?;
+        // SAFETY: move_mount of the detached tree `tree` (an fd we own)
+        // onto `path`, a NUL-terminated path that now exists.
+        let moved = unsafe {
+            libc::syscall(
+                libc::SYS_move_mount,
+                tree.as_raw_fd(),
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                libc::MOVE_MOUNT_F_EMPTY_PATH,
+            )
+        };
+        if moved != 0 {
+            return Err(last_errno());
+        }
+    }
+    Ok(())
+}
+
+/// Makes `path` (and its missing parents, as directories) on the fresh
+/// tmpfs: a directory or an empty file, like the root of `tree`.
+fn mount_point_like(path: &CStr, tree: &OwnedFd) -> Result<(), i32> {
+    // SAFETY: stat is plain data; fstat fills it for an fd we own.
+    let is_dir = unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        libc::fstat(tree.as_raw_fd(), &mut stat) == 0 && stat.st_mode & libc::S_IFMT == libc::S_IFDIR
+    };
+    let bytes = path.to_bytes();
+    for (i, _) in bytes.iter().enumerate().skip(1).filter(|(_, b)| **b == b'/') {
+        let parent = CString::new(&bytes[..i]).map_err(|_| libc::EINVAL)?;
+        // SAFETY: mkdir with a NUL-terminated path; EEXIST is expected.
+        if unsafe { libc::mkdir(parent.as_ptr(), 0o755) } != 0 && last_errno() != libc::EEXIST {
+            return Err(last_errno());
+        }
+    }
+    // SAFETY: mkdir/open with a NUL-terminated path; the fd is closed at once.
+    let made = unsafe {
+        if is_dir {
+            libc::mkdir(path.as_ptr(), 0o755) == 0
+        } else {
+            let fd = libc::open(path.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o644);
+            fd >= 0 && libc::close(fd) == 0
+        }
+    };
+    if made || last_errno() == libc::EEXIST {
+        Ok(())
+    } else {
+        Err(last_errno())
     }
 }
 

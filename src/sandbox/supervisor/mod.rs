@@ -29,6 +29,7 @@ use super::network::inside::PROXY_PORT;
 use super::network::proxy::Clients;
 use super::notify::{Observation, Policy};
 use super::plan::Plan;
+use super::temp::Temp;
 use crate::spawn::{self, Child, Group, Launch, RemoteGroup, SpawnSpec, Streams};
 
 /// The most supervisors one server keeps; past it the least recently used
@@ -148,8 +149,8 @@ fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, layout: &Layou
     } = options;
     let mut plan = plan.clone();
     // One supervisor serves every working dir (each request names its own),
-    // unless a private /tmp has to keep the working dir visible above it.
-    if !(plan.private_tmp && plan.cwd.starts_with("/tmp")) {
+    // unless the sandbox's /tmp has to keep the working dir visible above it.
+    if !plan.cwd_bound_over_tmp() {
         plan.cwd = "/".into();
     }
     let mut command = vec![
@@ -173,6 +174,20 @@ fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, layout: &Layou
     for path in bwrap::bound_paths(&plan, layout) {
         command.push(CString::new(inside::BOUND_ARG).expect("no NUL"));
         command.push(CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default());
+    }
+    // Each command gets an empty /dev/shm (and, in read-only mode, /tmp) of
+    // its own, mounted by its init, which carries over what the sandbox
+    // mounts below them.
+    let mut fresh = vec![Path::new("/dev/shm")];
+    if plan.temp == Temp::Fresh {
+        fresh.push(Path::new("/tmp"));
+        command.push(CString::new(inside::FRESH_TMP_ARG).expect("no NUL"));
+    }
+    for base in fresh {
+        for kept in bwrap::mounts_under(&plan, layout, base) {
+            command.push(CString::new(inside::KEEP_ARG).expect("no NUL"));
+            command.push(CString::new(kept.into_os_string().into_encoded_bytes()).unwrap_or_default());
+        }
     }
     bwrap::argv(
         bwrap_path,

@@ -1,0 +1,496 @@
+//! Where a sandboxed command may write. It is the host's decision, never
+//! the call's: a call's `working_dir` gains no write access (execute, jobs
+//! and sessions, through the Rust API, the binary and the C API). Its temp
+//! dir is its server's or its own, never the host's shared `/tmp`; its
+//! `/dev/shm` and SysV IPC are its own and gone after the call. Every
+//! backend that works here; every test checks /proc for survivors.
+
+mod cbuild;
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use bash_mcp::{BashServer, McpServer};
+use common::*;
+use serde_json::{Value, json};
+
+const HELPER: &str = env!("CARGO_BIN_EXE_bash-mcp");
+/// `bwrap` runs commands through the long-lived supervisor (the default);
+/// `bwrap-per-command` gives each command a bwrap of its own.
+const BACKENDS: &[&str] = &["bwrap", "bwrap-per-command", "landlock"];
+
+/// The `sandbox` keys that select `backend` (one of [`BACKENDS`]).
+fn backend_keys(backend: &str) -> Value {
+    match backend {
+        "bwrap-per-command" => json!({"backend": "bwrap", "supervisor": false}),
+        other => json!({"backend": other}),
+    }
+}
+
+/// A `workspace-write` sandbox on `backend` with the default roots, plus `extra`.
+fn sandbox(backend: &str, extra: Value) -> Value {
+    let mut sandbox = json!({"mode": "workspace-write", "helper_path": HELPER});
+    for (k, v) in backend_keys(backend)
+        .as_object()
+        .unwrap()
+        .iter()
+        .chain(extra.as_object().unwrap())
+    {
+        sandbox[k] = v.clone();
+    }
+    sandbox
+}
+
+/// The backends that work here (a SKIP line names each that does not; in CI
+/// a missing one fails the test).
+fn available_backends() -> impl Iterator<Item = &'static str> {
+    BACKENDS.iter().copied().filter(|backend| {
+        let config = bash_mcp::sandbox::SandboxConfig::default()
+            .apply(&sandbox(backend, json!({})), Path::new("/"))
+            .unwrap();
+        sandbox_works(&config, backend)
+    })
+}
+
+/// A tagged server in `dir`, with sessions on, whose commands run in
+/// `backend`'s sandbox with the default writable roots.
+fn server_in(dir: &Path, backend: &str) -> TestServer {
+    let server = tagged(BashServer::new(dir, None, Duration::from_secs(30)).unwrap());
+    let config = json!({"sandbox": sandbox(backend, json!({})), "sessions": {"enabled": true}});
+    server.configure(&config.to_string()).unwrap();
+    server
+}
+
+fn output(result: &Value) -> &str {
+    result["output"].as_str().unwrap_or_default()
+}
+
+/// Whether `result` names a refused write of `path`: by its absolute path,
+/// or, where the name comes from the error text (bwrap per command), as
+/// the command's error message wrote it (its file name).
+fn names_write(result: &Value, path: &Path) -> bool {
+    let mut wanted = vec![json!({"op": "write", "path": path.to_str().unwrap()})];
+    if result["sandbox"]["denials_from"] == "error text (heuristic)" {
+        wanted.push(json!({"op": "write", "path": path.file_name().unwrap().to_str().unwrap()}));
+    }
+    result["sandbox"]["denied"]
+        .as_array()
+        .is_some_and(|denied| wanted.iter().any(|w| denied.contains(w)))
+}
+
+/// `execute` in `dir`, tagged.
+fn run_in(server: &TestServer, dir: &Path, command: &str, extra: Value) -> Value {
+    let mut extra = extra;
+    extra["working_dir"] = json!(dir);
+    call_tagged(server, command, server.tag(), extra)
+}
+
+#[test]
+fn a_calls_working_dir_gains_no_write_access() {
+    for backend in available_backends() {
+        let project = TempDir::new("roots-project");
+        let elsewhere = TempDir::outside_tmp("roots-elsewhere");
+        std::fs::create_dir(project.join("sub")).unwrap();
+        let server = server_in(&project, backend);
+
+        let result = run_in(&server, &elsewhere, "touch x; echo rc=$?", json!({}));
+        assert!(output(&result).contains("rc=1"), "{backend}: {result}");
+        assert!(
+            !elsewhere.join("x").exists(),
+            "{backend}: the call's working dir became writable"
+        );
+        assert!(names_write(&result, &elsewhere.join("x")), "{backend}: {result}");
+
+        // The server's own working dir stays writable from anywhere inside it.
+        let result = run_in(&server, &project.join("sub"), "touch y; echo rc=$?", json!({}));
+        assert!(output(&result).contains("rc=0"), "{backend}: {result}");
+        assert!(project.join("sub/y").exists(), "{backend}");
+        let result = run_in(
+            &server,
+            &elsewhere,
+            &format!("touch {}/z; echo rc=$?", project.display()),
+            json!({}),
+        );
+        assert!(output(&result).contains("rc=0"), "{backend}: {result}");
+
+        // Nor can the call name its own directory writable.
+        let result = run_in(
+            &server,
+            &elsewhere,
+            "touch w",
+            json!({"sandbox": {"writable_roots": [&*elsewhere]}}),
+        );
+        assert_eq!(result["error"], "invalid_arguments", "{backend}: {result}");
+        assert!(!elsewhere.join("w").exists(), "{backend}");
+    }
+}
+
+#[test]
+fn a_background_job_in_another_dir_gains_no_write_access() {
+    for backend in available_backends() {
+        let project = TempDir::new("roots-job-project");
+        let elsewhere = TempDir::new("roots-job-elsewhere");
+        let server = server_in(&project, backend);
+        let started = run_in(&server, &elsewhere, "touch x; echo rc=$?", json!({"background": true}));
+        let id = started["job_id"].as_str().unwrap_or_else(|| panic!("{started}"));
+        let ended = call_tool(&*server, "job_status", json!({"job_id": id, "wait_seconds": 30}));
+        assert_eq!(ended["status"], "finished", "{backend}: {ended}");
+        assert!(output(&ended).contains("rc=1"), "{backend}: {ended}");
+        assert!(
+            !elsewhere.join("x").exists(),
+            "{backend}: the job's working dir became writable"
+        );
+    }
+}
+
+#[test]
+fn a_session_in_another_dir_gains_no_write_access() {
+    for backend in available_backends() {
+        let project = TempDir::new("roots-session-project");
+        let elsewhere = TempDir::new("roots-session-elsewhere");
+        let server = server_in(&project, backend);
+        let started = call_tool(
+            &*server,
+            "session_start",
+            json!({"shell": "bash", "working_dir": &*elsewhere, "env": {TAG_VAR: server.tag()}}),
+        );
+        let id = started["session_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{backend}: {started}"));
+        let result = call_tool(
+            &*server,
+            "session_run",
+            json!({"session_id": id, "command": format!("touch x; echo rc=$?; touch {}/y", project.display()), "timeout_seconds": 20}),
+        );
+        assert!(output(&result).contains("rc=1"), "{backend}: {result}");
+        assert!(
+            !elsewhere.join("x").exists(),
+            "{backend}: the session's working dir became writable"
+        );
+        assert!(project.join("y").exists(), "{backend}: {result}");
+        let closed = call_tool(&*server, "session_close", json!({"session_id": id}));
+        assert!(closed.get("error").is_none(), "{closed}");
+    }
+}
+
+/// One line-delimited JSON-RPC exchange with `bash-mcp serve`.
+struct Binary {
+    child: std::process::Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl Binary {
+    fn serve(config: &str, dir: &Path) -> Binary {
+        let mut child = Command::new(HELPER)
+            .args(["serve", "--config", config, "--working-dir"])
+            .arg(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        let mut binary = Binary { child, lines };
+        binary.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        binary.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        binary
+    }
+
+    fn send(&mut self, message: Value) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let line = self.lines.next().expect("a reply before the binary exits").unwrap();
+            let reply: Value = serde_json::from_str(&line).unwrap();
+            if reply["id"] == id {
+                return reply;
+            }
+        }
+    }
+
+    fn execute(&mut self, id: u64, args: Value) -> Value {
+        let reply = self.request(id, "tools/call", json!({"name": "execute", "arguments": args}));
+        reply["result"]["structuredContent"].clone()
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_binary_gives_a_calls_working_dir_no_write_access() {
+    for backend in available_backends() {
+        let project = TempDir::new("roots-bin-project");
+        let elsewhere = TempDir::new("roots-bin-elsewhere");
+        let etc = TempDir::new("roots-bin-etc");
+        let tag = unique_tag("roots-bin");
+        let config = etc.config(&json!({"sandbox": sandbox(backend, json!({})), "env": {"set": {TAG_VAR: &tag}}}));
+        {
+            let mut binary = Binary::serve(&config, &project);
+            let result = binary.execute(1, json!({"command": "touch x; echo rc=$?", "working_dir": &*elsewhere}));
+            assert!(output(&result).contains("rc=1"), "{backend}: {result}");
+            assert!(names_write(&result, &elsewhere.join("x")), "{backend}: {result}");
+            let result = binary.execute(2, json!({"command": "touch y; echo rc=$?"}));
+            assert!(output(&result).contains("rc=0"), "{backend}: {result}");
+        }
+        assert!(
+            !elsewhere.join("x").exists(),
+            "{backend}: the call's working dir became writable"
+        );
+        assert!(project.join("y").exists(), "{backend}");
+        assert_no_survivors(&tag);
+    }
+}
+
+/// The C API: a server configured from C with the default roots gives a
+/// call's `working_dir` no write access.
+#[test]
+fn the_c_api_gives_a_calls_working_dir_no_write_access() {
+    if !cbuild::have("cc") {
+        skip("cc is not installed (apt-get install gcc)");
+        return;
+    }
+    let scratch = cbuild::Scratch::new("roots");
+    let program = scratch.path("roots");
+    cbuild::compile(
+        "cc -std=c11 -Wall -Wextra -Werror -I include tests/c/sandbox_roots.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}",
+        &program,
+    );
+    for backend in available_backends() {
+        let project = TempDir::new("roots-c-project");
+        let elsewhere = TempDir::new("roots-c-elsewhere");
+        let config = json!({"sandbox": sandbox(backend, json!({}))}).to_string();
+        let args = json!({"command": "touch x; echo rc=$?", "working_dir": &*elsewhere}).to_string();
+        let tag = unique_tag("roots-c");
+        let out = cbuild::run(
+            Command::new(&program)
+                .args([project.to_str().unwrap(), &config, &args])
+                .env(TAG_VAR, &tag),
+            HANG_GUARD,
+        );
+        assert_no_survivors(&tag);
+        assert!(out.status.success(), "{backend}: {}", cbuild::text(&out.stderr));
+        let envelope: Value = serde_json::from_str(cbuild::text(&out.stdout).trim()).unwrap();
+        let result: Value = serde_json::from_str(envelope["result"].as_str().unwrap()).unwrap();
+        assert!(output(&result).contains("rc=1"), "{backend}: {result}");
+        assert!(names_write(&result, &elsewhere.join("x")), "{backend}: {result}");
+        assert!(
+            !elsewhere.join("x").exists(),
+            "{backend}: the call's working dir became writable"
+        );
+    }
+}
+
+/// The host directories the server made as its commands' temp dirs that
+/// hold `name`.
+fn host_temp_dirs_holding(name: &str) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("bash-mcp-tmp-"))
+        .map(|e| e.path())
+        .filter(|dir| dir.join(name).exists())
+        .collect()
+}
+
+#[test]
+fn the_temp_dir_is_the_servers_own_kept_between_calls_and_removed_with_it() {
+    for backend in available_backends() {
+        let project = TempDir::new("temp-project");
+        let sibling = TempDir::new("temp-sibling");
+        let marker = unique_tag("temp-marker");
+        let server = server_in(&project, backend);
+        let result = run_in(
+            &server,
+            &project,
+            &format!(
+                "echo one > \"$TMPDIR/{marker}\" && echo made; echo x > {}/f; echo rc=$?; echo \"tmpdir=$TMPDIR\"",
+                sibling.display()
+            ),
+            json!({}),
+        );
+        let text = output(&result);
+        assert!(
+            text.contains("made\n") && text.contains("rc=") && !text.contains("rc=0"),
+            "{backend}: {result}"
+        );
+        assert!(
+            !sibling.join("f").exists(),
+            "{backend}: a sibling in the host's /tmp was written"
+        );
+        if backend == "landlock" {
+            assert!(names_write(&result, &sibling.join("f")), "{backend}: {result}");
+        } else {
+            assert!(text.contains("tmpdir=/tmp\n"), "{backend}: {result}");
+        }
+        assert!(
+            !std::env::temp_dir().join(&marker).exists(),
+            "{backend}: written to the host's /tmp"
+        );
+        let dirs = host_temp_dirs_holding(&marker);
+        assert_eq!(dirs.len(), 1, "{backend}: {dirs:?}");
+
+        let again = run_in(&server, &project, &format!("cat \"$TMPDIR/{marker}\""), json!({}));
+        assert_eq!(output(&again), "one\n", "{backend}: {again}");
+        drop(server);
+        assert!(!dirs[0].exists(), "{backend}: the server's temp dir outlived it");
+    }
+}
+
+/// A SysV shared memory key unique to this test run.
+fn shm_key() -> u32 {
+    0x5e00_0000 | ((std::process::id() & 0xffff) << 4) | (unique_tag("k").len() as u32 & 0xf)
+}
+
+/// Whether the host (this test's IPC namespace) has a SysV segment `key`.
+fn host_has_segment(key: u32) -> bool {
+    let table = std::fs::read_to_string("/proc/sysvipc/shm").unwrap();
+    table
+        .lines()
+        .skip(1)
+        .any(|line| line.split_whitespace().next() == Some(&key.to_string()))
+}
+
+#[test]
+fn dev_shm_sysv_ipc_and_a_read_only_tmp_are_each_commands_own() {
+    for backend in available_backends().filter(|b| *b != "landlock") {
+        for mode in ["workspace-write", "read-only"] {
+            let project = TempDir::new("shm-project");
+            let server = tagged(BashServer::new(&*project, None, Duration::from_secs(30)).unwrap());
+            let config = json!({"sandbox": sandbox(backend, json!({"mode": mode}))});
+            server.configure(&config.to_string()).unwrap();
+            let marker = unique_tag("shm-marker");
+            let key = shm_key();
+            let first = run_in(
+                &server,
+                &project,
+                &format!(
+                    "echo x > /dev/shm/{marker} && echo shm; echo y > /tmp/{marker} && echo tmp; \
+                     perl -MIPC::SysV=IPC_CREAT -e 'print defined(shmget({key}, 4096, IPC_CREAT|0600)) ? \"sysv\\n\" : \"no sysv: $!\\n\"'"
+                ),
+                json!({}),
+            );
+            assert_eq!(output(&first), "shm\ntmp\nsysv\n", "{backend} {mode}: {first}");
+            let second = run_in(
+                &server,
+                &project,
+                &format!(
+                    "ls -A /dev/shm; cat /tmp/{marker} 2>/dev/null || echo no tmp file; \
+                     perl -e 'print defined(shmget({key}, 0, 0)) ? \"found\\n\" : \"none\\n\"'"
+                ),
+                json!({}),
+            );
+            let expected_tmp = if mode == "read-only" { "no tmp file\n" } else { "y\n" };
+            assert_eq!(
+                output(&second),
+                format!("{expected_tmp}none\n"),
+                "{backend} {mode}: {second}"
+            );
+            drop(server);
+            assert!(
+                !Path::new("/dev/shm").join(&marker).exists(),
+                "{backend} {mode}: leaked into /dev/shm"
+            );
+            assert!(
+                !std::env::temp_dir().join(&marker).exists(),
+                "{backend} {mode}: leaked into /tmp"
+            );
+            assert!(host_temp_dirs_holding(&marker).is_empty(), "{backend} {mode}");
+            assert!(
+                !host_has_segment(key),
+                "{backend} {mode}: the SysV segment leaked to the host"
+            );
+        }
+    }
+}
+
+#[test]
+fn landlock_refuses_sysv_ipc_and_dev_shm_and_gives_read_only_commands_a_temp_dir_of_their_own() {
+    if !available_backends().any(|b| b == "landlock") {
+        return;
+    }
+    let project = TempDir::new("ll-shm-project");
+    let server = tagged(BashServer::new(&*project, None, Duration::from_secs(30)).unwrap());
+    let config = json!({"sandbox": sandbox("landlock", json!({"mode": "read-only"}))});
+    server.configure(&config.to_string()).unwrap();
+    let marker = unique_tag("ll-marker");
+    let key = shm_key();
+    let first = run_in(
+        &server,
+        &project,
+        &format!(
+            "echo x > /dev/shm/{marker} || echo no shm; echo y > \"$TMPDIR/{marker}\" && echo tmp; echo \"$TMPDIR\"; \
+             perl -MIPC::SysV=IPC_CREAT -e 'print defined(shmget({key}, 4096, IPC_CREAT|0600)) ? \"sysv\\n\" : \"no sysv: $!\\n\"'"
+        ),
+        json!({}),
+    );
+    let text = output(&first);
+    assert!(
+        text.contains("no shm\ntmp\n") && text.contains("no sysv: Operation not permitted"),
+        "{first}"
+    );
+    assert!(names_write(&first, &Path::new("/dev/shm").join(&marker)), "{first}");
+    let own = text.lines().find(|l| l.contains("bash-mcp-tmp-")).unwrap();
+    assert!(
+        own.starts_with(std::env::temp_dir().to_str().unwrap()) && own.contains("bash-mcp-tmp-"),
+        "{first}"
+    );
+    assert!(!Path::new(own).exists(), "the command's temp dir outlived it");
+    let second = run_in(&server, &project, "ls \"$TMPDIR\"; echo \"$TMPDIR\"", json!({}));
+    assert!(
+        !output(&second).contains(&marker) && !output(&second).contains(own),
+        "{second}"
+    );
+    assert!(!Path::new("/dev/shm").join(&marker).exists());
+    assert!(!host_has_segment(key));
+}
+
+#[test]
+fn the_guard_removes_the_temp_dir_of_a_host_that_was_killed() {
+    for backend in available_backends() {
+        let project = TempDir::new("temp-killed");
+        let config = project.config(&json!({"sandbox": sandbox(backend, json!({}))}));
+        let marker = unique_tag("temp-killed-marker");
+        let started = project.join("started");
+        let tag = unique_tag("temp-killed");
+        let mut host = Command::new(HELPER)
+            .env(TAG_VAR, &tag)
+            .args(["exec", "-c", &config, "-C"])
+            .arg(&*project)
+            .arg(format!(
+                "echo x > \"$TMPDIR/{marker}\"; touch {}; sleep 100",
+                started.display()
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until("the command never started", || started.exists());
+        let dirs = host_temp_dirs_holding(&marker);
+        assert_eq!(dirs.len(), 1, "{backend}: {dirs:?}");
+        assert!(
+            wait_for_survivors(&tag, 1),
+            "{backend}: the command carries the test's tag"
+        );
+        host.kill().unwrap();
+        host.wait().unwrap();
+        wait_until("the guard left the killed host's temp dir", || !dirs[0].exists());
+        assert_no_survivors(&tag);
+    }
+}
