@@ -122,10 +122,24 @@ fn resolve(dir: &Path) -> Result<PathBuf, ToolError> {
     })
 }
 
+/// How far per-project files count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProjectTrust {
+    /// They are not read.
+    Off,
+    /// They extend and replace the roots.
+    Full,
+    /// They only narrow the roots: with a sandbox configured, a project
+    /// file is as writable as the project, and sandboxed commands write the
+    /// project, so what one says cannot widen where later calls may run.
+    NarrowOnly,
+}
+
 /// The process-wide cache of per-project files.
 static PROJECT_FILES: LazyLock<ProjectFiles> = LazyLock::new(ProjectFiles::default);
 
-/// Problems found in per-project files so far (ignored, fail-soft).
+/// Problems found in per-project files so far (ignored, fail-soft, or
+/// narrowed to what they may say).
 pub fn project_file_warnings() -> Vec<String> {
     PROJECT_FILES.warnings()
 }
@@ -147,22 +161,25 @@ pub fn project_file_warnings() -> Vec<String> {
 ///
 /// With operator roots set, a project file is honoured only if its folder
 /// lies inside them; one outside is ignored, with a warning in `status`.
+/// With [`ProjectTrust::NarrowOnly`] a project file only narrows: an
+/// `extend`, and the roots of a `replace` outside those in force before it,
+/// are ignored, with a warning.
 pub(crate) fn confined_dir(
     dir: &Path,
     base: Option<&Path>,
     allowed_roots: Option<&[PathBuf]>,
-    project_config: bool,
+    trust: ProjectTrust,
 ) -> Result<PathBuf, ToolError> {
     let absolute = existing_dir(dir, base)?;
-    if allowed_roots.is_none() && !project_config {
+    if allowed_roots.is_none() && trust == ProjectTrust::Off {
         return Ok(absolute);
     }
     let resolved = resolve(&absolute)?;
-    let in_force = if project_config {
-        let default_dir = base.and_then(|b| std::fs::canonicalize(b).ok());
-        PROJECT_FILES.effective_roots(&resolved, default_dir.as_deref(), allowed_roots, home())
-    } else {
+    let in_force = if trust == ProjectTrust::Off {
         allowed_roots.map(<[PathBuf]>::to_vec)
+    } else {
+        let default_dir = base.and_then(|b| std::fs::canonicalize(b).ok());
+        PROJECT_FILES.effective_roots(&resolved, default_dir.as_deref(), allowed_roots, home(), trust)
     };
     match in_force {
         Some(roots) => {
@@ -182,12 +199,12 @@ pub(crate) fn start_dir(
     dir: &Path,
     base: Option<&Path>,
     allowed_roots: Option<&[PathBuf]>,
-    project_config: bool,
+    trust: ProjectTrust,
 ) -> Result<(PathBuf, bool), ToolError> {
-    if allowed_roots.is_none() && !project_config {
+    if allowed_roots.is_none() && trust == ProjectTrust::Off {
         return Ok((absolute_dir(dir, base)?, false));
     }
-    confined_dir(dir, base, allowed_roots, project_config).map(|dir| (dir, true))
+    confined_dir(dir, base, allowed_roots, trust).map(|dir| (dir, true))
 }
 
 /// Requires the resolved directory to lie inside one of `roots`.
@@ -269,6 +286,9 @@ struct ProjectFiles {
     cache: Mutex<HashMap<PathBuf, Cached>>,
     /// Files ignored because they lie outside the operator's roots, with why.
     ignored: Mutex<HashMap<PathBuf, String>>,
+    /// Files whose widening was ignored (see [`ProjectTrust::NarrowOnly`]),
+    /// with what was ignored.
+    narrowed: Mutex<HashMap<PathBuf, String>>,
 }
 
 impl ProjectFiles {
@@ -280,6 +300,7 @@ impl ProjectFiles {
         default_dir: Option<&Path>,
         operator: Option<&[PathBuf]>,
         home: Option<&Path>,
+        trust: ProjectTrust,
     ) -> Option<Vec<PathBuf>> {
         let governing = default_dir.and_then(|d| self.nearest(d, operator, home));
         let nearest = self
@@ -287,18 +308,52 @@ impl ProjectFiles {
             .filter(|(file, _)| governing.as_ref().is_none_or(|(g, _)| g != file));
         let mut roots = operator.map(<[PathBuf]>::to_vec);
         for (file, project) in governing.into_iter().chain(nearest) {
+            let narrow_only = trust == ProjectTrust::NarrowOnly;
+            let mut ignored = Vec::new();
             match project.mode {
-                Mode::Replace => roots = Some(project.roots),
+                Mode::Replace => {
+                    let (kept, wider): (Vec<PathBuf>, Vec<PathBuf>) = project.roots.into_iter().partition(|root| {
+                        !narrow_only
+                            || roots
+                                .as_ref()
+                                .is_none_or(|in_force| in_force.iter().any(|r| root.starts_with(r)))
+                    });
+                    ignored.extend(wider);
+                    roots = Some(kept);
+                }
                 // Without roots every directory is allowed already.
                 Mode::Extend => {
                     if let Some(roots) = roots.as_mut() {
-                        tracing::debug!(file = %file.display(), "project file extends the allowed roots");
-                        roots.extend(project.roots);
+                        if narrow_only {
+                            ignored.extend(project.roots);
+                        } else {
+                            tracing::debug!(file = %file.display(), "project file extends the allowed roots");
+                            roots.extend(project.roots);
+                        }
                     }
                 }
             }
+            self.note_narrowed(&file, &ignored);
         }
         roots
+    }
+
+    /// Remembers (for `status`) which roots of `file` were ignored because
+    /// they would widen the roots in force, or forgets that none were.
+    fn note_narrowed(&self, file: &Path, ignored: &[PathBuf]) {
+        let mut narrowed = self.narrowed.lock().unwrap_or_else(PoisonError::into_inner);
+        if ignored.is_empty() {
+            narrowed.remove(file);
+            return;
+        }
+        let listed: Vec<String> = ignored.iter().map(|r| r.display().to_string()).collect();
+        let why = format!(
+            "roots not honoured: {}; with a sandbox configured a project file can only narrow the allowed roots (a sandboxed command could have written it); the operator can list them in `allowed_roots`",
+            listed.join(", ")
+        );
+        if narrowed.insert(file.to_path_buf(), why.clone()).as_ref() != Some(&why) {
+            tracing::warn!(file = %file.display(), "{why}");
+        }
     }
 
     /// Problems found in project files that still exist, for `status`.
@@ -313,6 +368,10 @@ impl ProjectFiles {
         let mut ignored = self.ignored.lock().unwrap_or_else(PoisonError::into_inner);
         ignored.retain(|path, _| path.exists());
         out.extend(ignored.iter().map(|(path, why)| format!("{}: {why}", path.display())));
+        drop(ignored);
+        let mut narrowed = self.narrowed.lock().unwrap_or_else(PoisonError::into_inner);
+        narrowed.retain(|path, _| path.exists());
+        out.extend(narrowed.iter().map(|(path, why)| format!("{}: {why}", path.display())));
         out.sort();
         out
     }
@@ -356,6 +415,10 @@ impl ProjectFiles {
     fn forget(&self, file: &Path) {
         self.cache.lock().unwrap_or_else(PoisonError::into_inner).remove(file);
         self.ignored.lock().unwrap_or_else(PoisonError::into_inner).remove(file);
+        self.narrowed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(file);
     }
 
     fn load(&self, file: &Path, meta: &std::fs::Metadata) -> Option<ProjectFile> {
@@ -426,16 +489,16 @@ mod tests {
     fn a_start_dir_is_checked_only_where_roots_apply() {
         let missing = Path::new("/no/such/dir");
         assert_eq!(
-            start_dir(missing, None, None, false).unwrap(),
+            start_dir(missing, None, None, ProjectTrust::Off).unwrap(),
             (missing.to_path_buf(), false)
         );
-        let relative = start_dir(Path::new("sub"), Some(Path::new("/base")), None, false).unwrap();
+        let relative = start_dir(Path::new("sub"), Some(Path::new("/base")), None, ProjectTrust::Off).unwrap();
         assert_eq!(relative, (PathBuf::from("/base/sub"), false));
         let roots = [PathBuf::from("/")];
-        let error = start_dir(missing, None, Some(&roots), false).unwrap_err();
+        let error = start_dir(missing, None, Some(&roots), ProjectTrust::Off).unwrap_err();
         assert_eq!(error.code, ErrorCode::WorkingDirNotFound);
         assert_eq!(
-            start_dir(Path::new("/"), None, Some(&roots), false).unwrap(),
+            start_dir(Path::new("/"), None, Some(&roots), ProjectTrust::Off).unwrap(),
             (PathBuf::from("/"), true)
         );
     }
@@ -493,7 +556,13 @@ mod tests {
         let files = ProjectFiles::default();
         let operator = [base.clone()];
         let roots = |dir: &str, default: &str, operator: Option<&[PathBuf]>| {
-            files.effective_roots(&base.join(dir), Some(&base.join(default)), operator, None)
+            files.effective_roots(
+                &base.join(dir),
+                Some(&base.join(default)),
+                operator,
+                None,
+                ProjectTrust::Full,
+            )
         };
         write("a", "allowed_roots = [\"../x\"]\n");
         write("b", "allowed_roots = [\"../y\"]\nmode = \"replace\"\n");
@@ -518,6 +587,52 @@ mod tests {
             roots("a", "a", Some(&operator)),
             Some(vec![base.clone(), base.join("x")])
         );
+        std::fs::remove_dir_all(base).unwrap();
+    }
+
+    #[test]
+    fn with_a_sandbox_project_files_only_narrow_and_say_what_they_could_not_widen() {
+        let base = scratch("narrow");
+        for sub in ["p", "p/sub", "p/deep", "x"] {
+            std::fs::create_dir_all(base.join(sub)).unwrap();
+        }
+        let write = |sub: &str, text: &str| std::fs::write(base.join(sub).join(PROJECT_FILE), text).unwrap();
+        let files = ProjectFiles::default();
+        let operator = [base.join("p")];
+        let roots = |dir: &str, default: Option<&str>, operator: Option<&[PathBuf]>| {
+            let default = default.map(|d| base.join(d));
+            files.effective_roots(
+                &base.join(dir),
+                default.as_deref(),
+                operator,
+                None,
+                ProjectTrust::NarrowOnly,
+            )
+        };
+        let warned = |file: &str| {
+            let file = base.join(file).join(PROJECT_FILE);
+            files.warnings().iter().any(|w| w.starts_with(&*file.to_string_lossy()))
+        };
+        // `extend` widens: ignored, and said so.
+        write("p", "allowed_roots = [\"../x\"]\n");
+        assert_eq!(roots("p", None, Some(&operator)), Some(operator.to_vec()));
+        assert!(warned("p"), "{:?}", files.warnings());
+        // `replace` keeps only the roots inside those in force.
+        write("p", "allowed_roots = [\"sub\", \"/\", \"../x\"]\nmode = \"replace\"\n");
+        assert_eq!(roots("p", None, Some(&operator)), Some(vec![base.join("p/sub")]));
+        // Without operator roots every directory is in force: a replace narrows.
+        assert_eq!(
+            roots("p", None, None),
+            Some(vec![base.join("p/sub"), PathBuf::from("/"), base.join("x")])
+        );
+        // A nearer file narrows the default dir's further, never back out.
+        write("p", "allowed_roots = [\"sub\"]\nmode = \"replace\"\n");
+        write("p/deep", "allowed_roots = [\"..\"]\nmode = \"replace\"\n");
+        assert_eq!(roots("p/deep", Some("p"), Some(&operator)), Some(vec![]));
+        assert!(warned("p/deep"), "{:?}", files.warnings());
+        // A file that narrows is honoured without a warning.
+        assert_eq!(roots("p", None, Some(&operator)), Some(vec![base.join("p/sub")]));
+        assert!(!warned("p"), "{:?}", files.warnings());
         std::fs::remove_dir_all(base).unwrap();
     }
 

@@ -326,15 +326,19 @@ fn configuration_files_load_in_the_binary() {
             _ => continue,
         };
         let dir = TempDir::new("doc-config");
-        // Paths the examples name, made real inside the scratch directory.
-        let text = b.text.replace("/home/me/project", &dir.display().to_string());
+        // Paths the examples name, made real inside the scratch directory;
+        // the server works in a project beside its configuration file (which
+        // must lie outside the roots of a sandbox it configures).
+        let project = dir.join("project");
+        std::fs::create_dir(&project).unwrap();
+        let text = b.text.replace("/home/me/project", &project.display().to_string());
         let file = config_file(&dir, &text, ext);
         let args = vec![
             "serve".to_owned(),
             "--config".to_owned(),
             file.display().to_string(),
             "--working-dir".to_owned(),
-            dir.display().to_string(),
+            project.display().to_string(),
         ];
         serve_and_exit(&args, &b.at());
         checked += 1;

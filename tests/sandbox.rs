@@ -361,7 +361,8 @@ fn a_setsid_escapee_dies_when_the_host_is_killed() {
         return;
     }
     let dir = TempDir::new("sbx-host");
-    let config = dir.config(&json!({"sandbox": {"mode": "workspace-write", "backend": "bwrap"}}));
+    let etc = TempDir::new("sbx-host-etc");
+    let config = etc.config(&json!({"sandbox": {"mode": "workspace-write", "backend": "bwrap"}}));
     let sleep = unique_sleep();
     let mut host = Command::new(HELPER)
         .args(["exec", "-c", &config, "-C"])
@@ -499,7 +500,9 @@ fn with_user_namespaces_off_bwrap_is_reported_unavailable_and_landlock_still_wor
     }
     // A child user namespace whose limit for further user namespaces is 0.
     let dir = TempDir::new("sbx-nouserns");
-    let config = dir.config(&json!({"sandbox": {"mode": "workspace-write", "helper_path": HELPER}}));
+    // The configuration lies outside the roots of the sandbox it configures.
+    let etc = TempDir::new("sbx-nouserns-etc");
+    let config = etc.config(&json!({"sandbox": {"mode": "workspace-write", "helper_path": HELPER}}));
     let script = format!(
         "echo 0 > /proc/sys/user/max_user_namespaces && exec {HELPER} exec --json -c {config} -C {dir} 'touch /etc/nope-$$; echo inside'",
         dir = dir.display()
@@ -512,7 +515,7 @@ fn with_user_namespaces_off_bwrap_is_reported_unavailable_and_landlock_still_wor
     let result: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("{stdout} {out:?}"));
     assert_eq!(result["sandbox"]["backend"], "landlock", "{result}");
     assert!(output(&result).contains("inside"), "{result}");
-    let config = dir.config(&json!({"sandbox": {"mode": "workspace-write", "backend": "bwrap"}}));
+    let config = etc.config(&json!({"sandbox": {"mode": "workspace-write", "backend": "bwrap"}}));
     let script = format!(
         "echo 0 > /proc/sys/user/max_user_namespaces && exec {HELPER} exec --json -c {config} -C {dir} true",
         dir = dir.display()

@@ -465,7 +465,8 @@ fn landlock_refuses_sysv_ipc_and_dev_shm_and_gives_read_only_commands_a_temp_dir
 fn the_guard_removes_the_temp_dir_of_a_host_that_was_killed() {
     for backend in available_backends() {
         let project = TempDir::new("temp-killed");
-        let config = project.config(&json!({"sandbox": sandbox(backend, json!({}))}));
+        let etc = TempDir::new("temp-killed-etc");
+        let config = etc.config(&json!({"sandbox": sandbox(backend, json!({}))}));
         let marker = unique_tag("temp-killed-marker");
         let started = project.join("started");
         let tag = unique_tag("temp-killed");
@@ -493,4 +494,119 @@ fn the_guard_removes_the_temp_dir_of_a_host_that_was_killed() {
         wait_until("the guard left the killed host's temp dir", || !dirs[0].exists());
         assert_no_survivors(&tag);
     }
+}
+
+/// A server in `project` whose commands may run only inside it, with
+/// project files on, sandboxed on `backend`.
+fn confined_server(project: &Path, backend: &str) -> TestServer {
+    let server = tagged(BashServer::new(project, None, Duration::from_secs(30)).unwrap());
+    let config = json!({"sandbox": sandbox(backend, json!({})), "allowed_roots": [project],
+                        "project_config": true, "tools": {"status": true}});
+    server.configure(&config.to_string()).unwrap();
+    server
+}
+
+#[test]
+fn a_project_file_planted_where_none_was_cannot_widen_where_later_calls_run() {
+    for backend in available_backends() {
+        let project = TempDir::new("plant-new-project");
+        let outside = TempDir::outside_tmp("plant-new-outside");
+        let server = confined_server(&project, backend);
+        let result = run_in(
+            &server,
+            &project,
+            "printf 'allowed_roots = [\"/\"]\\n' > .bash-mcp.toml && echo planted",
+            json!({}),
+        );
+        assert!(output(&result).contains("planted"), "{backend}: {result}");
+        let refused = run_in(&server, &outside, "pwd", json!({}));
+        assert_eq!(refused["error"], "working_dir_not_allowed", "{backend}: {refused}");
+        let status = call_tool(&*server, "status", json!({}));
+        let planted = format!("{}: roots not honoured", project.join(".bash-mcp.toml").display());
+        assert!(
+            status["project_file_warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().starts_with(&planted)),
+            "{backend}: {status}"
+        );
+    }
+}
+
+#[test]
+fn a_planted_project_file_cannot_widen_where_later_calls_run() {
+    for backend in available_backends() {
+        let project = TempDir::new("plant-project");
+        let outside = TempDir::outside_tmp("plant-outside");
+        std::fs::write(project.join(".bash-mcp.toml"), "allowed_roots = []\n").unwrap();
+        let server = confined_server(&project, backend);
+        let file = project.join(".bash-mcp.toml");
+
+        // The existing file is protected where the backend can protect it.
+        let result = run_in(
+            &server,
+            &project,
+            "printf 'allowed_roots = [\"/\"]\\n' > .bash-mcp.toml; echo rc=$?",
+            json!({}),
+        );
+        if backend == "landlock" {
+            assert!(output(&result).contains("rc=0"), "{backend}: {result}");
+        } else {
+            assert!(output(&result).contains("rc=2"), "{backend}: {result}");
+            assert!(names_write(&result, &file), "{backend}: {result}");
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), "allowed_roots = []\n");
+        }
+        // A new one deeper down can be made, in either form.
+        let result = run_in(
+            &server,
+            &project,
+            "mkdir -p a b && printf 'allowed_roots = [\"/\"]\\n' > a/.bash-mcp.toml && \
+             printf 'allowed_roots = [\"/\"]\\nmode = \"replace\"\\n' > b/.bash-mcp.toml && echo planted",
+            json!({}),
+        );
+        assert!(output(&result).contains("planted"), "{backend}: {result}");
+
+        // None of them lets a later call run outside the operator's roots:
+        // not the one at the server's working dir (rewritten on Landlock)...
+        let refused = run_in(&server, &outside, "pwd", json!({}));
+        assert_eq!(refused["error"], "working_dir_not_allowed", "{backend}: {refused}");
+        // ...nor the one nearest to where a call runs.
+        let inside = run_in(&server, &project.join("a"), "pwd", json!({}));
+        assert!(output(&inside).ends_with("/a\n"), "{backend}: {inside}");
+        // The replacing one narrows to nothing it may not say: its own folder is locked out.
+        let refused = run_in(&server, &project.join("b"), "pwd", json!({}));
+        assert_eq!(refused["error"], "working_dir_not_allowed", "{backend}: {refused}");
+        let status = call_tool(&*server, "status", json!({}));
+        let warnings = status.to_string();
+        for planted in ["a", "b"] {
+            let planted = project.join(planted).join(".bash-mcp.toml");
+            assert!(
+                warnings.contains(&*planted.to_string_lossy()) && warnings.contains("can only narrow"),
+                "{backend}: {status}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_binary_refuses_a_config_file_its_sandboxed_commands_could_rewrite() {
+    let project = TempDir::new("config-inside");
+    let config = project.config(&json!({"sandbox": {"mode": "workspace-write", "helper_path": HELPER}}));
+    let out = Command::new(HELPER)
+        .args(["exec", "-c", &config, "-C"])
+        .arg(&*project)
+        .arg("echo ran")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && !String::from_utf8_lossy(&out.stdout).contains("ran"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("lies inside the sandbox's writable root") && stderr.contains("config.json"),
+        "{stderr}"
+    );
 }

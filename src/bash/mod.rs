@@ -136,6 +136,6 @@ impl Shared {
     }
 
     fn confined_dir(&self, dir: &Path, base: Option<&Path>, config: &Config) -> Result<PathBuf, ToolError> {
-        roots::confined_dir(dir, base, config.allowed_roots.as_deref(), config.project_config)
+        roots::confined_dir(dir, base, config.allowed_roots.as_deref(), config.project_trust())
     }
 }

@@ -43,7 +43,12 @@ impl Shared {
         // Outside a sandbox the spawn itself finds a directory it cannot
         // start in, and only then is it checked for the error to give.
         let (cwd, checked) = if request.sandbox.is_none() && !config.sandbox.is_on() {
-            roots::start_dir(dir, Some(&base), config.allowed_roots.as_deref(), config.project_config)?
+            roots::start_dir(
+                dir,
+                Some(&base),
+                config.allowed_roots.as_deref(),
+                config.project_trust(),
+            )?
         } else {
             (self.confined_dir(dir, Some(&base), &config)?, true)
         };

@@ -145,7 +145,39 @@ pub fn load(common: &Common) -> Result<Settings, String> {
     if let Some(level) = &common.log_level {
         settings.log_level = level.clone();
     }
+    if let Some(path) = &common.config {
+        out_of_the_sandboxs_reach(path, &settings)?;
+    }
     Ok(settings)
+}
+
+/// Refuses a configuration file that lies inside a writable root of the
+/// sandbox it configures: a sandboxed command could rewrite it, and the
+/// next start would trust what it wrote (a sandbox turned off).
+fn out_of_the_sandboxs_reach(path: &Path, settings: &Settings) -> Result<(), String> {
+    let sandbox = &settings.config.sandbox;
+    if sandbox.mode != bash_mcp::sandbox::Mode::WorkspaceWrite {
+        return Ok(());
+    }
+    let roots = sandbox
+        .writable_roots
+        .clone()
+        .unwrap_or_else(|| vec![settings.working_dir.clone()]);
+    let file =
+        std::fs::canonicalize(path).map_err(|e| format!("cannot resolve config file {}: {e}", path.display()))?;
+    for root in roots {
+        let Ok(root) = std::fs::canonicalize(&root) else {
+            continue;
+        };
+        if file.starts_with(&root) {
+            return Err(format!(
+                "{}: this configuration file lies inside the sandbox's writable root {}, where a sandboxed command could rewrite it (and turn the sandbox off for the next start); move it outside every writable root, or choose other `sandbox.writable_roots` or another --working-dir",
+                file.display(),
+                root.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Parses a configuration file: TOML when it ends in `.toml`, else JSON.
@@ -372,6 +404,32 @@ mod tests {
             config: Some(path),
             ..Common::default()
         }
+    }
+
+    #[test]
+    fn a_config_file_inside_a_root_of_the_sandbox_it_configures_is_refused() {
+        let sandboxed = serde_json::json!({"sandbox": {"mode": "workspace-write"}, "working_dir": folder()});
+        let config = file("sandboxed.json", &sandboxed.to_string());
+        let e = load(&with_file(config.clone())).unwrap_err();
+        assert!(
+            e.contains("lies inside the sandbox's writable root") && e.contains("sandboxed.json"),
+            "{e}"
+        );
+        // Outside the roots, or with no root at all, it is fine.
+        let elsewhere = Common {
+            config: Some(config.clone()),
+            working_dir: Some(PathBuf::from("/")),
+            ..Common::default()
+        };
+        std::fs::write(
+            &config,
+            r#"{"sandbox": {"mode": "workspace-write", "writable_roots": ["/nonexistent-root"]}}"#,
+        )
+        .unwrap();
+        assert!(load(&elsewhere).is_ok());
+        let read_only = serde_json::json!({"sandbox": {"mode": "read-only"}, "working_dir": folder()});
+        std::fs::write(&config, read_only.to_string()).unwrap();
+        assert!(load(&with_file(config)).is_ok());
     }
 
     #[test]

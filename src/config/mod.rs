@@ -77,7 +77,8 @@ pub struct Config {
     /// configuration file against the file's folder first).
     pub allowed_roots: Option<Vec<PathBuf>>,
     /// Whether per-project `.bash-mcp.toml` files may extend or replace the
-    /// roots (see the README's "Where commands may run").
+    /// roots (see the README's "Where commands may run"). With a sandbox
+    /// configured they can only narrow them (see docs/sandbox.md).
     pub project_config: bool,
     /// The audit log, when on. A relative `audit.path` is made absolute
     /// against the process's current directory when configured.
@@ -129,6 +130,18 @@ pub const OPTIONAL_TOOLS: &[&str] = &[
 pub const DEFAULT_JOBS_MAX_FINISHED: usize = 32;
 
 impl Config {
+    /// How far per-project files count: not at all, fully, or, with a
+    /// sandbox configured, only to narrow the roots (a sandboxed command
+    /// could have written them).
+    pub(crate) fn project_trust(&self) -> crate::roots::ProjectTrust {
+        use crate::roots::ProjectTrust;
+        match (self.project_config, self.sandbox.is_on()) {
+            (false, _) => ProjectTrust::Off,
+            (true, false) => ProjectTrust::Full,
+            (true, true) => ProjectTrust::NarrowOnly,
+        }
+    }
+
     /// The defaults, with the given default time limit.
     pub fn with_timeout(timeout: Duration) -> Self {
         Self {

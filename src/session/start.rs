@@ -64,7 +64,7 @@ impl SessionManager {
             dir,
             Some(&base_dir),
             server.allowed_roots.as_deref(),
-            server.project_config,
+            server.project_trust(),
         )?;
         check_env_names(options)?;
         let hist_target = history_target(kind, options, &config)?;
