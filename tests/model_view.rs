@@ -254,7 +254,7 @@ fn working_backends() -> Vec<&'static str> {
 fn the_text_names_what_the_sandbox_refused_worded_by_outcome() {
     for backend in working_backends() {
         let dir = TempDir::new("model-view-sbx");
-        let outside = TempDir::new("model-view-outside");
+        let outside = TempDir::outside_tmp("model-view-outside");
         let config = json!({"sandbox": sandbox_key(backend, &dir)});
         let mut serve = Serve::start(&dir, Some(&config));
 

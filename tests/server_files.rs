@@ -165,10 +165,14 @@ fn keep(serve: &mut Serve, letter: char) -> String {
         .to_owned()
 }
 
-/// Replaces the store's file `name` with what `make` (given its name, in
-/// the store's directory) puts there.
-fn plant_in_store(serve: &mut Serve, name: &str, make: &str) {
-    let command = format!("cd \"$TMPDIR\"/bash-mcp-output-*/ && rm -f {name} && {make} && echo planted");
+/// Replaces the file `name` of the store in the server's temp dir `tmp`
+/// (a writable root here; a command's own `TMPDIR` is elsewhere) with what
+/// `make` (given its name, in the store's directory) puts there.
+fn plant_in_store(serve: &mut Serve, tmp: &Path, name: &str, make: &str) {
+    let command = format!(
+        "cd '{}'/bash-mcp-output-*/ && rm -f {name} && {make} && echo planted",
+        tmp.display()
+    );
     let r = serve.run(&command.replace("{}", name));
     assert!(output(&r).contains("planted"), "{command}: {r}");
 }
@@ -184,7 +188,12 @@ fn kept_outputs_are_not_read_or_written_through_what_a_command_plants() {
         let mut serve = layout.serve(backend, json!({"output_store": {"max_outputs": 1}}));
         // A kept output's name now leads to a hidden file: not read.
         let a = keep(&mut serve, 'a');
-        plant_in_store(&mut serve, &a, &format!("ln -s {} {{}}", layout.secret.display()));
+        plant_in_store(
+            &mut serve,
+            &layout.tmp,
+            &a,
+            &format!("ln -s {} {{}}", layout.secret.display()),
+        );
         let r = serve.call("output_read", json!({"output_id": a}));
         assert_eq!(r["error"], "output_not_found", "{backend}: {r}");
         assert!(!r.to_string().contains(SECRET_TEXT), "{backend}: {r}");
@@ -195,17 +204,22 @@ fn kept_outputs_are_not_read_or_written_through_what_a_command_plants() {
         layout.assert_victim_untouched(backend);
         assert_eq!(head_line(&mut serve, &c)["text"], "c\n", "{backend}");
         // The spare is b now: a link to the victim in its place.
-        plant_in_store(&mut serve, &b, &format!("ln -s {} {{}}", layout.victim.display()));
+        plant_in_store(
+            &mut serve,
+            &layout.tmp,
+            &b,
+            &format!("ln -s {} {{}}", layout.victim.display()),
+        );
         let d = keep(&mut serve, 'd');
         layout.assert_victim_untouched(backend);
         assert_eq!(head_line(&mut serve, &d)["text"], "d\n", "{backend}");
         // The spare is c: a fifo in its place neither blocks nor is used.
-        plant_in_store(&mut serve, &c, "mkfifo {}");
+        plant_in_store(&mut serve, &layout.tmp, &c, "mkfifo {}");
         let e = keep(&mut serve, 'e');
         assert_eq!(head_line(&mut serve, &e)["text"], "e\n", "{backend}");
         // The spare is d: a socket in its place is not used.
         if perl() {
-            plant_in_store(&mut serve, &d, &socket_at("{}"));
+            plant_in_store(&mut serve, &layout.tmp, &d, &socket_at("{}"));
             let f = keep(&mut serve, 'f');
             assert_eq!(head_line(&mut serve, &f)["text"], "f\n", "{backend}");
         }

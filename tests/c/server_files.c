@@ -4,7 +4,8 @@
  *
  * Usage: server_files WORK_DIR SANDBOX_JSON SECRET_PATH SECRET_TEXT
  * The caller sets TMPDIR to a directory inside WORK_DIR, a writable root of
- * the sandbox, so the output store lies where commands can write.
+ * the sandbox, so the output store lies where commands can write (by that
+ * path: a sandboxed command's own TMPDIR is another directory).
  * Prints one line per failed check and ends with "N passed, M failed".
  */
 #define _POSIX_C_SOURCE 200809L
@@ -49,10 +50,11 @@ int main(int argc, char **argv) {
     bash_mcp_string_free(kept);
 
     /* The sandboxed command puts a link to the hidden file in its place. */
+    const char *tmp = getenv("TMPDIR");
     char plant[4096];
     snprintf(plant, sizeof plant,
-             "{\"command\": \"f=$(ls -d $TMPDIR/bash-mcp-output-*/%s) && rm -f $f && ln -s %s $f && echo planted\"}",
-             id, secret);
+             "{\"command\": \"f=$(ls -d %s/bash-mcp-output-*/%s) && rm -f $f && ln -s %s $f && echo planted\"}",
+             tmp ? tmp : "/tmp", id, secret);
     char *planted = bash_mcp_server_execute(server, "execute", plant);
     CHECK(planted != NULL && strstr(planted, "planted") != NULL);
     if (planted != NULL && strstr(planted, "planted") == NULL) {

@@ -75,11 +75,30 @@ pub fn sandboxed_server(dir: &Path, route: &str, extra: Value) -> TestServer {
 }
 
 /// Writes a configuration file for the `bash-mcp` binary that sends its
-/// commands along `route`, in `dir`; returns its path.
-pub fn binary_config(dir: &Path, route: &str, extra: Value) -> std::path::PathBuf {
-    let path = dir.join(format!("{route}.json"));
+/// commands along `route` with `dir` as the writable root; the file lies
+/// beside `dir`, since the binary refuses one its sandboxed commands could
+/// rewrite.
+pub fn binary_config(dir: &Path, route: &str, extra: Value) -> ConfigFile {
+    let path = std::path::PathBuf::from(format!("{}-{route}.json", dir.display()));
     std::fs::write(&path, json!({"sandbox": sandbox_value(route, dir, extra)}).to_string()).unwrap();
-    path
+    ConfigFile(path)
+}
+
+/// A configuration file outside the directory it configures, removed when
+/// dropped.
+pub struct ConfigFile(std::path::PathBuf);
+
+impl std::ops::Deref for ConfigFile {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ConfigFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Whether `program` runs here (`program --version` succeeds).
