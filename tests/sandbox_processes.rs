@@ -348,10 +348,13 @@ fn a_command_cannot_kill_what_keeps_it_and_nothing_it_starts_outlives_the_call()
 #[test]
 fn a_timeout_kills_children_that_left_the_group_and_ignore_sigterm() {
     let dir = TempDir::new("sbx-timeout-escape");
+    // Beside the root it configures: the binary refuses a configuration a
+    // sandboxed command could rewrite.
+    let etc = TempDir::new("sbx-timeout-escape-etc");
     let tag = unique_tag("timeout-escape");
     for route in available_routes() {
         for grace_ms in [0, 200] {
-            let config = dir.join("grace.json");
+            let config = etc.join("grace.json");
             std::fs::write(
                 &config,
                 json!({"sandbox": sandbox_value(route, &dir, json!({})), "kill_grace_ms": grace_ms}).to_string(),
