@@ -320,6 +320,44 @@ fn the_everyday_git_workflow_works_inside() {
     }
 }
 
+/// The writable root is the server's working directory; a call that runs
+/// in a repository below it (a checkout inside a workspace) works there as
+/// in the root, and its git files stay kept.
+#[test]
+fn a_repository_in_a_subdirectory_of_the_root_works_and_stays_kept() {
+    for backend in backends() {
+        let root = TempDir::new("git-nested");
+        let repo = root.join("checkout");
+        repository(&repo);
+        let server = sandboxed(&root, backend, json!({}));
+        let who = "-c user.name=m -c user.email=m@example.com";
+        for step in [
+            "echo more >> README && echo new > new.txt && mkdir -p src && echo s > src/s".to_owned(),
+            format!("git add -A && git {who} commit -q -m second && mv new.txt renamed.txt && rm -r src"),
+        ] {
+            let result = inside(&server, &repo, &step);
+            assert_eq!(result["exit_code"], 0, "{backend}: `{step}` failed inside: {result}");
+        }
+        assert_eq!(git_ok(&repo, &["rev-list", "--count", "HEAD"]).trim(), "2");
+        assert!(
+            repo.join("renamed.txt").is_file() && !repo.join("src").exists(),
+            "{backend}"
+        );
+        let config = std::fs::read_to_string(repo.join(".git/config")).unwrap();
+        let result = inside(&server, &repo, "echo '[core]' >> .git/config; echo rc=$?");
+        let output = result["output"].as_str().unwrap_or_default();
+        assert!(
+            output.contains("rc=") && !output.contains("rc=0"),
+            "{backend}: {result}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(repo.join(".git/config")).unwrap(),
+            config,
+            "{backend}"
+        );
+    }
+}
+
 /// A repository made outside with `git init` and `args` (as the person
 /// would), with one commit.
 fn repository_with(dir: &Path, args: &[&str]) {

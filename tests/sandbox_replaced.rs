@@ -247,7 +247,7 @@ fn a_running_command_keeps_protected_files_the_host_replaces_meanwhile() {
             return;
         }
         let server = std::sync::Arc::new(sandboxed(&root, backend, json!({})));
-        let release = TempDir::new("replaced-release");
+        let release = TempDir::outside_tmp("replaced-release");
         let command = format!("{}; {WRITE_BOTH}", until_file_exists(&release.join("go")));
         let running = {
             let server = server.clone();

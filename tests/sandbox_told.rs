@@ -33,7 +33,7 @@ fn notified(route: &str) -> bool {
 /// refuses the write where it lands, and the result names the write.
 #[test]
 fn a_write_through_a_symlink_out_of_a_root_is_named() {
-    let dir = TempDir::new("sbx-told-link");
+    let dir = TempDir::outside_tmp("sbx-told-link");
     let root = dir.join("root");
     let outside = dir.join("outside");
     std::fs::create_dir_all(&root).unwrap();

@@ -543,20 +543,16 @@ fn a_planted_project_file_cannot_widen_where_later_calls_run() {
         let server = confined_server(&project, backend);
         let file = project.join(".bash-mcp.toml");
 
-        // The existing file is protected where the backend can protect it.
+        // The existing file is protected, on every backend.
         let result = run_in(
             &server,
             &project,
             "printf 'allowed_roots = [\"/\"]\\n' > .bash-mcp.toml; echo rc=$?",
             json!({}),
         );
-        if backend == "landlock" {
-            assert!(output(&result).contains("rc=0"), "{backend}: {result}");
-        } else {
-            assert!(output(&result).contains("rc=2"), "{backend}: {result}");
-            assert!(names_write(&result, &file), "{backend}: {result}");
-            assert_eq!(std::fs::read_to_string(&file).unwrap(), "allowed_roots = []\n");
-        }
+        assert!(output(&result).contains("rc=2"), "{backend}: {result}");
+        assert!(names_write(&result, &file), "{backend}: {result}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "allowed_roots = []\n");
         // A new one deeper down can be made, in either form.
         let result = run_in(
             &server,

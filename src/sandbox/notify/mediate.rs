@@ -294,8 +294,13 @@ impl Mediator {
         };
         let single = rest.components().count() == 1;
         match m.kind(first) {
-            Some(Kind::Protected | Kind::Holds) => return Place::Refused,
-            Some(Kind::WritableDir) if !single => return Place::Kernel,
+            Some(Kind::Protected) => return Place::Refused,
+            Some(Kind::Holds) if single => return Place::Refused,
+            // Below a writable subdirectory, or below a directory on the way
+            // to a deeper guarded one that is not mediated itself (under
+            // bubblewrap, a mount point of its own: a repository in a
+            // subdirectory of the root), the kernel decides.
+            Some(Kind::WritableDir | Kind::Holds) if !single => return Place::Kernel,
             _ => {}
         }
         let Some(name) = rest.file_name().and_then(|n| CString::new(n.as_bytes()).ok()) else {
