@@ -351,6 +351,36 @@ fn a_call_narrows_the_hosts_and_cannot_add_any_and_the_audit_log_names_each_refu
     }
 }
 
+/// A command behind the proxy has the same temp dir as every other: its
+/// server's own at `/tmp` (TMPDIR names it), kept between calls, not the
+/// host's shared `/tmp`; the proxy's variables and TMPDIR both hold.
+#[test]
+fn behind_the_proxy_the_temp_dir_is_the_servers_own() {
+    for route in BY_NAME.iter().filter(|r| route_available(r)) {
+        let dir = TempDir::new("net-tmp");
+        let server = sandboxed_server(&dir, route, policy(&registries()));
+        let name = unique_tag("net-tmp-file");
+        let first = call_tagged(
+            &*server,
+            &format!("echo kept > \"$TMPDIR/{name}\" && echo \"tmpdir=$TMPDIR proxy=$HTTPS_PROXY\""),
+            server.tag(),
+            json!({}),
+        );
+        // Through the supervisor the URL carries the command's token.
+        let out = output(&first);
+        assert!(
+            out.starts_with("tmpdir=/tmp proxy=http://") && out.ends_with("127.0.0.1:3128\n"),
+            "{route}: {first}"
+        );
+        assert!(
+            !Path::new("/tmp").join(&name).exists(),
+            "{route}: written to the host's /tmp"
+        );
+        let second = call_tagged(&*server, &format!("cat /tmp/{name}"), server.tag(), json!({}));
+        assert_eq!(output(&second), "kept\n", "{route}: {second}");
+    }
+}
+
 #[test]
 fn each_command_is_refused_by_its_own_policy_and_the_proxy_serves_no_one_without_a_command_s_token() {
     if !have("curl") {
