@@ -130,7 +130,7 @@ impl BashServer {
         let default_dir = self.shared.working_dir();
         let dir = match object.get("working_dir").and_then(Value::as_str) {
             Some(d) => default_dir.join(d),
-            None => default_dir,
+            None => default_dir.clone(),
         };
         let dir = std::path::absolute(&dir).unwrap_or(dir);
         let roots = escalate
@@ -148,8 +148,9 @@ impl BashServer {
                 // Read-only: nothing was writable; exactly the asked roots become so.
                 (_, Mode::ReadOnly) => Vec::new(),
                 (Some(list), _) => list.clone(),
-                // The default: the command's directory and the temp dir.
-                (None, _) => vec![dir.clone(), std::env::temp_dir()],
+                // The default: the server's working directory, never the
+                // call's (commands get their temp dir besides the roots).
+                (None, _) => vec![default_dir],
             };
             list.extend(roots.iter().cloned());
             wider.writable_roots = Some(list);
