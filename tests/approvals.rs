@@ -25,7 +25,14 @@ impl Client {
     /// Starts the binary with `config` in `dir` and initializes at 2025-11-25
     /// with `capabilities`.
     fn start(dir: &Path, config: &Value, capabilities: Value) -> Client {
-        let path = dir.join("config.json");
+        Client::start_configured_in(dir, dir, config, capabilities)
+    }
+
+    /// [`Client::start`], with the configuration file in `config_dir`
+    /// (beside a sandbox's writable root: the binary refuses a
+    /// configuration a sandboxed command could rewrite).
+    fn start_configured_in(config_dir: &Path, dir: &Path, config: &Value, capabilities: Value) -> Client {
+        let path = config_dir.join("config.json");
         std::fs::write(&path, config.to_string()).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_bash-mcp"))
             .args(["serve", "--config", path.to_str().unwrap()])
@@ -294,7 +301,9 @@ fn the_default_gate_asks_about_hidden_code_and_refuses_catastrophic_commands_una
 #[test]
 fn an_escalation_is_put_to_the_person_and_widens_only_what_they_saw() {
     for route in common::sandboxes::available_routes() {
-        let dir = TempDir::new("ask-escalate");
+        // Outside /tmp: a sandboxed command has a /tmp of its own, where
+        // these directories would not be there to refuse.
+        let dir = TempDir::outside_tmp("ask-escalate");
         let work = dir.join("work");
         let cache = dir.join("cache");
         let other = dir.join("other");
@@ -307,7 +316,7 @@ fn an_escalation_is_put_to_the_person_and_widens_only_what_they_saw() {
             "sandbox": common::sandboxes::sandbox_value(route, &work, json!({})),
             "escalation_ceiling": {"writable_roots": [dir.to_str().unwrap()]},
         });
-        let mut client = Client::start(&work, &config, ELICITATION());
+        let mut client = Client::start_configured_in(&dir, &work, &config, ELICITATION());
         let command = format!("touch {}/x; touch {}/y", cache.display(), other.display());
         let args = json!({"command": command, "escalate": {"writable_roots": [cache], "reason": "fill the cache"}});
         let (id, request) = client.start_call(args.clone());
@@ -534,7 +543,9 @@ mod escalate {
     #[test]
     fn an_approved_escalation_widens_exactly_what_was_asked() {
         for route in available_routes() {
-            let dir = TempDir::new("escalate");
+            // Outside /tmp: a sandboxed command has a /tmp of its own, where
+            // these directories would not be there to refuse.
+            let dir = TempDir::outside_tmp("escalate");
             let work = dir.join("work");
             let granted = dir.join("outside/granted");
             let other = dir.join("outside/other");
