@@ -623,8 +623,12 @@ fn the_sandbox_document_blocks_are_valid() {
             .collect()
     };
     let base = bash_mcp::Config::with_timeout(Duration::from_secs(30));
+    // Every JSON configuration block applies; the first is the sandbox's.
     let config_blocks = blocks("json config");
-    assert_eq!(config_blocks.len(), 1);
+    assert!(config_blocks.len() >= 2, "the sandbox and the escalation ceiling");
+    for block in &config_blocks {
+        base.apply_json(block).unwrap_or_else(|e| panic!("{block}: {e:?}"));
+    }
     let config = base.apply_json(&config_blocks[0]).unwrap();
     assert_eq!(config.sandbox.mode, bash_mcp::sandbox::Mode::WorkspaceWrite);
     let result_blocks = blocks("json result");
