@@ -10,12 +10,16 @@
 //!   the token file and its Secret) and the binary (the configuration file the
 //!   image carries loads, and confines a command as the pod would);
 //! - the Containerfile copies every file its build reads and runs as a
-//!   numeric non-root user.
+//!   numeric non-root user;
+//! - the image's entry point, run here on loopback, serves MCP over HTTP with
+//!   the token, answers /healthz without it, and runs a command sandboxed.
 //!
 //! No image is built and no cluster is reached: neither is available here.
 
 mod cbuild;
 mod common;
+#[path = "common/http.rs"]
+mod http;
 mod k8s;
 
 use std::collections::BTreeSet;
@@ -23,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{TAG_VAR, TempDir, assert_no_survivors, unique_tag};
+use common::{HANG_GUARD, TAG_VAR, TempDir, assert_no_survivors, unique_tag};
 use k8s::containerfile::{Containerfile, Copy};
 use k8s::{Crds, ambiguous_scalars, crd_dir, load_yaml};
 use serde_json::{Value, json};
@@ -923,4 +927,98 @@ fn embedded_files(dir: &Path) -> Vec<String> {
         }
     }
     found
+}
+
+/// The image's entry point, run here as the pod runs it but on loopback: its
+/// flags are ones `bash-mcp serve` takes, `/healthz` answers without the
+/// token, `/mcp` refuses a request without it and serves one with it, and a
+/// command runs in the configured sandbox.
+#[test]
+fn the_entry_point_serves_the_workspace_over_http() {
+    let entry = Entry::of(&containerfile());
+    // Every flag of the entry point is one `bash-mcp serve --help` documents.
+    let help = Command::new(BIN).args(["serve", "--help"]).output().unwrap();
+    let help = cbuild::text(&help.stdout);
+    for flag in containerfile().entrypoint().iter().filter(|a| a.starts_with("--")) {
+        assert!(
+            help.contains(&format!(" {flag} ")),
+            "`bash-mcp serve --help` has no {flag}:\n{help}"
+        );
+    }
+    let scratch = TempDir::new("deploy-http");
+    let config = config_under(&scratch);
+    let token_file = PathBuf::from(format!("{}{}", scratch.display(), entry.token_file));
+    let token = format!("deploy-test-token-{}", std::process::id());
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    // The entry point's arguments after `serve --http ADDR`, with the image's
+    // paths moved into the scratch directory.
+    let args = containerfile().entrypoint();
+    let mut rest: Vec<String> = Vec::new();
+    let mut i = 2;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--http" => i += 1,
+            "--auth-token-file" => {
+                rest.extend(["--auth-token-file".to_owned(), token_file.display().to_string()]);
+                i += 1;
+            }
+            "--config" => {
+                rest.extend(["--config".to_owned(), config.display().to_string()]);
+                i += 1;
+            }
+            other => rest.push(other.to_owned()),
+        }
+        i += 1;
+    }
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let tag = unique_tag("deploy-http");
+    let server = http::HttpServe::start(
+        BIN,
+        "127.0.0.1:0",
+        &rest,
+        &[(TAG_VAR, &tag)],
+        scratch.join("server.log"),
+    );
+
+    let health = server.request("GET", HEALTH_PATH, &[], b"");
+    assert_eq!(health.status, 200, "{HEALTH_PATH} without a token: {health:?}");
+
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "deploy-test", "version": "0"}}});
+    let refused = server.post(&initialize, &[]);
+    assert_eq!(refused.status, 401, "/mcp without the token: {refused:?}");
+
+    let bearer = format!("Bearer {token}");
+    let answer = server.post(&initialize, &[("Authorization", &bearer)]);
+    assert_eq!(answer.status, 200, "{answer:?}\n{}", server.log());
+    let session = answer.header("mcp-session-id").expect("a session").to_owned();
+    let with_session = [
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let initialized = server.post(
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        &with_session,
+    );
+    assert_eq!(initialized.status, 202, "{initialized:?}");
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "execute", "arguments": {"command": "echo ok > made-over-http && cat made-over-http"}}});
+    let result = server.post(&call, &with_session).json();
+    let document = &result["result"]["structuredContent"];
+    let mut probed =
+        serde_json::from_str::<Value>(&std::fs::read_to_string(&config).unwrap()).unwrap()["sandbox"].clone();
+    probed["helper_path"] = json!(BIN);
+    let sandbox = bash_mcp::sandbox::SandboxConfig::default()
+        .apply(&probed, &scratch)
+        .unwrap();
+    if common::sandbox_works(&sandbox, "landlock") {
+        assert_eq!(document["exit_code"], 0, "{result:#}");
+        assert_eq!(document["output"].as_str().map(str::trim), Some("ok"), "{result:#}");
+        assert_eq!(document["sandbox"]["backend"], "landlock", "{result:#}");
+    } else {
+        assert_eq!(document["error"]["code"], "sandbox_unavailable", "{result:#}");
+    }
+    server.stop();
+    assert_no_survivors(&tag);
 }
