@@ -162,7 +162,9 @@ impl Server {
                 };
                 // Keep draining its log so it never blocks on a full pipe.
                 std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-                let stream = BufReader::new(TcpStream::connect(&addr).expect("connect"));
+                let stream = TcpStream::connect(&addr).expect("connect");
+                stream.set_nodelay(true).unwrap();
+                let stream = BufReader::new(stream);
                 let token = std::fs::read_to_string(token_file).unwrap().trim().to_owned();
                 Server {
                     child,
@@ -212,9 +214,10 @@ impl Server {
                     ));
                 }
                 head.push_str("\r\n");
-                let socket = stream.get_mut();
-                socket.write_all(head.as_bytes()).unwrap();
-                socket.write_all(message.as_bytes()).unwrap();
+                // One write for head and body: two would wait on Nagle's
+                // algorithm and the server's delayed ACK (40 ms a request).
+                head.push_str(message);
+                stream.get_mut().write_all(head.as_bytes()).unwrap();
                 let (status, headers, body) = read_http_answer(stream);
                 assert!(status == 200 || status == 202, "HTTP {status}: {body}");
                 if let Some(id) = headers.iter().find(|(n, _)| n == "mcp-session-id") {
