@@ -126,19 +126,25 @@ fn deployed(kind: &str) -> Value {
     found.remove(0)
 }
 
-fn crds() -> Crds {
+/// The agent-sandbox CRDs, kept next to this repository (`../shared/third_party`)
+/// in CI; a clone without them skips the schema checks and says so, and CI
+/// (`CI` set, as `.ci/run` sets it) fails instead.
+fn crds() -> Option<Crds> {
     let dir = crd_dir();
-    assert!(
-        dir.is_dir(),
-        "the agent-sandbox CRDs are expected at {} (../shared/third_party beside the checkout)",
-        dir.display()
-    );
-    Crds::load(&dir)
+    if dir.is_dir() {
+        return Some(Crds::load(&dir));
+    }
+    let why = "the agent-sandbox CRDs are not at ../shared/third_party/agent-sandbox-crds beside \
+               this repository: copy k8s/crds/ of kubernetes-sigs/agent-sandbox (commit 2fd412d) \
+               there to validate the manifests";
+    assert!(std::env::var_os("CI").is_none(), "{why}");
+    common::skip(why);
+    None
 }
 
 #[test]
 fn every_manifest_is_valid_against_its_crd() {
-    let crds = crds();
+    let Some(crds) = crds() else { return };
     let manifests = manifests_of(&sources());
     let kinds: BTreeSet<String> = manifests
         .iter()
@@ -169,7 +175,7 @@ fn every_manifest_is_valid_against_its_crd() {
 /// a wrong indentation would, and must be refused at the place it names.
 #[test]
 fn the_validator_refuses_what_the_api_server_would() {
-    let crds = crds();
+    let Some(crds) = crds() else { return };
     let template = deployed("SandboxTemplate");
     let pool = deployed("SandboxWarmPool");
     let claim = deployed("SandboxClaim");
