@@ -549,6 +549,23 @@ fn the_template_runs_the_image_as_it_is_built() {
         json!([entry.program, "exec", "--config", entry.config, "true"]),
         "the start-up probe runs `true` in the configured sandbox"
     );
+    // docs/deploy.md shows the entry point as it is.
+    let args = file.entrypoint();
+    let shown = format!("bash-mcp {}", args[1..].join(" "));
+    assert!(
+        docs.contains(&format!(
+            "```text the image's entry point, checked by tests/deploy.rs\n{shown}\n```"
+        )),
+        "docs/deploy.md must show the entry point as the Containerfile has it: {shown}"
+    );
+    // The image's tag is the package's version.
+    let manifest: toml::Table = read("Cargo.toml").parse().unwrap();
+    let version = manifest["package"]["version"].as_str().unwrap();
+    let image = c["image"].as_str().expect("an image");
+    assert!(
+        image.ends_with(&format!("/bash-mcp:{version}")),
+        "the template's image {image} is not bash-mcp:{version}"
+    );
     // The image's health check asks the same path on the same port.
     let health = file.last("HEALTHCHECK").expect("HEALTHCHECK").args.clone();
     assert!(
