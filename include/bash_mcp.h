@@ -186,6 +186,26 @@ typedef enum bash_mcp_terminal_event {
 } bash_mcp_terminal_event;
 
 /**
+ * The person's answer to a question (see bash_mcp_server_set_approver()).
+ */
+typedef enum bash_mcp_approval {
+    /**
+     * Do not run it; the same request is refused without asking again
+     * until the grants change.
+     */
+    BASH_MCP_APPROVAL_DENY = 0,
+    /**
+     * Run it this once.
+     */
+    BASH_MCP_APPROVAL_ALLOW_ONCE = 1,
+    /**
+     * Run it, and exactly the same thing again for the server's life
+     * without asking.
+     */
+    BASH_MCP_APPROVAL_ALLOW_FOR_SERVER = 2,
+} bash_mcp_approval;
+
+/**
  * A one-shot token that cancels running calls from any thread.
  *
  * Create it with bash_mcp_cancel_token_new(), pass it to
@@ -259,6 +279,80 @@ typedef struct bash_mcp_server bash_mcp_server;
  * bash_mcp_session_subscribe(). Release it with bash_mcp_subscription_free().
  */
 typedef struct bash_mcp_subscription bash_mcp_subscription;
+
+/**
+ * A question for the person, borrowed for the duration of the callback.
+ *
+ * Every string is NUL-terminated UTF-8.
+ */
+typedef struct bash_mcp_approval_request {
+    /**
+     * `"command"` (a permission rule asks), `"hidden_code"` (code the text
+     * does not show) or `"escalation"` (a wider sandbox).
+     */
+    const char *kind;
+    /**
+     * The tool, qualified (`"bash.execute"`).
+     */
+    const char *tool;
+    /**
+     * The command, exactly as it will run.
+     */
+    const char *command;
+    /**
+     * The directory it runs in.
+     */
+    const char *working_dir;
+    /**
+     * The model's reason, or NULL when it gave none.
+     */
+    const char *reason;
+    /**
+     * Why the server asks: the rule, or what it cannot check.
+     */
+    const char *why;
+    /**
+     * Hosts the command may reach in addition (@p network_len entries).
+     */
+    const char *const *network;
+    /**
+     * Number of entries in @p network.
+     */
+    size_t network_len;
+    /**
+     * Directories the command may write in addition (@p writable_roots_len entries).
+     */
+    const char *const *writable_roots;
+    /**
+     * Number of entries in @p writable_roots.
+     */
+    size_t writable_roots_len;
+    /**
+     * The whole request as a JSON object (also its environment, standard
+     * input and what "allow for this server" grants).
+     */
+    const char *json;
+} bash_mcp_approval_request;
+
+/**
+ * Asks the person: receives the question and returns their answer.
+ *
+ * Called on a thread of the library's own, one question at a time per
+ * call that needs it (several calls may ask at once, on several threads).
+ * A value that is not a ::bash_mcp_approval counts as
+ * ::BASH_MCP_APPROVAL_DENY.
+ *
+ * @param request The question; borrowed for the duration of the call.
+ * @param user_data The pointer given to bash_mcp_server_set_approver().
+ * @warning The callback must return normally (no C++ exception, no
+ *          longjmp). If it does not return within the bound given to
+ *          bash_mcp_server_set_approver(), the call is denied and goes on
+ *          without it; the callback may still return later (its answer is
+ *          then ignored), so @p user_data must stay valid until every call
+ *          of it has returned.
+ */
+typedef bash_mcp_approval (*bash_mcp_approver_callback)(const struct bash_mcp_approval_request *request,
+                                                        void *user_data);
 
 /**
  * Receives the output of a running command as it arrives.
@@ -361,6 +455,46 @@ typedef void (*bash_mcp_terminal_callback)(enum bash_mcp_terminal_event event,
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Sets the host's approver: asked when a call needs the person's approval
+ * and nobody else can ask them — an `execute` call with `escalate`
+ * (bash_mcp_server_execute() and the other ways to run a tool), and calls
+ * an MCP handler's client cannot be asked about. Without an approver such
+ * calls are refused and nothing runs.
+ *
+ * @param server The server.
+ * @param callback The approver, or NULL to remove it.
+ * @param user_data Passed to @p callback unchanged; may be NULL. Must stay
+ *        valid until every call of @p callback has returned, also after the
+ *        approver is replaced or removed.
+ * @param bound_ms How long one question may take: a callback that has not
+ *        returned by then counts as ::BASH_MCP_APPROVAL_DENY (not
+ *        remembered: the next call asks again). 0: five minutes.
+ * @return ::BASH_MCP_RESULT_OK, ::BASH_MCP_RESULT_NULL_ARGUMENT,
+ *         ::BASH_MCP_RESULT_PANIC.
+ */
+enum bash_mcp_result bash_mcp_server_set_approver(const struct bash_mcp_server *server,
+                                                  bash_mcp_approver_callback callback,
+                                                  void *user_data,
+                                                  uint64_t bound_ms);
+
+/**
+ * Revokes what the person allowed for the server's life: the grant
+ * @p grant_id (as `status` lists them under `approvals.grants`), or every
+ * grant when @p grant_id is NULL.
+ *
+ * @param server The server.
+ * @param grant_id The grant's id (`"grant-1"`), or NULL for all. Borrowed
+ *        for the duration of the call.
+ * @param[out] revoked Receives how many grants were revoked; may be NULL.
+ * @return ::BASH_MCP_RESULT_OK (also when no grant had that id: then
+ *         @p revoked is 0), ::BASH_MCP_RESULT_NULL_ARGUMENT,
+ *         ::BASH_MCP_RESULT_INVALID_UTF8, ::BASH_MCP_RESULT_PANIC.
+ */
+enum bash_mcp_result bash_mcp_server_revoke_grants(const struct bash_mcp_server *server,
+                                                   const char *grant_id,
+                                                   size_t *revoked);
 
 /**
  * Creates a cancel token that is not cancelled.

@@ -26,6 +26,7 @@ const BUILD_RULES: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include
 const BUILD_VIEW: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include examples/c/session_view.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_MCP: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/mcp_handler.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_PANIC: &str = "cc -std=c11 -Wall -Wextra -Werror -I include tests/c/panic_boundary.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
+const BUILD_APPROVER: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/approver.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 const BUILD_POLICY: &str = "cc -std=c11 -Wall -Wextra -Werror -pthread -I include tests/c/policy.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}";
 
 /// The command docs/c-api.md gives for listing the static link's libraries.
@@ -236,6 +237,28 @@ fn api_rules_hold_from_c() {
 }
 
 #[test]
+fn a_c_approver_answers_escalations() {
+    let scratch = Scratch::new("approver");
+    let program = scratch.path("approver");
+    compile(BUILD_APPROVER, &program);
+    let work = scratch.path("work");
+    std::fs::create_dir(&work).unwrap();
+    let tag = unique_tag("approver-c");
+    let output = run(Command::new(&program).current_dir(&work).env(TAG_VAR, &tag), DEADLINE);
+    assert_no_survivors(&tag);
+    let stdout = text(&output.stdout);
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert!(
+        output.status.success() && summary.ends_with(" passed, 0 failed"),
+        "approver failed ({}):\n{stdout}\n{}",
+        output.status,
+        text(&output.stderr)
+    );
+    let passed: u32 = summary.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(passed >= 30, "only {passed} checks ran:\n{stdout}");
+}
+
+#[test]
 fn policy_rules_hold_from_c() {
     let scratch = Scratch::new("policy");
     let program = scratch.path("policy");
@@ -364,6 +387,8 @@ fn examples_are_clean_under_valgrind() {
     compile(BUILD_POLICY, &policy);
     let mcp = scratch.path("mcp_handler");
     compile(BUILD_MCP, &mcp);
+    let approver = scratch.path("approver");
+    compile(BUILD_APPROVER, &approver);
     let work = scratch.path("work");
     std::fs::create_dir(&work).unwrap();
     for (program, args) in [
@@ -373,6 +398,7 @@ fn examples_are_clean_under_valgrind() {
         (&rules, vec![work.as_os_str()]),
         (&policy, vec![]),
         (&mcp, vec![]),
+        (&approver, vec![]),
     ] {
         let tag = unique_tag("valgrind");
         let output = run(

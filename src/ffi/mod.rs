@@ -32,6 +32,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 // Declaration order is the order of the header's sections.
+pub mod approver;
 pub mod cancel;
 #[cfg(feature = "entropic-plugin")]
 pub mod entropic;
