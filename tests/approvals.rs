@@ -359,6 +359,117 @@ fn an_escalation_is_put_to_the_person_and_widens_only_what_they_saw() {
     }
 }
 
+/// A 2026-07-28 `tools/call` of `execute` with `args`, declaring
+/// elicitation, with `extra` params (`inputResponses`, `requestState`).
+fn stateless_call(client: &mut Client, args: Value, extra: Value) -> Value {
+    let mut params = json!({
+        "name": "execute",
+        "arguments": args,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        },
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        params[k] = v.clone();
+    }
+    let id = client.send_request("tools/call", params);
+    let reply = client.next_message();
+    assert_eq!(reply["id"], id, "answered without a server request: {reply}");
+    reply
+}
+
+#[test]
+fn a_2026_client_answers_in_a_retry_whose_state_is_checked() {
+    let dir = TempDir::new("ask-2026");
+    let mut client = Client::start(&dir, &config(&dir), json!({}));
+    let args = json!({"command": "touch later"});
+    let first = stateless_call(&mut client, args.clone(), json!({}));
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let ask = &result["inputRequests"]["command"];
+    assert_eq!(ask["method"], "elicitation/create");
+    assert_eq!(ask["params"]["mode"], "form");
+    assert!(
+        ask["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\n    touch later\n"),
+        "{ask}"
+    );
+    assert_eq!(ask["params"]["requestedSchema"]["required"], json!(["decision"]));
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    assert!(!dir.join("later").exists(), "nothing runs before the answer");
+    let answer = json!({"command": accept("allow_once")});
+
+    // Forged, altered, for another request: a clear error, nothing run.
+    let mut forged = state.clone();
+    forged.replace_range(forged.len() - 4.., "0000");
+    for (args, state, why) in [
+        (args.clone(), forged.as_str(), "not issued by this server"),
+        (args.clone(), "v1.00.99999999999.00.00", "not issued by this server"),
+        (json!({"command": "touch elsewhere"}), state.as_str(), "another request"),
+    ] {
+        let reply = stateless_call(
+            &mut client,
+            args,
+            json!({"inputResponses": answer, "requestState": state}),
+        );
+        let message = reply["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(why) && message.contains("nothing was run"),
+            "{why}: {reply}"
+        );
+    }
+    assert!(!dir.join("later").exists() && !dir.join("elsewhere").exists());
+    // Answers without a state are refused too.
+    let reply = stateless_call(&mut client, args.clone(), json!({"inputResponses": answer}));
+    assert!(
+        reply["error"]["message"].as_str().unwrap().contains("requestState"),
+        "{reply}"
+    );
+
+    // The real retry runs it, once; a replay of its state is refused.
+    let reply = stateless_call(
+        &mut client,
+        args.clone(),
+        json!({"inputResponses": answer, "requestState": state}),
+    );
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+    assert_eq!(reply["result"]["structuredContent"]["exit_code"], 0, "{reply}");
+    assert!(dir.join("later").exists());
+    std::fs::remove_file(dir.join("later")).unwrap();
+    let reply = stateless_call(
+        &mut client,
+        args.clone(),
+        json!({"inputResponses": answer, "requestState": state}),
+    );
+    assert!(
+        reply["error"]["message"].as_str().unwrap().contains("already used"),
+        "{reply}"
+    );
+    assert!(!dir.join("later").exists());
+
+    // A denial in a retry: nothing ran, and it is not asked again.
+    let first = stateless_call(&mut client, json!({"command": "touch never"}), json!({}));
+    let state = first["result"]["requestState"].clone();
+    let reply = stateless_call(
+        &mut client,
+        json!({"command": "touch never"}),
+        json!({"inputResponses": {"command": accept("deny")}, "requestState": state}),
+    );
+    assert_eq!(
+        reply["result"]["structuredContent"]["error"], "permission_denied",
+        "{reply}"
+    );
+    let again = stateless_call(&mut client, json!({"command": "touch never"}), json!({}));
+    assert_eq!(
+        again["result"]["structuredContent"]["error"], "permission_denied",
+        "{again}"
+    );
+    assert!(!dir.join("never").exists());
+}
+
 mod host {
     //! A Rust host's approver answers what its gate asks, through the MCP
     //! handler of the library (no client elicitation).
@@ -487,6 +598,60 @@ mod host {
         assert_eq!(approvals.revoke(None).len(), 1);
         assert_eq!(host.run("touch for-server")["exit_code"], 0);
         assert_eq!(asked.lock().unwrap().len(), 4, "asked again after the revoke");
+    }
+
+    #[test]
+    fn an_expired_request_state_runs_nothing() {
+        let dir = TempDir::new("ask-expired");
+        let (tx, rx) = channel();
+        let tx = Mutex::new(tx);
+        let handler = McpHandler::new(
+            Arc::new(BashServer::new(&*dir, None, Duration::from_secs(30)).unwrap()),
+            move |line| {
+                let _ = tx.lock().unwrap().send(line);
+            },
+            HandlerOptions {
+                gate: Some(Arc::new(gate)),
+                request_state_ttl: Duration::ZERO,
+                ..HandlerOptions::default()
+            },
+        );
+        let call = |id: i64, extra: Value| {
+            let mut params = json!({"name": "execute", "arguments": {"command": "touch expired"}, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
+            for (k, v) in extra.as_object().unwrap() {
+                params[k] = v.clone();
+            }
+            let now = handler.handle_line(
+                &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string(),
+            );
+            let line = now
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| rx.recv_timeout(HANG_GUARD).expect("a reply"));
+            serde_json::from_str::<Value>(&line).unwrap()
+        };
+        let first = call(1, json!({}));
+        let state = first["result"]["requestState"]
+            .as_str()
+            .expect("input_required")
+            .to_owned();
+        let issued = std::time::SystemTime::now();
+        // Valid for 0 s: expired once the clock's second has turned.
+        super::common::wait_until("a second to pass", || {
+            issued.elapsed().is_ok_and(|e| e >= Duration::from_millis(1100))
+        });
+        let reply = call(
+            2,
+            json!({"inputResponses": {"command": {"action": "accept", "content": {"decision": "allow_once"}}}, "requestState": state}),
+        );
+        let message = reply["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("expired") && message.contains("nothing was run"),
+            "{reply}"
+        );
+        assert!(!dir.join("expired").exists());
     }
 
     #[test]

@@ -305,11 +305,13 @@ const APPROVAL_CASES: &[&str] = &[
 ];
 
 /// The Python client's elicitation_callback answers the questions of the
-/// binary's permission gate (2025-11-25, `elicitation/create` in form mode).
+/// binary's permission gate: during the call (2025-11-25, `elicitation/create`
+/// in form mode), and as `input_required` results it retries (2026-07-28).
 fn python_client_asks_the_person() -> Result<(), String> {
     let python = clients().join("venv/bin/python");
     need(&python, "the Python mcp client")?;
-    let modes = ["legacy"];
+    // 2026-07-28: the client retries the InputRequiredResult itself.
+    let modes = ["legacy", "2026-07-28"];
     let output = run(Command::new(&python)
         .arg(root().join("tests/clients/python_approval.py"))
         .arg(BIN)

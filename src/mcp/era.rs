@@ -67,6 +67,11 @@ impl Era {
     }
 }
 
+/// The client capabilities a stateless request declares in its `_meta`.
+pub(crate) fn stateless_client_capabilities(params: &Map<String, Value>) -> Option<Value> {
+    params.get("_meta")?.get(CLIENT_CAPABILITIES_KEY).cloned()
+}
+
 /// Whether a handshake revision has `elicitation/create` (from 2025-06-18).
 pub(crate) fn has_elicitation(version: &str) -> bool {
     Era::at_least(version, "2025-06-18") && HANDSHAKE_VERSIONS.contains(&version)

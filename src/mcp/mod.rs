@@ -93,6 +93,7 @@ mod elicit;
 mod era;
 mod jsonrpc;
 mod progress;
+mod state;
 mod tasks;
 mod tools;
 
@@ -114,6 +115,7 @@ pub use jsonrpc::{
     RpcError, SHUTTING_DOWN, UNSUPPORTED_PROTOCOL_VERSION,
 };
 pub use progress::PROGRESS_LINE_CHARS;
+pub use state::DEFAULT_REQUEST_STATE_TTL;
 pub use tasks::{
     DEFAULT_MAX_TASK_TTL, DEFAULT_POLL_INTERVAL, DEFAULT_TASK_TTL, RELATED_TASK_KEY, TASKS_EXTENSION, TaskOptions,
 };
@@ -247,6 +249,9 @@ pub struct HandlerOptions {
     /// How long a question put to the person through the client may wait
     /// for an answer; then it counts as cancelled (the call is refused).
     pub approval_wait: Duration,
+    /// How long a 2026-07-28 `requestState` (a question put to the client
+    /// as `input_required`) stays valid.
+    pub request_state_ttl: Duration,
     /// Longest accepted message, in bytes.
     pub max_line_bytes: usize,
     /// How long a `tools/list` or `server/discover` result may be cached
@@ -269,6 +274,7 @@ impl Default for HandlerOptions {
             gate: None,
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             approval_wait: DEFAULT_APPROVAL_WAIT,
+            request_state_ttl: DEFAULT_REQUEST_STATE_TTL,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             list_ttl: Duration::from_secs(300),
             tasks: None,
@@ -302,6 +308,8 @@ struct Inner {
     client_capabilities: Mutex<Option<Value>>,
     /// Requests sent to the client (elicitations), awaiting responses.
     outgoing: elicit::Outgoing,
+    /// The `requestState` of questions put to 2026-07-28 clients.
+    states: state::StateKeeper,
 }
 
 impl McpHandler {
@@ -324,6 +332,7 @@ impl McpHandler {
                 tasks: options.tasks.map(|o| Arc::new(tasks::TaskStore::new(o))),
                 client_capabilities: Mutex::new(None),
                 outgoing: elicit::Outgoing::default(),
+                states: state::StateKeeper::new(options.request_state_ttl),
                 options,
             }),
         }
@@ -692,6 +701,14 @@ impl Inner {
         if self.shutting_down.load(Ordering::SeqCst) {
             return Reply::Now(Err(RpcError::new(SHUTTING_DOWN, "the server is shutting down")));
         }
+        // A 2026-07-28 retry carries the person's answers with the state
+        // they answer; the state is checked (and used up) before anything runs.
+        let digest = state::request_digest(&canonical, args.object().unwrap_or(&Map::new()));
+        let input = match self.input_of(era, params, &digest) {
+            Ok(input) => input,
+            Err(e) => return Reply::Now(Err(e)),
+        };
+        let client_capabilities = era::stateless_client_capabilities(params);
         if let Some(reply) = self.task_call(era, request, &canonical, &args, progress_token.as_ref()) {
             return reply;
         }
@@ -710,6 +727,9 @@ impl Inner {
             tool: canonical,
             args,
             progress_token,
+            input,
+            client_capabilities,
+            digest,
         };
         let worker = self.inflight.worker();
         let key = request.key.clone();
@@ -718,6 +738,43 @@ impl Inner {
             job.run();
         });
         self.answered_later(spawned, &key, "a worker thread for the call")
+    }
+
+    /// The verified answers a 2026-07-28 retry carries (`inputResponses`
+    /// with the `requestState` they answer), or `None` on a first call.
+    fn input_of(
+        &self,
+        era: Era,
+        params: &Map<String, Value>,
+        digest: &str,
+    ) -> Result<Option<Map<String, Value>>, RpcError> {
+        let state = params.get("requestState");
+        let responses = params.get("inputResponses");
+        if !era.is_stateless() || (state.is_none() && responses.is_none()) {
+            return Ok(None);
+        }
+        let invalid = |why: String| {
+            RpcError::new(
+                INVALID_PARAMS,
+                format!(
+                    "invalid params: {why}; nothing was run. Call the tool again without `requestState` and `inputResponses` to be asked anew"
+                ),
+            )
+        };
+        let Some(Value::String(state)) = state else {
+            return Err(invalid(
+                "`inputResponses` without the `requestState` they answer".into(),
+            ));
+        };
+        self.states.accept(state, digest).map_err(invalid)?;
+        match responses {
+            None | Some(Value::Null) => Ok(Some(Map::new())),
+            Some(Value::Object(map)) => Ok(Some(map.clone())),
+            Some(other) => Err(invalid(format!(
+                "`inputResponses` must be an object, got {}",
+                crate::args::json_kind(other)
+            ))),
+        }
     }
 
     /// The reply for a request whose answer a thread sends: later, or now,
@@ -776,6 +833,27 @@ struct Job {
     tool: String,
     args: ToolArgs,
     progress_token: Option<Value>,
+    /// A 2026-07-28 retry's verified answers, by question key.
+    input: Option<Map<String, Value>>,
+    /// The capabilities a 2026-07-28 request declared in its `_meta`.
+    client_capabilities: Option<Value>,
+    /// The digest of this request, which a `requestState` is bound to.
+    digest: String,
+}
+
+/// What a call ends with: the tool's response, or (2026-07-28) questions
+/// for the person that the client must answer in a retry.
+enum Finished {
+    Response(ToolResponse),
+    InputRequired(Value),
+}
+
+/// The key of a question in `inputRequests` and `inputResponses`.
+fn question_key(request: &crate::approval::ApprovalRequest) -> &'static str {
+    match request.kind {
+        crate::approval::ApprovalKind::Escalation => "escalation",
+        _ => "command",
+    }
 }
 
 impl Job {
@@ -792,8 +870,11 @@ impl Job {
             ticker.stop();
         }
         let line = match outcome {
-            Ok(response) => {
+            Ok(Finished::Response(response)) => {
                 let result = tools::call_result(response, self.era);
+                jsonrpc::response(&self.id, self.inner.finish_result(Some(self.era), result))
+            }
+            Ok(Finished::InputRequired(result)) => {
                 jsonrpc::response(&self.id, self.inner.finish_result(Some(self.era), result))
             }
             Err(_) => {
@@ -812,18 +893,62 @@ impl Job {
         }
     }
 
-    fn execute(&self, tail: Option<&OutputTail>) -> ToolResponse {
+    fn execute(&self, tail: Option<&OutputTail>) -> Finished {
         let decision = self
             .inner
             .options
             .gate
             .as_ref()
-            .map(|gate| gate.check(&self.tool, &self.args))
-            .map(|decision| {
-                approve::settle(&*self.inner.server, &self.tool, &self.args, decision, &mut |request| {
-                    self.ask_client(request)
-                })
-            });
+            .map(|gate| gate.check(&self.tool, &self.args));
+        if let Some(questions) = self.input_required(decision.as_ref()) {
+            return Finished::InputRequired(questions);
+        }
+        Finished::Response(self.respond(decision, tail))
+    }
+
+    /// 2026-07-28: the questions this call needs the person to answer that
+    /// the client has not answered yet, as an `input_required` result; `None`
+    /// when there are none, or the client cannot be asked this way.
+    fn input_required(&self, decision: Option<&GateDecision>) -> Option<Value> {
+        if !self.era.is_stateless() || !elicit::can_elicit_form(self.client_capabilities.as_ref()) {
+            return None;
+        }
+        let server = &*self.inner.server;
+        let approvals = server.approvals()?;
+        let base = match decision {
+            Some(GateDecision::AllowInSandbox(sandbox)) => Some(sandbox),
+            _ => None,
+        };
+        let mut questions = Vec::new();
+        if let Some(GateDecision::Ask { request, .. }) = decision {
+            questions.push((**request).clone());
+        }
+        if let Ok(Some((request, _))) = server.escalation(&self.tool, &self.args, base) {
+            questions.push(request);
+        }
+        let answered = self.input.as_ref();
+        let pending: Map<String, Value> = questions
+            .iter()
+            .filter(|q| approvals.remembered(q).is_none() && !approvals.has_approver())
+            .filter(|q| !answered.is_some_and(|a| a.contains_key(question_key(q))))
+            .map(|q| {
+                let ask = json!({"method": "elicitation/create", "params": elicit::elicit_params(q, true)});
+                (question_key(q).to_owned(), ask)
+            })
+            .collect();
+        if pending.is_empty() {
+            return None;
+        }
+        let state = self.inner.states.issue(&self.digest)?;
+        Some(json!({"resultType": "input_required", "inputRequests": pending, "requestState": state}))
+    }
+
+    fn respond(&self, decision: Option<GateDecision>, tail: Option<&OutputTail>) -> ToolResponse {
+        let decision = decision.map(|decision| {
+            approve::settle(&*self.inner.server, &self.tool, &self.args, decision, &mut |request| {
+                self.ask_client(request)
+            })
+        });
         if let Some(doc) = decision.as_ref().and_then(GateDecision::refusal_document) {
             tracing::info!(tool = %self.tool, message = %doc["message"], "call refused by policy");
             return ToolResponse::document(doc);
@@ -876,7 +1001,9 @@ impl Job {
     /// `elicitation/create` during the call. `None` when it cannot be asked.
     fn ask_client(&self, request: &crate::approval::ApprovalRequest) -> Option<approve::ClientAnswer> {
         let Era::Handshake(version) = self.era else {
-            return None;
+            // 2026-07-28: the answer came with the retry, if it came.
+            let response = self.input.as_ref()?.get(question_key(request))?;
+            return Some(elicit::answer_of(response));
         };
         let capabilities = self
             .inner
