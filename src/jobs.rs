@@ -199,6 +199,7 @@ impl JobManager {
                     cancel: token.as_ref(),
                     on_output: Some(&mut sink),
                     sandbox: None,
+                    principal: None,
                 };
                 let outcome = body(&request, options);
                 drop(token);

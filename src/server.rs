@@ -220,6 +220,10 @@ pub struct CallOptions<'a> {
     /// is not asked about (a protocol layer that put it to the person passes
     /// the sandbox they approved here).
     pub sandbox: Option<&'a SandboxConfig>,
+    /// Who asked, as the transport authenticated them (an OAuth access
+    /// token's subject over HTTP); recorded as `principal` in the call's
+    /// audit entry. Only the host sets it: the model's arguments cannot.
+    pub principal: Option<&'a str>,
 }
 
 /// A tool: a definition and an implementation.

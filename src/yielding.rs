@@ -63,6 +63,7 @@ pub(crate) fn run(
             cancel: options.cancel,
             on_output: Some(&mut tee),
             sandbox: options.sandbox,
+            principal: options.principal,
         },
         Instant::now() + window,
     );

@@ -500,6 +500,7 @@ fn cancellation_kills_the_group_and_keeps_partial_output() {
         cancel: Some(&token),
         on_output: Some(&mut cancel_after_output),
         sandbox: None,
+        principal: None,
     };
     let outcome = s.run_with(&request, options).unwrap();
     assert_eq!(outcome.status, Status::Cancelled);
@@ -535,6 +536,7 @@ fn streaming_callback_sees_chunks_as_they_arrive() {
                 cancel: None,
                 on_output: Some(&mut on_output),
                 sandbox: None,
+                principal: None,
             },
         )
         .unwrap();

@@ -355,6 +355,7 @@ fn cancelling_the_call_within_its_window_kills_the_command() {
             cancel: Some(&token),
             on_output: Some(&mut sink),
             sandbox: None,
+            principal: None,
         },
     );
     let r = response.to_value();

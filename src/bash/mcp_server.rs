@@ -59,6 +59,7 @@ impl McpServer for BashServer {
                                 cancel: options.cancel,
                                 on_output: options.on_output.map(|sink| sink as crate::OutputSink<'_>),
                                 sandbox: Some(&wider),
+                                principal: options.principal,
                             };
                             self.call_tool(tool_name, args, approved)
                         }
@@ -70,6 +71,7 @@ impl McpServer for BashServer {
             }
         }
         let host_sandbox = options.sandbox.map(crate::sandbox::SandboxConfig::to_value);
+        let principal = options.principal.map(str::to_owned);
         let mut response = match settled {
             Some(response) => response,
             None => crate::server::dispatch(self, tool_name, args, options),
@@ -130,6 +132,9 @@ impl McpServer for BashServer {
             && entry.get("tool").and_then(Value::as_str) == Some("execute")
         {
             entry.insert("sandbox_override".into(), sandbox);
+        }
+        if let Some(principal) = principal {
+            entry.insert("principal".into(), principal.into());
         }
         entry.insert("call_ms".into(), (started.elapsed().as_millis() as u64).into());
         result.insert("audit_id".into(), entry["audit_id"].clone());

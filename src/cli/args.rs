@@ -51,6 +51,14 @@ pub struct Http {
     pub auth_token_file: Option<PathBuf>,
     /// Origins a browser may call from, beside the loopback ones.
     pub allowed_origins: Vec<String>,
+    /// OAuth: this server's URL as clients reach it (the tokens' audience).
+    pub oauth_resource: Option<String>,
+    /// OAuth: the authorization server (the tokens' issuer).
+    pub oauth_issuer: Option<String>,
+    /// OAuth: the issuer's public keys (a JWKS file).
+    pub oauth_jwks_file: Option<PathBuf>,
+    /// OAuth: the scope every token must carry.
+    pub oauth_scope: Option<String>,
 }
 
 impl Http {
@@ -97,6 +105,11 @@ OPTIONS (serve --http):
         --allow-origin ORIGIN
                              a browser Origin allowed besides the loopback ones
                              (repeatable; e.g. https://app.example.com)
+        --oauth-resource URL --oauth-issuer URL --oauth-jwks-file FILE
+                             accept OAuth access tokens (JWTs) for this server
+                             (URL, as clients reach it) from that issuer, checked
+                             against its keys in FILE (read again when it changes)
+        --oauth-scope SCOPE  the scope every access token must carry
 
 MCP CLIENT SETUP:
     Claude Code:     claude mcp add bash -- /path/to/bash-mcp serve
@@ -157,6 +170,10 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
             Long("json") => json = true,
             Long("http") => http.listen = Some(parser.value().map_err(err)?.string().map_err(err)?),
             Long("auth-token-file") => http.auth_token_file = Some(parser.value().map_err(err)?.into()),
+            Long("oauth-resource") => http.oauth_resource = Some(parser.value().map_err(err)?.string().map_err(err)?),
+            Long("oauth-issuer") => http.oauth_issuer = Some(parser.value().map_err(err)?.string().map_err(err)?),
+            Long("oauth-jwks-file") => http.oauth_jwks_file = Some(parser.value().map_err(err)?.into()),
+            Long("oauth-scope") => http.oauth_scope = Some(parser.value().map_err(err)?.string().map_err(err)?),
             Long("allow-origin") => http
                 .allowed_origins
                 .push(parser.value().map_err(err)?.string().map_err(err)?),
@@ -205,10 +222,10 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
     }
     let serves = matches!(subcommand.as_deref(), None | Some("serve"));
     if http.is_set() && !serves {
-        return Err("--http, --auth-token-file and --allow-origin apply to `serve` only".into());
+        return Err("--http, --auth-token-file, --allow-origin and --oauth-* apply to `serve` only".into());
     }
     if http.is_set() && http.listen.is_none() {
-        return Err("--auth-token-file and --allow-origin apply to `serve --http ADDR` only".into());
+        return Err("--auth-token-file, --allow-origin and --oauth-* apply to `serve --http ADDR` only".into());
     }
     let uses_common = common != Common::default();
     let command = match subcommand.as_deref() {

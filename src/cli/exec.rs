@@ -54,6 +54,7 @@ pub fn run(settings: &Settings, command: &str, json_output: bool) -> Result<u8, 
                 cancel: Some(&token),
                 on_output: None,
                 sandbox,
+                principal: None,
             };
             let response = server.call_tool("execute", &args, options);
             handle.close();

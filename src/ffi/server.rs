@@ -363,6 +363,7 @@ pub(crate) unsafe fn call_with(
             .is_some()
             .then_some(&mut forward as &mut dyn FnMut(&[u8], OutputStream)),
         sandbox,
+        principal: None,
     };
     server.inner.call_tool(tool_name, args, options)
 }

@@ -347,7 +347,15 @@ impl McpHandler {
     /// [`handle_line`](McpHandler::handle_line) for raw bytes as read from a
     /// transport; invalid UTF-8 is answered with -32700.
     pub fn handle_bytes(&self, line: &[u8]) -> Vec<String> {
-        self.inner.handle(line).into_iter().collect()
+        self.inner.handle(line, None).into_iter().collect()
+    }
+
+    /// [`handle_line`](McpHandler::handle_line) for a message whose sender
+    /// the transport authenticated: a `tools/call` it carries passes
+    /// `principal` to the tool as [`CallOptions::principal`] (the bash
+    /// server records it in the call's audit entry).
+    pub fn handle_line_as(&self, line: &str, principal: Option<&str>) -> Vec<String> {
+        self.inner.handle(line.as_bytes(), principal).into_iter().collect()
     }
 
     /// The answer to a message that exceeded the line limit and was not
@@ -393,10 +401,12 @@ struct Request<'a> {
     id: &'a Value,
     key: &'a IdKey,
     params: Option<&'a Map<String, Value>>,
+    /// Who sent it, when the transport authenticated them.
+    principal: Option<&'a str>,
 }
 
 impl Inner {
-    fn handle(self: &Arc<Self>, line: &[u8]) -> Option<String> {
+    fn handle(self: &Arc<Self>, line: &[u8], principal: Option<&str>) -> Option<String> {
         if line.len() > self.options.max_line_bytes {
             return Some(self.oversized(line.len()));
         }
@@ -438,6 +448,7 @@ impl Inner {
                     id: &id,
                     key: &key,
                     params,
+                    principal,
                 };
                 match self.dispatch(&method, &request) {
                     Reply::Now(Ok((era, result))) => Some(jsonrpc::response(&id, self.finish_result(era, result))),
@@ -730,6 +741,7 @@ impl Inner {
             input,
             client_capabilities,
             digest,
+            principal: request.principal.map(str::to_owned),
         };
         let worker = self.inflight.worker();
         let key = request.key.clone();
@@ -839,6 +851,7 @@ struct Job {
     client_capabilities: Option<Value>,
     /// The digest of this request, which a `requestState` is bound to.
     digest: String,
+    principal: Option<String>,
 }
 
 /// What a call ends with: the tool's response, or (2026-07-28) questions
@@ -992,6 +1005,7 @@ impl Job {
                 .is_some()
                 .then_some(&mut observe as &mut dyn FnMut(&[u8], crate::OutputStream)),
             sandbox,
+            principal: self.principal.as_deref(),
         };
         self.inner.server.call_tool(&self.tool, &self.args, options)
     }

@@ -162,6 +162,7 @@ pub fn run_cancellable(
                 cancel: Some(token),
                 on_output: None,
                 sandbox: None,
+                principal: None,
             },
         )
         .expect("run_with")

@@ -15,6 +15,8 @@ use std::path::Path;
 use hyper::HeaderMap;
 use hyper::header::{AUTHORIZATION, HOST, ORIGIN};
 
+use super::oauth::{OAuth, TokenError};
+
 /// Why a request is refused before anything reads its body.
 #[derive(Debug, PartialEq)]
 pub enum Refusal {
@@ -22,8 +24,13 @@ pub enum Refusal {
     Host(String),
     /// `Origin` is not an allowed one: 403.
     Origin(String),
-    /// No valid credentials: 401.
-    Unauthenticated(&'static str),
+    /// No valid credentials: 401 (403 when a valid token lacks the scope),
+    /// with the `WWW-Authenticate` challenge to send.
+    Unauthenticated {
+        why: String,
+        challenge: String,
+        forbidden: bool,
+    },
 }
 
 /// The access rules of one server.
@@ -31,6 +38,7 @@ pub struct Access {
     loopback: bool,
     allowed_origins: Vec<String>,
     token: Option<Vec<u8>>,
+    oauth: Option<OAuth>,
 }
 
 /// The shortest bearer token accepted, in bytes.
@@ -39,14 +47,20 @@ pub const MIN_TOKEN_BYTES: usize = 16;
 impl Access {
     /// The rules for a server listening on `addr`. Listening beyond
     /// loopback without a token is refused with how to set one.
-    pub fn new(addr: SocketAddr, token_file: Option<&Path>, allowed_origins: &[String]) -> Result<Self, String> {
+    pub fn new(
+        addr: SocketAddr,
+        token_file: Option<&Path>,
+        oauth: Option<OAuth>,
+        allowed_origins: &[String],
+    ) -> Result<Self, String> {
         let loopback = addr.ip().is_loopback();
         let token = token_file.map(read_token).transpose()?;
-        if !loopback && token.is_none() {
+        if !loopback && token.is_none() && oauth.is_none() {
             return Err(format!(
                 "refusing to serve {addr} without authentication: anyone who can reach that address could run commands. \
                  Pass --auth-token-file FILE (a file holding a secret of at least {MIN_TOKEN_BYTES} characters, e.g. made with \
                  `head -c 32 /dev/urandom | base64 > FILE`; clients send it as `Authorization: Bearer <token>`), \
+                 or OAuth (--oauth-resource, --oauth-issuer and --oauth-jwks-file; see docs/mcp.md), \
                  or listen on loopback only (--http 127.0.0.1:PORT)"
             ));
         }
@@ -58,12 +72,18 @@ impl Access {
             loopback,
             allowed_origins,
             token,
+            oauth,
         })
     }
 
     /// Whether requests must carry credentials.
     pub fn authenticates(&self) -> bool {
-        self.token.is_some()
+        self.token.is_some() || self.oauth.is_some()
+    }
+
+    /// The OAuth resource server, when configured.
+    pub fn oauth(&self) -> Option<&OAuth> {
+        self.oauth.as_ref()
     }
 
     /// Checks `Host` and `Origin`.
@@ -89,27 +109,48 @@ impl Access {
         }
     }
 
-    /// Checks the bearer token, when one is configured.
-    pub fn check_auth(&self, headers: &HeaderMap) -> Result<(), Refusal> {
-        let Some(token) = &self.token else {
-            return Ok(());
+    /// Checks the credentials, when any are configured: the bearer token
+    /// of the token file, or an OAuth access token. `Ok(Some(subject))` for
+    /// an OAuth token, `Ok(None)` for the token file or no authentication.
+    pub fn check_auth(&self, headers: &HeaderMap) -> Result<Option<String>, Refusal> {
+        if !self.authenticates() {
+            return Ok(None);
+        }
+        let refuse = |why: &str, error: Option<&TokenError>| Refusal::Unauthenticated {
+            why: why.to_owned(),
+            challenge: self
+                .oauth
+                .as_ref()
+                .map_or_else(|| "Bearer realm=\"bash-mcp\"".to_owned(), |o| o.challenge(error)),
+            forbidden: matches!(error, Some(TokenError::InsufficientScope(_))),
         };
         let Some(value) = headers.get(AUTHORIZATION) else {
-            return Err(Refusal::Unauthenticated("no Authorization header"));
+            return Err(refuse("no Authorization header", None));
         };
         let presented = value
             .as_bytes()
             .strip_prefix(b"Bearer ")
             .or_else(|| value.as_bytes().strip_prefix(b"bearer "));
-        let Some(presented) = presented else {
-            return Err(Refusal::Unauthenticated(
-                "the Authorization header is not `Bearer <token>`",
-            ));
+        let Some(presented) = presented.map(<[u8]>::trim_ascii) else {
+            return Err(refuse("the Authorization header is not `Bearer <token>`", None));
         };
-        if constant_time_eq(presented.trim_ascii(), token) {
-            Ok(())
-        } else {
-            Err(Refusal::Unauthenticated("the bearer token is not the configured one"))
+        if let Some(token) = &self.token
+            && constant_time_eq(presented, token)
+        {
+            return Ok(None);
+        }
+        let Some(oauth) = &self.oauth else {
+            return Err(refuse("the bearer token is not the configured one", None));
+        };
+        let text = std::str::from_utf8(presented).unwrap_or("");
+        match oauth.verify(text) {
+            Ok(subject) => Ok(Some(subject)),
+            Err(error) => {
+                let why = match &error {
+                    TokenError::Invalid(why) | TokenError::InsufficientScope(why) => why.clone(),
+                };
+                Err(refuse(&why, Some(&error)))
+            }
         }
     }
 }

@@ -164,7 +164,8 @@ impl Endpoint {
 
     /// Hands a request (an object with `id` and `method`) to the handler.
     /// Blocking: call it off the async runtime.
-    pub fn request(self: &Arc<Self>, mut message: Map<String, Value>) -> Answer {
+    /// `principal`: who sent it (an OAuth token's subject), for the audit log.
+    pub fn request(self: &Arc<Self>, mut message: Map<String, Value>, principal: Option<&str>) -> Answer {
         let key = format!("http-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let id = message.insert("id".into(), key.clone().into()).unwrap_or(Value::Null);
         let token = message
@@ -188,7 +189,7 @@ impl Endpoint {
             frames,
         };
         let line = Value::Object(message).to_string();
-        match self.handler.handle_line(&line).pop() {
+        match self.handler.handle_line_as(&line, principal).pop() {
             Some(reply) => {
                 self.routes.waiting().remove(&key);
                 Answer::Now(with_id(&reply, id))

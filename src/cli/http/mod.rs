@@ -16,6 +16,7 @@
 
 mod access;
 mod endpoint;
+mod oauth;
 mod service;
 mod sessions;
 mod sse;
@@ -64,7 +65,20 @@ pub fn run(settings: &Settings, listen: &str, http: &Http) -> Result<(), String>
     let mut signals =
         Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let addr = resolve(listen)?;
-    let access = Access::new(addr, http.auth_token_file.as_deref(), &http.allowed_origins)?;
+    let oauth = match (&http.oauth_resource, &http.oauth_issuer, &http.oauth_jwks_file) {
+        (None, None, None) if http.oauth_scope.is_none() => None,
+        (Some(resource), Some(issuer), Some(jwks)) => {
+            Some(oauth::OAuth::new(resource, issuer, jwks, http.oauth_scope.as_deref())?)
+        }
+        _ => {
+            return Err(
+                "OAuth needs --oauth-resource (this server's URL as clients reach it, e.g. https://ws.example/mcp), \
+                 --oauth-issuer (the authorization server) and --oauth-jwks-file (its public keys) together"
+                    .into(),
+            );
+        }
+    };
+    let access = Access::new(addr, http.auth_token_file.as_deref(), oauth, &http.allowed_origins)?;
     let server = super::build_server(settings)?;
     let options = super::serve::handler_options(settings, &server)?;
     let front = Arc::new(Front {

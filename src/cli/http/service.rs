@@ -39,6 +39,16 @@ type Reply = Response<ResponseBody>;
 
 pub async fn handle(front: Arc<Front>, request: Request<Incoming>) -> Result<Reply, std::convert::Infallible> {
     let path = request.uri().path();
+    if let Some(oauth) = front.access.oauth()
+        && (path == oauth.metadata_path() || path == super::oauth::METADATA_PREFIX)
+    {
+        // The protected-resource metadata: public, as clients read it before they have a token.
+        let mut reply = Response::new(sse::full(oauth.metadata().to_string()));
+        reply
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        return Ok(reply);
+    }
     if path == HEALTH_PATH {
         // Probes: no credentials, nothing run.
         return Ok(if request.method() == Method::GET || request.method() == Method::HEAD {
@@ -56,17 +66,18 @@ pub async fn handle(front: Arc<Front>, request: Request<Incoming>) -> Result<Rep
     if let Err(refusal) = front.access.check_origin(request.headers()) {
         return Ok(refused(&refusal));
     }
-    if let Err(refusal) = front.access.check_auth(request.headers()) {
-        return Ok(refused(&refusal));
-    }
+    let principal = match front.access.check_auth(request.headers()) {
+        Ok(principal) => principal,
+        Err(refusal) => return Ok(refused(&refusal)),
+    };
     let stateless = request
         .headers()
         .get(VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| !HANDSHAKE_VERSIONS.contains(&v));
     Ok(match (request.method().clone(), stateless) {
-        (Method::POST, true) => post_stateless(front, request).await,
-        (Method::POST, false) => post_session(front, request).await,
+        (Method::POST, true) => post_stateless(front, request, principal).await,
+        (Method::POST, false) => post_session(front, request, principal).await,
         (Method::GET, false) => get_stream(front, request.headers()),
         (Method::DELETE, false) => delete_session(front, request.headers()).await,
         (_, true) => with_allow(
@@ -81,7 +92,7 @@ pub async fn handle(front: Arc<Front>, request: Request<Incoming>) -> Result<Rep
 }
 
 /// A 2026-07-28 request: no session, headers checked against the body.
-async fn post_stateless(front: Arc<Front>, request: Request<Incoming>) -> Reply {
+async fn post_stateless(front: Arc<Front>, request: Request<Incoming>, principal: Option<String>) -> Reply {
     let (parts, body) = request.into_parts();
     let message = match read_message(&front, &parts.headers, body).await {
         Ok(message) => message,
@@ -114,11 +125,11 @@ async fn post_stateless(front: Arc<Front>, request: Request<Incoming>) -> Reply 
         return rpc_error(StatusCode::BAD_REQUEST, id, HEADER_MISMATCH, &message_text);
     }
     let endpoint = front.stateless.clone();
-    answer(endpoint, message, &parts.headers, true, None).await
+    answer(endpoint, message, principal, &parts.headers, true, None).await
 }
 
 /// A handshake-era POST: `initialize` opens a session, anything else names one.
-async fn post_session(front: Arc<Front>, request: Request<Incoming>) -> Reply {
+async fn post_session(front: Arc<Front>, request: Request<Incoming>, principal: Option<String>) -> Reply {
     let (parts, body) = request.into_parts();
     let message = match read_message(&front, &parts.headers, body).await {
         Ok(message) => message,
@@ -164,6 +175,7 @@ async fn post_session(front: Arc<Front>, request: Request<Incoming>) -> Reply {
     let mut reply = answer(
         session.endpoint.clone(),
         message,
+        principal,
         &parts.headers,
         false,
         Some(session.clone()),
@@ -188,11 +200,12 @@ async fn post_session(front: Arc<Front>, request: Request<Incoming>) -> Reply {
 async fn answer(
     endpoint: Arc<Endpoint>,
     message: Map<String, Value>,
+    principal: Option<String>,
     headers: &HeaderMap,
     stateless: bool,
     session: Option<Arc<Session>>,
 ) -> Reply {
-    let handed = tokio::task::spawn_blocking(move || endpoint.request(message)).await;
+    let handed = tokio::task::spawn_blocking(move || endpoint.request(message, principal.as_deref())).await;
     let Ok(answer) = handed else {
         return text(StatusCode::INTERNAL_SERVER_ERROR, "the request's handler failed\n");
     };
@@ -476,15 +489,20 @@ fn refused(refusal: &Refusal) -> Reply {
                 "Origin {origin:?} is not allowed: start the server with --allow-origin {origin} to let pages from it call\n"
             ),
         ),
-        Refusal::Unauthenticated(why) => {
-            let mut reply = text(
-                StatusCode::UNAUTHORIZED,
-                &format!("authentication required: {why}; send Authorization: Bearer <token>\n"),
-            );
-            reply.headers_mut().insert(
-                hyper::header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"bash-mcp\""),
-            );
+        Refusal::Unauthenticated {
+            why,
+            challenge,
+            forbidden,
+        } => {
+            let (status, lead) = if *forbidden {
+                (StatusCode::FORBIDDEN, "the token does not allow this")
+            } else {
+                (StatusCode::UNAUTHORIZED, "authentication required")
+            };
+            let mut reply = text(status, &format!("{lead}: {why}; send Authorization: Bearer <token>\n"));
+            if let Ok(value) = HeaderValue::from_str(challenge) {
+                reply.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, value);
+            }
             reply
         }
     }
