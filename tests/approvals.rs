@@ -470,6 +470,37 @@ fn a_2026_client_answers_in_a_retry_whose_state_is_checked() {
     assert!(!dir.join("never").exists());
 }
 
+/// The README shows one question as a person sees it: its text is what the
+/// server sends for that call under the README's rules, and its choices are
+/// the schema's titles.
+#[test]
+fn the_readme_shows_the_question_the_server_asks() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme
+        .find("```text the question as a form shows it")
+        .expect("the README's question");
+    let block: Vec<&str> = readme[start..].lines().skip(1).take_while(|l| *l != "```").collect();
+    let (choices, message) = block.split_last().unwrap();
+    let dir = TempDir::new("ask-readme");
+    let config = json!({"audit": null, "permissions": {
+        "allow": ["bash.execute:git *", "bash.execute:cargo *", "bash.session_run:git *"],
+        "ask": ["bash.execute:git push*"],
+        "deny": ["bash.execute:rm *"],
+    }});
+    let mut client = Client::start(&dir, &config, ELICITATION());
+    let (id, request) = client.start_call(json!({"command": "git push origin main"}));
+    let sent = request["params"]["message"].as_str().unwrap();
+    let shown = message.join("\n").replace("/path/to/project", dir.to_str().unwrap());
+    assert_eq!(sent, shown);
+    let schema = &request["params"]["requestedSchema"]["properties"]["decision"];
+    let mut expected = schema["title"].as_str().unwrap().to_owned();
+    for option in schema["oneOf"].as_array().unwrap() {
+        expected.push_str(&format!("  ( ) {}", option["title"].as_str().unwrap()));
+    }
+    assert_eq!(*choices, expected);
+    client.answer(&request, json!({"action": "cancel"}), id);
+}
+
 mod host {
     //! A Rust host's approver answers what its gate asks, through the MCP
     //! handler of the library (no client elicitation).

@@ -151,6 +151,7 @@ fn every_block_has_a_kind_this_test_checks() {
         ("json", "config"),
         ("json", "client"),
         ("json", "result"),
+        ("json", "wire"),
         ("yaml", "rules"),
         ("json", "plugin"),
         ("yaml", "engine"),
@@ -464,6 +465,55 @@ fn result_documents_use_only_schema_keys() {
         checked += 1;
     }
     assert!(checked >= 2);
+}
+
+/// Wire examples (`json wire`): one JSON-RPC message per line; every
+/// question is `elicitation/create` in form mode with the server's own
+/// requested schema, and every answer one the server reads.
+#[test]
+fn wire_examples_are_the_servers_messages() {
+    let schema = bash_mcp::mcp::decision_schema();
+    let check_question = |q: &Value, at: &str| {
+        assert_eq!(q["method"], "elicitation/create", "{at}: {q}");
+        assert_eq!(q["params"]["mode"], "form", "{at}");
+        assert_eq!(q["params"]["requestedSchema"], schema, "{at}: not the server's schema");
+        let message = q["params"]["message"].as_str().expect("a message");
+        assert!(
+            message.starts_with("bash.execute asks to run:\n\n    "),
+            "{at}: {message}"
+        );
+    };
+    let check_answer = |a: &Value, at: &str| {
+        let decision = a["content"]["decision"].as_str().unwrap_or("");
+        assert!(
+            ["decline", "cancel"].contains(&a["action"].as_str().unwrap_or(""))
+                || (a["action"] == "accept" && ["allow_once", "allow_for_server", "deny"].contains(&decision)),
+            "{at}: {a}"
+        );
+    };
+    let mut checked = 0;
+    for b in blocks("json").into_iter().filter(|b| b.kind() == "wire") {
+        for line in b.text.lines() {
+            let m: Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{}: not one JSON message: {e}", b.at()));
+            assert_eq!(m["jsonrpc"], "2.0", "{}", b.at());
+            if m["method"] == "elicitation/create" {
+                check_question(&m, &b.at());
+            } else if let Some(requests) = m["result"]["inputRequests"].as_object() {
+                assert_eq!(m["result"]["resultType"], "input_required", "{}", b.at());
+                assert!(m["result"]["requestState"].is_string(), "{}", b.at());
+                requests.values().for_each(|q| check_question(q, &b.at()));
+            } else if let Some(responses) = m["params"]["inputResponses"].as_object() {
+                assert_eq!(m["method"], "tools/call", "{}", b.at());
+                assert!(m["params"]["requestState"].is_string(), "{}", b.at());
+                responses.values().for_each(|a| check_answer(a, &b.at()));
+            } else {
+                check_answer(&m["result"], &b.at());
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 4, "found {checked} wire messages");
 }
 
 #[test]
