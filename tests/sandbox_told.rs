@@ -182,3 +182,55 @@ fn a_write_to_a_protected_path_is_refused_and_listed_on_every_backend() {
     }
     assert_no_survivors(&tag);
 }
+
+/// A path `read_deny` hides stands in mode 000 (a file) or as an empty,
+/// unreadable directory: reading it fails with an error that names it,
+/// and the result lists the read. bubblewrap only (Landlock refuses to run
+/// with `read_deny`).
+#[test]
+fn a_read_of_a_hidden_path_is_named() {
+    let dir = TempDir::new("sbx-told-hidden");
+    let root = dir.canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("keys")).unwrap();
+    std::fs::write(root.join("keys/id"), "secret-key").unwrap();
+    std::fs::write(root.join("token"), "secret-token").unwrap();
+    let outside = TempDir::new("sbx-told-hidden-outside");
+    let outside = outside.canonicalize().unwrap();
+    std::fs::write(outside.join("creds"), "secret-creds").unwrap();
+    let hidden = json!([root.join("keys"), root.join("token"), outside.join("creds")]);
+    let tag = unique_tag("told-hidden");
+    for route in available_routes().filter(|r| r.starts_with("bwrap")) {
+        let config = binary_config(&root, route, json!({"read_deny": hidden}));
+        let result = exec_json(
+            &config,
+            &root,
+            &tag,
+            &format!(
+                "cat keys/id; cat token; ls keys; cat {}; echo done",
+                outside.join("creds").display()
+            ),
+        );
+        let text = output_of(&result);
+        assert!(!text.contains("secret"), "{route}: {result}");
+        assert!(text.contains("done"), "{route}: {result}");
+        let read = |p: &Path| json!({"op": "read", "path": p.display().to_string()});
+        assert_eq!(
+            denied(&result),
+            [
+                read(&root.join("keys/id")),
+                read(&root.join("token")),
+                read(&root.join("keys")),
+                read(&outside.join("creds"))
+            ],
+            "{route}: {result}"
+        );
+        assert!(
+            result["sandbox_message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("hidden by read_deny"),
+            "{route}: {result}"
+        );
+    }
+    assert_no_survivors(&tag);
+}

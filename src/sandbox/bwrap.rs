@@ -31,6 +31,13 @@ pub struct BwrapOptions {
     /// The fd bwrap reads the enforcing seccomp program from (see
     /// [`seccomp`](super::seccomp)), as the sandbox's processes see it.
     pub seccomp_fd: Option<i32>,
+    /// Hidden paths become mode-000 stand-ins (bubblewrap 0.8.0 and later,
+    /// which apply `--perms` to them): reading one fails with `EACCES`,
+    /// whose error text names it. The number is the fd of the first hidden
+    /// file's (empty) content, the next ones following, one per file (see
+    /// [`stand_in_fds`]). `None`: `/dev/null` and empty directories in
+    /// their place.
+    pub stand_ins_from: Option<i32>,
 }
 
 /// The fd a command's own bwrap (or a session's) reads its seccomp program from.
@@ -44,7 +51,7 @@ pub const SUPERVISOR_CAPS: &[&str] = &["CAP_SYS_ADMIN", "CAP_SETPCAP", "CAP_SYS_
 pub fn argv(bwrap: &Path, plan: &Plan, layout: &Layout, options: BwrapOptions, command: &[CString]) -> Vec<CString> {
     let mut args = Args(vec![bwrap.as_os_str().to_owned()]);
     namespaces(&mut args, plan, options);
-    file_system(&mut args, plan, layout);
+    file_system(&mut args, plan, layout, options.stand_ins_from);
     args.push(["--chdir"]);
     args.path(&plan.cwd);
     args.push(["--"]);
@@ -107,7 +114,7 @@ fn namespaces(args: &mut Args, plan: &Plan, options: BwrapOptions) {
     }
 }
 
-fn file_system(args: &mut Args, plan: &Plan, layout: &Layout) {
+fn file_system(args: &mut Args, plan: &Plan, layout: &Layout, stand_ins_from: Option<i32>) {
     args.same("--ro-bind", Path::new("/"));
     args.push(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]);
     // The command's temp dir, not the host's shared /tmp.
@@ -127,9 +134,18 @@ fn file_system(args: &mut Args, plan: &Plan, layout: &Layout) {
     for (path, writable) in mounts(plan, layout) {
         args.same(if writable { "--bind" } else { "--ro-bind" }, &path);
     }
+    let mut data_fd = stand_ins_from;
     for denied in plan.read_deny.iter().map(|d| d.path.as_path()) {
+        if stand_ins_from.is_some() {
+            args.push(["--perms", "0000"]);
+        }
         if denied.is_dir() {
             empty_read_only(args, denied);
+        } else if let Some(fd) = data_fd.as_mut() {
+            args.push([STAND_IN]);
+            args.0.push(fd.to_string().into());
+            args.path(denied);
+            *fd += 1;
         } else {
             args.push(["--ro-bind", "/dev/null"]);
             args.path(denied);
@@ -148,6 +164,15 @@ fn empty_read_only(args: &mut Args, dir: &Path) {
     args.path(dir);
     args.push(["--remount-ro"]);
     args.path(dir);
+}
+
+/// The option that makes a hidden file's stand-in from an fd's content.
+const STAND_IN: &str = "--ro-bind-data";
+
+/// How many fds of empty content `argv` (from [`argv`]) reads its hidden
+/// files' stand-ins from: bwrap consumes one per file.
+pub fn stand_in_fds(argv: &[CString]) -> usize {
+    argv.iter().filter(|a| a.as_bytes() == STAND_IN.as_bytes()).count()
 }
 
 /// Every bind of `plan`'s paths onto themselves, outer first, with whether
@@ -275,6 +300,7 @@ mod tests {
         disable_userns: true,
         supervisor: false,
         seccomp_fd: Some(SECCOMP_FD),
+        stand_ins_from: Some(4),
     };
 
     #[test]

@@ -24,6 +24,11 @@ pub enum Denial {
     Send {
         addr: String,
     },
+    /// A read of a path `read_deny` hides (named from the error text on
+    /// every route: a read-only open is never notified).
+    Read {
+        path: String,
+    },
     /// A socket of a network family, refused before any address was named
     /// (the Landlock backend with network off).
     Socket {
@@ -62,6 +67,7 @@ impl Denial {
             Denial::Write { path } => json!({"op": "write", "path": path}),
             Denial::Connect { addr } => json!({"op": "connect", "addr": addr}),
             Denial::Send { addr } => json!({"op": "send", "addr": addr}),
+            Denial::Read { path } => json!({"op": "read", "path": path}),
             Denial::Socket { family } => json!({"op": "socket", "family": family}),
             Denial::Host { host, port, rule } => json!({"op": "connect", "host": host, "port": port, "rule": rule}),
             Denial::Direct { addr } => json!({"op": "connect", "addr": addr, "rule": DIRECT_RULE}),
@@ -77,6 +83,7 @@ impl Denial {
             }
             Denial::Connect { addr } => format!("the sandbox refused a network connection ({addr}): network is off"),
             Denial::Send { addr } => format!("the sandbox refused a network send ({addr}): network is off"),
+            Denial::Read { path } => format!("the sandbox hides {path} (read_deny): it cannot be read"),
             Denial::Socket { family } => {
                 format!("the sandbox refused to open a network socket ({family}): network is off")
             }
@@ -141,6 +148,45 @@ pub fn find(output: &str, network_off: bool, is_writable: &dyn Fn(&str) -> bool)
     found
 }
 
+/// The error lines for "Permission denied" or "No such file or directory",
+/// the paths they name, for [`hidden_reads`].
+static MISSING_OR_DENIED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)(permission denied|no such file or directory)").expect("valid regex"));
+static PATH_BEFORE_MISSING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?:'([^'\n]+)'|‘([^’\n]+)’|([^\s:'"‘’]+)): (?i:permission denied|no such file or directory)"#)
+        .expect("valid regex")
+});
+static PATH_AFTER_MISSING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i:permission denied|no such file or directory): (?:'([^'\n]+)'|"([^"\n]+)")"#).expect("valid regex")
+});
+
+/// Reads of hidden paths the output's error lines name: a path for which
+/// `hidden` gives where it lies under a `read_deny` entry (it stands in
+/// mode 000, or inside an empty directory), as that absolute path.
+pub fn hidden_reads(output: &str, hidden: &dyn Fn(&str) -> Option<String>) -> Vec<Denial> {
+    let first_group = |c: regex::Captures<'_>| (1..c.len()).find_map(|i| c.get(i)).map(|m| m.as_str().to_owned());
+    let mut found: Vec<Denial> = Vec::new();
+    for line in output.lines().take(10_000) {
+        if !MISSING_OR_DENIED.is_match(line) {
+            continue;
+        }
+        let path = PATH_BEFORE_MISSING
+            .captures(line)
+            .and_then(first_group)
+            .or_else(|| PATH_AFTER_MISSING.captures(line).and_then(first_group));
+        if let Some(path) = path.as_deref().and_then(hidden) {
+            let denial = Denial::Read { path };
+            if !found.contains(&denial) {
+                found.push(denial);
+            }
+        }
+        if found.len() >= 20 {
+            break;
+        }
+    }
+    found
+}
+
 fn path_in(line: &str) -> Option<String> {
     let first_group = |c: regex::Captures<'_>| (1..c.len()).find_map(|i| c.get(i)).map(|m| m.as_str().to_owned());
     PATH_BEFORE
@@ -180,6 +226,32 @@ mod tests {
         let out =
             "touch: cannot touch '/w/x': Permission denied\ncurl: (7) Failed to connect: Network is unreachable\n";
         assert!(find(out, false, &|p| p.starts_with("/w")).is_empty());
+    }
+
+    #[test]
+    fn reads_of_hidden_paths_are_named_from_their_error_lines() {
+        let out = "cat: /home/me/.ssh/id_rsa: Permission denied\n\
+                   ls: cannot open directory '/home/me/.aws': Permission denied\n\
+                   PermissionError: [Errno 13] Permission denied: '/home/me/.ssh/config'\n\
+                   cat: /etc/other: Permission denied\n\
+                   cat: /home/me/.aws/credentials: No such file or directory\n";
+        let hidden = |p: &str| p.starts_with("/home/me/.").then(|| p.to_owned());
+        let paths: Vec<String> = hidden_reads(out, &hidden)
+            .into_iter()
+            .map(|d| match d {
+                Denial::Read { path } => path,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "/home/me/.ssh/id_rsa",
+                "/home/me/.aws",
+                "/home/me/.ssh/config",
+                "/home/me/.aws/credentials"
+            ]
+        );
     }
 
     #[test]

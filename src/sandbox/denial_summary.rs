@@ -10,6 +10,7 @@ const NAMED_PER_KIND: usize = 3;
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
     Write,
+    Read,
     Host,
     Direct,
     Connect,
@@ -24,6 +25,7 @@ impl Kind {
             Denial::Write { path } => (Kind::Write, path.clone()),
             Denial::Connect { addr } => (Kind::Connect, addr.clone()),
             Denial::Send { addr } => (Kind::Send, addr.clone()),
+            Denial::Read { path } => (Kind::Read, path.clone()),
             Denial::Socket { family } => (Kind::Socket, family.clone()),
             Denial::Host { host, port, .. } => (Kind::Host, format!("{host}:{port}")),
             Denial::Direct { addr } => (Kind::Direct, addr.clone()),
@@ -40,6 +42,8 @@ impl Kind {
             (Kind::Connect, _) | (Kind::Host, _) => "network connections to",
             (Kind::Direct, 1) => "a direct connection to",
             (Kind::Direct, _) => "direct connections to",
+            (Kind::Read, 1) => "a read of",
+            (Kind::Read, _) => "reads of",
             (Kind::Send, 1) => "a network send to",
             (Kind::Send, _) => "network sends to",
             (Kind::Socket, 1) => "a socket of family",
@@ -54,6 +58,7 @@ impl Kind {
     fn why(self, denied: &[Denial]) -> String {
         match self {
             Kind::Write => "outside the writable roots, or protected".into(),
+            Kind::Read => "hidden by read_deny".into(),
             Kind::Connect | Kind::Send | Kind::Socket => "network is off".into(),
             Kind::AttachSocket => "sessions are for people, not for sandboxed commands".into(),
             Kind::Direct => "only the sandbox's proxy reaches the network: use HTTP_PROXY/HTTPS_PROXY".into(),

@@ -170,6 +170,9 @@ impl Wrapped {
             Some(found) => (found, denial::FROM_NOTIFICATION),
             None => (self.denials_in_text(output), denial::FROM_ERROR_TEXT),
         };
+        // A read is never notified (read-only opens stay in the kernel): a
+        // hidden path's error line names it, on every route.
+        found.extend(self.hidden_reads(output));
         if let Some(link) = &self.network {
             // Past the proxy, an address the command reached for is a direct connection.
             for d in &mut found {
@@ -189,6 +192,23 @@ impl Wrapped {
         (found, from)
     }
 
+    /// Reads of `read_deny` paths the output's error lines name.
+    fn hidden_reads(&self, output: &str) -> Vec<Denial> {
+        if self.plan.read_deny.is_empty() {
+            return Vec::new();
+        }
+        let hidden = |p: &str| {
+            let path = self.plan.cwd.join(p);
+            let path = notify::target::landing(Path::new("/"), &path, true);
+            self.plan
+                .read_deny
+                .iter()
+                .any(|d| path.starts_with(&d.path))
+                .then(|| path.display().to_string())
+        };
+        denial::hidden_reads(output, &hidden)
+    }
+
     /// The fallback: denials read from the command's output.
     fn denials_in_text(&self, output: &str) -> Vec<Denial> {
         let writable = |p: &str| {
@@ -200,7 +220,10 @@ impl Wrapped {
             };
             // Where the write would land: a symlink in a root may lead out.
             let path = notify::target::landing(Path::new("/"), &path, true);
-            self.plan.in_writable_place(&path) && !self.plan.protected.iter().any(|pr| path.starts_with(&pr.path))
+            // A hidden path's error is a refused read (see `hidden_reads`).
+            self.plan.read_deny.iter().any(|d| path.starts_with(&d.path))
+                || self.plan.in_writable_place(&path)
+                    && !self.plan.protected.iter().any(|pr| path.starts_with(&pr.path))
         };
         denial::find(output, !self.plan.network, &writable)
     }
@@ -295,7 +318,7 @@ pub fn wrap_in(
             refuse,
         }),
     };
-    if let (Backend::Bwrap { path, .. }, Some(supervisors), true, true) =
+    if let (Backend::Bwrap { path, disable_userns }, Some(supervisors), true, true) =
         (backend, supervisors, config.supervisor, request.die_with_parent)
         && let Some(helper) = helper::find(config.helper_path.as_deref())
     {
@@ -309,6 +332,7 @@ pub fn wrap_in(
                     observe: observe || guarded,
                     max_processes: config.max_processes,
                     by_name: by_name.is_some(),
+                    stand_ins: *disable_userns,
                 },
             )
             .and_then(|supervisor| {
@@ -413,7 +437,10 @@ pub fn wrap_in(
                     ),
                 }
             }
-            bwrap::argv(
+            // Hidden files' stand-ins read their (empty) content from the
+            // fds after every other passed one.
+            let stand_ins_from = disable_userns.then_some(bwrap::SECCOMP_FD + pass_fds.len() as i32);
+            let argv = bwrap::argv(
                 path,
                 &plan,
                 &layout,
@@ -422,9 +449,17 @@ pub fn wrap_in(
                     disable_userns: *disable_userns,
                     supervisor: false,
                     seccomp_fd: Some(bwrap::SECCOMP_FD),
+                    stand_ins_from,
                 },
                 &command,
-            )
+            );
+            let stand_ins = bwrap::stand_in_fds(&argv);
+            if stand_ins > 0 {
+                let empty = Arc::new(supervisor::dev_null());
+                pass_fds.extend(std::iter::repeat_n(empty.as_raw_fd(), stand_ins));
+                owned_fds.push(empty);
+            }
+            argv
         }
         Backend::Landlock { .. } if !plan.read_deny.is_empty() => {
             return Err(ToolError::new(
@@ -604,6 +639,9 @@ fn wrap_by_name(
         pass_fds.push(fd);
         observation = Some(Arc::new(o));
     }
+    // Hidden files' stand-ins read their (empty) content from the fds
+    // after every other passed one.
+    let stand_ins_from = disable_userns.then_some(bwrap::SECCOMP_FD + pass_fds.len() as i32);
     let argv = bwrap::argv(
         path,
         &plan,
@@ -613,9 +651,17 @@ fn wrap_by_name(
             disable_userns: *disable_userns,
             supervisor: false,
             seccomp_fd: Some(bwrap::SECCOMP_FD),
+            stand_ins_from,
         },
         &network::inside::argv(&helper, &command),
     );
+    let mut owned_fds = vec![Arc::new(program), Arc::new(theirs)];
+    let stand_ins = bwrap::stand_in_fds(&argv);
+    if stand_ins > 0 {
+        let empty = Arc::new(supervisor::dev_null());
+        pass_fds.extend(std::iter::repeat_n(empty.as_raw_fd(), stand_ins));
+        owned_fds.push(empty);
+    }
     env.extend(variables(network::link::sandbox_env()));
     Ok(Wrapped {
         program: argv[0].clone(),
@@ -626,9 +672,10 @@ fn wrap_by_name(
         kept: None,
         observation,
         denials_notified: false,
-        // fd 3: the seccomp program; fd 4: the link the listener comes back on.
+        // fd 3: the seccomp program; fd 4: the link the listener comes back
+        // on; then the handler's listener and the stand-ins' content.
         pass_fds,
-        owned_fds: vec![Arc::new(program), Arc::new(theirs)],
+        owned_fds,
         process_limit: None,
         network: Some(Arc::new(link)),
         env,

@@ -133,6 +133,9 @@ pub(crate) struct Options {
     /// Its commands reach the network by name, through a proxy on its
     /// sandbox's loopback.
     pub by_name: bool,
+    /// Hidden paths get mode-000 stand-ins (see
+    /// [`BwrapOptions::stand_ins_from`]).
+    pub stand_ins: bool,
 }
 
 /// The bwrap command line of a supervisor: the plan's sandbox, with the
@@ -146,6 +149,7 @@ fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, layout: &Layou
         observe,
         max_processes,
         by_name,
+        stand_ins,
     } = options;
     let mut plan = plan.clone();
     // One supervisor serves every working dir (each request names its own),
@@ -198,6 +202,7 @@ fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, layout: &Layou
             disable_userns: false,
             supervisor: true,
             seccomp_fd: Some(SECCOMP_FD),
+            stand_ins_from: stand_ins.then_some(SECCOMP_FD + 1),
         },
         &command,
     )
@@ -251,7 +256,8 @@ impl Drop for Reaper {
     }
 }
 
-fn dev_null() -> OwnedFd {
+/// `/dev/null` open for reading: an fd of empty content.
+pub(crate) fn dev_null() -> OwnedFd {
     // SAFETY: opens /dev/null; a failure (-1) would only be closed again.
     unsafe { OwnedFd::from_raw_fd(libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC)) }
 }
@@ -316,13 +322,11 @@ impl Supervisor {
         ];
         let program = super::seccomp::bwrap_program(self.network).map_err(io::Error::other)?;
         let program = super::seccomp::program_fd(program)?;
-        let pid = spawn::spawn_helper(
-            &self.argv[0],
-            &self.argv,
-            &envp,
-            &[theirs.as_raw_fd(), program.as_raw_fd()],
-        )?;
-        drop((theirs, program));
+        let empty = dev_null();
+        let mut keep = vec![theirs.as_raw_fd(), program.as_raw_fd()];
+        keep.extend(std::iter::repeat_n(empty.as_raw_fd(), bwrap::stand_in_fds(&self.argv)));
+        let pid = spawn::spawn_helper(&self.argv[0], &self.argv, &envp, &keep)?;
+        drop((theirs, program, empty));
         let mut running = Running {
             control: Arc::new(host),
             pid,
