@@ -194,13 +194,21 @@ fn a_read_of_a_hidden_path_is_named() {
     std::fs::create_dir_all(root.join("keys")).unwrap();
     std::fs::write(root.join("keys/id"), "secret-key").unwrap();
     std::fs::write(root.join("token"), "secret-token").unwrap();
-    let outside = TempDir::new("sbx-told-hidden-outside");
+    // Outside /tmp, which a sandboxed command does not see at all.
+    let outside = TempDir::outside_tmp("sbx-told-hidden-outside");
     let outside = outside.canonicalize().unwrap();
     std::fs::write(outside.join("creds"), "secret-creds").unwrap();
     let hidden = json!([root.join("keys"), root.join("token"), outside.join("creds")]);
     let tag = unique_tag("told-hidden");
-    for route in available_routes().filter(|r| r.starts_with("bwrap")) {
-        let config = binary_config(&root, route, json!({"read_deny": hidden}));
+    // Each bubblewrap route, with the network off and, where the helper is
+    // there to open the proxy's port, by name (a sandbox shaped for the proxy).
+    let by_name = json!({"allow": ["example.invalid"]});
+    let cases = available_routes()
+        .filter(|r| r.starts_with("bwrap"))
+        .flat_map(|r| [(r, json!(false)), (r, by_name.clone())])
+        .filter(|(r, network)| *r != "bwrap-fallback" || network == &json!(false));
+    for (route, network) in cases {
+        let config = binary_config(&root, route, json!({"read_deny": hidden, "network": network}));
         let result = exec_json(
             &config,
             &root,
@@ -222,7 +230,7 @@ fn a_read_of_a_hidden_path_is_named() {
                 read(&root.join("keys")),
                 read(&outside.join("creds"))
             ],
-            "{route}: {result}"
+            "{route} (network {network}): {result}"
         );
         assert!(
             result["sandbox_message"]
