@@ -606,3 +606,176 @@ fn the_binary_refuses_a_config_file_its_sandboxed_commands_could_rewrite() {
         "{stderr}"
     );
 }
+
+/// The directories of a composed-roots test: the server's working
+/// directory, a cache added beside it, and a directory left out.
+struct ComposedRoots {
+    project: TempDir,
+    cache: TempDir,
+    elsewhere: TempDir,
+}
+
+impl ComposedRoots {
+    fn new(name: &str) -> Self {
+        ComposedRoots {
+            project: TempDir::new(&format!("{name}-project")),
+            cache: TempDir::outside_tmp(&format!("{name}-cache")),
+            elsewhere: TempDir::outside_tmp(&format!("{name}-elsewhere")),
+        }
+    }
+
+    /// A command that writes one file in each directory.
+    fn command(&self) -> String {
+        format!(
+            "for d in {} {} {}; do touch $d/f; done; true",
+            self.project.display(),
+            self.cache.display(),
+            self.elsewhere.display()
+        )
+    }
+
+    /// Asserts the project and the cache took their file and the directory
+    /// left out did not, its refusal named.
+    fn assert_composed(&self, backend: &str, result: &Value) {
+        assert!(self.project.join("f").exists(), "{backend}: the project lost: {result}");
+        assert!(self.cache.join("f").exists(), "{backend}: the cache: {result}");
+        assert!(
+            !self.elsewhere.join("f").exists(),
+            "{backend}: a directory outside every root became writable"
+        );
+        assert!(names_write(result, &self.elsewhere.join("f")), "{backend}: {result}");
+    }
+}
+
+/// `writable_roots` naming `@workdir` adds directories to the server's
+/// working directory instead of replacing it: through the Rust API.
+#[test]
+fn added_roots_compose_with_the_working_dir_through_the_rust_api() {
+    for backend in available_backends() {
+        let dirs = ComposedRoots::new("compose-rust");
+        let server = tagged(BashServer::new(&dirs.project, None, Duration::from_secs(30)).unwrap());
+        let roots = json!({"writable_roots": ["@workdir", &*dirs.cache]});
+        server
+            .configure(&json!({"sandbox": sandbox(backend, roots)}).to_string())
+            .unwrap();
+        let result = call_tagged(&server, &dirs.command(), server.tag(), json!({}));
+        dirs.assert_composed(backend, &result);
+        // The tool's description names both.
+        let tools: Value = serde_json::from_str(&server.list_tools()).unwrap();
+        let description = tools[0]["description"].as_str().unwrap();
+        assert!(
+            description.contains(&format!("writable: the working directory, {}", dirs.cache.display())),
+            "{backend}: {description}"
+        );
+        drop(server);
+    }
+}
+
+/// The same from the binary's TOML file, `~/` entries expanded.
+#[test]
+fn added_roots_compose_with_the_working_dir_in_the_binarys_toml() {
+    for backend in available_backends() {
+        let dirs = ComposedRoots::new("compose-toml");
+        let etc = TempDir::outside_tmp("compose-toml-etc");
+        let tag = unique_tag("compose-toml");
+        let mut toml = format!(
+            "[sandbox]\nmode = \"workspace-write\"\nhelper_path = \"{HELPER}\"\nwritable_roots = [\"@workdir\", \"~/{}\"]\n",
+            dirs.cache.file_name().unwrap().to_str().unwrap()
+        );
+        for (key, value) in backend_keys(backend).as_object().unwrap() {
+            toml.push_str(&format!("{key} = {value}\n"));
+        }
+        toml.push_str(&format!("[env.set]\n{TAG_VAR} = \"{tag}\"\n"));
+        let config = etc.join("config.toml");
+        std::fs::write(&config, toml).unwrap();
+        {
+            // HOME is the cache's parent, so `~/<cache>` is the cache.
+            let mut child = Command::new(HELPER)
+                .args(["serve", "--config", config.to_str().unwrap(), "--working-dir"])
+                .arg(&*dirs.project)
+                .env("HOME", dirs.cache.parent().unwrap())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+            let mut binary = Binary { child, lines };
+            binary.request(
+                0,
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+            );
+            binary.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+            let result = binary.execute(1, json!({"command": dirs.command()}));
+            dirs.assert_composed(backend, &result);
+        }
+        assert_no_survivors(&tag);
+    }
+}
+
+/// The same from C, configured with JSON.
+#[test]
+fn added_roots_compose_with_the_working_dir_through_the_c_api() {
+    if !cbuild::have("cc") {
+        skip("cc is not installed (apt-get install gcc)");
+        return;
+    }
+    let scratch = cbuild::Scratch::new("compose");
+    let program = scratch.path("compose");
+    cbuild::compile(
+        "cc -std=c11 -Wall -Wextra -Werror -I include tests/c/sandbox_roots.c -L {LIB} -Wl,-rpath,{RPATH} -lbash_mcp -o {OUT}",
+        &program,
+    );
+    for backend in available_backends() {
+        let dirs = ComposedRoots::new("compose-c");
+        let roots = json!({"writable_roots": ["@workdir", &*dirs.cache]});
+        let config = json!({"sandbox": sandbox(backend, roots)}).to_string();
+        let args = json!({"command": dirs.command()}).to_string();
+        let tag = unique_tag("compose-c");
+        let out = cbuild::run(
+            Command::new(&program)
+                .args([dirs.project.to_str().unwrap(), &config, &args])
+                .env(TAG_VAR, &tag),
+            HANG_GUARD,
+        );
+        assert_no_survivors(&tag);
+        assert!(out.status.success(), "{backend}: {}", cbuild::text(&out.stderr));
+        let envelope: Value = serde_json::from_str(cbuild::text(&out.stdout).trim()).unwrap();
+        let result: Value = serde_json::from_str(envelope["result"].as_str().unwrap()).unwrap();
+        dirs.assert_composed(backend, &result);
+    }
+}
+
+/// An entry that looks like a variable or a name the server does not know
+/// is refused at configuration, naming the entry and the one that works,
+/// instead of becoming a relative directory that does not exist.
+#[test]
+fn an_unknown_place_name_in_writable_roots_is_refused_naming_the_fix() {
+    let project = TempDir::new("compose-unknown");
+    let server = BashServer::new(&project, None, Duration::from_secs(30)).unwrap();
+    for entry in ["$CWD", "@cwd", "$HOME/.cargo"] {
+        let config = json!({"sandbox": {"mode": "workspace-write", "writable_roots": [entry]}});
+        let e = server.configure(&config.to_string()).unwrap_err().to_string();
+        assert!(e.contains(entry) && e.contains("\"@workdir\""), "{entry}: {e}");
+    }
+    let etc = TempDir::outside_tmp("compose-unknown-etc");
+    let config = etc.join("config.toml");
+    std::fs::write(
+        &config,
+        "[sandbox]\nmode = \"workspace-write\"\nwritable_roots = [\"$CWD\"]\n",
+    )
+    .unwrap();
+    let out = Command::new(HELPER)
+        .args(["exec", "-c", config.to_str().unwrap(), "-C"])
+        .arg(&*project)
+        .arg("true")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("\"$CWD\"") && stderr.contains("\"@workdir\""),
+        "{stderr}"
+    );
+}

@@ -144,16 +144,17 @@ impl BashServer {
             wider.network = widened_network(&sandbox.network, &escalate.network)?;
         }
         if !roots.is_empty() {
-            let mut list = match (&sandbox.writable_roots, sandbox.mode) {
+            let mut list = match sandbox.mode {
                 // Read-only: nothing was writable; exactly the asked roots become so.
-                (_, Mode::ReadOnly) => Vec::new(),
-                (Some(list), _) => list.clone(),
-                // The default: the server's working directory, never the
-                // call's (commands get their temp dir besides the roots).
-                (None, _) => vec![default_dir],
+                Mode::ReadOnly => Vec::new(),
+                // The configured roots, or by default the server's working
+                // directory, never the call's (commands get their temp dir
+                // besides the roots).
+                _ => sandbox.roots_for(&default_dir),
             };
             list.extend(roots.iter().cloned());
             wider.writable_roots = Some(list);
+            wider.writable_working_dir = false;
             if wider.mode == Mode::ReadOnly {
                 wider.mode = Mode::WorkspaceWrite;
             }

@@ -83,8 +83,11 @@ fn in_force(sandbox: &SandboxConfig) -> String {
     };
     match (sandbox.mode, &sandbox.writable_roots) {
         (Mode::WorkspaceWrite, Some(roots)) => {
-            let roots: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
-            format!("workspace-write, writable: {}, {network}", roots.join(", "))
+            let mut names: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+            if sandbox.writable_working_dir {
+                names.insert(0, "the working directory".to_owned());
+            }
+            format!("workspace-write, writable: {}, {network}", names.join(", "))
         }
         (Mode::WorkspaceWrite, None) => {
             format!("workspace-write, writable: the working directory and the temp dir, {network}")

@@ -159,10 +159,7 @@ fn out_of_the_sandboxs_reach(path: &Path, settings: &Settings) -> Result<(), Str
     if sandbox.mode != bash_mcp::sandbox::Mode::WorkspaceWrite {
         return Ok(());
     }
-    let roots = sandbox
-        .writable_roots
-        .clone()
-        .unwrap_or_else(|| vec![settings.working_dir.clone()]);
+    let roots = sandbox.roots_for(&settings.working_dir);
     let file =
         std::fs::canonicalize(path).map_err(|e| format!("cannot resolve config file {}: {e}", path.display()))?;
     for root in roots {
@@ -222,10 +219,16 @@ fn relative_to_file(map: &mut Map<String, Value>, folder: &Path) {
         anchor(path);
     }
     if let Some(Value::Object(sandbox)) = map.get_mut("sandbox") {
-        for key in ["writable_roots", "read_deny"] {
-            if let Some(Value::Array(paths)) = sandbox.get_mut(key) {
-                paths.iter_mut().for_each(anchor);
-            }
+        // `@workdir` names a place, not a path; other `@`/`$` entries are
+        // left for the sandbox's validation to refuse by their name.
+        if let Some(Value::Array(paths)) = sandbox.get_mut("writable_roots") {
+            paths
+                .iter_mut()
+                .filter(|p| !p.as_str().is_some_and(|t| t.starts_with('@') || t.starts_with('$')))
+                .for_each(anchor);
+        }
+        if let Some(Value::Array(paths)) = sandbox.get_mut("read_deny") {
+            paths.iter_mut().for_each(anchor);
         }
         for key in ["bwrap_path", "helper_path"] {
             if let Some(path) = sandbox.get_mut(key) {

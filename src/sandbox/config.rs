@@ -168,6 +168,10 @@ pub struct SandboxConfig {
     /// directory (set by its host or operator, never by a call). Commands
     /// also get a temp dir of their server's (see [`temp`](super::temp)).
     pub writable_roots: Option<Vec<PathBuf>>,
+    /// With listed `writable_roots`, the server's working directory is
+    /// writable too (the list named [`WORKING_DIR`]): roots added to the
+    /// project instead of replacing it. Without a list it always is.
+    pub writable_working_dir: bool,
     /// `false`: no IP traffic (AF_UNIX stays); `true`: unrestricted; a
     /// policy: only the hosts it allows, through the server's proxy.
     pub network: Network,
@@ -199,6 +203,7 @@ impl Default for SandboxConfig {
         Self {
             mode: Mode::Off,
             writable_roots: None,
+            writable_working_dir: false,
             network: Network::Off,
             protected: DEFAULT_PROTECTED.iter().map(|s| (*s).to_owned()).collect(),
             read_deny: Vec::new(),
@@ -212,6 +217,11 @@ impl Default for SandboxConfig {
         }
     }
 }
+
+/// The `writable_roots` entry that names the server's working directory
+/// (whatever its host or operator set it to, now or later), so that a list
+/// can add places to the project instead of replacing it.
+pub const WORKING_DIR: &str = "@workdir";
 
 /// Every key of the `sandbox` object.
 pub const SANDBOX_KEYS: &[&str] = &[
@@ -273,9 +283,12 @@ impl SandboxConfig {
         match key {
             "mode" => self.mode = parse_mode(value)?,
             "writable_roots" => {
-                self.writable_roots = match value {
-                    Value::Null => None,
-                    _ => Some(absolute_paths(key, value, base)?),
+                (self.writable_roots, self.writable_working_dir) = match value {
+                    Value::Null => (None, false),
+                    _ => {
+                        let (roots, working_dir) = roots(key, value, base)?;
+                        (Some(roots), working_dir)
+                    }
                 }
             }
             "network" => self.network = Network::parse(value)?,
@@ -345,7 +358,13 @@ impl SandboxConfig {
         let paths = |p: &[PathBuf]| p.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
         serde_json::json!({
             "mode": self.mode.as_str(),
-            "writable_roots": self.writable_roots.as_deref().map(paths),
+            "writable_roots": self.writable_roots.as_deref().map(|roots| {
+                let mut list = paths(roots);
+                if self.writable_working_dir {
+                    list.insert(0, WORKING_DIR.to_owned());
+                }
+                list
+            }),
             "network": self.network.to_value(),
             "protected": self.protected,
             "read_deny": paths(&self.read_deny),
@@ -389,11 +408,15 @@ impl SandboxConfig {
                 }
                 "network" => next.network = self.network.tightened(Network::parse(value)?, value)?,
                 "writable_roots" => {
-                    let roots = absolute_paths(key, value, base)?;
+                    let (roots, names_working_dir) = roots(key, value, base)?;
+                    if names_working_dir && !self.allows_root(working_dir, working_dir) {
+                        return Err(widening("writable_roots", &Value::from(WORKING_DIR)));
+                    }
                     if let Some(outside) = roots.iter().find(|r| !self.allows_root(r, working_dir)) {
                         return Err(widening("writable_roots", &Value::from(outside.display().to_string())));
                     }
                     next.writable_roots = Some(roots);
+                    next.writable_working_dir = names_working_dir;
                 }
                 other => {
                     return Err(problem(
@@ -425,7 +448,11 @@ impl SandboxConfig {
             match key.as_str() {
                 "mode" => next.mode = parse_mode(value)?,
                 "network" => next.network = Network::parse(value)?,
-                "writable_roots" => next.writable_roots = Some(absolute_paths(key, value, base)?),
+                "writable_roots" => {
+                    let (roots, names_working_dir) = roots(key, value, base)?;
+                    next.writable_roots = Some(roots);
+                    next.writable_working_dir = names_working_dir;
+                }
                 other => {
                     return Err(problem(
                         format!("`sandbox.{other}` cannot be set per call"),
@@ -441,9 +468,23 @@ impl SandboxConfig {
     /// writable for a server in `working_dir` (the temp dir commands get is
     /// their own, not the host's, and not a root to name).
     fn allows_root(&self, root: &Path, working_dir: &Path) -> bool {
+        self.roots_for(working_dir).iter().any(|r| root.starts_with(r))
+    }
+
+    /// The writable roots (as configured, not yet resolved) of a server
+    /// whose working directory is `working_dir`: the listed ones, and the
+    /// working directory when the list names it or there is no list.
+    pub fn roots_for(&self, working_dir: &Path) -> Vec<PathBuf> {
         match &self.writable_roots {
-            Some(roots) => roots.iter().any(|r| root.starts_with(r)),
-            None => root.starts_with(working_dir),
+            None => vec![working_dir.to_path_buf()],
+            Some(roots) => {
+                let mut all = Vec::with_capacity(roots.len() + 1);
+                if self.writable_working_dir {
+                    all.push(working_dir.to_path_buf());
+                }
+                all.extend(roots.iter().cloned());
+                all
+            }
         }
     }
 }
@@ -500,6 +541,28 @@ fn absolute_paths(key: &str, value: &Value, base: &Path) -> Result<Vec<PathBuf>,
         .collect())
 }
 
+/// `writable_roots`: the paths, and whether [`WORKING_DIR`] is among them.
+fn roots(key: &str, value: &Value, base: &Path) -> Result<(Vec<PathBuf>, bool), ConfigProblem> {
+    let mut names_working_dir = false;
+    let mut paths = Vec::new();
+    for entry in strings(key, value)? {
+        if entry == WORKING_DIR {
+            names_working_dir = true;
+        } else if entry.starts_with('@') || entry.starts_with('$') {
+            return Err(problem(
+                format!("`sandbox.{key}` entry {entry:?} is not a place this server knows"),
+                format!(
+                    "write {WORKING_DIR:?} for the server's working directory (the server's temp dir is always writable); a directory whose name starts with {:?} is written \"./{entry}\"",
+                    &entry[..1]
+                ),
+            ));
+        } else {
+            paths.push(expand_home(&entry).unwrap_or_else(|| base.join(entry)));
+        }
+    }
+    Ok((paths, names_working_dir))
+}
+
 fn optional_path(key: &str, value: &Value, base: &Path) -> Result<Option<PathBuf>, ConfigProblem> {
     match value {
         Value::Null => Ok(None),
@@ -527,6 +590,49 @@ mod tests {
 
     fn apply(value: Value) -> Result<SandboxConfig, ConfigProblem> {
         SandboxConfig::default().apply(&value, Path::new("/base"))
+    }
+
+    #[test]
+    fn the_working_dir_entry_adds_roots_to_the_working_dir() {
+        let c = apply(json!({"mode": "workspace-write", "writable_roots": ["@workdir", "/cache"]})).unwrap();
+        assert_eq!(
+            c.roots_for(Path::new("/srv/p")),
+            vec![PathBuf::from("/srv/p"), PathBuf::from("/cache")]
+        );
+        assert_eq!(c.to_value()["writable_roots"], json!(["@workdir", "/cache"]));
+        // A list without it keeps meaning exactly the list; no list, the working dir.
+        let c = apply(json!({"mode": "workspace-write", "writable_roots": ["/cache"]})).unwrap();
+        assert_eq!(c.roots_for(Path::new("/srv/p")), vec![PathBuf::from("/cache")]);
+        let c = apply(json!({"mode": "workspace-write"})).unwrap();
+        assert_eq!(c.roots_for(Path::new("/srv/p")), vec![PathBuf::from("/srv/p")]);
+        // `./@workdir` is a directory of that name.
+        let c = apply(json!({"mode": "workspace-write", "writable_roots": ["./@workdir"]})).unwrap();
+        assert!(!c.writable_working_dir);
+        assert_eq!(c.writable_roots, Some(vec![PathBuf::from("/base/./@workdir")]));
+    }
+
+    #[test]
+    fn a_call_may_name_the_working_dir_only_where_it_is_writable() {
+        let c = apply(json!({"mode": "workspace-write", "writable_roots": ["@workdir", "/cache"]})).unwrap();
+        let call = json!({"writable_roots": ["@workdir"]});
+        let t = c
+            .tighten(call.as_object().unwrap(), Path::new("/x"), Path::new("/srv/p"))
+            .unwrap();
+        assert_eq!(t.roots_for(Path::new("/srv/p")), vec![PathBuf::from("/srv/p")]);
+        let c = apply(json!({"mode": "workspace-write", "writable_roots": ["/cache"]})).unwrap();
+        let e = c
+            .tighten(call.as_object().unwrap(), Path::new("/x"), Path::new("/srv/p"))
+            .unwrap_err();
+        assert!(e.message.contains("@workdir") && e.message.contains("widen"), "{e:?}");
+    }
+
+    #[test]
+    fn an_unknown_place_name_is_refused_naming_the_one_that_works() {
+        for entry in ["$CWD", "@tmp", "$HOME/.cargo"] {
+            let e = apply(json!({"mode": "workspace-write", "writable_roots": [entry]})).unwrap_err();
+            assert!(e.message.contains(entry), "{e:?}");
+            assert!(e.hint.contains("\"@workdir\""), "{e:?}");
+        }
     }
 
     #[test]

@@ -56,11 +56,7 @@ impl Plan {
     ) -> Result<Plan, PlanProblem> {
         let writable = match config.mode {
             Mode::WorkspaceWrite => {
-                let roots = match &config.writable_roots {
-                    Some(roots) => roots.clone(),
-                    None => vec![working_dir.to_path_buf()],
-                };
-                let mut roots = canonical_roots(&roots)?;
+                let mut roots = canonical_roots(&config.roots_for(working_dir))?;
                 roots.extend(canonical_roots(extra_writable)?);
                 roots
             }
