@@ -1,6 +1,7 @@
 //! Sandbox benchmark: `execute` of `true` unsandboxed and in each sandbox
-//! backend (bubblewrap through its long-lived supervisor, bubblewrap with
-//! one sandbox per command, Landlock + seccomp), interleaved in one run so
+//! backend (bubblewrap through its long-lived supervisor, with network off
+//! and open by name, bubblewrap with one sandbox per command, Landlock +
+//! seccomp, with network off and open by name), interleaved in one run so
 //! load drifts hit all alike, repeated over several runs for the spread.
 //! Then the cost of observing denials with seccomp user notification: a
 //! command that makes a thousand writes in a writable root, and one that
@@ -16,6 +17,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use bash_mcp::{BashServer, ExecRequest, McpServer};
+
+/// The variants whose network is open by name (`@package-registries`).
+const BY_NAME: &str = "  network by name";
+const LANDLOCK_BY_NAME: &str = "  landlock by name";
 
 /// A thousand writes, each an open with `O_CREAT`: one notification each.
 const WRITES: &str = "for i in $(seq 1000); do echo > f$i; done";
@@ -46,8 +51,10 @@ fn main() {
     let sandboxes = [
         ("bwrap supervisor", "bwrap", true, true),
         ("  without notify", "bwrap", true, false),
+        (BY_NAME, "bwrap", true, true),
         ("bwrap per command", "bwrap", false, true),
         ("landlock+seccomp", "landlock", false, true),
+        (LANDLOCK_BY_NAME, "landlock", false, true),
     ];
     let variants = variants(&dir, &helper, &sandboxes);
     println!("execute of `true`: {runs} runs of {rounds} interleaved rounds (network off, PID namespace for bwrap)");
@@ -101,7 +108,13 @@ fn variants_of(
     let mut variants = Vec::new();
     for &(name, backend, supervisor, notify) in sandboxes {
         let server = BashServer::new(dir, None, Duration::from_secs(60)).unwrap();
-        let config = serde_json::json!({"sandbox": {"mode": "workspace-write", "network": false,
+        // The network by name: a proxy for each command (Landlock), or a
+        // token with the supervisor's shared one.
+        let network = match name {
+            BY_NAME | LANDLOCK_BY_NAME => serde_json::json!({"allow": ["@package-registries"]}),
+            _ => serde_json::json!(false),
+        };
+        let config = serde_json::json!({"sandbox": {"mode": "workspace-write", "network": network,
                                         "backend": backend, "supervisor": supervisor,
                                         "notify_denials": notify, "helper_path": helper}});
         server.configure(&config.to_string()).unwrap();

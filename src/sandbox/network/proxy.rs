@@ -6,9 +6,10 @@
 //! Synchronous, a thread per connection: the accept loop's, one per
 //! connection while its head is read, the server reached and the bytes
 //! relayed, plus one for the second direction of the relay. At most
-//! [`MAX_CONNECTIONS`] are open at once per proxy; each holds two buffers
-//! of [`BUFFER`] bytes, so a proxy's memory stays bounded whatever its
-//! command does.
+//! [`MAX_CONNECTIONS`] are open at once per proxy; each relays through
+//! two kernel pipes of [`PIPE`] bytes with `splice` (or, without a pipe,
+//! two buffers of [`BUFFER`] bytes), so a proxy's memory stays bounded whatever
+//! its command does.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -23,8 +24,10 @@ use crate::sandbox::Denial;
 
 /// The most connections one proxy keeps open; past it, `503`.
 pub const MAX_CONNECTIONS: usize = 128;
-/// The relay's buffer, per direction of a connection.
+/// The relay's buffer, per direction of a connection, when it has no pipe.
 pub const BUFFER: usize = 32 * 1024;
+/// The kernel pipe the relay splices through, per direction.
+pub const PIPE: usize = 64 * 1024;
 /// How long a client may take to send its request head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long reaching one address of a server may take.
@@ -432,8 +435,22 @@ fn relay(client: TcpStream, upstream: TcpStream, first: &[u8]) {
 }
 
 /// Copies `from` to `to` until end of file (then half-closes `to`) or an
-/// error (then shuts both down, so the other direction ends too).
+/// error (then shuts both down, so the other direction ends too): through
+/// a kernel pipe with `splice`, so no byte is copied into this process,
+/// else (no pipe to be had) through a buffer of [`BUFFER`] bytes.
 fn pipe(from: &TcpStream, to: &TcpStream) {
+    if let Some(ended) = splice_all(from, to) {
+        match ended {
+            true => {
+                let _ = to.shutdown(Shutdown::Write);
+            }
+            false => {
+                let _ = from.shutdown(Shutdown::Both);
+                let _ = to.shutdown(Shutdown::Both);
+            }
+        }
+        return;
+    }
     let mut buf = vec![0u8; BUFFER];
     loop {
         let n = match (&*from).read(&mut buf) {
@@ -451,6 +468,57 @@ fn pipe(from: &TcpStream, to: &TcpStream) {
     }
     let _ = from.shutdown(Shutdown::Both);
     let _ = to.shutdown(Shutdown::Both);
+}
+
+/// Moves `from`'s bytes to `to` through a pipe of [`PIPE`] bytes with
+/// `splice`, until end of file (`Some(true)`) or an error (`Some(false)`);
+/// `None` when no pipe could be made (nothing was moved).
+fn splice_all(from: &TcpStream, to: &TcpStream) -> Option<bool> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two fds into the array we own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return None;
+    }
+    // SAFETY: two fresh fds that nothing else owns.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fcntl on our pipe; a failure leaves its default size (64 KiB).
+    unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE as libc::c_int) };
+    let splice = |from: i32, to: i32, len: usize| -> isize {
+        loop {
+            // SAFETY: splice between fds we hold; no memory is passed.
+            let n = unsafe {
+                libc::splice(
+                    from,
+                    std::ptr::null_mut(),
+                    to,
+                    std::ptr::null_mut(),
+                    len,
+                    libc::SPLICE_F_MOVE,
+                )
+            };
+            if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return n;
+            }
+        }
+    };
+    loop {
+        let n = splice(from.as_raw_fd(), w.as_raw_fd(), PIPE);
+        if n == 0 {
+            return Some(true);
+        }
+        if n < 0 {
+            return Some(false);
+        }
+        let mut left = n as usize;
+        while left > 0 {
+            let m = splice(r.as_raw_fd(), to.as_raw_fd(), left);
+            if m <= 0 {
+                return Some(false);
+            }
+            left -= m as usize;
+        }
+    }
 }
 
 #[cfg(test)]

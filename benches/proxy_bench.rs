@@ -1,0 +1,308 @@
+//! Network-by-name proxy benchmark: the proxy a sandboxed command reaches
+//! the network through (see docs/sandbox.md, "Network by name"), against
+//! going direct on the same machine, interleaved so that load drifts hit
+//! both alike, over several runs for the spread:
+//!
+//! - throughput of a large download: from a local origin on the loopback
+//!   (the proxy's own cost, the network out of the way) and from a real
+//!   registry (a 9.7 MB crate from static.crates.io, with curl);
+//! - what the proxy adds to setting up a TLS connection (curl's
+//!   `time_appconnect` to pypi.org, direct and through the proxy);
+//! - the proxy's memory with 64 connections open at once.
+//!
+//! Run with `cargo bench --bench proxy_bench` (add `-- --quick` for fewer
+//! rounds). The registry figures need curl and the network; they are left
+//! out, with a line saying so, when either is missing.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use bash_mcp::sandbox::network::{NetPolicy, Proxy};
+
+/// A large crate on static.crates.io.
+const LARGE: &str = "https://static.crates.io/crates/windows/windows-0.58.0.crate";
+/// A small TLS fetch from PyPI.
+const SMALL: &str = "https://pypi.org/simple/six/";
+/// The proxy's answer to a `CONNECT` it serves.
+const ESTABLISHED: &[u8; 39] = b"HTTP/1.1 200 Connection established\r\n\r\n";
+/// Connections held open at once for the memory figure.
+const CONCURRENT: usize = 64;
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let runs = if quick { 3 } else { 5 };
+    local_throughput(runs, if quick { 64 } else { 256 } << 20, if quick { 3 } else { 5 });
+    println!();
+    let proxy = registry_proxy();
+    if curl_works() {
+        registry_throughput(&proxy, runs, if quick { 2 } else { 3 });
+        println!();
+        tls_setup(&proxy, runs, if quick { 5 } else { 10 });
+    } else {
+        println!("registry figures left out: curl is missing or {SMALL} is not reachable from here");
+    }
+    println!();
+    memory();
+}
+
+/// Direct and proxied downloads of `size` bytes from an origin on the
+/// loopback, `rounds` each per run, interleaved.
+fn local_throughput(runs: usize, size: usize, rounds: usize) {
+    let origin = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = origin.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let chunk = vec![0x5au8; 256 * 1024];
+        for stream in origin.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let chunk = chunk.clone();
+            std::thread::spawn(move || {
+                let mut sent = 0;
+                while sent < size {
+                    let n = chunk.len().min(size - sent);
+                    if stream.write_all(&chunk[..n]).is_err() {
+                        return;
+                    }
+                    sent += n;
+                }
+            });
+        }
+    });
+    let policy = NetPolicy::new(&[format!("127.0.0.1:{port}")], &[]).unwrap();
+    let proxy = Proxy::serve(TcpListener::bind("127.0.0.1:0").unwrap(), policy).unwrap();
+    let download = |proxied: bool| -> Duration {
+        let start = Instant::now();
+        let mut stream = match proxied {
+            false => TcpStream::connect(("127.0.0.1", port)).unwrap(),
+            true => {
+                let mut s = TcpStream::connect(("127.0.0.1", proxy.port())).unwrap();
+                s.write_all(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n").as_bytes())
+                    .unwrap();
+                let mut head = [0u8; ESTABLISHED.len()];
+                s.read_exact(&mut head).unwrap();
+                assert_eq!(&head, ESTABLISHED);
+                s
+            }
+        };
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut got = 0;
+        while got < size {
+            match stream.read(&mut buf).unwrap() {
+                0 => break,
+                n => got += n,
+            }
+        }
+        assert_eq!(got, size);
+        start.elapsed()
+    };
+    println!(
+        "throughput, {} MiB from an origin on the loopback: {runs} runs of {rounds} interleaved rounds",
+        size >> 20
+    );
+    let mb_s = |d: Duration| size as f64 / d.as_secs_f64() / 1e6;
+    let (direct, proxied) = interleaved(runs, rounds, &download);
+    report_rate("direct", "through the proxy", &direct, &proxied, mb_s, "MB/s");
+}
+
+/// Runs `f(false)` and `f(true)` alternately, `rounds` times per run: the
+/// median of each, per run.
+fn interleaved(runs: usize, rounds: usize, f: &dyn Fn(bool) -> Duration) -> (Vec<Duration>, Vec<Duration>) {
+    f(false);
+    f(true);
+    let (mut direct, mut proxied) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let (mut d, mut p) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            d.push(f(false));
+            p.push(f(true));
+        }
+        direct.push(median(&mut d));
+        proxied.push(median(&mut p));
+    }
+    (direct, proxied)
+}
+
+/// Prints the median over runs of each side as a rate, the ratio
+/// (proxied / direct, so above 1 is faster through the proxy), and the
+/// ratio's spread over runs.
+fn report_rate(
+    a: &str,
+    b: &str,
+    direct: &[Duration],
+    proxied: &[Duration],
+    rate: impl Fn(Duration) -> f64,
+    unit: &str,
+) {
+    let ratios: Vec<f64> = direct.iter().zip(proxied).map(|(d, p)| rate(*p) / rate(*d)).collect();
+    let (d, p) = (median(&mut direct.to_vec()), median(&mut proxied.to_vec()));
+    println!("  {a:<20} {:>9.1} {unit}", rate(d));
+    println!("  {b:<20} {:>9.1} {unit}", rate(p));
+    println!(
+        "  ratio {:.2} (per run {:.2} - {:.2}; target >= 0.8)",
+        rate(p) / rate(d),
+        ratios.iter().cloned().fold(f64::INFINITY, f64::min),
+        ratios.iter().cloned().fold(0.0, f64::max)
+    );
+}
+
+/// A proxy on the host's loopback allowing `@package-registries`, plus the
+/// special-purpose addresses this machine resolves them to (an egress
+/// proxy on a private or documentation address), as an operator here
+/// would list them.
+fn registry_proxy() -> Proxy {
+    let mut allow = vec!["@package-registries".to_owned()];
+    for host in ["pypi.org", "static.crates.io"] {
+        for addr in (host, 443).to_socket_addrs().into_iter().flatten() {
+            if bash_mcp::sandbox::network::address::special_purpose(addr.ip()).is_some() {
+                allow.push(addr.ip().to_string());
+            }
+        }
+    }
+    let policy = NetPolicy::new(&allow, &[]).unwrap();
+    Proxy::serve(TcpListener::bind("127.0.0.1:0").unwrap(), policy).unwrap()
+}
+
+fn curl_works() -> bool {
+    Command::new("curl")
+        .args(["-sS", "-o", "/dev/null", "--max-time", "30", SMALL])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `curl -w <format> <url>`, through `proxy` or not (`--noproxy '*'`, so
+/// no proxy of the environment is used either): curl's output.
+fn curl(url: &str, format: &str, proxy: Option<&Proxy>) -> String {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-sS", "-o", "/dev/null", "--max-time", "120", "-w", format]);
+    match proxy {
+        Some(p) => cmd.args(["--proxy", &format!("http://127.0.0.1:{}", p.port())]),
+        None => cmd.args(["--noproxy", "*"]),
+    };
+    let out = cmd.arg(url).output().unwrap();
+    assert!(
+        out.status.success(),
+        "curl {url}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn registry_throughput(proxy: &Proxy, runs: usize, rounds: usize) {
+    let size: f64 = curl(LARGE, "%{size_download}", None).trim().parse().unwrap();
+    println!(
+        "throughput, {:.1} MB from {LARGE} with curl: {runs} runs of {rounds} interleaved rounds",
+        size / 1e6
+    );
+    let fetch = |proxied: bool| -> Duration {
+        let secs: f64 = curl(LARGE, "%{time_total}", proxied.then_some(proxy))
+            .trim()
+            .parse()
+            .unwrap();
+        Duration::from_secs_f64(secs)
+    };
+    let (direct, proxied) = interleaved(runs, rounds, &fetch);
+    report_rate(
+        "direct",
+        "through the proxy",
+        &direct,
+        &proxied,
+        |d| size / d.as_secs_f64() / 1e6,
+        "MB/s",
+    );
+}
+
+/// curl's `time_appconnect` (name resolved, TCP connected, TLS done) to
+/// pypi.org, direct and through the proxy (there, the proxy resolves and
+/// connects on the CONNECT): what the proxy adds.
+fn tls_setup(proxy: &Proxy, runs: usize, rounds: usize) {
+    println!("TLS connection set-up to {SMALL} (curl time_appconnect): {runs} runs of {rounds} interleaved rounds");
+    let setup = |proxied: bool| -> Duration {
+        let secs: f64 = curl(SMALL, "%{time_appconnect}", proxied.then_some(proxy))
+            .trim()
+            .parse()
+            .unwrap();
+        Duration::from_secs_f64(secs)
+    };
+    let (direct, proxied) = interleaved(runs, rounds, &setup);
+    let added: Vec<f64> = direct.iter().zip(&proxied).map(|(d, p)| ms(*p) - ms(*d)).collect();
+    let (d, p) = (median(&mut direct.clone()), median(&mut proxied.clone()));
+    println!("  {:<20} {:>8.2} ms", "direct", ms(d));
+    println!("  {:<20} {:>8.2} ms", "through the proxy", ms(p));
+    println!(
+        "  added {:.2} ms (per run {:.2} - {:.2}; target <= 5 ms)",
+        ms(p) - ms(d),
+        added.iter().cloned().fold(f64::INFINITY, f64::min),
+        added.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
+    );
+}
+
+/// This process's resident memory, from /proc.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+/// The proxy's memory with [`CONCURRENT`] tunnels open at once, each
+/// having relayed 1 MiB each way (so both relay buffers are touched): the
+/// resident growth of this process, which runs the proxy's threads.
+fn memory() {
+    let origin = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = origin.local_addr().unwrap().port();
+    // Echoes every connection until it closes.
+    std::thread::spawn(move || {
+        for stream in origin.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut back = stream.try_clone().unwrap();
+                let _ = std::io::copy(&mut stream, &mut back);
+            });
+        }
+    });
+    let policy = NetPolicy::new(&[format!("127.0.0.1:{port}")], &[]).unwrap();
+    let before = rss_kib();
+    let proxy = Proxy::serve(TcpListener::bind("127.0.0.1:0").unwrap(), policy).unwrap();
+    let payload = vec![0xa5u8; 1 << 20];
+    let mut open = Vec::new();
+    for _ in 0..CONCURRENT {
+        let mut s = TcpStream::connect(("127.0.0.1", proxy.port())).unwrap();
+        s.write_all(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n").as_bytes())
+            .unwrap();
+        let mut head = [0u8; ESTABLISHED.len()];
+        s.read_exact(&mut head).unwrap();
+        assert_eq!(&head, ESTABLISHED);
+        let mut w = s.try_clone().unwrap();
+        let p = payload.clone();
+        let writer = std::thread::spawn(move || w.write_all(&p).unwrap());
+        let mut back = vec![0u8; payload.len()];
+        s.read_exact(&mut back).unwrap();
+        writer.join().unwrap();
+        open.push(s);
+    }
+    assert_eq!(proxy.open_connections(), CONCURRENT);
+    let during = rss_kib();
+    // The client and origin sides live in this process too: their threads
+    // and buffers are counted against the proxy here, so this is an upper
+    // bound of the proxy's own.
+    println!("memory with {CONCURRENT} tunnels open through one proxy (client and origin in this process too):");
+    println!(
+        "  resident growth {:.1} MiB, {:.0} KiB per connection (each relays through 2 kernel pipes of 64 KiB, outside this figure)",
+        (during - before) as f64 / 1024.0,
+        (during - before) as f64 / CONCURRENT as f64
+    );
+    drop(open);
+    drop(proxy);
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
