@@ -853,6 +853,13 @@ mod escalate {
             assert_eq!(doc["error"], "invalid_arguments", "{escalate}: {doc}");
             assert!(doc["message"].as_str().unwrap().contains(needle), "{escalate}: {doc}");
         }
+        // Only execute escalates: another tool refuses the argument, nobody asked.
+        let doc = super::common::call_tool(
+            &*server,
+            "job_list",
+            json!({"escalate": {"network": ["x.example"], "reason": "r"}}),
+        );
+        assert_eq!(doc["error"], "unknown_argument", "{doc}");
         server.configure(r#"{"sandbox": null}"#).unwrap();
         let doc: Value = call(
             &*server,

@@ -114,6 +114,11 @@ impl BashServer {
         args: &ToolArgs,
         base: Option<&SandboxConfig>,
     ) -> Result<Option<(ApprovalRequest, SandboxConfig)>, ToolError> {
+        // Only `execute` takes `escalate`; any other tool refuses it as an
+        // unknown argument, without asking anyone.
+        if self.find_tool(tool_name).map(|t| t.definition().name.as_str()) != Some("execute") {
+            return Ok(None);
+        }
         let Ok(object) = args.object() else { return Ok(None) };
         let Some(value) = object.get("escalate") else {
             return Ok(None);
