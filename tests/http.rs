@@ -610,6 +610,28 @@ fn a_client_that_disconnects_mid_call_leaves_no_process() {
 }
 
 #[test]
+fn connections_beyond_the_bound_get_503_and_the_rest_are_served() {
+    const BOUND: usize = 512; // MAX_CONNECTIONS in src/cli/http/mod.rs
+    let dir = TempDir::new("http-bound");
+    let tag = unique_tag("http-bound");
+    let server = start(&dir, &tag, &[]);
+    // Connections are accepted in the order they were made: these fill every slot.
+    let held: Vec<std::net::TcpStream> = (0..BOUND)
+        .map(|_| std::net::TcpStream::connect(&server.addr).expect("connect"))
+        .collect();
+    let answer = server.request("GET", "/healthz", &[], b"");
+    assert_eq!(answer.status, 503, "{answer:?}");
+    assert!(answer.body.contains("too many connections"), "{answer:?}");
+    // A slot freed is a slot to use.
+    drop(held);
+    wait_until("a connection to be served after the others closed", || {
+        server.request("GET", "/healthz", &[], b"").status == 200
+    });
+    server.stop();
+    assert_no_survivors(&tag);
+}
+
+#[test]
 fn sigterm_ends_running_calls_and_the_server() {
     let dir = TempDir::new("http-sigterm");
     let tag = unique_tag("http-sigterm");
