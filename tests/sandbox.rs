@@ -310,6 +310,53 @@ fn connect_to_a_host_listener_fails_with_network_off_and_works_with_it_on() {
     }
 }
 
+/// What docs/sandbox.md's threat model says of host processes, backend by
+/// backend: under bubblewrap a command does not see them at all (a PID
+/// namespace of its own); under Landlock, which has no PID namespace, it
+/// sees them listed in /proc with their command lines, but cannot read
+/// their environment or memory (Landlock keeps ptrace access inside the
+/// domain) nor signal them (from ABI 6; the probe says which ABI).
+#[test]
+fn host_processes_are_hidden_under_bubblewrap_and_only_listed_under_landlock() {
+    let marker = unique_tag("host-secret");
+    let mut victim = Command::new("sleep")
+        .arg("60")
+        .env("HOST_SECRET", &marker)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = victim.id();
+    let probe = format!(
+        "exec 2>/dev/null; test -e /proc/{pid} && echo listed; tr '\\0' '\\n' < /proc/{pid}/cmdline | grep -qx 60 && echo cmdline; \
+         tr '\\0' '\\n' < /proc/{pid}/environ 2>/dev/null | grep -q HOST_SECRET && echo environ; \
+         head -c 1 /proc/{pid}/mem > /dev/null 2>&1 && echo mem; kill -0 {pid} 2>/dev/null && echo signal; echo end"
+    );
+    for backend in available_backends() {
+        let dir = TempDir::new("sbx-host-procs");
+        let server = sandboxed(&dir, backend, json!({}));
+        let result = run(&server, &probe);
+        let seen: Vec<String> = output(&result).lines().map(str::to_owned).collect();
+        let expected: Vec<&str> = match backend {
+            "landlock" => {
+                server
+                    .configure(&json!({"tools": {"check_env": true}}).to_string())
+                    .unwrap();
+                let env = call_tool(&server, "check_env", json!({}));
+                let abi = env["sandbox"]["probe"]["features"]["landlock_abi"]
+                    .as_u64()
+                    .unwrap_or(0);
+                // Below ABI 6 no signal scope: the docs say so.
+                let signal = (abi < 6).then_some("signal");
+                ["listed", "cmdline"].into_iter().chain(signal).chain(["end"]).collect()
+            }
+            _ => vec!["end"],
+        };
+        assert_eq!(seen, expected, "{backend}: {result}");
+    }
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+}
+
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn ptrace_proc_mem_mount_unshare_and_pivot_root_fail_inside() {
