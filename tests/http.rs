@@ -632,6 +632,42 @@ fn connections_beyond_the_bound_get_503_and_the_rest_are_served() {
 }
 
 #[test]
+fn an_idle_session_is_released_and_a_busy_one_kept() {
+    let dir = TempDir::new("http-idle");
+    let tag = unique_tag("http-idle");
+    let server = start(&dir, &tag, &["--session-idle", "1", "--log-level", "info"]);
+    let idle = open_session(&server);
+    let busy = open_session(&server);
+    // The busy session's call runs until the test creates the file.
+    let release = dir.join("release");
+    let stream = server.send(
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json"),
+            ("Mcp-Session-Id", &busy),
+        ],
+        call(50, &until_file_exists(&release)).to_string().as_bytes(),
+    );
+    wait_until("the idle session to be released", || {
+        server.log().contains(&format!("session={idle}"))
+    });
+    let answer = server.post(&call(51, "touch after-idle"), &[("Mcp-Session-Id", &idle)]);
+    assert_eq!(answer.status, 404, "{answer:?}");
+    assert!(!dir.join("after-idle").exists());
+    assert!(
+        !server.log().contains(&format!("session={busy}")),
+        "a session with a call running was released"
+    );
+    std::fs::write(&release, "").unwrap();
+    let answer = http::read_answer(stream);
+    assert_eq!(answer.json()["id"], 50);
+    server.stop();
+    assert_no_survivors(&tag);
+}
+
+#[test]
 fn sigterm_ends_running_calls_and_the_server() {
     let dir = TempDir::new("http-sigterm");
     let tag = unique_tag("http-sigterm");

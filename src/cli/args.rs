@@ -59,6 +59,8 @@ pub struct Http {
     pub oauth_jwks_file: Option<PathBuf>,
     /// OAuth: the scope every token must carry.
     pub oauth_scope: Option<String>,
+    /// Seconds a session may idle before it is released.
+    pub session_idle: Option<f64>,
 }
 
 impl Http {
@@ -110,6 +112,8 @@ OPTIONS (serve --http):
                              (URL, as clients reach it) from that issuer, checked
                              against its keys in FILE (read again when it changes)
         --oauth-scope SCOPE  the scope every access token must carry
+        --session-idle SECONDS
+                             release a session idle this long (default 1800)
 
 MCP CLIENT SETUP:
     Claude Code:     claude mcp add bash -- /path/to/bash-mcp serve
@@ -174,6 +178,15 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
             Long("oauth-issuer") => http.oauth_issuer = Some(parser.value().map_err(err)?.string().map_err(err)?),
             Long("oauth-jwks-file") => http.oauth_jwks_file = Some(parser.value().map_err(err)?.into()),
             Long("oauth-scope") => http.oauth_scope = Some(parser.value().map_err(err)?.string().map_err(err)?),
+            Long("session-idle") => {
+                let value: String = parser.value().map_err(err)?.string().map_err(err)?;
+                let secs = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s >= 1.0 && *s <= 604_800.0)
+                    .ok_or_else(|| format!("--session-idle needs seconds from 1 to 604800, got {value:?}"))?;
+                http.session_idle = Some(secs);
+            }
             Long("allow-origin") => http
                 .allowed_origins
                 .push(parser.value().map_err(err)?.string().map_err(err)?),
@@ -222,10 +235,14 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
     }
     let serves = matches!(subcommand.as_deref(), None | Some("serve"));
     if http.is_set() && !serves {
-        return Err("--http, --auth-token-file, --allow-origin and --oauth-* apply to `serve` only".into());
+        return Err(
+            "--http, --auth-token-file, --allow-origin, --session-idle and --oauth-* apply to `serve` only".into(),
+        );
     }
     if http.is_set() && http.listen.is_none() {
-        return Err("--auth-token-file, --allow-origin and --oauth-* apply to `serve --http ADDR` only".into());
+        return Err(
+            "--auth-token-file, --allow-origin, --session-idle and --oauth-* apply to `serve --http ADDR` only".into(),
+        );
     }
     let uses_common = common != Common::default();
     let command = match subcommand.as_deref() {

@@ -87,7 +87,10 @@ pub fn run(settings: &Settings, listen: &str, http: &Http) -> Result<(), String>
         server: server.clone(),
         options,
         access,
-        sessions: Sessions::new(SESSION_IDLE, MAX_SESSIONS),
+        sessions: Sessions::new(
+            http.session_idle.map_or(SESSION_IDLE, Duration::from_secs_f64),
+            MAX_SESSIONS,
+        ),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
