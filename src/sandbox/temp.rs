@@ -10,7 +10,7 @@
 //! mount namespace, gets a directory made for the command and removed when
 //! it ends. Either way `TMPDIR` names it. The guard removes what a host
 //! that died left behind (every such directory starts with
-//! [`ids::sandbox_temp_prefix`](crate::ids::sandbox_temp_prefix)).
+//! `ids::sandbox_temp_prefix`).
 
 use std::io;
 use std::os::unix::fs::DirBuilderExt;

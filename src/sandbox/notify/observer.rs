@@ -40,7 +40,7 @@ pub struct Policy {
     /// The port of the command's proxy on the host's loopback, when its
     /// network is open by name on the Landlock backend: every TCP socket
     /// the command opens is made here, bound to the loopback device (see
-    /// [`lo_socket`]), and a connection to `127.0.0.1:<port>` is no denial.
+    /// `lo_socket`), and a connection to `127.0.0.1:<port>` is no denial.
     pub proxy: Option<u16>,
     /// The mediated directories whose entries the handler changes for the
     /// command (see [`guard`](crate::sandbox::guard)); `None`: it only observes.
