@@ -468,6 +468,27 @@ fn a_2026_client_answers_in_a_retry_whose_state_is_checked() {
         "{again}"
     );
     assert!(!dir.join("never").exists());
+    // Each question is audited when asked, and again with its answer.
+    let text = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap();
+    let approvals: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter_map(|e| {
+            let a = e.get("approval")?;
+            Some(json!([a["answer"], a["by"], e["error"]]))
+        })
+        .collect();
+    assert_eq!(
+        approvals,
+        [
+            json!([null, "client", null]),
+            json!(["allow_once", "client", null]),
+            json!([null, "client", null]),
+            json!(["deny", "client", "refused"]),
+            json!(["deny", "earlier_denial", "refused"]),
+        ],
+        "{text}"
+    );
 }
 
 /// The README shows one question as a person sees it: its text is what the

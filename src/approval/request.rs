@@ -283,7 +283,8 @@ pub enum AnsweredBy {
     EarlierDenial,
     /// The library host's approver.
     Host,
-    /// The person, through the MCP client.
+    /// The person, through the MCP client (with no answer yet: a question
+    /// put in a 2026-07-28 `input_required` result, answered in the retry).
     Client,
     /// Nobody: there was no way to ask.
     Nobody,

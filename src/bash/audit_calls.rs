@@ -41,7 +41,11 @@ impl BashServer {
         request: &crate::approval::ApprovalRequest,
         outcome: &crate::approval::ApprovalOutcome,
     ) -> Option<String> {
-        if !outcome.allows() {
+        // A question put in an `input_required` result is still open: the
+        // call neither ran nor was refused yet.
+        let open = outcome.answer.is_none() && outcome.by == crate::approval::AnsweredBy::Client;
+        let refused = !outcome.allows() && !open;
+        if refused {
             self.shared.count_failed_call();
         }
         let log = self.shared.audit()?;
@@ -63,7 +67,7 @@ impl BashServer {
             approval["note"] = note.clone().into();
         }
         entry.insert("approval".into(), approval);
-        if !outcome.allows() {
+        if refused {
             entry.insert("error".into(), "refused".into());
         }
         log.record(entry);

@@ -953,6 +953,15 @@ impl Job {
             return None;
         }
         let state = self.inner.states.issue(&self.digest)?;
+        // Every question is audited when asked; its answer when it comes.
+        let asked = crate::approval::ApprovalOutcome {
+            answer: None,
+            by: crate::approval::AnsweredBy::Client,
+            note: Some("asked in an input_required result; the answer comes with the client's retry".into()),
+        };
+        for question in questions.iter().filter(|q| pending.contains_key(question_key(q))) {
+            server.record_approval(&self.tool, &self.args, question, &asked);
+        }
         Some(json!({"resultType": "input_required", "inputRequests": pending, "requestState": state}))
     }
 
