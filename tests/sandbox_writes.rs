@@ -779,3 +779,76 @@ fn an_unknown_place_name_in_writable_roots_is_refused_naming_the_fix() {
         "{stderr}"
     );
 }
+
+/// `bash-mcp exec --json` with the configuration `config`, in `dir`, with
+/// `home` as HOME.
+fn exec_with_home(config: &Path, dir: &Path, home: &Path, tag: &str, command: &str) -> Value {
+    let out = Command::new(HELPER)
+        .args(["exec", "--json", "-c"])
+        .arg(config)
+        .arg("-C")
+        .arg(dir)
+        .arg(command)
+        .env("HOME", home)
+        // Where a test runs under rustup, CARGO_HOME names the real one.
+        .env_remove("CARGO_HOME")
+        .env_remove("PIP_CACHE_DIR")
+        .env_remove("npm_config_cache")
+        .env_remove("XDG_CACHE_HOME")
+        .env(TAG_VAR, tag)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no result ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// cargo's, pip's and npm's caches, read-only in the home directory, are
+/// moved into the command's temp dir: the command writes them without a
+/// refusal, and the home directory's own (whose config files the host's
+/// tools trust) stays untouched. An operator who lists `~/.cargo` keeps it.
+#[test]
+fn toolchain_caches_move_into_the_temp_dir_unless_writable_where_they_are() {
+    // Each tool's place: its variable, else its default in the home directory.
+    let write_caches = concat!(
+        "for d in \"${CARGO_HOME:-$HOME/.cargo}/registry\" \"${PIP_CACHE_DIR:-$HOME/.cache/pip}\" ",
+        "\"${npm_config_cache:-$HOME/.npm}\" \"${XDG_CACHE_HOME:-$HOME/.cache}/go-build\"; ",
+        "do mkdir -p \"$d\" && touch \"$d/f\" || exit 1; done"
+    );
+    for backend in available_backends() {
+        let project = TempDir::outside_tmp("caches-project");
+        let home = TempDir::outside_tmp("caches-home");
+        let etc = TempDir::outside_tmp("caches-etc");
+        let tag = unique_tag("caches");
+        let config = etc.config(&json!({"sandbox": sandbox(backend, json!({}))}));
+        let result = exec_with_home(Path::new(&config), &project, &home, &tag, write_caches);
+        assert_eq!(result["exit_code"], 0, "{backend}: {result}");
+        // No refusal of a cache write (`mkdir -p` may be told of its
+        // `mkdir /tmp` under Landlock, a directory that exists).
+        let denied = result["sandbox"]["denied"].as_array().cloned().unwrap_or_default();
+        assert!(
+            denied.iter().all(|d| d["path"] == "/tmp"),
+            "{backend}: a cache write was refused: {result}"
+        );
+        assert!(
+            std::fs::read_dir(&*home).unwrap().next().is_none(),
+            "{backend}: the home directory was written"
+        );
+
+        std::fs::create_dir(home.join(".cargo")).unwrap();
+        let roots = json!({"writable_roots": ["@workdir", "~/.cargo"]});
+        let config = etc.config(&json!({"sandbox": sandbox(backend, roots)}));
+        let result = exec_with_home(Path::new(&config), &project, &home, &tag, write_caches);
+        assert_eq!(result["exit_code"], 0, "{backend}: {result}");
+        assert!(
+            home.join(".cargo/registry/f").exists(),
+            "{backend}: a listed ~/.cargo was redirected: {result}"
+        );
+        assert_no_survivors(&tag);
+    }
+}

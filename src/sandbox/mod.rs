@@ -8,6 +8,7 @@
 //! chose `warn-and-run-unsandboxed`.
 
 pub mod bwrap;
+mod caches;
 mod caps;
 pub mod config;
 pub mod denial;
@@ -304,6 +305,8 @@ pub fn wrap_in(
     let guarded = !layout.is_empty();
     let by_name = config.network.policy();
     let mut env = vec![tmpdir_variable(plan.temp.seen_at())];
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    env.extend(caches::variables(&plan, home.as_deref()));
     // Sessions outlive their call and report no denials: only commands
     // that wait for their call are observed.
     let observe = config.notify_denials && request.die_with_parent;

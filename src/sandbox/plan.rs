@@ -107,6 +107,11 @@ impl Plan {
             || (path.starts_with(self.temp.seen_at()) && !(self.cwd_bound_over_tmp() && path.starts_with(&self.cwd)))
     }
 
+    /// Whether `path` is (or lies in) a protected path.
+    pub fn is_protected(&self, path: &Path) -> bool {
+        self.protected.iter().any(|p| path.starts_with(&p.path))
+    }
+
     /// Whether the working dir lies under `/tmp` outside every writable
     /// root while `/tmp` is the sandbox's own (bubblewrap), so that it is
     /// bound there, read-only, to stay visible.
