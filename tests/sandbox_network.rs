@@ -216,6 +216,20 @@ fn a_direct_connection_and_udp_have_no_route_and_the_connection_is_named() {
         let (tcp, udp) = direct_errors(route);
         assert!(out.contains(tcp), "{route}: {result}");
         assert!(out.contains(udp), "{route}: {result}");
+        if *route == "landlock" {
+            // The UDP socket is refused before any address: named as such.
+            assert!(
+                denied(&result).contains(&json!({"op": "socket", "family": "AF_INET SOCK_DGRAM (UDP)"})),
+                "{route}: {result}"
+            );
+            assert!(
+                result["sandbox_message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("(network is off, or open by name: TCP through the sandbox's proxy only)"),
+                "{route}: {result}"
+            );
+        }
         assert!(
             denied(&result)
                 .iter()

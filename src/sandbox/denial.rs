@@ -53,6 +53,11 @@ pub enum Denial {
     },
 }
 
+/// Why a [`Denial::Socket`] was refused: no socket of a network family with
+/// network off; none but TCP with a network by name (on Landlock, where
+/// the socket is refused before any address is named).
+pub const SOCKET_RULE: &str = "network is off, or open by name: TCP through the sandbox's proxy only";
+
 /// The rule a [`Denial::Direct`] names.
 pub const DIRECT_RULE: &str = "no direct route: only the sandbox's proxy (HTTP_PROXY, HTTPS_PROXY) reaches the network";
 
@@ -85,7 +90,7 @@ impl Denial {
             Denial::Send { addr } => format!("the sandbox refused a network send ({addr}): network is off"),
             Denial::Read { path } => format!("the sandbox hides {path} (read_deny): it cannot be read"),
             Denial::Socket { family } => {
-                format!("the sandbox refused to open a network socket ({family}): network is off")
+                format!("the sandbox refused to open a network socket ({family}): {SOCKET_RULE}")
             }
             Denial::Host { host, port, rule } => {
                 format!("the sandbox's proxy refused a connection to {host}:{port} ({rule})")

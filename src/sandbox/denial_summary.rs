@@ -1,7 +1,7 @@
 //! The denials of one command in one short phrase a model reads in a
 //! result's text: what was refused, grouped by kind, each kind with why.
 
-use super::denial::Denial;
+use super::denial::{Denial, SOCKET_RULE};
 
 /// Objects named per kind before the rest is counted ("and 4 more").
 const NAMED_PER_KIND: usize = 3;
@@ -59,7 +59,8 @@ impl Kind {
         match self {
             Kind::Write => "outside the writable roots, or protected".into(),
             Kind::Read => "hidden by read_deny".into(),
-            Kind::Connect | Kind::Send | Kind::Socket => "network is off".into(),
+            Kind::Connect | Kind::Send => "network is off".into(),
+            Kind::Socket => SOCKET_RULE.into(),
             Kind::AttachSocket => "sessions are for people, not for sandboxed commands".into(),
             Kind::Direct => "only the sandbox's proxy reaches the network: use HTTP_PROXY/HTTPS_PROXY".into(),
             Kind::Host => {
@@ -157,7 +158,7 @@ mod tests {
             summary(&denied),
             "writes to /a, /b, /c and 2 more (outside the writable roots, or protected); \
              a network connection to 1.1.1.1:443 (network is off); \
-             a socket of family AF_INET6 (network is off)"
+             a socket of family AF_INET6 (network is off, or open by name: TCP through the sandbox's proxy only)"
         );
         assert_eq!(
             summary(&[write("/a"), write("/b")]),
