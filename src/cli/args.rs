@@ -125,8 +125,9 @@ CONFIGURATION FILE KEYS:
     kill_grace_ms, drain_ms, max_concurrent, non_interactive, env,
     allowed_roots, project_config, audit, sessions, jobs, output_store, sandbox,
     yield_seconds, tools (a list of exposed tools, or {\"status\": true} switches), working_dir,
-    permissions {allow, deny}, refuse_catastrophic, sandbox_overrides (rules naming the
-    commands whose call may widen the sandbox),
+    permissions {allow, ask, deny}, refuse_catastrophic, sandbox_overrides (rules naming the
+    commands whose call may widen the sandbox), escalation_ceiling {network, writable_roots}
+    (the most an `escalate` may ask the person for),
     tasks {enabled, ttl_seconds, max_ttl_seconds, poll_interval_ms} (MCP tasks)
     Defaults: a 120 s limit (calls may ask for up to 600 s), a call still
     running after 45 s handed back as a background job (yield_seconds), an audit log at
