@@ -683,7 +683,8 @@ fn the_sandbox_document_blocks_are_valid() {
     let example: Value = serde_json::from_str(&result_blocks[0]).unwrap();
     assert_eq!(example["sandbox"]["denied"][0]["op"], "write");
     // Every TOML block applies; the first is the plain one, with the network off,
-    // the second opens it by name.
+    // the second adds a writable place to the working directory, the third opens
+    // the network by name.
     let configs: Vec<bash_mcp::Config> = blocks("toml")
         .iter()
         .map(|block| {
@@ -692,10 +693,12 @@ fn the_sandbox_document_blocks_are_valid() {
                 .unwrap_or_else(|e| panic!("{block}: {e}"))
         })
         .collect();
-    assert_eq!(configs.len(), 2);
+    assert_eq!(configs.len(), 3);
     assert!(configs[0].sandbox.network == bash_mcp::sandbox::Network::Off && configs[0].sandbox.is_on());
-    assert!(configs[1].sandbox.is_on());
-    assert!(configs[1].sandbox.network != bash_mcp::sandbox::Network::Off);
+    let added = &configs[1].sandbox;
+    assert!(added.is_on() && added.writable_working_dir && added.writable_roots.as_ref().is_some_and(|r| r.len() == 1));
+    assert!(configs[2].sandbox.is_on());
+    assert!(configs[2].sandbox.network != bash_mcp::sandbox::Network::Off);
 }
 
 /// Live processes whose command line contains `needle` and
