@@ -244,6 +244,35 @@ impl Dir {
         Ok(())
     }
 
+    /// Fails unless the directory is this user's and no one else may
+    /// enter it (no access for group or others), as the held descriptor
+    /// says.
+    pub fn check_private(&self) -> io::Result<()> {
+        self.check_owner()?;
+        let st = fstat(self.fd.as_raw_fd())?;
+        if st.st_mode & 0o077 != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is open to other users (mode {:o}); it must have mode 0700: remove it or chmod 700 it",
+                    self.path.display(),
+                    st.st_mode & 0o7777
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A path that reaches `name` in this directory through the held
+    /// descriptor (`/proc/self/fd/<fd>/<name>`), for a call that takes
+    /// only a path, such as binding a Unix socket: a directory swapped for
+    /// another or for a link after it was opened changes nothing, and a
+    /// call that creates `name` does not follow a link planted there.
+    pub fn fd_path(&self, name: &OsStr) -> io::Result<PathBuf> {
+        component(name)?;
+        Ok(PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd())).join(name))
+    }
+
     /// Whether the directory was removed since it was opened.
     pub fn is_removed(&self) -> bool {
         fstat(self.fd.as_raw_fd()).is_ok_and(|st| st.st_nlink == 0)
@@ -426,6 +455,35 @@ mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_socket_bound_through_the_held_directory_lands_there_whatever_replaced_its_path() {
+        let base = scratch();
+        let held = base.join("sockets");
+        std::fs::create_dir(&held).unwrap();
+        std::fs::set_permissions(&held, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let dir = Dir::open(&held).unwrap();
+        dir.check_private().unwrap();
+        // The path now names another directory; the held one moved away.
+        let moved = base.join("moved");
+        std::fs::rename(&held, &moved).unwrap();
+        let elsewhere = base.join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &held).unwrap();
+        let name = OsStr::new("s.sock");
+        let listener = std::os::unix::net::UnixListener::bind(dir.fd_path(name).unwrap()).unwrap();
+        assert!(moved.join("s.sock").exists() && !elsewhere.join("s.sock").exists());
+        drop(listener);
+        // A link planted at the name is not followed: the bind fails.
+        dir.remove(name).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("t.sock"), moved.join("s.sock")).unwrap();
+        assert!(std::os::unix::net::UnixListener::bind(dir.fd_path(name).unwrap()).is_err());
+        assert!(!elsewhere.join("t.sock").exists());
+        // A directory others may enter is refused.
+        std::fs::set_permissions(&moved, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(dir.check_private().is_err());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     fn scratch() -> PathBuf {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

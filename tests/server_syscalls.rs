@@ -43,25 +43,14 @@ struct KnownGap {
     gap: &'static str,
 }
 
-const KNOWN_GAPS: &[KnownGap] = &[
-    KnownGap {
-        calls: &["bind", "unlink"],
-        contains: "/bash-mcp-",
-        ends_with: ".sock",
-        gap: "the attach socket is bound and removed by its path in /tmp/bash-mcp-<uid> (when /run/user/<uid> \
-              is not the user's), a name in /tmp: a command that can write /tmp could replace the directory \
-              with a link between the check of the directory and the bind; binding through \
-              /proc/self/fd/<the directory held open> would close it (attach socket location, a change of its own)",
-    },
-    KnownGap {
-        calls: &["open", "openat"],
-        contains: "/",
-        ends_with: "/.bash-mcp.toml",
-        gap: "a project's .bash-mcp.toml, which a sandboxed command can create or replace inside a writable \
+const KNOWN_GAPS: &[KnownGap] = &[KnownGap {
+    calls: &["open", "openat"],
+    contains: "/",
+    ends_with: "/.bash-mcp.toml",
+    gap: "a project's .bash-mcp.toml, which a sandboxed command can create or replace inside a writable \
               root, is read by its path and trusted for later calls (project files a command could have \
               written, a change of its own)",
-    },
-];
+}];
 
 fn backend_keys(backend: &str) -> Value {
     match backend {

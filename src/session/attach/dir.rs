@@ -19,16 +19,14 @@ pub fn socket_dirs() -> [PathBuf; 2] {
     crate::ids::attach_dirs()
 }
 
-/// Creates the directory (mode 0700) if needed and checks that it is ours
-/// and private: a real directory (not a link), owned by this user, that no
-/// one else may enter. Anything else is refused, not repaired.
-pub(crate) fn ensure_private(dir: &Path) -> io::Result<()> {
+/// Creates the directory (mode 0700) if it is missing; whether it is ours
+/// and private is for the caller to check on the directory it opens.
+pub(crate) fn make_private(dir: &Path) -> io::Result<()> {
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
     }
-    check_private(dir)
 }
 
 /// Fails unless `dir` is a directory (not a link) of this user with no

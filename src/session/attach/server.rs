@@ -1,6 +1,7 @@
 //! The per-server socket: accepts same-user connections and serves each on
 //! a thread of its own (list the sessions, or attach to one).
 
+use std::ffi::OsString;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -12,6 +13,7 @@ use std::thread::JoinHandle;
 use serde_json::{Value, json};
 
 use super::wire::{self, read_frame, write_frame};
+use crate::dirfd::Dir;
 use crate::session::{Inner, TerminalEvent};
 
 /// Pieces of output queued for one slow client before it is dropped.
@@ -19,6 +21,10 @@ const QUEUE: usize = 4096;
 
 pub(crate) struct AttachServer {
     path: PathBuf,
+    /// The socket's directory, held open: the socket is bound and removed
+    /// through it, never by its path.
+    dir: Dir,
+    name: OsString,
     stop: OwnedFd,
     thread: Option<JoinHandle<()>>,
 }
@@ -27,12 +33,12 @@ impl AttachServer {
     /// Listens on this process's socket in the private directory.
     pub fn start(sessions: Weak<Inner>) -> io::Result<Self> {
         let path = crate::ids::attach_socket_path();
-        let listener = bind(&path)
+        let (listener, dir, name) = bind(&path)
             .map_err(|e| io::Error::new(e.kind(), format!("could not listen on {}: {e}", path.display())))?;
         // SAFETY: plain syscall; the fd is owned below.
         let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if stop < 0 {
-            let _ = std::fs::remove_file(&path);
+            let _ = dir.remove(&name);
             return Err(io::Error::last_os_error());
         }
         // SAFETY: eventfd returned a fresh fd.
@@ -44,11 +50,13 @@ impl AttachServer {
         match thread {
             Ok(thread) => Ok(Self {
                 path,
+                dir,
+                name,
                 stop,
                 thread: Some(thread),
             }),
             Err(e) => {
-                let _ = std::fs::remove_file(&path);
+                let _ = dir.remove(&name);
                 Err(e)
             }
         }
@@ -70,16 +78,28 @@ impl Drop for AttachServer {
         // The directory stays (empty, as tmux leaves its own): a sandbox that
         // hides it by a mount over it would lose that mount if it went, and
         // a directory made again in its place would be visible there.
-        let _ = std::fs::remove_file(&self.path);
+        let _ = self.dir.remove(&self.name);
     }
 }
 
-/// Binds `path` in its private directory, made if needed.
-fn bind(path: &Path) -> io::Result<UnixListener> {
-    let dir = path.parent().expect("the socket path has a directory");
-    super::dir::ensure_private(dir)?;
-    let _ = std::fs::remove_file(path);
-    UnixListener::bind(path)
+/// Binds `path` in its private directory, made if needed: the directory is
+/// opened without following a link and checked on its descriptor, and the
+/// socket is bound through that descriptor, so nothing that replaces the
+/// directory (or plants a link at the socket's name) meanwhile redirects
+/// it.
+fn bind(path: &Path) -> io::Result<(UnixListener, Dir, OsString)> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the socket path has no directory",
+        ));
+    };
+    super::dir::make_private(parent)?;
+    let dir = Dir::open(parent)?;
+    dir.check_private()?;
+    let _ = dir.remove(name);
+    let listener = UnixListener::bind(dir.fd_path(name)?)?;
+    Ok((listener, dir, name.to_owned()))
 }
 
 fn accept_loop(listener: &UnixListener, stop: i32, sessions: &Weak<Inner>) {
