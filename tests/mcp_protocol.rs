@@ -1454,7 +1454,7 @@ fn guards_of(host: u32) -> Vec<i32> {
             let pid = e.file_name().to_str()?.parse::<i32>().ok()?;
             let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
             let text = String::from_utf8_lossy(&cmdline);
-            (text.contains("bash-mcp-guard\0") && text.ends_with(&host)).then_some(pid)
+            (text.contains("bash-mcp-guard\0") && text.contains(&host)).then_some(pid)
         })
         .collect()
 }
