@@ -433,9 +433,7 @@ impl ProjectFiles {
             return hit.parsed.as_ref().ok().cloned();
         }
         let folder = file.parent().unwrap_or(Path::new("/"));
-        let parsed = std::fs::read_to_string(file)
-            .map_err(|e| format!("cannot be read: {e}"))
-            .and_then(|text| parse_project_file(&text, folder));
+        let parsed = read_project_file(file).and_then(|text| parse_project_file(&text, folder));
         if let Err(problem) = &parsed {
             tracing::warn!(file = %file.display(), %problem, "ignoring project file; the operator's roots apply");
         }
@@ -443,6 +441,32 @@ impl ProjectFiles {
         cache.insert(file.to_path_buf(), Cached { stamp, parsed });
         result
     }
+}
+
+/// The most a project file may hold.
+const MAX_PROJECT_FILE: u64 = 64 * 1024;
+
+/// The text of a project file, read through its folder held open, without
+/// following a link at its name and only if it is a regular file of at
+/// most [`MAX_PROJECT_FILE`] bytes: a sandboxed command may have planted a
+/// link to a device, a fifo or another file in its place.
+fn read_project_file(file: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let (Some(folder), Some(name)) = (file.parent(), file.file_name()) else {
+        return Err("cannot be read: it has no folder".into());
+    };
+    let opened = crate::dirfd::Dir::open(folder)
+        .and_then(|dir| dir.open_read(name))
+        .map_err(|e| format!("cannot be read (it must be a regular file, not a link): {e}"))?;
+    let mut text = String::new();
+    opened
+        .take(MAX_PROJECT_FILE + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    if text.len() as u64 > MAX_PROJECT_FILE {
+        return Err(format!("is larger than {} KiB", MAX_PROJECT_FILE / 1024));
+    }
+    Ok(text)
 }
 
 fn parse_project_file(text: &str, folder: &Path) -> Result<ProjectFile, String> {
@@ -518,6 +542,35 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("bash-mcp-roots-{name}-{}", crate::ids::random_id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::canonicalize(dir).unwrap()
+    }
+
+    #[test]
+    fn a_project_file_is_read_only_as_a_regular_file_of_bounded_size() {
+        let base = scratch("planted");
+        let file = base.join(PROJECT_FILE);
+        std::fs::write(&file, "allowed_roots = []\n").unwrap();
+        assert_eq!(read_project_file(&file).unwrap(), "allowed_roots = []\n");
+        // A link (to a device that never ends, or to another file) and a
+        // fifo are refused without being followed or blocking.
+        for planted in ["link-zero", "link-file", "fifo", "large"] {
+            std::fs::remove_file(&file).unwrap();
+            match planted {
+                "link-zero" => std::os::unix::fs::symlink("/dev/zero", &file).unwrap(),
+                "link-file" => {
+                    std::fs::write(base.join("other"), "allowed_roots = []\n").unwrap();
+                    std::os::unix::fs::symlink(base.join("other"), &file).unwrap();
+                }
+                "fifo" => {
+                    let c = std::ffi::CString::new(file.as_os_str().as_encoded_bytes()).unwrap();
+                    // SAFETY: mkfifo with a NUL-terminated path.
+                    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+                }
+                _ => std::fs::write(&file, "#".repeat(MAX_PROJECT_FILE as usize + 1)).unwrap(),
+            }
+            let e = read_project_file(&file).unwrap_err();
+            assert!(e.contains("cannot be read") || e.contains("larger"), "{planted}: {e}");
+        }
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

@@ -43,14 +43,7 @@ struct KnownGap {
     gap: &'static str,
 }
 
-const KNOWN_GAPS: &[KnownGap] = &[KnownGap {
-    calls: &["open", "openat"],
-    contains: "/",
-    ends_with: "/.bash-mcp.toml",
-    gap: "a project's .bash-mcp.toml, which a sandboxed command can create or replace inside a writable \
-              root, is read by its path and trusted for later calls (project files a command could have \
-              written, a change of its own)",
-}];
+const KNOWN_GAPS: &[KnownGap] = &[];
 
 fn backend_keys(backend: &str) -> Value {
     match backend {
