@@ -19,25 +19,56 @@ pub(super) fn reads_code_from_stdin(part: &Part) -> bool {
     }
 }
 
+/// Where a byte of shell text stands, as a scan from the start sees it.
+pub(super) enum Byte {
+    /// A quote mark, or a byte between quotes.
+    Quoted,
+    /// A backslash outside single quotes: the next byte is taken literally.
+    Escape,
+    /// Any other byte: one the shell reads as syntax.
+    Plain,
+}
+
+/// The quoting state of an approximate left-to-right scan of shell text.
+#[derive(Default)]
+pub(super) struct Quotes {
+    single: bool,
+    double: bool,
+}
+
+impl Quotes {
+    /// Takes the next byte `c` and says where it stands.
+    pub(super) fn take(&mut self, c: u8) -> Byte {
+        if self.single {
+            self.single = c != b'\'';
+            Byte::Quoted
+        } else if c == b'\\' {
+            Byte::Escape
+        } else if self.double {
+            self.double = c != b'"';
+            Byte::Quoted
+        } else if c == b'\'' || c == b'"' {
+            (self.single, self.double) = (c == b'\'', c == b'"');
+            Byte::Quoted
+        } else {
+            Byte::Plain
+        }
+    }
+}
+
 /// The top-level pipelines of `text`: split at `;`, `&`, `&&`, `||` and newlines outside
 /// quotes, parentheses and braces. Approximate (advisory use only).
 pub(super) fn pipelines(text: &str) -> Vec<&str> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let (mut depth, mut start, mut i) = (0i32, 0, 0);
-    let (mut single, mut double) = (false, false);
+    let mut quotes = Quotes::default();
     while i < b.len() {
         let c = b[i];
-        if single {
-            single = c != b'\'';
-        } else if c == b'\\' {
-            i += 1;
-        } else if double {
-            double = c != b'"';
-        } else {
-            match c {
-                b'\'' => single = true,
-                b'"' => double = true,
+        match quotes.take(c) {
+            Byte::Escape => i += 1,
+            Byte::Quoted => {}
+            Byte::Plain => match c {
                 b'(' | b'{' => depth += 1,
                 b')' | b'}' => depth -= 1,
                 b';' | b'\n' if depth <= 0 => {
@@ -57,7 +88,7 @@ pub(super) fn pipelines(text: &str) -> Vec<&str> {
                     }
                 }
                 _ => {}
-            }
+            },
         }
         i += 1;
     }

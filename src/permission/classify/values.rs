@@ -13,6 +13,7 @@ use super::super::parse::Assigned;
 use super::super::redirect::normalize_path;
 use super::super::unwrap::basename;
 use super::super::{Analysis, analyze};
+use super::text::{Byte, Quotes};
 
 /// At most this many forms of one argument are followed.
 const MAX_FORMS: usize = 32;
@@ -527,20 +528,14 @@ fn absolute(path: &str, cwd: Option<&str>) -> Option<String> {
 fn closing(text: &str, open: usize) -> Option<usize> {
     let b = text.as_bytes();
     let mut depth = 0usize;
-    let (mut single, mut double) = (false, false);
+    let mut quotes = Quotes::default();
     let mut i = open;
     while i < b.len() {
         let c = b[i];
-        if single {
-            single = c != b'\'';
-        } else if c == b'\\' {
-            i += 1;
-        } else if double {
-            double = c != b'"';
-        } else {
-            match c {
-                b'\'' => single = true,
-                b'"' => double = true,
+        match quotes.take(c) {
+            Byte::Escape => i += 1,
+            Byte::Quoted => {}
+            Byte::Plain => match c {
                 b'(' => depth += 1,
                 b')' => {
                     depth -= 1;
@@ -549,7 +544,7 @@ fn closing(text: &str, open: usize) -> Option<usize> {
                     }
                 }
                 _ => {}
-            }
+            },
         }
         i += 1;
     }
