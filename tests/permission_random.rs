@@ -341,3 +341,24 @@ fn long_pipelines_and_wrapper_chains() {
     let nice = format!("{}ls", "nice ".repeat(32));
     assert_eq!(command_pattern_in(TOOL, &nice, Dialect::Bash), "bash.execute:ls *");
 }
+
+/// Every opener left unclosed before a character of two, three and four bytes: the
+/// analysis slices its text by bytes, and an opener that runs to the end of the
+/// word must never cut such a character.
+#[test]
+fn unclosed_openers_before_wide_characters() {
+    let policy = PermissionPolicy::new(&["bash.execute:git *", "bash.execute:ls *"], &["bash.execute:rm *"]).unwrap();
+    let openers = ["`", "$(", "${", "$((", "${x:-", "\"$(", "'", "\"", "$'", "<(", "$[", "${#", "\\"];
+    let wide = ["é", "ߣ", "€", "😀"];
+    // Words, assignments and redirection targets are each expanded on their own.
+    for prefix in ["", "echo ", "rm -rf ", "x=", "git log ", ">", "echo >'", "ls 2>>"] {
+        for opener in openers {
+            for w in wide {
+                for tail in ["", "`", ")", "}", "'"] {
+                    check(&format!("{prefix}{opener}{w}{tail}"), &policy);
+                    check(&format!("{prefix}{opener}r{w}{w}{tail}"), &policy);
+                }
+            }
+        }
+    }
+}

@@ -166,8 +166,12 @@ impl Env {
     fn segment(&mut self, text: &str, depth: usize) -> (Vec<String>, usize) {
         let b = text.as_bytes();
         if b[0] == b'`' {
-            let end = text[1..].find('`').map_or(text.len(), |k| k + 2);
-            let code = text[1..end.saturating_sub(1).max(1)].to_owned();
+            // An unclosed substitution runs to the end of the word.
+            let (end, code) = match text[1..].find('`') {
+                Some(k) => (k + 2, &text[1..k + 1]),
+                None => (text.len(), &text[1..]),
+            };
+            let code = code.to_owned();
             return (self.substitution(&text[..end], &code, depth), end);
         }
         if b[0] != b'$' {
@@ -185,13 +189,18 @@ impl Env {
                 (vec![text[..end].to_owned()], end)
             }
             Some(b'(') => {
-                let end = closing(text, 1).map_or(text.len(), |k| k + 1);
-                let code = text[2..end.saturating_sub(1).max(2)].to_owned();
+                let (end, code) = match closing(text, 1) {
+                    Some(k) => (k + 1, &text[2..k]),
+                    None => (text.len(), &text[2..]),
+                };
+                let code = code.to_owned();
                 (self.substitution(&text[..end], &code, depth), end)
             }
             Some(b'{') => {
-                let end = text[2..].find('}').map_or(text.len(), |k| k + 3);
-                let inner = &text[2..end.saturating_sub(1).max(2)];
+                let (end, inner) = match text[2..].find('}') {
+                    Some(k) => (k + 3, &text[2..k + 2]),
+                    None => (text.len(), &text[2..]),
+                };
                 (self.braced(&text[..end], inner, depth), end)
             }
             Some(c) if c.is_ascii_alphabetic() || *c == b'_' => {
