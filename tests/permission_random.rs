@@ -348,7 +348,9 @@ fn long_pipelines_and_wrapper_chains() {
 #[test]
 fn unclosed_openers_before_wide_characters() {
     let policy = PermissionPolicy::new(&["bash.execute:git *", "bash.execute:ls *"], &["bash.execute:rm *"]).unwrap();
-    let openers = ["`", "$(", "${", "$((", "${x:-", "\"$(", "'", "\"", "$'", "<(", "$[", "${#", "\\"];
+    let openers = [
+        "`", "$(", "${", "$((", "${x:-", "\"$(", "'", "\"", "$'", "<(", "$[", "${#", "\\",
+    ];
     let wide = ["é", "ߣ", "€", "😀"];
     // Words, assignments and redirection targets are each expanded on their own.
     for prefix in ["", "echo ", "rm -rf ", "x=", "git log ", ">", "echo >'", "ls 2>>"] {
