@@ -328,17 +328,16 @@ fn eight_sessions_in_parallel() {
 #[test]
 fn idle_sessions_are_evicted() {
     let tag = unique_tag("ttl");
-    let m = SessionManager::new(
-        SessionConfig {
-            enabled: true,
-            idle_ttl: Some(Duration::from_millis(300)),
-            ..Default::default()
-        },
-        "/",
-    )
-    .unwrap();
-    let id = start(&m, "bash", &tag);
-    run(&m, &id, "sleep 1000 &");
+    let s = BashServer::new("/", None, Duration::from_secs(30)).unwrap();
+    s.configure(r#"{"sessions": {"enabled": true}}"#).unwrap();
+    let m = s.sessions().unwrap();
+    let id = start(m, "bash", &tag);
+    run(m, &id, "sleep 1000 &");
+    // Only now, the session set up and idle, is its time to live made short:
+    // nothing can evict it before (the next use of the sessions applies it).
+    s.configure(r#"{"sessions": {"enabled": true, "idle_ttl_seconds": 0.05}}"#)
+        .unwrap();
+    let m = s.sessions().unwrap();
     let deadline = Instant::now() + HANG_GUARD;
     while !survivors(&tag).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));

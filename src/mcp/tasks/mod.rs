@@ -160,7 +160,11 @@ impl Task {
     }
 
     fn expired(&self) -> bool {
-        Instant::now() >= self.deadline()
+        self.expired_at(Instant::now())
+    }
+
+    fn expired_at(&self, now: Instant) -> bool {
+        now >= self.deadline()
     }
 
     /// The status `stateless` (2026-07-28) or handshake-era (2025-11-25) rules give.
@@ -599,11 +603,18 @@ mod tests {
     #[test]
     fn expiry_counts_from_creation() {
         let s = store(10);
-        let t = s.create(Duration::from_millis(30), None, done()).unwrap();
+        let ttl = Duration::from_secs(3600);
+        let t = s.create(ttl, None, None).unwrap();
         assert!(s.get(&t.id).is_ok());
-        std::thread::sleep(Duration::from_millis(40));
-        assert!(s.get(&t.id).unwrap_err().message.contains("expired"));
-        assert!(s.list(None).unwrap().0.is_empty());
+        // The call's end (an update) does not move the deadline: creation plus ttl.
+        t.finish(done().unwrap());
+        assert!(!t.expired_at(t.born + ttl - Duration::from_millis(1)));
+        assert!(t.expired_at(t.born + ttl));
+        // A task past its ttl is expired to tasks/get and gone from tasks/list.
+        let past = s.create(Duration::ZERO, None, done()).unwrap();
+        assert!(s.get(&past.id).unwrap_err().message.contains("expired"));
+        let listed: Vec<String> = s.list(None).unwrap().0.iter().map(|t| t.id.clone()).collect();
+        assert_eq!(listed, [t.id.clone()]);
     }
 
     /// A server with no tools and no task jobs (the trait's defaults).
