@@ -614,7 +614,7 @@ mod tests {
         let past = s.create(Duration::ZERO, None, done()).unwrap();
         assert!(s.get(&past.id).unwrap_err().message.contains("expired"));
         let listed: Vec<String> = s.list(None).unwrap().0.iter().map(|t| t.id.clone()).collect();
-        assert_eq!(listed, [t.id.clone()]);
+        assert_eq!(listed, std::slice::from_ref(&t.id));
     }
 
     /// A server with no tools and no task jobs (the trait's defaults).
