@@ -41,6 +41,11 @@ pub struct ExecRequest {
     /// When the `execute` tool hands a still-running command back as a
     /// background job (`yield_seconds`); see [`YieldAfter`].
     pub yield_after: YieldAfter,
+    /// Who asked, as the host's transport authenticated them
+    /// ([`CallOptions::principal`](crate::CallOptions::principal)): a
+    /// background job or a handed-back call carries it to the audit line of
+    /// its end. Only the host sets it: the `execute` arguments cannot.
+    pub principal: Option<String>,
 }
 
 /// When an `execute` call stops waiting for its command and hands it back

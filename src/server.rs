@@ -434,12 +434,15 @@ pub trait McpServer: Send + Sync {
     /// id, or the call's own result when nothing was started (bad
     /// arguments, a refused directory). Only for tools with
     /// [`task_support`](McpServer::task_support). `sandbox` is the host's
-    /// sandbox for the call, as [`CallOptions::sandbox`].
+    /// sandbox for the call, as [`CallOptions::sandbox`]; `principal` who
+    /// asked, as [`CallOptions::principal`] (recorded with the call and
+    /// with the job's end).
     fn start_task_job(
         &self,
         tool_name: &str,
         _args: &ToolArgs,
         _sandbox: Option<&SandboxConfig>,
+        _principal: Option<&str>,
     ) -> Result<String, ToolResponse> {
         Err(ToolResponse::error(&ToolError::new(
             ErrorCode::UnknownTool,

@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use common::*;
-use http::{HttpServe, token_file};
+use http::{HttpServe, audit_entries, task_calls_audited, token_file};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_bash-mcp");
@@ -443,7 +443,7 @@ fn malformed_oversized_and_misdirected_requests_get_their_status_and_run_nothing
 }
 
 #[test]
-fn a_bearer_token_is_required_when_configured_and_health_needs_none() {
+fn a_bearer_token_is_required_when_configured_names_its_calls_and_health_needs_none() {
     let dir = TempDir::new("http-token");
     let tag = unique_tag("http-token");
     let token = "s3cret-token-of-enough-length";
@@ -509,6 +509,17 @@ fn a_bearer_token_is_required_when_configured_and_health_needs_none() {
         401
     );
     assert!(!dir.join("no-token").exists());
+    // Who sent a call is recorded: the token file's holder, for plain calls and tasks.
+    let audit_id = answer.json()["result"]["structuredContent"]["audit_id"].clone();
+    let entries = audit_entries(&dir);
+    let plain = entries
+        .iter()
+        .find(|e| e["audit_id"] == audit_id)
+        .expect("the call's entry");
+    assert_eq!(plain["principal"], "auth-token-file", "{plain}");
+    for entry in task_calls_audited(&server, &dir, &bearer) {
+        assert_eq!(entry["principal"], "auth-token-file", "{entry}");
+    }
     server.stop();
     assert_no_survivors(&tag);
 }

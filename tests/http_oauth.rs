@@ -4,7 +4,8 @@
 //! wrong-issuer, wrong-signature, unsigned and under-scoped tokens are
 //! refused with the status and challenge the MCP authorization
 //! specification gives, and run nothing; a good token runs the call, and
-//! the audit log names its subject. The issuer rotating its keys (a new
+//! the audit log names its subject, for plain calls and for calls run as
+//! tasks (the call and the job's end). The issuer rotating its keys (a new
 //! JWKS file) takes effect without a restart.
 
 mod common;
@@ -252,6 +253,12 @@ fn access_tokens_are_checked_against_the_issuers_keys() {
     let answer = server.post(&call, &[("Authorization", &bearer), ("Mcp-Session-Id", &session)]);
     assert_eq!(answer.json()["result"]["structuredContent"]["output"], "in session\n");
     assert_eq!(server.post(&call, &[("Mcp-Session-Id", &session)]).status, 401);
+
+    // Calls run as tasks name the subject too, in the call and in the job's end.
+    let bearer = format!("Bearer {}", key.sign(&claims("user-20")));
+    for entry in http::task_calls_audited(&server, &dir, &bearer) {
+        assert_eq!(entry["principal"], "user-20", "{entry}");
+    }
 
     // The issuer rotates to k2: its tokens are taken, k1's no longer.
     write_jwks(&jwks, &[&other]);

@@ -164,6 +164,9 @@ impl Shared {
         if let Some(crate::request::SandboxCall::HostOverride(sandbox)) = &end.request.sandbox {
             entry.insert("sandbox_override".into(), sandbox.to_value());
         }
+        if let Some(principal) = &end.request.principal {
+            entry.insert("principal".into(), principal.as_str().into());
+        }
         if !end.request.env.is_empty() {
             let names: Vec<Value> = end.request.env.iter().map(|(k, _)| Value::from(k.as_str())).collect();
             entry.insert("env_names".into(), names.into());

@@ -47,10 +47,11 @@ impl Tool for ExecuteTool {
     }
 
     fn call(&self, args: &Map<String, Value>, options: CallOptions<'_>) -> ToolResponse {
-        let request = match ExecRequest::from_args(args).and_then(|r| self.with_host_sandbox(r, options.sandbox)) {
+        let mut request = match ExecRequest::from_args(args).and_then(|r| self.with_host_sandbox(r, options.sandbox)) {
             Ok(request) => request,
             Err(error) => return refused(&error),
         };
+        request.principal = options.principal.map(str::to_owned);
         if request_is_background(args) {
             return self.start_background(request);
         }

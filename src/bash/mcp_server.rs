@@ -187,6 +187,7 @@ impl McpServer for BashServer {
         tool_name: &str,
         args: &ToolArgs,
         sandbox: Option<&crate::sandbox::SandboxConfig>,
+        principal: Option<&str>,
     ) -> Result<String, ToolResponse> {
         let mut object = match args.object() {
             Ok(object) => object.clone(),
@@ -204,6 +205,7 @@ impl McpServer for BashServer {
         object.insert("background".into(), Value::Bool(true));
         let options = CallOptions {
             sandbox,
+            principal,
             ..CallOptions::default()
         };
         let response = self.call_tool(tool_name, &ToolArgs::from(object), options);

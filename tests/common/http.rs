@@ -207,3 +207,82 @@ pub fn token_file(dir: &Path, token: &str) -> PathBuf {
     std::fs::write(&path, format!("{token}\n")).unwrap();
     path
 }
+
+/// The `serve --http` audit log of a server whose data home is `dir`, one
+/// entry a line.
+pub fn audit_entries(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("bash-mcp/audit.jsonl"))
+        .expect("the audit log")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Runs `execute` as a task in both eras with `bearer` as the credential
+/// (a 2025-11-25 task-augmented call in a session; a 2026-07-28 call the
+/// server makes a task, its command held until the test creates a file in
+/// `dir`), and returns the audit entries of each: the call that started
+/// the job and the job's end.
+pub fn task_calls_audited(server: &HttpServe, dir: &Path, bearer: &str) -> Vec<Value> {
+    use serde_json::json;
+    let auth = ("Authorization", bearer);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "tasks", "version": "0"}}});
+    let answer = server.post(&init, &[auth]);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let session = answer.header("mcp-session-id").expect("a session").to_owned();
+    let in_session = [auth, ("Mcp-Session-Id", session.as_str())];
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "execute", "arguments": {"command": "echo task-2025"}, "task": {"ttl": 60000}}});
+    let created = server.post(&call, &in_session).json();
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {created}"))
+        .to_owned();
+    let result = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": id}});
+    let done = server.post(&result, &in_session).json();
+    assert_eq!(done["result"]["structuredContent"]["output"], "task-2025\n", "{done}");
+
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let stateless = |method: &'static str, name: Option<&'static str>| {
+        let mut headers = vec![auth, ("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", method)];
+        headers.extend(name.map(|n| ("Mcp-Name", n)));
+        headers
+    };
+    // Held until the file exists: the call cannot end within the poll interval.
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+        "name": "execute", "arguments": {"command": "until [ -e go-2026 ]; do sleep 0.05; done; echo task-2026"},
+        "_meta": meta}});
+    let task = server.post(&call, &stateless("tools/call", Some("execute"))).json();
+    assert_eq!(task["result"]["resultType"], "task", "{task}");
+    let id = task["result"]["taskId"].as_str().unwrap().to_owned();
+    std::fs::write(dir.join("go-2026"), "").unwrap();
+    let get = json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/get", "params": {"taskId": id, "_meta": meta}});
+    let deadline = Instant::now() + super::HANG_GUARD;
+    let done = loop {
+        let reply = server.post(&get, &stateless("tasks/get", None)).json();
+        if reply["result"]["status"] != "working" {
+            break reply;
+        }
+        assert!(Instant::now() < deadline, "the task never ended: {reply}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(done["result"]["result"]["structuredContent"]["output"], "task-2026\n");
+
+    let entries = audit_entries(dir);
+    let mut found = Vec::new();
+    for marker in ["task-2025", "task-2026"] {
+        for tool in ["execute", "job"] {
+            let entry = entries
+                .iter()
+                .find(|e| e["tool"] == tool && e["command"].as_str().is_some_and(|c| c.contains(marker)))
+                .unwrap_or_else(|| panic!("no {tool} entry for {marker} in {entries:#?}"));
+            found.push(entry.clone());
+        }
+    }
+    found
+}

@@ -94,8 +94,9 @@ impl McpServer for TestServer {
         tool: &str,
         args: &bash_mcp::ToolArgs,
         sandbox: Option<&bash_mcp::sandbox::SandboxConfig>,
+        principal: Option<&str>,
     ) -> Result<String, bash_mcp::ToolResponse> {
-        self.server.start_task_job(tool, args, sandbox)
+        self.server.start_task_job(tool, args, sandbox, principal)
     }
     fn task_job(&self, job: &str, wait: Duration) -> bash_mcp::TaskJob {
         self.server.task_job(job, wait)

@@ -33,6 +33,11 @@ pub enum Refusal {
     },
 }
 
+/// The principal of a call made with the `--auth-token-file` token: the
+/// token names no one, so the audit log says which credential opened it
+/// (an OAuth token's subject is never this: subjects are the issuer's).
+pub const TOKEN_FILE_PRINCIPAL: &str = "auth-token-file";
+
 /// The access rules of one server.
 pub struct Access {
     loopback: bool,
@@ -111,7 +116,8 @@ impl Access {
 
     /// Checks the credentials, when any are configured: the bearer token
     /// of the token file, or an OAuth access token. `Ok(Some(subject))` for
-    /// an OAuth token, `Ok(None)` for the token file or no authentication.
+    /// an OAuth token, `Ok(Some(TOKEN_FILE_PRINCIPAL))` for the token
+    /// file's, `Ok(None)` without authentication.
     pub fn check_auth(&self, headers: &HeaderMap) -> Result<Option<String>, Refusal> {
         if !self.authenticates() {
             return Ok(None);
@@ -137,7 +143,7 @@ impl Access {
         if let Some(token) = &self.token
             && constant_time_eq(presented, token)
         {
-            return Ok(None);
+            return Ok(Some(TOKEN_FILE_PRINCIPAL.to_owned()));
         }
         let Some(oauth) = &self.oauth else {
             return Err(refuse("the bearer token is not the configured one", None));

@@ -113,7 +113,7 @@ impl Inner {
             }
             let ttl = store.options.grant(ttl);
             return Some(Reply::Now(
-                self.start_task(era, tool, args, progress_token.cloned(), ttl)
+                self.start_task(era, tool, args, progress_token.cloned(), ttl, request.principal)
                     .map(|task| (Some(era), shape::created_2025(&task.view(false)))),
             ));
         }
@@ -136,11 +136,13 @@ impl Inner {
         };
         let inner = self.clone();
         let (id, key, tool, args) = (request.id.clone(), request.key.clone(), tool.to_owned(), args.clone());
+        let principal = request.principal.map(str::to_owned);
         let worker = self.inflight.worker();
         let spawned = std::thread::Builder::new().name("mcp-task-call".into()).spawn(move || {
             let _worker = worker;
             let Ok(store) = inner.store() else { return };
-            let line = match inner.start_task(era, &tool, &args, None, store.options.grant(None)) {
+            let line = match inner.start_task(era, &tool, &args, None, store.options.grant(None), principal.as_deref())
+            {
                 Err(e) => jsonrpc::error_response(&id, &e),
                 Ok(task) => {
                     let end = task.wait_end(Some(store.options.poll_interval), Some(&call.token));
@@ -181,6 +183,7 @@ impl Inner {
         args: &ToolArgs,
         progress_token: Option<Value>,
         ttl: Duration,
+        principal: Option<&str>,
     ) -> Result<Arc<Task>, RpcError> {
         let store = self.store()?;
         let to_end = move |response: ToolResponse| End::Result {
@@ -201,7 +204,7 @@ impl Inner {
                 tracing::info!(tool, message = %doc["message"], "task refused by policy");
                 (None, Some(to_end(ToolResponse::document(doc))))
             }
-            None => match self.server.start_task_job(tool, args, sandbox) {
+            None => match self.server.start_task_job(tool, args, sandbox, principal) {
                 Ok(job) => (Some(job), None),
                 Err(response) => (None, Some(to_end(response))),
             },
