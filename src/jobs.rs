@@ -104,20 +104,10 @@ impl Job {
 
     /// The result slot once the job has ended, or after `wait` (then still empty).
     fn result_within(&self, wait: Duration) -> MutexGuard<'_, Option<Result<ExecOutcome, ToolError>>> {
-        let deadline = Instant::now() + wait;
-        let mut result = self.result();
-        while result.is_none() {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            result = self
-                .done
-                .wait_timeout(result, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        result
+        self.done
+            .wait_timeout_while(self.result(), wait, |result| result.is_none())
+            .unwrap_or_else(PoisonError::into_inner)
+            .0
     }
 }
 
@@ -419,22 +409,20 @@ impl StoppedJobs {
     pub fn wait(self, deadline: Option<Instant>) -> bool {
         let mut all_ended = true;
         for job in self.0 {
-            let mut result = job.result();
-            while result.is_none() {
-                result = match deadline {
-                    None => job.done.wait(result).unwrap_or_else(PoisonError::into_inner),
-                    Some(deadline) => {
-                        let now = Instant::now();
-                        if now >= deadline {
-                            break;
-                        }
-                        job.done
-                            .wait_timeout(result, deadline - now)
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .0
-                    }
-                };
-            }
+            let running = |result: &mut Option<_>| result.is_none();
+            let result = match deadline {
+                None => job
+                    .done
+                    .wait_while(job.result(), running)
+                    .unwrap_or_else(PoisonError::into_inner),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    job.done
+                        .wait_timeout_while(job.result(), left, running)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+            };
             let ended = result.is_some();
             drop(result);
             if !ended {

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::jsonrpc::IdKey;
 use crate::cancel::CancelToken;
@@ -158,25 +158,21 @@ impl InFlight {
     /// Waits until no worker runs, at most `limit` (forever when `None`).
     /// Returns whether all workers ended.
     pub(crate) fn wait_idle(&self, limit: Option<Duration>) -> bool {
-        let deadline = limit.map(|l| Instant::now() + l);
-        let mut workers = self.workers.lock().unwrap_or_else(PoisonError::into_inner);
-        while *workers > 0 {
-            match deadline {
-                None => workers = self.idle.wait(workers).unwrap_or_else(PoisonError::into_inner),
-                Some(deadline) => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        return false;
-                    }
-                    workers = self
-                        .idle
-                        .wait_timeout(workers, deadline - now)
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0;
-                }
+        let workers = self.workers.lock().unwrap_or_else(PoisonError::into_inner);
+        let busy = |workers: &mut usize| *workers > 0;
+        let workers = match limit {
+            None => self
+                .idle
+                .wait_while(workers, busy)
+                .unwrap_or_else(PoisonError::into_inner),
+            Some(limit) => {
+                self.idle
+                    .wait_timeout_while(workers, limit, busy)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0
             }
-        }
-        true
+        };
+        *workers == 0
     }
 }
 
