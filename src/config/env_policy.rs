@@ -127,13 +127,10 @@ pub fn is_valid_env_name(name: &str) -> bool {
     !name.is_empty() && !name.contains('=') && !name.contains('\0')
 }
 
-/// POSIX `fnmatch(pattern, name, 0)`; a pattern or name with NUL never matches.
+/// POSIX `fnmatch(pattern, name, 0)` (the permission layer's); a pattern or
+/// name with NUL never matches.
 fn fnmatch(pattern: &str, name: &OsStr) -> bool {
-    let (Ok(p), Ok(n)) = (CString::new(pattern), CString::new(name.as_bytes())) else {
-        return false;
-    };
-    // SAFETY: both arguments are valid NUL-terminated strings.
-    unsafe { libc::fnmatch(p.as_ptr(), n.as_ptr(), 0) == 0 }
+    crate::permission::fnmatch_bytes(pattern, name.as_bytes())
 }
 
 /// Merges an `env` object into `current`: the sub-keys given replace theirs, the

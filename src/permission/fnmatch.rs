@@ -18,16 +18,22 @@ const SPECIAL: &[char] = &['*', '?', '[', ']', '\\'];
 /// assert!(fnmatch("a\\*", "a*"));
 /// ```
 pub fn fnmatch(pattern: &str, subject: &str) -> bool {
+    fnmatch_flags(pattern, subject.as_bytes(), 0)
+}
+
+/// Like [`fnmatch`] for a subject that need not be UTF-8 (an environment
+/// variable's name, as the host gives it).
+pub(crate) fn fnmatch_bytes(pattern: &str, subject: &[u8]) -> bool {
     fnmatch_flags(pattern, subject, 0)
 }
 
 /// Like [`fnmatch`] but with `FNM_PATHNAME`: `*`, `?` and brackets never match `/`.
 pub(crate) fn fnmatch_pathname(pattern: &str, subject: &str) -> bool {
-    fnmatch_flags(pattern, subject, libc::FNM_PATHNAME)
+    fnmatch_flags(pattern, subject.as_bytes(), libc::FNM_PATHNAME)
 }
 
-fn fnmatch_flags(pattern: &str, subject: &str, flags: libc::c_int) -> bool {
-    with_c_string(pattern, |p| {
+fn fnmatch_flags(pattern: &str, subject: &[u8], flags: libc::c_int) -> bool {
+    with_c_string(pattern.as_bytes(), |p| {
         with_c_string(subject, |s| {
             // SAFETY: both pointers are valid NUL-terminated strings that outlive the
             // call; fnmatch only reads them.
@@ -44,13 +50,13 @@ const STACK_COPY: usize = 256;
 /// Calls `f` with `text` as a NUL-terminated C string (on the stack when short: the
 /// classifier matches thousands of short arguments per command, and allocating each
 /// one cost more than the match); `None` when `text` holds a NUL byte.
-fn with_c_string<R>(text: &str, f: impl FnOnce(*const libc::c_char) -> R) -> Option<R> {
+fn with_c_string<R>(text: &[u8], f: impl FnOnce(*const libc::c_char) -> R) -> Option<R> {
     if text.len() < STACK_COPY {
-        if text.as_bytes().contains(&0) {
+        if text.contains(&0) {
             return None;
         }
         let mut buf = [0u8; STACK_COPY];
-        buf[..text.len()].copy_from_slice(text.as_bytes());
+        buf[..text.len()].copy_from_slice(text);
         return Some(f(buf.as_ptr().cast()));
     }
     let c = CString::new(text).ok()?;

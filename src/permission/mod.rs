@@ -50,6 +50,7 @@ pub use classify::rule_count;
 pub use classify::{Class, Classification, PartClass, classify, classify_call, classify_call_args};
 pub use depth::{MAX_NESTING, MAX_PAREN_NESTING};
 pub use dialect::{Dialect, FISH_FUNCTIONS, OTHER_SHELL_KEYWORDS, PLAIN_CHARACTERS, POSIX_SHELLS};
+pub(crate) use fnmatch::fnmatch_bytes;
 pub use fnmatch::{fnmatch, fnmatch_escape};
 pub use pattern::OPAQUE_BODY;
 pub use policy::{Decision, PermissionPolicy, PolicyError};
