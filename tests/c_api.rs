@@ -557,17 +557,22 @@ fn exported_functions() -> Vec<(String, String, String)> {
 
 /// The panic boundary helpers of `src/ffi/` (`panic.rs`, and the helpers
 /// built on `panic::guard`).
-const GUARDS: [&str; 5] = [
+const GUARDS: [&str; 6] = [
     "panic::guard(",
     "panic::guard_code(",
     "string_call(",
     "number_call(",
     "code_call(",
+    "free_owned(",
 ];
 
 /// Whether a function body is one call to a panic guard, optionally cast
-/// (`as c_int`), with nothing before or after it.
+/// (`as c_int`) or alone in an `unsafe` block, with nothing before or after it.
 fn is_one_guard_call(body: &str) -> bool {
+    let body = match body.strip_prefix("unsafe {").and_then(|b| b.strip_suffix('}')) {
+        Some(inner) => inner.trim(),
+        None => body,
+    };
     GUARDS.iter().any(|guard| {
         body.starts_with(guard) && {
             let end = matching(body.as_bytes(), guard.len() - 1);
@@ -583,10 +588,12 @@ fn every_export_runs_inside_the_panic_guard() {
     let string_rs = code_only(&std::fs::read_to_string(crate_dir().join("src/ffi/string.rs")).unwrap());
     let server_rs = code_only(&std::fs::read_to_string(crate_dir().join("src/ffi/server.rs")).unwrap());
     let plugin_rs = code_only(&std::fs::read_to_string(crate_dir().join("src/ffi/entropic/mod.rs")).unwrap());
+    let ptr_rs = code_only(&std::fs::read_to_string(crate_dir().join("src/ffi/ptr.rs")).unwrap());
     for (helper, code) in [
         ("fn string_call", &string_rs),
         ("fn number_call", &server_rs),
         ("fn code_call", &plugin_rs),
+        ("fn free_owned", &ptr_rs),
     ] {
         let body = &code[code.find(helper).expect(helper)..];
         let open = body.find('{').unwrap();
@@ -630,4 +637,9 @@ fn the_source_scan_sees_an_unguarded_export() {
     ));
     assert!(is_one_guard_call("panic::guard_code(|| f()) as c_int"));
     assert!(!is_one_guard_call("panic::guard(|| (), || f()); g()"));
+    assert!(is_one_guard_call("unsafe { free_owned(p, |p: Box<_>| drop(p)) }"));
+    assert!(!is_one_guard_call(
+        "unsafe { g(p); free_owned(p, |p: Box<_>| drop(p)) }"
+    ));
+    assert!(!is_one_guard_call("unsafe { free_owned(p, |p: Box<_>| drop(p)) } g()"));
 }

@@ -2,6 +2,7 @@
 
 use crate::cancel::CancelToken;
 use crate::ffi::panic;
+use crate::ffi::ptr::free_owned;
 
 /// A one-shot token that cancels running calls from any thread.
 ///
@@ -74,15 +75,8 @@ pub unsafe extern "C" fn bash_mcp_cancel_token_is_cancelled(token: *const bash_m
 ///        it, during or after this call.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bash_mcp_cancel_token_free(token: *mut bash_mcp_cancel_token) {
-    panic::guard(
-        || (),
-        || {
-            if !token.is_null() {
-                // SAFETY: made by Box::into_raw in bash_mcp_cancel_token_new; the caller gives up ownership.
-                drop(unsafe { Box::from_raw(token) });
-            }
-        },
-    )
+    // SAFETY: NULL, or made by Box::into_raw in bash_mcp_cancel_token_new; the caller gives up ownership.
+    unsafe { free_owned(token, |token: Box<_>| drop(token)) }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::args::ToolArgs;
 use crate::ffi::cancel::bash_mcp_cancel_token;
 use crate::ffi::panic;
-use crate::ffi::ptr::{null_arg, ref_arg, str_arg};
+use crate::ffi::ptr::{free_owned, null_arg, ref_arg, str_arg};
 use crate::ffi::result::{Failure, bash_mcp_result, to_code};
 use crate::ffi::server::{bash_mcp_output_callback, bash_mcp_server, call_with};
 use crate::sandbox::SandboxConfig;
@@ -331,15 +331,8 @@ fn host_sandbox(server: &bash_mcp_server, json: &str) -> Result<SandboxConfig, F
 ///        borrowed from it must not be used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bash_mcp_exec_result_free(result: *mut bash_mcp_exec_result) {
-    panic::guard(
-        || (),
-        || {
-            if !result.is_null() {
-                // SAFETY: made by Box::into_raw in run_into; the caller gives up ownership.
-                drop(unsafe { Box::from_raw(result) });
-            }
-        },
-    )
+    // SAFETY: NULL, or made by Box::into_raw in run_into; the caller gives up ownership.
+    unsafe { free_owned(result, |result: Box<_>| drop(result)) }
 }
 
 /// Reads a field of a result, or gives `fallback` when it is NULL.

@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 use crate::ffi::panic;
-use crate::ffi::ptr::{null_arg, ref_arg};
+use crate::ffi::ptr::{free_owned, null_arg, ref_arg};
 use crate::ffi::result::{Failure, bash_mcp_result};
 use crate::ffi::server::bash_mcp_server;
 use crate::ffi::string::into_c_string;
@@ -158,14 +158,6 @@ pub unsafe extern "C" fn bash_mcp_mcp_handler_handle_message(
 /// @param handler The handler, or NULL (then nothing happens).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bash_mcp_mcp_handler_free(handler: *mut bash_mcp_mcp_handler) {
-    panic::guard(
-        || (),
-        || {
-            if !handler.is_null() {
-                // SAFETY: a handler from bash_mcp_mcp_handler_new(), freed once.
-                let handler = unsafe { Box::from_raw(handler) };
-                handler.inner.shutdown();
-            }
-        },
-    )
+    // SAFETY: NULL, or a handler from bash_mcp_mcp_handler_new(), freed once.
+    unsafe { free_owned(handler, |handler: Box<bash_mcp_mcp_handler>| handler.inner.shutdown()) }
 }

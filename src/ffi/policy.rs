@@ -5,7 +5,7 @@
 use std::ffi::c_char;
 
 use crate::ffi::panic;
-use crate::ffi::ptr::{null_arg, opt_str_arg, ref_arg, str_arg};
+use crate::ffi::ptr::{free_owned, null_arg, opt_str_arg, ref_arg, str_arg};
 use crate::ffi::result::{Failure, bash_mcp_result, to_code};
 use crate::ffi::string::string_call;
 use crate::permission::{Decision, Dialect, PermissionPolicy, PolicyError, classify, command_pattern};
@@ -183,15 +183,8 @@ pub unsafe extern "C" fn bash_mcp_policy_new_for_shell(
 ///        afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bash_mcp_policy_free(policy: *mut bash_mcp_policy) {
-    panic::guard(
-        || (),
-        || {
-            if !policy.is_null() {
-                // SAFETY: made by Box::into_raw in bash_mcp_policy_new; the caller gives up ownership.
-                drop(unsafe { Box::from_raw(policy) });
-            }
-        },
-    )
+    // SAFETY: NULL, or made by Box::into_raw in bash_mcp_policy_new; the caller gives up ownership.
+    unsafe { free_owned(policy, |policy: Box<_>| drop(policy)) }
 }
 
 /// Decides a tool call: allow, deny, or ask the operator.

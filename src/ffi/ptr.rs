@@ -1,7 +1,9 @@
-//! Pointer and string checks for C arguments.
+//! Pointer and string checks for C arguments, and the release of what C
+//! hands back.
 
-use std::ffi::{CStr, c_char};
+use std::ffi::{CStr, CString, c_char};
 
+use crate::ffi::panic;
 use crate::ffi::result::{Failure, bash_mcp_result};
 
 /// Borrows a C string argument as UTF-8.
@@ -45,6 +47,56 @@ pub(crate) unsafe fn opt_str_arg<'a>(ptr: *const c_char, name: &str) -> Result<O
 pub(crate) unsafe fn ref_arg<'a, T>(ptr: *const T, name: &str) -> Result<&'a T, Failure> {
     // SAFETY: non-NULL pointers are valid per the caller's contract.
     unsafe { ptr.as_ref() }.ok_or_else(|| null_arg(name))
+}
+
+/// A value this library hands to C as a raw pointer, and takes back in a
+/// `_free` function.
+pub(crate) trait HandedOut {
+    /// What the pointer C holds points to.
+    type Raw;
+
+    /// Takes back ownership.
+    ///
+    /// # Safety
+    /// `raw` is not NULL, came from this type's `into_raw`, and is taken back once.
+    unsafe fn take(raw: *mut Self::Raw) -> Self;
+}
+
+impl<T> HandedOut for Box<T> {
+    type Raw = T;
+
+    unsafe fn take(raw: *mut T) -> Self {
+        // SAFETY: made by Box::into_raw and taken back once, per the contract.
+        unsafe { Box::from_raw(raw) }
+    }
+}
+
+impl HandedOut for CString {
+    type Raw = c_char;
+
+    unsafe fn take(raw: *mut c_char) -> Self {
+        // SAFETY: made by CString::into_raw and taken back once, per the contract.
+        unsafe { CString::from_raw(raw) }
+    }
+}
+
+/// The body of every `_free` function: NULL is a no-op; anything else is
+/// taken back and given to `release` (a drop, or a shutdown first), inside the
+/// panic boundary.
+///
+/// # Safety
+/// `raw` is NULL or a pointer this library handed out as an `O`, and the
+/// caller gives up ownership: nothing uses it during or after the call.
+pub(crate) unsafe fn free_owned<O: HandedOut>(raw: *mut O::Raw, release: impl FnOnce(O)) {
+    panic::guard(
+        || (),
+        || {
+            if !raw.is_null() {
+                // SAFETY: not NULL, handed out as an `O` and given up, per the contract.
+                release(unsafe { O::take(raw) });
+            }
+        },
+    )
 }
 
 /// The failure for a NULL argument.

@@ -12,7 +12,7 @@ use crate::error::{ErrorCode, ToolError};
 use crate::exec::OutputStream;
 use crate::ffi::cancel::bash_mcp_cancel_token;
 use crate::ffi::panic;
-use crate::ffi::ptr::{null_arg, opt_str_arg, ref_arg, str_arg};
+use crate::ffi::ptr::{free_owned, null_arg, opt_str_arg, ref_arg, str_arg};
 use crate::ffi::result::{Failure, bash_mcp_result, set_last_error, to_code};
 use crate::ffi::string::{into_c_string, string_call};
 use crate::sandbox::SandboxConfig;
@@ -177,15 +177,8 @@ pub unsafe extern "C" fn bash_mcp_server_new(
 ///        afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bash_mcp_server_free(server: *mut bash_mcp_server) {
-    panic::guard(
-        || (),
-        || {
-            if !server.is_null() {
-                // SAFETY: made by Box::into_raw in bash_mcp_server_new; the caller gives up ownership.
-                drop(unsafe { Box::from_raw(server) });
-            }
-        },
-    )
+    // SAFETY: NULL, or made by Box::into_raw in bash_mcp_server_new; the caller gives up ownership.
+    unsafe { free_owned(server, |server: Box<_>| drop(server)) }
 }
 
 /// Returns the server's name.

@@ -4,7 +4,7 @@
 use std::ffi::{c_char, c_void};
 
 use crate::ffi::panic;
-use crate::ffi::ptr::{null_arg, ref_arg, str_arg};
+use crate::ffi::ptr::{free_owned, null_arg, ref_arg, str_arg};
 use crate::ffi::result::{Failure, bash_mcp_result, to_code};
 use crate::ffi::server::bash_mcp_server;
 use crate::session::{Subscription, TerminalEvent};
@@ -130,15 +130,8 @@ pub unsafe extern "C" fn bash_mcp_session_subscribe(
 /// @warning Do not call it from the subscription's own callback.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bash_mcp_subscription_free(subscription: *mut bash_mcp_subscription) {
-    panic::guard(
-        || (),
-        || {
-            if !subscription.is_null() {
-                // SAFETY: a pointer from bash_mcp_session_subscribe(), freed once.
-                drop(unsafe { Box::from_raw(subscription) });
-            }
-        },
-    )
+    // SAFETY: NULL, or a pointer from bash_mcp_session_subscribe(), freed once.
+    unsafe { free_owned(subscription, |subscription: Box<_>| drop(subscription)) }
 }
 
 /// Types a person's keys into a session's terminal, exactly as given.

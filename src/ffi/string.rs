@@ -3,6 +3,7 @@
 use std::ffi::{CString, c_char};
 
 use crate::ffi::panic;
+use crate::ffi::ptr::free_owned;
 use crate::ffi::result::{Failure, set_last_error};
 
 /// Hands `text` to C as a caller-owned string (released with
@@ -40,16 +41,9 @@ pub(crate) fn string_call<S: Into<Vec<u8>>>(body: impl FnOnce() -> Result<S, Fai
 ///          afterwards, and must not be released twice or with free().
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bash_mcp_string_free(s: *mut c_char) {
-    panic::guard(
-        || (),
-        || {
-            if !s.is_null() {
-                // SAFETY: the caller passes a pointer made by CString::into_raw
-                // in into_c_string and gives up its ownership.
-                drop(unsafe { CString::from_raw(s) });
-            }
-        },
-    )
+    // SAFETY: the caller passes NULL or a pointer made by CString::into_raw in
+    // into_c_string, and gives up its ownership.
+    unsafe { free_owned(s, |s: CString| drop(s)) }
 }
 
 /// Returns the library version, e.g. `"0.1.0"`.

@@ -25,7 +25,7 @@ pub mod codes;
 pub mod setup;
 pub mod surface;
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{CString, c_char, c_int, c_void};
 use std::path::Path;
 
 use crate::args::ToolArgs;
@@ -33,7 +33,7 @@ use crate::bash::BashServer;
 use crate::error::{ErrorCode, ToolError};
 use crate::ffi::log::{bash_mcp_log_level, enable_stderr_fallback};
 use crate::ffi::panic;
-use crate::ffi::ptr::str_arg;
+use crate::ffi::ptr::{free_owned, str_arg};
 use crate::ffi::result::Failure;
 use crate::ffi::server::{bash_mcp_server, panic_envelope};
 use crate::ffi::string::into_c_string;
@@ -229,25 +229,16 @@ pub unsafe extern "C" fn entropic_mcp_server_set_working_dir(
 /// Plugin ABI: destroys the server; NULL-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn entropic_mcp_server_destroy(server: entropic_mcp_server_t) {
-    panic::guard(
-        || (),
-        || {
-            if !server.is_null() {
-                // SAFETY: a handle from entropic_create_server, destroyed once (ABI contract).
-                drop(unsafe { Box::from_raw(server.cast::<Plugin>()) });
-            }
-        },
-    )
+    // SAFETY: NULL or a handle from entropic_create_server, destroyed once (ABI contract).
+    unsafe { free_owned(server.cast::<Plugin>(), |plugin: Box<_>| drop(plugin)) }
 }
 
 /// Plugin ABI: frees a string from list_tools or execute; NULL-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn entropic_free(ptr: *mut c_void) {
-    // SAFETY: forwarded contract; every string this plugin returns is a library string.
-    panic::guard(
-        || (),
-        || unsafe { crate::ffi::string::bash_mcp_string_free(ptr.cast()) },
-    )
+    // SAFETY: NULL or a string from list_tools or execute, made by into_c_string
+    // (CString::into_raw), freed once (ABI contract).
+    unsafe { free_owned(ptr.cast::<c_char>(), |s: CString| drop(s)) }
 }
 
 /// # Safety
