@@ -457,8 +457,10 @@ fn routes_that_cannot_enforce_a_policy_refuse_to_run_the_command() {
 /// loopback services (directly, and named through the proxy), an allowed
 /// host's address at the proxy's own port (the one TCP port Landlock lets
 /// it connect to), the host's own address at that port, a host service's
-/// abstract Unix socket, binding a TCP port, re-binding its socket off the
-/// loopback device, and TCP Fast Open.
+/// abstract Unix socket, binding a TCP port off the loopback, re-binding its socket off the
+/// loopback device, and TCP Fast Open; binding anything but the loopback,
+/// a privileged port, sharing a port (`SO_REUSEPORT`), and a port the
+/// command bound but does not listen on.
 #[test]
 fn on_landlock_nothing_but_the_proxy_is_reachable() {
     if !route_available("landlock") || !have_python() {
@@ -492,7 +494,12 @@ fn on_landlock_nothing_but_the_proxy_is_reachable() {
          attempt('allowed-ip-at-proxy-port', lambda: tcp(('{ip}', proxy)))\n\
          attempt('host-ip-at-proxy-port', lambda: tcp(('{host_ip}', proxy)) if '{host_ip}' else None)\n\
          attempt('abstract', lambda: socket.socket(socket.AF_UNIX).connect('\\0{abstract_name}'))\n\
-         attempt('bind', lambda: socket.socket().bind(('127.0.0.1', 0)))\n\
+         attempt('bind', lambda: socket.socket().bind(('0.0.0.0', 0)))\n\
+         attempt('bind-privileged', lambda: socket.socket().bind(('127.0.0.1', 80)))\n\
+         attempt('reuseport', lambda: socket.socket().setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1))\n\
+         def own_not_listening():\n\
+         \x20   s = socket.socket(); s.bind(('127.0.0.1', 0)); tcp(('127.0.0.1', s.getsockname()[1]))\n\
+         attempt('own-not-listening', own_not_listening)\n\
          def unbind():\n\
          \x20   s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b'')\n\
          attempt('unbind', unbind)\n\
@@ -530,6 +537,9 @@ fn on_landlock_nothing_but_the_proxy_is_reachable() {
             ("allowed-ip-at-proxy-port", ""),
             ("abstract", "PermissionError 1"),
             ("bind", "PermissionError 13"),
+            ("bind-privileged", "PermissionError 13"),
+            ("reuseport", "PermissionError 1"),
+            ("own-not-listening", "PermissionError 13"),
             ("unbind", "PermissionError 1"),
             ("fastopen", "PermissionError 1"),
         ] {
@@ -554,6 +564,14 @@ fn on_landlock_nothing_but_the_proxy_is_reachable() {
             denied.contains(&json!({"op": "connect", "host": "127.0.0.1", "port": 1, "rule": "not in network.allow"})),
             "{door}: {result}"
         );
+        let bind_rule =
+            "a server of the command's own listens on 127.0.0.1 or ::1 only, on a port from 1024 (or 0: any free one)";
+        for addr in ["0.0.0.0:0", "127.0.0.1:80"] {
+            assert!(
+                denied.contains(&json!({"op": "bind", "addr": addr, "rule": bind_rule})),
+                "{door}: {addr}: {result}"
+            );
+        }
     }
     assert_eq!(unix.accepted(), 0, "the host's abstract socket was reached");
     stop.store(true, std::sync::atomic::Ordering::SeqCst);

@@ -51,6 +51,11 @@ pub enum Denial {
     AttachSocket {
         path: String,
     },
+    /// A TCP port bound where the command shares the host's network
+    /// (Landlock with the network open by name): only on the loopback.
+    Bind {
+        addr: String,
+    },
 }
 
 /// Why a [`Denial::Socket`] was refused: no socket of a network family with
@@ -60,6 +65,10 @@ pub const SOCKET_RULE: &str = "network is off, or open by name: TCP through the 
 
 /// The rule a [`Denial::Direct`] names.
 pub const DIRECT_RULE: &str = "no direct route: only the sandbox's proxy (HTTP_PROXY, HTTPS_PROXY) reaches the network";
+
+/// The rule a [`Denial::Bind`] names.
+pub const BIND_RULE: &str =
+    "a server of the command's own listens on 127.0.0.1 or ::1 only, on a port from 1024 (or 0: any free one)";
 
 /// Where a result's denials come from.
 pub const FROM_NOTIFICATION: &str = "seccomp notification";
@@ -77,6 +86,7 @@ impl Denial {
             Denial::Host { host, port, rule } => json!({"op": "connect", "host": host, "port": port, "rule": rule}),
             Denial::Direct { addr } => json!({"op": "connect", "addr": addr, "rule": DIRECT_RULE}),
             Denial::AttachSocket { path } => json!({"op": "connect", "path": path}),
+            Denial::Bind { addr } => json!({"op": "bind", "addr": addr, "rule": BIND_RULE}),
         }
     }
 
@@ -99,6 +109,7 @@ impl Denial {
             Denial::AttachSocket { path } => format!(
                 "the sandbox refused a connection to {path}: it is a bash-mcp attach socket, and sessions are for people to attach to, never for sandboxed commands"
             ),
+            Denial::Bind { addr } => format!("the sandbox refused to bind {addr} ({BIND_RULE})"),
         }
     }
 }

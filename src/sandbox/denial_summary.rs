@@ -1,7 +1,7 @@
 //! The denials of one command in one short phrase a model reads in a
 //! result's text: what was refused, grouped by kind, each kind with why.
 
-use super::denial::{Denial, SOCKET_RULE};
+use super::denial::{BIND_RULE, Denial, SOCKET_RULE};
 
 /// Objects named per kind before the rest is counted ("and 4 more").
 const NAMED_PER_KIND: usize = 3;
@@ -17,6 +17,7 @@ enum Kind {
     Send,
     Socket,
     AttachSocket,
+    Bind,
 }
 
 impl Kind {
@@ -30,6 +31,7 @@ impl Kind {
             Denial::Host { host, port, .. } => (Kind::Host, format!("{host}:{port}")),
             Denial::Direct { addr } => (Kind::Direct, addr.clone()),
             Denial::AttachSocket { path } => (Kind::AttachSocket, path.clone()),
+            Denial::Bind { addr } => (Kind::Bind, addr.clone()),
         }
     }
 
@@ -50,6 +52,8 @@ impl Kind {
             (Kind::Socket, _) => "sockets of families",
             (Kind::AttachSocket, 1) => "a connection to the bash-mcp attach socket",
             (Kind::AttachSocket, _) => "connections to the bash-mcp attach sockets",
+            (Kind::Bind, 1) => "a server's port at",
+            (Kind::Bind, _) => "servers' ports at",
         }
     }
 
@@ -61,6 +65,7 @@ impl Kind {
             Kind::Read => "hidden by read_deny".into(),
             Kind::Connect | Kind::Send => "network is off".into(),
             Kind::Socket => SOCKET_RULE.into(),
+            Kind::Bind => BIND_RULE.into(),
             Kind::AttachSocket => "sessions are for people, not for sandboxed commands".into(),
             Kind::Direct => "only the sandbox's proxy reaches the network: use HTTP_PROXY/HTTPS_PROXY".into(),
             Kind::Host => {

@@ -262,6 +262,11 @@ fn observe(spec: &HelperSpec) -> Result<bool, String> {
         // In bubblewrap's network namespace: a connect names its address.
         rules.extend_from_slice(filter::CONNECTS);
     }
+    if spec.proxy_port.is_some() && spec.landlock {
+        // The host's network, open by name: the handler binds the
+        // command's own servers on the loopback (see `notify::loopback`).
+        rules.extend_from_slice(filter::BIND);
+    }
     let listener_fd = spec.listener_fd.unwrap_or(LISTENER_FD);
     let result = match filter::install(&filter::program(&rules)) {
         // A filter whose listener never reached the library would fail its
@@ -440,6 +445,10 @@ fn by_name_rules() -> Result<super::seccomp::Rules, String> {
                 is(2, libc::SO_BINDTODEVICE.into())?,
             ])?,
             rule(vec![is(1, libc::SOL_SOCKET.into())?, is(2, SO_BINDTOIFINDEX)?])?,
+            // A port shared with a host service (same user, both with
+            // SO_REUSEPORT) would let a connection to the command's own
+            // server reach the host's.
+            rule(vec![is(1, libc::SOL_SOCKET.into())?, is(2, libc::SO_REUSEPORT.into())?])?,
         ],
     );
     rules.insert(libc::SYS_sendto, vec![rule(vec![fast_open(3)?])?]);

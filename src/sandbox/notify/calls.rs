@@ -89,6 +89,8 @@ pub enum Named {
     Address { addr: u8, len: u8, send: bool },
     /// A new socket of the family in argument 0.
     Socket,
+    /// `bind`: the socket (argument 0) and its address's pointer and length.
+    Bind { addr: u8, len: u8 },
 }
 
 /// The table: system call number to what it names.
@@ -135,6 +137,7 @@ const TABLE: &[(i64, Named)] = &[
         },
     ),
     (libc::SYS_socket, Named::Socket),
+    (libc::SYS_bind, Named::Bind { addr: 1, len: 2 }),
 ];
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -167,6 +170,7 @@ const TABLE: &[(i64, Named)] = &[
         },
     ),
     (libc::SYS_socket, Named::Socket),
+    (libc::SYS_bind, Named::Bind { addr: 1, len: 2 }),
 ];
 
 /// What call `nr` names, if the handler knows it.
@@ -249,7 +253,8 @@ mod tests {
         let filtered = super::super::filter::WRITES
             .iter()
             .chain(super::super::filter::CONNECTS)
-            .chain(super::super::filter::SOCKETS);
+            .chain(super::super::filter::SOCKETS)
+            .chain(super::super::filter::BIND);
         for (nr, _) in filtered {
             assert!(named(*nr).is_some(), "system call {nr} is filtered but has no row");
         }

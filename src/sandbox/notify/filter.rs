@@ -74,6 +74,10 @@ pub const CONNECTS: &[(i64, When)] = &[(libc::SYS_connect, When::Always), (libc:
 /// off, so that a connection to an attach socket is named and refused.
 pub const CONNECT: &[(i64, When)] = &[(libc::SYS_connect, When::Always)];
 
+/// Binding a socket: where the command shares the host's network and may
+/// reach it by name only (Landlock), the handler binds its TCP servers.
+pub const BIND: &[(i64, When)] = &[(libc::SYS_bind, When::Always)];
+
 /// Opening a socket of any family but `AF_UNIX`.
 pub const SOCKETS: &[(i64, When)] = &[(libc::SYS_socket, When::Not(0, libc::AF_UNIX as u32))];
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use super::calls::{self, Named, PathArg};
 use super::judge::{Judge, Verdict};
+use super::loopback::{Bound, Loopback};
 use super::mediate::{self, Mediator, Outcome};
 use super::target::Target;
 use crate::sandbox::Denial;
@@ -217,6 +218,7 @@ fn serve(listener: &OwnedFd, policy: &Policy, watch: &Watch) {
             SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
         )
     };
+    let mut own = Loopback::default();
     loop {
         let mut p = libc::pollfd {
             fd: listener.as_raw_fd(),
@@ -228,14 +230,14 @@ fn serve(listener: &OwnedFd, policy: &Policy, watch: &Watch) {
             continue; // EINTR
         }
         if p.revents & libc::POLLIN != 0 {
-            answer_one(listener, policy, mediator.as_ref(), watch);
+            answer_one(listener, policy, mediator.as_ref(), watch, &mut own);
         } else if p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
             return;
         }
     }
 }
 
-fn answer_one(listener: &OwnedFd, policy: &Policy, mediator: Option<&Mediator>, watch: &Watch) {
+fn answer_one(listener: &OwnedFd, policy: &Policy, mediator: Option<&Mediator>, watch: &Watch, own: &mut Loopback) {
     // SAFETY: seccomp_notif is plain data; the kernel wants it zeroed.
     let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
     // SAFETY: the ioctl writes one seccomp_notif we own.
@@ -249,7 +251,7 @@ fn answer_one(listener: &OwnedFd, policy: &Policy, mediator: Option<&Mediator>, 
     };
     // Whatever goes wrong in reading, the call gets its answer.
     let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        examine(&target, &notif.data, policy, mediator, watch)
+        examine(&target, &notif.data, policy, mediator, watch, own)
     }))
     .unwrap_or_else(|_| match policy.proxy {
         // A socket not made here would not be bound to the loopback.
@@ -322,6 +324,7 @@ fn examine(
     policy: &Policy,
     mediator: Option<&Mediator>,
     watch: &Watch,
+    own: &mut Loopback,
 ) -> Answer {
     let arg = |i: u8| data.args[i as usize];
     match calls::named(data.nr as i64) {
@@ -390,6 +393,13 @@ fn examine(
                 }
                 return Answer::Refuse(libc::EACCES);
             }
+            if policy.proxy.is_some()
+                && !send
+                && let Some(result) = own.connect(target, arg(0) as i32, &sockaddr)
+            {
+                // A server of the command's own on the loopback.
+                return made(result);
+            }
             if policy.network_off
                 && let Some((ip, port)) = calls::inet_peer(&sockaddr)
                 && !(policy.own_loopback && calls::is_loopback(ip) && target.bound_inside(port))
@@ -415,6 +425,12 @@ fn examine(
                     Err(errno) => Answer::Refuse(errno),
                 };
             }
+            if policy.proxy.is_some() && family == libc::AF_NETLINK && protocol == libc::NETLINK_ROUTE {
+                // What the host's interfaces are (`getifaddrs`), which its
+                // `/proc/net` shows anyway; changing them needs a capability
+                // the command does not have.
+                return Answer::Continue;
+            }
             let family = match policy.proxy {
                 Some(_) => format!("{} {}", calls::family_name(family), calls::kind_name(kind)),
                 None => calls::family_name(family),
@@ -422,7 +438,34 @@ fn examine(
             watch.record(Denial::Socket { family });
             Answer::Refuse(libc::EPERM)
         }
+        Some(Named::Bind { addr, len }) => {
+            let len = (arg(len) as usize).min(128);
+            if policy.proxy.is_none() {
+                return Answer::Continue;
+            }
+            let Some(sockaddr) = target.bytes(arg(addr), len) else {
+                return Answer::Refuse(libc::EFAULT);
+            };
+            match own.bind(target, arg(0) as i32, &sockaddr) {
+                Bound::NotInet => Answer::Continue,
+                Bound::Refused(addr) => {
+                    if target.still_valid() {
+                        watch.record(Denial::Bind { addr });
+                    }
+                    Answer::Refuse(libc::EACCES)
+                }
+                Bound::Made(result) => made(result),
+            }
+        }
         None => Answer::Continue,
+    }
+}
+
+/// The answer to a call the handler made: 0, or its errno.
+fn made(result: Result<(), i32>) -> Answer {
+    match result {
+        Ok(()) => Answer::Value(0),
+        Err(errno) => Answer::Refuse(errno),
     }
 }
 
