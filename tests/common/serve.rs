@@ -38,12 +38,19 @@ impl Serve {
         for (name, value) in env {
             command.env(name, value);
         }
+        Serve::launch(command, log)
+    }
+
+    /// Starts `command` (a `bash-mcp serve` with its arguments and
+    /// environment already set) and initializes the MCP session.
+    pub fn launch(mut command: Command, log: PathBuf) -> Serve {
+        let program = command.get_program().to_string_lossy().into_owned();
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", program[0]));
+            .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = channel();
         std::thread::spawn(move || {
