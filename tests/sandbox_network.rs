@@ -500,6 +500,11 @@ fn on_landlock_nothing_but_the_proxy_is_reachable() {
          def own_not_listening():\n\
          \x20   s = socket.socket(); s.bind(('127.0.0.1', 0)); tcp(('127.0.0.1', s.getsockname()[1]))\n\
          attempt('own-not-listening', own_not_listening)\n\
+         def own_server(family, host, reach):\n\
+         \x20   s = socket.socket(family); s.bind((host, 0)); s.listen()\n\
+         \x20   c = socket.socket(socket.AF_INET6); c.settimeout(5); c.connect((reach, s.getsockname()[1]))\n\
+         attempt('own-v6', lambda: own_server(socket.AF_INET6, '::1', '::1'))\n\
+         attempt('own-v4-at-v6', lambda: own_server(socket.AF_INET, '127.0.0.1', '::1'))\n\
          def unbind():\n\
          \x20   s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b'')\n\
          attempt('unbind', unbind)\n\
@@ -540,6 +545,8 @@ fn on_landlock_nothing_but_the_proxy_is_reachable() {
             ("bind-privileged", "PermissionError 13"),
             ("reuseport", "PermissionError 1"),
             ("own-not-listening", "PermissionError 13"),
+            // A server of its own is reached at the address it listens on only.
+            ("own-v4-at-v6", "PermissionError 13"),
             ("unbind", "PermissionError 1"),
             ("fastopen", "PermissionError 1"),
         ] {
@@ -549,6 +556,7 @@ fn on_landlock_nothing_but_the_proxy_is_reachable() {
                 "{door}: {attempt}: {result}"
             );
         }
+        assert!(out.lines().any(|l| l == "own-v6 reached"), "{door}: {result}");
         if host_ip.is_some() {
             assert!(out.contains("host-ip-at-proxy-port refused:"), "{door}: {result}");
         }
