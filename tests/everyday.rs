@@ -512,6 +512,7 @@ fn an_unlisted_host_and_a_direct_connection_are_refused_and_named() {
         let result = world.execute(
             &format!(
                 "curl -sS -o /dev/null https://example.com/ 2>&1; echo \"proxied=$?\"\n\
+                 curl -sS -i http://example.com/ | head -1\n\
                  curl -sS -o /dev/null --noproxy '*' --connect-timeout 20 -k https://{ip}/ 2>&1; echo \"direct=$?\""
             ),
             json!({}),
@@ -519,6 +520,11 @@ fn an_unlisted_host_and_a_direct_connection_are_refused_and_named() {
         let out = output(&result);
         assert!(
             out.contains("CONNECT tunnel failed, response 403"),
+            "{backend}: {result}"
+        );
+        // Plain HTTP shows the proxy's answer itself, the reason in its status line.
+        assert!(
+            out.contains("HTTP/1.1 403 the sandbox's network policy refused example.com:80 (not in network.allow)"),
             "{backend}: {result}"
         );
         assert!(
