@@ -889,3 +889,220 @@ mod escalate {
         assert!(doc["message"].as_str().unwrap().contains("unsandboxed"), "{doc}");
     }
 }
+
+impl Client {
+    /// The response to request `id`, skipping notifications (task status,
+    /// progress) sent before it.
+    fn reply_to(&self, id: i64) -> Value {
+        loop {
+            let message = self.next_message();
+            if message.get("method").is_some() && message.get("id").is_none() {
+                continue;
+            }
+            assert_eq!(message["id"], id, "expected the response to {id}: {message}");
+            return message;
+        }
+    }
+
+    /// The next request the server sends, skipping notifications.
+    fn next_request(&self) -> Value {
+        loop {
+            let message = self.next_message();
+            if message.get("id").is_none() {
+                continue;
+            }
+            assert!(message.get("method").is_some(), "expected a request: {message}");
+            return message;
+        }
+    }
+
+    /// `method` with `params`, answered (skipping notifications).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.reply_to(id)
+    }
+
+    /// Polls `tasks/get` (params `extra` added) until `task` has `status`
+    /// (within the hang guard); the last `tasks/get` result.
+    fn task_until(&mut self, task: &str, status: &str, extra: &Value) -> Value {
+        let started = std::time::Instant::now();
+        loop {
+            let mut params = json!({"taskId": task});
+            for (k, v) in extra.as_object().unwrap() {
+                params[k] = v.clone();
+            }
+            let got = self.request("tasks/get", params)["result"].clone();
+            if got["status"] == status {
+                return got;
+            }
+            assert!(
+                started.elapsed() < HANG_GUARD,
+                "task {task} never became {status}: {got}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// 2025-11-25 task-augmented calls: a question puts the task in
+/// `input_required`; the client's `tasks/result` receives the
+/// `elicitation/create` (tied to the task by its `_meta`), and the answer
+/// runs the command, or refuses it; a cancel while asked runs nothing.
+#[test]
+fn a_2025_task_asks_through_tasks_result_and_resumes_or_refuses() {
+    let dir = TempDir::new("ask-task-2025");
+    let mut client = Client::start(&dir, &config(&dir), ELICITATION());
+    let none = json!({});
+    let task_call = |client: &mut Client, command: &str| -> String {
+        let reply = client.request(
+            "tools/call",
+            json!({"name": "execute", "arguments": {"command": command}, "task": {"ttl": 60000}}),
+        );
+        let task = &reply["result"]["task"];
+        assert_eq!(task["status"], "working", "a task begins working: {reply}");
+        task["taskId"].as_str().unwrap().to_owned()
+    };
+
+    // Approved: the command runs, and tasks/result returns its result.
+    let task = task_call(&mut client, "touch tasked");
+    client.task_until(&task, "input_required", &none);
+    assert!(!dir.join("tasked").exists(), "nothing runs before the answer");
+    let result_id = client.send_request("tasks/result", json!({"taskId": task}));
+    let ask = client.next_request();
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(
+        ask["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], task,
+        "{ask}"
+    );
+    assert_eq!(ask["params"]["mode"], "form");
+    let message = ask["params"]["message"].as_str().unwrap();
+    assert!(message.contains("\n    touch tasked\n"), "{message}");
+    client.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": accept("allow_once")}));
+    let result = client.reply_to(result_id)["result"].clone();
+    assert_eq!(result["structuredContent"]["exit_code"], 0, "{result}");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], task,
+        "{result}"
+    );
+    assert!(dir.join("tasked").exists());
+    client.task_until(&task, "completed", &none);
+
+    // Denied: nothing runs; the task fails with the refusal as its result.
+    let task = task_call(&mut client, "touch task-denied");
+    client.task_until(&task, "input_required", &none);
+    let result_id = client.send_request("tasks/result", json!({"taskId": task}));
+    let ask = client.next_request();
+    client.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": accept("deny")}));
+    let result = client.reply_to(result_id)["result"].clone();
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["structuredContent"]["error"], "permission_denied", "{result}");
+    assert!(
+        result["structuredContent"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was run"),
+        "{result}"
+    );
+    client.task_until(&task, "failed", &none);
+    assert!(!dir.join("task-denied").exists());
+
+    // Cancelled while waiting for the person: nothing runs, nothing is asked.
+    let task = task_call(&mut client, "touch task-cancelled");
+    client.task_until(&task, "input_required", &none);
+    let cancelled = client.request("tasks/cancel", json!({"taskId": task}))["result"].clone();
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    client.task_until(&task, "cancelled", &none);
+    // The server still answers, and asked nothing in between.
+    let status = client.request("tools/call", json!({"name": "status", "arguments": {}}));
+    assert!(status["result"]["structuredContent"].is_object(), "{status}");
+    assert!(!dir.join("task-cancelled").exists());
+}
+
+/// The `_meta` of a 2026-07-28 request from a client with the tasks
+/// extension (and form elicitation when `elicit`).
+fn tasks_meta(elicit: bool) -> Value {
+    let mut capabilities = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    if elicit {
+        capabilities["elicitation"] = json!({"form": {}});
+    }
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    })
+}
+
+/// 2026-07-28 (tasks extension): the call becomes a task in
+/// `input_required` whose `tasks/get` shows the question in
+/// `inputRequests`; `tasks/update` with `inputResponses` answers it, and
+/// the task runs the command (or completes with the refusal). A client
+/// without elicitation gets the refusal with its hint, unasked.
+#[test]
+fn a_2026_task_asks_in_input_requests_and_resumes_on_tasks_update() {
+    let dir = TempDir::new("ask-task-2026");
+    let mut client = Client::start(&dir, &config(&dir), json!({}));
+    let meta = json!({"_meta": tasks_meta(true)});
+    let call = |client: &mut Client, command: &str, elicit: bool| -> Value {
+        client.request(
+            "tools/call",
+            json!({"name": "execute", "arguments": {"command": command}, "_meta": tasks_meta(elicit)}),
+        )["result"]
+            .clone()
+    };
+
+    let created = call(&mut client, "touch task-2026", true);
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert_eq!(created["status"], "input_required", "{created}");
+    let task = created["taskId"].as_str().unwrap().to_owned();
+    let got = client.task_until(&task, "input_required", &meta);
+    let ask = &got["inputRequests"]["command"];
+    assert_eq!(ask["method"], "elicitation/create", "{got}");
+    assert_eq!(ask["params"]["mode"], "form");
+    assert!(
+        ask["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\n    touch task-2026\n"),
+        "{ask}"
+    );
+    assert!(!dir.join("task-2026").exists(), "nothing runs before the answer");
+    let mut update = json!({"taskId": task, "inputResponses": {"command": accept("allow_once")}});
+    update["_meta"] = tasks_meta(true);
+    let ack = client.request("tasks/update", update);
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let done = client.task_until(&task, "completed", &meta);
+    assert_eq!(done["result"]["structuredContent"]["exit_code"], 0, "{done}");
+    assert!(dir.join("task-2026").exists());
+
+    // Denied: the task completes with the refusal (a tool error), nothing ran.
+    let created = call(&mut client, "touch task-2026-denied", true);
+    let task = created["taskId"].as_str().unwrap().to_owned();
+    client.task_until(&task, "input_required", &meta);
+    let mut update = json!({"taskId": task, "inputResponses": {"command": accept("deny")}});
+    update["_meta"] = tasks_meta(true);
+    client.request("tasks/update", update);
+    let done = client.task_until(&task, "completed", &meta);
+    assert_eq!(done["result"]["isError"], true, "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["error"], "permission_denied",
+        "{done}"
+    );
+    assert!(!dir.join("task-2026-denied").exists());
+    // Malformed answers are refused with what to send.
+    let mut bad = json!({"taskId": task, "inputResponses": "yes"});
+    bad["_meta"] = tasks_meta(true);
+    let reply = client.request("tasks/update", bad);
+    assert!(
+        reply["error"]["message"].as_str().unwrap().contains("inputResponses"),
+        "{reply}"
+    );
+
+    // Without elicitation: refused at once with the hint, never a question.
+    let result = call(&mut client, "touch task-2026-unasked", false);
+    assert_eq!(result["resultType"], "complete", "{result}");
+    let hint = result["structuredContent"]["hint"].as_str().unwrap();
+    assert!(
+        hint.contains("`bash.execute:touch task-2026-unasked`") && hint.contains("nothing was run"),
+        "{hint}"
+    );
+    assert!(!dir.join("task-2026-unasked").exists());
+}

@@ -326,10 +326,22 @@ fn python_client_asks_the_person() -> Result<(), String> {
             );
         }
     }
+    // With the tasks extension: the question in the task's inputRequests,
+    // answered by tasks/update.
+    for case in [
+        "task: input_required, answered by tasks/update, approved runs it",
+        "task: denied runs nothing",
+    ] {
+        assert!(
+            stdout.contains(&format!("PASS [2026-07-28] {case}\n")),
+            "[2026-07-28] {case} did not pass"
+        );
+    }
     Ok(())
 }
 
-/// The TypeScript SDK's elicitation handler answers the same questions.
+/// The TypeScript SDK's elicitation handler answers the same questions,
+/// and those of a task (`client.experimental.tasks`, 2025-11-25).
 fn typescript_sdk_asks_the_person() -> Result<(), String> {
     let node = node22();
     let sdk = clients().join("node/node_modules/@modelcontextprotocol/sdk/package.json");
@@ -341,7 +353,12 @@ fn typescript_sdk_asks_the_person() -> Result<(), String> {
         .arg(clients().join("node")));
     let stdout = report("typescript approval", &output);
     assert!(output.status.success(), "typescript approval cases failed");
-    for case in APPROVAL_CASES {
+    // A task-augmented call (2025-11-25) asks while `input_required`.
+    let task_cases = [
+        "task: input_required, asked for the task, approved runs it",
+        "task: denied runs nothing",
+    ];
+    for case in APPROVAL_CASES.iter().chain(&task_cases) {
         for prefix in ["", "http "] {
             assert!(
                 stdout.contains(&format!("PASS {prefix}{case}\n")),

@@ -2243,8 +2243,10 @@ fn binary_task_expiry_releases_fds_and_processes() {
     assert_eq!(reply["result"]["structuredContent"]["jobs"], json!([]), "{reply}");
 }
 
+/// A refused call's task begins `working`, as every task must, and fails
+/// with the refusal as its result, nothing run.
 #[test]
-fn tasks_refused_by_the_gate_fail_at_once_with_the_refusal() {
+fn tasks_refused_by_the_gate_fail_with_the_refusal() {
     let gate = |_: &str, _: &bash_mcp::ToolArgs| GateDecision::Refuse {
         message: "no".into(),
         hint: "ask".into(),
@@ -2260,8 +2262,9 @@ fn tasks_refused_by_the_gate_fail_at_once_with_the_refusal() {
         "tools/call",
         json!({"name": "execute", "arguments": {"command": "true"}, "task": {}}),
     );
+    assert_eq!(reply["result"]["task"]["status"], "working", "{reply}");
     let id = reply["result"]["task"]["taskId"].as_str().unwrap().to_owned();
-    assert_eq!(task_get(&h, &id)["result"]["status"], "failed");
+    wait_status(&h, &id, "failed");
     let result = h.request(json!(2), "tasks/result", json!({"taskId": id}));
     assert_eq!(
         result["result"]["structuredContent"]["error"], "permission_denied",

@@ -5,7 +5,7 @@
 
 use crate::approval::{AnsweredBy, ApprovalAnswer, ApprovalOutcome, ApprovalRequest, Remembered};
 use crate::args::ToolArgs;
-use crate::server::McpServer;
+use crate::server::{McpServer, ToolResponse};
 
 use super::GateDecision;
 
@@ -105,6 +105,57 @@ pub(super) fn settle(
             _ => None,
         },
         audit_id,
+    }
+}
+
+/// Settles everything a call needs the person for: the gate's `decision`
+/// (when there is a gate), then the call's own `escalate`, asking through
+/// `ask_client` where nothing else answers. The sandbox the call then runs
+/// in (`None`: the configured one), or the response that refuses it.
+pub(super) fn settle_call(
+    server: &dyn McpServer,
+    tool: &str,
+    args: &ToolArgs,
+    decision: Option<GateDecision>,
+    ask_client: &mut dyn FnMut(&ApprovalRequest) -> Option<ClientAnswer>,
+) -> Result<Option<crate::sandbox::SandboxConfig>, ToolResponse> {
+    let decision = decision.map(|decision| settle(server, tool, args, decision, ask_client));
+    if let Some(doc) = decision.as_ref().and_then(GateDecision::refusal_document) {
+        tracing::info!(tool, message = %doc["message"], "call refused by policy");
+        return Err(ToolResponse::document(doc));
+    }
+    let sandbox = match decision {
+        Some(GateDecision::AllowInSandbox(sandbox)) => Some(sandbox),
+        _ => None,
+    };
+    // An `escalate` is put to the person here, where the client can be
+    // asked; the server then runs the call in the sandbox they approved.
+    match server.escalation(tool, args, sandbox.as_ref()) {
+        Ok(None) => Ok(sandbox),
+        Ok(Some((request, wider))) => {
+            match settle(server, tool, args, escalation_question(request, wider), ask_client) {
+                GateDecision::AllowInSandbox(wider) => Ok(Some(wider)),
+                refused => Err(ToolResponse::document(refused.refusal_document().unwrap_or_default())),
+            }
+        }
+        Err(error) => {
+            server.record_rejected_call(tool, args, error.code);
+            Err(ToolResponse::error(&error))
+        }
+    }
+}
+
+/// `args` without `escalate`, once it is settled: the sandbox approved
+/// goes with the call (as [`CallOptions::sandbox`](crate::server::CallOptions::sandbox)),
+/// and the server does not ask again.
+pub fn without_escalate(args: &ToolArgs) -> ToolArgs {
+    match args.object() {
+        Ok(object) if object.contains_key("escalate") => {
+            let mut object = object.clone();
+            object.remove("escalate");
+            ToolArgs::from(object)
+        }
+        _ => args.clone(),
     }
 }
 

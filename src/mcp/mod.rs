@@ -104,7 +104,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-pub use approve::escalation_question;
+pub use approve::{escalation_question, without_escalate};
 pub use elicit::{DEFAULT_APPROVAL_WAIT, decision_schema};
 pub use era::{
     CLIENT_CAPABILITIES_KEY, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY,
@@ -729,7 +729,7 @@ impl Inner {
             Err(e) => return Reply::Now(Err(e)),
         };
         let client_capabilities = era::stateless_client_capabilities(params);
-        if let Some(reply) = self.task_call(era, request, &canonical, &args, progress_token.as_ref()) {
+        if let Some(reply) = self.task_call(era, request, &canonical, &args, progress_token.as_ref(), input.clone()) {
             return reply;
         }
         let Some(call) = self.inflight.start(request.key.clone()) else {
@@ -975,42 +975,14 @@ impl Job {
     }
 
     fn respond(&self, decision: Option<GateDecision>, tail: Option<&OutputTail>) -> ToolResponse {
-        let decision = decision.map(|decision| {
-            approve::settle(&*self.inner.server, &self.tool, &self.args, decision, &mut |request| {
-                self.ask_client(request)
-            })
-        });
-        if let Some(doc) = decision.as_ref().and_then(GateDecision::refusal_document) {
-            tracing::info!(tool = %self.tool, message = %doc["message"], "call refused by policy");
-            return ToolResponse::document(doc);
-        }
-        let mut sandbox = match decision {
-            Some(GateDecision::AllowInSandbox(sandbox)) => Some(sandbox),
-            _ => None,
+        let server = &*self.inner.server;
+        let sandbox = match approve::settle_call(server, &self.tool, &self.args, decision, &mut |request| {
+            self.ask_client(request)
+        }) {
+            Ok(sandbox) => sandbox,
+            Err(refused) => return refused,
         };
-        // An `escalate` is put to the person here, where the client can be
-        // asked; the server then runs the call in the sandbox they approved.
-        match self.inner.server.escalation(&self.tool, &self.args, sandbox.as_ref()) {
-            Ok(None) => {}
-            Ok(Some((request, wider))) => {
-                let question = approve::escalation_question(request, wider);
-                let decision = approve::settle(&*self.inner.server, &self.tool, &self.args, question, &mut |request| {
-                    self.ask_client(request)
-                });
-                if let Some(doc) = decision.refusal_document() {
-                    return ToolResponse::document(doc);
-                }
-                if let GateDecision::AllowInSandbox(wider) = decision {
-                    sandbox = Some(wider);
-                }
-            }
-            Err(error) => {
-                self.inner
-                    .server
-                    .record_rejected_call(&self.tool, &self.args, error.code);
-                return ToolResponse::error(&error);
-            }
-        }
+        let args = approve::without_escalate(&self.args);
         let sandbox = sandbox.as_ref();
         let mut observe = |chunk: &[u8], _stream| {
             if let Some(tail) = tail {
@@ -1025,7 +997,7 @@ impl Job {
             sandbox,
             principal: self.principal.as_deref(),
         };
-        self.inner.server.call_tool(&self.tool, &self.args, options)
+        self.inner.server.call_tool(&self.tool, &args, options)
     }
 
     /// Asks the person through the client, when it declared form

@@ -2,7 +2,9 @@
 // handler, against the bash-mcp binary under permission rules: approve
 // once, approve for the server (the second call asks nothing), deny
 // (nothing ran, shown on the file system), cancel, and a client without
-// elicitation (a refusal whose hint says what to add to the configuration).
+// elicitation (a refusal whose hint says what to add to the configuration);
+// and a task-augmented call (2025-11-25) that asks while in input_required,
+// through `client.experimental.tasks.callToolStream`.
 // Over stdio, then over Streamable HTTP (`serve --http`; cases labelled
 // "http"), where the question travels on the call's event stream or the
 // session's GET stream and the answer comes back as a POST.
@@ -21,7 +23,7 @@ const require = createRequire(join(prefix, "package.json"));
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
 const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
-const { ElicitRequestSchema } = require("@modelcontextprotocol/sdk/types.js");
+const { CallToolResultSchema, ElicitRequestSchema } = require("@modelcontextprotocol/sdk/types.js");
 
 const failures = [];
 let label = "";
@@ -98,6 +100,49 @@ async function cases(transport) {
   plan.push(["cancel"]);
   result = await client.callTool({ name: "execute", arguments: { command: "touch cancelled" } });
   check("cancel: nothing ran", result.isError && !existsSync(file("cancelled")), result);
+
+  // A task (2025-11-25): it goes to input_required, the SDK calls
+  // tasks/result, the question arrives tied to the task, and the answer
+  // resumes it (or refuses it).
+  const taskCall = async (command) => {
+    const seen = [];
+    let last;
+    for await (const message of client.experimental.tasks.callToolStream(
+      { name: "execute", arguments: { command } },
+      CallToolResultSchema,
+      { task: { ttl: 60000 } },
+    )) {
+      if (message.type === "taskStatus") seen.push(message.task.status);
+      if (message.type === "result" || message.type === "error") last = message;
+    }
+    return { seen, last };
+  };
+  plan.push(["accept", "allow_once"]);
+  let asked_before = asked.length;
+  let run = await taskCall("touch tasked");
+  let taskQuestion = asked.at(-1);
+  check(
+    "task: input_required, asked for the task, approved runs it",
+    run.seen.includes("input_required") &&
+      asked.length === asked_before + 1 &&
+      taskQuestion.message.includes("\n    touch tasked\n") &&
+      taskQuestion._meta?.["io.modelcontextprotocol/related-task"]?.taskId !== undefined &&
+      run.last?.type === "result" &&
+      run.last.result.structuredContent?.exit_code === 0 &&
+      existsSync(file("tasked")),
+    { run, taskQuestion },
+  );
+  plan.push(["accept", "deny"]);
+  run = await taskCall("touch task-denied");
+  check(
+    "task: denied runs nothing",
+    run.seen.includes("input_required") &&
+      run.last?.type === "result" &&
+      run.last.result.isError &&
+      run.last.result.structuredContent?.error === "permission_denied" &&
+      !existsSync(file("task-denied")),
+    run,
+  );
   await client.close();
 
   const plain = new Client({ name: "ts-no-elicitation", version: "1" });
@@ -130,7 +175,7 @@ function startHttpServer() {
 
 try {
   await cases(stdioTransport);
-  for (const name of ["once", "granted"]) rmSync(file(name), { force: true });
+  for (const name of ["once", "granted", "tasked"]) rmSync(file(name), { force: true });
   label = "http ";
   const { server, url } = await startHttpServer();
   const exited = new Promise((resolve) => server.on("exit", (code) => resolve(code)));

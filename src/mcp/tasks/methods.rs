@@ -14,7 +14,7 @@ use crate::mcp::jsonrpc::{
     RpcError,
 };
 use crate::mcp::progress::{OutputTail, progress_message};
-use crate::mcp::{GateDecision, Inner, Reply, Request, tools};
+use crate::mcp::{Inner, Reply, Request, approve, tools};
 use crate::server::ToolResponse;
 
 /// Whether a handshake-era revision has the `tasks` capability (2025-11-25).
@@ -94,6 +94,7 @@ impl Inner {
         tool: &str,
         args: &ToolArgs,
         progress_token: Option<&Value>,
+        input: Option<Map<String, Value>>,
     ) -> Option<Reply> {
         let store = self.tasks.as_ref()?;
         let params = request.params?;
@@ -112,9 +113,21 @@ impl Inner {
                 ))));
             }
             let ttl = store.options.grant(ttl);
+            let capabilities = self
+                .client_capabilities
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone();
+            let asker = super::ask::Asker::new(era, capabilities.as_ref(), None);
             return Some(Reply::Now(
-                self.start_task(era, tool, args, progress_token.cloned(), ttl, request.principal)
-                    .map(|task| (Some(era), shape::created_2025(&task.view(false)))),
+                self.start_task(
+                    era,
+                    (tool, args),
+                    progress_token.cloned(),
+                    (ttl, request.principal),
+                    asker,
+                )
+                .map(|(_, created)| (Some(era), shape::created_2025(&created))),
             ));
         }
         // A call that asks for a job id (`background: true`) gets one at once, as it asked.
@@ -124,10 +137,19 @@ impl Inner {
         if !era.is_stateless() || !declares_extension(request.params) || !self.server.task_support(tool) || background {
             return None;
         }
-        Some(self.stateless_task_call(era, request, tool, args))
+        let capabilities = crate::mcp::era::stateless_client_capabilities(params);
+        let asker = super::ask::Asker::new(era, capabilities.as_ref(), input);
+        Some(self.stateless_task_call(era, request, tool, args, asker))
     }
 
-    fn stateless_task_call(self: &Arc<Self>, era: Era, request: &Request<'_>, tool: &str, args: &ToolArgs) -> Reply {
+    fn stateless_task_call(
+        self: &Arc<Self>,
+        era: Era,
+        request: &Request<'_>,
+        tool: &str,
+        args: &ToolArgs,
+        asker: super::ask::Asker,
+    ) -> Reply {
         let Some(call) = self.inflight.start(request.key.clone()) else {
             return Reply::Now(Err(RpcError::new(
                 INVALID_REQUEST,
@@ -141,11 +163,13 @@ impl Inner {
         let spawned = std::thread::Builder::new().name("mcp-task-call".into()).spawn(move || {
             let _worker = worker;
             let Ok(store) = inner.store() else { return };
-            let line = match inner.start_task(era, &tool, &args, None, store.options.grant(None), principal.as_deref())
-            {
+            let grant = (store.options.grant(None), principal.as_deref());
+            let line = match inner.start_task(era, (&tool, &args), None, grant, asker) {
                 Err(e) => jsonrpc::error_response(&id, &e),
-                Ok(task) => {
-                    let end = task.wait_end(Some(store.options.poll_interval), Some(&call.token));
+                Ok((task, _)) => {
+                    // A question for the person makes it a task at once.
+                    task.wait_settled(store.options.poll_interval, &call.token);
+                    let end = task.wait_end(Some(std::time::Duration::ZERO), None);
                     if call.token.is_cancelled() {
                         // The client gave up on the call before it knew of a task.
                         let _ = store.cancel(&task, &*inner.server);
@@ -173,52 +197,65 @@ impl Inner {
         self.answered_later(spawned, request.key, "a worker thread for the call")
     }
 
-    /// Creates a task for a call of `tool`: the gate decides, then the
-    /// server starts the job (a refused or invalid call is a task that has
-    /// already ended with that result), and a watcher thread follows it.
+    /// Creates a task for a call of `tool` and a thread that carries it:
+    /// the gate and the call's `escalate` are settled first (a question the
+    /// client must answer puts the task in `input_required`), then the
+    /// server starts the job (a refused or invalid call is a task that ends
+    /// with that result), and the thread follows it to its end and ttl.
+    /// `asking` says how its questions reach the client. Returns the task
+    /// and how it began (`working`, for the 2025-11-25 `CreateTaskResult`).
     fn start_task(
         self: &Arc<Self>,
         era: Era,
-        tool: &str,
-        args: &ToolArgs,
+        (tool, args): (&str, &ToolArgs),
         progress_token: Option<Value>,
-        ttl: Duration,
-        principal: Option<&str>,
-    ) -> Result<Arc<Task>, RpcError> {
+        (ttl, principal): (Duration, Option<&str>),
+        asking: super::ask::Asker,
+    ) -> Result<(Arc<Task>, super::View), RpcError> {
         let store = self.store()?;
         let to_end = move |response: ToolResponse| End::Result {
             is_error: response.is_error(),
             result: tools::call_result(response, era),
         };
-        let decision = self
-            .options
-            .gate
-            .as_ref()
-            .map(|gate| gate.check(tool, args).settle(&*self.server, tool, args));
-        let sandbox = match &decision {
-            Some(GateDecision::AllowInSandbox(sandbox)) => Some(sandbox),
-            _ => None,
-        };
-        let (job, end) = match decision.as_ref().and_then(GateDecision::refusal_document) {
-            Some(doc) => {
-                tracing::info!(tool, message = %doc["message"], "task refused by policy");
-                (None, Some(to_end(ToolResponse::document(doc))))
-            }
-            None => match self.server.start_task_job(tool, args, sandbox, principal) {
-                Ok(job) => (Some(job), None),
-                Err(response) => (None, Some(to_end(response))),
-            },
-        };
-        let task = store.create(ttl, job, end)?;
+        let task = store.create(ttl, None, None)?;
+        let created = task.view(false);
         tracing::info!(task = %task.id, tool, ttl_ms = ttl.as_millis() as u64, "task created");
         let inner = self.clone();
         let watched = task.clone();
         let worker = self.inflight.worker();
         let progress_interval = progress_token.as_ref().map(|_| self.options.progress_interval);
+        let (tool, args, principal) = (tool.to_owned(), args.clone(), principal.map(str::to_owned));
         let spawned = std::thread::Builder::new().name("mcp-task".into()).spawn(move || {
             let _worker = worker;
             let Ok(store) = inner.store() else { return };
             let id = watched.id.clone();
+            // 2025-11-25 lets a receiver announce a status change; the
+            // extension of 2026-07-28 sends its notifications only to a
+            // subscription, which this server does not offer.
+            let announce = |task: &Task| {
+                if !matches!(era, Era::Handshake(_)) {
+                    return;
+                }
+                if let Value::Object(params) = shape::task_2025(&task.view(false)) {
+                    (inner.outbound)(jsonrpc::notification("notifications/tasks/status", params));
+                }
+            };
+            let server = &*inner.server;
+            let decision = inner.options.gate.as_ref().map(|gate| gate.check(&tool, &args));
+            let settled = approve::settle_call(server, &tool, &args, decision, &mut |request| {
+                asking.ask(&inner, &watched, request, &announce)
+            });
+            let started = watched.start_job(|| {
+                let sandbox = settled.map_err(&to_end)?;
+                let args = approve::without_escalate(&args);
+                server
+                    .start_task_job(&tool, &args, sandbox.as_ref(), principal.as_deref())
+                    .map_err(&to_end)
+            });
+            if started && watched.is_terminal() {
+                tracing::info!(task = %id, "task ended before a job started (refused, or invalid)");
+                announce(&watched);
+            }
             let emit = |n: u64, elapsed: Duration, recent: &str| {
                 let Some(token) = &progress_token else { return };
                 let tail = OutputTail::default();
@@ -233,18 +270,7 @@ impl Inner {
                     (inner.outbound)(jsonrpc::notification("notifications/progress", params));
                 }
             };
-            // 2025-11-25 lets a receiver announce a status change; the
-            // extension of 2026-07-28 sends its notifications only to a
-            // subscription, which this server does not offer.
-            let announce = |task: &Task| {
-                if !matches!(era, Era::Handshake(_)) {
-                    return;
-                }
-                if let Value::Object(params) = shape::task_2025(&task.view(false)) {
-                    (inner.outbound)(jsonrpc::notification("notifications/tasks/status", params));
-                }
-            };
-            store.watch(&watched, &*inner.server, progress_interval, emit, to_end, announce);
+            store.watch(&watched, server, progress_interval, emit, to_end, announce);
         });
         if let Err(e) = spawned {
             let _ = store.cancel(&task, &*self.server);
@@ -254,7 +280,7 @@ impl Inner {
                 format!("could not start a thread for the task: {e}"),
             ));
         }
-        Ok(task)
+        Ok((task, created))
     }
 
     /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` (2025-11-25)
@@ -329,8 +355,30 @@ impl Inner {
                     shape::task_2025(&task.view(false))
                 }
             }
-            // No task of this server asks for input: responses are acknowledged and ignored.
-            "tasks/update" => json!({}),
+            // The person's answers to the task's questions; answers to
+            // questions it does not ask (any more) are acknowledged and ignored.
+            "tasks/update" => {
+                let taken = match params.and_then(|p| p.get("inputResponses")) {
+                    Some(Value::Object(responses)) => task.give_input(responses),
+                    Some(other) => {
+                        return Err(RpcError::new(
+                            INVALID_PARAMS,
+                            format!(
+                                "invalid params: `inputResponses` must be an object of answers by question key, got {}",
+                                crate::args::json_kind(other)
+                            ),
+                        ));
+                    }
+                    None => {
+                        return Err(RpcError::new(
+                            INVALID_PARAMS,
+                            "invalid params: `inputResponses` is missing (the answers, by the keys of the task's `inputRequests`)",
+                        ));
+                    }
+                };
+                tracing::info!(task = %task.id, taken, "tasks/update");
+                json!({})
+            }
             _ => {
                 // tasks/result: at once when the call has ended, else later.
                 match task.wait_end(Some(Duration::ZERO), None) {
@@ -362,7 +410,11 @@ impl Inner {
             .name("mcp-task-result".into())
             .spawn(move || {
                 let _worker = worker;
-                let line = match task.wait_end(None, Some(&call.token)).map(|end| result_of(&task, end)) {
+                // Counted while it waits: a question of the task goes out now.
+                let waiting = task.result_waiter();
+                let end = task.wait_end(None, Some(&call.token));
+                drop(waiting);
+                let line = match end.map(|end| result_of(&task, end)) {
                     Some(Ok(result)) => jsonrpc::response(&id, result),
                     Some(Err(e)) => jsonrpc::error_response(&id, &e),
                     None => jsonrpc::error_response(&id, &super::not_found(&task.id, true)),

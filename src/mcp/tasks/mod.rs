@@ -14,10 +14,14 @@
 //!   `tasks/update` acknowledge with an empty result. A tool result with
 //!   `isError: true` is a `completed` task; `failed` is for JSON-RPC errors.
 //!
+//! A call that needs the person's approval asks through its task (see
+//! [`ask`]): the task is `input_required` until the answer comes.
+//!
 //! Each task has a watcher thread: it waits for the job, records its end,
 //! sends progress (2025-11-25, with the related-task `_meta`), and at the
 //! ttl releases the job (killing it if it still runs) and forgets the task.
 
+mod ask;
 mod methods;
 pub(crate) mod shape;
 
@@ -25,10 +29,10 @@ pub(crate) use methods::handshake_tasks;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::jsonrpc::{INVALID_PARAMS, RpcError};
 use crate::server::{McpServer, TaskJob};
@@ -89,6 +93,8 @@ impl TaskOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Status {
     Working,
+    /// Waiting for the person's answer to a question (an approval).
+    InputRequired,
     Completed,
     Failed,
     Cancelled,
@@ -98,6 +104,7 @@ impl Status {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Working => "working",
+            Status::InputRequired => "input_required",
             Status::Completed => "completed",
             Status::Failed => "failed",
             Status::Cancelled => "cancelled",
@@ -121,6 +128,20 @@ struct State {
     updated: SystemTime,
     /// Forgotten (expired, discarded, or the handler shut down): the watcher ends.
     gone: bool,
+    /// The questions the task waits on (`input_required`), and the answers
+    /// come so far.
+    asking: Option<Asking>,
+    /// `tasks/result` requests waiting for this task now: in 2025-11-25 a
+    /// question is sent once the client waits for it there.
+    result_waiters: usize,
+}
+
+/// The questions of a task in `input_required`, by key, as the requests the
+/// client answers (`elicitation/create`), and the answers received.
+#[derive(Debug, Default)]
+struct Asking {
+    requests: Map<String, Value>,
+    answers: Map<String, Value>,
 }
 
 /// One task.
@@ -132,7 +153,11 @@ pub(crate) struct Task {
     born: Instant,
     pub(crate) ttl: Duration,
     pub(crate) poll_interval: Duration,
-    job: Option<String>,
+    /// The job, once the call started one (after any approval).
+    job: OnceLock<String>,
+    /// Cancelled with the task (or when it is forgotten): stops a question
+    /// waiting for the person.
+    pub(crate) cancel: crate::CancelToken,
     state: Mutex<State>,
     changed: Condvar,
 }
@@ -148,6 +173,8 @@ pub(crate) struct View {
     pub(crate) ttl: Duration,
     pub(crate) poll_interval: Duration,
     pub(crate) end: Option<End>,
+    /// The questions waiting for answers, when `input_required`.
+    pub(crate) input_requests: Option<Map<String, Value>>,
 }
 
 impl Task {
@@ -173,6 +200,7 @@ impl Task {
             return Status::Cancelled;
         }
         match &state.end {
+            None if state.asking.is_some() => Status::InputRequired,
             None => Status::Working,
             Some(End::Error(_)) => Status::Failed,
             Some(End::Result { is_error: true, .. }) if !stateless => Status::Failed,
@@ -201,6 +229,138 @@ impl Task {
             ttl: self.ttl,
             poll_interval: self.poll_interval,
             end: state.end.clone(),
+            input_requests: match status {
+                Status::InputRequired => state.asking.as_ref().map(|a| a.requests.clone()),
+                _ => None,
+            },
+        }
+    }
+
+    /// Puts the task in `input_required` with these questions (by key).
+    pub(crate) fn begin_input(&self, requests: Map<String, Value>) {
+        let mut state = self.state();
+        state.asking = Some(Asking {
+            requests,
+            answers: Map::new(),
+        });
+        state.updated = SystemTime::now();
+        self.changed.notify_all();
+    }
+
+    /// Back to `working` (or to its end): the questions are settled.
+    pub(crate) fn end_input(&self) {
+        let mut state = self.state();
+        if state.asking.take().is_some() && !state.cancelled {
+            state.updated = SystemTime::now();
+        }
+        self.changed.notify_all();
+    }
+
+    /// Takes the answers of a `tasks/update` to the questions the task
+    /// waits on; answers to questions it does not ask are ignored. Returns
+    /// how many were taken.
+    pub(crate) fn give_input(&self, responses: &Map<String, Value>) -> usize {
+        let mut state = self.state();
+        let Some(asking) = state.asking.as_mut() else {
+            return 0;
+        };
+        let mut taken = 0;
+        for (key, value) in responses {
+            if asking.requests.contains_key(key) && !asking.answers.contains_key(key) {
+                asking.answers.insert(key.clone(), value.clone());
+                taken += 1;
+            }
+        }
+        self.changed.notify_all();
+        taken
+    }
+
+    /// Waits for the answer to question `key` (given by `tasks/update`)
+    /// until `deadline`; `None` when the task is cancelled or forgotten first.
+    pub(crate) fn wait_input(&self, key: &str, deadline: Instant) -> Option<Value> {
+        let mut state = self.state();
+        loop {
+            if let Some(answer) = state.asking.as_ref().and_then(|a| a.answers.get(key)) {
+                return Some(answer.clone());
+            }
+            let now = Instant::now();
+            if state.cancelled || state.gone || self.cancel.is_cancelled() || now >= deadline {
+                return None;
+            }
+            state = self
+                .changed
+                .wait_timeout(state, (deadline - now).min(Duration::from_millis(250)))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Counts a `tasks/result` waiting for the task while the guard lives.
+    pub(crate) fn result_waiter(&self) -> ResultWaiter<'_> {
+        self.state().result_waiters += 1;
+        self.changed.notify_all();
+        ResultWaiter { task: self }
+    }
+
+    /// Waits until a `tasks/result` waits for the task (true), or until it
+    /// is cancelled, forgotten or `deadline` passes (false).
+    pub(crate) fn wait_result_waiter(&self, deadline: Instant) -> bool {
+        let mut state = self.state();
+        loop {
+            if state.result_waiters > 0 {
+                return true;
+            }
+            let now = Instant::now();
+            if state.cancelled || state.gone || self.cancel.is_cancelled() || now >= deadline {
+                return false;
+            }
+            state = self
+                .changed
+                .wait_timeout(state, (deadline - now).min(Duration::from_millis(250)))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Starts the task's job with `start` unless the task was cancelled or
+    /// forgotten first (then `false`, nothing started). Under the task's
+    /// lock, so a cancel either comes first or finds the job to stop.
+    pub(crate) fn start_job(&self, start: impl FnOnce() -> Result<String, End>) -> bool {
+        let mut state = self.state();
+        if state.cancelled || state.gone {
+            return false;
+        }
+        match start() {
+            Ok(job) => {
+                let _ = self.job.set(job);
+            }
+            Err(end) => {
+                state.end = Some(end);
+                state.updated = SystemTime::now();
+            }
+        }
+        self.changed.notify_all();
+        true
+    }
+
+    /// Waits until the call has ended or the task asks for input, the task
+    /// is gone, `cancel` fires or `limit` passes; whether it did either.
+    pub(crate) fn wait_settled(&self, limit: Duration, cancel: &crate::CancelToken) -> bool {
+        let deadline = Instant::now() + limit;
+        let mut state = self.state();
+        loop {
+            if state.end.is_some() || state.asking.is_some() {
+                return true;
+            }
+            let now = Instant::now();
+            if state.gone || cancel.is_cancelled() || now >= deadline {
+                return false;
+            }
+            state = self
+                .changed
+                .wait_timeout(state, (deadline - now).min(Duration::from_millis(100)))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
     }
 
@@ -251,6 +411,17 @@ impl Task {
     }
 }
 
+/// Keeps a `tasks/result` counted as waiting for its task.
+pub(crate) struct ResultWaiter<'a> {
+    task: &'a Task,
+}
+
+impl Drop for ResultWaiter<'_> {
+    fn drop(&mut self) {
+        self.task.state().result_waiters -= 1;
+    }
+}
+
 /// Why a task id found no task.
 fn not_found(id: &str, expired: bool) -> RpcError {
     let why = if expired { "Task has expired" } else { "Task not found" };
@@ -290,6 +461,10 @@ impl TaskStore {
     /// Registers a new task for `job` (`None`: the call ended before any
     /// job started, with `end`).
     pub(crate) fn create(&self, ttl: Duration, job: Option<String>, end: Option<End>) -> Result<Arc<Task>, RpcError> {
+        let slot = OnceLock::new();
+        if let Some(job) = job {
+            let _ = slot.set(job);
+        }
         let id = crate::ids::secret_id().map_err(|e| RpcError::new(super::jsonrpc::INTERNAL_ERROR, e.message))?;
         let now = SystemTime::now();
         let mut tasks = self.lock();
@@ -302,12 +477,15 @@ impl TaskStore {
             born: Instant::now(),
             ttl,
             poll_interval: self.options.poll_interval,
-            job,
+            job: slot,
+            cancel: crate::CancelToken::new(),
             state: Mutex::new(State {
                 end,
                 cancelled: false,
                 updated: now,
                 gone: false,
+                asking: None,
+                result_waiters: 0,
             }),
             changed: Condvar::new(),
         });
@@ -315,6 +493,7 @@ impl TaskStore {
         let evicted = Self::oldest_ended_beyond_limit(&mut tasks);
         drop(tasks);
         for old in evicted {
+            old.cancel.cancel();
             old.state().gone = true;
             old.changed.notify_all();
             tracing::debug!(task = %old.id, "ended task forgotten before its ttl: over {MAX_ENDED} ended tasks");
@@ -361,6 +540,7 @@ impl TaskStore {
             }
         }
         drop(tasks);
+        task.cancel.cancel();
         task.state().gone = true;
         task.changed.notify_all();
     }
@@ -417,8 +597,9 @@ impl TaskStore {
             state.cancelled = true;
             state.updated = SystemTime::now();
         }
+        task.cancel.cancel();
         task.changed.notify_all();
-        if let Some(job) = &task.job {
+        if let Some(job) = task.job.get() {
             server.cancel_task_job(job);
             task.wait_end(Some(KILL_WAIT), None);
         }
@@ -430,7 +611,8 @@ impl TaskStore {
         self.closing.store(true, Ordering::SeqCst);
         let tasks: Vec<Arc<Task>> = self.lock().by_id.values().cloned().collect();
         for task in tasks {
-            if let Some(job) = &task.job {
+            task.cancel.cancel();
+            if let Some(job) = task.job.get() {
                 server.cancel_task_job(job);
             }
             // Taking the lock orders this after a watcher's look at `closing`:
@@ -460,7 +642,7 @@ impl TaskStore {
         ended: impl FnOnce(&Task),
     ) {
         let started = Instant::now();
-        if let Some(job) = &task.job {
+        if let Some(job) = task.job.get() {
             let mut ticks = 0u64;
             loop {
                 let now = Instant::now();

@@ -33,7 +33,8 @@ pub(crate) fn created_2025(view: &View) -> Value {
 }
 
 /// The 2026-07-28 task fields, flat (for `CreateTaskResult` and `tasks/get`),
-/// with `result` when completed and `error` when failed.
+/// with `result` when completed, `error` when failed and `inputRequests`
+/// when waiting for the person (`input_required`).
 pub(crate) fn task_2026(view: &View) -> Map<String, Value> {
     let mut task = Map::new();
     task.insert("taskId".into(), view.id.clone().into());
@@ -48,6 +49,11 @@ pub(crate) fn task_2026(view: &View) -> Map<String, Value> {
     match (view.status, &view.end) {
         (Status::Completed, Some(End::Result { result, .. })) => {
             task.insert("result".into(), result.clone());
+        }
+        (Status::InputRequired, _) => {
+            if let Some(requests) = &view.input_requests {
+                task.insert("inputRequests".into(), Value::Object(requests.clone()));
+            }
         }
         (Status::Failed, Some(End::Error(e))) => {
             let mut error = json!({"code": e.code, "message": e.message});
