@@ -216,9 +216,11 @@ pub struct CallOptions<'a> {
     /// `sandbox` argument can still only tighten it, and the audit entry of
     /// the call records it as `sandbox_override`. Only the embedding host
     /// can set it: the model's arguments cannot.
-    /// With a host's sandbox the host has decided: an `escalate` argument
-    /// is not asked about (a protocol layer that put it to the person passes
-    /// the sandbox they approved here).
+    /// An `escalate` argument still goes to the person (the host's
+    /// approver) and widens this sandbox, not the configured one; without an
+    /// approver it is refused. A protocol layer that has put it to the
+    /// person passes the sandbox they approved here and the arguments
+    /// without `escalate` ([`crate::mcp::without_escalate`]).
     pub sandbox: Option<&'a SandboxConfig>,
     /// Who asked, as the transport authenticated them (an OAuth access
     /// token's subject over HTTP); recorded as `principal` in the call's

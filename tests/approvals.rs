@@ -851,6 +851,79 @@ mod escalate {
         }
     }
 
+    /// A host that runs a call in a sandbox of its own (`CallOptions::sandbox`)
+    /// and passes `escalate` along: the question widens the host's sandbox,
+    /// never the configured one; without an approver it is refused, nothing
+    /// run, instead of running silently without what was asked.
+    #[test]
+    fn an_escalation_under_a_host_sandbox_widens_that_sandbox_or_is_refused() {
+        for route in available_routes() {
+            let dir = TempDir::outside_tmp("escalate-host");
+            let work = dir.join("work");
+            let granted = dir.join("outside/granted");
+            for d in [&work, &granted] {
+                std::fs::create_dir_all(d).unwrap();
+            }
+            let granted = std::fs::canonicalize(&granted).unwrap();
+            let server = sandboxed_server(&work, route, json!({}));
+            // The host's sandbox for this call: read-only, stricter than the
+            // configured one (which lets the command write in `work`).
+            let host = bash_mcp::sandbox::SandboxConfig::default()
+                .apply(
+                    &super::common::sandboxes::sandbox_value(route, &work, json!({"mode": "read-only"})),
+                    &work,
+                )
+                .unwrap();
+            let command = format!(
+                "touch {0}/x; touch {1}/in-work; test -e {0}/x",
+                granted.display(),
+                work.display()
+            );
+            let args =
+                json!({"command": command, "escalate": {"writable_roots": [granted], "reason": "fill the cache"}});
+            let run = |server: &bash_mcp::BashServer| -> Value {
+                let options = bash_mcp::CallOptions {
+                    sandbox: Some(&host),
+                    ..bash_mcp::CallOptions::default()
+                };
+                let response = server.call_tool("execute", &bash_mcp::ToolArgs::from_value(args.clone()), options);
+                response.to_value()
+            };
+            // No approver: a typed refusal that says what to do, nothing run.
+            let doc = run(&server);
+            assert_eq!(doc["error"], "permission_denied", "{route}: {doc}");
+            let message = doc["message"].as_str().unwrap();
+            assert!(
+                message.contains("`escalate` needs the person's approval") && message.contains("nothing was run"),
+                "{route}: {message}"
+            );
+            assert!(doc["hint"].as_str().unwrap().contains("drop `escalate`"), "{doc}");
+            assert!(!granted.join("x").exists(), "{route}: nothing ran");
+            // Approved: the host's sandbox plus exactly the asked directory.
+            let asked = Arc::new(Mutex::new(Vec::<ApprovalRequest>::new()));
+            let seen = asked.clone();
+            server.set_approver(
+                Some(Arc::new(move |r: &ApprovalRequest| {
+                    seen.lock().unwrap().push(r.clone());
+                    ApprovalAnswer::AllowOnce
+                })),
+                HANG_GUARD,
+            );
+            let doc = run(&server);
+            assert_eq!(doc["exit_code"], 0, "{route}: the asked directory is writable: {doc}");
+            assert!(granted.join("x").exists(), "{route}");
+            assert!(
+                !work.join("in-work").exists(),
+                "{route}: the host's read-only sandbox still holds for the rest: {doc}"
+            );
+            assert_eq!(asked.lock().unwrap().len(), 1, "{route}: asked once");
+            assert_eq!(
+                asked.lock().unwrap()[0].widens.writable_roots,
+                [granted.display().to_string()]
+            );
+        }
+    }
+
     #[test]
     fn a_malformed_escalation_is_refused_naming_what_is_wrong() {
         let dir = TempDir::new("escalate-bad");

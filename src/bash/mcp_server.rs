@@ -47,28 +47,29 @@ impl McpServer for BashServer {
         let started = Instant::now();
         let started_at = SystemTime::now();
         // An `escalate` nobody has put to the person yet goes to the host's
-        // approver; without one, or denied, it is refused and nothing runs.
+        // approver, widening the sandbox the call would run in (the host's
+        // own for this call, else the configured one); without an approver,
+        // or denied, it is refused and nothing runs. Once settled the call
+        // runs without it, so nothing is asked twice.
         let mut settled = None;
-        if options.sandbox.is_none() {
-            match BashServer::escalation(self, tool_name, args, options.sandbox) {
-                Err(error) => settled = Some(ToolResponse::error(&error)),
-                Ok(Some((request, sandbox))) => {
-                    return match crate::mcp::escalation_question(request, sandbox).settle(self, tool_name, args) {
-                        crate::mcp::GateDecision::AllowInSandbox(wider) => {
-                            let approved = CallOptions {
-                                cancel: options.cancel,
-                                on_output: options.on_output.map(|sink| sink as crate::OutputSink<'_>),
-                                sandbox: Some(&wider),
-                                principal: options.principal,
-                            };
-                            self.call_tool(tool_name, args, approved)
-                        }
-                        // Counted and audited as the approval's entry.
-                        refused => ToolResponse::document(refused.refusal_document().unwrap_or_default()),
-                    };
-                }
-                Ok(None) => {}
+        match BashServer::escalation(self, tool_name, args, options.sandbox) {
+            Err(error) => settled = Some(ToolResponse::error(&error)),
+            Ok(Some((request, sandbox))) => {
+                return match crate::mcp::escalation_question(request, sandbox).settle(self, tool_name, args) {
+                    crate::mcp::GateDecision::AllowInSandbox(wider) => {
+                        let approved = CallOptions {
+                            cancel: options.cancel,
+                            on_output: options.on_output.map(|sink| sink as crate::OutputSink<'_>),
+                            sandbox: Some(&wider),
+                            principal: options.principal,
+                        };
+                        self.call_tool(tool_name, &crate::mcp::without_escalate(args), approved)
+                    }
+                    // Counted and audited as the approval's entry.
+                    refused => ToolResponse::document(refused.refusal_document().unwrap_or_default()),
+                };
             }
+            Ok(None) => {}
         }
         let host_sandbox = options.sandbox.map(crate::sandbox::SandboxConfig::to_value);
         let principal = options.principal.map(str::to_owned);
