@@ -15,8 +15,8 @@
 //!   (`declare -i`) are opaque, and so are `declare` values bash may read as array
 //!   assignments (`declare -a a="$v"`).
 
+use super::arg::Arg;
 use super::vars::is_risky_variable;
-use super::word::Arg;
 
 /// Whether `expr` is arithmetic that reads no variable: digits, blanks, operators and
 /// the always-numeric special parameters `$#`, `$?`, `$$`, `$!`.
@@ -135,7 +135,7 @@ pub(crate) fn builtin_hazard(argv: &[Arg]) -> Option<String> {
         (!is_plain_name(&a.text)).then(|| {
             format!(
                 "`{name}` is given the variable name `{}`, whose subscript bash evaluates as code",
-                super::word::clip(&a.text)
+                super::arg::clip(&a.text)
             )
         })
     };
@@ -143,7 +143,7 @@ pub(crate) fn builtin_hazard(argv: &[Arg]) -> Option<String> {
         "let" => args.iter().find(|a| !is_literal_arithmetic(&a.text)).map(|a| {
             format!(
                 "`let {}` evaluates arithmetic that reads variables",
-                super::word::clip(&a.text)
+                super::arg::clip(&a.text)
             )
         }),
         "declare" | "typeset" | "local" | "export" | "readonly" => {
@@ -175,7 +175,7 @@ pub(crate) fn builtin_hazard(argv: &[Arg]) -> Option<String> {
                 {
                     return Some(format!(
                         "`{name}` may read the value of `{}` as an array assignment, whose subscripts run code",
-                        super::word::clip(t)
+                        super::arg::clip(t)
                     ));
                 }
             }

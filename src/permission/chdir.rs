@@ -7,9 +7,9 @@
 //! directory the text does not say (`nsenter -w`, the target's own) gives
 //! [`Directory::Unknown`], so no earlier `cd` is followed into it.
 
+use super::arg::Arg;
 use super::options::{Spec, parse};
 use super::unwrap::basename;
-use super::word::Arg;
 use super::wrapper_table::{CHROOT, ENV, NSENTER, SU, SUDO, SYSTEMD_RUN, UNSHARE};
 
 /// The working directory a wrapper starts its command in.

@@ -24,6 +24,7 @@
 //! assert_eq!(command_pattern("bash.execute", "eval \"$X\""), "bash.execute:{unknown}");
 //! ```
 
+mod arg;
 mod arith;
 mod call;
 mod chdir;

@@ -9,13 +9,14 @@ use brush_parser::ast::{
     IoFileRedirectTarget, IoRedirect, Pipeline, RedirectList, SimpleCommand, SubshellCommand, UnaryPredicate,
 };
 
+use super::arg::{Arg, clip};
 use super::arith::{builtin_hazard, is_literal_arithmetic, is_plain_name, is_plain_subscript};
 use super::depth::{MAX_NESTING, MAX_PAREN_NESTING, nesting_depth};
 use super::dialect::{Dialect, not_plain, other_shell_command_hazard};
 use super::redirect::{Redirect, RedirectMode};
 use super::unwrap::{Unwrap, basename};
 use super::vars::{is_risky_variable, is_shell_code_variable, risky_setting};
-use super::word::{Arg, clip, resolve, resolve_heredoc};
+use super::word::{resolve, resolve_heredoc};
 use super::wrappers::unwrap;
 use super::{Opacity, Part};
 

@@ -1,7 +1,7 @@
 //! What a command word does with the rest of its argument list, and the helpers the
 //! wrapper and shell tables share to say it.
 
-use super::word::Arg;
+use super::arg::Arg;
 
 /// What a command word does with the rest of its argument list.
 #[derive(Debug)]

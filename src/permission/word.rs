@@ -4,6 +4,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use brush_parser::word::{Parameter, ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource};
 
+use super::arg::{Arg, clip};
 use super::arith::{decode_ansi_c, is_literal_arithmetic, is_plain_subscript};
 use super::parse::Walker;
 use super::vars::is_risky_variable;
@@ -28,21 +29,6 @@ const EXPANDED: char = '\u{1}';
 
 /// Stands for a quoted character in [`Decoded::shape`].
 const QUOTED: char = '\u{2}';
-
-/// One word of a command after quote removal.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Arg {
-    /// The text with quoting removed; expansions are kept as written (`$HOME`, `$(date)`).
-    pub text: String,
-    /// True when the text is exactly what the shell will pass: no expansion, glob or
-    /// brace expansion can change it.
-    pub literal: bool,
-    /// Command words run by substitutions inside this word.
-    pub inner: Vec<String>,
-    /// The word is an array assignment `name=(...)` written as such (not quoted or
-    /// produced by an expansion).
-    pub compound: bool,
-}
 
 /// Resolves the word `value` (as written in the command), analysing its substitutions.
 pub(crate) fn resolve(value: &str, w: &mut Walker) -> Arg {
@@ -97,15 +83,6 @@ pub(crate) fn resolve_heredoc(body: &str, w: &mut Walker) -> Arg {
         }
     }
     arg
-}
-
-/// At most 60 characters of `s`, for messages.
-pub(crate) fn clip(s: &str) -> String {
-    let mut out: String = s.chars().take(60).collect();
-    if out.len() < s.len() {
-        out.push('…');
-    }
-    out
 }
 
 fn pieces_into(
