@@ -17,7 +17,7 @@
 //! One file per C type (`server.rs`, `exec_result.rs`, `cancel.rs`, `policy.rs`,
 //! `session.rs`; `policy.rs` also holds the classifier and
 //! `bash_mcp_command_pattern`), plus the result codes and last-error message
-//! (`result.rs`), strings (`string.rs`), log records (`log.rs`), and the panic
+//! (`result.rs`, their text for C in `result_string.rs`), strings (`string.rs`), log records (`log.rs`), and the panic
 //! and pointer helpers (`panic.rs`, `ptr.rs`).
 //! `entropic.rs` exports the entropic engine's plugin entry points when the
 //! `entropic-plugin` feature is on.
@@ -43,6 +43,7 @@ pub(crate) mod panic;
 pub mod policy;
 pub(crate) mod ptr;
 pub mod result;
+pub mod result_string;
 pub mod server;
 pub mod session;
 pub mod string;
