@@ -401,3 +401,395 @@ fn a_table_with_a_module_on_two_layers_is_refused() {
     let error = Layers::parse("layer | modules | job\n 1 | a b | x\n 0 | a | y\n").unwrap_err();
     assert_eq!(error, "the table puts a on layer 1 and on layer 0");
 }
+
+// Inside a folder: its files (other than `mod.rs`, the folder's face) use
+// each other one way only.
+
+/// Circles inside a folder that stay, by folder and files (no files: any
+/// circle there), each for the reason docs/architecture.md gives.
+const CIRCLES_THAT_STAY: [(&str, &[&str]); 2] = [
+    // The grammar's own recursion: a word holds commands (`$(...)`), a command holds words.
+    ("permission", &["parse.rs", "word.rs"]),
+    // Open: landlock.rs and reaper.rs call each other, and limits.rs → probe.rs →
+    // bwrap.rs → plan.rs → config.rs → limits.rs.
+    ("sandbox", &[]),
+];
+
+/// The module path a file of `src/` is (`a/b.rs` → `a/b`, `a/mod.rs` → `a`,
+/// `lib.rs` → ``).
+fn module_path(file: &str) -> String {
+    let stem = file.strip_suffix(".rs").unwrap_or(file);
+    match stem {
+        "lib" => String::new(),
+        _ => stem.strip_suffix("/mod").unwrap_or(stem).to_owned(),
+    }
+}
+
+fn parent(module: &str) -> String {
+    module.rsplit_once('/').map_or(String::new(), |(up, _)| up.to_owned())
+}
+
+fn join(module: &str, name: &str) -> String {
+    if module.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{module}/{name}")
+    }
+}
+
+/// The file of a module path (`a/mod.rs` or `a.rs`; `lib.rs` for the root).
+fn file_of(module: &str, files: &BTreeSet<String>) -> Option<String> {
+    if module.is_empty() {
+        return Some("lib.rs".into());
+    }
+    [format!("{module}/mod.rs"), format!("{module}.rs")]
+        .into_iter()
+        .find(|f| files.contains(f))
+}
+
+/// The names a module file re-exports from its child modules
+/// (`pub use word::{Arg, clip};` → `Arg` → `word`).
+fn child_reexports(text: &str) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    let flat = text.replace('\n', " ");
+    for statement in flat.split(';') {
+        let statement = statement.trim();
+        let Some(rest) = statement.strip_prefix("pub") else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let rest = match rest.strip_prefix('(') {
+            Some(r) => r.split_once(')').map_or("", |(_, r)| r).trim_start(),
+            None => rest,
+        };
+        let Some(path) = rest.strip_prefix("use ") else {
+            continue;
+        };
+        let child = ident(path.trim());
+        let tail = &path.trim()[child.len()..];
+        let members = match (tail.find('{'), tail.rfind('}')) {
+            (Some(open), Some(close)) => tail[open + 1..close].to_owned(),
+            _ => tail.rsplit("::").next().unwrap_or("").to_owned(),
+        };
+        for member in members.split(',') {
+            let name = member
+                .rsplit(" as ")
+                .next()
+                .unwrap_or("")
+                .rsplit("::")
+                .next()
+                .unwrap_or("")
+                .trim();
+            if !name.is_empty() {
+                names.insert(name.to_owned(), child.clone());
+            }
+        }
+    }
+    names
+}
+
+/// The code of a file that counts for its own imports: comments removed,
+/// and nothing from its test module on (`#[cfg(test)]`, where `super::`
+/// means the file itself).
+fn code_of(text: &str) -> String {
+    let text = &text[..text.find("#[cfg(test)]").unwrap_or(text.len())];
+    let mut code = String::new();
+    let mut in_block_comment = false;
+    for raw in text.lines() {
+        let mut line = raw;
+        if in_block_comment {
+            match line.find("*/") {
+                Some(end) => {
+                    line = &line[end + 2..];
+                    in_block_comment = false;
+                }
+                None => continue,
+            }
+        }
+        if line.trim_start().starts_with("//") {
+            continue;
+        }
+        if let Some(start) = line.find("/*") {
+            in_block_comment = !line[start..].contains("*/");
+            line = &line[..start];
+        }
+        code.push_str(line.split(" // ").next().unwrap_or(line));
+        code.push('\n');
+    }
+    code
+}
+
+/// The paths of a `use` tree or path after its prefix (`{a::X, b::{c, d}}`,
+/// `a::b::X`), each as its segments.
+fn paths_of(tree: &str) -> Vec<Vec<String>> {
+    let tree = tree.trim();
+    if let Some(group) = tree.strip_prefix('{') {
+        let inner = &group[..matching_brace(group).unwrap_or(group.len())];
+        return split_top(inner).into_iter().flat_map(paths_of).collect();
+    }
+    let mut segments = Vec::new();
+    let mut rest = tree;
+    loop {
+        let name = ident(rest);
+        if name.is_empty() {
+            break;
+        }
+        rest = &rest[name.len()..];
+        if name != "self" {
+            segments.push(name);
+        }
+        match rest.strip_prefix("::") {
+            Some(after) if after.starts_with('{') => {
+                return paths_of(after)
+                    .into_iter()
+                    .map(|tail| segments.iter().cloned().chain(tail).collect())
+                    .collect();
+            }
+            Some(after) => rest = after,
+            None => break,
+        }
+    }
+    vec![segments]
+}
+
+/// Where the `{` group that `text` follows closes.
+fn matching_brace(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => return Some(i),
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `a, b::{c, d}, e` → its three members.
+fn split_top(text: &str) -> Vec<&str> {
+    let (mut members, mut depth, mut start) = (Vec::new(), 0usize, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                members.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    members.push(&text[start..]);
+    members.into_iter().filter(|m| !m.trim().is_empty()).collect()
+}
+
+/// The file a path of `from` names: the deepest file its segments reach,
+/// through a module file's re-exports for a name it does not define.
+fn resolve(
+    from: &str,
+    start: String,
+    segments: &[String],
+    files: &BTreeSet<String>,
+    texts: &BTreeMap<String, String>,
+) -> Option<String> {
+    let mut module = start;
+    let mut rest = segments;
+    loop {
+        let own = file_of(&module, files)?;
+        let Some(name) = rest.first() else { return Some(own) };
+        let child = join(&module, name);
+        if file_of(&child, files).is_some() {
+            module = child;
+            rest = &rest[1..];
+            continue;
+        }
+        let reexported = child_reexports(texts.get(&own).map_or("", String::as_str));
+        let target = match reexported.get(name) {
+            Some(child) => file_of(&join(&module, child), files).unwrap_or(own),
+            None => own,
+        };
+        return (target != from).then_some(target);
+    }
+}
+
+/// The files of `src/` each file uses through `crate::`, `super::` and
+/// `self::` paths.
+fn file_graph(files: &[(String, String)]) -> BTreeMap<String, BTreeSet<String>> {
+    let names: BTreeSet<String> = files.iter().map(|(p, _)| p.clone()).collect();
+    let texts: BTreeMap<String, String> = files.iter().cloned().collect();
+    let mut graph = BTreeMap::new();
+    for (path, text) in files {
+        if module_of(path) == "bin" {
+            continue;
+        }
+        let own = module_path(path);
+        let code = code_of(text);
+        let mut uses = BTreeSet::new();
+        for prefix in ["crate::", "super::", "self::"] {
+            let mut from = 0;
+            while let Some(at) = code[from..].find(prefix) {
+                let at = from + at;
+                from = at + prefix.len();
+                if code[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c == '$' || c == '_' || c == ':' || c.is_ascii_alphanumeric())
+                {
+                    continue;
+                }
+                let mut start = match prefix {
+                    "crate::" => String::new(),
+                    "super::" => parent(&own),
+                    _ => own.clone(),
+                };
+                let mut tree = &code[from..];
+                while let Some(after) = tree.strip_prefix("super::") {
+                    start = parent(&start);
+                    tree = after;
+                }
+                for segments in paths_of(tree) {
+                    if let Some(target) = resolve(path, start.clone(), &segments, &names, &texts) {
+                        uses.insert(target);
+                    }
+                }
+            }
+        }
+        graph.insert(path.clone(), uses);
+    }
+    graph
+}
+
+fn folder_of(file: &str) -> &str {
+    file.rsplit_once('/').map_or("", |(folder, _)| folder)
+}
+
+/// The circles inside folders: groups of two or more files of one folder
+/// (not its `mod.rs`) that reach each other, as (folder, file names).
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<(String, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut folders: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
+    for file in graph.keys() {
+        if !folder_of(file).is_empty() && !file.ends_with("/mod.rs") {
+            folders.entry(folder_of(file)).or_default().push(file);
+        }
+    }
+    for (folder, members) in folders {
+        let inside: BTreeSet<&String> = members.iter().copied().collect();
+        // What each file reaches through files of its folder.
+        let reach = |from: &String| -> BTreeSet<&String> {
+            let mut seen = BTreeSet::new();
+            let mut todo = vec![from];
+            while let Some(file) = todo.pop() {
+                for next in graph.get(file).into_iter().flatten() {
+                    if let Some(next) = inside.get(next)
+                        && seen.insert(*next)
+                    {
+                        todo.push(next);
+                    }
+                }
+            }
+            seen
+        };
+        let reached: BTreeMap<&String, BTreeSet<&String>> = members.iter().map(|m| (*m, reach(m))).collect();
+        let mut placed = BTreeSet::new();
+        for file in &members {
+            if placed.contains(file) || !reached[file].contains(file) {
+                continue;
+            }
+            let group: Vec<&String> = members
+                .iter()
+                .copied()
+                .filter(|other| reached[file].contains(other) && reached[other].contains(file))
+                .collect();
+            placed.extend(group.iter().copied());
+            let names = group.iter().map(|f| f[folder.len() + 1..].to_owned()).collect();
+            found.push((folder.to_owned(), names));
+        }
+    }
+    found
+}
+
+/// The circles not in [`CIRCLES_THAT_STAY`], and the entries there that
+/// name files no longer in a circle.
+fn circle_problems(found: &[(String, Vec<String>)]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (folder, files) in found {
+        let stays = CIRCLES_THAT_STAY
+            .iter()
+            .any(|(f, named)| f == folder && (named.is_empty() || named.iter().eq(files.iter())));
+        if !stays {
+            problems.push(format!(
+                "src/{folder}/: {} use each other in a circle (a file they share belongs in a file of its own that uses none of them)",
+                files.join(", ")
+            ));
+        }
+    }
+    for (folder, named) in CIRCLES_THAT_STAY {
+        if !named.is_empty()
+            && !found
+                .iter()
+                .any(|(f, files)| f == folder && named.iter().eq(files.iter()))
+        {
+            problems.push(format!(
+                "src/{folder}/: {} are no longer a circle: take them out of CIRCLES_THAT_STAY and docs/architecture.md",
+                named.join(", ")
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn the_files_of_a_folder_use_each_other_one_way() {
+    let src = root().join("src");
+    let mut files = Vec::new();
+    sources(&src, &src, &mut files);
+    let graph = file_graph(&files);
+    let found = circles(&graph);
+    let problems = circle_problems(&found);
+    assert!(problems.is_empty(), "circles inside folders:\n{}", problems.join("\n"));
+    let edges: usize = graph.values().map(BTreeSet::len).sum();
+    let _ = writeln!(
+        std::io::stderr(),
+        "layering: {edges} uses between files; circles inside folders, all named as staying: {found:?}"
+    );
+}
+
+#[test]
+fn the_checker_finds_a_circle_inside_a_folder_and_resolves_paths() {
+    let file = |path: &str, text: &str| (path.to_owned(), text.to_owned());
+    let files = vec![
+        file("lib.rs", "mod top;\n"),
+        file(
+            "top/mod.rs",
+            "mod a;\nmod b;\nmod c;\npub(crate) use c::{Shared, other::Thing as T};\n",
+        ),
+        // a → b by a path through the crate root, b → a through `super::`.
+        file("top/a.rs", "use crate::top::b::B;\n// super::c::Shared in a comment\n"),
+        file(
+            "top/b.rs",
+            "fn f() { super::a::g(); }\n#[cfg(test)]\nmod tests {\n    use super::*;\n    use super::super::c::X;\n}\n",
+        ),
+        // c → a, and nothing back: no circle; its own name re-exported by the folder is c itself.
+        file("top/c.rs", "use super::{Shared, a::{self, G}};\n"),
+    ];
+    let graph = file_graph(&files);
+    let set = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<BTreeSet<String>>();
+    assert_eq!(graph["top/a.rs"], set(&["top/b.rs"]), "comments do not count");
+    assert_eq!(graph["top/b.rs"], set(&["top/a.rs"]), "nor does the test module");
+    assert_eq!(
+        graph["top/c.rs"],
+        set(&["top/a.rs"]),
+        "a name of its own re-exported is c itself"
+    );
+    assert_eq!(
+        circles(&graph),
+        [("top".to_owned(), vec!["a.rs".to_owned(), "b.rs".to_owned()])]
+    );
+    let problems = circle_problems(&circles(&graph));
+    assert!(
+        problems[0].starts_with("src/top/: a.rs, b.rs use each other in a circle"),
+        "{problems:?}"
+    );
+}
