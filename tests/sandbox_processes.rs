@@ -494,9 +494,21 @@ else:
     print("no limit after", made, flush=True)
 "#;
 
-/// A command that forks without end stops at `sandbox.max_processes`
-/// where the machine lets the sandbox bound it (what `status` reports), the
-/// result says it hit the limit, and nothing it started survives.
+/// How many processes the probe's output says it made before a fork failed.
+fn forks_made(text: &str) -> Option<u32> {
+    text.split_whitespace()
+        .skip_while(|w| *w != "after")
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+}
+
+/// A command that forks without end stops at `sandbox.max_processes` on
+/// every route (bubblewrap through the supervisor, a bwrap of its own,
+/// Landlock), the bound is counted per sandbox (what `status` reports is
+/// in force), the result says it hit the limit, and nothing it started
+/// survives. The fallback when the supervisor cannot start because the
+/// helper binary is missing has no code of ours inside to set a bound:
+/// status says so and names the fix.
 #[test]
 fn a_fork_bomb_stops_at_the_process_limit_and_the_result_names_it() {
     if !have_python() {
@@ -506,7 +518,6 @@ fn a_fork_bomb_stops_at_the_process_limit_and_the_result_names_it() {
     let dir = TempDir::new("sbx-nproc");
     std::fs::write(dir.join("fork.py"), FORK_PROBE).unwrap();
     let tag = unique_tag("nproc");
-    let mut bounded_somewhere = false;
     for route in available_routes() {
         let server = sandboxed_server(&dir, route, json!({"max_processes": LIMIT}));
         server
@@ -516,21 +527,19 @@ fn a_fork_bomb_stops_at_the_process_limit_and_the_result_names_it() {
         let limit = &status["sandbox"]["process_limit"];
         assert_eq!(limit["max_processes"], LIMIT, "{route}: {status}");
         let unbounded = limit["unbounded"].as_str().unwrap_or_default();
-        // A command in a bwrap of its own has no code of ours inside to set
-        // a bound: status says so, whether that is every command
-        // (supervisor off) or the fallback when the supervisor cannot start.
-        if route.starts_with("bwrap") {
-            assert!(unbounded.contains("a bwrap of their own"), "{route}: {status}");
+        if route == "bwrap-fallback" {
+            assert!(limit["bound_by"].is_null(), "{route}: {status}");
+            assert!(
+                unbounded.contains("every command and session shell") && unbounded.contains("helper"),
+                "{route}: {status}"
+            );
+            continue;
         }
-        let bound_by = match (limit["bound_by"].as_str(), route) {
-            (Some(bound_by), "bwrap" | "landlock") => bound_by,
-            _ => {
-                assert!(!unbounded.is_empty(), "{route}: an unbounded route says why: {status}");
-                skip(format_args!("{route}: no process limit here ({unbounded})"));
-                continue;
-            }
+        let Some(bound_by) = limit["bound_by"].as_str() else {
+            assert!(!unbounded.is_empty(), "{route}: an unbounded route says why: {status}");
+            skip(format_args!("{route}: no process limit here ({unbounded})"));
+            continue;
         };
-        bounded_somewhere = true;
         let config = binary_config(&dir, route, json!({"max_processes": LIMIT}));
         let sleep = unique_sleep();
         let result = exec_json(
@@ -540,12 +549,7 @@ fn a_fork_bomb_stops_at_the_process_limit_and_the_result_names_it() {
             &format!("python3 fork.py {} {sleep}; echo exit=$?", 3 * LIMIT),
         );
         let text = output_of(&result);
-        let made: u32 = text
-            .split_whitespace()
-            .skip_while(|w| *w != "after")
-            .nth(1)
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("{route}: {result}"));
+        let made = forks_made(&text).unwrap_or_else(|| panic!("{route}: {result}"));
         assert!(text.contains("fork failed after") && made < LIMIT, "{route}: {result}");
         assert!(made > LIMIT / 2, "{route}: far fewer than the limit: {result}");
         assert_eq!(
@@ -562,8 +566,109 @@ fn a_fork_bomb_stops_at_the_process_limit_and_the_result_names_it() {
         );
         assert_none_sleeping(&sleep, route);
     }
-    if !bounded_somewhere {
-        skip("no route bounds a command's processes on this machine");
-    }
     assert_no_survivors(&tag);
+}
+
+/// A fork bomb in a session shell stops at `sandbox.max_processes` too,
+/// counted over the session's sandbox alone: while the session's processes
+/// fill its bound, another command of the same server runs, and once the
+/// session is closed nothing of it is left (nor its cgroup, where one
+/// bounds it).
+#[test]
+fn a_fork_bomb_in_a_session_stops_at_the_process_limit() {
+    if !have_python() {
+        return;
+    }
+    const LIMIT: u32 = 400;
+    for route in available_routes().filter(|r| ["bwrap", "bwrap-per-command", "landlock"].contains(r)) {
+        let dir = TempDir::new("sbx-nproc-session");
+        std::fs::write(dir.join("fork.py"), FORK_PROBE).unwrap();
+        let server = sandboxed_server(&dir, route, json!({"max_processes": LIMIT}));
+        server
+            .configure(&json!({"sessions": {"enabled": true}, "tools": {"status": true}}).to_string())
+            .unwrap();
+        let status = call_tool(&server, "status", json!({}));
+        let limit = &status["sandbox"]["process_limit"];
+        if limit["sessions_bound_by"].is_null() {
+            let unbounded = limit["unbounded"].as_str().unwrap_or_default();
+            assert!(unbounded.contains("session shell"), "{route}: {status}");
+            skip(format_args!(
+                "{route}: no process limit for sessions here ({unbounded})"
+            ));
+            continue;
+        }
+        let started = call_tool(
+            &server,
+            "session_start",
+            json!({"shell": "bash", "env": {TAG_VAR: server.tag()}}),
+        );
+        let id = started["session_id"].as_str().unwrap_or_else(|| panic!("{started}"));
+        let sleep = unique_sleep();
+        let result = call_tool(
+            &server,
+            "session_run",
+            json!({
+                "session_id": id,
+                "command": format!("python3 fork.py {} {sleep}; echo exit=$?", 3 * LIMIT),
+                "timeout_seconds": 120,
+            }),
+        );
+        let text = output_of(&result);
+        let made = forks_made(&text).unwrap_or_else(|| panic!("{route}: {result}"));
+        assert!(text.contains("fork failed after") && made < LIMIT, "{route}: {result}");
+        assert!(made > LIMIT / 2, "{route}: far fewer than the limit: {result}");
+        // The session's sleeps still fill its bound: the server's other
+        // commands are not held by it.
+        let held = sleeping(&sleep);
+        assert!(
+            held.len() as u32 >= made,
+            "{route}: the session's processes are gone early"
+        );
+        let cgroups: std::collections::BTreeSet<String> = held
+            .iter()
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok())
+            .filter_map(|c| c.lines().find(|l| l.contains("bash-mcp-sandbox-")).map(str::to_owned))
+            .collect();
+        let other = call_tool(&server, "execute", json!({"command": "echo other-ok"}));
+        assert_eq!(output_of(&other).trim(), "other-ok", "{route}: {other}");
+        let _ = call_tool(&server, "session_close", json!({"session_id": id}));
+        assert_none_sleeping(&sleep, route);
+        if limit["sessions_bound_by"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cgroup")
+        {
+            assert!(
+                !cgroups.is_empty(),
+                "{route}: the session's processes are in no cgroup of its own"
+            );
+        }
+        for line in cgroups {
+            let name = line.rsplit('/').next().unwrap_or_default().to_owned();
+            wait_until(&format!("{route}: the session's cgroup {name} is left behind"), || {
+                !cgroup_exists(&name)
+            });
+        }
+        assert_no_survivors(server.tag());
+    }
+}
+
+/// Whether a cgroup directory called `name` exists in any hierarchy.
+fn cgroup_exists(name: &str) -> bool {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    mounts
+        .lines()
+        .filter(|l| l.contains(" - cgroup"))
+        .filter_map(|l| l.split_whitespace().nth(4))
+        .any(|point| walk_finds(Path::new(point), name, 4))
+}
+
+fn walk_finds(dir: &Path, name: &str, depth: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .any(|e| e.file_name().to_string_lossy() == name || (depth > 0 && walk_finds(&e.path(), name, depth - 1)))
 }

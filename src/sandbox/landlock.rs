@@ -49,6 +49,11 @@ pub struct HelperSpec {
     /// [`limits`](super::limits) says (`None`: no bound is set).
     #[serde(default)]
     pub max_processes: Option<u32>,
+    /// The bound of a sandbox the server prepared (see
+    /// [`own_bound`](super::own_bound)), applied in place of
+    /// `max_processes`'s; the command does not run when it cannot be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<super::own_bound::InnerBound>,
     /// Directories granted everything beneath them, besides `writable`:
     /// the writable subdirectories of mediated directories (see
     /// [`guard`](super::guard)), whose own entries only the handler changes.
@@ -88,6 +93,7 @@ impl Default for HelperSpec {
             subreaper: false,
             observe: false,
             max_processes: None,
+            bound: None,
             grants: Vec::new(),
             files: Vec::new(),
             landlock: true,
@@ -153,9 +159,13 @@ pub fn helper_main(args: &[OsString]) -> String {
     if spec.subreaper {
         return super::reaper::run_as_keeper(&spec, &env, &command);
     }
-    // A session shell has no keeper to remove a cgroup after it: only the
-    // user's process limit can bound it.
-    if let Some(max) = spec.max_processes
+    // A session shell has no keeper to remove a cgroup after it: the
+    // server's cgroup, else the user's process limit, bounds it.
+    if let Some(bound) = &spec.bound {
+        if let Err(e) = super::own_bound::apply(bound) {
+            return format!("bash-mcp sandbox: could not bound the command's processes, so it did not run: {e}");
+        }
+    } else if let Some(max) = spec.max_processes
         && !super::limits::is_root()
     {
         super::limits::limit_user_processes(max);
@@ -595,6 +605,10 @@ mod tests {
             subreaper: true,
             observe: true,
             max_processes: Some(400),
+            bound: Some(super::super::own_bound::InnerBound {
+                max: 400,
+                cgroup_fd: Some(5),
+            }),
             grants: vec![PathBuf::from("/w/src")],
             files: Vec::new(),
             landlock: true,

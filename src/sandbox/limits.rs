@@ -12,8 +12,8 @@
 //!   command starts plus the limit, so a command (with every process the
 //!   user runs) stops there. Root is exempt from it.
 //!
-//! Commands in a bwrap of their own and session shells run no code of ours
-//! inside their sandbox, so nothing there sets a bound.
+//! Commands in a bwrap of their own and session shells are bounded by the
+//! helper run first inside their sandbox (see [`own_bound`](super::own_bound)).
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +34,9 @@ pub enum Bound {
     Cgroup,
     /// `RLIMIT_NPROC`, counted per user.
     UserRlimit,
+    /// `RLIMIT_NPROC`, counted per user in the sandbox's own user
+    /// namespace: the sandbox's processes alone.
+    NamespaceRlimit,
 }
 
 impl Bound {
@@ -43,6 +46,7 @@ impl Bound {
             Bound::PidNamespace => "pid_max of the command's PID namespace",
             Bound::Cgroup => "pids.max of the command's cgroup",
             Bound::UserRlimit => "RLIMIT_NPROC of the user (shared by the user's processes)",
+            Bound::NamespaceRlimit => "RLIMIT_NPROC in the sandbox's own user namespace",
         }
     }
 }
@@ -53,7 +57,7 @@ pub fn pid_max_per_namespace() -> bool {
     kernel_version().is_some_and(|v| v >= (6, 14))
 }
 
-fn kernel_version() -> Option<(u32, u32)> {
+pub(crate) fn kernel_version() -> Option<(u32, u32)> {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
     let mut parts = release.trim().split(['.', '-']);
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
@@ -166,34 +170,55 @@ pub fn limit_user_processes(max: u32) {
     unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &rlimit) };
 }
 
-/// What `status` says of the process limit for a sandbox with `config`
-/// and `backend`: the limit, what bounds a command's processes, and what
-/// is left unbounded and why.
-pub fn status(max_processes: u32, supervisor: bool, backend: Option<&super::Backend>) -> serde_json::Value {
-    let (bound, unbounded): (Option<Bound>, Option<String>) = match backend {
+/// What `status` says of the process limit for a sandbox with `backend`
+/// (`supervisor`: `sandbox.supervisor`; `helper_found`: whether the helper,
+/// which is the supervisor too, can run): the limit, what bounds commands
+/// and what bounds session shells, and what is left unbounded and why.
+pub fn status(
+    max_processes: u32,
+    supervisor: bool,
+    helper_found: bool,
+    backend: Option<&super::Backend>,
+) -> serde_json::Value {
+    let (commands, sessions, unbounded): (Option<Bound>, Option<Bound>, Option<String>) = match backend {
         Some(super::Backend::Bwrap { .. }) => {
-            let rest = "session shells and commands in a bwrap of their own (the fallback when the supervisor cannot start): no code of ours runs inside their sandbox to set a bound";
-            match (supervisor, pid_max_per_namespace()) {
-                (true, true) => (Some(Bound::PidNamespace), Some(rest.to_owned())),
-                (false, _) => (
+            let own = super::own_bound::bound(helper_found);
+            let supervised = supervisor && helper_found;
+            match (supervised, pid_max_per_namespace(), own) {
+                (true, true, Ok(own)) => (Some(Bound::PidNamespace), Some(own), None),
+                (true, true, Err(why)) => (
+                    Some(Bound::PidNamespace),
                     None,
-                    Some(format!("every command (`sandbox.supervisor` is off): {rest}")),
+                    Some(format!(
+                        "session shells and commands in a bwrap of their own (the fallback when the supervisor cannot start): {why}"
+                    )),
                 ),
-                (true, false) => (
+                (true, false, own) => (
                     None,
-                    Some("every command: a PID namespace has a pid_max of its own only from Linux 6.14".to_owned()),
+                    own.ok(),
+                    Some(format!(
+                        "commands through the supervisor: a PID namespace has a pid_max of its own only from Linux 6.14{}",
+                        own.err()
+                            .map(|why| format!("; session shells and commands in a bwrap of their own: {why}"))
+                            .unwrap_or_default()
+                    )),
                 ),
+                (false, _, Ok(own)) => (Some(own), Some(own), None),
+                (false, _, Err(why)) => (None, None, Some(format!("every command and session shell: {why}"))),
             }
         }
+        // A session's cgroup is the server's to make and remove, as for a
+        // bwrap of its own.
         Some(super::Backend::Landlock { .. }) => match landlock_bound() {
-            Ok(bound) => (Some(bound), None),
-            Err(why) => (None, Some(format!("every command: {why}"))),
+            Ok(bound) => (Some(bound), Some(bound), None),
+            Err(why) => (None, None, Some(format!("every command and session shell: {why}"))),
         },
-        None => (None, None),
+        None => (None, None, None),
     };
     serde_json::json!({
         "max_processes": max_processes,
-        "bound_by": bound.map(Bound::name),
+        "bound_by": commands.map(Bound::name),
+        "sessions_bound_by": sessions.map(Bound::name),
         "unbounded": unbounded,
     })
 }

@@ -24,6 +24,7 @@ pub mod limits;
 pub mod network;
 pub mod note;
 pub mod notify;
+pub mod own_bound;
 pub mod plan;
 pub mod probe;
 pub mod reaper;
@@ -85,7 +86,12 @@ pub fn status_value(config: &SandboxConfig, always: bool) -> Value {
     if always || config.is_on() {
         let probe = probe(config);
         value["probe"] = probe.to_value();
-        value["process_limit"] = limits::status(config.max_processes, config.supervisor, probe.chosen.as_ref());
+        value["process_limit"] = limits::status(
+            config.max_processes,
+            config.supervisor,
+            helper::find(config.helper_path.as_deref()).is_some_and(|h| helper::is_executable(&h)),
+            probe.chosen.as_ref(),
+        );
     }
     value
 }
@@ -118,6 +124,9 @@ pub struct Wrapped {
     pub owned_fds: Vec<Arc<std::os::fd::OwnedFd>>,
     /// The process limit in force for the command, and what bounds it.
     pub process_limit: Option<(u32, limits::Bound)>,
+    /// The sandbox's own `pids` cgroup, removed when the last copy of this
+    /// is dropped: keep it as long as the sandbox runs.
+    pub cgroup: Option<Arc<own_bound::SandboxCgroup>>,
     /// The proxy of a network open by name; it stops when the last holder
     /// (the command's run, or its session) lets go.
     pub network: Option<Arc<network::link::Link>>,
@@ -374,6 +383,7 @@ pub fn wrap_in(
                     owned_fds: Vec::new(),
                     process_limit: limits::pid_max_per_namespace()
                         .then_some((config.max_processes, limits::Bound::PidNamespace)),
+                    cgroup: None,
                     network: link.map(Arc::new),
                     env,
                     command_temp,
@@ -399,6 +409,8 @@ pub fn wrap_in(
     let mut kept = None;
     let mut pass_fds = Vec::new();
     let mut owned_fds = Vec::new();
+    let mut own_cgroup = None;
+    let mut own_limit = None;
     let argv = match backend {
         Backend::Bwrap { path, disable_userns } => {
             let program = seccomp::bwrap_program(plan.network)
@@ -413,25 +425,25 @@ pub fn wrap_in(
             pass_fds.push(program.as_raw_fd());
             owned_fds.push(Arc::new(program));
             // bwrap execs the command itself: the handler of guarded
-            // directories gets its listener from the helper run in between.
-            let mut command = request.command.to_vec();
+            // directories gets its listener from the helper run in between,
+            // which bounds the sandbox's processes too.
             let helper = helper::find(config.helper_path.as_deref()).filter(|h| helper::is_executable(h));
             if guarded && helper.is_none() {
                 tracing::warn!(
                     "the bash-mcp helper was not found, so no handler serves this command's guarded directories: their entries stay read-only"
                 );
             }
-            if guarded && let Some(helper) = helper {
+            let mut spec = None;
+            if guarded && helper.is_some() {
                 match notify::Observation::over_socket(policy) {
                     Ok((o, fd)) => {
-                        let spec = landlock::HelperSpec {
+                        spec = Some(landlock::HelperSpec {
                             network: plan.network,
                             observe: true,
                             landlock: false,
-                            listener_fd: Some(bwrap::SECCOMP_FD + 1),
+                            listener_fd: Some(bwrap::SECCOMP_FD + pass_fds.len() as i32),
                             ..landlock::HelperSpec::default()
-                        };
-                        command = landlock::argv(&helper, &spec, request.command);
+                        });
                         pass_fds.push(fd);
                         observation = Some(Arc::new(o));
                     }
@@ -440,6 +452,14 @@ pub fn wrap_in(
                     ),
                 }
             }
+            let bound = own_bound::prepare(config.max_processes, helper.is_some()).map_err(bound_failed)?;
+            let spec = with_bound(spec, plan.network, config.max_processes, bound.as_ref(), &mut pass_fds);
+            let command = match (&helper, &spec) {
+                (Some(helper), Some(spec)) => landlock::argv(helper, spec, request.command),
+                _ => request.command.to_vec(),
+            };
+            own_cgroup = bound.as_ref().and_then(|b| b.cgroup.clone());
+            own_limit = bound.map(|b| (config.max_processes, b.bound));
             // Hidden files' stand-ins read their (empty) content from the
             // fds after every other passed one.
             let stand_ins_from = disable_userns.then_some(bwrap::SECCOMP_FD + pass_fds.len() as i32);
@@ -504,9 +524,26 @@ pub fn wrap_in(
                 .cloned()
                 .collect();
             writable.push(plan.temp.seen_at().to_path_buf());
+            // A session has no keeper to remove a cgroup after it: the
+            // server makes it, and the helper joins it.
+            let session_bound = match (request.die_with_parent, limits::landlock_bound()) {
+                (false, Ok(limits::Bound::Cgroup)) => {
+                    let cgroup =
+                        Arc::new(own_bound::SandboxCgroup::create(config.max_processes).map_err(bound_failed)?);
+                    let bound = own_bound::InnerBound {
+                        max: config.max_processes,
+                        cgroup_fd: Some(3 + pass_fds.len() as i32),
+                    };
+                    pass_fds.push(cgroup.fd());
+                    own_cgroup = Some(cgroup);
+                    Some(bound)
+                }
+                _ => None,
+            };
             let spec = landlock::HelperSpec {
                 writable,
                 network: plan.network,
+                bound: session_bound,
                 proxy_port: link.as_ref().and_then(|l| l.port()),
                 subreaper: request.die_with_parent,
                 observe: observation.is_some(),
@@ -540,15 +577,50 @@ pub fn wrap_in(
         pass_fds,
         owned_fds,
         process_limit: match backend {
-            Backend::Landlock { .. } if request.die_with_parent => {
-                limits::landlock_bound().ok().map(|b| (config.max_processes, b))
-            }
-            _ => None,
+            Backend::Landlock { .. } => limits::landlock_bound().ok().map(|b| (config.max_processes, b)),
+            Backend::Bwrap { .. } => own_limit,
         },
+        cgroup: own_cgroup,
         network: link.map(Arc::new),
         env,
         command_temp,
     }))
+}
+
+/// The error of a sandbox whose process bound could not be prepared: the
+/// command does not run unbounded.
+fn bound_failed(e: std::io::Error) -> ToolError {
+    ToolError::new(
+        ErrorCode::SandboxUnavailable,
+        format!(
+            "could not make the pids cgroup that bounds the sandbox's processes (`sandbox.max_processes`), so the command did not run: {e}"
+        ),
+        "retry; if it persists, check that this user may still create cgroups below its own",
+    )
+}
+
+/// `spec` (the helper run first inside a bwrap of its own), made to apply
+/// `bound` too, with the cgroup's fd added to `pass_fds` (the helper's next
+/// fd); a spec of its own when there was none and a bound needs one.
+fn with_bound(
+    spec: Option<landlock::HelperSpec>,
+    network: bool,
+    max: u32,
+    bound: Option<&own_bound::Prepared>,
+    pass_fds: &mut Vec<std::os::fd::RawFd>,
+) -> Option<landlock::HelperSpec> {
+    let Some(bound) = bound else { return spec };
+    let mut spec = spec.unwrap_or(landlock::HelperSpec {
+        network,
+        landlock: false,
+        ..landlock::HelperSpec::default()
+    });
+    let cgroup_fd = bound.cgroup.as_ref().map(|c| {
+        pass_fds.push(c.fd());
+        bwrap::SECCOMP_FD + pass_fds.len() as i32 - 1
+    });
+    spec.bound = Some(own_bound::InnerBound { max, cgroup_fd });
+    Some(spec)
 }
 
 /// The proxy of a command whose network is open by name on the Landlock
@@ -615,9 +687,10 @@ fn wrap_by_name(
     let (link, theirs) = network::link::Link::over_socket(policy.clone()).map_err(|e| failed(e.to_string()))?;
     let mut pass_fds = vec![program.as_raw_fd(), theirs.as_raw_fd()];
     // The guarded directories' handler gets its listener from the helper run
-    // after the network's (fd 5: the seccomp program and the link come first).
-    let mut command = request.command.to_vec();
+    // after the network's (fd 5: the seccomp program and the link come
+    // first); the same helper bounds the sandbox's processes.
     let mut observation = None;
+    let mut spec = None;
     if !layout.is_empty() {
         let watch = notify::Policy {
             judge: notify::Judge::new(&plan, layout),
@@ -631,17 +704,21 @@ fn wrap_by_name(
             }),
         };
         let (o, fd) = notify::Observation::over_socket(watch).map_err(|e| failed(e.to_string()))?;
-        let spec = landlock::HelperSpec {
+        spec = Some(landlock::HelperSpec {
             network: true,
             observe: true,
             landlock: false,
-            listener_fd: Some(bwrap::SECCOMP_FD + 2),
+            listener_fd: Some(bwrap::SECCOMP_FD + pass_fds.len() as i32),
             ..landlock::HelperSpec::default()
-        };
-        command = landlock::argv(&helper, &spec, request.command);
+        });
         pass_fds.push(fd);
         observation = Some(Arc::new(o));
     }
+    let bound = own_bound::prepare(config.max_processes, true).map_err(bound_failed)?;
+    let command = match with_bound(spec, true, config.max_processes, bound.as_ref(), &mut pass_fds) {
+        Some(spec) => landlock::argv(&helper, &spec, request.command),
+        None => request.command.to_vec(),
+    };
     // Hidden files' stand-ins read their (empty) content from the fds
     // after every other passed one.
     let stand_ins_from = disable_userns.then_some(bwrap::SECCOMP_FD + pass_fds.len() as i32);
@@ -679,7 +756,8 @@ fn wrap_by_name(
         // on; then the handler's listener and the stand-ins' content.
         pass_fds,
         owned_fds,
-        process_limit: None,
+        process_limit: bound.as_ref().map(|b| (config.max_processes, b.bound)),
+        cgroup: bound.and_then(|b| b.cgroup),
         network: Some(Arc::new(link)),
         env,
         command_temp,

@@ -91,6 +91,9 @@ struct Session {
     /// The shell's own temp dir in a read-only Landlock sandbox, removed
     /// when the session goes.
     _sandbox_temp: Option<Arc<crate::sandbox::temp::CommandTemp>>,
+    /// The shell's sandbox's own pids cgroup: removed (and anything left in
+    /// it killed) once the session is gone.
+    _sandbox_cgroup: Option<Arc<crate::sandbox::own_bound::SandboxCgroup>>,
 }
 
 impl Session {

@@ -39,6 +39,8 @@ struct Spawned {
     network: Option<Arc<crate::sandbox::network::link::Link>>,
     /// The shell's own temp dir, when its sandbox made one.
     sandbox_temp: Option<Arc<crate::sandbox::temp::CommandTemp>>,
+    /// The sandbox's own pids cgroup, when its bound is one.
+    sandbox_cgroup: Option<Arc<crate::sandbox::own_bound::SandboxCgroup>>,
 }
 
 /// What a new session is made of, besides its shell.
@@ -164,6 +166,7 @@ impl SessionManager {
             run_marker: parts.run_marker,
             _network: spawned.network,
             _sandbox_temp: spawned.sandbox_temp,
+            _sandbox_cgroup: spawned.sandbox_cgroup,
         })
     }
 }
@@ -403,6 +406,7 @@ fn spawn(
         // SAFETY: eventfd returned a fresh fd.
         stop: unsafe { OwnedFd::from_raw_fd(stop) },
         sandbox_temp: sandbox.as_ref().and_then(|w| w.command_temp.clone()),
+        sandbox_cgroup: sandbox.as_ref().and_then(|w| w.cgroup.clone()),
         network: sandbox.and_then(|w| w.network),
     })
 }

@@ -1,0 +1,202 @@
+//! The process bound of a bwrap of its own: a command without the
+//! supervisor (or when it cannot start) and a session shell. The helper run
+//! first inside the sandbox applies it before it execs the command, counted
+//! over the sandbox's processes alone:
+//!
+//! - a `pids` cgroup the server makes for the sandbox, where it may make
+//!   one (see [`limits::pids_cgroup`]): the helper moves itself in through
+//!   the cgroup's directory, passed as an fd (the sandbox sees the cgroup
+//!   tree read-only), and the server removes the cgroup when the sandbox
+//!   is gone;
+//! - else `RLIMIT_NPROC`: bubblewrap gives the sandbox a user namespace of
+//!   its own, and from Linux 5.14 the kernel counts the limit per user per
+//!   user namespace, so only the sandbox's processes count (its init and
+//!   the command's), not the user's others. Root is exempt from it.
+//!
+//! The sandbox's `/proc/sys` is writable to the command under bubblewrap,
+//! so the PID namespace's own `pid_max` would be no bound here: the command
+//! could raise it again.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use super::limits::{self, Bound};
+
+/// What the helper applies inside the sandbox, in its spec.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct InnerBound {
+    /// The most processes the command may run.
+    pub max: u32,
+    /// The fd of the sandbox's cgroup directory; `None`: `RLIMIT_NPROC`.
+    pub cgroup_fd: Option<RawFd>,
+}
+
+/// What bounds a bwrap of its own here, or why nothing does.
+/// `helper_found`: whether the helper that applies it can run inside.
+pub fn bound(helper_found: bool) -> Result<Bound, &'static str> {
+    if !helper_found {
+        return Err(
+            "the bash-mcp helper, which applies the bound inside the sandbox, was not found (install it, or set `sandbox.helper_path`)",
+        );
+    }
+    if limits::pids_cgroup().is_some() {
+        return Ok(Bound::Cgroup);
+    }
+    if limits::is_root() {
+        return Err("no pids cgroup may be created here, and root is exempt from RLIMIT_NPROC");
+    }
+    if limits::kernel_version().is_none_or(|v| v < (5, 14)) {
+        return Err(
+            "no pids cgroup may be created here, and before Linux 5.14 RLIMIT_NPROC counts all of the user's processes, not the sandbox's",
+        );
+    }
+    Ok(Bound::NamespaceRlimit)
+}
+
+/// The bound prepared on the host for one bwrap of its own.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub bound: Bound,
+    /// The sandbox's cgroup ([`Bound::Cgroup`]), kept as long as it runs.
+    pub cgroup: Option<std::sync::Arc<SandboxCgroup>>,
+}
+
+/// Prepares the bound of a sandbox whose command may run `max` processes:
+/// `Ok(None)` where nothing can bound it here (status says why), an error
+/// when the cgroup it needs cannot be made (the command must not run).
+pub fn prepare(max: u32, helper_found: bool) -> std::io::Result<Option<Prepared>> {
+    let Ok(bound) = bound(helper_found) else {
+        return Ok(None);
+    };
+    let cgroup = match bound {
+        Bound::Cgroup => Some(std::sync::Arc::new(SandboxCgroup::create(max)?)),
+        _ => None,
+    };
+    Ok(Some(Prepared { bound, cgroup }))
+}
+
+/// A `pids` cgroup of one sandbox's own, made by the server under its own
+/// cgroup and removed when dropped (once the sandbox has ended).
+#[derive(Debug)]
+pub struct SandboxCgroup {
+    dir: PathBuf,
+    fd: OwnedFd,
+}
+
+impl SandboxCgroup {
+    /// A new cgroup that lets in at most `max` processes.
+    pub fn create(max: u32) -> std::io::Result<SandboxCgroup> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let parent = limits::pids_cgroup()
+            .ok_or_else(|| std::io::Error::other("no pids cgroup may be created here any more"))?;
+        let dir = parent.join(format!(
+            "bash-mcp-sandbox-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&dir)?;
+        let made = open_dir(&dir).and_then(|fd| {
+            std::fs::write(dir.join("pids.max"), max.to_string())?;
+            Ok(fd)
+        });
+        match made {
+            Ok(fd) => Ok(SandboxCgroup { dir, fd }),
+            Err(e) => {
+                let _ = std::fs::remove_dir(&dir);
+                Err(e)
+            }
+        }
+    }
+
+    /// The fd of the cgroup's directory, which the helper joins it through.
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+fn open_dir(dir: &std::path::Path) -> std::io::Result<OwnedFd> {
+    let path = CString::new(dir.as_os_str().as_encoded_bytes()).map_err(std::io::Error::other)?;
+    // SAFETY: open reads a NUL-terminated path; the result is checked.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: open returned a fresh fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+impl Drop for SandboxCgroup {
+    /// Removes the cgroup. The sandbox has ended by now, but its last
+    /// processes may still be on their way out: whatever is left in it is
+    /// killed (nothing but the sandbox's processes can be in it), a few
+    /// times, until it is empty.
+    fn drop(&mut self) {
+        for _ in 0..200 {
+            match std::fs::remove_dir(&self.dir) {
+                Ok(()) => return,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+                Err(_) => {}
+            }
+            let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs.lines().filter_map(|l| l.trim().parse::<libc::pid_t>().ok()) {
+                // SAFETY: kill takes plain integers; the pid is a member of
+                // this sandbox's cgroup.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        tracing::warn!("could not remove the sandbox's cgroup {}", self.dir.display());
+    }
+}
+
+/// Applies `bound` in the helper, before it execs the command: joins the
+/// sandbox's cgroup, or sets `RLIMIT_NPROC` to `max` plus the sandbox's
+/// init, which the kernel counts in the sandbox's user namespace too.
+pub fn apply(bound: &InnerBound) -> Result<(), String> {
+    match bound.cgroup_fd {
+        Some(dir) => join(dir).map_err(|e| format!("joining the sandbox's pids cgroup: {e}")),
+        None => {
+            let limit = u64::from(bound.max) + 1;
+            let rlimit = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            // SAFETY: setrlimit reads one rlimit we own.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &rlimit) } != 0 {
+                return Err(format!("RLIMIT_NPROC: {}", std::io::Error::last_os_error()));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Moves this process into the cgroup whose directory is `dir` (an fd),
+/// then closes that fd: the command must not hold it.
+fn join(dir: RawFd) -> std::io::Result<()> {
+    // SAFETY: the fd was passed to this process for it alone; owning it
+    // closes it when done.
+    let dir = unsafe { OwnedFd::from_raw_fd(dir) };
+    // SAFETY: openat on an fd we own and a NUL-terminated constant name.
+    let procs = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c"cgroup.procs".as_ptr(),
+            libc::O_WRONLY | libc::O_CLOEXEC,
+        )
+    };
+    if procs < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: openat returned a fresh fd.
+    let procs = unsafe { OwnedFd::from_raw_fd(procs) };
+    // SAFETY: writes one byte from a constant buffer to an fd we own.
+    let written = unsafe { libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) };
+    if written != 1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
