@@ -71,7 +71,7 @@ fn direct_errors(route: &str) -> (&'static str, &'static str) {
 
 /// `@package-registries`, plus the address of each registry host where this
 /// machine resolves it to a special-purpose one (an egress proxy on a
-/// private or documentation address): the proxy refuses those unless the
+/// private address): the proxy refuses those unless the
 /// operator lists them, as an operator here would.
 fn registries() -> Vec<String> {
     let mut allow = vec!["@package-registries".to_owned()];

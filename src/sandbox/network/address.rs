@@ -1,10 +1,17 @@
 //! Addresses no allowed name may lead to: the special-purpose blocks of
-//! IANA's registries that are not globally reachable (loopback, private,
-//! link-local, shared, documentation, multicast, reserved ...), and IPv6
-//! forms that embed an IPv4 address (mapped, NAT64, 6to4), judged by the
+//! IANA's registries that reach a host's own or its network's internal
+//! services (loopback, private, link-local, shared, "this network",
+//! multicast, broadcast, reserved, benchmarking ...), and IPv6 forms that
+//! embed an IPv4 address (mapped, compatible, NAT64, 6to4), judged by the
 //! address they embed. A name that resolves to one is refused: the proxy
 //! would otherwise carry a command to the host's own services or its
 //! private network (DNS rebinding).
+//!
+//! The documentation blocks (192.0.2.0/24, 198.51.100.0/24,
+//! 203.0.113.0/24, 2001:db8::/32, 3fff::/20) are not refused: no router on
+//! the internet carries them, so no internal service lives there, and
+//! egress gateways and test networks answer on them (a registry name that
+//! resolves to one leads to such a gateway).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -17,13 +24,11 @@ const V4: &[([u8; 4], u8, &str)] = &[
     ([169, 254, 0, 0], 16, "link-local"),
     ([172, 16, 0, 0], 12, "private"),
     ([192, 0, 0, 0], 24, "IETF protocol assignments"),
-    ([192, 0, 2, 0], 24, "documentation"),
     ([192, 88, 99, 0], 24, "deprecated 6to4 relay"),
     ([192, 168, 0, 0], 16, "private"),
     ([198, 18, 0, 0], 15, "benchmarking"),
-    ([198, 51, 100, 0], 24, "documentation"),
-    ([203, 0, 113, 0], 24, "documentation"),
     ([224, 0, 0, 0], 4, "multicast"),
+    ([255, 255, 255, 255], 32, "broadcast"),
     ([240, 0, 0, 0], 4, "reserved"),
 ];
 
@@ -34,9 +39,7 @@ const V6: &[([u16; 8], u8, &str)] = &[
     ([0, 0, 0, 0, 0, 0, 0, 0], 96, "IPv4-compatible (deprecated)"),
     ([0x64, 0xff9b, 1, 0, 0, 0, 0, 0], 48, "local-use NAT64"),
     ([0x100, 0, 0, 0, 0, 0, 0, 0], 64, "discard-only"),
-    ([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0], 32, "documentation"),
     ([0x2001, 0, 0, 0, 0, 0, 0, 0], 23, "IETF protocol assignments"),
-    ([0x3fff, 0, 0, 0, 0, 0, 0, 0], 20, "documentation"),
     ([0x5f00, 0, 0, 0, 0, 0, 0, 0], 16, "segment routing"),
     ([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7, "unique local (private)"),
     ([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10, "link-local"),
@@ -127,15 +130,16 @@ mod tests {
             ("192.168.0.1", "private"),
             ("169.254.169.254", "link-local"),
             ("100.100.100.200", "shared (carrier-grade NAT)"),
-            ("203.0.113.80", "documentation"),
+            ("198.18.0.1", "benchmarking"),
             ("224.0.0.251", "multicast"),
-            ("255.255.255.255", "reserved"),
+            ("255.255.255.255", "broadcast"),
+            ("240.0.0.1", "reserved"),
             ("::1", "loopback"),
             ("::", "unspecified"),
             ("fd00::2", "unique local (private)"),
             ("fe80::1", "link-local"),
             ("ff02::1", "multicast"),
-            ("2001:db8::1", "documentation"),
+            ("fec0::1", "site-local (deprecated)"),
         ] {
             assert_eq!(kind(ip), Some(expected), "{ip}");
         }
@@ -147,8 +151,30 @@ mod tests {
         assert_eq!(kind("::ffff:10.0.0.1"), Some("private"));
         assert_eq!(kind("64:ff9b::a9fe:a9fe"), Some("link-local"));
         assert_eq!(kind("2002:7f00:1::"), Some("loopback"));
+        // IPv4-compatible forms are refused whatever they carry.
+        assert_eq!(kind("::7f00:1"), Some("IPv4-compatible (deprecated)"));
+        assert_eq!(kind("::cb00:7150"), Some("IPv4-compatible (deprecated)"));
+        assert_eq!(kind("::ffff:100.64.0.1"), Some("shared (carrier-grade NAT)"));
         assert_eq!(kind("::ffff:151.101.0.223"), None);
         assert_eq!(kind("64:ff9b::9765:df"), None);
+    }
+
+    #[test]
+    fn documentation_blocks_are_not_refused() {
+        // Never routed on the internet, so no internal service lives there;
+        // egress gateways answer there (registries resolve to 203.0.113.80
+        // behind one).
+        for ip in [
+            "192.0.2.1",
+            "198.51.100.7",
+            "203.0.113.80",
+            "2001:db8::1",
+            "3fff::1",
+            "::ffff:203.0.113.80",
+            "64:ff9b::c000:201",
+        ] {
+            assert_eq!(kind(ip), None, "{ip}");
+        }
     }
 
     #[test]

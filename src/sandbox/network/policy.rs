@@ -335,6 +335,11 @@ impl NetPolicy {
         self.allow.iter().map(|e| e.text.as_str())
     }
 
+    /// The entries of `deny` as written.
+    pub fn deny(&self) -> impl Iterator<Item = &str> {
+        self.deny.iter().map(|e| e.text.as_str())
+    }
+
     /// The policy as configuration JSON.
     pub fn to_value(&self) -> Value {
         let texts = |list: &[Entry]| list.iter().map(|e| e.text.clone()).collect::<Vec<_>>();
@@ -461,7 +466,7 @@ mod tests {
 
     #[test]
     fn special_addresses_are_refused_unless_named_by_address_and_port() {
-        let p = policy(&["localhost", "127.0.0.1:5432", "203.0.113.0/24"], &[]);
+        let p = policy(&["localhost", "127.0.0.1:5432", "10.20.0.0/16"], &[]);
         let lo = "127.0.0.1".parse().unwrap();
         assert_eq!(p.judge_host(&host("localhost"), 8080), Ok(()), "the name is allowed");
         assert_eq!(
@@ -473,7 +478,8 @@ mod tests {
             "but not the loopback address it resolves to"
         );
         assert_eq!(p.judge_address(lo, 5432), Ok(()), "the operator listed this service");
-        assert_eq!(p.judge_address("203.0.113.80".parse().unwrap(), 443), Ok(()));
+        assert_eq!(p.judge_address("10.20.0.5".parse().unwrap(), 443), Ok(()));
+        assert!(p.judge_address("10.21.0.5".parse().unwrap(), 443).is_err());
         assert_eq!(p.judge_address("::ffff:127.0.0.1".parse().unwrap(), 5432), Ok(()));
         assert!(p.judge_address("::1".parse().unwrap(), 5432).is_err());
         // `*` allows any name and any public address, never a special one.
