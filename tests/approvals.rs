@@ -19,13 +19,19 @@ struct Client {
     stdin: Option<ChildStdin>,
     lines: Receiver<Value>,
     next_id: i64,
+    /// Where [`Client::start`] put the configuration file, removed with the client.
+    _config_dir: Option<TempDir>,
 }
 
 impl Client {
     /// Starts the binary with `config` in `dir` and initializes at 2025-11-25
     /// with `capabilities`.
+    /// The file lies beside `dir`, the default sandbox's writable root.
     fn start(dir: &Path, config: &Value, capabilities: Value) -> Client {
-        Client::start_configured_in(dir, dir, config, capabilities)
+        let config_dir = TempDir::new("approvals-config");
+        let mut client = Client::start_configured_in(&config_dir, dir, config, capabilities);
+        client._config_dir = Some(config_dir);
+        client
     }
 
     /// [`Client::start`], with the configuration file in `config_dir`
@@ -59,6 +65,7 @@ impl Client {
             child,
             lines: rx,
             next_id: 1,
+            _config_dir: None,
         };
         let id = client.send_request(
             "initialize",

@@ -363,8 +363,11 @@ fn client_entries_start_the_server() {
                 "{}: server {name} runs {command}",
                 b.at()
             );
+            // The project is the default sandbox's writable root: the file
+            // that configures it lies beside it.
             let dir = TempDir::new("doc-client");
-            let config = config_file(&dir, &readme_toml.text, "toml");
+            let config_dir = TempDir::new("doc-client-config");
+            let config = config_file(&config_dir, &readme_toml.text, "toml");
             let args: Vec<String> = server["args"]
                 .as_array()
                 .expect("args")

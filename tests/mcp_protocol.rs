@@ -1235,8 +1235,11 @@ fn binary_cli_basics() {
     assert_eq!(timeout.status.code(), Some(124));
     assert!(String::from_utf8_lossy(&timeout.stderr).contains("[timeout]"));
 
+    // The working directory is the sandbox's writable root: the file that
+    // configures it lies elsewhere.
     let dir = TempDir::new("cli");
-    let config = dir.join("config.toml");
+    let config_dir = TempDir::new("cli-config");
+    let config = config_dir.join("config.toml");
     std::fs::write(
         &config,
         format!("working_dir = {:?}\ntimeout_seconds = 5\n", dir.to_str().unwrap()),

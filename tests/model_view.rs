@@ -344,10 +344,25 @@ fn sandbox_modes(execute: &Value) -> Vec<&str> {
 #[test]
 fn the_sandbox_argument_follows_the_configuration() {
     let dir = TempDir::new("model-view-schema");
-    let sandbox = json!({"mode": "workspace-write", "writable_roots": [&*dir], "helper_path": BIN});
+    let sandbox = json!({"mode": "workspace-write", "writable_roots": [&*dir], "helper_path": BIN, "network": false});
 
-    // No sandbox: a call may ask for one.
+    // The binary's default: the model is told its commands run sandboxed,
+    // the network open to the registries only, and may only tighten.
     let mut serve = Serve::start(&dir, None);
+    let tools = serve.tools();
+    let execute = execute_tool(&tools);
+    assert_eq!(sandbox_modes(execute), ["read-only", "workspace-write"]);
+    let about = execute["inputSchema"]["properties"]["sandbox"]["description"]
+        .as_str()
+        .unwrap();
+    assert!(
+        about.contains("workspace-write") && about.contains("@package-registries"),
+        "{about}"
+    );
+    serve.finish();
+
+    // No sandbox (the explicit opt-out): a call may ask for one.
+    let mut serve = Serve::start(&dir, Some(&json!({"sandbox": {"mode": "off"}})));
     let tools = serve.tools();
     let execute = execute_tool(&tools);
     assert_eq!(sandbox_modes(execute), ["off", "read-only", "workspace-write"]);

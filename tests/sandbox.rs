@@ -682,17 +682,27 @@ fn the_sandbox_document_blocks_are_valid() {
     assert_eq!(result_blocks.len(), 1);
     let example: Value = serde_json::from_str(&result_blocks[0]).unwrap();
     assert_eq!(example["sandbox"]["denied"][0]["op"], "write");
-    // Every TOML block applies; the first is the plain one, with the network off,
-    // the second adds a writable place to the working directory, the third opens
-    // the network by name.
-    let configs: Vec<bash_mcp::Config> = blocks("toml")
-        .iter()
-        .map(|block| {
-            let table: Value = toml::from_str(block).unwrap();
-            base.apply_map(table.as_object().unwrap())
-                .unwrap_or_else(|e| panic!("{block}: {e}"))
-        })
-        .collect();
+    // Every TOML block applies. The first two are the binary's, over its
+    // default sandbox: one widens it (the project and one more place, one
+    // more host), one opts out.
+    let tomls = blocks("toml");
+    let apply = |base: &bash_mcp::Config, block: &str| {
+        let table: Value = toml::from_str(block).unwrap();
+        base.apply_map(table.as_object().unwrap())
+            .unwrap_or_else(|e| panic!("{block}: {e}"))
+    };
+    let binary = base
+        .apply_json(r#"{"sandbox": {"mode": "workspace-write", "network": {"allow": ["@package-registries"]}}}"#)
+        .unwrap();
+    let widened = apply(&binary, &tomls[0]).sandbox;
+    assert!(widened.mode == bash_mcp::sandbox::Mode::WorkspaceWrite && widened.writable_working_dir);
+    let allowed: Vec<&str> = widened.network.policy().unwrap().allow().collect();
+    assert_eq!(allowed, ["@package-registries", "*.github.com"]);
+    assert!(!apply(&binary, &tomls[1]).sandbox.is_on(), "{}", tomls[1]);
+    // Then the library's: the plain one, with the network off, one that adds
+    // a writable place to the working directory, one that opens the network
+    // by name.
+    let configs: Vec<bash_mcp::Config> = tomls[2..].iter().map(|block| apply(&base, block)).collect();
     assert_eq!(configs.len(), 3);
     assert!(configs[0].sandbox.network == bash_mcp::sandbox::Network::Off && configs[0].sandbox.is_on());
     let added = &configs[1].sandbox;

@@ -155,8 +155,10 @@ fn no_sandboxed_command_can_type_into_the_hosts_terminal_or_any_other() {
     let tag = unique_tag("tty");
     let exec = |config: Option<&Path>| {
         let mut args: Vec<&std::ffi::OsStr> = vec!["exec".as_ref(), "--json".as_ref(), "-C".as_ref(), dir.as_os_str()];
-        if let Some(config) = config {
-            args.extend(["-c".as_ref(), config.as_os_str()]);
+        match config {
+            Some(config) => args.extend(["-c".as_ref(), config.as_os_str()]),
+            // The control: the binary's default sandbox opted out of.
+            None => args.push("--no-sandbox".as_ref()),
         }
         args.push("python3 probe.py".as_ref());
         pty.run_binary(&args, &tag)
@@ -256,7 +258,8 @@ fn the_kernel_keyrings_are_out_of_reach() {
     std::fs::write(dir.join("keys.py"), KEYRING_PROBE).unwrap();
     let tag = unique_tag("keys");
     let plain = dir.join("plain.json");
-    std::fs::write(&plain, "{}").unwrap();
+    // The control runs unsandboxed: the binary's default sandbox is opted out of.
+    std::fs::write(&plain, r#"{"sandbox": {"mode": "off"}}"#).unwrap();
     let control = exec_json(&plain, &dir, &tag, "python3 keys.py");
     if !output_of(&control).contains("describe ok") {
         skip(format_args!("this host has no session keyring to reach: {control}"));
@@ -296,7 +299,8 @@ fn with_network_off_no_socket_escapes_the_namespace_and_x32_calls_are_refused() 
     std::fs::write(dir.join("channels.py"), CHANNEL_PROBE).unwrap();
     let tag = unique_tag("vsock");
     let plain = dir.join("plain.json");
-    std::fs::write(&plain, "{}").unwrap();
+    // The control runs unsandboxed: the binary's default sandbox is opted out of.
+    std::fs::write(&plain, r#"{"sandbox": {"mode": "off"}}"#).unwrap();
     let control = output_of(&exec_json(&plain, &dir, &tag, "python3 channels.py"));
     // Without a filter the kernel answers the x32 call itself: ENOSYS
     // where x32 is not built in, a pid where it is.

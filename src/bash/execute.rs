@@ -80,6 +80,14 @@ impl ExecuteTool {
     fn start_background(&self, request: ExecRequest) -> ToolResponse {
         let checked = validate_command(&request.command).and_then(|()| {
             let config = self.shared.config();
+            // A sandbox no backend can give here fails the call now.
+            let sandbox = match &request.sandbox {
+                Some(SandboxCall::HostOverride(host)) => host,
+                _ => &config.sandbox,
+            };
+            if let Some(error) = crate::sandbox::unavailable(sandbox) {
+                return Err(error);
+            }
             let base = self.shared.working_dir();
             match &request.working_dir {
                 Some(dir) => self.shared.confined_dir(dir, Some(&base), &config),

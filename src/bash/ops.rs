@@ -276,7 +276,7 @@ fn status(shared: &Shared) -> Value {
         "audit": audit,
         "calls": {"served": shared.counters.served(), "failed": shared.counters.failed()},
         "project_file_warnings": crate::roots::project_file_warnings(),
-        "sandbox": crate::sandbox::status_value(&config.sandbox, false),
+        "sandbox": crate::sandbox::status_value(&config.sandbox, &shared.working_dir(), false),
         "approvals": {
             "grants": shared.approvals.grants(),
             "host_approver": shared.approvals.has_approver(),
@@ -334,7 +334,7 @@ fn check_env(shared: &Shared) -> Value {
         "home": env_value(&env, "HOME"),
         "wsl": crate::roots::is_wsl(),
         "container_hints": container_hints(),
-        "sandbox": crate::sandbox::status_value(&config.sandbox, true),
+        "sandbox": crate::sandbox::status_value(&config.sandbox, &shared.working_dir(), true),
     })
 }
 

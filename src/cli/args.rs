@@ -40,6 +40,10 @@ pub struct Common {
     pub working_dir: Option<PathBuf>,
     pub timeout: Option<f64>,
     pub log_level: Option<String>,
+    /// `--no-sandbox`: commands run unsandboxed, whatever the file says.
+    pub no_sandbox: bool,
+    /// `--quiet`: no start-up line naming the sandbox.
+    pub quiet: bool,
 }
 
 /// The options of `serve --http`; `listen: None` serves stdio.
@@ -95,6 +99,9 @@ OPTIONS (serve, exec):
                              error, warn (default), info, debug, trace (other
                              libraries stay at warn); or a filter of
                              target=level directives, e.g. info,bash_mcp=trace
+        --no-sandbox         run commands unsandboxed (the same as
+                             sandbox.mode = \"off\" in the configuration file)
+    -q, --quiet              (serve) no start-up line on stderr naming the sandbox
         --json               (exec) print the raw JSON result document
 
 OPTIONS (serve --http):
@@ -132,7 +139,11 @@ CONFIGURATION FILE KEYS:
     Defaults: a 120 s limit (calls may ask for up to 600 s), a call still
     running after 45 s handed back as a background job (yield_seconds), an audit log at
     $XDG_DATA_HOME/bash-mcp/audit.jsonl, project .bash-mcp.toml files honoured,
-    catastrophic commands refused, sessions off.
+    catastrophic commands refused, sessions off, and every command sandboxed:
+    sandbox.mode = \"workspace-write\" (only the working directory and a temp dir
+    writable) with sandbox.network = { allow = [\"@package-registries\"] }.
+    When no sandbox backend works here, commands fail and say what to install;
+    sandbox.mode = \"off\" (or --no-sandbox) runs them unsandboxed.
 
 Only protocol messages are written to stdout; logs go to stderr. On end of
 input, SIGTERM, SIGINT or SIGHUP, every running command and background job is
@@ -172,6 +183,8 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
                 super::log_filter(&level)?;
                 common.log_level = Some(level);
             }
+            Long("no-sandbox") => common.no_sandbox = true,
+            Short('q') | Long("quiet") => common.quiet = true,
             Long("json") => json = true,
             Long("http") => http.listen = Some(parser.value().map_err(err)?.string().map_err(err)?),
             Long("auth-token-file") => http.auth_token_file = Some(parser.value().map_err(err)?.into()),
@@ -296,6 +309,18 @@ mod tests {
 
     fn p(args: &[&str]) -> Result<Command, String> {
         parse(args.iter().map(OsString::from), false)
+    }
+
+    #[test]
+    fn no_sandbox_and_quiet() {
+        let Ok(Command::Serve(common, _)) = p(&["serve", "--no-sandbox", "-q"]) else {
+            panic!()
+        };
+        assert!(common.no_sandbox && common.quiet);
+        let Ok(Command::Exec { common, .. }) = p(&["exec", "--quiet", "true"]) else {
+            panic!()
+        };
+        assert!(common.quiet && !common.no_sandbox);
     }
 
     #[test]

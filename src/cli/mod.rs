@@ -8,6 +8,7 @@ mod gate;
 mod http;
 mod serve;
 pub mod settings;
+mod startup;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -77,7 +78,7 @@ fn with_settings(
     failed: (u8, u8),
     run: impl FnOnce(&Settings) -> Result<u8, String>,
 ) -> ExitCode {
-    let settings = match settings::load(common) {
+    let mut settings = match settings::load(common) {
         Ok(settings) => settings,
         Err(message) => {
             note(&message);
@@ -85,6 +86,7 @@ fn with_settings(
         }
     };
     init_logging(&settings.log_level);
+    settings.sandbox_fitted = startup::fit_default(&mut settings);
     match run(&settings) {
         Ok(status) => ExitCode::from(status),
         Err(message) => {

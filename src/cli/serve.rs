@@ -82,6 +82,7 @@ pub fn run(settings: &Settings) -> Result<(), String> {
         .map_err(|e| format!("cannot start the signal thread: {e}"))?;
 
     tracing::info!(working_dir = %settings.working_dir.display(), "serving MCP on stdio");
+    super::startup::announce(settings, &server.working_dir());
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         // A person typed `bash-mcp serve`: without this it waits in silence.

@@ -8,6 +8,7 @@ use bash_mcp::Config;
 use bash_mcp::audit::AuditSettings;
 use bash_mcp::config::{CONFIG_KEYS, OPTIONAL_TOOLS};
 use bash_mcp::mcp::TaskOptions;
+use bash_mcp::sandbox::SandboxConfig;
 use serde_json::{Map, Value};
 
 use super::args::Common;
@@ -64,6 +65,13 @@ pub struct Settings {
     pub audit_is_default: bool,
     /// MCP tasks (`tasks` key); `None` when `tasks.enabled` is false.
     pub tasks: Option<TaskOptions>,
+    /// Whether `sandbox.network` is the binary's default (the file sets no
+    /// network and does not replace the sandbox).
+    pub network_is_default: bool,
+    /// `--quiet`: no start-up line naming the sandbox.
+    pub quiet: bool,
+    /// How the default sandbox was fitted to this machine, if it was.
+    pub sandbox_fitted: Option<String>,
 }
 
 impl Settings {
@@ -112,6 +120,7 @@ pub fn load(common: &Common) -> Result<Settings, String> {
     // tool's time limit; a call still running after this long hands its
     // command back as a background job, in time for the client to hear.
     config.yield_after = Some(Duration::from_secs(DEFAULT_YIELD_SECS));
+    config.sandbox = default_sandbox();
     let mut settings = Settings {
         config,
         working_dir: PathBuf::from("."),
@@ -123,6 +132,9 @@ pub fn load(common: &Common) -> Result<Settings, String> {
         log_level: "warn".into(),
         audit_is_default: true,
         tasks: Some(TaskOptions::default()),
+        network_is_default: true,
+        quiet: common.quiet,
+        sandbox_fitted: None,
     };
     if let Some(path) = &common.config {
         let mut map = read_file(path)?;
@@ -145,11 +157,29 @@ pub fn load(common: &Common) -> Result<Settings, String> {
     if let Some(level) = &common.log_level {
         settings.log_level = level.clone();
     }
+    if common.no_sandbox {
+        settings.config.sandbox.mode = bash_mcp::sandbox::Mode::Off;
+    }
     if let Some(path) = &common.config {
         out_of_the_sandboxs_reach(path, &settings)?;
     }
     Ok(settings)
 }
+
+/// The sandbox the binary runs commands in unless its file or flags say
+/// otherwise: `workspace-write` (the working directory and the temp dir
+/// writable, the default protected paths kept) with the network open to
+/// the package registries only, through the server's proxy. The library's
+/// own default stays off: a host decides.
+pub fn default_sandbox() -> SandboxConfig {
+    let keys = serde_json::json!({"mode": "workspace-write", "network": {"allow": [DEFAULT_NETWORK]}});
+    SandboxConfig::default()
+        .apply(&keys, Path::new("/"))
+        .expect("the default sandbox is a valid configuration")
+}
+
+/// The only hosts the default sandbox's commands reach.
+pub const DEFAULT_NETWORK: &str = "@package-registries";
 
 /// Refuses a configuration file that lies inside a writable root of the
 /// sandbox it configures: a sandboxed command could rewrite it, and the
@@ -241,6 +271,13 @@ fn relative_to_file(map: &mut Map<String, Value>, folder: &Path) {
 fn apply(settings: &mut Settings, mut map: Map<String, Value>) -> Result<(), String> {
     if map.contains_key("audit") {
         settings.audit_is_default = false;
+    }
+    // The file's `sandbox` keys apply over the binary's default sandbox
+    // (`null` replaces it with none).
+    match map.get("sandbox") {
+        Some(Value::Object(keys)) if !keys.contains_key("network") => {}
+        Some(_) => settings.network_is_default = false,
+        None => {}
     }
     if let Some(dir) = map.remove("working_dir") {
         let dir = dir
@@ -439,11 +476,11 @@ mod tests {
     fn toml_and_json_give_the_same_settings() {
         let toml = file(
             "a.toml",
-            "timeout_seconds = 7\nmax_concurrent = 2\nworking_dir = \"/tmp\"\nrefuse_catastrophic = false\n[permissions]\nallow = [\"bash.execute:git status*\"]\ndeny = [\"bash.execute:rm *\"]\n[env]\nset = { A = \"1\" }\n",
+            "timeout_seconds = 7\nmax_concurrent = 2\nworking_dir = \"/usr\"\nrefuse_catastrophic = false\n[permissions]\nallow = [\"bash.execute:git status*\"]\ndeny = [\"bash.execute:rm *\"]\n[env]\nset = { A = \"1\" }\n",
         );
         let json = file(
             "a.json",
-            r#"{"timeout_seconds": 7, "max_concurrent": 2, "working_dir": "/tmp", "refuse_catastrophic": false,
+            r#"{"timeout_seconds": 7, "max_concurrent": 2, "working_dir": "/usr", "refuse_catastrophic": false,
                 "permissions": {"allow": ["bash.execute:git status*"], "deny": ["bash.execute:rm *"]},
                 "env": {"set": {"A": "1"}}}"#,
         );
@@ -453,7 +490,7 @@ mod tests {
         assert_eq!(a.config.timeout, Duration::from_secs(7));
         assert_eq!(a.config.max_timeout, Duration::from_secs(DEFAULT_MAX_TIMEOUT_SECS));
         assert_eq!(a.config.max_concurrent, 2);
-        assert_eq!(a.working_dir, PathBuf::from("/tmp"));
+        assert_eq!(a.working_dir, PathBuf::from("/usr"));
         assert!(!a.refuse_catastrophic);
         assert_eq!(a.permissions, b.permissions);
         assert_eq!(a.permissions.unwrap().deny, vec!["bash.execute:rm *".to_string()]);
@@ -465,12 +502,13 @@ mod tests {
         let common = Common {
             config: Some(path),
             timeout: Some(3.0),
-            working_dir: Some("/tmp".into()),
+            working_dir: Some("/usr".into()),
             log_level: Some("debug".into()),
+            ..Common::default()
         };
         let s = load(&common).unwrap();
         assert_eq!(s.config.timeout, Duration::from_secs(3));
-        assert_eq!(s.working_dir, PathBuf::from("/tmp"));
+        assert_eq!(s.working_dir, PathBuf::from("/usr"));
         assert_eq!(s.log_level, "debug");
     }
 
@@ -558,6 +596,41 @@ mod tests {
         assert!(s.config.project_config);
         assert!(s.refuse_catastrophic);
         assert!(s.permissions.is_none());
+        // Commands are sandboxed: workspace-write, the registries only.
+        assert_eq!(s.config.sandbox, default_sandbox());
+        assert_eq!(s.config.sandbox.mode, bash_mcp::sandbox::Mode::WorkspaceWrite);
+        assert_eq!(
+            s.config.sandbox.network.to_value(),
+            serde_json::json!({"allow": ["@package-registries"], "deny": []})
+        );
+        assert!(s.network_is_default);
+    }
+
+    #[test]
+    fn the_files_sandbox_keys_apply_over_the_default_and_it_can_opt_out() {
+        use bash_mcp::sandbox::Mode;
+        let wider = load(&with_file(file(
+            "sb1.toml",
+            "[sandbox]\nwritable_roots = [\"@workdir\", \"/srv/cache\"]\n",
+        )))
+        .unwrap();
+        assert_eq!(wider.config.sandbox.mode, Mode::WorkspaceWrite);
+        assert_eq!(wider.config.sandbox.network, default_sandbox().network);
+        assert!(wider.network_is_default);
+        let no_net = load(&with_file(file("sb2.toml", "[sandbox]\nnetwork = false\n"))).unwrap();
+        assert!(!no_net.network_is_default);
+        assert_eq!(no_net.config.sandbox.network.to_value(), serde_json::json!(false));
+        let off = load(&with_file(file("sb3.toml", "sandbox.mode = \"off\"\n"))).unwrap();
+        assert_eq!(off.config.sandbox.mode, Mode::Off);
+        let null = load(&with_file(file("sb4.json", r#"{"sandbox": null}"#))).unwrap();
+        assert_eq!(null.config.sandbox.mode, Mode::Off);
+        let flag = load(&Common {
+            config: Some(file("sb5.toml", "[sandbox]\nmode = \"read-only\"\n")),
+            no_sandbox: true,
+            ..Common::default()
+        })
+        .unwrap();
+        assert_eq!(flag.config.sandbox.mode, Mode::Off, "--no-sandbox wins over the file");
     }
 
     #[test]

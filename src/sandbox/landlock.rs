@@ -143,10 +143,21 @@ pub fn env_arg(argv: &[CString], entry: &std::ffi::CStr) -> Vec<CString> {
 
 /// The kernel's Landlock ABI version, or `None` when Landlock is off.
 pub fn landlock_abi() -> Option<i32> {
+    landlock_version().ok()
+}
+
+/// The Landlock ABI version, or the error the kernel gave: `ENOSYS` when
+/// the kernel has no Landlock or a seccomp filter refuses the call,
+/// `EOPNOTSUPP` when it is built in but not enabled at boot.
+pub fn landlock_version() -> Result<i32, std::io::Error> {
     // SAFETY: LANDLOCK_CREATE_RULESET_VERSION with a null attr and size 0
     // only returns the ABI version; no fd is created.
     let v = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
-    (v > 0).then_some(v as i32)
+    if v > 0 {
+        Ok(v as i32)
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// Runs the helper: `args` are the arguments after `__sandbox-exec`.

@@ -18,6 +18,7 @@ pub mod git;
 pub mod guard;
 pub mod helper;
 mod hidden;
+pub mod in_force;
 pub mod kept;
 pub mod landlock;
 pub mod limits;
@@ -43,6 +44,7 @@ use serde_json::{Value, json};
 pub use config::{BackendChoice, DEFAULT_PROTECTED, Mode, Network, OnUnavailable, SandboxConfig};
 pub use denial::Denial;
 pub use denial_summary::summary as denial_summary;
+pub use in_force::{InForce, OPT_OUT_LINE, in_force};
 pub use note::Note;
 pub use plan::Plan;
 pub use probe::{Backend, Probe};
@@ -79,10 +81,11 @@ pub fn probe(config: &SandboxConfig) -> Arc<Probe> {
     probe
 }
 
-/// `status` / `check_env` view: the configuration and, when a sandbox is
-/// configured (or `always`), the probe.
-pub fn status_value(config: &SandboxConfig, always: bool) -> Value {
-    let mut value = json!({"config": config.to_value()});
+/// `status` / `check_env` view: the sandbox in force for a server whose
+/// working directory is `working_dir`, the configuration and, when a
+/// sandbox is configured (or `always`), the probe.
+pub fn status_value(config: &SandboxConfig, working_dir: &Path, always: bool) -> Value {
+    let mut value = json!({"in_force": in_force(config, working_dir).to_value(), "config": config.to_value()});
     if always || config.is_on() {
         let probe = probe(config);
         value["probe"] = probe.to_value();
@@ -94,6 +97,29 @@ pub fn status_value(config: &SandboxConfig, always: bool) -> Value {
         );
     }
     value
+}
+
+/// The error every command gets while `config` asks for a sandbox that no
+/// backend here can give, unless the operator accepts unsandboxed runs:
+/// why, the fix, and the line that runs commands unsandboxed.
+pub fn unavailable(config: &SandboxConfig) -> Option<ToolError> {
+    if !config.is_on() || config.on_unavailable == OnUnavailable::WarnAndRunUnsandboxed {
+        return None;
+    }
+    let probe = probe(config);
+    if probe.chosen.is_some() {
+        return None;
+    }
+    let (reason, fix) = probe.unavailable_reason();
+    Some(ToolError::new(
+        ErrorCode::SandboxUnavailable,
+        format!(
+            "a sandbox is configured but no backend works here, so the command did not run: {reason}. Fix: {fix}. Or run commands unsandboxed with the configuration line `{OPT_OUT_LINE}`"
+        ),
+        format!(
+            "{fix}; or, to run commands unsandboxed, the operator sets `{OPT_OUT_LINE}` (or `sandbox.on_unavailable` to \"warn-and-run-unsandboxed\")"
+        ),
+    ))
 }
 
 /// A command line rewritten to run inside the sandbox.
@@ -290,15 +316,10 @@ pub fn wrap_in(
     }
     let probe = probe(config);
     let Some(backend) = &probe.chosen else {
-        if config.on_unavailable == OnUnavailable::WarnAndRunUnsandboxed {
-            return Ok(None);
-        }
-        let (reason, fix) = probe.unavailable_reason();
-        return Err(ToolError::new(
-            ErrorCode::SandboxUnavailable,
-            format!("a sandbox is configured but no backend works here, so the command did not run: {reason}"),
-            format!("{fix}; the operator may set `sandbox.on_unavailable` to \"warn-and-run-unsandboxed\""),
-        ));
+        return match unavailable(config) {
+            Some(error) => Err(error),
+            None => Ok(None),
+        };
     };
     let (temp, command_temp) = temp_for(config, backend, request.temp)?;
     let plan = Plan::new(config, (request.cwd, request.working_dir), request.extra_writable, temp)

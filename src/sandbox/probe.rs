@@ -193,11 +193,22 @@ fn check_bwrap(configured: Option<&Path>) -> Check {
 }
 
 fn check_landlock(configured: Option<&Path>) -> Check {
-    let Some(abi) = landlock::landlock_abi() else {
-        return unavailable(
-            "Landlock is not enabled in this kernel",
-            "use Linux 5.13 or later with Landlock in the `lsm=` boot parameter (CONFIG_SECURITY_LANDLOCK=y)",
-        );
+    let abi = match landlock::landlock_version() {
+        Ok(abi) => abi,
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+            return unavailable(
+                "Landlock is built into this kernel but not enabled",
+                "add `landlock` to the `lsm=` boot parameter (see /sys/kernel/security/lsm for the current list) and reboot",
+            );
+        }
+        Err(e) => {
+            return unavailable(
+                format!(
+                    "Landlock is not available ({e}): this kernel has none, or a seccomp filter (a container's) refuses its system calls"
+                ),
+                "use Linux 5.13 or later built with CONFIG_SECURITY_LANDLOCK=y; inside a container, allow the landlock_* system calls in its seccomp profile",
+            );
+        }
     };
     let Some(helper) = super::helper::find(configured) else {
         return unavailable(

@@ -163,15 +163,19 @@ async def tasks_2026(params, work, p):
 
 
 async def run_mode(mode):
-    work = tempfile.mkdtemp(prefix="bash-mcp-py-approval-")
+    # The project is the sandbox's writable root; the file that configures
+    # the server lies beside it, where no command can rewrite it.
+    top = tempfile.mkdtemp(prefix="bash-mcp-py-approval-")
+    work = os.path.join(top, "project")
+    os.mkdir(work)
     try:
-        config = os.path.join(work, "config.json")
+        config = os.path.join(top, "config.json")
         with open(config, "w") as f:
             json.dump({"audit": None, "permissions": {"allow": ["bash.execute:echo *"]}}, f)
         params = StdioServerParameters(
             command=BINARY,
             args=["serve", "--config", config, "--working-dir", work],
-            env={**os.environ, "XDG_DATA_HOME": os.path.join(work, "data")},
+            env={**os.environ, "XDG_DATA_HOME": os.path.join(top, "data")},
         )
         p = f"[{mode}]"
         person = Person()
@@ -248,7 +252,7 @@ async def run_mode(mode):
         if mode == "2026-07-28":
             await tasks_2026(params, work, p)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(top, ignore_errors=True)
 
 
 async def main():

@@ -14,7 +14,7 @@
 
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
-import { existsSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -37,14 +37,18 @@ function check(name, ok, detail) {
   }
 }
 
-const work = mkdtempSync(join(tmpdir(), "bash-mcp-ts-approval-"));
-const config = join(work, "config.json");
+// The project is the sandbox's writable root; the file that configures the
+// server lies beside it, where no command can rewrite it.
+const top = mkdtempSync(join(tmpdir(), "bash-mcp-ts-approval-"));
+const work = join(top, "project");
+mkdirSync(work);
+const config = join(top, "config.json");
 writeFileSync(config, JSON.stringify({ audit: null, permissions: { allow: ["bash.execute:echo *"] } }));
 const stdioTransport = () =>
   new StdioClientTransport({
     command: binary,
     args: ["serve", "--config", config, "--working-dir", work],
-    env: { ...process.env, XDG_DATA_HOME: join(work, "data") },
+    env: { ...process.env, XDG_DATA_HOME: join(top, "data") },
     stderr: "ignore",
   });
 const file = (name) => join(work, name);
@@ -160,7 +164,7 @@ async function cases(transport) {
 function startHttpServer() {
   const server = spawn(binary, ["serve", "--http", "127.0.0.1:0", "--config", config, "--working-dir", work], {
     stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, XDG_DATA_HOME: join(work, "data") },
+    env: { ...process.env, XDG_DATA_HOME: join(top, "data") },
   });
   return new Promise((resolve, reject) => {
     let seen = "";
@@ -188,7 +192,7 @@ try {
 } catch (e) {
   check("session", false, String(e?.stack ?? e));
 } finally {
-  rmSync(work, { recursive: true, force: true });
+  rmSync(top, { recursive: true, force: true });
 }
 console.log(`\n${failures.length} failed`);
 process.exit(failures.length ? 1 : 0);

@@ -50,10 +50,11 @@ pub fn route_available(route: &str) -> bool {
     sandbox_works(&config, route)
 }
 
-/// The `sandbox` object for `route` with `dir` as the writable root and
+/// The `sandbox` object for `route` with `dir` as the writable root, the
+/// network off (the binary's default opens it to the registries) and
 /// `extra` keys over it.
 pub fn sandbox_value(route: &str, dir: &Path, extra: Value) -> Value {
-    let mut sandbox = json!({"mode": "workspace-write", "writable_roots": [dir]});
+    let mut sandbox = json!({"mode": "workspace-write", "writable_roots": [dir], "network": false});
     for (k, v) in route_keys(route)
         .as_object()
         .unwrap()

@@ -105,6 +105,7 @@ pub fn run(settings: &Settings, listen: &str, http: &Http) -> Result<(), String>
         .map_err(|e| format!("cannot read the listening address: {e}"))?;
     // Tests and scripts read this line to learn the port of `--http 127.0.0.1:0`.
     eprintln!("bash-mcp: serving MCP on http://{bound}/mcp");
+    super::startup::announce(settings, &server.working_dir());
     tracing::info!(%bound, authenticated = front.access.authenticates(), working_dir = %settings.working_dir.display(), "serving MCP over HTTP");
 
     let on_signal = front.clone();
