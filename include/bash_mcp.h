@@ -482,7 +482,8 @@ enum bash_mcp_result bash_mcp_server_set_approver(const struct bash_mcp_server *
 /**
  * Revokes what the person allowed for the server's life: the grant
  * @p grant_id (as `status` lists them under `approvals.grants`), or every
- * grant when @p grant_id is NULL.
+ * grant when @p grant_id is NULL. Recorded in the audit log (an entry of
+ * tool `revoke_grants` with `revoked`).
  *
  * @param server The server.
  * @param grant_id The grant's id (`"grant-1"`), or NULL for all. Borrowed

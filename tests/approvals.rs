@@ -654,7 +654,7 @@ mod host {
         );
         let approvals = bash_mcp::McpServer::approvals(&*host.server).unwrap();
         assert_eq!(approvals.grants().len(), 1);
-        assert_eq!(approvals.revoke(None).len(), 1);
+        assert_eq!(host.server.revoke_grants(None).len(), 1);
         assert_eq!(host.run("touch for-server")["exit_code"], 0);
         assert_eq!(asked.lock().unwrap().len(), 4, "asked again after the revoke");
     }
@@ -1185,4 +1185,107 @@ fn a_2026_task_asks_in_input_requests_and_resumes_on_tasks_update() {
         "{hint}"
     );
     assert!(!dir.join("task-2026-unasked").exists());
+}
+
+/// `revoke_grants` withdraws what the person allowed for the server: one
+/// grant by id (an unknown id is refused, naming the ids in force), or all;
+/// what it revoked is asked about again, and the audit log records it.
+#[test]
+fn revoke_grants_withdraws_a_grant_and_is_audited() {
+    let dir = TempDir::new("ask-revoke");
+    let mut config = config(&dir);
+    config["tools"] = json!(["execute", "status", "revoke_grants"]);
+    let mut client = Client::start(&dir, &config, ELICITATION());
+    for command in ["touch one", "touch two"] {
+        let (id, request) = client.start_call(json!({"command": command}));
+        let result = client.answer(&request, accept("allow_for_server"), id);
+        assert_eq!(result["structuredContent"]["exit_code"], 0, "{result}");
+    }
+    let revoke = |client: &mut Client, args: Value| -> Value {
+        client.request("tools/call", json!({"name": "revoke_grants", "arguments": args}))["result"].clone()
+    };
+    let result = revoke(&mut client, json!({"grant_id": "grant-9"}));
+    assert_eq!(result["isError"], true, "{result}");
+    let doc = &result["structuredContent"];
+    assert!(
+        doc["message"].as_str().unwrap().contains("\"grant-9\"")
+            && doc["hint"].as_str().unwrap().contains("grant-1, grant-2"),
+        "{doc}"
+    );
+    let doc = revoke(&mut client, json!({"grant_id": "grant-1"}))["structuredContent"].clone();
+    assert_eq!(doc["revoked"][0]["part"], "touch one", "{doc}");
+    assert_eq!(doc["grants"].as_array().unwrap().len(), 1, "{doc}");
+    assert_eq!(client.status()["approvals"]["grants"][0]["id"], "grant-2");
+    // Revoked: asked again. Still granted: not asked.
+    let (id, request) = client.start_call(json!({"command": "touch one"}));
+    client.answer(&request, accept("allow_once"), id);
+    client.call_unasked(json!({"command": "touch two"}));
+    // Without an id: every grant.
+    let doc = revoke(&mut client, json!({}))["structuredContent"].clone();
+    assert_eq!(doc["revoked"][0]["id"], "grant-2", "{doc}");
+    assert_eq!(doc["grants"], json!([]));
+    let (id, request) = client.start_call(json!({"command": "touch two"}));
+    assert_eq!(request["method"], "elicitation/create", "asked again: {request}");
+    client.answer(&request, accept("deny"), id);
+    // Audited: each revocation, with what it withdrew.
+    let text = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap();
+    let revocations: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["tool"] == "revoke_grants")
+        .map(|e| json!([e["error"], e["revoked"]]))
+        .collect();
+    assert_eq!(
+        revocations,
+        [
+            json!(["invalid_arguments", null]),
+            json!([null, [{"id": "grant-1", "type": "part", "tool": "bash.execute", "part": "touch one"}]]),
+            json!([null, [{"id": "grant-2", "type": "part", "tool": "bash.execute", "part": "touch two"}]]),
+        ],
+        "{text}"
+    );
+}
+
+/// `BashServer::revoke_grants` (what the C API's revoke calls) records
+/// what it withdrew in the audit log, as the tool does.
+#[test]
+fn a_library_revocation_is_audited() {
+    use bash_mcp::approval::{ApprovalAnswer, ApprovalKind, ApprovalRequest, GrantItem};
+    let dir = TempDir::new("revoke-lib");
+    let server = bash_mcp::BashServer::new(&*dir, None, std::time::Duration::from_secs(30)).unwrap();
+    bash_mcp::McpServer::configure(
+        &server,
+        &json!({"audit": {"path": dir.join("audit.jsonl")}}).to_string(),
+    )
+    .unwrap();
+    let request = ApprovalRequest {
+        kind: ApprovalKind::Command,
+        tool: "bash.execute".into(),
+        command: "make".into(),
+        working_dir: dir.display().to_string(),
+        env: Default::default(),
+        stdin: None,
+        widens: Default::default(),
+        reason: None,
+        why: "no rule".into(),
+        suggested_rule: None,
+        grants: vec![GrantItem::Part {
+            tool: "bash.execute".into(),
+            part: "make".into(),
+        }],
+    };
+    let approvals = bash_mcp::McpServer::approvals(&server).unwrap();
+    approvals.record(&request, ApprovalAnswer::AllowForServer);
+    assert_eq!(server.revoke_grants(Some("grant-1")).len(), 1);
+    assert!(approvals.grants().is_empty());
+    let text = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap();
+    let entry: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["tool"] == "revoke_grants")
+        .unwrap_or_else(|| panic!("no revoke_grants entry: {text}"));
+    assert_eq!(
+        entry["revoked"],
+        json!([{"id": "grant-1", "type": "part", "tool": "bash.execute", "part": "make"}])
+    );
 }

@@ -215,7 +215,7 @@ fn tools_list_fields_follow_the_revision() {
 fn every_tool_has_honest_annotations() {
     let h = harness_configured(
         HandlerOptions::default(),
-        r#"{"tools": {"status": true, "check_env": true, "which": true, "list_binaries": true, "audit_read": true, "classify": true}, "sessions": {"enabled": true}}"#,
+        r#"{"tools": {"status": true, "check_env": true, "which": true, "list_binaries": true, "audit_read": true, "classify": true, "revoke_grants": true}, "sessions": {"enabled": true}}"#,
     );
     h.initialize("2025-11-25");
     let reply = h.request(json!(1), "tools/list", json!({}));
@@ -257,7 +257,9 @@ fn every_tool_has_honest_annotations() {
     assert_eq!(hints("session_close"), [false, true, true, false]);
     assert_eq!(hints("session_interrupt"), [false, true, false, false]);
     assert_eq!(hints("session_start"), [false, false, false, false]);
-    assert_eq!(tools.len(), 19, "every tool was checked: {reply}");
+    // It changes what the server allows, only ever narrowing it; again, the same.
+    assert_eq!(hints("revoke_grants"), [false, false, true, false]);
+    assert_eq!(tools.len(), 20, "every tool was checked: {reply}");
 }
 
 #[test]

@@ -102,6 +102,28 @@ impl BashServer {
         self.shared.approvals.set_approver(approver, bound);
     }
 
+    /// Revokes what the person allowed for this server's life: the grant
+    /// `id` (`grant-1`, as `status` lists them under `approvals.grants`),
+    /// or every grant when `None`. Returns the grants revoked (empty when
+    /// none had that id), and records them in the audit log (an entry of
+    /// tool `revoke_grants` with `revoked`), as the `revoke_grants` tool does.
+    pub fn revoke_grants(&self, id: Option<&str>) -> Vec<crate::approval::Grant> {
+        let revoked = self.shared.approvals.revoke(id);
+        if let Some(log) = self.shared.audit() {
+            let args = crate::args::ToolArgs::from_value(match id {
+                Some(id) => serde_json::json!({"grant_id": id}),
+                None => serde_json::json!({}),
+            });
+            let mut entry = self.audit_entry(&log, "revoke_grants", &args, std::time::SystemTime::now());
+            entry.insert(
+                "revoked".into(),
+                serde_json::to_value(&revoked).unwrap_or(serde_json::Value::Null),
+            );
+            log.record(entry);
+        }
+        revoked
+    }
+
     /// Tells the model which commands this host lets widen the sandbox for
     /// one call: `rules`, in the format of permission rules, are written into
     /// `execute`'s listed definition (its description and its `sandbox`

@@ -102,6 +102,8 @@ impl McpServer for BashServer {
             "output_bytes",
             "session_id",
             "job_id",
+            // What `revoke_grants` withdrew.
+            "revoked",
         ] {
             if let Some(value) = result.get(key) {
                 entry.insert(key.into(), value.clone());

@@ -1,5 +1,5 @@
 //! Operator tools: `audit_read`, `status`, `check_env`, `which`, `list_binaries`,
-//! `classify`.
+//! `classify`, `revoke_grants`.
 //!
 //! Registered on every `BashServer`, shown only when the `tools`
 //! configuration switches them on.
@@ -30,6 +30,10 @@ pub(super) const DEFINITIONS: &[(&str, &str)] = &[
         include_str!("../../data/tools/bash/list_binaries.json"),
     ),
     ("classify", include_str!("../../data/tools/bash/classify.json")),
+    (
+        "revoke_grants",
+        include_str!("../../data/tools/bash/revoke_grants.json"),
+    ),
 ];
 
 /// Programs `list_binaries` checks by default.
@@ -99,6 +103,7 @@ pub(super) enum Kind {
     Which,
     ListBinaries,
     Classify,
+    RevokeGrants,
 }
 
 impl Kind {
@@ -110,6 +115,7 @@ impl Kind {
             "which" => Self::Which,
             "list_binaries" => Self::ListBinaries,
             "classify" => Self::Classify,
+            "revoke_grants" => Self::RevokeGrants,
             _ => return None,
         })
     }
@@ -142,6 +148,7 @@ impl Tool for OpsTool {
             Kind::Which => which(&self.shared, args),
             Kind::ListBinaries => list_binaries(&self.shared, args),
             Kind::Classify => classify(args),
+            Kind::RevokeGrants => revoke_grants(&self.shared, args),
         });
         match result {
             Ok(value) => ToolResponse::document(value),
@@ -196,6 +203,31 @@ fn optional_string(args: &Map<String, Value>, key: &str) -> Result<Option<String
             "omit it or pass a string",
         )),
     }
+}
+
+/// Revokes the grant `grant_id`, or every grant: the call's audit entry
+/// records what was revoked (`revoked`).
+fn revoke_grants(shared: &Shared, args: &Map<String, Value>) -> Result<Value, ToolError> {
+    let id = optional_string(args, "grant_id")?;
+    let revoked = shared.approvals.revoke(id.as_deref());
+    if revoked.is_empty()
+        && let Some(id) = &id
+    {
+        let known: Vec<String> = shared.approvals.grants().into_iter().map(|g| g.id).collect();
+        return Err(invalid(
+            format!("no grant has the id {id:?}; nothing was revoked"),
+            &if known.is_empty() {
+                "there are no grants to revoke".to_owned()
+            } else {
+                format!(
+                    "the grants in force: {} (status lists them under approvals.grants); omit `grant_id` to revoke them all",
+                    known.join(", ")
+                )
+            },
+        ));
+    }
+    tracing::info!(revoked = revoked.len(), "grants revoked");
+    Ok(json!({"revoked": revoked, "grants": shared.approvals.grants()}))
 }
 
 fn classify(args: &Map<String, Value>) -> Result<Value, ToolError> {

@@ -124,6 +124,7 @@ pub const OPTIONAL_TOOLS: &[&str] = &[
     "which",
     "list_binaries",
     "classify",
+    "revoke_grants",
 ];
 
 /// Default number of finished background jobs kept until read.

@@ -9,7 +9,6 @@ use crate::ffi::panic;
 use crate::ffi::ptr::{opt_str_arg, ref_arg};
 use crate::ffi::result::{Failure, bash_mcp_result, to_code};
 use crate::ffi::server::bash_mcp_server;
-use crate::server::McpServer;
 
 /// The person's answer to a question (see bash_mcp_server_set_approver()).
 #[repr(C)]
@@ -183,7 +182,8 @@ pub unsafe extern "C" fn bash_mcp_server_set_approver(
 
 /// Revokes what the person allowed for the server's life: the grant
 /// @p grant_id (as `status` lists them under `approvals.grants`), or every
-/// grant when @p grant_id is NULL.
+/// grant when @p grant_id is NULL. Recorded in the audit log (an entry of
+/// tool `revoke_grants` with `revoked`).
 ///
 /// @param server The server.
 /// @param grant_id The grant's id (`"grant-1"`), or NULL for all. Borrowed
@@ -204,7 +204,7 @@ pub unsafe extern "C" fn bash_mcp_server_revoke_grants(
             let server = unsafe { ref_arg(server, "server") }?;
             // SAFETY: NULL or a C string per the contract.
             let id = unsafe { opt_str_arg(grant_id, "grant_id") }?;
-            let count = server.inner().approvals().map_or(0, |a| a.revoke(id).len());
+            let count = server.inner().revoke_grants(id).len();
             if !revoked.is_null() {
                 // SAFETY: a non-NULL pointer the caller gave for the count.
                 unsafe { *revoked = count };
