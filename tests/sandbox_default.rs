@@ -129,6 +129,31 @@ fn the_binary_runs_commands_in_workspace_write_with_the_registries_only_and_says
         assert!(line.contains(&part), "{part:?} missing from {line:?}");
     }
 
+    // The documents show this line and this structure.
+    let shown = |file: &str, info: &str, project_as: &str| {
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+        let block = text
+            .split(&format!("```{info}\n"))
+            .nth(1)
+            .and_then(|b| b.split("```").next())
+            .unwrap_or_else(|| panic!("{file}: no ```{info} block"));
+        block
+            .trim()
+            .replace(project_as, &project.display().to_string())
+            .replace("(bwrap)", &format!("({backend})"))
+            .replace("\"bwrap\"", &format!("\"{backend}\""))
+    };
+    let line_block = "text the start-up line on a machine with bubblewrap; tests/sandbox_default.rs checks each part";
+    assert_eq!(shown("README.md", line_block, "/path/to/project"), line);
+    assert_eq!(shown("docs/sandbox.md", line_block, "/home/me/project"), line);
+    let documented: Value = serde_json::from_str(&shown(
+        "docs/sandbox.md",
+        "text sandbox.in_force as status returns it; tests/sandbox_default.rs checks these keys",
+        "/home/me/project",
+    ))
+    .unwrap();
+    assert_eq!(&documented, in_force);
+
     // execute: the project is writable, the place beside it is not.
     let inside = project.join("inside.txt");
     let outside = place.outside.join("outside.txt");
@@ -159,6 +184,65 @@ fn the_binary_runs_commands_in_workspace_write_with_the_registries_only_and_says
     assert_ne!(job["exit_code"], 0, "{job}");
     assert!(!job_file.exists(), "a background job wrote outside the project: {job}");
 
+    server.stop();
+    assert_no_survivors(&tag);
+}
+
+/// Without bubblewrap (none on PATH) the default takes Landlock + seccomp,
+/// network by name included, where the kernel has Landlock ABI 6.
+#[test]
+fn without_bubblewrap_the_default_runs_on_landlock() {
+    let landlock = SandboxConfig {
+        mode: Mode::WorkspaceWrite,
+        backend: bash_mcp::sandbox::BackendChoice::Landlock,
+        ..SandboxConfig::default()
+    };
+    if !sandbox_works(&landlock, "landlock") {
+        return;
+    }
+    let abi = bash_mcp::sandbox::landlock::landlock_abi().unwrap_or(0);
+    let place = Place::new("default-landlock");
+    let config = place.config("empty.toml", "");
+    let empty_path = TempDir::outside_tmp("default-landlock-path");
+    let tag = unique_tag("default-landlock");
+    let mut command = place.serve_command(&config, &tag, &[]);
+    command.env("PATH", &*empty_path);
+    let mut server = Serve::launch(command, place.log());
+    let project = std::fs::canonicalize(&*place.project).unwrap();
+    let in_force = server.call("status", json!({}))["sandbox"]["in_force"].clone();
+    assert_eq!(in_force["backend"], "landlock", "{in_force}");
+    assert_eq!(in_force["mode"], "workspace-write", "{in_force}");
+    let stderr = place.stderr();
+    let line = sandbox_line(&stderr).unwrap_or_else(|| panic!("no start-up line: {stderr}"));
+    assert!(line.contains("workspace-write (landlock)"), "{line}");
+    if abi >= bash_mcp::sandbox::landlock::BY_NAME_ABI {
+        assert_eq!(
+            in_force["network"]["allow"],
+            json!(["@package-registries"]),
+            "{in_force}"
+        );
+    } else {
+        // Landlock cannot open it by name here: off, and the line says why.
+        assert_eq!(in_force["network"], false, "{in_force}");
+        assert!(line.contains("apt-get install bubblewrap"), "{line}");
+    }
+    let outside = place.outside.join("landlock.txt");
+    let result = server.run(&format!(
+        "echo in > {}; echo out > {}; echo done",
+        project.join("inside.txt").display(),
+        outside.display()
+    ));
+    assert!(result["output"].as_str().unwrap_or("").contains("done"), "{result}");
+    assert!(project.join("inside.txt").exists(), "{result}");
+    assert!(!outside.exists(), "a write outside the project went through: {result}");
+    if abi >= bash_mcp::sandbox::landlock::BY_NAME_ABI && Path::new("/usr/bin/curl").exists() {
+        let result = server.run(
+            "/usr/bin/curl -sS -o /dev/null -w 'pypi %{http_code}\\n' https://pypi.org/simple/six/; \
+             /usr/bin/curl -sS -o /dev/null https://example.com/ 2>&1; echo end",
+        );
+        let output = result["output"].as_str().unwrap_or_else(|| panic!("{result}"));
+        assert!(output.contains("pypi 200") && output.contains("403"), "{result}");
+    }
     server.stop();
     assert_no_survivors(&tag);
 }
