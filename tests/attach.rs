@@ -922,6 +922,8 @@ fn sandboxes() -> Vec<(&'static str, Value)> {
     all.into_iter()
         .map(|(name, mut keys)| {
             keys["mode"] = "workspace-write".into();
+            // No IP network, as before the binary opened it by name by default.
+            keys["network"] = false.into();
             keys["helper_path"] = BIN.into();
             (name, keys)
         })
@@ -961,8 +963,15 @@ fn no_sandboxed_command_reaches_an_attach_socket() {
         return;
     }
     let tag = unique_tag("attach-sbx");
-    // A server that runs its commands unsandboxed, with a session.
-    let mut host = Server::start("attach-sbx-host");
+    // A server that runs its commands unsandboxed (the binary's default
+    // sandbox opted out of), with a session.
+    let mut host = Server::spawn(
+        "attach-sbx-host",
+        json!({"sandbox": {"mode": "off"}}),
+        |command, dir| {
+            command.env("XDG_RUNTIME_DIR", dir.join("run"));
+        },
+    );
     let (host_id, _) = host.start_session(&tag);
     let host_socket = host.sockets().pop().expect("the unsandboxed server's socket");
     let host_marker = host.dir.join("work/typed-by-a-sandbox");
