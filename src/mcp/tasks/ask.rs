@@ -35,7 +35,7 @@ pub(crate) struct Asker {
 impl Asker {
     pub(crate) fn new(era: Era, capabilities: Option<&Value>, input: Option<Map<String, Value>>) -> Self {
         let can_elicit = match era {
-            Era::Handshake(_) => super::methods::handshake_tasks(era) && elicit::can_elicit_form(capabilities),
+            Era::Handshake(_) => super::handshake_tasks(era) && elicit::can_elicit_form(capabilities),
             _ => elicit::can_elicit_form(capabilities),
         };
         Self { era, can_elicit, input }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::{End, Task, TaskStore, shape};
+use super::{End, Task, TaskStore, handshake_tasks, shape};
 use crate::args::ToolArgs;
 use crate::mcp::era::{CLIENT_CAPABILITIES_KEY, Era};
 use crate::mcp::jsonrpc::{
@@ -16,11 +16,6 @@ use crate::mcp::jsonrpc::{
 use crate::mcp::progress::{OutputTail, progress_message};
 use crate::mcp::{Inner, Reply, Request, approve, tools};
 use crate::server::ToolResponse;
-
-/// Whether a handshake-era revision has the `tasks` capability (2025-11-25).
-pub(crate) fn handshake_tasks(era: Era) -> bool {
-    era == Era::Handshake("2025-11-25")
-}
 
 /// Whether a stateless request's client capabilities list the tasks extension.
 fn declares_extension(params: Option<&Map<String, Value>>) -> bool {

@@ -25,8 +25,6 @@ mod ask;
 mod methods;
 pub(crate) mod shape;
 
-pub(crate) use methods::handshake_tasks;
-
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
@@ -34,6 +32,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value};
 
+use super::era::Era;
 use super::jsonrpc::{INVALID_PARAMS, RpcError};
 use crate::server::{McpServer, TaskJob};
 
@@ -63,6 +62,12 @@ pub struct TaskOptions {
     /// era it is also how long a call waits before the server decides on a
     /// task: a command that ends within it gets its plain result.
     pub poll_interval: Duration,
+}
+
+/// Whether a handshake-era revision has the `tasks` capability (2025-11-25).
+/// Here, not in `methods.rs`, since `ask.rs` needs it too and `methods.rs` uses `ask.rs`.
+pub(crate) fn handshake_tasks(era: Era) -> bool {
+    era == Era::Handshake("2025-11-25")
 }
 
 /// Default task ttl: one hour.
