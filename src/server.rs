@@ -211,7 +211,8 @@ pub struct CallOptions<'a> {
     pub cancel: Option<&'a CancelToken>,
     /// Receives output chunks as they arrive, on the calling thread.
     pub on_output: Option<OutputSink<'a>>,
-    /// The host's own sandbox for this call (`execute` only), in place of
+    /// The host's own sandbox for this call (`execute`, and `session_start`
+    /// for the session's whole life), in place of
     /// the configured one: it may be wider, or `Mode::Off`. The call's
     /// `sandbox` argument can still only tighten it, and the audit entry of
     /// the call records it as `sandbox_override`. Only the embedding host

@@ -931,6 +931,56 @@ mod escalate {
         }
     }
 
+    /// `escalate` on `session_start` through the Rust API: the host's
+    /// approver is asked; without one no session starts; approved, the
+    /// session's commands write exactly the asked directory more.
+    #[test]
+    fn a_session_escalation_goes_to_the_host_approver() {
+        for route in available_routes() {
+            let dir = TempDir::outside_tmp("escalate-session");
+            let work = dir.join("work");
+            let granted = dir.join("outside/granted");
+            std::fs::create_dir_all(&work).unwrap();
+            std::fs::create_dir_all(&granted).unwrap();
+            let granted = std::fs::canonicalize(&granted).unwrap();
+            let server = sandboxed_server(&work, route, json!({}));
+            server.configure(r#"{"sessions": {"enabled": true}}"#).unwrap();
+            let args = json!({"escalate": {"writable_roots": [granted], "reason": "a cache for the session"}});
+            let doc = super::common::call_tool(&*server, "session_start", args.clone());
+            assert_eq!(doc["error"], "permission_denied", "{route}: {doc}");
+            assert_eq!(
+                super::common::call_tool(&*server, "session_list", json!({}))["sessions"],
+                json!([]),
+                "{route}"
+            );
+            let asked = Arc::new(Mutex::new(Vec::<ApprovalRequest>::new()));
+            let seen = asked.clone();
+            server.set_approver(
+                Some(Arc::new(move |r: &ApprovalRequest| {
+                    seen.lock().unwrap().push(r.clone());
+                    ApprovalAnswer::AllowOnce
+                })),
+                HANG_GUARD,
+            );
+            let doc = super::common::call_tool(&*server, "session_start", args);
+            let session = doc["session_id"].as_str().unwrap_or_else(|| panic!("{route}: {doc}"));
+            let run = |command: String| {
+                super::common::call_tool(
+                    &*server,
+                    "session_run",
+                    json!({"session_id": session, "command": command}),
+                )
+            };
+            assert_eq!(run(format!("touch {}/x", granted.display()))["exit_code"], 0, "{route}");
+            assert_ne!(run(format!("touch {}/y", dir.display()))["exit_code"], 0, "{route}");
+            assert!(granted.join("x").exists() && !dir.join("y").exists(), "{route}");
+            let request = asked.lock().unwrap()[0].clone();
+            assert_eq!(request.tool, "bash.session_start");
+            assert_eq!(request.command, "bash (a shell session: every command run in it)");
+            super::common::call_tool(&*server, "session_close", json!({"session_id": session}));
+        }
+    }
+
     #[test]
     fn a_malformed_escalation_is_refused_naming_what_is_wrong() {
         let dir = TempDir::new("escalate-bad");
@@ -1288,4 +1338,107 @@ fn a_library_revocation_is_audited() {
         entry["revoked"],
         json!([{"id": "grant-1", "type": "part", "tool": "bash.execute", "part": "make"}])
     );
+}
+
+/// `escalate` on `session_start`: the same question, ceiling and grants as
+/// on `execute`; the approved sandbox holds for every command of the
+/// session (exactly the asked directory more, nothing else); a denial
+/// starts no session.
+#[test]
+fn a_session_escalation_widens_the_whole_session_and_nothing_more() {
+    for route in common::sandboxes::available_routes() {
+        let dir = TempDir::outside_tmp("ask-session-escalate");
+        let work = dir.join("work");
+        let cache = dir.join("cache");
+        let other = dir.join("other");
+        for d in [&work, &cache, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let cache = std::fs::canonicalize(&cache).unwrap();
+        let config = json!({
+            "audit": null,
+            "sessions": {"enabled": true},
+            "sandbox": common::sandboxes::sandbox_value(route, &work, json!({})),
+            "escalation_ceiling": {"writable_roots": [dir.to_str().unwrap()]},
+        });
+        let mut client = Client::start_configured_in(&dir, &work, &config, ELICITATION());
+        let start = |client: &mut Client, shell: &str, reason: &str| -> (i64, Value) {
+            let id = client.send_request(
+                "tools/call",
+                json!({"name": "session_start", "arguments": {"shell": shell, "escalate": {"writable_roots": [cache], "reason": reason}}}),
+            );
+            (id, client.next_message())
+        };
+        // Denied: no session.
+        let (id, request) = start(&mut client, "sh", "keep a cache");
+        let message = request["params"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("bash.session_start asks to run, with a wider sandbox")
+                && message.contains("a shell session: every command run in it")
+                && message.contains(&format!("may write, in addition: {}", cache.display()))
+                && message.contains("reason given: keep a cache"),
+            "{route}: {message}"
+        );
+        let result = client.answer(&request, accept("deny"), id);
+        assert_eq!(
+            result["structuredContent"]["error"], "permission_denied",
+            "{route}: {result}"
+        );
+        let list = client.request("tools/call", json!({"name": "session_list", "arguments": {}}));
+        assert_eq!(
+            list["result"]["structuredContent"]["sessions"],
+            json!([]),
+            "{route}: no session started: {list}"
+        );
+        // Approved for the server: the session writes there and nowhere else.
+        let (id, request) = start(&mut client, "bash", "fill the cache");
+        assert_eq!(
+            request["method"], "elicitation/create",
+            "{route}: another shell is asked: {request}"
+        );
+        let result = client.answer(&request, accept("allow_for_server"), id);
+        let session = result["structuredContent"]["session_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{route}: {result}"))
+            .to_owned();
+        let run = |client: &mut Client, command: String| -> Value {
+            client.request(
+                "tools/call",
+                json!({"name": "session_run", "arguments": {"session_id": session, "command": command}}),
+            )["result"]["structuredContent"]
+                .clone()
+        };
+        let doc = run(&mut client, format!("touch {}/x", cache.display()));
+        assert_eq!(doc["exit_code"], 0, "{route}: the asked directory is writable: {doc}");
+        let doc = run(&mut client, format!("touch {}/y", other.display()));
+        assert_ne!(doc["exit_code"], 0, "{route}: nothing more is: {doc}");
+        assert!(cache.join("x").exists() && !other.join("y").exists(), "{route}");
+        // The grant answers the same request: a second session asks nothing.
+        let result = client.call_unasked_tool(
+            "session_start",
+            json!({"shell": "bash", "escalate": {"writable_roots": [cache], "reason": "again"}}),
+        );
+        assert!(
+            result["structuredContent"]["session_id"].is_string(),
+            "{route}: {result}"
+        );
+        // Beyond the ceiling: refused before anyone is asked.
+        let outside = std::fs::canonicalize(std::env::temp_dir()).unwrap();
+        let result = client.call_unasked_tool(
+            "session_start",
+            json!({"shell": "bash", "escalate": {"writable_roots": [outside], "reason": "r"}}),
+        );
+        let message = result["structuredContent"]["message"].as_str().unwrap();
+        assert!(message.contains("escalation_ceiling"), "{route}: {message}");
+    }
+}
+
+impl Client {
+    /// A call of `tool` that must be answered without any question.
+    fn call_unasked_tool(&mut self, tool: &str, args: Value) -> Value {
+        let id = self.send_request("tools/call", json!({"name": tool, "arguments": args}));
+        let reply = self.next_message();
+        assert_eq!(reply["id"], id, "answered without asking: {reply}");
+        reply["result"].clone()
+    }
 }

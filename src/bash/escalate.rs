@@ -1,4 +1,4 @@
-//! `escalate` on `execute`: the model asks for exactly this much more
+//! `escalate` on `execute` and `session_start`: the model asks for exactly this much more
 //! sandbox, and why. The question for the person, and the sandbox the call
 //! runs in once they approve it, are computed here from the configured
 //! sandbox; the operator's ceiling is checked first.
@@ -114,11 +114,13 @@ impl BashServer {
         args: &ToolArgs,
         base: Option<&SandboxConfig>,
     ) -> Result<Option<(ApprovalRequest, SandboxConfig)>, ToolError> {
-        // Only `execute` takes `escalate`; any other tool refuses it as an
-        // unknown argument, without asking anyone.
-        if self.find_tool(tool_name).map(|t| t.definition().name.as_str()) != Some("execute") {
-            return Ok(None);
-        }
+        // Only `execute` and `session_start` take `escalate`; any other tool
+        // refuses it as an unknown argument, without asking anyone.
+        let session = match self.find_tool(tool_name).map(|t| t.definition().name.as_str()) {
+            Some("execute") => false,
+            Some("session_start") => true,
+            _ => return Ok(None),
+        };
         let Ok(object) = args.object() else { return Ok(None) };
         let Some(value) = object.get("escalate") else {
             return Ok(None);
@@ -168,7 +170,14 @@ impl BashServer {
             .find_tool(tool_name)
             .map_or(tool_name, |t| t.definition().name.as_str());
         let qualified = format!("{}.{local}", self.name());
-        let command = object.get("command").and_then(Value::as_str).unwrap_or("").to_owned();
+        // A session's question names its shell: every command run in it gets
+        // what is approved, for the session's life.
+        let command = if session {
+            let shell = object.get("shell").and_then(Value::as_str).unwrap_or("bash");
+            format!("{shell} (a shell session: every command run in it)")
+        } else {
+            object.get("command").and_then(Value::as_str).unwrap_or("").to_owned()
+        };
         let mut grants: Vec<GrantItem> = escalate
             .network
             .iter()
@@ -195,7 +204,11 @@ impl BashServer {
                 writable_roots: roots.iter().map(|p| p.display().to_string()).collect(),
             },
             reason: Some(escalate.reason),
-            why: "the call asks for more than the configured sandbox allows".into(),
+            why: if session {
+                "the session asks for more than the configured sandbox allows, for its whole life".into()
+            } else {
+                "the call asks for more than the configured sandbox allows".into()
+            },
             suggested_rule: None,
             grants,
         };

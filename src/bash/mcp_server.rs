@@ -129,10 +129,13 @@ impl McpServer for BashServer {
         {
             entry.insert("message".into(), log.redact_related(message, command_of(args)).into());
         }
-        // The host ran this call in a sandbox of its own choosing: only
-        // `execute` takes one.
+        // The host ran this call in a sandbox of its own choosing (or the
+        // one the person approved): only `execute` and `session_start` take one.
         if let Some(sandbox) = host_sandbox
-            && entry.get("tool").and_then(Value::as_str) == Some("execute")
+            && matches!(
+                entry.get("tool").and_then(Value::as_str),
+                Some("execute" | "session_start")
+            )
         {
             entry.insert("sandbox_override".into(), sandbox);
         }

@@ -92,7 +92,8 @@ impl SessionManager {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let spawned = spawn(&prepared, &program, (&cwd, &base_dir), &dir, &server, &temp)?;
+        let sandbox = options.sandbox.as_ref().unwrap_or(&server.sandbox);
+        let spawned = spawn(&prepared, &program, (&cwd, &base_dir), &dir, sandbox, &temp)?;
         let Prepared {
             launch,
             cmd_file,
@@ -345,15 +346,15 @@ fn environment(launch: &Launch, options: &StartOptions, server: &Config) -> Resu
     Ok((envp, run_marker))
 }
 
-/// Opens a pseudo-terminal and spawns the shell on it in `cwd`, in the
-/// sandbox if one is configured (for a server in `working_dir`, whose
+/// Opens a pseudo-terminal and spawns the shell on it in `cwd`, in
+/// `sandbox_config` when it is on (for a server in `working_dir`, whose
 /// commands see `temp` as their temp dir).
 fn spawn(
     prepared: &Prepared,
     program: &Path,
     (cwd, working_dir): (&Path, &Path),
     dir: &Path,
-    server: &Config,
+    sandbox_config: &crate::sandbox::SandboxConfig,
     temp: &crate::sandbox::ServerTemp,
 ) -> Result<Spawned, ToolError> {
     let pty = pty::open().map_err(|e| spawn_failed(format!("could not open a pseudo-terminal: {e}")))?;
@@ -368,7 +369,7 @@ fn spawn(
     // writable (the shell reads commands from it and writes markers).
     let dir = dir.to_path_buf();
     let sandbox = crate::sandbox::wrap(
-        &server.sandbox,
+        sandbox_config,
         &crate::sandbox::Request {
             cwd,
             working_dir,

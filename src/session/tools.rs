@@ -172,8 +172,8 @@ impl Tool for SessionTool {
             })
     }
 
-    fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
-        match self.dispatch(args) {
+    fn call(&self, args: &Map<String, Value>, options: CallOptions<'_>) -> ToolResponse {
+        match self.dispatch(args, options.sandbox) {
             Ok(value) => ToolResponse::document(value),
             Err(error) => ToolResponse::error(&error),
         }
@@ -181,7 +181,13 @@ impl Tool for SessionTool {
 }
 
 impl SessionTool {
-    fn dispatch(&self, args: &Map<String, Value>) -> Result<Value, ToolError> {
+    /// Runs the tool; `sandbox` is the host's (or the approved) sandbox of
+    /// the call, which only `session_start` takes: the session lives in it.
+    fn dispatch(
+        &self,
+        args: &Map<String, Value>,
+        sandbox: Option<&crate::sandbox::SandboxConfig>,
+    ) -> Result<Value, ToolError> {
         let name = self.definition.name.as_str();
         let allowed: Vec<&str> = self.definition.input_schema["properties"]
             .as_object()
@@ -209,6 +215,7 @@ impl SessionTool {
                     env: a.env()?,
                     name: a.string("name")?,
                     visible: a.flag("visible")?,
+                    sandbox: sandbox.cloned(),
                 };
                 let id = manager.start(&options)?;
                 let info = manager.list().into_iter().find(|s| s.id == id);

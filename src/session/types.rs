@@ -19,6 +19,10 @@ pub struct StartOptions {
     pub name: Option<String>,
     /// Open a terminal window that shows the session to a person.
     pub visible: bool,
+    /// The sandbox the session lives in instead of the configured one: a
+    /// host's own for this session, or the wider one the person approved
+    /// for its `escalate`. `None`: the configured sandbox.
+    pub sandbox: Option<crate::sandbox::SandboxConfig>,
 }
 
 /// How to run one command.
