@@ -190,6 +190,7 @@ impl JobManager {
                     on_output: Some(&mut sink),
                     sandbox: None,
                     principal: None,
+                    client: None,
                 };
                 let outcome = body(&request, options);
                 drop(token);

@@ -37,6 +37,7 @@ mod bash;
 mod cancel;
 mod capture;
 pub mod config;
+pub mod content;
 mod dirfd;
 mod error;
 mod exec;
@@ -68,7 +69,9 @@ pub use capture::BoundedOutput;
 pub use config::Config;
 pub use error::{ErrorCode, ToolError, document_text};
 pub use exec::{OutputSink, OutputStream};
-pub use server::{CallOptions, McpServer, TaskJob, Tool, ToolDefinition, ToolOutput, ToolRegistry, ToolResponse};
+pub use server::{
+    CallClient, CallOptions, McpServer, TaskJob, Tool, ToolDefinition, ToolOutput, ToolRegistry, ToolResponse,
+};
 pub use spawn::Streams;
 
 /// Names of the background-job tools, registered beside `execute`.

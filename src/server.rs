@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::args::ToolArgs;
 use crate::cancel::CancelToken;
+use crate::content::{ContentBlock, LogLevel};
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::OutputSink;
 use crate::sandbox::SandboxConfig;
@@ -116,6 +117,14 @@ pub enum ToolOutput {
     Error(ToolError),
     /// Plain text, passed on as it is.
     Text(String),
+    /// MCP content blocks (text, images, audio, embedded resources), for
+    /// tools made for MCP clients; `is_error` marks a failed call.
+    Content {
+        /// The blocks, in order.
+        blocks: Vec<ContentBlock>,
+        /// Whether the call failed.
+        is_error: bool,
+    },
 }
 
 /// What a tool call returns: its output for the model and host directives.
@@ -149,6 +158,11 @@ impl ToolResponse {
         Self::with(ToolOutput::Error(error.clone()))
     }
 
+    /// A response of MCP content blocks; `is_error` marks a failed call.
+    pub fn content(blocks: Vec<ContentBlock>, is_error: bool) -> Self {
+        Self::with(ToolOutput::Content { blocks, is_error })
+    }
+
     fn with(output: ToolOutput) -> Self {
         Self {
             output,
@@ -164,16 +178,19 @@ impl ToolResponse {
             ToolOutput::Error(_) => true,
             ToolOutput::Document(doc) => doc.get("error").is_some(),
             ToolOutput::Text(_) => false,
+            ToolOutput::Content { is_error, .. } => *is_error,
         }
     }
 
     /// The result as a JSON value: the document, the error's
-    /// `{"error", "message", "hint"}` object, or the text as a string.
+    /// `{"error", "message", "hint"}` object, or the text as a string
+    /// (content blocks as their [`text`](ToolResponse::text)).
     pub fn to_value(&self) -> Value {
         match &self.output {
             ToolOutput::Document(doc) => doc.clone(),
             ToolOutput::Error(error) => error.to_value(),
             ToolOutput::Text(text) => Value::String(text.clone()),
+            ToolOutput::Content { blocks, .. } => Value::String(blocks_text(blocks)),
         }
     }
 
@@ -184,17 +201,20 @@ impl ToolResponse {
             ToolOutput::Document(doc) => doc,
             ToolOutput::Error(error) => error.to_value(),
             ToolOutput::Text(text) => Value::String(text),
+            ToolOutput::Content { blocks, .. } => Value::String(blocks_text(&blocks)),
         }
     }
 
     /// The result as the text a host receives: a document compact, its
     /// `error` key first ([`document_text`](crate::document_text)); an error
-    /// as [`ToolError::to_json`]; text as it is.
+    /// as [`ToolError::to_json`]; text as it is; content blocks one after
+    /// another ([`ContentBlock::text`]).
     pub fn text(&self) -> String {
         match &self.output {
             ToolOutput::Document(doc) => crate::error::document_text(doc),
             ToolOutput::Error(error) => error.to_json(),
             ToolOutput::Text(text) => text.clone(),
+            ToolOutput::Content { blocks, .. } => blocks_text(blocks),
         }
     }
 
@@ -227,6 +247,31 @@ pub struct CallOptions<'a> {
     /// token's subject over HTTP); recorded as `principal` in the call's
     /// audit entry. Only the host sets it: the model's arguments cannot.
     pub principal: Option<&'a str>,
+    /// The MCP client of the call, while it runs: progress, log messages
+    /// and requests to it (sampling, elicitation). Set by the protocol
+    /// layer ([`McpHandler`](crate::mcp::McpHandler)); `None` elsewhere.
+    pub client: Option<&'a dyn CallClient>,
+}
+
+/// The MCP client of a call, as its tool reaches it while the call runs
+/// ([`CallOptions::client`]). Everything it sends belongs to the call: over
+/// HTTP it goes on the call's own stream, before the result.
+pub trait CallClient: Send + Sync {
+    /// Reports progress (`notifications/progress`), when the call asked for
+    /// it with a progress token; otherwise nothing is sent. `progress`
+    /// must increase from one report to the next.
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>);
+
+    /// Sends a log message (`notifications/message`), when the handler
+    /// offers logging and the client asked for messages of `level` or
+    /// above (`logging/setLevel`); otherwise nothing is sent.
+    fn log(&self, level: LogLevel, data: Value);
+
+    /// Sends the client a request (`sampling/createMessage`,
+    /// `elicitation/create`, `roots/list`) and waits for its result, or says
+    /// why there is none: the client did not declare the capability it
+    /// needs, answered with an error, or the call was cancelled.
+    fn request(&self, method: &str, params: Value) -> Result<Value, String>;
 }
 
 /// A tool: a definition and an implementation.
@@ -488,6 +533,11 @@ pub enum TaskJob {
     Ended(ToolResponse),
     /// No such job (released, or never started).
     Gone,
+}
+
+/// Content blocks as text, one after another.
+fn blocks_text(blocks: &[ContentBlock]) -> String {
+    blocks.iter().map(ContentBlock::text).collect::<Vec<_>>().join("\n")
 }
 
 /// `tool_name` without the `<server>.` qualification, if it has one.

@@ -64,6 +64,7 @@ pub(crate) fn run(
             on_output: Some(&mut tee),
             sandbox: options.sandbox,
             principal: options.principal,
+            client: options.client,
         },
         Instant::now() + window,
     );

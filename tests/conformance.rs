@@ -122,6 +122,30 @@ fn against_the_binary(package: &str, name: &str, selection: &[&str], expected: &
     Some(summary)
 }
 
+/// The example server of the suite's fixture tools
+/// (`examples/conformance_fixtures.rs`), which `cargo test` builds beside
+/// the test binaries.
+fn fixtures_example() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile = exe.parent().and_then(Path::parent).unwrap();
+    profile.join("examples/conformance_fixtures")
+}
+
+/// When a file under `dir` last changed.
+fn newest_source(dir: &Path) -> std::time::SystemTime {
+    let mut newest = std::time::SystemTime::UNIX_EPOCH;
+    for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+        let meta = entry.metadata().unwrap();
+        let time = if meta.is_dir() {
+            newest_source(&entry.path())
+        } else {
+            meta.modified().unwrap()
+        };
+        newest = newest.max(time);
+    }
+    newest
+}
+
 fn assert_passed(summary: &str, scenarios: &[&str]) {
     for scenario in scenarios {
         assert!(
@@ -173,5 +197,90 @@ fn official_conformance_suite_passes_every_2026_07_28_requirement_that_applies()
             "input-required-result-unsupported-methods",
             "input-required-result-validate-input",
         ],
+    );
+}
+
+/// The fixture server started, the suite run against it with `selection`
+/// and `expected`, then the server stopped and checked for survivors; the
+/// suite's summary.
+fn against_the_fixtures(package: &str, name: &str, selection: &[&str], expected: &str) -> Option<String> {
+    let (node, suite) = installed(package)?;
+    let example = fixtures_example();
+    let build = "`cargo test --all-features` builds it with the other examples; \
+                 `cargo build --features cli --example conformance_fixtures` alone";
+    let built = std::fs::metadata(&example)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| panic!("{} is missing: {build}", example.display()));
+    let newest = newest_source(&root().join("src")).max(newest_source(&root().join("examples")));
+    assert!(
+        built >= newest,
+        "{} is older than the sources it is built from: {build}",
+        example.display()
+    );
+    let dir = TempDir::new(name);
+    let tag = unique_tag(name);
+    let mut command = Command::new(&example);
+    command.env("HOME", dir.to_str().unwrap()).env(TAG_VAR, &tag);
+    let server = HttpServe::spawn(command, dir.join("server.log"));
+    let url = format!("http://{}/mcp", server.addr);
+    let expected = root().join("tests/conformance").join(expected);
+    let summary = run_suite(&node, &suite, &url, selection, &expected, &dir, &|| server.log());
+    server.stop();
+    assert_no_survivors(&tag);
+    Some(summary)
+}
+
+/// The scenarios of fixture tools that pass in both eras.
+const FIXTURE_CALLS: &[&str] = &[
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-error",
+    "tools-call-with-progress",
+];
+
+#[test]
+fn official_conformance_suite_passes_its_2025_11_25_fixture_scenarios_through_the_protocol_layer() {
+    let Some(summary) = against_the_fixtures(
+        "@modelcontextprotocol/conformance",
+        "conformance-fixtures",
+        &["--spec-version", "2025-11-25"],
+        "expected-failures-fixtures.yaml",
+    ) else {
+        return;
+    };
+    assert_passed(&summary, FIXTURE_CALLS);
+    assert_passed(
+        &summary,
+        &[
+            "server-initialize",
+            "logging-set-level",
+            "ping",
+            "tools-list",
+            "tools-call-with-logging",
+            "tools-call-sampling",
+            "tools-call-elicitation",
+            "elicitation-sep1034-defaults",
+            "elicitation-sep1330-enums",
+        ],
+    );
+}
+
+#[test]
+fn official_conformance_suite_passes_its_2026_07_28_fixture_scenarios_through_the_protocol_layer() {
+    let Some(summary) = against_the_fixtures(
+        "conformance-2026-07-28",
+        "conformance-fixtures-2026",
+        &["--requirements", "2026-07-28"],
+        "expected-failures-fixtures-2026-07-28.yaml",
+    ) else {
+        return;
+    };
+    assert_passed(&summary, FIXTURE_CALLS);
+    assert_passed(
+        &summary,
+        &["tools-list", "json-schema-2020-12", "http-header-validation"],
     );
 }

@@ -502,6 +502,7 @@ fn cancellation_kills_the_group_and_keeps_partial_output() {
         on_output: Some(&mut cancel_after_output),
         sandbox: None,
         principal: None,
+        client: None,
     };
     let outcome = s.run_with(&request, options).unwrap();
     assert_eq!(outcome.status, Status::Cancelled);
@@ -538,6 +539,7 @@ fn streaming_callback_sees_chunks_as_they_arrive() {
                 on_output: Some(&mut on_output),
                 sandbox: None,
                 principal: None,
+                client: None,
             },
         )
         .unwrap();

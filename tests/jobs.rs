@@ -356,6 +356,7 @@ fn cancelling_the_call_within_its_window_kills_the_command() {
             on_output: Some(&mut sink),
             sandbox: None,
             principal: None,
+            client: None,
         },
     );
     let r = response.to_value();

@@ -62,6 +62,7 @@ impl McpServer for BashServer {
                             on_output: options.on_output.map(|sink| sink as crate::OutputSink<'_>),
                             sandbox: Some(&wider),
                             principal: options.principal,
+                            client: options.client,
                         };
                         self.call_tool(tool_name, &crate::mcp::without_escalate(args), approved)
                     }

@@ -55,6 +55,7 @@ pub fn run(settings: &Settings, command: &str, json_output: bool) -> Result<u8, 
                 on_output: None,
                 sandbox,
                 principal: None,
+                client: None,
             };
             let response = server.call_tool("execute", &args, options);
             handle.close();

@@ -47,7 +47,7 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Command::Serve(common, http) => with_settings(&common, (2, 1), |settings| match &http.listen {
-            Some(listen) => http::run(settings, listen, &http).map(|()| 0),
+            Some(listen) => serve_http(settings, listen, &http).map(|()| 0),
             None => serve::run(settings).map(|()| 0),
         }),
         // Whatever keeps the command from running (a configuration that does
@@ -195,4 +195,33 @@ pub fn build_server(settings: &Settings) -> Result<Arc<BashServer>, String> {
     // The gate enforces these; the model learns of them from execute's definition.
     server.announce_sandbox_overrides(&settings.sandbox_overrides);
     Ok(Arc::new(server))
+}
+
+/// `serve --http`: the configured server behind the HTTP front end.
+fn serve_http(settings: &settings::Settings, listen: &str, http: &args::Http) -> Result<(), String> {
+    let access = http::AccessSettings {
+        auth_token_file: http.auth_token_file.as_deref(),
+        allowed_origins: &http.allowed_origins,
+        oauth_resource: http.oauth_resource.as_deref(),
+        oauth_issuer: http.oauth_issuer.as_deref(),
+        oauth_jwks_file: http.oauth_jwks_file.as_deref(),
+        oauth_scope: http.oauth_scope.as_deref(),
+    };
+    let idle = http
+        .session_idle
+        .map_or(http::SESSION_IDLE, std::time::Duration::from_secs_f64);
+    http::run(listen, &access, idle, || {
+        let server = build_server(settings)?;
+        let options = serve::handler_options(settings, &server)?;
+        let working_dir = server.working_dir();
+        Ok(http::Served {
+            server: server.clone(),
+            options,
+            end_work: Box::new(move |limit| server.shutdown_within(limit)),
+            announce: Box::new(move || {
+                startup::announce(settings, &working_dir);
+                tracing::info!(working_dir = %settings.working_dir.display(), "the server's working directory");
+            }),
+        })
+    })
 }

@@ -357,6 +357,7 @@ pub(crate) unsafe fn call_with(
             .then_some(&mut forward as &mut dyn FnMut(&[u8], OutputStream)),
         sandbox,
         principal: None,
+        client: None,
     };
     server.inner.call_tool(tool_name, args, options)
 }

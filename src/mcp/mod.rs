@@ -127,8 +127,9 @@ use jsonrpc::{IdKey, Incoming};
 use progress::{OutputTail, Ticker};
 
 use crate::args::ToolArgs;
+use crate::content::LogLevel;
 use crate::error::ErrorCode;
-use crate::server::{CallOptions, McpServer, ToolResponse};
+use crate::server::{CallClient, CallOptions, McpServer, ToolResponse};
 
 /// Default limit on one incoming message: 4 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
@@ -262,6 +263,11 @@ pub struct HandlerOptions {
     /// and the `io.modelcontextprotocol/tasks` extension of 2026-07-28.
     /// `None` (the default): no tasks.
     pub tasks: Option<TaskOptions>,
+    /// The `logging` capability (handshake era): `logging/setLevel`, and a
+    /// tool's log messages ([`CallClient::log`]) sent to the client at the
+    /// level it set. Default false: the bash server logs to stderr and its
+    /// audit log, not to the client.
+    pub logging: bool,
 }
 
 impl Default for HandlerOptions {
@@ -278,11 +284,14 @@ impl Default for HandlerOptions {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             list_ttl: Duration::from_secs(300),
             tasks: None,
+            logging: false,
         }
     }
 }
 
-type Outbound = dyn Fn(String) + Send + Sync;
+/// Sends one message; the second argument is the id of the request it
+/// belongs to, when it belongs to one.
+type Outbound = dyn Fn(String, Option<&Value>) + Send + Sync;
 
 /// A JSON-RPC handler serving one MCP connection over a server object.
 ///
@@ -310,6 +319,8 @@ struct Inner {
     outgoing: elicit::Outgoing,
     /// The `requestState` of questions put to 2026-07-28 clients.
     states: state::StateKeeper,
+    /// The least severe log message the client asked for (`logging/setLevel`).
+    log_level: Mutex<Option<LogLevel>>,
 }
 
 impl McpHandler {
@@ -322,8 +333,23 @@ impl McpHandler {
         outbound: impl Fn(String) + Send + Sync + 'static,
         options: HandlerOptions,
     ) -> Self {
+        Self::with_routing(server, move |line, _| outbound(line), options)
+    }
+
+    /// [`new`](McpHandler::new) for transports that route what they send:
+    /// `outbound` also receives the id of the request a message belongs to
+    /// (a call's response, and its progress, log messages and requests to
+    /// the client while it runs), as the request carried it; `None` for a
+    /// message of no request (a task's status, a task's progress after its
+    /// call was answered).
+    pub fn with_routing(
+        server: Arc<dyn McpServer>,
+        outbound: impl Fn(String, Option<&Value>) + Send + Sync + 'static,
+        options: HandlerOptions,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
+                log_level: Mutex::new(None),
                 server,
                 outbound: Box::new(outbound),
                 handshake: Mutex::new(None),
@@ -546,6 +572,11 @@ impl Inner {
                 )))
             }
             "initialize" => now(self.initialize(request.params)),
+            "logging/setLevel"
+                if self.options.logging && !matches!(era::stateless_envelope(request.params), Ok(Some(_))) =>
+            {
+                now(self.set_level(request.params))
+            }
             "ping" => now(era::stateless_envelope(request.params).map(|era| (era, json!({})))),
             "server/discover" => now(era::required_envelope(request.params).map(|era| (Some(era), self.discover()))),
             "tools/list" => now(self.era_of(request).map(|era| (Some(era), self.list_tools(era)))),
@@ -589,6 +620,9 @@ impl Inner {
             "capabilities": {"tools": {"listChanged": false}},
             "serverInfo": self.server_info(),
         });
+        if self.options.logging {
+            result["capabilities"]["logging"] = json!({});
+        }
         if self.tasks.is_some() && tasks::handshake_tasks(Era::Handshake(version)) {
             result["capabilities"]["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
         }
@@ -596,6 +630,22 @@ impl Inner {
             result["instructions"] = instructions.clone().into();
         }
         Ok((None, result))
+    }
+
+    /// `logging/setLevel`: messages of `level` and above go to the client from now on.
+    fn set_level(&self, params: Option<&Map<String, Value>>) -> Result<(Option<Era>, Value), RpcError> {
+        let name = params.and_then(|p| p.get("level")).and_then(Value::as_str);
+        let Some(level) = name.and_then(LogLevel::parse) else {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!(
+                    "invalid params: `level` must be one of {}",
+                    LogLevel::names().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        };
+        *self.log_level.lock().unwrap_or_else(PoisonError::into_inner) = Some(level);
+        Ok((None, json!({})))
     }
 
     fn discover(&self) -> Value {
@@ -909,7 +959,9 @@ impl Job {
             }
         };
         let inner = &self.inner;
-        let sent = inner.inflight.finish(&self.key, &self.call, || (inner.outbound)(line));
+        let sent = inner
+            .inflight
+            .finish(&self.key, &self.call, || (inner.outbound)(line, Some(&self.id)));
         if !sent {
             tracing::debug!(id = %self.id, "call was cancelled; no response sent");
         }
@@ -996,8 +1048,17 @@ impl Job {
                 .then_some(&mut observe as &mut dyn FnMut(&[u8], crate::OutputStream)),
             sandbox,
             principal: self.principal.as_deref(),
+            client: Some(self),
         };
         self.inner.server.call_tool(&self.tool, &args, options)
+    }
+
+    /// Sends a notification of this call, while it runs.
+    fn notify(&self, method: &str, params: Value) {
+        let Value::Object(params) = params else { return };
+        let line = jsonrpc::notification(method, params);
+        let inner = &self.inner;
+        self.call.emit_if_running(|| (inner.outbound)(line, Some(&self.id)));
     }
 
     /// Asks the person through the client, when it declared form
@@ -1023,7 +1084,7 @@ impl Job {
         let sent = inner.outgoing.request(
             "elicitation/create",
             params,
-            |line| self.call.emit_if_running(|| (inner.outbound)(line)),
+            |line| self.call.emit_if_running(|| (inner.outbound)(line, Some(&self.id))),
             &self.call.token,
             inner.options.approval_wait,
         );
@@ -1033,6 +1094,7 @@ impl Job {
     fn start_ticker(&self, token: Value, tail: Arc<OutputTail>) -> Ticker {
         let inner = self.inner.clone();
         let call = self.call.clone();
+        let id = self.id.clone();
         Ticker::start(self.inner.options.progress_interval, move |n, elapsed| {
             let params = json!({
                 "progressToken": token,
@@ -1041,8 +1103,71 @@ impl Job {
             });
             let Value::Object(params) = params else { return };
             let line = jsonrpc::notification("notifications/progress", params);
-            call.emit_if_running(|| (inner.outbound)(line));
+            call.emit_if_running(|| (inner.outbound)(line, Some(&id)));
         })
+    }
+}
+
+/// A call's client, as its tool reaches it.
+impl CallClient for Job {
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(token) = &self.progress_token else { return };
+        let mut params = json!({"progressToken": token, "progress": progress});
+        if let Some(total) = total {
+            params["total"] = total.into();
+        }
+        if let Some(message) = message {
+            params["message"] = message.into();
+        }
+        self.notify("notifications/progress", params);
+    }
+
+    fn log(&self, level: LogLevel, data: Value) {
+        // 2026-07-28 has no logging/setLevel: nothing was asked for.
+        if !self.inner.options.logging || self.era.is_stateless() {
+            return;
+        }
+        let wanted = *self.inner.log_level.lock().unwrap_or_else(PoisonError::into_inner);
+        if wanted.is_some_and(|wanted| level >= wanted) {
+            self.notify(
+                "notifications/message",
+                json!({"level": level.as_str(), "logger": self.tool, "data": data}),
+            );
+        }
+    }
+
+    fn request(&self, method: &str, params: Value) -> Result<Value, String> {
+        let Era::Handshake(_) = self.era else {
+            return Err(format!(
+                "a 2026-07-28 call cannot send {method} while it runs (that revision asks through input_required results)"
+            ));
+        };
+        let needs = match method {
+            "sampling/createMessage" => Some("sampling"),
+            "elicitation/create" => Some("elicitation"),
+            "roots/list" => Some("roots"),
+            _ => None,
+        };
+        if let Some(capability) = needs {
+            let capabilities = self
+                .inner
+                .client_capabilities
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if capabilities.as_ref().and_then(|c| c.get(capability)).is_none() {
+                return Err(format!(
+                    "the client did not declare the `{capability}` capability that {method} needs"
+                ));
+            }
+        }
+        let inner = &self.inner;
+        inner.outgoing.request(
+            method,
+            params,
+            |line| self.call.emit_if_running(|| (inner.outbound)(line, Some(&self.id))),
+            &self.call.token,
+            inner.options.approval_wait,
+        )
     }
 }
 

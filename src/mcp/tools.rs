@@ -43,6 +43,10 @@ pub(crate) fn tool_entry(def: &ToolDefinition, era: Era) -> Value {
 /// result. Any other result is passed on as text.
 pub(crate) fn call_result(response: ToolResponse, era: Era) -> Value {
     let is_error = response.is_error();
+    if let crate::server::ToolOutput::Content { blocks, .. } = &response.output {
+        let content: Vec<Value> = blocks.iter().map(crate::content::ContentBlock::to_value).collect();
+        return json!({"content": content, "isError": is_error});
+    }
     match response.into_value() {
         Value::Object(doc) => {
             let mut result = json!({

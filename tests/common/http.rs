@@ -58,6 +58,12 @@ impl HttpServe {
         for (name, value) in env {
             command.env(name, value);
         }
+        HttpServe::spawn(command, log)
+    }
+
+    /// Starts `command`, a server built on the same HTTP front end, waiting
+    /// for the line that names its address.
+    pub fn spawn(mut command: Command, log: PathBuf) -> HttpServe {
         let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())

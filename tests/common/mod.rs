@@ -164,6 +164,7 @@ pub fn run_cancellable(
                 on_output: None,
                 sandbox: None,
                 principal: None,
+                client: None,
             },
         )
         .expect("run_with")

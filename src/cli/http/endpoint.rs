@@ -6,8 +6,10 @@
 //! response of the POST that asked, so every request gets an id of the
 //! endpoint's own (`http-N`) on its way in: the outbound callback finds the
 //! waiting exchange by it, puts the client's id back, and hands the message
-//! over. A request's `progressToken` is renamed the same way, so progress
-//! reaches the same stream. Renaming also keeps clients apart on the one
+//! over. What the handler sends while a call runs (progress, log messages,
+//! questions to the client) names the request it belongs to, and goes on
+//! that request's stream; a request's `progressToken` is renamed to its
+//! key too, so progress finds the stream even without that. Renaming also keeps clients apart on the one
 //! endpoint that serves every stateless (2026-07-28) request: two clients
 //! may both send id 1.
 //!
@@ -19,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bash_mcp::BashServer;
+use bash_mcp::McpServer;
 use bash_mcp::mcp::{HandlerOptions, McpHandler};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -53,8 +55,9 @@ impl Routes {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Delivers one outbound line of the handler.
-    fn route(&self, line: String) {
+    /// Delivers one outbound line of the handler; `related`: the key of
+    /// the request it belongs to, if any.
+    fn route(&self, line: String, related: Option<&Value>) {
         let Ok(Value::Object(mut message)) = serde_json::from_str::<Value>(&line) else {
             tracing::warn!("the handler sent a line that is not a JSON object; dropped");
             return;
@@ -69,6 +72,15 @@ impl Routes {
                 }
                 None => tracing::debug!(id = %key, "answer for an exchange that has ended; dropped"),
             }
+            return;
+        }
+        let related = related.and_then(Value::as_str);
+        if let Some(w) = related.and_then(|key| self.waiting().get(key).map(|w| (w.tx.clone(), w.token.clone()))) {
+            let (tx, token) = w;
+            if let Some(slot) = message.get_mut("params").and_then(|p| p.get_mut("progressToken")) {
+                *slot = token.unwrap_or(Value::Null);
+            }
+            let _ = tx.send(Frame::Message(Value::Object(message).to_string()));
             return;
         }
         if message.get("method").and_then(Value::as_str) == Some("notifications/progress") {
@@ -151,10 +163,10 @@ impl Drop for Listening {
 }
 
 impl Endpoint {
-    pub fn new(server: Arc<BashServer>, options: HandlerOptions) -> Arc<Self> {
+    pub fn new(server: Arc<dyn McpServer>, options: HandlerOptions) -> Arc<Self> {
         let routes = Arc::new(Routes::default());
         let out = routes.clone();
-        let handler = McpHandler::new(server, move |line| out.route(line), options);
+        let handler = McpHandler::with_routing(server, move |line, related| out.route(line, related), options);
         Arc::new(Self {
             handler,
             routes,

@@ -6,7 +6,9 @@
 //! every message to a handler on the blocking pool. Each handshake-era
 //! session (`initialize`, then `Mcp-Session-Id`) has a handler of its own;
 //! every 2026-07-28 request goes to one shared stateless handler. All of
-//! them serve the one `BashServer`: one server, one workspace.
+//! them serve the one server object: one server, one workspace. The front
+//! end knows it only as an `McpServer` ([`Served`]), so the conformance
+//! fixtures example serves its tools through these same files.
 //!
 //! Bounds: at most [`MAX_CONNECTIONS`] connections (more are answered 503
 //! and closed), a body of at most the handler's message limit (413),
@@ -22,10 +24,11 @@ mod sessions;
 mod sse;
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bash_mcp::BashServer;
+use bash_mcp::McpServer;
 use bash_mcp::mcp::HandlerOptions;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -34,8 +37,6 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use tokio::io::AsyncWriteExt;
 
-use super::args::Http;
-use super::settings::Settings;
 use access::Access;
 use endpoint::Endpoint;
 use sessions::Sessions;
@@ -51,9 +52,33 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long shutdown waits, in all, for calls and jobs to end after killing them.
 const SHUTDOWN_WAIT: Duration = Duration::from_millis(700);
 
+/// What is served: the server, its handler's options, and how its own
+/// work (background jobs, sessions) ends on shutdown.
+pub struct Served<'a> {
+    pub server: Arc<dyn McpServer>,
+    pub options: HandlerOptions,
+    /// Kills the server's jobs and sessions, waiting at most the limit
+    /// (`None`: no limit); whether everything ended.
+    pub end_work: Box<dyn Fn(Option<Duration>) -> bool + Send + Sync>,
+    /// Says what the server serves, once it listens (the binary's start-up line).
+    pub announce: Box<dyn FnOnce() + 'a>,
+}
+
+/// Who may call: the `serve --http` options that say it.
+#[derive(Default)]
+pub struct AccessSettings<'a> {
+    pub auth_token_file: Option<&'a Path>,
+    pub allowed_origins: &'a [String],
+    pub oauth_resource: Option<&'a str>,
+    pub oauth_issuer: Option<&'a str>,
+    pub oauth_jwks_file: Option<&'a Path>,
+    pub oauth_scope: Option<&'a str>,
+}
+
 /// What every request needs.
 pub struct Front {
-    server: Arc<BashServer>,
+    server: Arc<dyn McpServer>,
+    end_work: Box<dyn Fn(Option<Duration>) -> bool + Send + Sync>,
     options: HandlerOptions,
     access: Access,
     stateless: Arc<Endpoint>,
@@ -61,14 +86,21 @@ pub struct Front {
     max_body: usize,
 }
 
-pub fn run(settings: &Settings, listen: &str, http: &Http) -> Result<(), String> {
+/// Serves MCP at `listen` until a signal ends the process: checks the
+/// access settings, then builds what is served (`build`), then listens.
+pub fn run<'a>(
+    listen: &str,
+    http: &AccessSettings<'_>,
+    session_idle: Duration,
+    build: impl FnOnce() -> Result<Served<'a>, String>,
+) -> Result<(), String> {
     let mut signals =
         Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let addr = resolve(listen)?;
-    let oauth = match (&http.oauth_resource, &http.oauth_issuer, &http.oauth_jwks_file) {
+    let oauth = match (http.oauth_resource, http.oauth_issuer, http.oauth_jwks_file) {
         (None, None, None) if http.oauth_scope.is_none() => None,
         (Some(resource), Some(issuer), Some(jwks)) => {
-            Some(oauth::OAuth::new(resource, issuer, jwks, http.oauth_scope.as_deref())?)
+            Some(oauth::OAuth::new(resource, issuer, jwks, http.oauth_scope)?)
         }
         _ => {
             return Err(
@@ -78,19 +110,21 @@ pub fn run(settings: &Settings, listen: &str, http: &Http) -> Result<(), String>
             );
         }
     };
-    let access = Access::new(addr, http.auth_token_file.as_deref(), oauth, &http.allowed_origins)?;
-    let server = super::build_server(settings)?;
-    let options = super::serve::handler_options(settings, &server)?;
+    let access = Access::new(addr, http.auth_token_file, oauth, http.allowed_origins)?;
+    let Served {
+        server,
+        options,
+        end_work,
+        announce,
+    } = build()?;
     let front = Arc::new(Front {
         stateless: Endpoint::new(server.clone(), options.clone()),
         max_body: options.max_line_bytes,
-        server: server.clone(),
+        server,
+        end_work,
         options,
         access,
-        sessions: Sessions::new(
-            http.session_idle.map_or(SESSION_IDLE, Duration::from_secs_f64),
-            MAX_SESSIONS,
-        ),
+        sessions: Sessions::new(session_idle, MAX_SESSIONS),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -105,8 +139,8 @@ pub fn run(settings: &Settings, listen: &str, http: &Http) -> Result<(), String>
         .map_err(|e| format!("cannot read the listening address: {e}"))?;
     // Tests and scripts read this line to learn the port of `--http 127.0.0.1:0`.
     eprintln!("bash-mcp: serving MCP on http://{bound}/mcp");
-    super::startup::announce(settings, &server.working_dir());
-    tracing::info!(%bound, authenticated = front.access.authenticates(), working_dir = %settings.working_dir.display(), "serving MCP over HTTP");
+    (announce)();
+    tracing::info!(%bound, authenticated = front.access.authenticates(), server = front.server.name(), "serving MCP over HTTP");
 
     let on_signal = front.clone();
     std::thread::Builder::new()
@@ -205,11 +239,11 @@ fn stop(front: &Front) -> ! {
     for endpoint in &endpoints {
         endpoint.shutdown_within(Duration::ZERO);
     }
-    let mut ended = front.server.shutdown_within(Some(until(SHUTDOWN_WAIT / 2)));
+    let mut ended = (front.end_work)(Some(until(SHUTDOWN_WAIT / 2)));
     for endpoint in &endpoints {
         ended &= endpoint.shutdown_within(until(SHUTDOWN_WAIT / 5));
     }
-    ended &= front.server.shutdown_within(Some(until(Duration::ZERO)));
+    ended &= (front.end_work)(Some(until(Duration::ZERO)));
     if !ended {
         tracing::warn!("some calls or jobs did not end in time; exiting anyway (their process groups were killed)");
     }

@@ -84,7 +84,7 @@ impl Asker {
             inner.outgoing.request(
                 "elicitation/create",
                 params,
-                |line| (inner.outbound)(line),
+                |line| (inner.outbound)(line, None),
                 &task.cancel,
                 left,
             )

@@ -187,7 +187,7 @@ impl Inner {
                     }
                 }
             };
-            inner.inflight.finish(&key, &call, || (inner.outbound)(line));
+            inner.inflight.finish(&key, &call, || (inner.outbound)(line, Some(&id)));
         });
         self.answered_later(spawned, request.key, "a worker thread for the call")
     }
@@ -232,7 +232,7 @@ impl Inner {
                     return;
                 }
                 if let Value::Object(params) = shape::task_2025(&task.view(false)) {
-                    (inner.outbound)(jsonrpc::notification("notifications/tasks/status", params));
+                    (inner.outbound)(jsonrpc::notification("notifications/tasks/status", params), None);
                 }
             };
             let server = &*inner.server;
@@ -262,7 +262,7 @@ impl Inner {
                     "_meta": shape::related_meta(&id),
                 });
                 if let Value::Object(params) = params {
-                    (inner.outbound)(jsonrpc::notification("notifications/progress", params));
+                    (inner.outbound)(jsonrpc::notification("notifications/progress", params), None);
                 }
             };
             store.watch(&watched, server, progress_interval, emit, to_end, announce);
@@ -414,7 +414,7 @@ impl Inner {
                     Some(Err(e)) => jsonrpc::error_response(&id, &e),
                     None => jsonrpc::error_response(&id, &super::not_found(&task.id, true)),
                 };
-                inner.inflight.finish(&key, &call, || (inner.outbound)(line));
+                inner.inflight.finish(&key, &call, || (inner.outbound)(line, Some(&id)));
             });
         self.answered_later(spawned, request.key, "a thread for tasks/result")
     }
