@@ -1,5 +1,6 @@
 //! Tool arguments as JSON: parsing the arguments string once ([`ToolArgs`]),
-//! and naming a value's JSON type in error messages. A leaf: only the error type below it.
+//! and the one wording of an unknown or ill-typed argument. A leaf: only the
+//! error type below it.
 
 use serde_json::{Map, Value};
 
@@ -81,6 +82,34 @@ fn parse_args(args_json: &str) -> Result<Map<String, Value>, ToolError> {
     }
 }
 
+/// Refuses argument names a tool does not take: the one wording, for every
+/// tool, naming all of them and what the tool accepts.
+pub(crate) fn refuse_unknown(tool: &str, accepted: &[&str], args: &Map<String, Value>) -> Result<(), ToolError> {
+    let unknown: Vec<&str> = args
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !accepted.contains(k))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        ErrorCode::UnknownArgument,
+        format!("unknown argument(s) for {tool}: {}", unknown.join(", ")),
+        if accepted.is_empty() {
+            format!("{tool} takes no arguments")
+        } else {
+            format!("{tool} accepts: {}", accepted.join(", "))
+        },
+    ))
+}
+
+/// The one wording of an argument of the wrong JSON type (`expected`: "a
+/// string", "true or false", ...); `got` is `None` for a missing one.
+pub(crate) fn must_be(key: &str, expected: &str, got: Option<&Value>) -> String {
+    format!("`{key}` must be {expected}, got {}", got.map_or("nothing", json_kind))
+}
+
 /// A short name for a JSON value's type, for error messages.
 pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {
@@ -90,5 +119,27 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_arguments_are_all_named_with_what_the_tool_accepts() {
+        let args = |v: Value| v.as_object().unwrap().clone();
+        assert!(refuse_unknown("t", &["a", "b"], &args(serde_json::json!({"a": 1}))).is_ok());
+        let e = refuse_unknown("t", &["a", "b"], &args(serde_json::json!({"a": 1, "x": 2, "y": 3}))).unwrap_err();
+        assert_eq!(e.code, ErrorCode::UnknownArgument);
+        assert_eq!(e.message, "unknown argument(s) for t: x, y");
+        assert_eq!(e.hint, "t accepts: a, b");
+        let e = refuse_unknown("t", &[], &args(serde_json::json!({"x": 1}))).unwrap_err();
+        assert_eq!(e.hint, "t takes no arguments");
+        assert_eq!(
+            must_be("k", "a string", Some(&Value::Bool(true))),
+            "`k` must be a string, got a boolean"
+        );
+        assert_eq!(must_be("k", "a string", None), "`k` must be a string, got nothing");
     }
 }

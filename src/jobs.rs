@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value, json};
 
-use crate::args::json_kind;
+use crate::args::{must_be, refuse_unknown};
 use crate::cancel::CancelToken;
 use crate::capture::BoundedOutput;
 use crate::error::{ErrorCode, ToolError};
@@ -469,13 +469,7 @@ impl Tool for JobTool {
                 "job_kill" => &["job_id"],
                 _ => &[],
             };
-            if let Some(bad) = args.keys().find(|k| !allowed.contains(&k.as_str())) {
-                return Err(ToolError::new(
-                    ErrorCode::UnknownArgument,
-                    format!("unknown argument `{bad}` for {name}"),
-                    format!("{name} accepts: {}", allowed.join(", ")),
-                ));
-            }
+            refuse_unknown(name, allowed, args)?;
             if name == "job_list" {
                 return Ok(self.jobs.list());
             }
@@ -484,7 +478,7 @@ impl Tool for JobTool {
                 other => {
                     return Err(ToolError::new(
                         ErrorCode::InvalidArguments,
-                        format!("`job_id` must be a string, got {}", other.map_or("nothing", json_kind)),
+                        must_be("job_id", "a string", other),
                         "pass the job_id that execute {background: true} returned",
                     ));
                 }

@@ -429,7 +429,7 @@ impl ReadQuery {
                 None | Some(Value::Null) => Ok(None),
                 Some(v) => v.as_u64().map(Some).ok_or_else(|| {
                     bad(
-                        format!("{key} must be a whole number ≥ 0, got {v}"),
+                        crate::args::must_be(key, "a whole number ≥ 0", Some(v)),
                         "pass a whole number",
                     )
                 }),
@@ -450,7 +450,7 @@ impl ReadQuery {
             })?),
             Some(v) => {
                 return Err(bad(
-                    format!("grep must be a string, got {v}"),
+                    crate::args::must_be("grep", "a string", Some(v)),
                     "pass a regular expression as a string",
                 ));
             }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::args::json_kind;
+use crate::args::must_be;
 use crate::config::is_valid_env_name;
 use crate::error::{ErrorCode, ToolError};
 use crate::spawn::{MAX_ARG_LEN, Streams};
@@ -135,32 +135,16 @@ impl ExecRequest {
 
     /// Parses the `execute` tool's JSON arguments.
     pub fn from_args(args: &Map<String, Value>) -> Result<Self, ToolError> {
-        let unknown: Vec<&str> = args
-            .keys()
-            .map(String::as_str)
-            .filter(|k| !EXECUTE_ARGUMENTS.contains(k))
-            .collect();
-        if !unknown.is_empty() {
-            return Err(ToolError::new(
-                ErrorCode::UnknownArgument,
-                format!("unknown argument(s): {}", unknown.join(", ")),
-                format!("the execute tool accepts: {}", EXECUTE_ARGUMENTS.join(", ")),
-            ));
-        }
+        crate::args::refuse_unknown("execute", EXECUTE_ARGUMENTS, args)?;
         let command = match args.get("command") {
             Some(Value::String(s)) => s.clone(),
-            Some(other) => {
-                return Err(invalid(format!("`command` must be a string, got {}", json_kind(other))));
-            }
+            Some(other) => return Err(invalid(must_be("command", "a string", Some(other)))),
             None => return Err(invalid("the required argument `command` is missing".into())),
         };
         let mut request = Self::new(command);
         if let Some(value) = args.get("working_dir").filter(|v| !v.is_null()) {
             let Value::String(dir) = value else {
-                return Err(invalid(format!(
-                    "`working_dir` must be a string, got {}",
-                    json_kind(value)
-                )));
+                return Err(invalid(must_be("working_dir", "a string", Some(value))));
             };
             request.working_dir = Some(PathBuf::from(dir));
         }
@@ -197,23 +181,20 @@ impl ExecRequest {
         }
         if let Some(value) = args.get("stdin").filter(|v| !v.is_null()) {
             let Value::String(text) = value else {
-                return Err(invalid(format!("`stdin` must be a string, got {}", json_kind(value))));
+                return Err(invalid(must_be("stdin", "a string", Some(value))));
             };
             request.stdin = Some(text.clone().into_bytes());
         }
         if let Some(value) = args.get("background").filter(|v| !v.is_null())
             && !value.is_boolean()
         {
-            return Err(invalid(format!(
-                "`background` must be true or false, got {}",
-                json_kind(value)
-            )));
+            return Err(invalid(must_be("background", "true or false", Some(value))));
         }
         if let Some(value) = args.get("sandbox").filter(|v| !v.is_null()) {
             let Value::Object(call) = value else {
                 return Err(ToolError::new(
                     ErrorCode::InvalidArguments,
-                    format!("`sandbox` must be an object, got {}", json_kind(value)),
+                    must_be("sandbox", "an object", Some(value)),
                     "pass e.g. {\"sandbox\": {\"network\": false}} or {\"sandbox\": {\"mode\": \"read-only\"}}: a call may only tighten the configured sandbox",
                 ));
             };
@@ -250,7 +231,7 @@ fn parse_env(value: &Value) -> Result<Vec<(String, String)>, ToolError> {
     let Value::Object(map) = value else {
         return Err(ToolError::new(
             ErrorCode::InvalidEnv,
-            format!("`env` must be an object, got {}", json_kind(value)),
+            must_be("env", "an object", Some(value)),
             hint,
         ));
     };
@@ -272,7 +253,7 @@ fn parse_env(value: &Value) -> Result<Vec<(String, String)>, ToolError> {
                 )),
                 other => Err(ToolError::new(
                     ErrorCode::InvalidEnv,
-                    format!("`env.{name}` must be a string, got {}", json_kind(other)),
+                    must_be(&format!("env.{name}"), "a string", Some(other)),
                     hint,
                 )),
             }

@@ -33,6 +33,14 @@ pub struct ToolDefinition {
 }
 
 impl ToolDefinition {
+    /// The argument names the input schema lists, in its order.
+    pub(crate) fn argument_names(&self) -> Vec<&str> {
+        self.input_schema["properties"]
+            .as_object()
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
     /// Parses a definition; `origin` names the file or source in errors.
     pub fn from_json(text: &str, origin: &str) -> Result<Self, ToolError> {
         let bad = |problem: String| {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{ExecRequest, Shared, Status};
-use crate::args::json_kind;
+use crate::args::{must_be, refuse_unknown};
 use crate::audit::AuditQuery;
 use crate::config::resolve_program;
 use crate::error::{ErrorCode, ToolError};
@@ -141,41 +141,22 @@ impl Tool for OpsTool {
     }
 
     fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
-        let result = check_arguments(&self.definition, args).and_then(|()| match self.kind {
-            Kind::AuditRead => audit_read(&self.shared, args),
-            Kind::Status => Ok(self.status()),
-            Kind::CheckEnv => Ok(check_env(&self.shared)),
-            Kind::Which => which(&self.shared, args),
-            Kind::ListBinaries => list_binaries(&self.shared, args),
-            Kind::Classify => classify(args),
-            Kind::RevokeGrants => revoke_grants(&self.shared, args),
+        let result = refuse_unknown(&self.definition.name, &self.definition.argument_names(), args).and_then(|()| {
+            match self.kind {
+                Kind::AuditRead => audit_read(&self.shared, args),
+                Kind::Status => Ok(self.status()),
+                Kind::CheckEnv => Ok(check_env(&self.shared)),
+                Kind::Which => which(&self.shared, args),
+                Kind::ListBinaries => list_binaries(&self.shared, args),
+                Kind::Classify => classify(args),
+                Kind::RevokeGrants => revoke_grants(&self.shared, args),
+            }
         });
         match result {
             Ok(value) => ToolResponse::document(value),
             Err(error) => ToolResponse::error(&error),
         }
     }
-}
-
-/// Rejects argument names the definition does not list.
-fn check_arguments(definition: &ToolDefinition, args: &Map<String, Value>) -> Result<(), ToolError> {
-    let known: Vec<&str> = definition.input_schema["properties"]
-        .as_object()
-        .map(|p| p.keys().map(String::as_str).collect())
-        .unwrap_or_default();
-    let unknown: Vec<&str> = args.keys().map(String::as_str).filter(|k| !known.contains(k)).collect();
-    if unknown.is_empty() {
-        return Ok(());
-    }
-    Err(ToolError::new(
-        ErrorCode::UnknownArgument,
-        format!("unknown argument(s) for {}: {}", definition.name, unknown.join(", ")),
-        if known.is_empty() {
-            format!("{} takes no arguments", definition.name)
-        } else {
-            format!("{} accepts: {}", definition.name, known.join(", "))
-        },
-    ))
 }
 
 fn invalid(message: String, hint: &str) -> ToolError {
@@ -198,10 +179,7 @@ fn optional_string(args: &Map<String, Value>, key: &str) -> Result<Option<String
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(v) => Err(invalid(
-            format!("`{key}` must be a string, got {}", json_kind(v)),
-            "omit it or pass a string",
-        )),
+        Some(v) => Err(invalid(must_be(key, "a string", Some(v)), "omit it or pass a string")),
     }
 }
 
@@ -235,7 +213,7 @@ fn classify(args: &Map<String, Value>) -> Result<Value, ToolError> {
         Some(Value::String(command)) => serde_json::to_value(crate::permission::classify(command))
             .map_err(|e| ToolError::new(ErrorCode::Internal, format!("classification not serializable: {e}"), "")),
         Some(v) => Err(invalid(
-            format!("`command` must be a string, got {}", json_kind(v)),
+            must_be("command", "a string", Some(v)),
             "pass {\"command\": \"...\"}",
         )),
         None => Err(invalid(
@@ -404,7 +382,7 @@ fn list_binaries(shared: &Shared, args: &Map<String, Value>) -> Result<Value, To
             .collect::<Result<_, _>>()?,
         Some(v) => {
             return Err(invalid(
-                format!("`names` must be a list of at most 200 strings, got {}", json_kind(v)),
+                must_be("names", "a list of at most 200 strings", Some(v)),
                 "omit it for the default list",
             ));
         }

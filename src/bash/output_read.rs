@@ -49,13 +49,7 @@ impl Tool for OutputReadTool {
 
     fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
         let result = (|| {
-            if let Some(bad) = args.keys().find(|k| !ARGUMENTS.contains(&k.as_str())) {
-                return Err(ToolError::new(
-                    ErrorCode::UnknownArgument,
-                    format!("unknown argument `{bad}` for output_read"),
-                    format!("output_read accepts: {}", ARGUMENTS.join(", ")),
-                ));
-            }
+            crate::args::refuse_unknown("output_read", ARGUMENTS, args)?;
             let query = ReadQuery::from_args(args)?;
             self.store.read(&query)
         })();

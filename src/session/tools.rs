@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{HistoryMode, RunOptions, SessionManager, StartOptions};
-use crate::args::{ToolArgs, json_kind};
+use crate::args::{ToolArgs, must_be, refuse_unknown};
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
@@ -189,22 +189,7 @@ impl SessionTool {
         sandbox: Option<&crate::sandbox::SandboxConfig>,
     ) -> Result<Value, ToolError> {
         let name = self.definition.name.as_str();
-        let allowed: Vec<&str> = self.definition.input_schema["properties"]
-            .as_object()
-            .map(|p| p.keys().map(String::as_str).collect())
-            .unwrap_or_default();
-        let unknown: Vec<&str> = args
-            .keys()
-            .map(String::as_str)
-            .filter(|k| !allowed.contains(k))
-            .collect();
-        if !unknown.is_empty() {
-            return Err(ToolError::new(
-                ErrorCode::UnknownArgument,
-                format!("unknown argument(s) for {name}: {}", unknown.join(", ")),
-                format!("{name} accepts: {}", allowed.join(", ")),
-            ));
-        }
+        refuse_unknown(name, &self.definition.argument_names(), args)?;
         let manager = self.manager.get()?;
         let a = Args { args, tool: name };
         match name {
@@ -273,7 +258,7 @@ impl SessionTool {
                         })
                         .collect::<Result<_, _>>()?,
                     Some(v) => {
-                        return Err(a.invalid(format!("`keys` must be an array of key names, got {}", json_kind(v))));
+                        return Err(a.invalid(must_be("keys", "an array of key names", Some(v))));
                     }
                 };
                 if input.is_empty() && keys.is_empty() {
@@ -333,7 +318,7 @@ impl Args<'_> {
         match self.args.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(self.invalid(format!("`{key}` must be a string, got {}", json_kind(other)))),
+            Some(other) => Err(self.invalid(must_be(key, "a string", Some(other)))),
         }
     }
 
@@ -346,7 +331,7 @@ impl Args<'_> {
         match self.args.get(key) {
             None | Some(Value::Null) => Ok(false),
             Some(Value::Bool(b)) => Ok(*b),
-            Some(other) => Err(self.invalid(format!("`{key}` must be true or false, got {}", json_kind(other)))),
+            Some(other) => Err(self.invalid(must_be(key, "true or false", Some(other)))),
         }
     }
 
@@ -401,7 +386,7 @@ impl Args<'_> {
                 .collect(),
             Some(other) => Err(ToolError::new(
                 ErrorCode::InvalidEnv,
-                format!("`env` must be an object, got {}", json_kind(other)),
+                must_be("env", "an object", Some(other)),
                 "pass `env` as an object of strings",
             )),
         }
