@@ -1442,3 +1442,30 @@ impl Client {
         reply["result"].clone()
     }
 }
+
+/// A task's question lasts no longer than the task: at its ttl the wait
+/// ends, the waiting `tasks/result` answers that the task expired, and an
+/// answer that comes later starts nothing.
+#[test]
+fn a_task_question_ends_with_the_task_and_a_late_answer_runs_nothing() {
+    let dir = TempDir::new("ask-task-ttl");
+    let mut client = Client::start(&dir, &config(&dir), ELICITATION());
+    let reply = client.request(
+        "tools/call",
+        json!({"name": "execute", "arguments": {"command": "touch too-late"}, "task": {"ttl": 5000}}),
+    );
+    let task = reply["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+    client.task_until(&task, "input_required", &json!({}));
+    let result_id = client.send_request("tasks/result", json!({"taskId": task}));
+    let ask = client.next_request();
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    // Held until the task's ttl ends it (the hang guard catches a wait that does not).
+    let reply = client.reply_to(result_id);
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("expired"), "{reply}");
+    client.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": accept("allow_once")}));
+    // Answered after the late answer: the server has read it.
+    let status = client.request("tools/call", json!({"name": "status", "arguments": {}}));
+    assert!(status["result"]["structuredContent"].is_object(), "{status}");
+    assert!(!dir.join("too-late").exists(), "a late answer ran the command");
+}

@@ -8,8 +8,8 @@
 //!   `inputRequests`; the client answers with `tasks/update
 //!   {taskId, inputResponses}`.
 //!
-//! Either way the wait is bounded ([`HandlerOptions::approval_wait`](crate::mcp::HandlerOptions::approval_wait));
-//! a cancel of the task ends it. No answer counts as a denial (not
+//! Either way the wait is bounded ([`HandlerOptions::approval_wait`](crate::mcp::HandlerOptions::approval_wait),
+//! and the task's ttl); a cancel of the task ends it. No answer counts as a denial (not
 //! remembered, so the next call may ask again).
 
 use std::time::Instant;
@@ -59,7 +59,8 @@ impl Asker {
             return None;
         }
         let wait = inner.options.approval_wait;
-        let deadline = Instant::now() + wait;
+        // Never past the task's own lifetime: an answer after it starts nothing.
+        let deadline = (Instant::now() + wait).min(task.deadline());
         let params = elicit::elicit_params(request, true);
         let mut requests = Map::new();
         requests.insert(
@@ -73,6 +74,8 @@ impl Asker {
             task.wait_input(key, deadline).ok_or_else(|| {
                 if task.cancel.is_cancelled() {
                     "the task was cancelled while the person was asked".to_owned()
+                } else if task.is_expired() {
+                    "the task reached the end of its ttl before a tasks/update brought the answer".to_owned()
                 } else {
                     format!("no tasks/update brought the answer within {} s", wait.as_secs())
                 }
@@ -90,6 +93,11 @@ impl Asker {
             )
         } else if task.cancel.is_cancelled() {
             Err("the task was cancelled while the person was asked".to_owned())
+        } else if task.is_expired() {
+            Err(
+                "the task reached the end of its ttl before the client called tasks/result to receive the question"
+                    .into(),
+            )
         } else {
             Err(format!(
                 "the client did not call tasks/result within {} s to receive the question",

@@ -187,12 +187,17 @@ impl Task {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn deadline(&self) -> Instant {
+    pub(crate) fn deadline(&self) -> Instant {
         self.born + self.ttl
     }
 
     fn expired(&self) -> bool {
         self.expired_at(Instant::now())
+    }
+
+    /// Whether the task's ttl has run out.
+    pub(crate) fn is_expired(&self) -> bool {
+        self.expired()
     }
 
     fn expired_at(&self, now: Instant) -> bool {
@@ -327,12 +332,12 @@ impl Task {
         }
     }
 
-    /// Starts the task's job with `start` unless the task was cancelled or
-    /// forgotten first (then `false`, nothing started). Under the task's
-    /// lock, so a cancel either comes first or finds the job to stop.
+    /// Starts the task's job with `start` unless the task was cancelled,
+    /// forgotten or expired first (then `false`, nothing started). Under the
+    /// task's lock, so a cancel either comes first or finds the job to stop.
     pub(crate) fn start_job(&self, start: impl FnOnce() -> Result<String, End>) -> bool {
         let mut state = self.state();
-        if state.cancelled || state.gone {
+        if state.cancelled || state.gone || self.expired() {
             return false;
         }
         match start() {
