@@ -569,11 +569,7 @@ fn writes_to_the_home_ssh_dir_to_etc_and_a_planted_project_file_are_refused_and_
             "{backend}: {result}"
         );
 
-        // In a repository (the project's root is guarded: see "Guarded
-        // directories"; a root with neither a repository nor a project
-        // file lets one be made, which the server does not trust).
-        let init = world.execute("git init -q", json!({}));
-        assert_clean_success(&format!("{backend}: git init"), &init);
+        // In the fresh project, no repository in it.
         let result = world.execute("printf '[sandbox]\\nmode = \"off\"\\n' > .bash-mcp.toml", json!({}));
         assert_ne!(result["exit_code"], 0, "{backend}: {result}");
         let planted = world.project.join(".bash-mcp.toml");

@@ -26,7 +26,11 @@ fn write_of(path: &Path) -> Value {
 /// Whether `route` names denials from seccomp notification (a bwrap of its
 /// own per command reads them from the error text).
 fn notified(route: &str) -> bool {
-    !matches!(route, "bwrap-per-command" | "bwrap-fallback")
+    // A bwrap of the command's own runs the helper inside it to keep the
+    // server's working directory (where every command here runs), whose
+    // protected names are guarded: only the fallback, without the helper,
+    // has no listener.
+    route != "bwrap-fallback"
 }
 
 /// A symlink inside the writable root that leads out of it: the kernel

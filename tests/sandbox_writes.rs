@@ -512,23 +512,33 @@ fn a_project_file_planted_where_none_was_cannot_widen_where_later_calls_run() {
         let project = TempDir::new("plant-new-project");
         let outside = TempDir::outside_tmp("plant-new-outside");
         let server = confined_server(&project, backend);
+        // The project's own is kept out, repository or not.
+        let root_file = project.join(".bash-mcp.toml");
         let result = run_in(
             &server,
             &project,
-            "printf 'allowed_roots = [\"/\"]\\n' > .bash-mcp.toml && echo planted",
+            "printf 'allowed_roots = [\"/\"]\\n' > .bash-mcp.toml; echo rc=$?",
+            json!({}),
+        );
+        assert!(output(&result).contains("rc=2"), "{backend}: {result}");
+        assert!(names_write(&result, &root_file), "{backend}: {result}");
+        assert!(!root_file.exists(), "{backend}: {result}");
+        // One deeper down can be made, and is not trusted.
+        let result = run_in(
+            &server,
+            &project,
+            "mkdir sub && printf 'allowed_roots = [\"/\"]\\n' > sub/.bash-mcp.toml && echo planted",
             json!({}),
         );
         assert!(output(&result).contains("planted"), "{backend}: {result}");
+        let inside = run_in(&server, &project.join("sub"), "pwd", json!({}));
+        assert!(output(&inside).ends_with("/sub\n"), "{backend}: {inside}");
         let refused = run_in(&server, &outside, "pwd", json!({}));
         assert_eq!(refused["error"], "working_dir_not_allowed", "{backend}: {refused}");
         let status = call_tool(&*server, "status", json!({}));
-        let planted = format!("{}: roots not honoured", project.join(".bash-mcp.toml").display());
+        let planted = project.join("sub/.bash-mcp.toml");
         assert!(
-            status["project_file_warnings"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|w| w.as_str().unwrap().starts_with(&planted)),
+            status.to_string().contains(&*planted.to_string_lossy()),
             "{backend}: {status}"
         );
     }

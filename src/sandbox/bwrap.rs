@@ -278,6 +278,7 @@ mod tests {
                 path: PathBuf::from("/w/.git/hooks"),
                 pinned_dirs: vec![PathBuf::from("/w/.git")],
             }],
+            workdir: None,
             absent: vec![],
             read_deny: vec![],
             network: false,

@@ -84,10 +84,12 @@ pub struct Layout {
 impl Layout {
     /// The layout of `plan`: its guarded directories are the parents of its
     /// protected paths, and the parents of its absent protected paths that
-    /// exist and are not a writable root themselves; a root is mediated when
-    /// it holds a protected path or a guarded directory (mediating every
-    /// root for names that may never appear there would mediate every temp
-    /// dir).
+    /// exist and are not a writable root themselves, or are the server's
+    /// working directory (the project: a `.bash-mcp.toml` or `.envrc`
+    /// planted there is kept out whether or not it holds a repository); a
+    /// root is mediated when it holds a protected path or a guarded
+    /// directory (mediating every root for names that may never appear
+    /// there would mediate every temp dir).
     pub fn new(plan: &Plan, keeping: Keeping) -> Layout {
         let mut guarded: BTreeMap<PathBuf, Vec<OsString>> = BTreeMap::new();
         let is_root = |p: &Path| plan.writable.iter().any(|r| r == p);
@@ -98,7 +100,9 @@ impl Layout {
         }
         for path in &plan.absent {
             if let (Some(parent), Some(name)) = (path.parent(), path.file_name())
-                && (guarded.contains_key(parent) || (!is_root(parent) && parent.is_dir()))
+                && (guarded.contains_key(parent)
+                    || (!is_root(parent) && parent.is_dir())
+                    || plan.workdir.as_deref() == Some(parent))
             {
                 guarded.entry(parent.to_path_buf()).or_default().push(name.to_owned());
             }
@@ -145,6 +149,19 @@ impl Layout {
             }
             if keeping == Keeping::MountPoints {
                 pinned.extend(names.iter().map(|n| dir.join(n)).filter(|p| !guarded.contains_key(p)));
+            }
+        }
+        // A hidden path, and every directory on the way to it, stays where
+        // it is: the handler renames on the host, where no mount point holds
+        // them, and one renamed would take the hidden path out of sight of
+        // the next command's plan.
+        for hidden in &plan.read_deny {
+            let mut child = hidden.path.as_path();
+            while let (Some(parent), Some(name)) = (child.parent(), child.file_name()) {
+                if let Some(entries) = mediated_dirs.get_mut(parent) {
+                    entries.entry(name.to_owned()).or_insert(Kind::Holds);
+                }
+                child = parent;
             }
         }
         // An absent protected name counts in every mediated directory (on
@@ -283,6 +300,7 @@ mod tests {
             cwd: dir.to_path_buf(),
             writable: vec![dir.to_path_buf()],
             protected: vec![protected(".git/hooks"), protected(".git/config")],
+            workdir: None,
             absent: vec![
                 dir.join(".git/commondir"),
                 dir.join(".envrc"),
@@ -292,6 +310,47 @@ mod tests {
             network: false,
             temp: crate::sandbox::temp::Temp::Fresh,
         }
+    }
+
+    #[test]
+    fn the_way_to_a_hidden_path_in_a_guarded_root_stays_in_place() {
+        let dir = tree();
+        std::fs::create_dir_all(dir.join("src/secrets")).unwrap();
+        let mut hiding = plan(&dir);
+        hiding.read_deny = vec![Protected {
+            path: dir.join("src/secrets"),
+            pinned_dirs: vec![dir.join("src")],
+        }];
+        for keeping in [Keeping::MountPoints, Keeping::Mediation] {
+            let layout = Layout::new(&hiding, keeping);
+            let root = layout
+                .mediated
+                .iter()
+                .find(|m| m.dir == dir)
+                .expect("the root is mediated");
+            // Renaming `src` would move the secrets out of sight.
+            assert_eq!(root.kind(OsStr::new("src")), Some(Kind::Holds), "{keeping:?}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_servers_working_directory_keeps_its_absent_protected_names() {
+        let dir = tree();
+        let mut plain = plan(&dir);
+        plain.protected.clear();
+        plain.absent = vec![dir.join(".bash-mcp.toml")];
+        assert!(Layout::new(&plain, Keeping::MountPoints).mediated.is_empty());
+        plain.workdir = Some(dir.clone());
+        let layout = Layout::new(&plain, Keeping::MountPoints);
+        let root = layout
+            .mediated
+            .iter()
+            .find(|m| m.dir == dir)
+            .expect("the working dir is mediated");
+        assert_eq!(root.kind(OsStr::new(".bash-mcp.toml")), Some(Kind::Protected));
+        assert_eq!(root.kind(OsStr::new("src")), Some(Kind::WritableDir));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -24,6 +24,10 @@ pub struct Plan {
     /// Protected paths inside a writable root that do not exist (yet): the
     /// backends cannot bind what is not there (see docs/sandbox.md).
     pub absent: Vec<PathBuf>,
+    /// The server's working directory (the project), when it is a writable
+    /// root: its protected names are kept whether or not anything else in
+    /// it is protected (see [`Layout`](super::guard::Layout)).
+    pub workdir: Option<PathBuf>,
     /// Hidden paths, each with the directories between its writable root
     /// and it (kept in place, so that renaming a parent cannot move it out
     /// of sight of the next command).
@@ -87,11 +91,13 @@ impl Plan {
                 },
             })
             .collect();
+        let workdir = working_dir.canonicalize().ok().filter(|w| writable.contains(w));
         Ok(Plan {
             cwd: cwd.to_path_buf(),
             writable,
             protected,
             absent,
+            workdir,
             read_deny,
             network: config.network.is_on(),
             temp,

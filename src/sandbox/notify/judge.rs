@@ -113,6 +113,7 @@ mod tests {
                     path: PathBuf::from("/nonexistent-w/.git/hooks"),
                     pinned_dirs: vec![],
                 }],
+                workdir: None,
                 absent: vec![],
                 read_deny: vec![],
                 network: false,
