@@ -34,36 +34,12 @@ fn backends() -> Vec<&'static str> {
     BACKENDS.iter().copied().filter(|b| route_available(b)).collect()
 }
 
-/// The `sandbox` settings the server gets for `backend`: what the binary
-/// does with no configuration, plus the backend forced.
+/// The configuration the server gets for `backend`: none at all for
+/// bubblewrap (the binary's default sandbox: `workspace-write`, the network
+/// open to `@package-registries`), and for Landlock + seccomp only the
+/// backend forced.
 fn settings(backend: &str) -> Option<Value> {
-    let mut sandbox = json!({"mode": "workspace-write", "network": {"allow": registries()}});
-    if backend != "bwrap" {
-        sandbox["backend"] = backend.into();
-    }
-    Some(json!({"sandbox": sandbox}))
-}
-
-/// `@package-registries`, plus the address of each registry host where this
-/// machine resolves it to a special-purpose one (an egress proxy on a
-/// documentation or private address).
-fn registries() -> Vec<String> {
-    let mut allow = vec!["@package-registries".to_owned()];
-    for host in [
-        "pypi.org",
-        "files.pythonhosted.org",
-        "registry.npmjs.org",
-        "index.crates.io",
-        "static.crates.io",
-    ] {
-        for addr in (host, 443).to_socket_addrs().into_iter().flatten() {
-            let ip = addr.ip().to_string();
-            if bash_mcp::sandbox::network::address::special_purpose(addr.ip()).is_some() && !allow.contains(&ip) {
-                allow.push(ip);
-            }
-        }
-    }
-    allow
+    (backend != "bwrap").then(|| json!({"sandbox": {"backend": backend}}))
 }
 
 /// A block of docs/sandbox.md's "Everyday work": the one whose info string
