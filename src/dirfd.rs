@@ -107,8 +107,7 @@ fn fstat(fd: RawFd) -> io::Result<libc::stat> {
 }
 
 fn euid() -> libc::uid_t {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 /// Retries `f` while it fails with `EINTR`.

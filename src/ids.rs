@@ -4,7 +4,6 @@
 //! here, so the layers that start processes and the guard that cleans up
 //! after them agree without importing each other.
 
-use std::ffi::CString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -22,18 +21,11 @@ pub(crate) fn random_hex() -> io::Result<String> {
     let mut bytes = [0u8; 16];
     let mut filled = 0;
     while filled < bytes.len() {
-        // SAFETY: the pointer and length describe the unfilled tail of
-        // `bytes`, a live local buffer the kernel writes at most that many
-        // bytes into.
-        let n = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0) };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            if err.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return Err(err);
+        match rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => filled += n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(err) => return Err(err.into()),
         }
-        filled += n as usize;
     }
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
@@ -89,10 +81,8 @@ pub(crate) fn next_run_marker() -> Vec<u8> {
 pub(crate) fn private_base() -> PathBuf {
     let shm = Path::new("/dev/shm");
     let writable = || {
-        let path = CString::new("/dev/shm").expect("no NUL");
-        // SAFETY: `path` is a NUL-terminated string that outlives the call;
-        // access(2) only reads it.
-        unsafe { libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+        use rustix::fs::Access;
+        rustix::fs::access(shm, Access::WRITE_OK | Access::EXEC_OK).is_ok()
     };
     if std::fs::metadata(shm).is_ok_and(|m| m.is_dir()) && writable() {
         shm.to_path_buf()
@@ -149,8 +139,7 @@ pub(crate) fn attach_dirs() -> [PathBuf; 2] {
 }
 
 fn current_uid() -> libc::uid_t {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 /// A directory (not a link) owned by this user, with no access for group or others.

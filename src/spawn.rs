@@ -460,6 +460,14 @@ pub(crate) fn has_exited(pid: libc::pid_t) -> bool {
     }
 }
 
+/// Sends `sig` to the one process `pid`; a pid of 0 or below (which would
+/// reach a process group) sends nothing, and a process already gone is no error.
+pub(crate) fn signal(pid: libc::pid_t, sig: rustix::process::Signal) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(pid, sig);
+    }
+}
+
 /// Reaps the child, blocking until it has exited; returns the shell-convention
 /// exit code (128+N when killed by signal N), or -1 when it is unknown.
 pub(crate) fn reap(pid: libc::pid_t) -> i32 {

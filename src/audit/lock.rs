@@ -4,6 +4,8 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 
+use rustix::fs::FlockOperation;
+
 use crate::dirfd::Dir;
 
 /// Opens (creating) the lock file of the log `name` in `dir`; `None`,
@@ -34,18 +36,16 @@ fn lock_name(name: &OsStr) -> OsString {
 pub(super) struct Flock<'a>(Option<&'a File>);
 
 impl<'a> Flock<'a> {
-    pub(super) fn new(file: Option<&'a File>, operation: libc::c_int) -> Self {
-        use std::os::fd::AsRawFd;
+    pub(super) fn new(file: Option<&'a File>, operation: FlockOperation) -> Self {
         let Some(file) = file else { return Self(None) };
         loop {
-            // SAFETY: `file` is an open descriptor for the duration of the call.
-            if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
-                return Self(Some(file));
-            }
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                tracing::error!(error = %e, "audit lock failed");
-                return Self(None);
+            match rustix::fs::flock(file, operation) {
+                Ok(()) => return Self(Some(file)),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => {
+                    tracing::error!(error = %e, "audit lock failed");
+                    return Self(None);
+                }
             }
         }
     }
@@ -53,10 +53,8 @@ impl<'a> Flock<'a> {
 
 impl Drop for Flock<'_> {
     fn drop(&mut self) {
-        use std::os::fd::AsRawFd;
         if let Some(file) = self.0 {
-            // SAFETY: as above; unlocking a descriptor this process locked.
-            unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+            let _ = rustix::fs::flock(file, FlockOperation::Unlock);
         }
     }
 }

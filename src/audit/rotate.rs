@@ -15,7 +15,7 @@ impl AuditLog {
     /// Rotates, under the exclusive lock, when the live file is still the one
     /// `writer` has open and still full, then reopens the live file.
     pub(super) fn rotate_if_full(&self, writer: &mut Writer) {
-        let _exclusive = Flock::new(writer.lock.as_ref(), libc::LOCK_EX);
+        let _exclusive = Flock::new(writer.lock.as_ref(), rustix::fs::FlockOperation::LockExclusive);
         // Another process may have rotated while this one waited.
         let dir = self.dir();
         let still_ours = writer.file.as_ref().is_some_and(|open| self.is_live(&dir, open));

@@ -49,7 +49,7 @@ impl AuditLog {
     /// Writes `line` under the shared lock: the live file's size after it, or
     /// `None` when it could not be written (logged).
     fn append(&self, writer: &mut Writer, line: &str) -> Option<u64> {
-        let _shared = Flock::new(writer.lock.as_ref(), libc::LOCK_SH);
+        let _shared = Flock::new(writer.lock.as_ref(), rustix::fs::FlockOperation::LockShared);
         self.reopen_if_moved(&mut writer.file);
         let Some(file) = writer.file.as_mut() else {
             tracing::error!(path = %self.settings.path.display(), "audit log unavailable; record dropped");

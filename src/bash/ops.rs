@@ -339,8 +339,7 @@ fn check_env(shared: &Shared) -> Value {
         },
         "path": path_entries,
         "user": user_name(),
-        // SAFETY: geteuid takes no argument and cannot fail.
-        "uid": unsafe { libc::geteuid() },
+        "uid": rustix::process::geteuid().as_raw(),
         "home": env_value(&env, "HOME"),
         "wsl": crate::roots::is_wsl(),
         "container_hints": container_hints(),

@@ -1,8 +1,6 @@
 //! Checks of single configuration values (seconds, bounded integers, lists of
 //! strings, the shell), with the `invalid_config` errors that name their key.
 
-use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -56,13 +54,7 @@ pub(super) fn shell_path(value: &Value) -> Result<PathBuf, ToolError> {
 /// Resolves a program name the way `execvp` would: paths with a slash as they
 /// are, bare names through `PATH`. Returns `None` when nothing executable is found.
 pub fn resolve_program(name: &str) -> Option<PathBuf> {
-    let is_exec = |p: &std::path::Path| {
-        let Ok(c) = CString::new(p.as_os_str().as_bytes()) else {
-            return false;
-        };
-        // SAFETY: valid NUL-terminated path.
-        p.is_file() && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0
-    };
+    let is_exec = |p: &std::path::Path| p.is_file() && rustix::fs::access(p, rustix::fs::Access::EXEC_OK).is_ok();
     if name.contains('/') {
         let path = PathBuf::from(name);
         return is_exec(&path).then_some(path);

@@ -1,5 +1,9 @@
 //! Killing the processes of a run that left its process group, found by the run's marker.
 
+use rustix::process::Signal;
+
+use crate::spawn::signal;
+
 /// Kills every process (outside our own) whose environment carries
 /// `marker`: what a command started but moved out of its process group (or
 /// a session's terminal session) with `setsid`. Returns how many were killed.
@@ -20,8 +24,8 @@ pub(crate) fn sweep_escapees(marker: &[u8]) -> usize {
             continue;
         };
         if environ.split(|b| *b == 0).any(|var| var == marker) {
-            // SAFETY: plain syscall on a pid that carried this run's marker a moment ago.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            // A pid that carried this run's marker a moment ago.
+            signal(pid, Signal::KILL);
             killed += 1;
         }
     }

@@ -33,6 +33,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use rustix::process::Signal;
+
 pub use crate::config::{HISTORY_ENV, HistoryMode, SessionConfig};
 pub use checks::MAX_COMMAND_BYTES;
 pub use names::is_name;
@@ -51,6 +53,7 @@ use wait::{OnToldSecret, snapshot};
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::outputs::OutputStore;
+use crate::spawn::signal;
 
 struct Session {
     id: String,
@@ -137,24 +140,23 @@ impl Session {
 /// is reaped last, so its pid (the session id) cannot be reused meanwhile.
 fn kill_session_tree(shell: libc::pid_t) {
     for pid in pty::session_members(shell) {
-        // SAFETY: plain signals; the session id is still reserved by our unreaped shell.
-        unsafe { libc::kill(pid, libc::SIGHUP) };
+        // The session id is still reserved by our unreaped shell.
+        signal(pid, Signal::HUP);
     }
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
         let members = pty::session_members(shell);
         let others: Vec<_> = members.iter().copied().filter(|&p| p != shell).collect();
         for pid in &members {
-            // SAFETY: as above.
-            unsafe { libc::kill(*pid, libc::SIGKILL) };
+            signal(*pid, Signal::KILL);
         }
         if others.is_empty() || Instant::now() > deadline {
             break;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    // SAFETY: the shell is our child.
-    unsafe { libc::kill(shell, libc::SIGKILL) };
+    // The shell is our child.
+    signal(shell, Signal::KILL);
     crate::spawn::reap(shell);
 }
 

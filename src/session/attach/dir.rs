@@ -33,8 +33,7 @@ pub(crate) fn make_private(dir: &Path) -> io::Result<()> {
 /// access for group or others.
 pub(crate) fn check_private(dir: &Path) -> io::Result<()> {
     let meta = std::fs::symlink_metadata(dir)?;
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     if !meta.is_dir() || meta.uid() != me || meta.permissions().mode() & 0o077 != 0 {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,

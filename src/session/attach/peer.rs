@@ -73,8 +73,7 @@ pub fn check(socket: &impl AsRawFd) -> Result<(), Refusal> {
         pid: 0,
         why: format!("SO_PEERCRED: {e}"),
     })?;
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     if cred.uid != me {
         return Err(Refusal::OtherUser { uid: cred.uid, me });
     }
