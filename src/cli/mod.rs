@@ -122,9 +122,12 @@ fn print_out(text: &str) -> ExitCode {
     }
 }
 
-/// `bash-mcp: message` on stderr; never panics (stderr may be closed too).
+/// `bash-mcp: message` on stderr in one write, so that a reader never sees
+/// half a line (stderr is unbuffered: `writeln!` would write each piece of
+/// the format on its own); never panics (stderr may be closed too).
 pub(crate) fn note(message: &str) {
-    let _ = writeln!(std::io::stderr(), "bash-mcp: {message}");
+    let line = format!("bash-mcp: {message}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 /// The named levels of `--log-level`.

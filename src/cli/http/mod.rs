@@ -138,7 +138,9 @@ pub fn run<'a>(
         .local_addr()
         .map_err(|e| format!("cannot read the listening address: {e}"))?;
     // Tests and scripts read this line to learn the port of `--http 127.0.0.1:0`.
-    eprintln!("bash-mcp: serving MCP on http://{bound}/mcp");
+    // One write: a client that reads the URL from a partial line would take a wrong one.
+    let line = format!("bash-mcp: serving MCP on http://{bound}/mcp\n");
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     (announce)();
     tracing::info!(%bound, authenticated = front.access.authenticates(), server = front.server.name(), "serving MCP over HTTP");
 
