@@ -9,7 +9,11 @@
 //!
 //! Run with `cargo bench --features cli --bench sandbox_bench` (add
 //! `-- --quick` for fewer rounds, `-- --repo` to run every command in a git
-//! repository, whose `.git` and root the sandbox guards). The helper (the supervisor, and the
+//! repository, whose `.git` and root the sandbox guards, `-- --true-only`
+//! for the first table alone, `-- --only=<word>` for the sandboxes whose
+//! name holds the word, beside the unsandboxed baseline,
+//! `-- --baseline-helper=<path>` to add, in the same rounds, the supervisor
+//! variant with another build's helper, for a before and after). The helper (the supervisor, and the
 //! Landlock backend's exec helper) is the `bash-mcp` binary cargo builds
 //! for the benchmark, or `BASH_MCP_HELPER`.
 
@@ -56,9 +60,27 @@ fn main() {
         ("landlock+seccomp", "landlock", false, true),
         (LANDLOCK_BY_NAME, "landlock", false, true),
     ];
-    let variants = variants(&dir, &helper, &sandboxes);
+    let only = std::env::args().find_map(|a| a.strip_prefix("--only=").map(str::to_owned));
+    let picked: Vec<_> = sandboxes
+        .iter()
+        .copied()
+        .filter(|(name, ..)| only.as_deref().is_none_or(|word| name.contains(word)))
+        .collect();
+    let mut variants = variants(&dir, &helper, &picked);
+    if let Some(baseline) = std::env::args().find_map(|a| a.strip_prefix("--baseline-helper=").map(PathBuf::from)) {
+        variants.extend(variants_of(
+            &dir,
+            &baseline,
+            &[("  baseline helper", "bwrap", true, true)],
+        ));
+    }
     println!("execute of `true`: {runs} runs of {rounds} interleaved rounds (network off, PID namespace for bwrap)");
     let true_medians = measure(&variants, &ExecRequest::new("true"), runs, rounds);
+    if std::env::args().any(|a| a == "--true-only") {
+        drop((true_medians, variants));
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
 
     let observed = [
         ("bwrap supervisor", "bwrap", true, true),

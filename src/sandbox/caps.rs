@@ -7,8 +7,21 @@
 /// inheritable ones, so even root keeps no capability (mount, ptrace, raw
 /// sockets...). False when the kernel refused `capset` (errno says why).
 pub(crate) fn drop_all() -> bool {
+    // Only what the set holds: each drop copies the process's credentials
+    // (a supervisor's bounding set holds three capabilities, and its inits
+    // drop them for every command).
     for cap in 0..=63 {
-        // SAFETY: prctl with plain integers; EINVAL past the last cap is fine.
+        // SAFETY: prctl with plain integers.
+        let held = unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) };
+        if held == 0 {
+            continue;
+        }
+        // EINVAL: past the last capability. Any other failure to read
+        // drops all the same.
+        if held < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+            break;
+        }
+        // SAFETY: prctl with plain integers.
         unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
     }
     // SAFETY: prctl with constant arguments.

@@ -96,18 +96,25 @@ struct Args {
     fresh: Vec<CString>,
     /// What the sandbox mounts below those, carried over onto each.
     keep: Vec<CString>,
+    /// The signals whose disposition is not the default in the supervisor,
+    /// and so in each init it clones: what an init resets for its command.
+    not_default: Vec<libc::c_int>,
 }
 
 /// Runs the supervisor: returns only on failure to set up, with a message
 /// for stderr; exits 0 once the host has closed the control socket and the
 /// last command it started has ended.
 pub fn supervise_main(args: &[OsString]) -> String {
-    let args = match parse_args(args) {
+    let mut args = match parse_args(args) {
         Ok(args) => args,
         Err(e) => return format!("bash-mcp sandbox supervisor: {e}"),
     };
     match setup(args.net_listen) {
-        Ok(sigfd) => serve(&sigfd, &args),
+        Ok(sigfd) => {
+            // The supervisor changes no disposition from here on.
+            args.not_default = not_default_signals();
+            serve(&sigfd, &args)
+        }
         Err(e) => format!("bash-mcp sandbox supervisor: {e}"),
     }
 }
@@ -122,6 +129,7 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
         net_listen: None,
         fresh: vec![c"/dev/shm".to_owned()],
         keep: Vec::new(),
+        not_default: Vec::new(),
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -434,7 +442,7 @@ fn init(taken: OwnedFd, sigfd: RawFd, args: &Args) -> ! {
     // Failures here are reported to the request this init gets.
     let prepared = mount_proc(args.pid_max)
         .and_then(|()| args.fresh.iter().try_for_each(|target| fresh_tmpfs(target, &args.keep)))
-        .and_then(|()| settle())
+        .and_then(|()| settle(&args.not_default))
         .and_then(|()| Stack::new());
     let mut buf = [0u8; 16];
     let received = loop {
@@ -706,28 +714,17 @@ fn mount_point_like(path: &CStr, tree: &OwnedFd) -> Result<(), i32> {
 /// ignored SIGPIPE included; as PID 1, the init then ignores every signal
 /// sent from inside its namespace), no capability left (it needed them only
 /// for the mounts), and `no_new_privs`.
-fn settle() -> Result<(), i32> {
-    // The raw call: glibc refuses to touch the two signals it keeps for
-    // itself (32 and 33), which must start at their default too.
-    #[repr(C)]
-    struct KernelSigaction {
-        handler: usize,
-        flags: libc::c_ulong,
-        restorer: usize,
-        mask: u64,
-    }
+fn settle(not_default: &[libc::c_int]) -> Result<(), i32> {
     let default = KernelSigaction {
         handler: libc::SIG_DFL,
         flags: 0,
         restorer: 0,
         mask: 0,
     };
-    for signal in 1..=64 {
-        if signal != libc::SIGKILL && signal != libc::SIGSTOP {
-            // SAFETY: sets a disposition from a valid kernel sigaction of
-            // the size given; the old one is not asked for.
-            unsafe { libc::syscall(libc::SYS_rt_sigaction, signal, &default, std::ptr::null::<u8>(), 8usize) };
-        }
+    for &signal in not_default {
+        // SAFETY: sets a disposition from a valid kernel sigaction of the
+        // size given; the old one is not asked for.
+        unsafe { libc::syscall(libc::SYS_rt_sigaction, signal, &default, std::ptr::null::<u8>(), 8usize) };
     }
     if !crate::sandbox::caps::drop_all() {
         return Err(last_errno());
@@ -737,6 +734,39 @@ fn settle() -> Result<(), i32> {
         return Err(last_errno());
     }
     Ok(())
+}
+
+/// The kernel's `struct sigaction`, for the raw call: glibc refuses to
+/// touch the two signals it keeps for itself (32 and 33), which must start
+/// at their default too.
+#[repr(C)]
+struct KernelSigaction {
+    handler: usize,
+    flags: libc::c_ulong,
+    restorer: usize,
+    mask: u64,
+}
+
+/// Every signal whose disposition in this process is not the default
+/// (ignored, or handled): the ones an init must reset, once, rather than
+/// all 64 for each command.
+fn not_default_signals() -> Vec<libc::c_int> {
+    (1..=64)
+        .filter(|&signal| signal != libc::SIGKILL && signal != libc::SIGSTOP)
+        .filter(|&signal| {
+            let mut old = KernelSigaction {
+                handler: libc::SIG_DFL,
+                flags: 0,
+                restorer: 0,
+                mask: 0,
+            };
+            // SAFETY: reads one disposition into a kernel sigaction we own
+            // of the size given; none is set.
+            let rc = unsafe { libc::syscall(libc::SYS_rt_sigaction, signal, std::ptr::null::<u8>(), &mut old, 8usize) };
+            // One that cannot be read is reset all the same.
+            rc != 0 || old.handler != libc::SIG_DFL
+        })
+        .collect()
 }
 
 /// Until the command's shell exits: reap whatever is reparented to us,
