@@ -195,6 +195,8 @@ fn without_bubblewrap_the_default_runs_on_landlock() {
     let landlock = SandboxConfig {
         mode: Mode::WorkspaceWrite,
         backend: bash_mcp::sandbox::BackendChoice::Landlock,
+        // The probe runs in this test program, which is not next to the binary.
+        helper_path: Some(PathBuf::from(BIN)),
         ..SandboxConfig::default()
     };
     if !sandbox_works(&landlock, "landlock") {

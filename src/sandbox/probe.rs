@@ -167,7 +167,9 @@ fn check_bwrap(configured: Option<&Path>) -> Check {
     if disable_userns {
         trial.arg("--disable-userns");
     }
-    trial.args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]);
+    // A program named by its path: the trial must not depend on the server's PATH.
+    trial.args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
+    trial.args(["--", "/bin/sh", "-c", ":"]);
     match trial.stdin(Stdio::null()).output() {
         Ok(out) if out.status.success() => Check {
             backend: Some(Backend::Bwrap { path, disable_userns }),
@@ -217,8 +219,12 @@ fn check_landlock(configured: Option<&Path>) -> Check {
         );
     };
     let spec = serde_json::to_string(&HelperSpec::default()).expect("spec serializes");
+    // The helper runs itself as the trial program: a path that exists whatever
+    // the server's PATH holds.
     let out = Command::new(&helper)
-        .args([HELPER_ARG, &spec, "--", "true"])
+        .args([HELPER_ARG, &spec, "--"])
+        .arg(&helper)
+        .arg("--version")
         .stdin(Stdio::null())
         .output();
     match out {
