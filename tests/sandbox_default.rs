@@ -309,6 +309,48 @@ fn sessions_live_in_the_default_sandbox() {
     assert_no_survivors(&tag);
 }
 
+/// A configuration file in the protected `~/.config/bash-mcp` is accepted
+/// with the home directory as the working directory, and no command can
+/// change it.
+#[test]
+fn a_configuration_file_in_the_protected_config_folder_is_kept_from_commands() {
+    if !default_works() {
+        return;
+    }
+    let home = TempDir::new("default-home");
+    let data = TempDir::outside_tmp("default-home-data");
+    let folder = home.join(".config/bash-mcp");
+    std::fs::create_dir_all(&folder).unwrap();
+    let config = folder.join("config.toml");
+    let text = "timeout_seconds = 60\n";
+    std::fs::write(&config, text).unwrap();
+    let tag = unique_tag("default-home");
+    let mut command = Command::new(BIN);
+    command
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .arg("--working-dir")
+        .arg(&*home)
+        .env("HOME", &*home)
+        .env("XDG_DATA_HOME", &*data)
+        .env(TAG_VAR, &tag);
+    let mut server = Serve::launch(command, data.join("serve.log"));
+    let result = server.run(&format!(
+        "echo '{OPT_OUT}' >> {}; echo mine > {}; echo done",
+        config.display(),
+        home.join("mine.txt").display()
+    ));
+    assert!(result["output"].as_str().unwrap_or("").contains("done"), "{result}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), text, "{result}");
+    assert!(
+        home.join("mine.txt").exists(),
+        "the home directory is the writable root: {result}"
+    );
+    server.stop();
+    assert_no_survivors(&tag);
+}
+
 #[test]
 fn quiet_hides_the_start_up_line() {
     let place = Place::new("default-quiet");

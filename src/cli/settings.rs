@@ -192,10 +192,26 @@ fn out_of_the_sandboxs_reach(path: &Path, settings: &Settings) -> Result<(), Str
     let roots = sandbox.roots_for(&settings.working_dir);
     let file =
         std::fs::canonicalize(path).map_err(|e| format!("cannot resolve config file {}: {e}", path.display()))?;
+    let roots: Vec<PathBuf> = roots.iter().filter_map(|r| std::fs::canonicalize(r).ok()).collect();
+    // A protected place inside the roots is kept as it is (the default
+    // `~/.config/bash-mcp` among them): a file there is out of reach. One
+    // that is a root, or holds one, is not kept.
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let kept = sandbox
+        .protected
+        .iter()
+        .filter_map(|entry| match entry.strip_prefix("~/") {
+            Some(rest) => home.as_ref().map(|h| h.join(rest)),
+            None => Some(PathBuf::from(entry)).filter(|p| p.is_absolute()),
+        });
+    if kept
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .filter(|p| !roots.iter().any(|root| root.starts_with(p)))
+        .any(|p| file.starts_with(p))
+    {
+        return Ok(());
+    }
     for root in roots {
-        let Ok(root) = std::fs::canonicalize(&root) else {
-            continue;
-        };
         if file.starts_with(&root) {
             return Err(format!(
                 "{}: this configuration file lies inside the sandbox's writable root {}, where a sandboxed command could rewrite it (and turn the sandbox off for the next start); move it outside every writable root, or choose other `sandbox.writable_roots` or another --working-dir",
@@ -467,6 +483,16 @@ mod tests {
         )
         .unwrap();
         assert!(load(&elsewhere).is_ok());
+        // Inside a protected place of the root, it is kept from commands.
+        let kept = serde_json::json!({"sandbox": {"mode": "workspace-write", "protected": [folder().join("kept")]}, "working_dir": folder()});
+        std::fs::create_dir_all(folder().join("kept")).unwrap();
+        let inside_kept = folder().join("kept/config.json");
+        std::fs::write(&inside_kept, kept.to_string()).unwrap();
+        assert!(load(&with_file(inside_kept.clone())).is_ok());
+        // Not when the protected place is itself the root.
+        let root_kept = serde_json::json!({"sandbox": {"mode": "workspace-write", "protected": [folder().join("kept")]}, "working_dir": folder().join("kept")});
+        std::fs::write(&inside_kept, root_kept.to_string()).unwrap();
+        assert!(load(&with_file(inside_kept)).is_err());
         let read_only = serde_json::json!({"sandbox": {"mode": "read-only"}, "working_dir": folder()});
         std::fs::write(&config, read_only.to_string()).unwrap();
         assert!(load(&with_file(config)).is_ok());
