@@ -205,10 +205,20 @@ fn without_bubblewrap_the_default_runs_on_landlock() {
     let abi = bash_mcp::sandbox::landlock::landlock_abi().unwrap_or(0);
     let place = Place::new("default-landlock");
     let config = place.config("empty.toml", "");
-    let empty_path = TempDir::outside_tmp("default-landlock-path");
+    // A PATH with the usual tools and no bwrap, as where bubblewrap is not installed.
+    let tools = TempDir::outside_tmp("default-landlock-path");
+    for tool in ["true", "sh", "curl"] {
+        if let Some(found) = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(tool))
+            .find(|p| p.exists())
+        {
+            std::os::unix::fs::symlink(found, tools.join(tool)).unwrap();
+        }
+    }
     let tag = unique_tag("default-landlock");
     let mut command = place.serve_command(&config, &tag, &[]);
-    command.env("PATH", &*empty_path);
+    command.env("PATH", &*tools);
     let mut server = Serve::launch(command, place.log());
     let project = std::fs::canonicalize(&*place.project).unwrap();
     let in_force = server.call("status", json!({}))["sandbox"]["in_force"].clone();
