@@ -3,7 +3,7 @@
 //! The token owns an eventfd so that a call blocked in `poll` wakes up the
 //! moment it is cancelled, instead of noticing on its next timer tick.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -34,10 +34,8 @@ struct Inner {
 impl CancelToken {
     /// A token that is not cancelled.
     pub fn new() -> Self {
-        // SAFETY: eventfd takes no pointer; the fd it returns is owned below.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        // SAFETY: a non-negative fd from eventfd is fresh and open, and nothing else owns it.
-        let wake = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
+        use rustix::event::EventfdFlags;
+        let wake = rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).ok();
         Self {
             inner: Arc::new(Inner {
                 cancelled: AtomicBool::new(false),
@@ -52,9 +50,7 @@ impl CancelToken {
             return;
         }
         if let Some(fd) = &self.inner.wake {
-            let one: u64 = 1;
-            // SAFETY: writes 8 bytes from a valid u64 to an eventfd we own.
-            unsafe { libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+            let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
         }
     }
 

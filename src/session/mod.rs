@@ -27,7 +27,7 @@ mod wait;
 mod window;
 
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -122,9 +122,7 @@ impl Session {
             }
         }
         self.changed.notify_all();
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes to our eventfd.
-        unsafe { libc::write(self.stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        let _ = rustix::io::write(&self.stop, &1u64.to_ne_bytes());
         if let Some(handle) = self.reader.lock().unwrap_or_else(PoisonError::into_inner).take() {
             let _ = handle.join();
         }

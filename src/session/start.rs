@@ -2,7 +2,7 @@
 //! building its `Session` and waiting for its first prompt.
 
 use std::ffi::CString;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -391,21 +391,19 @@ fn spawn(
     let pass_fds = sandbox.as_ref().map_or(&[][..], |w| &w.pass_fds);
     let pid = pty::spawn_on_pty(program_c, argv, &envp, &prepared.cwd_c, &pty.slave_path, pass_fds)
         .map_err(|e| spawn_failed(format!("could not start {}: {e}", program.display())))?;
-    // SAFETY: plain syscall; the fd is owned below.
-    let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-    if stop < 0 {
-        kill_session_tree(pid);
-        return Err(spawn_failed(format!(
-            "eventfd failed: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
+    let flags = rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK;
+    let stop = match rustix::event::eventfd(0, flags) {
+        Ok(stop) => stop,
+        Err(e) => {
+            kill_session_tree(pid);
+            return Err(spawn_failed(format!("eventfd failed: {}", std::io::Error::from(e))));
+        }
+    };
     Ok(Spawned {
         pid,
         master: pty.master,
         tty,
-        // SAFETY: eventfd returned a fresh fd.
-        stop: unsafe { OwnedFd::from_raw_fd(stop) },
+        stop,
         sandbox_temp: sandbox.as_ref().and_then(|w| w.command_temp.clone()),
         sandbox_cgroup: sandbox.as_ref().and_then(|w| w.cgroup.clone()),
         network: sandbox.and_then(|w| w.network),

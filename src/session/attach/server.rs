@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Weak;
@@ -35,14 +35,14 @@ impl AttachServer {
         let path = crate::ids::attach_socket_path();
         let (listener, dir, name) = bind(&path)
             .map_err(|e| io::Error::new(e.kind(), format!("could not listen on {}: {e}", path.display())))?;
-        // SAFETY: plain syscall; the fd is owned below.
-        let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if stop < 0 {
-            let _ = dir.remove(&name);
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: eventfd returned a fresh fd.
-        let stop = unsafe { OwnedFd::from_raw_fd(stop) };
+        use rustix::event::EventfdFlags;
+        let stop = match rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK) {
+            Ok(stop) => stop,
+            Err(e) => {
+                let _ = dir.remove(&name);
+                return Err(e.into());
+            }
+        };
         let stop_fd = stop.as_raw_fd();
         let thread = std::thread::Builder::new()
             .name("bash-mcp-attach".into())
@@ -69,9 +69,7 @@ impl AttachServer {
 
 impl Drop for AttachServer {
     fn drop(&mut self) {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes to our eventfd.
-        unsafe { libc::write(self.stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        let _ = rustix::io::write(&self.stop, &1u64.to_ne_bytes());
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
