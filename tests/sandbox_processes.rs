@@ -440,6 +440,21 @@ fn a_helper_killed_from_outside_is_named_in_the_result() {
         "{result}"
     );
     assert_none_sleeping(&sleep, "landlock");
+    // The killed helper could not remove its command's cgroup; the next
+    // helper to make one removes it.
+    let left = format!("bash-mcp-{}", helpers[0]);
+    let next = Command::new(HELPER)
+        .args(["exec", "-c"])
+        .arg(&config)
+        .arg("-C")
+        .arg(&*dir)
+        .arg("true")
+        .env(TAG_VAR, &tag)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(next.status.success(), "{next:?}");
+    assert!(!cgroup_exists(&left), "the killed helper's cgroup {left} is still there");
     assert_no_survivors(&tag);
 }
 

@@ -120,6 +120,34 @@ fn mount_of(line: &str, v2: bool) -> Option<(PathBuf, PathBuf)> {
     matches.then(|| (PathBuf::from(root), PathBuf::from(point)))
 }
 
+/// Removes the empty cgroups named `<prefix><pid>...` under `parent` whose
+/// process is gone: a process that ends without running its destructors
+/// (`std::process::exit`, a crash, a kill) leaves its cgroups behind.
+pub(super) fn sweep_gone(parent: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        let gone =
+            unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            // Fails, and leaves it, while a process is still in it.
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
+/// The name of a command's cgroup, before the helper's pid.
+const COMMAND_PREFIX: &str = "bash-mcp-";
+
 /// A `pids` cgroup of one command's own, made by the Landlock helper under
 /// its own cgroup; removed once the command's processes are gone.
 #[derive(Debug)]
@@ -131,8 +159,11 @@ impl CommandCgroup {
     /// A new cgroup that lets in at most `max` processes, or `None` where
     /// none can be made (see [`pids_cgroup`]).
     pub fn create(max: u32) -> Option<CommandCgroup> {
+        let parent = pids_cgroup()?;
+        // A helper killed before it removed its cgroup left it behind.
+        sweep_gone(&parent, COMMAND_PREFIX);
         // SAFETY: getpid cannot fail.
-        let dir = pids_cgroup()?.join(format!("bash-mcp-{}", unsafe { libc::getpid() }));
+        let dir = parent.join(format!("{COMMAND_PREFIX}{}", unsafe { libc::getpid() }));
         std::fs::create_dir(&dir).ok()?;
         let cgroup = CommandCgroup { dir };
         std::fs::write(cgroup.dir.join("pids.max"), max.to_string()).ok()?;

@@ -93,7 +93,7 @@ impl SandboxCgroup {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let parent = limits::pids_cgroup()
             .ok_or_else(|| std::io::Error::other("no pids cgroup may be created here any more"))?;
-        sweep(&parent);
+        limits::sweep_gone(&parent, PREFIX);
         let dir = parent.join(format!(
             "{PREFIX}{}-{}",
             std::process::id(),
@@ -121,31 +121,6 @@ impl SandboxCgroup {
 
 /// The name of a sandbox's cgroup, before `<server pid>-<n>`.
 const PREFIX: &str = "bash-mcp-sandbox-";
-
-/// Removes the empty cgroups of servers that are gone: a process that
-/// ends without running its destructors (`std::process::exit`, a crash, a
-/// kill) leaves its sandboxes' cgroups behind.
-fn sweep(parent: &std::path::Path) {
-    let Ok(entries) = std::fs::read_dir(parent) else { return };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<libc::pid_t>().ok())
-        else {
-            continue;
-        };
-        // SAFETY: signal 0 only checks that the process exists.
-        let gone =
-            unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        if gone {
-            // Fails, and leaves it, while a process is still in it.
-            let _ = std::fs::remove_dir(entry.path());
-        }
-    }
-}
 
 fn open_dir(dir: &std::path::Path) -> std::io::Result<OwnedFd> {
     let path = CString::new(dir.as_os_str().as_encoded_bytes()).map_err(std::io::Error::other)?;
