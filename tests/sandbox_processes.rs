@@ -454,7 +454,10 @@ fn a_helper_killed_from_outside_is_named_in_the_result() {
         .output()
         .unwrap();
     assert!(next.status.success(), "{next:?}");
-    assert!(!cgroup_exists(&left), "the killed helper's cgroup {left} is still there");
+    assert!(
+        !cgroup_exists(&left),
+        "the killed helper's cgroup {left} is still there"
+    );
     assert_no_survivors(&tag);
 }
 
@@ -637,12 +640,12 @@ fn a_fork_bomb_in_a_session_stops_at_the_process_limit() {
         assert!(text.contains("fork failed after") && made < LIMIT, "{route}: {result}");
         assert!(made > LIMIT / 2, "{route}: far fewer than the limit: {result}");
         // The session's sleeps still fill its bound: the server's other
-        // commands are not held by it.
+        // commands are not held by it. The last children forked may still be
+        // on their way to exec'ing sleep.
+        wait_until(&format!("{route}: the session's processes are gone early"), || {
+            sleeping(&sleep).len() as u32 >= made
+        });
         let held = sleeping(&sleep);
-        assert!(
-            held.len() as u32 >= made,
-            "{route}: the session's processes are gone early"
-        );
         let cgroups: std::collections::BTreeSet<String> = held
             .iter()
             .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok())
