@@ -173,9 +173,17 @@ fn exercise(serve: &mut Serve, project: &Path, tag: &str) {
         let r = serve.call("execute", json!({"command": command, "working_dir": repo}));
         assert_eq!(r["exit_code"], 0, "{r}");
     }
-    // A project file a command wrote, which the server reads for later calls.
-    let r = serve.run("printf 'allowed_roots = []\\nmode = \"extend\"\\n' > .bash-mcp.toml && echo written");
-    assert_eq!(r["output"], "written\n", "{r}");
+    // A project file the server reads for later calls. A command cannot
+    // plant one (the working directory keeps its protected names); the
+    // person can, and the server's read of it is audited all the same.
+    let r = serve.run("printf 'allowed_roots = []\\n' > .bash-mcp.toml && echo written");
+    assert_ne!(r["exit_code"], 0, "{r}");
+    assert!(!project.join(".bash-mcp.toml").exists(), "{r}");
+    std::fs::write(
+        project.join(".bash-mcp.toml"),
+        "allowed_roots = []\nmode = \"extend\"\n",
+    )
+    .unwrap();
     serve.run("true");
     // Sessions of every shell, with history suppressed (the default) and kept.
     let mut sessions = Vec::new();
