@@ -11,12 +11,12 @@ mod common;
 #[path = "common/serve.rs"]
 mod serve;
 
-use std::io::{BufRead, Write};
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use common::host_service::HostService;
 use common::sandboxes::{HELPER, have, have_python, route_available};
 use common::*;
 use serde_json::{Value, json};
@@ -289,53 +289,6 @@ fn a_test_server_on_the_loopback_is_reached_from_the_same_command() {
         assert_clean_success(&what, &result);
         assert_served(&what, output(&result));
         world.finish();
-    }
-}
-
-/// A server on the host's loopback answering each request with `body`,
-/// until dropped.
-struct HostService {
-    port: u16,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl HostService {
-    fn start(body: &'static str) -> HostService {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let s = stop.clone();
-        let thread = std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if s.load(std::sync::atomic::Ordering::SeqCst) {
-                    return;
-                }
-                let Ok(stream) = stream else { continue };
-                let mut line = String::new();
-                let mut reader = std::io::BufReader::new(&stream);
-                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    line.clear();
-                }
-                let _ = (&stream)
-                    .write_all(format!("HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
-            }
-        });
-        HostService {
-            port,
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for HostService {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -6,11 +6,12 @@
 
 mod common;
 
-use std::io::{BufRead, Write};
-use std::net::{TcpListener, ToSocketAddrs};
+use std::io::Write;
+use std::net::ToSocketAddrs;
 use std::path::Path;
 
 use bash_mcp::McpServer;
+use common::host_service::HostService;
 use common::sandboxes::*;
 use common::*;
 use serde_json::{Value, json};
@@ -240,42 +241,13 @@ fn a_direct_connection_and_udp_have_no_route_and_the_connection_is_named() {
     }
 }
 
-/// A server on the host's loopback answering each request with `body`.
-fn host_service(
-    body: &'static str,
-) -> (
-    u16,
-    std::thread::JoinHandle<()>,
-    std::sync::Arc<std::sync::atomic::AtomicBool>,
-) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let s = stop.clone();
-    let handle = std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            if s.load(std::sync::atomic::Ordering::SeqCst) {
-                return;
-            }
-            let Ok(stream) = stream else { continue };
-            let mut line = String::new();
-            let mut reader = std::io::BufReader::new(&stream);
-            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                line.clear();
-            }
-            let _ = (&stream)
-                .write_all(format!("HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
-        }
-    });
-    (port, handle, stop)
-}
-
 #[test]
 fn an_allowed_name_resolving_to_loopback_is_refused_unless_the_operator_lists_the_address() {
     if !have("curl") {
         return skip_missing("curl");
     }
-    let (port, service, stop) = host_service("host service");
+    let service = HostService::start("host service");
+    let port = service.port;
     for route in BY_NAME.iter().filter(|r| route_available(r)) {
         let dir = TempDir::new("net-loopback");
         // Through the Rust API this time.
@@ -321,9 +293,7 @@ fn an_allowed_name_resolving_to_loopback_is_refused_unless_the_operator_lists_th
         assert_eq!(output(&result), "host service", "{route}: {result}");
         assert_eq!(denied(&result), Vec::<Value>::new(), "{route}: {result}");
     }
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    let _ = std::net::TcpStream::connect(("127.0.0.1", port));
-    service.join().unwrap();
+    drop(service);
 }
 
 #[test]
@@ -466,7 +436,8 @@ fn on_landlock_nothing_but_the_proxy_is_reachable() {
     if !route_available("landlock") || !have_python() {
         return;
     }
-    let (port, service, stop) = host_service("host service");
+    let service = HostService::start("host service");
+    let port = service.port;
     let abstract_name = format!("bash-mcp-net-abstract-{}", std::process::id());
     let unix = abstract_listener(&abstract_name);
     let ip = ("pypi.org", 443)
@@ -582,9 +553,7 @@ fn on_landlock_nothing_but_the_proxy_is_reachable() {
         }
     }
     assert_eq!(unix.accepted(), 0, "the host's abstract socket was reached");
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    let _ = std::net::TcpStream::connect(("127.0.0.1", port));
-    service.join().unwrap();
+    drop(service);
 }
 
 /// A listening abstract Unix socket of the host's (as a desktop's services

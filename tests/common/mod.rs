@@ -2,6 +2,7 @@
 //! checks that nothing a test started survived it.
 #![allow(dead_code)]
 
+pub mod host_service;
 pub mod sandboxes;
 
 use std::path::Path;
