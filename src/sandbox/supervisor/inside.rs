@@ -546,8 +546,9 @@ fn fail(sock: RawFd, errno: i32) -> ! {
 
 /// A procfs for this PID namespace (the command sees its own processes,
 /// and `/proc/$$` is its shell), with bubblewrap's read-only covers; and,
-/// before they go on, the namespace's `pid_max` (Linux 6.14 and later: on
-/// older kernels the write fails and the namespace shares the host's).
+/// before they go on, the namespace's `pid_max` (asked for only on Linux
+/// 6.14 and later, where a namespace has one of its own: a write that
+/// fails there fails the command, which must not run unbounded).
 fn mount_proc(pid_max: Option<u32>) -> Result<(), i32> {
     // SAFETY: mount calls with NUL-terminated constant paths.
     unsafe {
@@ -563,7 +564,7 @@ fn mount_proc(pid_max: Option<u32>) -> Result<(), i32> {
             return Err(last_errno());
         }
         if let Some(pid_max) = pid_max {
-            set_pid_max(pid_max);
+            set_pid_max(pid_max)?;
         }
         for path in PROC_COVERS {
             if libc::mount(
@@ -588,8 +589,8 @@ fn mount_proc(pid_max: Option<u32>) -> Result<(), i32> {
     Ok(())
 }
 
-/// Writes this PID namespace's `pid_max` (best effort: see [`mount_proc`]).
-fn set_pid_max(pid_max: u32) {
+/// Writes this PID namespace's `pid_max`.
+fn set_pid_max(pid_max: u32) -> Result<(), i32> {
     let mut digits = [0u8; 12];
     let text = {
         let mut n = pid_max;
@@ -608,10 +609,17 @@ fn set_pid_max(pid_max: u32) {
     // a live buffer of the length given.
     unsafe {
         let fd = libc::open(c"/proc/sys/kernel/pid_max".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd >= 0 {
-            libc::write(fd, text.as_ptr().cast(), text.len());
-            libc::close(fd);
+        if fd < 0 {
+            return Err(last_errno());
         }
+        let written = libc::write(fd, text.as_ptr().cast(), text.len());
+        let result = if written == text.len() as isize {
+            Ok(())
+        } else {
+            Err(last_errno())
+        };
+        libc::close(fd);
+        result
     }
 }
 

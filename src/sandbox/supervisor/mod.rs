@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use super::bwrap::{self, BwrapOptions};
 use super::guard::Layout;
+use super::limits;
 use super::network::Proxy;
 use super::network::inside::PROXY_PORT;
 use super::network::proxy::Clients;
@@ -169,8 +170,13 @@ fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, layout: &Layou
         };
         command.push(CString::new(arg).expect("no NUL"));
     }
-    command.push(CString::new(inside::MAX_PROCESSES_ARG).expect("no NUL"));
-    command.push(CString::new(max_processes.to_string()).expect("digits"));
+    // Only where a PID namespace has a pid_max of its own: there the inits
+    // refuse to run a command they could not bound (status says what bounds
+    // commands elsewhere).
+    if limits::pid_max_per_namespace() {
+        command.push(CString::new(inside::MAX_PROCESSES_ARG).expect("no NUL"));
+        command.push(CString::new(max_processes.to_string()).expect("digits"));
+    }
     if by_name {
         command.push(CString::new(inside::NET_LISTEN_ARG).expect("no NUL"));
         command.push(CString::new(PROXY_PORT.to_string()).expect("digits"));
