@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bash_mcp::{BashServer, McpServer};
+use common::sandboxes::Binary;
 use common::*;
 use serde_json::{Value, json};
 
@@ -1075,66 +1076,6 @@ fn a_host_may_widen_one_call_and_the_audit_log_records_it() {
             entries[2]
         );
         assert_no_survivors(server.tag());
-    }
-}
-
-/// One line-delimited JSON-RPC exchange with `bash-mcp serve`.
-struct Binary {
-    child: std::process::Child,
-    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
-}
-
-impl Binary {
-    fn serve(config: &Path, dir: &Path) -> Binary {
-        let mut child = Command::new(HELPER)
-            .args(["serve", "--config"])
-            .arg(config)
-            .arg("--working-dir")
-            .arg(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
-        let mut binary = Binary { child, lines };
-        binary.request(
-            0,
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
-        );
-        binary.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        binary
-    }
-
-    fn send(&mut self, message: Value) {
-        use std::io::Write;
-        let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{message}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let line = self.lines.next().expect("a reply before the binary exits").unwrap();
-            let reply: Value = serde_json::from_str(&line).unwrap();
-            if reply["id"] == id {
-                return reply;
-            }
-        }
-    }
-
-    fn execute(&mut self, id: u64, args: Value) -> Value {
-        let reply = self.request(id, "tools/call", json!({"name": "execute", "arguments": args}));
-        reply["result"]["structuredContent"].clone()
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait();
     }
 }
 

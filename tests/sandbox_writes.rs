@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use bash_mcp::{BashServer, McpServer};
+use common::sandboxes::Binary;
 use common::*;
 use serde_json::{Value, json};
 
@@ -172,64 +173,6 @@ fn a_session_in_another_dir_gains_no_write_access() {
         assert!(project.join("y").exists(), "{backend}: {result}");
         let closed = call_tool(&*server, "session_close", json!({"session_id": id}));
         assert!(closed.get("error").is_none(), "{closed}");
-    }
-}
-
-/// One line-delimited JSON-RPC exchange with `bash-mcp serve`.
-struct Binary {
-    child: std::process::Child,
-    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
-}
-
-impl Binary {
-    fn serve(config: &str, dir: &Path) -> Binary {
-        let mut child = Command::new(HELPER)
-            .args(["serve", "--config", config, "--working-dir"])
-            .arg(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
-        let mut binary = Binary { child, lines };
-        binary.request(
-            0,
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
-        );
-        binary.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        binary
-    }
-
-    fn send(&mut self, message: Value) {
-        use std::io::Write;
-        let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{message}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let line = self.lines.next().expect("a reply before the binary exits").unwrap();
-            let reply: Value = serde_json::from_str(&line).unwrap();
-            if reply["id"] == id {
-                return reply;
-            }
-        }
-    }
-
-    fn execute(&mut self, id: u64, args: Value) -> Value {
-        let reply = self.request(id, "tools/call", json!({"name": "execute", "arguments": args}));
-        reply["result"]["structuredContent"].clone()
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait();
     }
 }
 
@@ -700,23 +643,9 @@ fn added_roots_compose_with_the_working_dir_in_the_binarys_toml() {
         std::fs::write(&config, toml).unwrap();
         {
             // HOME is the cache's parent, so `~/<cache>` is the cache.
-            let mut child = Command::new(HELPER)
-                .args(["serve", "--config", config.to_str().unwrap(), "--working-dir"])
-                .arg(&*dirs.project)
-                .env("HOME", dirs.cache.parent().unwrap())
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
-            let mut binary = Binary { child, lines };
-            binary.request(
-                0,
-                "initialize",
-                json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
-            );
-            binary.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+            let mut command = Binary::command(&config, &dirs.project);
+            command.env("HOME", dirs.cache.parent().unwrap());
+            let mut binary = Binary::start(command);
             let result = binary.execute(1, json!({"command": dirs.command()}));
             dirs.assert_composed(backend, &result);
         }

@@ -2,6 +2,7 @@
 //! and route a command can take, and the configuration that selects it.
 
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use bash_mcp::{BashServer, McpServer};
@@ -219,4 +220,78 @@ pub fn processes_with(needle: &str) -> Vec<i32> {
         }
     }
     found
+}
+
+/// One line-delimited JSON-RPC exchange with `bash-mcp serve`, initialized.
+pub struct Binary {
+    child: std::process::Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl Binary {
+    /// `bash-mcp serve --config <config> --working-dir <dir>`, started.
+    pub fn serve(config: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Binary {
+        Binary::start(Binary::command(config, dir))
+    }
+
+    /// The command line of [`Binary::serve`], for a caller that sets more.
+    pub fn command(config: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Command {
+        let mut command = Command::new(HELPER);
+        command
+            .args(["serve".as_ref(), "--config".as_ref(), config.as_ref()])
+            .arg("--working-dir")
+            .arg(dir);
+        command
+    }
+
+    /// Starts `command` (a `bash-mcp serve`) and initializes the session.
+    pub fn start(mut command: Command) -> Binary {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        let mut binary = Binary { child, lines };
+        binary.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        binary.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        binary
+    }
+
+    pub fn send(&mut self, message: Value) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let line = self.lines.next().expect("a reply before the binary exits").unwrap();
+            let reply: Value = serde_json::from_str(&line).unwrap();
+            if reply["id"] == id {
+                return reply;
+            }
+        }
+    }
+
+    /// The structured result of an `execute` call with `args`.
+    pub fn execute(&mut self, id: u64, args: Value) -> Value {
+        let reply = self.request(id, "tools/call", json!({"name": "execute", "arguments": args}));
+        reply["result"]["structuredContent"].clone()
+    }
+}
+
+impl Drop for Binary {
+    /// Closes its input, which ends the server, and reaps it.
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
 }
