@@ -188,19 +188,19 @@ fn curl(url: &str, format: &str, proxy: Option<&Proxy>) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// One of curl's timings (`field`, in seconds) of a fetch of `url`.
+fn curl_time(url: &str, field: &str, proxy: Option<&Proxy>) -> Duration {
+    let secs: f64 = curl(url, field, proxy).trim().parse().unwrap();
+    Duration::from_secs_f64(secs)
+}
+
 fn registry_throughput(proxy: &Proxy, runs: usize, rounds: usize) {
     let size: f64 = curl(LARGE, "%{size_download}", None).trim().parse().unwrap();
     println!(
         "throughput, {:.1} MB from {LARGE} with curl: {runs} runs of {rounds} interleaved rounds",
         size / 1e6
     );
-    let fetch = |proxied: bool| -> Duration {
-        let secs: f64 = curl(LARGE, "%{time_total}", proxied.then_some(proxy))
-            .trim()
-            .parse()
-            .unwrap();
-        Duration::from_secs_f64(secs)
-    };
+    let fetch = |proxied: bool| curl_time(LARGE, "%{time_total}", proxied.then_some(proxy));
     let (direct, proxied) = interleaved(runs, rounds, &fetch);
     report_rate(
         "direct",
@@ -217,13 +217,7 @@ fn registry_throughput(proxy: &Proxy, runs: usize, rounds: usize) {
 /// connects on the CONNECT): what the proxy adds.
 fn tls_setup(proxy: &Proxy, runs: usize, rounds: usize) {
     println!("TLS connection set-up to {SMALL} (curl time_appconnect): {runs} runs of {rounds} interleaved rounds");
-    let setup = |proxied: bool| -> Duration {
-        let secs: f64 = curl(SMALL, "%{time_appconnect}", proxied.then_some(proxy))
-            .trim()
-            .parse()
-            .unwrap();
-        Duration::from_secs_f64(secs)
-    };
+    let setup = |proxied: bool| curl_time(SMALL, "%{time_appconnect}", proxied.then_some(proxy));
     let (direct, proxied) = interleaved(runs, rounds, &setup);
     let added: Vec<f64> = direct.iter().zip(&proxied).map(|(d, p)| ms(*p) - ms(*d)).collect();
     let (d, p) = (median(&mut direct.clone()), median(&mut proxied.clone()));
