@@ -8,7 +8,9 @@
  * request is not asked again); a value that names no answer denies; a
  * callback that does not return within its bound denies (the test then lets
  * it return before freeing what it uses). Without an approver the call is
- * refused and nothing runs.
+ * refused and nothing runs. bash_mcp_server_run_in_sandbox() with `escalate`
+ * asks the same callback and widens the host's sandbox for the call by
+ * exactly what was approved; a declined escalation runs nothing.
  *
  * Usage: approver   (in an empty scratch directory)
  * Prints one line per failed check and ends with "N passed, M failed".
@@ -97,6 +99,71 @@ static int refused(char *envelope, const char *needle) {
     return ok;
 }
 
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* bash_mcp_server_run_in_sandbox() in a read-only sandbox of the host's,
+ * with `escalate` asking to write in granted/: approved, the command writes
+ * there and nowhere else; declined, nothing runs. Skipped (saying so) where
+ * no sandbox backend works, since then nothing can be widened. */
+static void check_run_in_sandbox_escalate(bash_mcp_server *server, struct person *person) {
+    const char *sandbox = "{\"mode\": \"read-only\", \"on_unavailable\": \"fail\"}";
+    bash_mcp_exec_result *result = NULL;
+    CHECK(bash_mcp_server_run_in_sandbox(server, "{\"command\": \"true\"}", sandbox, NULL, NULL, NULL, &result) ==
+          BASH_MCP_RESULT_OK);
+    const char *error = bash_mcp_exec_result_error_code(result);
+    if (error != NULL && strcmp(error, "sandbox_unavailable") == 0) {
+        printf("SKIP run_in_sandbox with escalate: no sandbox backend works here (%s)\n",
+               bash_mcp_exec_result_error_message(result));
+        bash_mcp_exec_result_free(result);
+        return;
+    }
+    CHECK(error == NULL && bash_mcp_exec_result_exit_code(result) == 0);
+    bash_mcp_exec_result_free(result);
+
+    /* Approved: granted/ becomes writable for this call; the working
+     * directory stays read-only, as the host's sandbox has it. */
+    const char *both = "{\"command\": \"touch granted/widened; touch beside\", \"escalate\": "
+                       "{\"writable_roots\": [\"granted\"], \"reason\": \"cache\"}}";
+    person->answer = BASH_MCP_APPROVAL_ALLOW_ONCE;
+    int asked = person->asked;
+    result = NULL;
+    CHECK(bash_mcp_server_run_in_sandbox(server, both, sandbox, NULL, NULL, NULL, &result) == BASH_MCP_RESULT_OK);
+    CHECK(person->asked == asked + 1);
+    CHECK(strcmp(person->kind, "escalation") == 0 && person->roots_len == 1);
+    CHECK(bash_mcp_exec_result_error_code(result) == NULL);
+    CHECK(bash_mcp_exec_result_exit_code(result) == 1); /* the second touch failed */
+    CHECK(file_exists("granted/widened"));
+    CHECK(!file_exists("beside"));
+    bash_mcp_exec_result_free(result);
+
+    /* The same sandbox without `escalate`: granted/ is read-only again. */
+    result = NULL;
+    CHECK(bash_mcp_server_run_in_sandbox(server, "{\"command\": \"touch granted/plain\"}", sandbox, NULL, NULL,
+                                         NULL, &result) == BASH_MCP_RESULT_OK);
+    CHECK(bash_mcp_exec_result_error_code(result) == NULL && bash_mcp_exec_result_exit_code(result) != 0);
+    CHECK(!file_exists("granted/plain"));
+    bash_mcp_exec_result_free(result);
+
+    /* Declined: refused, typed, and nothing ran. */
+    const char *declined = "{\"command\": \"touch granted/declined; touch ran-anyway\", \"escalate\": "
+                           "{\"writable_roots\": [\"granted\"], \"reason\": \"cache\"}}";
+    person->answer = BASH_MCP_APPROVAL_DENY;
+    asked = person->asked;
+    result = NULL;
+    CHECK(bash_mcp_server_run_in_sandbox(server, declined, sandbox, NULL, NULL, NULL, &result) ==
+          BASH_MCP_RESULT_OK);
+    CHECK(person->asked == asked + 1);
+    error = bash_mcp_exec_result_error_code(result);
+    CHECK(error != NULL && strcmp(error, "permission_denied") == 0);
+    const char *message = bash_mcp_exec_result_error_message(result);
+    CHECK(message != NULL && strstr(message, "nothing was run") != NULL);
+    bash_mcp_exec_result_free(result);
+    CHECK(!file_exists("granted/declined") && !file_exists("ran-anyway"));
+}
+
 int main(void) {
     CHECK(mkdir("granted", 0700) == 0);
     bash_mcp_server *server = NULL;
@@ -140,6 +207,8 @@ int main(void) {
     CHECK(refused(touch(server, "denied"), "denied"));
     CHECK(refused(touch(server, "denied"), "not asked again"));
     CHECK(person.asked == 4 && !exists("denied"));
+
+    check_run_in_sandbox_escalate(server, &person);
 
     person.answer = 7; /* names no answer: a denial */
     CHECK(refused(touch(server, "seven"), "denied"));
