@@ -31,52 +31,42 @@
 //! ```
 
 pub mod approval;
-mod args;
 pub mod audit;
 mod bash;
-mod cancel;
-mod capture;
+mod command;
 pub mod config;
 pub mod content;
 mod dirfd;
 mod error;
-mod exec;
 pub mod ffi;
-mod guard;
-mod ids;
-mod jobs;
-mod limiter;
 pub mod mcp;
-mod outcome;
 mod outputs;
 pub mod permission;
-mod request;
+mod process;
 pub mod roots;
 pub mod sandbox;
-mod server;
 pub mod session;
-mod spawn;
-mod term;
-mod yielding;
+mod tool;
+mod tool_args;
 
-pub use args::ToolArgs;
 pub use bash::{
     BashServer, DEFAULT_BINARIES, DEFAULT_SERVER_NAME, EXECUTE_ARGUMENTS, EXECUTE_DEFINITION, ExecOutcome, ExecRequest,
     Output, SandboxCall, SandboxReport, Status, YieldAfter,
 };
-pub use cancel::CancelToken;
-pub use capture::BoundedOutput;
 pub use config::Config;
 pub use error::{ErrorCode, ToolError, document_text};
-pub use exec::{OutputSink, OutputStream};
-pub use server::{
+pub use process::cancel::CancelToken;
+pub use process::capture::BoundedOutput;
+pub use process::spawn::Streams;
+pub use process::stream::{OutputSink, OutputStream};
+pub use tool::{
     CallClient, CallOptions, McpServer, TaskJob, Tool, ToolDefinition, ToolOutput, ToolRegistry, ToolResponse,
 };
-pub use spawn::Streams;
+pub use tool_args::ToolArgs;
 
 /// Names of the background-job tools, registered beside `execute`.
 pub fn job_tool_names() -> impl Iterator<Item = &'static str> {
-    jobs::JOB_TOOLS.iter().map(|(name, _)| *name)
+    command::jobs::JOB_TOOLS.iter().map(|(name, _)| *name)
 }
 
 /// Names of the session tools, shown while `sessions.enabled` is true.

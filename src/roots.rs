@@ -539,7 +539,7 @@ mod tests {
 
     /// A fresh, resolved temporary directory.
     fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("bash-mcp-roots-{name}-{}", crate::ids::random_id()));
+        let dir = std::env::temp_dir().join(format!("bash-mcp-roots-{name}-{}", crate::process::ids::random_id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::canonicalize(dir).unwrap()
     }

@@ -187,7 +187,7 @@ fn mask_groups(text: &str, caps: &regex::Captures<'_>, groups: &[usize], secrets
 mod tests {
     use super::*;
     use crate::audit::AuditSettings;
-    use crate::ids::random_id;
+    use crate::process::ids::random_id;
     use std::path::PathBuf;
 
     #[test]

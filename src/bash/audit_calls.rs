@@ -6,10 +6,10 @@ use std::time::SystemTime;
 use serde_json::{Map, Value};
 
 use super::{BashServer, Shared};
-use crate::args::ToolArgs;
 use crate::audit::AuditLog;
-use crate::jobs::JobEnd;
-use crate::server::McpServer;
+use crate::command::jobs::JobEnd;
+use crate::tool::McpServer;
+use crate::tool_args::ToolArgs;
 
 impl BashServer {
     /// Counts as a failed call and records, in the audit log if on, a call
@@ -131,7 +131,7 @@ impl Shared {
         pattern: &str,
     ) -> Map<String, Value> {
         let mut entry = Map::new();
-        entry.insert("audit_id".into(), crate::ids::random_id().into());
+        entry.insert("audit_id".into(), crate::process::ids::random_id().into());
         entry.insert("timestamp".into(), crate::audit::rfc3339(started).into());
         entry.insert("server".into(), self.name.as_str().into());
         entry.insert("instance".into(), self.instance.as_str().into());
@@ -161,7 +161,7 @@ impl Shared {
         let pattern = crate::permission::command_pattern_in(&format!("{}.execute", self.name), command, dialect);
         let mut entry = self.audit_head(&log, end.started, "job", Some(command), &pattern);
         entry.insert("job_id".into(), end.id.into());
-        if let Some(crate::request::SandboxCall::HostOverride(sandbox)) = &end.request.sandbox {
+        if let Some(crate::command::request::SandboxCall::HostOverride(sandbox)) = &end.request.sandbox {
             entry.insert("sandbox_override".into(), sandbox.to_value());
         }
         if let Some(principal) = &end.request.principal {

@@ -10,11 +10,11 @@ use serde_json::{Map, Value};
 
 use super::BashServer;
 use crate::approval::{ApprovalKind, ApprovalRequest, GrantItem, Widening};
-use crate::args::ToolArgs;
 use crate::error::{ErrorCode, ToolError};
 use crate::sandbox::SandboxConfig;
 use crate::sandbox::config::{Mode, Network};
 use crate::sandbox::network::NetPolicy;
+use crate::tool_args::ToolArgs;
 
 /// What an `escalate` argument asks for.
 struct Escalate {
@@ -216,7 +216,7 @@ impl BashServer {
     }
 }
 
-use crate::server::McpServer as _;
+use crate::tool::McpServer as _;
 
 /// The network with `hosts` allowed in addition: off becomes a policy of
 /// exactly those hosts; a policy gains them (its deny list still applies

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::{ExecRequest, SandboxCall, Shared};
-use crate::args::ToolArgs;
+use crate::command::jobs::JobManager;
+use crate::command::request::validate_command;
 use crate::error::ToolError;
-use crate::jobs::JobManager;
-use crate::request::validate_command;
 use crate::sandbox::SandboxConfig;
-use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
+use crate::tool::{CallOptions, Tool, ToolDefinition, ToolResponse};
+use crate::tool_args::ToolArgs;
 
 /// The `execute` tool of a [`BashServer`](super::BashServer).
 pub(super) struct ExecuteTool {
@@ -55,9 +55,9 @@ impl Tool for ExecuteTool {
         if request_is_background(args) {
             return self.start_background(request);
         }
-        if let Some(window) = crate::yielding::window(&request, &self.shared.config()) {
+        if let Some(window) = crate::command::yielding::window(&request, &self.shared.config()) {
             // The run itself refuses what it would refuse, before it starts.
-            return crate::yielding::run(&self.jobs, request, window, options, |request, options, until| {
+            return crate::command::yielding::run(&self.jobs, request, window, options, |request, options, until| {
                 self.shared.run_within(request, options, Some(until))
             });
         }

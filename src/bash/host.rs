@@ -9,8 +9,8 @@ use crate::audit::AuditLog;
 use crate::config::Config;
 use crate::error::ToolError;
 use crate::roots;
-use crate::server::CallOptions;
 use crate::session::SessionManager;
+use crate::tool::CallOptions;
 
 impl BashServer {
     /// The session manager (created on first use); an error while sessions

@@ -9,13 +9,13 @@ use super::{
     BashServer, Counters, DEFAULT_SERVER_NAME, EXECUTE_DEFINITION, MAX_DEFAULT_TIMEOUT, Shared, ops, output_read,
 };
 use crate::audit::AuditLog;
+use crate::command::jobs::{JOB_TOOLS, JobEnd, JobManager, JobTool, Runner};
+use crate::command::limiter::Limiter;
 use crate::config::{Config, EnvCache};
 use crate::error::{ErrorCode, ToolError};
-use crate::jobs::{JOB_TOOLS, JobEnd, JobManager, JobTool, Runner};
-use crate::limiter::Limiter;
 use crate::roots;
-use crate::server::{Tool, ToolDefinition, ToolRegistry};
 use crate::session::tools::{LazyManager, SESSION_TOOLS, SessionTool};
+use crate::tool::{Tool, ToolDefinition, ToolRegistry};
 
 impl BashServer {
     /// A server named `bash` running commands in `working_dir`, with a default
@@ -66,7 +66,7 @@ impl BashServer {
         let shared = Arc::new(Shared {
             outputs: outputs.clone(),
             name: name.to_owned(),
-            instance: crate::ids::random_id(),
+            instance: crate::process::ids::random_id(),
             limiter: Arc::new(Limiter::new(config.max_concurrent)),
             config: RwLock::new(Arc::new(config)),
             working_dir: RwLock::new(working_dir),
@@ -110,7 +110,7 @@ impl BashServer {
     pub fn revoke_grants(&self, id: Option<&str>) -> Vec<crate::approval::Grant> {
         let revoked = self.shared.approvals.revoke(id);
         if let Some(log) = self.shared.audit() {
-            let args = crate::args::ToolArgs::from_value(match id {
+            let args = crate::tool_args::ToolArgs::from_value(match id {
                 Some(id) => serde_json::json!({"grant_id": id}),
                 None => serde_json::json!({}),
             });

@@ -5,11 +5,11 @@ mod escalate;
 mod execute;
 mod host;
 mod lifecycle;
-mod mcp_server;
 mod ops;
 mod output_read;
 mod run;
 mod sandbox_argument;
+mod tool_calls;
 pub use ops::DEFAULT_BINARIES;
 
 use std::path::{Path, PathBuf};
@@ -17,17 +17,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-pub use crate::outcome::{ExecOutcome, Output, SandboxReport, Status};
-pub use crate::request::{EXECUTE_ARGUMENTS, ExecRequest, SandboxCall, YieldAfter};
+pub use crate::command::outcome::{ExecOutcome, Output, SandboxReport, Status};
+pub use crate::command::request::{EXECUTE_ARGUMENTS, ExecRequest, SandboxCall, YieldAfter};
 
 use crate::audit::AuditLog;
+use crate::command::jobs::JobManager;
+use crate::command::limiter::Limiter;
 use crate::config::{Config, EnvCache};
 use crate::error::ToolError;
-use crate::jobs::JobManager;
-use crate::limiter::Limiter;
 use crate::roots;
-use crate::server::ToolRegistry;
 use crate::session::tools::LazyManager;
+use crate::tool::ToolRegistry;
 
 /// The built-in definition of the `execute` tool (used when the data dir has none).
 pub const EXECUTE_DEFINITION: &str = include_str!("../../data/tools/bash/execute.json");

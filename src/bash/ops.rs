@@ -11,13 +11,13 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{ExecRequest, Shared, Status};
-use crate::args::{must_be, refuse_unknown};
 use crate::audit::AuditQuery;
+use crate::command::jobs::JobManager;
 use crate::config::resolve_program;
 use crate::error::{ErrorCode, ToolError};
-use crate::jobs::JobManager;
-use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
 use crate::session::tools::LazyManager;
+use crate::tool::{CallOptions, Tool, ToolDefinition, ToolResponse};
+use crate::tool_args::{must_be, refuse_unknown};
 
 /// Built-in definitions, by tool name.
 pub(super) const DEFINITIONS: &[(&str, &str)] = &[

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use super::Shared;
 use crate::error::{ErrorCode, ToolError};
 use crate::outputs::{OutputStore, ReadQuery};
-use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
+use crate::tool::{CallOptions, Tool, ToolDefinition, ToolResponse};
 
 /// The tool's built-in definition.
 pub(super) const DEFINITION: &str = include_str!("../../data/tools/bash/output_read.json");
@@ -49,7 +49,7 @@ impl Tool for OutputReadTool {
 
     fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
         let result = (|| {
-            crate::args::refuse_unknown("output_read", ARGUMENTS, args)?;
+            crate::tool_args::refuse_unknown("output_read", ARGUMENTS, args)?;
             let query = ReadQuery::from_args(args)?;
             self.store.read(&query)
         })();

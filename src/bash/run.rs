@@ -8,15 +8,15 @@ use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
 use super::{ExecOutcome, ExecRequest, Output, SandboxCall, SandboxReport, Shared, Status};
+use crate::command::lifetime::{self, Ending, Finish, RawOutcome, RunLimits};
+use crate::command::request::validate_command;
+use crate::command::yielding::Ran;
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
-use crate::exec::{self, Ending, Finish, RawOutcome, RunLimits};
-use crate::request::validate_command;
+use crate::process::spawn::{SpawnSpec, Streams};
 use crate::roots;
 use crate::sandbox::{SandboxConfig, Wrapped};
-use crate::server::CallOptions;
-use crate::spawn::{SpawnSpec, Streams};
-use crate::yielding::Ran;
+use crate::tool::CallOptions;
 
 impl Shared {
     /// Runs `request` and waits for it: the steps behind `BashServer::run_with`.
@@ -65,7 +65,7 @@ impl Shared {
         if let Some(wrapped) = sandbox.as_ref().filter(|w| !w.env.is_empty()) {
             env = crate::sandbox::with_env(&env, &wrapped.env).into();
         }
-        let run_marker = crate::ids::next_run_marker();
+        let run_marker = crate::process::ids::next_run_marker();
         let marker_c = CString::new(run_marker.clone()).expect("marker has no NUL");
         let mut envp: Vec<&CStr> = Vec::with_capacity(env.len() + 1);
         envp.push(&marker_c);
@@ -93,7 +93,7 @@ impl Shared {
             return Ok(Ran::Ended(cancelled_before_start(request.streams, cwd, timeout)));
         };
         tracing::debug!(command = %request.command, cwd = %cwd.display(), ?timeout, "execute");
-        let finish = exec::run_within(
+        let finish = lifetime::run_within(
             &spec,
             request.stdin.as_deref(),
             &limits,

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::error::{ErrorCode, ToolError};
 use crate::sandbox::config::ConfigProblem;
 use crate::sandbox::{Mode, Network, SandboxConfig};
-use crate::server::ToolDefinition;
+use crate::tool::ToolDefinition;
 
 /// Rules named in the description before the rest are counted.
 const RULES_NAMED: usize = 8;

@@ -1,8 +1,8 @@
 //! `bash_mcp_cancel_token`: a [`CancelToken`] behind an opaque pointer.
 
-use crate::cancel::CancelToken;
 use crate::ffi::panic;
 use crate::ffi::ptr::free_owned;
+use crate::process::cancel::CancelToken;
 
 /// A one-shot token that cancels running calls from any thread.
 ///

@@ -5,14 +5,14 @@ use std::ffi::{CString, c_char, c_void};
 
 use serde_json::Value;
 
-use crate::args::ToolArgs;
 use crate::ffi::cancel::bash_mcp_cancel_token;
 use crate::ffi::panic;
 use crate::ffi::ptr::{free_owned, null_arg, ref_arg, str_arg};
 use crate::ffi::result::{Failure, bash_mcp_result, to_code};
 use crate::ffi::server::{bash_mcp_output_callback, bash_mcp_server, call_with};
 use crate::sandbox::SandboxConfig;
-use crate::server::ToolResponse;
+use crate::tool::ToolResponse;
+use crate::tool_args::ToolArgs;
 
 /// The outcome of a command run with bash_mcp_server_run() or
 /// bash_mcp_server_run_with(): its exit code, output, whether it timed out or

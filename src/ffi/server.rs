@@ -6,17 +6,17 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::args::ToolArgs;
 use crate::bash::BashServer;
 use crate::error::{ErrorCode, ToolError};
-use crate::exec::OutputStream;
 use crate::ffi::cancel::bash_mcp_cancel_token;
 use crate::ffi::panic;
 use crate::ffi::ptr::{free_owned, null_arg, opt_str_arg, ref_arg, str_arg};
 use crate::ffi::result::{Failure, bash_mcp_result, set_last_error, to_code};
 use crate::ffi::string::{into_c_string, string_call};
+use crate::process::stream::OutputStream;
 use crate::sandbox::SandboxConfig;
-use crate::server::{CallOptions, McpServer, ToolResponse};
+use crate::tool::{CallOptions, McpServer, ToolResponse};
+use crate::tool_args::ToolArgs;
 
 /// A shell server: the `execute` tool and its companions.
 ///

@@ -4,8 +4,8 @@
 //! refusal stands. Every question and answer is recorded in the audit log.
 
 use crate::approval::{AnsweredBy, ApprovalAnswer, ApprovalOutcome, ApprovalRequest, Remembered};
-use crate::args::ToolArgs;
-use crate::server::{McpServer, ToolResponse};
+use crate::tool::{McpServer, ToolResponse};
+use crate::tool_args::ToolArgs;
 
 use super::GateDecision;
 
@@ -146,7 +146,7 @@ pub(super) fn settle_call(
 }
 
 /// `args` without `escalate`, once it is settled: the sandbox approved
-/// goes with the call (as [`CallOptions::sandbox`](crate::server::CallOptions::sandbox)),
+/// goes with the call (as [`CallOptions::sandbox`](crate::tool::CallOptions::sandbox)),
 /// and the server does not ask again.
 pub fn without_escalate(args: &ToolArgs) -> ToolArgs {
     match args.object() {

@@ -13,7 +13,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::jsonrpc::IdKey;
-use crate::cancel::CancelToken;
+use crate::process::cancel::CancelToken;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::approval::{ApprovalAnswer, ApprovalRequest};
-use crate::cancel::CancelToken;
+use crate::process::cancel::CancelToken;
 
 use super::approve::ClientAnswer;
 use super::jsonrpc::IdKey;

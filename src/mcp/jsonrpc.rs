@@ -138,7 +138,7 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming, ParseFailure> {
                     INVALID_REQUEST,
                     format!(
                         "invalid request: expected a JSON object, got {}",
-                        crate::args::json_kind(&other)
+                        crate::tool_args::json_kind(&other)
                     ),
                 ),
             )));
@@ -160,7 +160,7 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming, ParseFailure> {
         Some(other) => {
             return invalid(format!(
                 "invalid request: `method` must be a string, got {}",
-                crate::args::json_kind(&other)
+                crate::tool_args::json_kind(&other)
             ));
         }
         None if id.is_some() && (map.contains_key("result") || map.contains_key("error")) => {
@@ -194,7 +194,7 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming, ParseFailure> {
 fn describe_id(id: &Value) -> String {
     match id {
         Value::Number(n) => format!("the number {n}"),
-        other => crate::args::json_kind(other).to_owned(),
+        other => crate::tool_args::json_kind(other).to_owned(),
     }
 }
 

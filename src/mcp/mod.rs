@@ -126,10 +126,10 @@ use era::Era;
 use jsonrpc::{IdKey, Incoming};
 use progress::{OutputTail, Ticker};
 
-use crate::args::ToolArgs;
 use crate::content::LogLevel;
 use crate::error::ErrorCode;
-use crate::server::{CallClient, CallOptions, McpServer, ToolResponse};
+use crate::tool::{CallClient, CallOptions, McpServer, ToolResponse};
+use crate::tool_args::ToolArgs;
 
 /// Default limit on one incoming message: 4 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
@@ -457,7 +457,7 @@ impl Inner {
                             INVALID_PARAMS,
                             format!(
                                 "invalid params: `params` must be an object, got {}",
-                                crate::args::json_kind(other)
+                                crate::tool_args::json_kind(other)
                             ),
                         );
                         return Some(jsonrpc::error_response(&id, &e));
@@ -605,7 +605,7 @@ impl Inner {
                     INVALID_PARAMS,
                     format!(
                         "invalid params: `protocolVersion` must be a string, got {}",
-                        crate::args::json_kind(other)
+                        crate::tool_args::json_kind(other)
                     ),
                 ));
             }
@@ -704,7 +704,7 @@ impl Inner {
             Some(other) => {
                 return invalid(format!(
                     "invalid params: `name` must be a string, got {}",
-                    crate::args::json_kind(other)
+                    crate::tool_args::json_kind(other)
                 ));
             }
             None => return invalid("invalid params: `name` (the tool to call) is missing".into()),
@@ -754,7 +754,7 @@ impl Inner {
                 );
                 return invalid(format!(
                     "invalid params: `arguments` must be an object, got {}",
-                    crate::args::json_kind(other)
+                    crate::tool_args::json_kind(other)
                 ));
             }
         };
@@ -764,7 +764,7 @@ impl Inner {
             Some(other) => {
                 return invalid(format!(
                     "invalid params: `_meta.progressToken` must be a string or a number, got {}",
-                    crate::args::json_kind(other)
+                    crate::tool_args::json_kind(other)
                 ));
             }
         };
@@ -843,7 +843,7 @@ impl Inner {
             Some(Value::Object(map)) => Ok(Some(map.clone())),
             Some(other) => Err(invalid(format!(
                 "`inputResponses` must be an object, got {}",
-                crate::args::json_kind(other)
+                crate::tool_args::json_kind(other)
             ))),
         }
     }

@@ -64,7 +64,7 @@ pub(super) fn request_digest(tool: &str, arguments: &Map<String, Value>) -> Stri
 
 impl StateKeeper {
     pub(super) fn new(ttl: Duration) -> Self {
-        let key = match (crate::ids::random_hex(), crate::ids::random_hex()) {
+        let key = match (crate::process::ids::random_hex(), crate::process::ids::random_hex()) {
             (Ok(a), Ok(b)) => Some(format!("{a}{b}").into_bytes()),
             _ => {
                 tracing::warn!("no random key for requestState: 2026-07-28 clients will not be asked");
@@ -88,7 +88,7 @@ impl StateKeeper {
     /// without a key.
     pub(super) fn issue(&self, digest: &str) -> Option<String> {
         let key = self.key.as_ref()?;
-        let nonce = crate::ids::random_hex().ok()?;
+        let nonce = crate::process::ids::random_hex().ok()?;
         let body = format!("{VERSION}.{nonce}.{}.{digest}", now() + self.ttl.as_secs());
         let tag = hex(&self.mac(key, &body).finalize().into_bytes());
         Some(format!("{body}.{tag}"))

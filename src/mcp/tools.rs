@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::era::Era;
-use crate::server::{ToolDefinition, ToolResponse};
+use crate::tool::{ToolDefinition, ToolResponse};
 
 /// The MCP tool object for a definition, with only the keys the client's
 /// revision defines: `annotations` from 2025-03-26, `title` and
@@ -43,7 +43,7 @@ pub(crate) fn tool_entry(def: &ToolDefinition, era: Era) -> Value {
 /// result. Any other result is passed on as text.
 pub(crate) fn call_result(response: ToolResponse, era: Era) -> Value {
     let is_error = response.is_error();
-    if let crate::server::ToolOutput::Content { blocks, .. } = &response.output {
+    if let crate::tool::ToolOutput::Content { blocks, .. } = &response.output {
         let content: Vec<Value> = blocks.iter().map(crate::content::ContentBlock::to_value).collect();
         return json!({"content": content, "isError": is_error});
     }

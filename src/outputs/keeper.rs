@@ -20,7 +20,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use super::{Entry, NewFile, OutputStore};
-use crate::capture::{Keeper, Kept};
+use crate::process::capture::{Keeper, Kept};
 
 /// The bytes gathered for one write: the memory one kept stream adds.
 const BATCH: usize = 256 * 1024;

@@ -369,7 +369,7 @@ mod tests {
     #[test]
     fn the_attach_directory_is_covered_last() {
         let l = line(&plan(), OPTS);
-        let dir = crate::ids::attach_dir();
+        let dir = crate::process::ids::attach_dir();
         let cover = format!("--tmpfs {0} --remount-ro {0}", dir.display());
         let at = l.find(&cover).unwrap_or_else(|| panic!("{cover} missing in {l}"));
         assert!(at > l.find("--bind /tmp /tmp").unwrap(), "{l}");

@@ -19,9 +19,9 @@ use super::plan::Plan;
 /// hides it too; a directory is never removed while a sandbox may cover
 /// it, since its removal would take the cover with it.
 pub fn attach_dirs(plan: &Plan) -> Vec<PathBuf> {
-    let chosen = crate::ids::attach_dir();
+    let chosen = crate::process::ids::attach_dir();
     let _ = std::fs::DirBuilder::new().mode(0o700).create(&chosen);
-    crate::ids::attach_dirs()
+    crate::process::ids::attach_dirs()
         .into_iter()
         .filter(|dir| !dir.starts_with("/tmp") || plan.host_path_at(dir))
         .filter(|dir| std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()))

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::landlock;
 use super::supervisor::wire;
-use crate::spawn::{self, Child, Group, Launch, RemoteGroup, SpawnSpec};
+use crate::process::spawn::{self, Child, Group, Launch, RemoteGroup, SpawnSpec};
 
 /// What the host learned about the helper of one command.
 #[derive(Debug, Default)]
@@ -42,7 +42,7 @@ pub struct KeptLaunch {
 impl Launch for KeptLaunch {
     fn launch(&self, spec: &SpawnSpec<'_>) -> io::Result<Child> {
         let (ours, theirs) = wire::socket_pair(libc::SOCK_STREAM)?;
-        let marker = format!("{}=", crate::ids::RUN_MARKER_VAR);
+        let marker = format!("{}=", crate::process::ids::RUN_MARKER_VAR);
         let (markers, envp): (Vec<&CStr>, Vec<&CStr>) = spec
             .envp
             .iter()

@@ -167,7 +167,7 @@ pub struct Wrapped {
 impl Wrapped {
     /// What starts the command when it is not a plain spawn of `argv`: the
     /// supervisor, or the host's side of the Landlock helper.
-    pub(crate) fn launcher(&self) -> Option<&dyn crate::spawn::Launch> {
+    pub(crate) fn launcher(&self) -> Option<&dyn crate::process::spawn::Launch> {
         match (&self.supervisor, &self.kept) {
             (Some(supervised), _) => Some(supervised),
             (None, Some(kept)) => Some(kept),

@@ -100,8 +100,8 @@ impl Drop for CommandTemp {
 /// name that exists already is an error, so nothing planted is taken over),
 /// and canonical, as the backends' rules need.
 fn make_private_dir() -> io::Result<PathBuf> {
-    let mut path = crate::ids::sandbox_temp_prefix().into_os_string();
-    path.push(crate::ids::random_id());
+    let mut path = crate::process::ids::sandbox_temp_prefix().into_os_string();
+    path.push(crate::process::ids::random_id());
     let path = PathBuf::from(path);
     std::fs::DirBuilder::new().mode(0o700).create(&path).map_err(|e| {
         io::Error::new(

@@ -25,7 +25,7 @@ pub(super) fn spawn_failed(message: String) -> ToolError {
 pub const MAX_COMMAND_BYTES: usize = 1 << 20;
 
 pub(super) fn validate_command(command: &str) -> Result<(), ToolError> {
-    crate::request::validate_command_text(command)?;
+    crate::command::request::validate_command_text(command)?;
     if command.len() > MAX_COMMAND_BYTES {
         return Err(ToolError::new(
             ErrorCode::CommandTooLong,

@@ -156,7 +156,7 @@ impl SessionManager {
         // Nothing runs at an idle prompt, and a shell interrupted there may
         // drop the next line it reads (zsh does): leave it alone.
         if !at_prompt && let Some(pgrp) = pty::foreground_group(session.master.as_raw_fd()) {
-            crate::spawn::kill_group(pgrp, libc::SIGINT);
+            crate::process::spawn::kill_group(pgrp, libc::SIGINT);
         }
         let wait = self.wait_limit(Some(wait.max(Duration::from_millis(1))));
         Ok(self.await_command(&session, wait, false, false, OnToldSecret::Return))

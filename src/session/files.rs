@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn command_file_holds_the_latest_command_only() {
-        let name = format!("bash-mcp-cmdfile-{}", crate::ids::random_id());
+        let name = format!("bash-mcp-cmdfile-{}", crate::process::ids::random_id());
         let files = Dir::create_private(&std::env::temp_dir(), name.as_ref()).unwrap();
         let _cleanup = scopeguard(&files);
         let dir = files.path();
@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn a_name_the_shell_replaced_does_not_redirect_what_the_server_writes() {
-        let name = format!("bash-mcp-histfile-{}", crate::ids::random_id());
+        let name = format!("bash-mcp-histfile-{}", crate::process::ids::random_id());
         let files = Dir::create_private(&std::env::temp_dir(), name.as_ref()).unwrap();
         let _cleanup = scopeguard(&files);
         let target = files.path().with_extension("target");

@@ -53,7 +53,7 @@ use wait::{OnToldSecret, snapshot};
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::outputs::OutputStore;
-use crate::spawn::signal;
+use crate::process::spawn::signal;
 
 struct Session {
     id: String,
@@ -127,7 +127,7 @@ impl Session {
             let _ = handle.join();
         }
         kill_session_tree(self.pid);
-        crate::exec::sweep_escapees(&self.run_marker);
+        crate::command::lifetime::sweep_escapees(&self.run_marker);
         let _ = self.files.remove_all();
         self.view().close();
     }
@@ -155,7 +155,7 @@ fn kill_session_tree(shell: libc::pid_t) {
     }
     // The shell is our child.
     signal(shell, Signal::KILL);
-    crate::spawn::reap(shell);
+    crate::process::spawn::reap(shell);
 }
 
 pub(crate) struct Inner {

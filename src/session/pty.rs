@@ -68,7 +68,7 @@ pub(crate) fn open() -> io::Result<Pty> {
             ws_ypixel: 0,
         };
         libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &size);
-        crate::spawn::set_nonblocking(master.as_raw_fd());
+        crate::process::spawn::set_nonblocking(master.as_raw_fd());
         Ok(Pty { master, slave_path })
     }
 }
@@ -86,8 +86,8 @@ pub(crate) fn spawn_on_pty(
     slave_path: &CStr,
     pass_fds: &[RawFd],
 ) -> io::Result<libc::pid_t> {
-    use crate::spawn::{Attrs, FileActions, check};
-    crate::guard::ensure();
+    use crate::process::spawn::{Attrs, FileActions, check};
+    crate::process::guard::ensure();
     let mut fa = FileActions::new()?;
     // SAFETY: the actions are initialized; the paths are NUL-terminated and
     // outlive the spawn.
@@ -103,9 +103,9 @@ pub(crate) fn spawn_on_pty(
         check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), 0, 2))?;
         check(libc::posix_spawn_file_actions_addchdir_np(fa.ptr(), cwd.as_ptr()))?;
     }
-    let passed = crate::spawn::pass_fds(&mut fa, pass_fds)?;
+    let passed = crate::process::spawn::pass_fds(&mut fa, pass_fds)?;
     let mut attr = Attrs::with_clean_signals(libc::POSIX_SPAWN_SETSID as libc::c_int)?;
-    let pid = crate::spawn::posix_spawn(program, argv, envp, &mut fa, &mut attr);
+    let pid = crate::process::spawn::posix_spawn(program, argv, envp, &mut fa, &mut attr);
     drop(passed);
     pid
 }

@@ -11,7 +11,7 @@ use super::{Phase, Session, ShellKind, State, marker};
 /// exits or the session is closed.
 pub(super) fn read_loop(session: &Session, nonce: &str) {
     let mut parser = marker::Parser::new(nonce);
-    let pidfd = crate::spawn::pidfd_open(session.pid);
+    let pidfd = crate::process::spawn::pidfd_open(session.pid);
     let mut buf = vec![0u8; 64 * 1024];
     let mut events = Vec::new();
     let mut master_open = true;
@@ -57,7 +57,7 @@ pub(super) fn read_loop(session: &Session, nonce: &str) {
         }
         let exited = match &pidfd {
             Some(_) => fds[2].revents != 0,
-            None => crate::spawn::has_exited(session.pid),
+            None => crate::process::spawn::has_exited(session.pid),
         };
         if exited {
             record_exit(session, &mut parser, &mut buf, &mut events);

@@ -71,8 +71,8 @@ impl SessionManager {
         check_env_names(options)?;
         let hist_target = history_target(kind, options, &config)?;
 
-        let id = crate::ids::secret_id()?;
-        let nonce = crate::ids::secret_id()?;
+        let id = crate::process::ids::secret_id()?;
+        let nonce = crate::process::ids::secret_id()?;
         let files = private_dir(&id)?;
         let dir = files.path().to_path_buf();
         let cleanup_dir = scopeguard(&files);
@@ -253,7 +253,7 @@ fn history_target(
 
 /// Creates the session's private directory (mode 0700), held open.
 fn private_dir(id: &str) -> Result<Dir, ToolError> {
-    let prefix = crate::ids::session_dir_prefix();
+    let prefix = crate::process::ids::session_dir_prefix();
     let (Some(parent), Some(start)) = (prefix.parent(), prefix.file_name()) else {
         return Err(spawn_failed(format!(
             "the session directory's prefix {} has no parent",
@@ -338,7 +338,7 @@ fn environment(launch: &Launch, options: &StartOptions, server: &Config) -> Resu
     // Like every command's, the session's processes carry a run marker:
     // closing finds those that left the terminal's session by it, and
     // the guard finds them all if the host dies.
-    let run_marker = crate::ids::next_run_marker();
+    let run_marker = crate::process::ids::next_run_marker();
     envp.insert(
         0,
         CString::new(run_marker.clone()).map_err(|_| internal("run marker contains NUL".into()))?,

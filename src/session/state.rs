@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::echo;
-use crate::capture::BoundedOutput;
 use crate::outputs::OutputStore;
+use crate::process::capture::BoundedOutput;
 
 /// A bounded ring of clean command output with absolute offsets.
 pub(super) struct Ring {

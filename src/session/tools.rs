@@ -8,10 +8,10 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{HistoryMode, RunOptions, SessionManager, StartOptions};
-use crate::args::{ToolArgs, must_be, refuse_unknown};
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
-use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
+use crate::tool::{CallOptions, Tool, ToolDefinition, ToolResponse};
+use crate::tool_args::{ToolArgs, must_be, refuse_unknown};
 
 /// The tool names, in registration order, with their built-in definitions.
 pub(crate) const SESSION_TOOLS: &[(&str, &str)] = &[
@@ -283,7 +283,7 @@ impl SessionTool {
                     "pid": s.pid,
                     "cwd": s.cwd.display().to_string(),
                     "state": s.state,
-                    "idle_seconds": crate::outcome::tenths(s.idle),
+                    "idle_seconds": crate::command::outcome::tenths(s.idle),
                 })).collect::<Vec<_>>()
             })),
             "session_close" => {

@@ -94,7 +94,7 @@ pub(super) fn snapshot(session: &Session, state: &mut State, raw: bool, whole: b
         let (bytes, lost) = state.ring.since(state.delivered);
         (String::from_utf8_lossy(&bytes).into_owned(), lost, false)
     };
-    let mut output = if raw { text } else { crate::term::clean(&text) };
+    let mut output = if raw { text } else { crate::process::term::clean(&text) };
     if lost > 0 {
         output.insert_str(
             0,

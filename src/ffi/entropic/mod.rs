@@ -28,7 +28,6 @@ pub mod surface;
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::path::Path;
 
-use crate::args::ToolArgs;
 use crate::bash::BashServer;
 use crate::error::{ErrorCode, ToolError};
 use crate::ffi::log::{bash_mcp_log_level, enable_stderr_fallback};
@@ -37,7 +36,8 @@ use crate::ffi::ptr::{free_owned, str_arg};
 use crate::ffi::result::Failure;
 use crate::ffi::server::{bash_mcp_server, panic_envelope};
 use crate::ffi::string::into_c_string;
-use crate::server::{CallOptions, McpServer, ToolResponse};
+use crate::tool::{CallOptions, McpServer, ToolResponse};
+use crate::tool_args::ToolArgs;
 
 pub use codes::EntropicError;
 pub use setup::{CONFIG_VAR, DEFAULT_PLUGIN_NAME, NAME_VAR, PLUGIN_OUTPUT_LIMIT_BYTES, plugin_name};

@@ -13,7 +13,7 @@ use crate::bash::BashServer;
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::permission::Dialect;
-use crate::server::McpServer;
+use crate::tool::McpServer;
 
 use super::surface::Enforcement;
 

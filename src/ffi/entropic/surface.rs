@@ -11,12 +11,12 @@
 
 use serde_json::{Map, Value};
 
-use crate::args::ToolArgs;
 use crate::bash::BashServer;
 use crate::config::OPTIONAL_TOOLS;
 use crate::error::{ErrorCode, ToolError};
 use crate::permission::{Decision, Dialect, PermissionPolicy, PolicyError, RefusalReason};
-use crate::server::McpServer;
+use crate::tool::McpServer;
+use crate::tool_args::ToolArgs;
 
 /// The one tool that runs commands through the plugin.
 pub const EXECUTE: &str = "execute";

@@ -7,7 +7,6 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{End, Task, TaskStore, handshake_tasks, shape};
-use crate::args::ToolArgs;
 use crate::mcp::era::{CLIENT_CAPABILITIES_KEY, Era};
 use crate::mcp::jsonrpc::{
     self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -15,7 +14,8 @@ use crate::mcp::jsonrpc::{
 };
 use crate::mcp::progress::{OutputTail, progress_message};
 use crate::mcp::{Inner, Reply, Request, approve, tools};
-use crate::server::ToolResponse;
+use crate::tool::ToolResponse;
+use crate::tool_args::ToolArgs;
 
 /// Whether a stateless request's client capabilities list the tasks extension.
 fn declares_extension(params: Option<&Map<String, Value>>) -> bool {
@@ -44,7 +44,7 @@ fn requested_ttl(task: &Value) -> Result<Option<Duration>, RpcError> {
     let Value::Object(task) = task else {
         return bad(format!(
             "`task` must be an object, got {}",
-            crate::args::json_kind(task)
+            crate::tool_args::json_kind(task)
         ));
     };
     match task.get("ttl") {
@@ -63,7 +63,7 @@ fn task_id(params: Option<&Map<String, Value>>) -> Result<&str, RpcError> {
             INVALID_PARAMS,
             format!(
                 "invalid params: `taskId` must be a string, got {}",
-                crate::args::json_kind(other)
+                crate::tool_args::json_kind(other)
             ),
         )),
         None => Err(RpcError::new(INVALID_PARAMS, "invalid params: `taskId` is missing")),
@@ -319,7 +319,7 @@ impl Inner {
                         INVALID_PARAMS,
                         format!(
                             "invalid params: `cursor` must be a string, got {}",
-                            crate::args::json_kind(other)
+                            crate::tool_args::json_kind(other)
                         ),
                     ));
                 }
@@ -360,7 +360,7 @@ impl Inner {
                             INVALID_PARAMS,
                             format!(
                                 "invalid params: `inputResponses` must be an object of answers by question key, got {}",
-                                crate::args::json_kind(other)
+                                crate::tool_args::json_kind(other)
                             ),
                         ));
                     }

@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 
 use super::era::Era;
 use super::jsonrpc::{INVALID_PARAMS, RpcError};
-use crate::server::{McpServer, TaskJob};
+use crate::tool::{McpServer, TaskJob};
 
 /// `_meta` key tying a message to its task.
 pub const RELATED_TASK_KEY: &str = "io.modelcontextprotocol/related-task";
@@ -475,7 +475,8 @@ impl TaskStore {
         if let Some(job) = job {
             let _ = slot.set(job);
         }
-        let id = crate::ids::secret_id().map_err(|e| RpcError::new(super::jsonrpc::INTERNAL_ERROR, e.message))?;
+        let id =
+            crate::process::ids::secret_id().map_err(|e| RpcError::new(super::jsonrpc::INTERNAL_ERROR, e.message))?;
         let now = SystemTime::now();
         let mut tasks = self.lock();
         let seq = tasks.next_seq;

@@ -523,7 +523,7 @@ fn attach_socket(target: &Target<'_>, sockaddr: &[u8]) -> Option<std::path::Path
         false => Path::new(&target.base_dir(libc::AT_FDCWD)?).join(path),
     };
     let landing = target.landing(&path, true);
-    let dirs = crate::ids::attach_dirs();
+    let dirs = crate::process::ids::attach_dirs();
     let inside = |p: &Path| dirs.iter().any(|d| p.starts_with(d));
     (inside(&super::judge::normalize(&path)) || inside(&landing)).then_some(landing)
 }

@@ -31,7 +31,7 @@ use super::network::proxy::Clients;
 use super::notify::{Observation, Policy};
 use super::plan::Plan;
 use super::temp::Temp;
-use crate::spawn::{self, Child, Group, Launch, RemoteGroup, SpawnSpec, Streams};
+use crate::process::spawn::{self, Child, Group, Launch, RemoteGroup, SpawnSpec, Streams};
 
 /// The most supervisors one server keeps; past it the least recently used
 /// idle one is stopped (each distinct working dir with default roots is a
@@ -318,11 +318,11 @@ impl Supervisor {
     }
 
     fn start(&self) -> io::Result<Running> {
-        crate::guard::ensure();
+        crate::process::guard::ensure();
         let (host, theirs) = wire::socket_pair(libc::SOCK_SEQPACKET)?;
         // The guard kills what carries this host's run marker if the host dies.
         let envp = [
-            CString::new(crate::ids::next_run_marker()).expect("marker has no NUL"),
+            CString::new(crate::process::ids::next_run_marker()).expect("marker has no NUL"),
             c"PATH=/usr/bin:/bin".to_owned(),
             c"LC_ALL=C".to_owned(),
         ];

@@ -303,7 +303,7 @@ mod tests {
     #[test]
     fn fds_travel_with_a_message() {
         let (a, b) = socket_pair(libc::SOCK_SEQPACKET).unwrap();
-        let (r, w) = crate::spawn::pipe().unwrap();
+        let (r, w) = crate::process::spawn::pipe().unwrap();
         send_with_fds(a.as_raw_fd(), &[COMMAND], &[w.as_raw_fd()]).unwrap();
         drop(w);
         let mut buf = [0u8; 8];

@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 /// agree: `/run/user/<uid>/bash-mcp` when `/run/user/<uid>` is the user's
 /// private runtime directory, else `/tmp/bash-mcp-<uid>`.
 pub fn socket_dir() -> PathBuf {
-    crate::ids::attach_dir()
+    crate::process::ids::attach_dir()
 }
 
 /// Every place a server of this user may have put its socket (a server
 /// started before the runtime directory appeared used the other one).
 pub fn socket_dirs() -> [PathBuf; 2] {
-    crate::ids::attach_dirs()
+    crate::process::ids::attach_dirs()
 }
 
 /// Creates the directory (mode 0700) if it is missing; whether it is ours

@@ -83,7 +83,7 @@ pub fn check(socket: &impl AsRawFd) -> Result<(), Refusal> {
         return Err(unverifiable("its pid is not visible from this PID namespace".into()));
     }
     let pidfd = peer_pidfd(fd)
-        .or_else(|| crate::spawn::pidfd_open(pid))
+        .or_else(|| crate::process::spawn::pidfd_open(pid))
         .ok_or_else(|| unverifiable("no pidfd for it".into()))?;
     let proc_dir = open_proc(pid).map_err(|e| unverifiable(format!("/proc/{pid}: {e}")))?;
     // The pidfd names the process that connected (or listened); while it

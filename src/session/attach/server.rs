@@ -32,7 +32,7 @@ pub(crate) struct AttachServer {
 impl AttachServer {
     /// Listens on this process's socket in the private directory.
     pub fn start(sessions: Weak<Inner>) -> io::Result<Self> {
-        let path = crate::ids::attach_socket_path();
+        let path = crate::process::ids::attach_socket_path();
         let (listener, dir, name) = bind(&path)
             .map_err(|e| io::Error::new(e.kind(), format!("could not listen on {}: {e}", path.display())))?;
         use rustix::event::EventfdFlags;

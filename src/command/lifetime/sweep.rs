@@ -2,7 +2,7 @@
 
 use rustix::process::Signal;
 
-use crate::spawn::signal;
+use crate::process::spawn::signal;
 
 /// Kills every process (outside our own) whose environment carries
 /// `marker`: what a command started but moved out of its process group (or

@@ -16,22 +16,13 @@ mod sweep;
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::cancel::CancelToken;
-use crate::capture::BoundedOutput;
-use crate::spawn::{self, SpawnSpec};
+use crate::process::cancel::CancelToken;
+use crate::process::capture::BoundedOutput;
+use crate::process::spawn::{self, SpawnSpec};
+use crate::process::stream::{OutputSink, OutputStream};
 
 use phases::{Parked, Run, Streams};
 pub(crate) use sweep::sweep_escapees;
-
-/// Which stream a chunk of output came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(C)]
-pub enum OutputStream {
-    /// Standard output (also used for merged output).
-    Stdout = 1,
-    /// Standard error (only with [`Streams::Separate`](crate::Streams::Separate)).
-    Stderr = 2,
-}
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,9 +60,6 @@ pub(crate) struct RawOutcome {
     pub stderr: Option<BoundedOutput>,
     pub elapsed: Duration,
 }
-
-/// Receives output chunks as they arrive.
-pub type OutputSink<'a> = &'a mut dyn FnMut(&[u8], OutputStream);
 
 /// Kills and reaps the group if a run is abandoned halfway (an early return
 /// or a panic in an output callback), so nothing is left behind.
@@ -117,7 +105,7 @@ pub(crate) fn run_within(
 ) -> io::Result<Finish> {
     let start = Instant::now();
     // The guard cleans up after a crashed host; it starts with the first command.
-    crate::guard::ensure();
+    crate::process::guard::ensure();
     let child = spawn::spawn(spec)?;
     let mut guard = GroupGuard {
         group: &child.group,

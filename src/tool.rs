@@ -12,12 +12,12 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::args::ToolArgs;
-use crate::cancel::CancelToken;
 use crate::content::{ContentBlock, LogLevel};
 use crate::error::{ErrorCode, ToolError};
-use crate::exec::OutputSink;
+use crate::process::cancel::CancelToken;
+use crate::process::stream::OutputSink;
 use crate::sandbox::SandboxConfig;
+use crate::tool_args::ToolArgs;
 
 /// A tool's definition: what `list_tools` shows a model.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use super::OutputStream;
-use crate::spawn;
+use crate::process::spawn;
 
 pub(super) struct Pipe {
     pub(super) fd: OwnedFd,

@@ -134,21 +134,21 @@ fn start() -> std::io::Result<OwnedFd> {
         c"-c".to_owned(),
         CString::new(SCRIPT).expect("no NUL in the script"),
         c"bash-mcp-guard".to_owned(),
-        CString::new(crate::ids::run_marker_prefix()).expect("no NUL in the marker"),
-        CString::new(crate::ids::session_dir_prefix().into_os_string().into_vec())
+        CString::new(crate::process::ids::run_marker_prefix()).expect("no NUL in the marker"),
+        CString::new(crate::process::ids::session_dir_prefix().into_os_string().into_vec())
             .map_err(|_| std::io::Error::other("the session directory's path contains NUL"))?,
-        CString::new(crate::ids::attach_socket_path().into_os_string().into_vec())
+        CString::new(crate::process::ids::attach_socket_path().into_os_string().into_vec())
             .map_err(|_| std::io::Error::other("the attach socket's path contains NUL"))?,
-        CString::new(crate::ids::output_dir_prefix().into_os_string().into_vec())
+        CString::new(crate::process::ids::output_dir_prefix().into_os_string().into_vec())
             .map_err(|_| std::io::Error::other("the output store's path contains NUL"))?,
         CString::new(std::process::id().to_string()).expect("digits"),
-        CString::new(crate::ids::sandbox_temp_prefix().into_os_string().into_vec())
+        CString::new(crate::process::ids::sandbox_temp_prefix().into_os_string().into_vec())
             .map_err(|_| std::io::Error::other("the sandbox temp dir's path contains NUL"))?,
     ];
     let envp = [c"PATH=/usr/bin:/bin".to_owned(), c"LC_ALL=C".to_owned()];
-    let pid = crate::spawn::spawn_helper(c"/bin/sh", &argv, &envp, &[read.as_raw_fd()])?;
+    let pid = crate::process::spawn::spawn_helper(c"/bin/sh", &argv, &envp, &[read.as_raw_fd()])?;
     // The script only starts the guard in the background: reap it at once.
-    crate::spawn::reap(pid);
+    crate::process::spawn::reap(pid);
     drop(read);
     Ok(write)
 }

@@ -31,9 +31,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use regex::Regex;
 use serde_json::{Value, json};
 
-use crate::capture::KeeperFactory;
 use crate::dirfd::{self, Dir, Identity};
 use crate::error::{ErrorCode, ToolError};
+use crate::process::capture::KeeperFactory;
 
 mod keeper;
 
@@ -207,12 +207,12 @@ impl OutputStore {
         if let Some(dir) = &state.dir {
             return Ok(dir.clone());
         }
-        let prefix = crate::ids::output_dir_prefix();
+        let prefix = crate::process::ids::output_dir_prefix();
         let (Some(parent), Some(start)) = (prefix.parent(), prefix.file_name()) else {
             return Err(io::Error::other("the temp dir has no usable path"));
         };
         let mut name = start.to_owned();
-        name.push(crate::ids::random_hex()?);
+        name.push(crate::process::ids::random_hex()?);
         let dir = Arc::new(Dir::create_private(parent, &name)?);
         state.dir = Some(dir.clone());
         Ok(dir)
@@ -261,7 +261,7 @@ impl OutputStore {
     /// when it is still the file it was, or a new file (mode 0600).
     fn new_file(&self) -> io::Result<NewFile> {
         let dir = self.dir()?;
-        let id = format!("out-{}", crate::ids::random_hex()?);
+        let id = format!("out-{}", crate::process::ids::random_hex()?);
         let spare = self.state().spare.take();
         if let Some(spare) = spare {
             let name = OsStr::new(&spare.name);
@@ -429,7 +429,7 @@ impl ReadQuery {
                 None | Some(Value::Null) => Ok(None),
                 Some(v) => v.as_u64().map(Some).ok_or_else(|| {
                     bad(
-                        crate::args::must_be(key, "a whole number ≥ 0", Some(v)),
+                        crate::tool_args::must_be(key, "a whole number ≥ 0", Some(v)),
                         "pass a whole number",
                     )
                 }),
@@ -450,7 +450,7 @@ impl ReadQuery {
             })?),
             Some(v) => {
                 return Err(bad(
-                    crate::args::must_be("grep", "a string", Some(v)),
+                    crate::tool_args::must_be("grep", "a string", Some(v)),
                     "pass a regular expression as a string",
                 ));
             }
@@ -743,7 +743,7 @@ impl View<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::Kept;
+    use crate::process::capture::Kept;
 
     fn keep(store: &Arc<OutputStore>, chunks: &[&[u8]]) -> Kept {
         let mut keeper = (store.keeper())();
@@ -829,7 +829,7 @@ mod tests {
 
     #[test]
     fn a_name_replaced_in_the_store_is_neither_read_nor_written_through() {
-        let scratch = std::env::temp_dir().join(format!("bash-mcp-store-target-{}", crate::ids::random_id()));
+        let scratch = std::env::temp_dir().join(format!("bash-mcp-store-target-{}", crate::process::ids::random_id()));
         std::fs::create_dir(&scratch).unwrap();
         let (secret, target) = (scratch.join("secret"), scratch.join("target"));
         std::fs::write(&secret, "secret text").unwrap();

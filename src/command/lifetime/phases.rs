@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use super::pipes::{Pipe, ReadBuffer, ReadResult, poll, pollfd, read_ready, read_some, write_without_sigpipe};
 use super::{Ending, FALLBACK_TICK, OutputSink, OutputStream, RunLimits, SWEPT_DRAIN, sweep_escapees};
-use crate::cancel::CancelToken;
-use crate::capture::BoundedOutput;
-use crate::spawn;
+use crate::process::cancel::CancelToken;
+use crate::process::capture::BoundedOutput;
+use crate::process::spawn;
 
 /// The descriptors a spawned command hands the run.
 pub(super) struct Streams {

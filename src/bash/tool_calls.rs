@@ -9,11 +9,11 @@ use serde_json::Value;
 
 use super::BashServer;
 use super::audit_calls::command_of;
-use crate::args::ToolArgs;
 use crate::audit::AuditLog;
 use crate::error::{ErrorCode, ToolError};
 use crate::roots;
-use crate::server::{CallOptions, McpServer, TaskJob, ToolOutput, ToolRegistry, ToolResponse};
+use crate::tool::{CallOptions, McpServer, TaskJob, ToolOutput, ToolRegistry, ToolResponse};
+use crate::tool_args::ToolArgs;
 
 impl McpServer for BashServer {
     fn name(&self) -> &str {
@@ -76,7 +76,7 @@ impl McpServer for BashServer {
         let principal = options.principal.map(str::to_owned);
         let mut response = match settled {
             Some(response) => response,
-            None => crate::server::dispatch(self, tool_name, args, options),
+            None => crate::tool::dispatch(self, tool_name, args, options),
         };
         let counters = &self.shared.counters;
         counters.served.fetch_add(1, Ordering::Relaxed);

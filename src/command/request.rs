@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::args::must_be;
 use crate::config::is_valid_env_name;
 use crate::error::{ErrorCode, ToolError};
-use crate::spawn::{MAX_ARG_LEN, Streams};
+use crate::process::spawn::{MAX_ARG_LEN, Streams};
+use crate::tool_args::must_be;
 
 /// One command to run.
 ///
@@ -135,7 +135,7 @@ impl ExecRequest {
 
     /// Parses the `execute` tool's JSON arguments.
     pub fn from_args(args: &Map<String, Value>) -> Result<Self, ToolError> {
-        crate::args::refuse_unknown("execute", EXECUTE_ARGUMENTS, args)?;
+        crate::tool_args::refuse_unknown("execute", EXECUTE_ARGUMENTS, args)?;
         let command = match args.get("command") {
             Some(Value::String(s)) => s.clone(),
             Some(other) => return Err(invalid(must_be("command", "a string", Some(other)))),

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::cancel::CancelToken;
+use crate::process::cancel::CancelToken;
 
 /// Counts running calls and queues the rest in arrival order.
 #[derive(Debug)]

@@ -19,13 +19,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value, json};
 
-use crate::args::{must_be, refuse_unknown};
-use crate::cancel::CancelToken;
-use crate::capture::BoundedOutput;
+use crate::command::outcome::ExecOutcome;
+use crate::command::request::ExecRequest;
 use crate::error::{ErrorCode, ToolError};
-use crate::outcome::ExecOutcome;
-use crate::request::ExecRequest;
-use crate::server::{CallOptions, Tool, ToolDefinition, ToolResponse};
+use crate::process::cancel::CancelToken;
+use crate::process::capture::BoundedOutput;
+use crate::tool::{CallOptions, Tool, ToolDefinition, ToolResponse};
+use crate::tool_args::{must_be, refuse_unknown};
 
 /// Runs one request to completion (the server's `run_with`).
 pub(crate) type Runner = Arc<dyn Fn(&ExecRequest, CallOptions<'_>) -> Result<ExecOutcome, ToolError> + Send + Sync>;
@@ -44,9 +44,9 @@ pub(crate) type OnFinish = Arc<dyn Fn(&JobEnd<'_>) + Send + Sync>;
 
 /// The job tools with their built-in definitions.
 pub(crate) const JOB_TOOLS: &[(&str, &str)] = &[
-    ("job_status", include_str!("../data/tools/bash/job_status.json")),
-    ("job_kill", include_str!("../data/tools/bash/job_kill.json")),
-    ("job_list", include_str!("../data/tools/bash/job_list.json")),
+    ("job_status", include_str!("../../data/tools/bash/job_status.json")),
+    ("job_kill", include_str!("../../data/tools/bash/job_kill.json")),
+    ("job_list", include_str!("../../data/tools/bash/job_list.json")),
 ];
 
 struct Job {
@@ -160,7 +160,7 @@ impl JobManager {
     }
 
     fn start_job(&self, request: ExecRequest, out: BoundedOutput, body: Body) -> Result<Arc<Job>, ToolError> {
-        let id = format!("job-{}", crate::ids::secret_id()?);
+        let id = format!("job-{}", crate::process::ids::secret_id()?);
         let job = Arc::new(Job {
             id: id.clone(),
             command: request.command.clone(),
@@ -271,7 +271,7 @@ impl JobManager {
                     "status": "running",
                     "command": job.command,
                     "elapsed_ms": job.started.elapsed().as_millis() as u64,
-                    "output": crate::term::clean(&text),
+                    "output": crate::process::term::clean(&text),
                     "output_from": from,
                     "cursor": next,
                     "output_bytes": live.out.total(),
@@ -287,7 +287,7 @@ impl JobManager {
                 let mut outcome = outcome?;
                 // Cleaned like the running job's output, so a job reads the
                 // same before and after it ends.
-                outcome.output = outcome.output.map(crate::term::clean);
+                outcome.output = outcome.output.map(crate::process::term::clean);
                 let mut doc = outcome.to_value();
                 doc["job_id"] = job.id.clone().into();
                 doc["status"] = if outcome.exit_code().is_some() {
@@ -334,7 +334,7 @@ impl JobManager {
             let _ = h.join();
         }
         Some(Ok(outcome.map(|mut outcome| {
-            outcome.output = outcome.output.map(crate::term::clean);
+            outcome.output = outcome.output.map(crate::process::term::clean);
             outcome.to_value()
         })))
     }
@@ -371,7 +371,7 @@ impl JobManager {
                         "job_id": j.id,
                         "command": j.command,
                         "state": if finished { "finished" } else { "running" },
-                        "elapsed_seconds": crate::outcome::tenths(j.started.elapsed()),
+                        "elapsed_seconds": crate::command::outcome::tenths(j.started.elapsed()),
                     }),
                 )
             })

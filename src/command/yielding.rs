@@ -10,14 +10,14 @@
 
 use std::time::{Duration, Instant};
 
-use crate::capture::BoundedOutput;
+use crate::command::jobs::{JobManager, Rest};
+use crate::command::outcome::ExecOutcome;
+use crate::command::request::{ExecRequest, YieldAfter};
 use crate::config::Config;
 use crate::error::ToolError;
-use crate::exec::OutputStream;
-use crate::jobs::{JobManager, Rest};
-use crate::outcome::ExecOutcome;
-use crate::request::{ExecRequest, YieldAfter};
-use crate::server::{CallOptions, ToolResponse};
+use crate::process::capture::BoundedOutput;
+use crate::process::stream::OutputStream;
+use crate::tool::{CallOptions, ToolResponse};
 
 /// How long the call waits before it hands the command back, if it ever does.
 pub(crate) fn window(request: &ExecRequest, config: &Config) -> Option<Duration> {
@@ -79,7 +79,7 @@ pub(crate) fn run(
                     "Still running after {} s: it goes on as background job {id} under its own time limit. \
                      Call job_status {{\"job_id\": \"{id}\", \"wait_seconds\": 30}} for what it prints next and its result, \
                      or job_kill to stop it.",
-                    crate::outcome::tenths(window)
+                    crate::command::outcome::tenths(window)
                 )
                 .into();
                 ToolResponse::document(doc)
