@@ -384,7 +384,7 @@ fn read_body(sock: RawFd) -> io::Result<Body> {
     if !wire::read_exact(sock, &mut len)? {
         return Err(io::ErrorKind::UnexpectedEof.into());
     }
-    let len = u32::from_le_bytes(len) as usize;
+    let len = u32::from_be_bytes(len) as usize;
     if len > wire::MAX_BODY {
         return Err(io::Error::from_raw_os_error(libc::E2BIG));
     }

@@ -477,7 +477,7 @@ fn read_first_message(sock: libc::c_int) -> io::Result<Option<(u8, i32, Option<O
         return Ok(None);
     }
     let fd = fds.pop();
-    Ok(Some((m[0], i32::from_le_bytes([m[1], m[2], m[3], m[4]]), fd)))
+    Ok(Some((m[0], i32::from_be_bytes([m[1], m[2], m[3], m[4]]), fd)))
 }
 
 /// One command's launch through a supervisor, with the observation its

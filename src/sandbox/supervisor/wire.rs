@@ -1,6 +1,7 @@
 //! The supervisor's channel: file descriptors passed with `SCM_RIGHTS`, a
 //! command's request as length-prefixed byte strings, and the short
-//! fixed-size messages both sides exchange while it runs.
+//! fixed-size messages both sides exchange while it runs. Numbers are
+//! big-endian, as on the attach protocol's socket (`session/attach/wire.rs`).
 
 use std::ffi::CString;
 use std::io;
@@ -50,19 +51,19 @@ impl Body {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = vec![0u8; 4];
         let string = |out: &mut Vec<u8>, s: &[u8]| {
-            out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            out.extend_from_slice(&(s.len() as u32).to_be_bytes());
             out.extend_from_slice(s);
         };
         string(&mut out, self.program.as_bytes());
         for list in [&self.argv, &self.envp] {
-            out.extend_from_slice(&(list.len() as u32).to_le_bytes());
+            out.extend_from_slice(&(list.len() as u32).to_be_bytes());
             for s in list {
                 string(&mut out, s.as_bytes());
             }
         }
         string(&mut out, self.cwd.as_bytes());
         let total = (out.len() - 4) as u32;
-        out[..4].copy_from_slice(&total.to_le_bytes());
+        out[..4].copy_from_slice(&total.to_be_bytes());
         out
     }
 
@@ -73,7 +74,7 @@ impl Body {
         let u32_at = |at: &mut usize| -> io::Result<usize> {
             let bytes = data.get(*at..*at + 4).ok_or_else(bad)?;
             *at += 4;
-            Ok(u32::from_le_bytes(bytes.try_into().expect("four bytes")) as usize)
+            Ok(u32::from_be_bytes(bytes.try_into().expect("four bytes")) as usize)
         };
         let string = |at: &mut usize| -> io::Result<CString> {
             let len = u32_at(at)?;
@@ -231,7 +232,7 @@ pub fn read_exact(sock: RawFd, buf: &mut [u8]) -> io::Result<bool> {
 
 /// One fixed-size message: a tag and a value.
 pub fn message(tag: u8, value: i32) -> [u8; 5] {
-    let v = value.to_le_bytes();
+    let v = value.to_be_bytes();
     [tag, v[0], v[1], v[2], v[3]]
 }
 
@@ -256,7 +257,7 @@ pub fn read_message(sock: RawFd) -> io::Result<Option<(u8, i32)>> {
     if !read_exact(sock, &mut m)? {
         return Ok(None);
     }
-    Ok(Some((m[0], i32::from_le_bytes([m[1], m[2], m[3], m[4]]))))
+    Ok(Some((m[0], i32::from_be_bytes([m[1], m[2], m[3], m[4]]))))
 }
 
 /// A connected pair of close-on-exec Unix sockets of `kind`.
@@ -294,10 +295,23 @@ mod tests {
             cwd: c"/tmp".to_owned(),
         };
         let data = body.encode();
-        let total = u32::from_le_bytes(data[..4].try_into().unwrap()) as usize;
+        let total = u32::from_be_bytes(data[..4].try_into().unwrap()) as usize;
         assert_eq!(total, data.len() - 4);
         assert_eq!(Body::decode(&data[4..]).unwrap(), body);
         assert!(Body::decode(&data[4..data.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn numbers_are_big_endian() {
+        assert_eq!(message(KILL, 9), [KILL, 0, 0, 0, 9]);
+        let body = Body {
+            program: c"sh".to_owned(),
+            argv: vec![],
+            envp: vec![],
+            cwd: c"/".to_owned(),
+        };
+        // Total 19: the program's length and bytes, two empty lists, the cwd's length and byte.
+        assert_eq!(body.encode()[..10], [0, 0, 0, 19, 0, 0, 0, 2, b's', b'h']);
     }
 
     #[test]
