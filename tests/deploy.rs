@@ -14,7 +14,8 @@
 //! - the image's entry point, run here on loopback, serves MCP over HTTP with
 //!   the token, answers /healthz without it, and runs a command sandboxed.
 //!
-//! No image is built and no cluster is reached: neither is available here.
+//! No cluster is reached: none is available here. tests/image.rs builds the
+//! image itself and runs its entry point.
 
 mod cbuild;
 mod common;

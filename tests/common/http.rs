@@ -90,6 +90,11 @@ impl HttpServe {
         }
     }
 
+    /// The started command's process id.
+    pub fn child_id(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
     pub fn port(&self) -> u16 {
         self.addr.rsplit(':').next().unwrap().parse().unwrap()
     }
@@ -152,6 +157,26 @@ impl HttpServe {
                 return;
             }
             assert!(Instant::now() < deadline, "the server did not exit on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl HttpServe {
+    /// Waits for the started command to end on its own (after the test has
+    /// stopped the server inside it), up to [`super::HANG_GUARD`].
+    pub fn wait(mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().unwrap();
+        let deadline = Instant::now() + super::HANG_GUARD;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the server's command did not end:\n{}", self.log());
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
