@@ -19,9 +19,12 @@
 use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, CWD, Mode, OFlags};
+use rustix::io::retry_on_intr;
 
 /// A directory held open; every file operation in it goes through the
 /// descriptor.
@@ -96,42 +99,19 @@ fn component(name: &OsStr) -> io::Result<CString> {
     cstring(bytes)
 }
 
-fn fstat(fd: RawFd) -> io::Result<libc::stat> {
-    // SAFETY: an all-zero `stat` is a valid value for the kernel to overwrite.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a live, writable `stat`; `fd` is an open descriptor of the caller's.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(st)
+fn fstat(fd: impl AsFd) -> io::Result<rustix::fs::Stat> {
+    Ok(rustix::fs::fstat(fd)?)
 }
 
 fn euid() -> libc::uid_t {
     rustix::process::geteuid().as_raw()
 }
 
-/// Retries `f` while it fails with `EINTR`.
-fn retry(mut f: impl FnMut() -> libc::c_int) -> io::Result<libc::c_int> {
-    loop {
-        let rc = f();
-        if rc >= 0 {
-            return Ok(rc);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
 /// Opens `name` relative to `dir` (or `AT_FDCWD` for a whole path) as a
 /// directory, not following a symbolic link there.
-fn open_dir_at(dir: RawFd, name: &CString) -> io::Result<OwnedFd> {
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: `name` is NUL-terminated and outlives the call.
-    let fd = retry(|| unsafe { libc::openat(dir, name.as_ptr(), flags) })?;
-    // SAFETY: openat returned a fresh descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+fn open_dir_at(dir: impl AsFd, name: &CString) -> io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(retry_on_intr(|| rustix::fs::openat(&dir, name.as_c_str(), flags, Mode::empty()))?)
 }
 
 impl Dir {
@@ -139,7 +119,7 @@ impl Dir {
     /// symbolic link.
     pub fn open(path: &Path) -> io::Result<Dir> {
         let c = cstring(path.as_os_str().as_bytes())?;
-        let fd = open_dir_at(libc::AT_FDCWD, &c).map_err(|e| explain_open(path, e))?;
+        let fd = open_dir_at(CWD, &c).map_err(|e| explain_open(path, e))?;
         Ok(Dir {
             fd,
             path: path.to_path_buf(),
@@ -185,32 +165,26 @@ impl Dir {
         let c = cstring(parent.as_os_str().as_bytes())?;
         // The parent (the temp dir, /dev/shm) is the host's: its path is
         // followed as the system resolves it.
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
-        // SAFETY: `c` is NUL-terminated and outlives the call.
-        let fd = retry(|| unsafe { libc::openat(libc::AT_FDCWD, c.as_ptr(), flags) })
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", parent.display())))?;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = retry_on_intr(|| rustix::fs::openat(CWD, c.as_c_str(), flags, Mode::empty()))
+            .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("cannot open {}: {e}", parent.display())))?;
         let parent = Dir {
-            // SAFETY: openat returned a fresh descriptor that nothing else owns.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            fd,
             path: parent.to_path_buf(),
         };
         let dir = parent.make_dir(name, 0o700)?;
         // The mode the umask may have narrowed, exactly.
-        // SAFETY: `dir.fd` is an open descriptor of ours.
-        if unsafe { libc::fchmod(dir.fd.as_raw_fd(), 0o700) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        rustix::fs::fchmod(&dir.fd, Mode::from_raw_mode(0o700))?;
         Ok(dir)
     }
 
     /// Makes the directory `name` in this one (exclusively) and opens it.
     fn make_dir(&self, name: &OsStr, mode: libc::mode_t) -> io::Result<Dir> {
         let c = component(name)?;
-        // SAFETY: `c` is NUL-terminated and outlives the call; mkdirat does
-        // not follow a link at the last component.
-        retry(|| unsafe { libc::mkdirat(self.fd.as_raw_fd(), c.as_ptr(), mode) }).map_err(|e| {
+        // mkdirat does not follow a link at the last component.
+        retry_on_intr(|| rustix::fs::mkdirat(&self.fd, c.as_c_str(), Mode::from_raw_mode(mode))).map_err(|e| {
             io::Error::new(
-                e.kind(),
+                io::Error::from(e).kind(),
                 format!("cannot create {}: {e}", self.path.join(name).display()),
             )
         })?;
@@ -221,14 +195,14 @@ impl Dir {
     fn open_dir(&self, name: &OsStr) -> io::Result<Dir> {
         let c = component(name)?;
         let path = self.path.join(name);
-        let fd = open_dir_at(self.fd.as_raw_fd(), &c).map_err(|e| explain_open(&path, e))?;
+        let fd = open_dir_at(&self.fd, &c).map_err(|e| explain_open(&path, e))?;
         let dir = Dir { fd, path };
         dir.check_owner()?;
         Ok(dir)
     }
 
     fn check_owner(&self) -> io::Result<()> {
-        let st = fstat(self.fd.as_raw_fd())?;
+        let st = fstat(&self.fd)?;
         let me = euid();
         if st.st_uid != me {
             return Err(io::Error::new(
@@ -248,7 +222,7 @@ impl Dir {
     /// says.
     pub fn check_private(&self) -> io::Result<()> {
         self.check_owner()?;
-        let st = fstat(self.fd.as_raw_fd())?;
+        let st = fstat(&self.fd)?;
         if st.st_mode & 0o077 != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
@@ -274,7 +248,7 @@ impl Dir {
 
     /// Whether the directory was removed since it was opened.
     pub fn is_removed(&self) -> bool {
-        fstat(self.fd.as_raw_fd()).is_ok_and(|st| st.st_nlink == 0)
+        fstat(&self.fd).is_ok_and(|st| st.st_nlink == 0)
     }
 
     /// The path the directory was opened at (for messages; it may have
@@ -286,20 +260,20 @@ impl Dir {
     /// Creates the new file `name` (mode `mode`), open for reading and
     /// writing; fails if the name exists in any form.
     pub fn create_file(&self, name: &OsStr, mode: libc::mode_t) -> io::Result<File> {
-        let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         self.open_at(name, flags, mode)
     }
 
     /// Opens the existing regular file `name` for reading.
     pub fn open_read(&self, name: &OsStr) -> io::Result<File> {
-        let file = self.open_at(name, libc::O_RDONLY | NOT_THROUGH, 0)?;
+        let file = self.open_at(name, OFlags::RDONLY | NOT_THROUGH, 0)?;
         self.check_kind(name, &file, Accept::Regular)?;
         Ok(file)
     }
 
     /// Opens the existing regular file `name` for reading and writing.
     pub fn open_write(&self, name: &OsStr) -> io::Result<File> {
-        let file = self.open_at(name, libc::O_RDWR | NOT_THROUGH, 0)?;
+        let file = self.open_at(name, OFlags::RDWR | NOT_THROUGH, 0)?;
         self.check_kind(name, &file, Accept::Regular)?;
         Ok(file)
     }
@@ -308,24 +282,21 @@ impl Dir {
     /// exist. It must be a regular file with no other name, or a character
     /// device (`/dev/null`, `/dev/full`: no sandboxed command can make one).
     pub fn open_append(&self, name: &OsStr, mode: libc::mode_t) -> io::Result<File> {
-        let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | NOT_THROUGH;
+        let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | NOT_THROUGH;
         let file = self.open_at(name, flags, mode)?;
         self.check_kind(name, &file, Accept::SingleRegularOrCharDevice)?;
         Ok(file)
     }
 
-    fn open_at(&self, name: &OsStr, flags: libc::c_int, mode: libc::mode_t) -> io::Result<File> {
+    fn open_at(&self, name: &OsStr, flags: OFlags, mode: libc::mode_t) -> io::Result<File> {
         let c = component(name)?;
-        // SAFETY: `c` is NUL-terminated and outlives the call; the mode is
-        // passed as the variadic argument openat reads with O_CREAT.
-        let fd = retry(|| unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags, mode as libc::c_uint) })
-            .map_err(|e| explain_open(&self.path.join(name), e))?;
-        // SAFETY: openat returned a fresh descriptor that nothing else owns.
-        Ok(unsafe { File::from_raw_fd(fd) })
+        let fd = retry_on_intr(|| rustix::fs::openat(&self.fd, c.as_c_str(), flags, Mode::from_raw_mode(mode)))
+            .map_err(|e| explain_open(&self.path.join(name), e.into()))?;
+        Ok(File::from(fd))
     }
 
     fn check_kind(&self, name: &OsStr, file: &File, accept: Accept) -> io::Result<()> {
-        let st = fstat(file.as_raw_fd())?;
+        let st = fstat(file)?;
         let path = self.path.join(name);
         let single = accept == Accept::SingleRegularOrCharDevice;
         if single && st.st_mode & libc::S_IFMT == libc::S_IFCHR {
@@ -357,29 +328,23 @@ impl Dir {
     /// What `name` is, without following it.
     pub fn stat(&self, name: &OsStr) -> io::Result<Stat> {
         let c = component(name)?;
-        // SAFETY: an all-zero `stat` is a valid value for the kernel to overwrite.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: `c` is NUL-terminated and `st` writable; both outlive the call.
-        retry(|| unsafe { libc::fstatat(self.fd.as_raw_fd(), c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) })?;
+        let st = retry_on_intr(|| rustix::fs::statat(&self.fd, c.as_c_str(), AtFlags::SYMLINK_NOFOLLOW))?;
         Ok(stat_of(&st))
     }
 
     /// Renames `from` to `to` within this directory (replacing `to`).
     pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
         let (f, t) = (component(from)?, component(to)?);
-        let fd = self.fd.as_raw_fd();
-        // SAFETY: both names are NUL-terminated and outlive the call;
         // renameat follows no link at either name.
-        retry(|| unsafe { libc::renameat(fd, f.as_ptr(), fd, t.as_ptr()) })?;
+        retry_on_intr(|| rustix::fs::renameat(&self.fd, f.as_c_str(), &self.fd, t.as_c_str()))?;
         Ok(())
     }
 
     /// Removes the file (or empty directory, with `dir`) `name`.
     pub fn remove(&self, name: &OsStr) -> io::Result<()> {
         let c = component(name)?;
-        // SAFETY: `c` is NUL-terminated and outlives the call; unlinkat
-        // removes the name itself, never what a link points at.
-        retry(|| unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) })?;
+        // unlinkat removes the name itself, never what a link points at.
+        retry_on_intr(|| rustix::fs::unlinkat(&self.fd, c.as_c_str(), AtFlags::empty()))?;
         Ok(())
     }
 
@@ -401,9 +366,9 @@ enum Accept {
 
 /// `O_NOFOLLOW`, and `O_NONBLOCK` so that a fifo planted in place of a file
 /// cannot hold the open.
-const NOT_THROUGH: libc::c_int = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+const NOT_THROUGH: OFlags = OFlags::NOFOLLOW.union(OFlags::NONBLOCK).union(OFlags::NOCTTY).union(OFlags::CLOEXEC);
 
-fn stat_of(st: &libc::stat) -> Stat {
+fn stat_of(st: &rustix::fs::Stat) -> Stat {
     Stat {
         identity: Identity {
             dev: st.st_dev,
@@ -416,7 +381,7 @@ fn stat_of(st: &libc::stat) -> Stat {
 
 /// The identity and size of an open file.
 pub fn stat_file(file: &File) -> io::Result<Stat> {
-    Ok(stat_of(&fstat(file.as_raw_fd())?))
+    Ok(stat_of(&fstat(file)?))
 }
 
 /// A failed open, worded for a person: `ELOOP` from `O_NOFOLLOW` means a link
@@ -528,8 +493,7 @@ mod tests {
         let base = scratch();
         let dir = Dir::open(&base).unwrap();
         let fifo = cstring(base.join("fifo").as_os_str().as_bytes()).unwrap();
-        // SAFETY: `fifo` is NUL-terminated and outlives the call.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        rustix::fs::mknodat(CWD, fifo.as_c_str(), rustix::fs::FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
         let e = dir.open_read(OsStr::new("fifo")).unwrap_err();
         assert!(e.to_string().contains("a fifo"), "{e}");
         let e = dir.open_append(OsStr::new("fifo"), 0o600).unwrap_err();

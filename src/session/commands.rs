@@ -1,7 +1,7 @@
 //! Typing into a session: a command, input for the terminal, an interrupt; and
 //! reading or waiting for what comes back.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
@@ -54,7 +54,7 @@ impl SessionManager {
             state.secret_told = false;
             session.view().command_typed(command);
         }
-        pty::write_all(session.master.as_raw_fd(), line.as_bytes())
+        pty::write_all(session.master.as_fd(), line.as_bytes())
             .map_err(|e| internal(format!("could not write to the session's terminal: {e}")))?;
         let wait = self.wait_limit(options.timeout);
         Ok(self.await_command(&session, wait, options.raw, true, OnToldSecret::Return))
@@ -101,7 +101,7 @@ impl SessionManager {
     ) -> Result<RunResult, ToolError> {
         let session = self.get(id)?;
         let bytes = input_bytes(text, keys)?;
-        if pty::canonical(session.master.as_raw_fd()) {
+        if pty::canonical(session.master.as_fd()) {
             check_line_lengths(&bytes)?;
         }
         {
@@ -120,13 +120,13 @@ impl SessionManager {
                 }
                 Phase::Starting | Phase::Running => {}
             }
-            if pty::echoes(session.master.as_raw_fd())
+            if pty::echoes(session.master.as_fd())
                 && let Some(echo) = echo::expected(&bytes)
             {
                 state.echo.expect(&echo);
             }
         }
-        pty::write_all(session.master.as_raw_fd(), &bytes)
+        pty::write_all(session.master.as_fd(), &bytes)
             .map_err(|e| internal(format!("could not write to the session's terminal: {e}")))?;
         let wait = self.wait_limit(Some(wait.max(Duration::from_millis(1))));
         // Give the program a moment to consume the input before looking at its state.
@@ -155,7 +155,7 @@ impl SessionManager {
         };
         // Nothing runs at an idle prompt, and a shell interrupted there may
         // drop the next line it reads (zsh does): leave it alone.
-        if !at_prompt && let Some(pgrp) = pty::foreground_group(session.master.as_raw_fd()) {
+        if !at_prompt && let Some(pgrp) = pty::foreground_group(session.master.as_fd()) {
             crate::process::spawn::kill_group(pgrp, libc::SIGINT);
         }
         let wait = self.wait_limit(Some(wait.max(Duration::from_millis(1))));

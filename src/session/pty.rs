@@ -4,7 +4,12 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::fs::FileExt;
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::fs::{Mode, OFlags};
+use rustix::termios::{LocalModes, OptionalActions, OutputModes, Winsize};
 
 /// The master side of a pty and the path of its slave.
 pub(crate) struct Pty {
@@ -12,64 +17,46 @@ pub(crate) struct Pty {
     pub slave_path: CString,
 }
 
-fn last_error() -> io::Error {
-    io::Error::last_os_error()
-}
-
-/// Opens a pty pair (`posix_openpt`, `grantpt`, `unlockpt`, `ptsname_r`),
+/// Opens a pty pair (`posix_openpt`, `grantpt`, `unlockpt`, `ptsname`),
 /// sets the terminal modes a session wants (no echo, no CR/LF translation on
 /// output, a wide window), and returns the master.
 pub(crate) fn open() -> io::Result<Pty> {
-    // SAFETY: plain libc calls on an fd we own; buffers are sized as passed.
-    unsafe {
-        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return Err(last_error());
-        }
-        let master = OwnedFd::from_raw_fd(fd);
-        if libc::grantpt(fd) != 0 || libc::unlockpt(fd) != 0 {
-            return Err(last_error());
-        }
-        let mut name = [0 as libc::c_char; 128];
-        let rc = libc::ptsname_r(fd, name.as_mut_ptr(), name.len());
-        if rc != 0 {
-            return Err(io::Error::from_raw_os_error(rc));
-        }
-        let slave_path = CStr::from_ptr(name.as_ptr()).to_owned();
+    use rustix::pty::OpenptFlags;
+    let master = rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
+    rustix::pty::grantpt(&master)?;
+    rustix::pty::unlockpt(&master)?;
+    let slave_path = rustix::pty::ptsname(&master, Vec::with_capacity(128))?;
 
-        // Configure the line discipline through a slave fd (without making it
-        // our controlling terminal); the settings stay with the pty.
-        let slave = libc::open(slave_path.as_ptr(), libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
-        if slave < 0 {
-            return Err(last_error());
-        }
-        let slave = OwnedFd::from_raw_fd(slave);
-        let mut tio: libc::termios = std::mem::zeroed();
-        if libc::tcgetattr(slave.as_raw_fd(), &mut tio) != 0 {
-            return Err(last_error());
-        }
-        // Echo stays on, as on any terminal: a person watching sees what is
-        // typed, and a program that reads a secret turns it off, which is
-        // how a secret prompt is recognized (see `hides_input`).
-        tio.c_lflag |= libc::ECHO;
-        tio.c_lflag &= !(libc::ECHOE | libc::ECHOK | libc::ECHONL | libc::ECHOCTL);
-        // No output processing at all: with `ONLCR` off it would change no
-        // byte (the other output flags are off by default), and the kernel's
-        // per-character pass over every write made a chatty command's
-        // output 20-30 % slower to come through (see docs/benchmarks.md).
-        tio.c_oflag &= !(libc::ONLCR | libc::OPOST);
-        if libc::tcsetattr(slave.as_raw_fd(), libc::TCSANOW, &tio) != 0 {
-            return Err(last_error());
-        }
-        let size = libc::winsize {
-            ws_row: 50,
-            ws_col: 200,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &size);
-        crate::process::spawn::set_nonblocking(master.as_raw_fd());
-        Ok(Pty { master, slave_path })
+    // Configure the line discipline through a slave fd (without making it
+    // our controlling terminal); the settings stay with the pty.
+    let slave = rustix::fs::open(
+        slave_path.as_c_str(),
+        OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut tio = rustix::termios::tcgetattr(&slave)?;
+    // Echo stays on, as on any terminal: a person watching sees what is
+    // typed, and a program that reads a secret turns it off, which is
+    // how a secret prompt is recognized (see `hides_input`).
+    tio.local_modes |= LocalModes::ECHO;
+    tio.local_modes &= !(LocalModes::ECHOE | LocalModes::ECHOK | LocalModes::ECHONL | LocalModes::ECHOCTL);
+    // No output processing at all: with `ONLCR` off it would change no
+    // byte (the other output flags are off by default), and the kernel's
+    // per-character pass over every write made a chatty command's
+    // output 20-30 % slower to come through (see docs/benchmarks.md).
+    tio.output_modes &= !(OutputModes::ONLCR | OutputModes::OPOST);
+    rustix::termios::tcsetattr(&slave, OptionalActions::Now, &tio)?;
+    let _ = rustix::termios::tcsetwinsize(&master, window(50, 200));
+    crate::process::spawn::set_nonblocking(master.as_raw_fd());
+    Ok(Pty { master, slave_path })
+}
+
+fn window(rows: u16, cols: u16) -> Winsize {
+    Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
     }
 }
 
@@ -111,9 +98,8 @@ pub(crate) fn spawn_on_pty(
 }
 
 /// The terminal's foreground process group, asked on the master side.
-pub(crate) fn foreground_group(master: RawFd) -> Option<libc::pid_t> {
-    // SAFETY: ioctl on an fd we own.
-    let pgrp = unsafe { libc::tcgetpgrp(master) };
+pub(crate) fn foreground_group(master: BorrowedFd<'_>) -> Option<libc::pid_t> {
+    let pgrp = rustix::termios::tcgetpgrp(master).ok()?.as_raw_nonzero().get();
     (pgrp > 0).then_some(pgrp)
 }
 
@@ -123,61 +109,44 @@ pub(crate) const MAX_CANON_LINE: usize = 4095;
 
 /// Whether the terminal is in canonical (line) mode, asked on the master
 /// side (Linux answers with the slave's settings).
-pub(crate) fn canonical(master: RawFd) -> bool {
-    // SAFETY: `termios` is plain data, for which all-zero bytes are a valid value.
-    let mut tio: libc::termios = unsafe { std::mem::zeroed() };
-    // SAFETY: tcgetattr writes into `tio`, writable storage of the right type; a
-    // bad fd is an error return, not undefined behaviour.
-    (unsafe { libc::tcgetattr(master, &mut tio) }) == 0 && tio.c_lflag & libc::ICANON != 0
+pub(crate) fn canonical(master: BorrowedFd<'_>) -> bool {
+    local_flags(master).is_some_and(|f| f.contains(LocalModes::ICANON))
 }
 
-fn local_flags(master: RawFd) -> Option<libc::tcflag_t> {
-    // SAFETY: `termios` is plain data, for which all-zero bytes are a valid value.
-    let mut tio: libc::termios = unsafe { std::mem::zeroed() };
-    // SAFETY: tcgetattr writes into `tio`, writable storage of the right type; a
-    // bad fd is an error return, not undefined behaviour.
-    ((unsafe { libc::tcgetattr(master, &mut tio) }) == 0).then_some(tio.c_lflag)
+fn local_flags(master: BorrowedFd<'_>) -> Option<LocalModes> {
+    rustix::termios::tcgetattr(master).ok().map(|tio| tio.local_modes)
 }
 
 /// Whether the terminal echoes input (`ECHO`).
-pub(crate) fn echoes(master: RawFd) -> bool {
-    local_flags(master).is_some_and(|f| f & libc::ECHO != 0)
+pub(crate) fn echoes(master: BorrowedFd<'_>) -> bool {
+    local_flags(master).is_some_and(|f| f.contains(LocalModes::ECHO))
 }
 
 /// Whether the terminal reads lines without echoing them: `ECHO` cleared
 /// while in line mode, as `sudo`, `ssh`, `read -s` and `getpass` set it to
 /// read a secret (full-screen programs leave line mode as well).
-pub(crate) fn hides_input(master: RawFd) -> bool {
-    local_flags(master).is_some_and(|f| f & libc::ECHO == 0 && f & libc::ICANON != 0)
+pub(crate) fn hides_input(master: BorrowedFd<'_>) -> bool {
+    local_flags(master).is_some_and(|f| !f.contains(LocalModes::ECHO) && f.contains(LocalModes::ICANON))
 }
 
 /// Sets the terminal's window size; the kernel tells the foreground group (SIGWINCH).
-pub(crate) fn resize(master: RawFd, rows: u16, cols: u16) -> io::Result<()> {
-    let size = libc::winsize {
-        ws_row: rows,
-        ws_col: cols,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCSWINSZ reads one winsize from a valid pointer.
-    if unsafe { libc::ioctl(master, libc::TIOCSWINSZ, &size) } != 0 {
-        return Err(last_error());
-    }
-    Ok(())
+pub(crate) fn resize(master: BorrowedFd<'_>, rows: u16, cols: u16) -> io::Result<()> {
+    Ok(rustix::termios::tcsetwinsize(master, window(rows, cols))?)
 }
 
 /// Writes all of `data` to the master, waiting while the terminal's input
 /// queue is full.
-pub(crate) fn write_all(master: RawFd, mut data: &[u8]) -> io::Result<()> {
+pub(crate) fn write_all(master: BorrowedFd<'_>, mut data: &[u8]) -> io::Result<()> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !data.is_empty() {
-        // SAFETY: writes from a valid slice.
-        let n = unsafe { libc::write(master, data.as_ptr().cast(), data.len()) };
-        if n > 0 {
-            data = &data[n as usize..];
-            continue;
-        }
-        let err = last_error();
+        let err = match rustix::io::write(master, data) {
+            Ok(n) if n > 0 => {
+                data = &data[n..];
+                continue;
+            }
+            Ok(_) => io::Error::from(io::ErrorKind::WriteZero),
+            Err(e) => io::Error::from(e),
+        };
         match err.raw_os_error() {
             Some(libc::EINTR) => continue,
             Some(libc::EAGAIN) => {
@@ -187,13 +156,11 @@ pub(crate) fn write_all(master: RawFd, mut data: &[u8]) -> io::Result<()> {
                         "the terminal's input queue stayed full for 10 s (the program is not reading input)",
                     ));
                 }
-                let mut fds = libc::pollfd {
-                    fd: master,
-                    events: libc::POLLOUT,
-                    revents: 0,
+                let pause = Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 50_000_000,
                 };
-                // SAFETY: one valid pollfd.
-                unsafe { libc::poll(&mut fds, 1, 50) };
+                let _ = rustix::event::poll(&mut [PollFd::from_borrowed_fd(master, PollFlags::OUT)], Some(&pause));
             }
             _ => return Err(err),
         }
@@ -235,10 +202,7 @@ fn group_members(pgrp: libc::pid_t) -> Vec<libc::pid_t> {
 
 /// The device number of the pty slave (to recognize it among a process's fds).
 pub(crate) fn device_of(path: &CStr) -> Option<libc::dev_t> {
-    // SAFETY: `stat` is plain data, for which all-zero bytes are a valid value.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: the path is NUL-terminated and `st` is writable storage of the right type.
-    (unsafe { libc::stat(path.as_ptr(), &mut st) } == 0).then_some(st.st_rdev)
+    rustix::fs::stat(path).ok().map(|st| st.st_rdev)
 }
 
 /// Whether some process of the terminal's foreground group is blocked
@@ -247,7 +211,7 @@ pub(crate) fn device_of(path: &CStr) -> Option<libc::dev_t> {
 /// terminal, or in `poll`/`select`/`epoll_wait` waiting for one to become
 /// readable. The wait channel alone cannot tell: on current kernels a
 /// terminal read and a TCP receive both sleep in `wait_woken`.
-pub(crate) fn foreground_reading(master: RawFd, tty: libc::dev_t) -> bool {
+pub(crate) fn foreground_reading(master: BorrowedFd<'_>, tty: libc::dev_t) -> bool {
     let Some(pgrp) = foreground_group(master) else {
         return false;
     };
@@ -377,24 +341,16 @@ fn is_terminal_fd(pid: libc::pid_t, fd: u64, tty: libc::dev_t) -> bool {
     std::fs::metadata(&link).is_ok_and(|m| m.file_type().is_char_device() && m.rdev() == tty)
 }
 
-/// Reads `len` bytes at `address` in process `pid` (our own descendant).
+/// Reads `len` bytes at `address` in process `pid` (our own descendant),
+/// through `/proc/<pid>/mem`, where the kernel checks access as for ptrace.
 fn read_memory(pid: libc::pid_t, address: u64, len: usize) -> Option<Vec<u8>> {
     if address == 0 || len == 0 {
         return None;
     }
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
     let mut buf = vec![0u8; len];
-    let local = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: len,
-    };
-    let remote = libc::iovec {
-        iov_base: address as *mut libc::c_void,
-        iov_len: len,
-    };
-    // SAFETY: writes at most `len` bytes into our own buffer; the remote side
-    // is only read, and the kernel checks access to it.
-    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-    (n == len as isize).then_some(buf)
+    mem.read_exact_at(&mut buf, address).ok()?;
+    Some(buf)
 }
 
 /// Resident set size of `pid` in KiB.

@@ -1,6 +1,8 @@
 //! The reader thread: drains a session's terminal, parses the markers and applies them to its state.
 
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsFd;
+
+use rustix::event::{PollFd, PollFlags, Timespec};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -16,35 +18,40 @@ pub(super) fn read_loop(session: &Session, nonce: &str) {
     let mut events = Vec::new();
     let mut master_open = true;
     loop {
-        // On the stack: this loop turns once per terminal read.
-        let entry = |fd: RawFd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
+        // On the stack: this loop turns once per terminal read. The stop
+        // descriptor first, then the terminal while open, then the pidfd.
+        let mut fds = [(); 3].map(|()| PollFd::new(&session.stop, PollFlags::IN));
+        let mut count = 1;
+        let mut slots = [None; 2];
+        let wanted = [master_open.then(|| session.master.as_fd()), pidfd.as_ref().map(AsFd::as_fd)];
+        for (slot, fd) in slots.iter_mut().zip(wanted) {
+            if let Some(fd) = fd {
+                fds[count] = PollFd::from_borrowed_fd(fd, PollFlags::IN);
+                *slot = Some(count);
+                count += 1;
+            }
+        }
+        let [master_slot, pid_slot] = slots;
+        // Without a pidfd, whether the shell exited is looked at every 20 ms.
+        let tick = Timespec {
+            tv_sec: 0,
+            tv_nsec: 20_000_000,
         };
-        let mut fds = [
-            entry(session.stop.as_raw_fd()),
-            entry(if master_open { session.master.as_raw_fd() } else { -1 }),
-            entry(pidfd.as_ref().map_or(-1, |fd| fd.as_raw_fd())),
-        ];
-        let count = if pidfd.is_some() { 3 } else { 2 };
-        let wait = if pidfd.is_some() { -1 } else { 20 };
-        // SAFETY: the first `count` entries of fds are valid pollfds.
-        unsafe { libc::poll(fds.as_mut_ptr(), count, wait) };
-        if fds[0].revents != 0 {
+        let _ = rustix::event::poll(&mut fds[..count], pidfd.is_none().then_some(&tick));
+        let ready = |slot: Option<usize>| slot.is_some_and(|i| !fds[i].revents().is_empty());
+        if ready(Some(0)) {
             return;
         }
-        if fds[1].revents != 0 {
+        if ready(master_slot) {
             session.in_flight.store(true, std::sync::atomic::Ordering::SeqCst);
             // One read per wake-up: the terminal holds at most 4 KiB for
             // its reader (N_TTY_BUF_SIZE) and refills it from a kernel worker
             // after each read, so a second read would only find it empty.
-            // SAFETY: reads into a valid buffer.
-            let n = unsafe { libc::read(session.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            let n = rustix::io::read(&session.master, &mut buf);
             // Whether the terminal is still open (EIO: no process holds the
             // slave any more).
-            let open = n > 0 || (n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN));
-            let filled = n.max(0) as usize;
+            let open = matches!(n, Ok(n) if n > 0) || n == Err(rustix::io::Errno::AGAIN);
+            let filled = n.unwrap_or(0);
             if filled > 0 {
                 events.clear();
                 parser.feed(&buf[..filled], &mut events);
@@ -56,7 +63,7 @@ pub(super) fn read_loop(session: &Session, nonce: &str) {
             }
         }
         let exited = match &pidfd {
-            Some(_) => fds[2].revents != 0,
+            Some(_) => ready(pid_slot),
             None => crate::process::spawn::has_exited(session.pid),
         };
         if exited {
@@ -71,13 +78,12 @@ pub(super) fn read_loop(session: &Session, nonce: &str) {
 fn record_exit(session: &Session, parser: &mut marker::Parser, buf: &mut [u8], events: &mut Vec<marker::Event>) {
     // Read what the shell wrote before exiting, then record the exit.
     loop {
-        // SAFETY: reads into a valid buffer.
-        let n = unsafe { libc::read(session.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
-            break;
-        }
+        let n = match rustix::io::read(&session.master, &mut *buf) {
+            Ok(n) if n > 0 => n,
+            _ => break,
+        };
         events.clear();
-        parser.feed(&buf[..n as usize], events);
+        parser.feed(&buf[..n], events);
         apply(session, events);
     }
     let code = exit_status_peek(session.pid);
@@ -91,29 +97,22 @@ fn record_exit(session: &Session, parser: &mut marker::Parser, buf: &mut [u8], e
     session.changed.notify_all();
     session.view().close();
     // Wait for close (the tree is killed and the shell reaped there).
-    let mut stop = [libc::pollfd {
-        fd: session.stop.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    }];
-    // SAFETY: one valid pollfd.
-    unsafe { libc::poll(stop.as_mut_ptr(), 1, -1) };
+    while let Err(rustix::io::Errno::INTR) = rustix::event::poll(&mut [PollFd::new(&session.stop, PollFlags::IN)], None) {}
 }
 
 /// The exit status of our exited, unreaped child, without reaping it.
 fn exit_status_peek(pid: libc::pid_t) -> i32 {
-    // SAFETY: waitid with WNOWAIT leaves the child unreaped.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        if libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) != 0 {
-            return -1;
-        }
-        let status = info.si_status();
-        if info.si_code == libc::CLD_EXITED {
-            status
-        } else {
-            128 + status
-        }
+    use rustix::process::{Pid, WaitId, WaitIdOptions};
+    let Some(pid) = Pid::from_raw(pid) else {
+        return -1;
+    };
+    // WNOWAIT leaves the child unreaped.
+    match rustix::process::waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT) {
+        Ok(Some(status)) => match status.exit_status() {
+            Some(code) => code,
+            None => 128 + status.terminating_signal().unwrap_or(0),
+        },
+        _ => -1,
     }
 }
 

@@ -2,7 +2,7 @@
 //! tools: a host's own terminal view, or a person attached over the
 //! server's socket. The agent learns of both from its next result.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::{Arc, Weak};
 
 use super::view::TerminalCallback;
@@ -76,7 +76,7 @@ impl Inner {
             }
             state.last_activity = std::time::Instant::now();
         }
-        pty::write_all(session.master.as_raw_fd(), bytes)
+        pty::write_all(session.master.as_fd(), bytes)
             .map_err(|e| internal(format!("could not write to the session's terminal: {e}")))
     }
 
@@ -91,7 +91,7 @@ impl Inner {
             ));
         }
         let session = self.get(id)?;
-        pty::resize(session.master.as_raw_fd(), rows, cols)
+        pty::resize(session.master.as_fd(), rows, cols)
             .map_err(|e| internal(format!("could not resize the session's terminal: {e}")))
     }
 }

@@ -1,6 +1,6 @@
 //! Waiting on a session's command and building its result from the session's state.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
@@ -76,7 +76,7 @@ impl SessionManager {
 /// Whether a foreground process still reads the terminal with echo off in
 /// line mode: the secret prompt is there, whatever else is printed meanwhile.
 fn on_secret_prompt(session: &Session) -> bool {
-    pty::hides_input(session.master.as_raw_fd()) && pty::foreground_reading(session.master.as_raw_fd(), session.tty)
+    pty::hides_input(session.master.as_fd()) && pty::foreground_reading(session.master.as_fd(), session.tty)
 }
 
 pub(super) fn snapshot(session: &Session, state: &mut State, raw: bool, whole: bool, timed_out: bool) -> RunResult {
@@ -110,7 +110,7 @@ pub(super) fn snapshot(session: &Session, state: &mut State, raw: bool, whole: b
     };
     let run_state = run_state(state);
     let waiting = state.in_progress() && state.started_reading() && waiting_for_input(session);
-    let secret_prompt = waiting && pty::hides_input(session.master.as_raw_fd());
+    let secret_prompt = waiting && pty::hides_input(session.master.as_fd());
     if secret_prompt {
         state.secret_told = true;
     }
@@ -151,15 +151,13 @@ fn run_state(state: &State) -> RunState {
 /// marker is in flight is not mistaken for one waiting for input).
 pub(super) fn waiting_for_input(session: &Session) -> bool {
     use std::sync::atomic::Ordering;
-    if !pty::foreground_reading(session.master.as_raw_fd(), session.tty) {
+    if !pty::foreground_reading(session.master.as_fd(), session.tty) {
         return false;
     }
-    let mut fds = libc::pollfd {
-        fd: session.master.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; a zero timeout only looks.
-    let pending = unsafe { libc::poll(&mut fds, 1, 0) } > 0 && fds.revents & libc::POLLIN != 0;
+    let mut fds = [rustix::event::PollFd::new(&session.master, rustix::event::PollFlags::IN)];
+    // A zero timeout only looks.
+    let now = rustix::event::Timespec { tv_sec: 0, tv_nsec: 0 };
+    let pending =
+        rustix::event::poll(&mut fds, Some(&now)).is_ok_and(|n| n > 0) && fds[0].revents().contains(rustix::event::PollFlags::IN);
     !pending && !session.in_flight.load(Ordering::SeqCst)
 }

@@ -17,9 +17,11 @@
 //! [`guard`]: crate::sandbox::guard
 
 use std::ffi::{CString, OsStr, OsString};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{AtFlags, CWD, FileType, Gid, Mode, OFlags, RenameFlags, ResolveFlags, Uid};
 
 use super::calls::{Follows, PathArg};
 use super::target::Target;
@@ -70,8 +72,7 @@ impl Mediator {
             .mediated
             .iter()
             .map(|m| {
-                open_dir(libc::AT_FDCWD, &m.dir, libc::RESOLVE_NO_SYMLINKS)
-                    .filter(|fd| identity(fd.as_raw_fd()) == Some(m.id))
+                open_dir(CWD, &m.dir, ResolveFlags::NO_SYMLINKS).filter(|fd| identity(fd) == Some(m.id))
             })
             .collect();
         Mediator {
@@ -86,11 +87,10 @@ impl Mediator {
     /// each command's is applied to the mode it asks for).
     pub fn prepare_thread() {
         // SAFETY: unshare(CLONE_FS) gives this thread its own umask and
-        // working directory; umask takes a plain integer.
-        unsafe {
-            libc::unshare(libc::CLONE_FS);
-            libc::umask(0);
-        }
+        // working directory; it shares its descriptor table as before (not
+        // CLONE_FILES), so every thread still sees the same descriptors.
+        let _ = unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FS) };
+        rustix::process::umask(Mode::empty());
     }
 
     /// Decides one notified call: `resolve` gives a path argument as the
@@ -133,79 +133,66 @@ impl Mediator {
             (Some(Op::Open { flags, mode }), [Place::At { parent, name }]) => open(target, parent, name, flags, mode),
             (Some(Op::MakeDir { mode }), [Place::At { parent, name }]) => {
                 let mode = mode & !umask(target) & 0o7777;
-                // SAFETY: mkdirat with our own fd and a NUL-terminated name.
-                value(unsafe { libc::mkdirat(parent.as_raw_fd(), name.as_ptr(), mode) })
+                done(rustix::fs::mkdirat(parent, name.as_c_str(), Mode::from_raw_mode(mode)))
             }
             (Some(Op::MakeNode { mode, dev }), [Place::At { parent, name }]) => {
                 let mode = (mode & libc::S_IFMT) | (mode & !umask(target) & 0o7777);
-                // SAFETY: mknodat with our own fd and a NUL-terminated name.
-                value(unsafe { libc::mknodat(parent.as_raw_fd(), name.as_ptr(), mode, dev) })
+                // A type of zero is a regular file, as for the kernel.
+                let kind = match mode & libc::S_IFMT {
+                    0 => FileType::RegularFile,
+                    bits => FileType::from_raw_mode(bits),
+                };
+                done(rustix::fs::mknodat(parent, name.as_c_str(), kind, Mode::from_raw_mode(mode), dev))
             }
             (Some(Op::Remove { flags }), [Place::At { parent, name }]) => {
-                // SAFETY: unlinkat with our own fd and a NUL-terminated name.
-                value(unsafe { libc::unlinkat(parent.as_raw_fd(), name.as_ptr(), flags) })
+                done(rustix::fs::unlinkat(parent, name.as_c_str(), AtFlags::from_bits_retain(flags as u32)))
             }
             (Some(Op::Symlink { target: link_target }), [Place::At { parent, name }]) => {
                 let Some(text) = target.string(link_target).and_then(|t| CString::new(t.into_vec()).ok()) else {
                     return Outcome::Continue;
                 };
-                // SAFETY: symlinkat with NUL-terminated strings and our own fd.
-                value(unsafe { libc::symlinkat(text.as_ptr(), parent.as_raw_fd(), name.as_ptr()) })
+                done(rustix::fs::symlinkat(text.as_c_str(), parent, name.as_c_str()))
             }
             (Some(Op::Truncate { len }), [Place::At { parent, name }]) => {
                 if is_symlink(parent, name) {
                     return Outcome::Continue;
                 }
-                // SAFETY: openat with our own fd and a NUL-terminated name.
-                let fd = unsafe {
-                    libc::openat(
-                        parent.as_raw_fd(),
-                        name.as_ptr(),
-                        libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                    )
-                };
-                if fd < 0 {
-                    return errno_outcome();
+                let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                match rustix::fs::openat(parent, name.as_c_str(), flags, Mode::empty()) {
+                    // A negative length reaches the kernel as it was asked
+                    // (which refuses it).
+                    Ok(fd) => done(rustix::fs::ftruncate(&fd, len as u64)),
+                    Err(e) => refuse(e),
                 }
-                // SAFETY: the fd was just opened and is ours.
-                let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-                // SAFETY: ftruncate on our own fd.
-                value(unsafe { libc::ftruncate(fd.as_raw_fd(), len) })
             }
             (Some(Op::Chmod { mode }), [Place::At { parent, name }]) => {
                 // On the very file found, not on a link put in its place since.
-                let Some(file) = open_unfollowed(parent, name) else {
-                    return errno_outcome();
+                let file = match open_unfollowed(parent, name) {
+                    Ok(file) => file,
+                    Err(e) => return refuse(e),
                 };
                 if file.symlink {
                     return Outcome::Continue;
                 }
                 let path = proc_fd_path(&file.fd);
-                // SAFETY: chmod through our own fd's /proc entry (a NUL-terminated path).
-                value(unsafe { libc::chmod(path.as_ptr(), mode) })
+                done(rustix::fs::chmod(path.as_c_str(), Mode::from_raw_mode(mode)))
             }
             (Some(Op::Chown { uid, gid, flags }), [Place::At { parent, name }]) => {
-                let Some(file) = open_unfollowed(parent, name) else {
-                    return errno_outcome();
+                let file = match open_unfollowed(parent, name) {
+                    Ok(file) => file,
+                    Err(e) => return refuse(e),
                 };
                 if file.symlink && flags & libc::AT_SYMLINK_NOFOLLOW == 0 {
                     return Outcome::Continue;
                 }
-                // SAFETY: fchownat on our own O_PATH fd with an empty path.
-                value(unsafe { libc::fchownat(file.fd.as_raw_fd(), c"".as_ptr(), uid, gid, libc::AT_EMPTY_PATH) })
+                // -1 leaves the owner or the group as it is.
+                let uid = (uid != u32::MAX).then(|| Uid::from_raw(uid));
+                let gid = (gid != u32::MAX).then(|| Gid::from_raw(gid));
+                done(rustix::fs::chownat(&file.fd, c"", uid, gid, AtFlags::EMPTY_PATH))
             }
             (Some(Op::Rename { flags }), [from, to]) => self.two(from, &paths[0], to, &paths[1], |a, b| {
-                // SAFETY: renameat2 with our own fds and NUL-terminated names.
-                unsafe {
-                    libc::syscall(
-                        libc::SYS_renameat2,
-                        a.0.as_raw_fd(),
-                        a.1.as_ptr(),
-                        b.0.as_raw_fd(),
-                        b.1.as_ptr(),
-                        flags,
-                    ) as libc::c_int
-                }
+                let flags = RenameFlags::from_bits_retain(flags);
+                rustix::fs::renameat_with(a.0, a.1.as_c_str(), b.0, b.1.as_c_str(), flags)
             }),
             (Some(Op::Link { flags }), [from, to]) if flags & !libc::AT_SYMLINK_FOLLOW == 0 => {
                 if flags & libc::AT_SYMLINK_FOLLOW != 0 {
@@ -215,8 +202,7 @@ impl Mediator {
                     return Outcome::Continue;
                 }
                 self.two(from, &paths[0], to, &paths[1], |a, b| {
-                    // SAFETY: linkat with our own fds and NUL-terminated names.
-                    unsafe { libc::linkat(a.0.as_raw_fd(), a.1.as_ptr(), b.0.as_raw_fd(), b.1.as_ptr(), 0) }
+                    rustix::fs::linkat(a.0, a.1.as_c_str(), b.0, b.1.as_c_str(), AtFlags::empty())
                 })
             }
             _ => Outcome::Continue,
@@ -232,7 +218,7 @@ impl Mediator {
         from_path: &Path,
         to: &Place,
         to_path: &Path,
-        call: impl FnOnce((&OwnedFd, &CString), (&OwnedFd, &CString)) -> libc::c_int,
+        call: impl FnOnce((&OwnedFd, &CString), (&OwnedFd, &CString)) -> rustix::io::Result<()>,
     ) -> Outcome {
         let side = |place: &Place, path: &Path| -> Option<(OwnedFd, CString)> {
             match place {
@@ -252,7 +238,7 @@ impl Mediator {
                 denied: None,
             };
         };
-        value(call((&a.0, &a.1), (&b.0, &b.1)))
+        done(call((&a.0, &a.1), (&b.0, &b.1)))
     }
 
     /// The mediated directory and the first name below it that `path` lies
@@ -268,7 +254,7 @@ impl Mediator {
         if !self.roots.iter().any(|r| path.starts_with(r)) || self.layout.hidden.iter().any(|h| path.starts_with(h)) {
             return None;
         }
-        let parent = open_dir(libc::AT_FDCWD, path.parent()?, libc::RESOLVE_NO_SYMLINKS)?;
+        let parent = open_dir(CWD, path.parent()?, ResolveFlags::NO_SYMLINKS)?;
         Some((parent, CString::new(path.file_name()?.as_bytes()).ok()?))
     }
 
@@ -311,9 +297,9 @@ impl Mediator {
         } else {
             let below = rest.parent().unwrap_or(Path::new(""));
             open_dir(
-                dir.as_raw_fd(),
+                dir,
                 below,
-                libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_XDEV,
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_XDEV,
             )
         };
         match parent {
@@ -510,57 +496,30 @@ fn open(target: &Target<'_>, parent: &OwnedFd, name: &CString, flags: i32, mode:
     } else {
         0
     };
-    // SAFETY: openat with our own fd and a NUL-terminated name.
-    let fd = unsafe {
-        libc::openat(
-            parent.as_raw_fd(),
-            name.as_ptr(),
-            flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            mode,
-        )
-    };
-    if fd < 0 {
-        return errno_outcome();
-    }
-    Outcome::Fd {
-        // SAFETY: the fd was just opened and is ours.
-        fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        cloexec: flags & libc::O_CLOEXEC != 0,
+    let opened = rustix::fs::openat(
+        parent,
+        name.as_c_str(),
+        OFlags::from_bits_retain(flags as u32) | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+    );
+    match opened {
+        Ok(fd) => Outcome::Fd {
+            fd,
+            cloexec: flags & libc::O_CLOEXEC != 0,
+        },
+        Err(e) => refuse(e),
     }
 }
 
 /// `path` opened as a directory (`O_PATH`) from `dir`, with `resolve`.
-fn open_dir(dir: RawFd, path: &Path, resolve: u64) -> Option<OwnedFd> {
+fn open_dir(dir: impl AsFd, path: &Path, resolve: ResolveFlags) -> Option<OwnedFd> {
     let path = if path.as_os_str().is_empty() {
         OsStr::new(".")
     } else {
         path.as_os_str()
     };
-    let path = CString::new(path.as_bytes()).ok()?;
-    /// `struct open_how` (linux/openat2.h).
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64,
-        mode: 0,
-        resolve: resolve | libc::RESOLVE_NO_MAGICLINKS,
-    };
-    // SAFETY: openat2 reads `how` (of the size given) and the path.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir,
-            path.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    // SAFETY: a non-negative result is a fresh fd that is ours.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    rustix::fs::openat2(dir, path, flags, Mode::empty(), resolve | ResolveFlags::NO_MAGICLINKS).ok()
 }
 
 /// An entry opened `O_PATH` without following it.
@@ -569,29 +528,13 @@ struct Unfollowed {
     symlink: bool,
 }
 
-fn open_unfollowed(parent: &OwnedFd, name: &CString) -> Option<Unfollowed> {
-    // SAFETY: openat with our own fd and a NUL-terminated name.
-    let fd = unsafe {
-        libc::openat(
-            parent.as_raw_fd(),
-            name.as_ptr(),
-            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: the fd was just opened and is ours.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: stat is plain data; fstat writes one we own.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat on our own fd.
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-        return None;
-    }
-    Some(Unfollowed {
+fn open_unfollowed(parent: &OwnedFd, name: &CString) -> rustix::io::Result<Unfollowed> {
+    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(parent, name.as_c_str(), flags, Mode::empty())?;
+    let st = rustix::fs::fstat(&fd)?;
+    Ok(Unfollowed {
         fd,
-        symlink: st.st_mode & libc::S_IFMT == libc::S_IFLNK,
+        symlink: FileType::from_raw_mode(st.st_mode) == FileType::Symlink,
     })
 }
 
@@ -604,19 +547,14 @@ fn dup(fd: &OwnedFd) -> Option<OwnedFd> {
     fd.try_clone().ok()
 }
 
-fn identity(fd: RawFd) -> Option<(u64, u64)> {
-    // SAFETY: stat is plain data; fstat writes one we own.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat on an fd we hold.
-    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
+fn identity(fd: &OwnedFd) -> Option<(u64, u64)> {
+    let st = rustix::fs::fstat(fd).ok()?;
+    Some((st.st_dev, st.st_ino))
 }
 
 fn is_symlink(parent: &OwnedFd, name: &CString) -> bool {
-    // SAFETY: stat is plain data; fstatat writes one we own.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstatat with our own fd and a NUL-terminated name.
-    let rc = unsafe { libc::fstatat(parent.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
-    rc == 0 && st.st_mode & libc::S_IFMT == libc::S_IFLNK
+    rustix::fs::statat(parent, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
 }
 
 /// The command's umask (from `/proc/<pid>/status`; 022 if unreadable).
@@ -631,17 +569,17 @@ fn umask(target: &Target<'_>) -> libc::mode_t {
         .unwrap_or(0o022)
 }
 
-fn value(rc: libc::c_int) -> Outcome {
-    if rc < 0 {
-        errno_outcome()
-    } else {
-        Outcome::Value(rc as i64)
+/// A call done for the command: its value 0, or its errno.
+fn done(result: rustix::io::Result<()>) -> Outcome {
+    match result {
+        Ok(()) => Outcome::Value(0),
+        Err(e) => refuse(e),
     }
 }
 
-fn errno_outcome() -> Outcome {
+fn refuse(e: rustix::io::Errno) -> Outcome {
     Outcome::Refuse {
-        errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO),
+        errno: e.raw_os_error(),
         denied: None,
     }
 }
