@@ -111,7 +111,9 @@ fn euid() -> libc::uid_t {
 /// directory, not following a symbolic link there.
 fn open_dir_at(dir: impl AsFd, name: &CString) -> io::Result<OwnedFd> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    Ok(retry_on_intr(|| rustix::fs::openat(&dir, name.as_c_str(), flags, Mode::empty()))?)
+    Ok(retry_on_intr(|| {
+        rustix::fs::openat(&dir, name.as_c_str(), flags, Mode::empty())
+    })?)
 }
 
 impl Dir {
@@ -166,8 +168,12 @@ impl Dir {
         // The parent (the temp dir, /dev/shm) is the host's: its path is
         // followed as the system resolves it.
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = retry_on_intr(|| rustix::fs::openat(CWD, c.as_c_str(), flags, Mode::empty()))
-            .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("cannot open {}: {e}", parent.display())))?;
+        let fd = retry_on_intr(|| rustix::fs::openat(CWD, c.as_c_str(), flags, Mode::empty())).map_err(|e| {
+            io::Error::new(
+                io::Error::from(e).kind(),
+                format!("cannot open {}: {e}", parent.display()),
+            )
+        })?;
         let parent = Dir {
             fd,
             path: parent.to_path_buf(),
@@ -366,7 +372,10 @@ enum Accept {
 
 /// `O_NOFOLLOW`, and `O_NONBLOCK` so that a fifo planted in place of a file
 /// cannot hold the open.
-const NOT_THROUGH: OFlags = OFlags::NOFOLLOW.union(OFlags::NONBLOCK).union(OFlags::NOCTTY).union(OFlags::CLOEXEC);
+const NOT_THROUGH: OFlags = OFlags::NOFOLLOW
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::NOCTTY)
+    .union(OFlags::CLOEXEC);
 
 fn stat_of(st: &rustix::fs::Stat) -> Stat {
     Stat {
@@ -493,7 +502,14 @@ mod tests {
         let base = scratch();
         let dir = Dir::open(&base).unwrap();
         let fifo = cstring(base.join("fifo").as_os_str().as_bytes()).unwrap();
-        rustix::fs::mknodat(CWD, fifo.as_c_str(), rustix::fs::FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        rustix::fs::mknodat(
+            CWD,
+            fifo.as_c_str(),
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
         let e = dir.open_read(OsStr::new("fifo")).unwrap_err();
         assert!(e.to_string().contains("a fifo"), "{e}");
         let e = dir.open_append(OsStr::new("fifo"), 0o600).unwrap_err();

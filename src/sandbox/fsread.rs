@@ -87,9 +87,11 @@ pub fn list(path: &Path) -> Vec<(OsString, Entry)> {
         }
         let kind = match entry.file_type() {
             FileType::Directory => Entry::Dir,
-            FileType::Symlink | FileType::Fifo | FileType::Socket | FileType::CharacterDevice | FileType::BlockDevice => {
-                Entry::Other
-            }
+            FileType::Symlink
+            | FileType::Fifo
+            | FileType::Socket
+            | FileType::CharacterDevice
+            | FileType::BlockDevice => Entry::Other,
             // A regular file's links, or a type the file system did not say.
             _ => match stat(&fd, Some(name)) {
                 Some(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => Entry::Dir,

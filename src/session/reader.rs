@@ -23,7 +23,10 @@ pub(super) fn read_loop(session: &Session, nonce: &str) {
         let mut fds = [(); 3].map(|()| PollFd::new(&session.stop, PollFlags::IN));
         let mut count = 1;
         let mut slots = [None; 2];
-        let wanted = [master_open.then(|| session.master.as_fd()), pidfd.as_ref().map(AsFd::as_fd)];
+        let wanted = [
+            master_open.then(|| session.master.as_fd()),
+            pidfd.as_ref().map(AsFd::as_fd),
+        ];
         for (slot, fd) in slots.iter_mut().zip(wanted) {
             if let Some(fd) = fd {
                 fds[count] = PollFd::from_borrowed_fd(fd, PollFlags::IN);
@@ -97,7 +100,9 @@ fn record_exit(session: &Session, parser: &mut marker::Parser, buf: &mut [u8], e
     session.changed.notify_all();
     session.view().close();
     // Wait for close (the tree is killed and the shell reaped there).
-    while let Err(rustix::io::Errno::INTR) = rustix::event::poll(&mut [PollFd::new(&session.stop, PollFlags::IN)], None) {}
+    while let Err(rustix::io::Errno::INTR) = rustix::event::poll(&mut [PollFd::new(&session.stop, PollFlags::IN)], None)
+    {
+    }
 }
 
 /// The exit status of our exited, unreaped child, without reaping it.

@@ -154,10 +154,13 @@ pub(super) fn waiting_for_input(session: &Session) -> bool {
     if !pty::foreground_reading(session.master.as_fd(), session.tty) {
         return false;
     }
-    let mut fds = [rustix::event::PollFd::new(&session.master, rustix::event::PollFlags::IN)];
+    let mut fds = [rustix::event::PollFd::new(
+        &session.master,
+        rustix::event::PollFlags::IN,
+    )];
     // A zero timeout only looks.
     let now = rustix::event::Timespec { tv_sec: 0, tv_nsec: 0 };
-    let pending =
-        rustix::event::poll(&mut fds, Some(&now)).is_ok_and(|n| n > 0) && fds[0].revents().contains(rustix::event::PollFlags::IN);
+    let pending = rustix::event::poll(&mut fds, Some(&now)).is_ok_and(|n| n > 0)
+        && fds[0].revents().contains(rustix::event::PollFlags::IN);
     !pending && !session.in_flight.load(Ordering::SeqCst)
 }

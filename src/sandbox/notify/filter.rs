@@ -3,9 +3,6 @@
 //! on untouched, as a table walked into classic BPF. Read-only opens never
 //! notify: the filter tests the flags argument itself.
 
-use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
-
 /// When a listed call notifies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum When {
@@ -197,31 +194,7 @@ fn assemble(ops: &[Op]) -> Vec<libc::sock_filter> {
     out
 }
 
-/// Installs `program` on the calling thread (which must have
-/// `no_new_privs`; every process it starts inherits it) and returns the
-/// listener, close-on-exec. Fails with `EBUSY` when a filter above already
-/// has a listener (the host itself runs under one).
-pub fn install(program: &[libc::sock_filter]) -> io::Result<OwnedFd> {
-    let prog = libc::sock_fprog {
-        len: program.len() as libc::c_ushort,
-        filter: program.as_ptr().cast_mut(),
-    };
-    // SAFETY: seccomp reads `prog` and the instructions it points to, both
-    // alive for the call; the result is a new fd or -1.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
-            &prog as *const libc::sock_fprog,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel returned a fresh fd that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
-}
+pub use super::listener::install;
 
 #[cfg(test)]
 mod tests {

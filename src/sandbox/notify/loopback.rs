@@ -13,8 +13,12 @@
 //! connect to any other loopback port goes on into the kernel, which
 //! Landlock refuses: the host's own services stay out of reach.
 
-use std::net::IpAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::net::{IpAddr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::OwnedFd;
+use std::time::Duration;
+
+use rustix::net::sockopt;
+use rustix::process::{Pid, PidfdFlags, PidfdGetfdFlags};
 
 use super::calls;
 use super::target::Target;
@@ -26,9 +30,9 @@ const MAX_PINS: usize = 64;
 /// the server's privileges, which may be more than the command's).
 const FIRST_UNPRIVILEGED: u16 = 1024;
 
-/// `PIDFD_THREAD` (linux/pidfd.h, Linux 6.9+; not in `libc`): a pidfd of
-/// the thread that made the call, which need not lead its process.
-const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
+/// `PIDFD_THREAD` (linux/pidfd.h, Linux 6.9+; not in `libc` nor `rustix`):
+/// a pidfd of the thread that made the call, which need not lead its process.
+const PIDFD_THREAD: PidfdFlags = PidfdFlags::from_bits_retain(libc::O_EXCL as u32);
 
 /// What a bind became.
 pub enum Bound {
@@ -111,26 +115,15 @@ fn plain(ip: IpAddr) -> IpAddr {
 /// handler), if the call is still the one waiting.
 fn target_socket(target: &Target<'_>, fd: i32) -> Option<OwnedFd> {
     let pidfd = pidfd(target.pid)?;
-    // SAFETY: pidfd_getfd with plain integers; the result is ours.
-    let got = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
-    if got < 0 {
-        return None;
-    }
-    // SAFETY: a fresh fd that nothing else owns.
-    let socket = unsafe { OwnedFd::from_raw_fd(got as i32) };
+    let socket = rustix::process::pidfd_getfd(&pidfd, fd, PidfdGetfdFlags::empty()).ok()?;
     // The pid could have been reused since the call was read.
     (target.still_valid() && is_tcp(&socket)).then_some(socket)
 }
 
 /// A pidfd of the thread `tid` (Linux 6.9+), else of its process.
 fn pidfd(tid: u32) -> Option<OwnedFd> {
-    let open = |pid: i64, flags: libc::c_int| {
-        // SAFETY: pidfd_open with plain integers; the result is ours.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, flags) };
-        // SAFETY: a fresh fd that nothing else owns.
-        (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
-    };
-    open(tid.into(), PIDFD_THREAD).or_else(|| {
+    let open = |pid: i32, flags: PidfdFlags| rustix::process::pidfd_open(Pid::from_raw(pid)?, flags).ok();
+    open(i32::try_from(tid).ok()?, PIDFD_THREAD).or_else(|| {
         let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
         let tgid = status
             .lines()
@@ -138,99 +131,65 @@ fn pidfd(tid: u32) -> Option<OwnedFd> {
             .trim()
             .parse()
             .ok()?;
-        open(tgid, 0)
+        open(tgid, PidfdFlags::empty())
     })
 }
 
-fn int_option(socket: &OwnedFd, level: libc::c_int, name: libc::c_int) -> Option<libc::c_int> {
-    let mut value: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt writes one int we own, and its length.
-    let rc = unsafe { libc::getsockopt(socket.as_raw_fd(), level, name, (&raw mut value).cast(), &mut len) };
-    (rc == 0).then_some(value)
-}
-
 fn is_tcp(socket: &OwnedFd) -> bool {
-    int_option(socket, libc::SOL_SOCKET, libc::SO_PROTOCOL) == Some(libc::IPPROTO_TCP)
+    use rustix::net::{AddressFamily, ipproto};
+    sockopt::socket_protocol(socket).is_ok_and(|p| p == Some(ipproto::TCP))
         && matches!(
-            int_option(socket, libc::SOL_SOCKET, libc::SO_DOMAIN),
-            Some(libc::AF_INET | libc::AF_INET6)
+            sockopt::socket_domain(socket),
+            Ok(AddressFamily::INET | AddressFamily::INET6)
         )
 }
 
 fn listening(socket: &OwnedFd) -> bool {
-    int_option(socket, libc::SOL_SOCKET, libc::SO_ACCEPTCONN) == Some(1)
+    sockopt::socket_acceptconn(socket).unwrap_or(false)
 }
 
-fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+/// The internet address in the command's `sockaddr` bytes, whole (flow
+/// label and scope too); `EINVAL` where the kernel would say it, for an
+/// address shorter than its family's.
+fn socket_addr(sockaddr: &[u8]) -> Result<SocketAddr, i32> {
+    let (ip, port) = calls::inet_peer(sockaddr).ok_or(libc::EINVAL)?;
+    let word = |at: usize| {
+        sockaddr
+            .get(at..at + 4)
+            .map_or(0, |b| u32::from_ne_bytes(b.try_into().unwrap_or_default()))
+    };
+    match ip {
+        IpAddr::V4(_) if sockaddr.len() < std::mem::size_of::<libc::sockaddr_in>() => Err(libc::EINVAL),
+        IpAddr::V4(ip) => Ok(SocketAddrV4::new(ip, port).into()),
+        // `sin6_flowinfo` at 4, `sin6_scope_id` at 24 (absent from the
+        // older, 24-byte form, where it is 0).
+        IpAddr::V6(ip) => Ok(SocketAddrV6::new(ip, port, word(4), word(24)).into()),
+    }
 }
 
 fn bind(socket: &OwnedFd, sockaddr: &[u8]) -> Result<(), i32> {
-    // SAFETY: bind reads the address of the length given, our own copy.
-    let rc = unsafe {
-        libc::bind(
-            socket.as_raw_fd(),
-            sockaddr.as_ptr().cast(),
-            sockaddr.len() as libc::socklen_t,
-        )
-    };
-    if rc == 0 { Ok(()) } else { Err(errno()) }
+    rustix::net::bind(socket, &socket_addr(sockaddr)?).map_err(|e| e.raw_os_error())
 }
 
 /// How long a blocking connect made here may wait (a full accept queue
 /// retries its SYN for minutes): the handler answers one call at a time.
-const CONNECT_BOUND: libc::timeval = libc::timeval { tv_sec: 30, tv_usec: 0 };
+const CONNECT_BOUND: Duration = Duration::from_secs(30);
 
 fn connect(socket: &OwnedFd, sockaddr: &[u8]) -> Result<(), i32> {
-    let fd = socket.as_raw_fd();
-    let size = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
-    let mut before = libc::timeval { tv_sec: 0, tv_usec: 0 };
-    let mut len = size;
-    // SAFETY: getsockopt writes one timeval we own, and its length.
-    let read = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_SNDTIMEO,
-            (&raw mut before).cast(),
-            &mut len,
-        )
-    };
-    let unbounded = read == 0 && before.tv_sec == 0 && before.tv_usec == 0;
+    use rustix::net::sockopt::Timeout;
+    let address = socket_addr(sockaddr)?;
+    let unbounded = sockopt::socket_timeout(socket, Timeout::Send).is_ok_and(|t| t.is_none());
     if unbounded {
-        let bound = CONNECT_BOUND;
-        // SAFETY: setsockopt reads one timeval of the size given.
-        unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDTIMEO, (&raw const bound).cast(), size) };
+        let _ = sockopt::set_socket_timeout(socket, Timeout::Send, Some(CONNECT_BOUND));
     }
-    // SAFETY: connect reads the address of the length given, our own copy.
-    let rc = unsafe { libc::connect(fd, sockaddr.as_ptr().cast(), sockaddr.len() as libc::socklen_t) };
-    let result = if rc == 0 { Ok(()) } else { Err(errno()) };
+    let result = rustix::net::connect(socket, &address).map_err(|e| e.raw_os_error());
     if unbounded {
-        // SAFETY: setsockopt reads one timeval of the size given.
-        unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_SNDTIMEO,
-                (&raw const before).cast(),
-                size,
-            )
-        };
+        let _ = sockopt::set_socket_timeout(socket, Timeout::Send, None);
     }
     result
 }
 
 fn local_port(socket: &OwnedFd) -> Option<u16> {
-    // SAFETY: sockaddr_storage is plain data.
-    let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: getsockname writes at most `len` bytes into the storage we own.
-    let rc = unsafe { libc::getsockname(socket.as_raw_fd(), (&raw mut addr).cast(), &mut len) };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: the storage is at least as large as the byte view taken of it.
-    let bytes = unsafe { std::slice::from_raw_parts((&raw const addr).cast::<u8>(), len as usize) };
-    calls::inet_peer(bytes).map(|(_, port)| port)
+    let address = SocketAddr::try_from(rustix::net::getsockname(socket).ok()?).ok()?;
+    Some(address.port())
 }

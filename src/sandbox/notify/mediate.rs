@@ -71,9 +71,7 @@ impl Mediator {
         let fds = layout
             .mediated
             .iter()
-            .map(|m| {
-                open_dir(CWD, &m.dir, ResolveFlags::NO_SYMLINKS).filter(|fd| identity(fd) == Some(m.id))
-            })
+            .map(|m| open_dir(CWD, &m.dir, ResolveFlags::NO_SYMLINKS).filter(|fd| identity(fd) == Some(m.id)))
             .collect();
         Mediator {
             layout,
@@ -142,11 +140,19 @@ impl Mediator {
                     0 => FileType::RegularFile,
                     bits => FileType::from_raw_mode(bits),
                 };
-                done(rustix::fs::mknodat(parent, name.as_c_str(), kind, Mode::from_raw_mode(mode), dev))
+                done(rustix::fs::mknodat(
+                    parent,
+                    name.as_c_str(),
+                    kind,
+                    Mode::from_raw_mode(mode),
+                    dev,
+                ))
             }
-            (Some(Op::Remove { flags }), [Place::At { parent, name }]) => {
-                done(rustix::fs::unlinkat(parent, name.as_c_str(), AtFlags::from_bits_retain(flags as u32)))
-            }
+            (Some(Op::Remove { flags }), [Place::At { parent, name }]) => done(rustix::fs::unlinkat(
+                parent,
+                name.as_c_str(),
+                AtFlags::from_bits_retain(flags as u32),
+            )),
             (Some(Op::Symlink { target: link_target }), [Place::At { parent, name }]) => {
                 let Some(text) = target.string(link_target).and_then(|t| CString::new(t.into_vec()).ok()) else {
                     return Outcome::Continue;

@@ -26,6 +26,7 @@
 pub mod calls;
 pub mod filter;
 pub mod judge;
+pub mod listener;
 pub mod loopback;
 pub mod mediate;
 pub mod observer;

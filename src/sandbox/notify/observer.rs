@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use super::calls::{self, Named, PathArg};
 use super::judge::{Judge, Verdict};
+use super::listener;
 use super::loopback::{Bound, Loopback};
 use super::mediate::{self, Mediator, Outcome};
 use super::target::Target;
@@ -114,13 +115,7 @@ impl Observation {
         let (ours, theirs) = wire::socket_pair(libc::SOCK_SEQPACKET)?;
         // Clear of fd 3, which the spawn makes it (dup2 onto its own number
         // would keep close-on-exec).
-        // SAFETY: duplicates an fd we own into a new one.
-        let moved = unsafe { libc::fcntl(theirs.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
-        if moved < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: fcntl returned a fresh fd that nothing else owns.
-        let theirs = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(moved) };
+        let theirs = rustix::io::fcntl_dupfd_cloexec(&theirs, 10)?;
         let watch = Arc::new(Watch::default());
         watch.lock().waiting = true;
         let w = watch.clone();
@@ -187,9 +182,6 @@ fn spawn_thread(f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
         .map(drop)
 }
 
-/// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (linux/seccomp.h; not in `libc`).
-const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: libc::c_ulong = 1;
-
 /// How the handler answers one call.
 enum Answer {
     Continue,
@@ -210,40 +202,27 @@ fn serve(listener: &OwnedFd, policy: &Policy, watch: &Watch) {
     });
     // The target sleeps until we answer: wake the handler on the target's
     // CPU and back (Linux 6.6+; without it, only slower).
-    // SAFETY: the ioctl takes the flags as its argument, no pointer.
-    unsafe {
-        libc::ioctl(
-            listener.as_raw_fd(),
-            libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
-            SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
-        )
-    };
+    listener::sync_wake_up(listener);
     let mut own = Loopback::default();
     loop {
-        let mut p = libc::pollfd {
-            fd: listener.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        if unsafe { libc::poll(&mut p, 1, -1) } < 0 {
+        use rustix::event::{PollFd, PollFlags};
+        let mut p = [PollFd::new(listener, PollFlags::IN)];
+        if rustix::event::poll(&mut p, None).is_err() {
             continue; // EINTR
         }
-        if p.revents & libc::POLLIN != 0 {
+        let revents = p[0].revents();
+        if revents.contains(PollFlags::IN) {
             answer_one(listener, policy, mediator.as_ref(), watch, &mut own);
-        } else if p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        } else if revents.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) {
             return;
         }
     }
 }
 
 fn answer_one(listener: &OwnedFd, policy: &Policy, mediator: Option<&Mediator>, watch: &Watch, own: &mut Loopback) {
-    // SAFETY: seccomp_notif is plain data; the kernel wants it zeroed.
-    let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
-    // SAFETY: the ioctl writes one seccomp_notif we own.
-    if unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_RECV, &mut notif) } != 0 {
+    let Some(notif) = listener::receive(listener) else {
         return; // the target died before we read it (ENOENT), or EINTR
-    }
+    };
     let target = Target {
         listener,
         id: notif.id,
@@ -262,40 +241,19 @@ fn answer_one(listener: &OwnedFd, policy: &Policy, mediator: Option<&Mediator>, 
         Answer::Continue => (0, 0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32),
         Answer::Refuse(errno) => (0, -errno, 0),
         Answer::Value(v) => (v, 0, 0),
-        Answer::Fd(fd, cloexec) => match hand_over(listener, notif.id, &fd, cloexec) {
+        Answer::Fd(fd, cloexec) => match listener::hand_over(listener, notif.id, &fd, cloexec) {
             // The call is answered with the command's new fd.
             Ok(()) => return,
             Err(errno) => (0, -errno, 0),
         },
     };
-    let mut resp = libc::seccomp_notif_resp {
+    let response = libc::seccomp_notif_resp {
         id: notif.id,
         val,
         error,
         flags,
     };
-    // SAFETY: the ioctl reads one seccomp_notif_resp we own. A target that
-    // died meanwhile makes it fail with ENOENT: nothing to answer.
-    unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp) };
-}
-
-/// Puts `fd` in the command's fd table and answers its call with the
-/// number (`SECCOMP_ADDFD_FLAG_SEND`, Linux 5.14+); the errno otherwise.
-fn hand_over(listener: &OwnedFd, id: u64, fd: &OwnedFd, cloexec: bool) -> Result<(), i32> {
-    let addfd = libc::seccomp_notif_addfd {
-        id,
-        flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
-        srcfd: fd.as_raw_fd() as u32,
-        newfd: 0,
-        newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
-    };
-    // SAFETY: the ioctl reads one seccomp_notif_addfd we own.
-    let rc = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ADDFD, &addfd) };
-    if rc < 0 {
-        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
-    } else {
-        Ok(())
-    }
+    listener::respond(listener, response);
 }
 
 /// What the mediator's outcome answers, with a refused protected path
@@ -475,22 +433,18 @@ fn made(result: Result<(), i32>) -> Answer {
 /// whatever port Landlock lets it connect to, no packet of it leaves the
 /// host (the command's filter refuses `SO_BINDTODEVICE`, so it stays so).
 fn lo_socket(family: i32, kind: i32) -> Result<OwnedFd, i32> {
-    let flags = kind & (libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
-    // SAFETY: socket with plain arguments; the result is ours.
-    let fd = unsafe {
-        libc::socket(
-            family,
-            libc::SOCK_STREAM | flags | libc::SOCK_CLOEXEC,
-            libc::IPPROTO_TCP,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
-    }
-    // SAFETY: a fresh fd that nothing else owns.
-    let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    use rustix::net::{AddressFamily, SocketFlags, SocketType, ipproto};
+    let flags = SocketFlags::from_bits_retain((kind & libc::SOCK_NONBLOCK) as u32) | SocketFlags::CLOEXEC;
+    let fd = rustix::net::socket_with(
+        AddressFamily::from_raw(family as u16),
+        SocketType::STREAM,
+        flags,
+        Some(ipproto::TCP),
+    )
+    .map_err(|e| e.raw_os_error())?;
     let device = c"lo";
-    // SAFETY: setsockopt reads the device name of the length given.
+    // SAFETY: setsockopt reads the device name of the length given (rustix
+    // has no `SO_BINDTODEVICE`).
     let rc = unsafe {
         libc::setsockopt(
             fd.as_raw_fd(),

@@ -5,7 +5,7 @@
 //! `SECCOMP_IOCTL_NOTIF_ID_VALID` before it is believed.
 
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -23,25 +23,12 @@ impl Target<'_> {
     /// Whether the call is still waiting for its answer (so the process
     /// read is the one that made it).
     pub fn still_valid(&self) -> bool {
-        let mut id = self.id;
-        // SAFETY: the ioctl reads one u64 we own.
-        unsafe { libc::ioctl(self.listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id) == 0 }
+        super::listener::still_waiting(self.listener, self.id)
     }
 
     /// Reads `buf.len()` bytes at `addr` in the target; how many it got.
     fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
-        let local = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
-        };
-        let remote = libc::iovec {
-            iov_base: addr as *mut libc::c_void,
-            iov_len: buf.len(),
-        };
-        // SAFETY: `local` covers `buf`, which we own; `remote` is only read
-        // by the kernel from the other process.
-        let n = unsafe { libc::process_vm_readv(self.pid as libc::pid_t, &local, 1, &remote, 1, 0) };
-        n.max(0) as usize
+        super::listener::read_memory(self.pid, addr, buf)
     }
 
     /// The NUL-terminated string at `addr`, read a page at a time so that
