@@ -408,8 +408,10 @@ fn a_table_with_a_module_on_two_layers_is_refused() {
 /// Circles inside a folder that stay, by folder and files (no files: any
 /// circle there), each for the reason docs/architecture.md gives.
 const CIRCLES_THAT_STAY: [(&str, &[&str]); 2] = [
-    // The grammar's own recursion: a word holds commands (`$(...)`), a command holds words.
-    ("permission", &["parse.rs", "word.rs"]),
+    // The grammar's own recursion: a word holds commands (`$(...)`), a command holds
+    // words; the walk over the parse (walk/) resolves words (words/), and resolving a
+    // word walks the commands it holds.
+    ("permission/walk", &["parse.rs", "word.rs"]),
     // Open: landlock.rs and reaper.rs call each other, and limits.rs → probe.rs →
     // bwrap.rs → plan.rs → config.rs → limits.rs.
     ("sandbox", &[]),
@@ -664,26 +666,53 @@ fn folder_of(file: &str) -> &str {
     file.rsplit_once('/').map_or("", |(folder, _)| folder)
 }
 
-/// The circles inside folders: groups of two or more files of one folder
-/// (not its `mod.rs`) that reach each other, as (folder, file names).
+/// What `file` is among the entries of `folder`: a file of its own (`a.rs`), or
+/// the sub-folder it lies in (`sub/`), which counts as one entry; `None` for a
+/// file outside `folder` and for `folder`'s own `mod.rs`, the folder's face.
+fn entry_of(folder: &str, file: &str) -> Option<String> {
+    let rest = file.strip_prefix(folder)?.strip_prefix('/')?;
+    match rest.split_once('/') {
+        Some((sub, _)) => Some(format!("{sub}/")),
+        None if rest == "mod.rs" => None,
+        None => Some(rest.to_owned()),
+    }
+}
+
+/// The circles inside folders: groups of two or more entries of one folder
+/// (its files but `mod.rs`, and its sub-folders, each taken whole) that
+/// reach each other, as (folder, entry names: `a.rs`, `sub/`). The top of
+/// `src/` is left to the layer table.
 fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<(String, Vec<String>)> {
     let mut found = Vec::new();
-    let mut folders: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
+    let mut folders = BTreeSet::new();
     for file in graph.keys() {
-        if !folder_of(file).is_empty() && !file.ends_with("/mod.rs") {
-            folders.entry(folder_of(file)).or_default().push(file);
+        let mut folder = folder_of(file);
+        while !folder.is_empty() {
+            folders.insert(folder);
+            folder = folder_of(folder);
         }
     }
-    for (folder, members) in folders {
-        let inside: BTreeSet<&String> = members.iter().copied().collect();
-        // What each file reaches through files of its folder.
+    for folder in folders {
+        // The entries of the folder and which entries each one's files use.
+        let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (file, targets) in graph {
+            let Some(from) = entry_of(folder, file) else { continue };
+            let used = uses.entry(from.clone()).or_default();
+            used.extend(
+                targets
+                    .iter()
+                    .filter_map(|t| entry_of(folder, t))
+                    .filter(|to| *to != from),
+            );
+        }
+        let members: Vec<&String> = uses.keys().collect();
         let reach = |from: &String| -> BTreeSet<&String> {
             let mut seen = BTreeSet::new();
             let mut todo = vec![from];
-            while let Some(file) = todo.pop() {
-                for next in graph.get(file).into_iter().flatten() {
-                    if let Some(next) = inside.get(next)
-                        && seen.insert(*next)
+            while let Some(entry) = todo.pop() {
+                for next in uses.get(entry).into_iter().flatten() {
+                    if let Some((next, _)) = uses.get_key_value(next)
+                        && seen.insert(next)
                     {
                         todo.push(next);
                     }
@@ -693,18 +722,17 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<(String, Vec<Strin
         };
         let reached: BTreeMap<&String, BTreeSet<&String>> = members.iter().map(|m| (*m, reach(m))).collect();
         let mut placed = BTreeSet::new();
-        for file in &members {
-            if placed.contains(file) || !reached[file].contains(file) {
+        for entry in &members {
+            if placed.contains(entry) || !reached[entry].contains(entry) {
                 continue;
             }
             let group: Vec<&String> = members
                 .iter()
                 .copied()
-                .filter(|other| reached[file].contains(other) && reached[other].contains(file))
+                .filter(|other| reached[entry].contains(other) && reached[other].contains(entry))
                 .collect();
             placed.extend(group.iter().copied());
-            let names = group.iter().map(|f| f[folder.len() + 1..].to_owned()).collect();
-            found.push((folder.to_owned(), names));
+            found.push((folder.to_owned(), group.into_iter().cloned().collect()));
         }
     }
     found

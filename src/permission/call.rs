@@ -10,8 +10,8 @@
 
 use serde_json::{Map, Value};
 
-use super::parse::Walker;
-use super::vars::{is_risky_setting, is_shell_code_variable};
+use super::walk::parse::Walker;
+use super::words::vars::{is_risky_setting, is_shell_code_variable};
 use super::{Analysis, Dialect, Opacity};
 
 /// Text longer than this is not analysed: it is opaque at once. The tools refuse longer

@@ -222,7 +222,7 @@ pub(crate) fn not_plain(text: &str) -> Option<String> {
         // `export path=x`) may be assigned: these shells have their own ways to do it.
         let name = word.split('=').next().unwrap_or(word).trim_end_matches('+');
         let is_name = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if is_name && (super::vars::is_risky_variable(name) || ZSH_TIED.contains(&name)) {
+        if is_name && (super::words::vars::is_risky_variable(name) || ZSH_TIED.contains(&name)) {
             return Some(format!("`{word}` may set {name}, which changes what runs"));
         }
     }

@@ -24,42 +24,33 @@
 //! assert_eq!(command_pattern("bash.execute", "eval \"$X\""), "bash.execute:{unknown}");
 //! ```
 
-mod arg;
-mod arith;
 mod call;
-mod chdir;
 mod classify;
-mod depth;
 mod dialect;
 mod fnmatch;
-mod options;
-mod parse;
 mod pattern;
 mod policy;
 mod redirect;
-mod refusal;
-mod shells;
-mod unwrap;
-mod vars;
-mod word;
-mod wrapper_table;
+mod scan;
+mod walk;
+mod words;
 mod wrappers;
 
 pub use call::{MAX_ANALYSED_BYTES, MAX_ANALYSED_TOKENS, env_opacity_of, env_opacity_of_args};
 #[doc(hidden)]
 pub use classify::rule_count;
 pub use classify::{Class, Classification, PartClass, classify, classify_call, classify_call_args};
-pub use depth::{MAX_NESTING, MAX_PAREN_NESTING};
 pub use dialect::{Dialect, FISH_FUNCTIONS, OTHER_SHELL_KEYWORDS, PLAIN_CHARACTERS, POSIX_SHELLS};
 pub(crate) use fnmatch::fnmatch_bytes;
 pub use fnmatch::{fnmatch, fnmatch_escape};
 pub use pattern::OPAQUE_BODY;
+pub use policy::refusal::{RefusalReason, describe as describe_refusal};
 pub use policy::{Decision, PermissionPolicy, PolicyError};
 pub use redirect::{Redirect, RedirectMode, normalize_path};
-pub use refusal::{RefusalReason, describe as describe_refusal};
-pub use shells::{SHELLS, UNANALYSED_SHELLS};
-pub use vars::{RISKY_VARIABLE_PREFIXES, RISKY_VARIABLES, RiskyVariable, is_risky_setting, is_risky_variable};
-pub use wrappers::{OPAQUE_BUILTINS, OPAQUE_WRAPPERS, TRANSPARENT_WRAPPERS, VISIBLE_WRAPPERS};
+pub use scan::depth::{MAX_NESTING, MAX_PAREN_NESTING};
+pub use words::vars::{RISKY_VARIABLE_PREFIXES, RISKY_VARIABLES, RiskyVariable, is_risky_setting, is_risky_variable};
+pub use wrappers::follow::{OPAQUE_BUILTINS, OPAQUE_WRAPPERS, TRANSPARENT_WRAPPERS, VISIBLE_WRAPPERS};
+pub use wrappers::shells::{SHELLS, UNANALYSED_SHELLS};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -132,7 +123,7 @@ pub struct Analysis {
     pub redirects: Vec<Redirect>,
     /// Variable assignments, for the classifier.
     #[serde(skip)]
-    pub(crate) assignments: Vec<parse::Assigned>,
+    pub(crate) assignments: Vec<walk::parse::Assigned>,
 }
 
 impl Analysis {
@@ -202,7 +193,7 @@ pub fn analyze(command: &str) -> Analysis {
 /// assert!(analyze_in(t, Dialect::Posix).is_opaque());
 /// ```
 pub fn analyze_in(command: &str, dialect: Dialect) -> Analysis {
-    let mut walker = parse::Walker::new(dialect);
+    let mut walker = walk::parse::Walker::new(dialect);
     if let Some(reason) = call::too_large(command) {
         walker.hidden_code(reason, Vec::new());
     } else {

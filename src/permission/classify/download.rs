@@ -6,7 +6,7 @@
 //! Where a downloader saves is read from its options (the table below); when the name
 //! cannot be known (`curl -O "$URL"`, `wget -i list`), any script run after it counts.
 
-use super::super::unwrap::basename;
+use super::super::wrappers::unwrap::basename;
 use super::super::{Analysis, Part};
 use super::rules::in_set;
 

@@ -3,7 +3,7 @@
 //! points (`find ~ -delete`, `find / -type f -exec rm {} +`, `find ~ ! -name x -delete`).
 
 use super::super::analyze;
-use super::super::unwrap::basename;
+use super::super::wrappers::unwrap::basename;
 use super::rules::in_set;
 
 /// Options before the starting points; `-D` takes a value.

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use super::call::Call;
 use super::redirect::{RedirectMode, normalize_path};
-use super::unwrap::basename;
+use super::wrappers::unwrap::basename;
 use super::{Part, analyze};
 use paths::{expand_braces, looks_like_path, next_directory, normalize_arg, normalize_target, reach};
 use rules::{ArgForms, Check, Rule, in_set, rule_set};
@@ -352,8 +352,11 @@ pub fn classify(command: &str) -> Classification {
         let name = basename(&part.command_word);
         // A wrapper's directory (`env -C / rm -rf *`) counts like a `cd` before it.
         let here = match &part.directory {
-            Some(dir) => super::chdir::join(env.cwd.as_deref(), &super::chdir::Directory::Path(dir.clone()))
-                .map(|d| reach(&normalize_path(&d))),
+            Some(dir) => super::wrappers::chdir::join(
+                env.cwd.as_deref(),
+                &super::wrappers::chdir::Directory::Path(dir.clone()),
+            )
+            .map(|d| reach(&normalize_path(&d))),
             None => env.cwd.clone(),
         };
         let previous = i.checked_sub(1).map(|k| &analysis.parts[k]);

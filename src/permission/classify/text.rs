@@ -1,7 +1,7 @@
 //! Whole-command rules that read the text itself: top-level pipelines (`curl x |
 //! python3`), text without whitespace, and fork bombs under any function name.
 
-use super::super::unwrap::basename;
+use super::super::wrappers::unwrap::basename;
 use super::super::{Part, analyze};
 use super::rules::Rule;
 

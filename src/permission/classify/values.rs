@@ -9,9 +9,9 @@
 
 use std::collections::HashMap;
 
-use super::super::parse::Assigned;
 use super::super::redirect::normalize_path;
-use super::super::unwrap::basename;
+use super::super::walk::parse::Assigned;
+use super::super::wrappers::unwrap::basename;
 use super::super::{Analysis, analyze};
 use super::text::{Byte, Quotes};
 

@@ -7,7 +7,7 @@
 //! option, an ambiguous or unsupported abbreviation, a value where none is taken, a word
 //! produced by an expansion) is an error, which the caller makes opaque.
 
-use super::arg::Arg;
+use crate::permission::words::arg::Arg;
 /// Whether an option takes a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Arity {
@@ -316,7 +316,7 @@ pub(crate) fn parse_words(args: &[Arg], from: usize, spec: &Words) -> Result<Par
         let Some(&(_, n, key)) = spec.words.iter().find(|(w, _, _)| *w == t) else {
             return Err(format!(
                 "`{cmd}` given the option `{}`, which we do not follow",
-                super::arg::clip(t)
+                crate::permission::words::arg::clip(t)
             ));
         };
         let values = args.get(i + 1..i + 1 + n).filter(|v| v.len() == n);

@@ -8,8 +8,8 @@
 //! option the table does not list, an option word produced by an expansion, or a shell
 //! that reads a startup file the command may have written is opaque.
 
-use super::arg::Arg;
 use super::unwrap::{Unwrap, basename, folded_path, script_at};
+use crate::permission::words::arg::Arg;
 
 /// Shells whose `-c` string, here-document or here-string is parsed as shell code.
 pub const SHELLS: &[&str] = &[

@@ -7,10 +7,10 @@
 //! directory the text does not say (`nsenter -w`, the target's own) gives
 //! [`Directory::Unknown`], so no earlier `cd` is followed into it.
 
-use super::arg::Arg;
 use super::options::{Spec, parse};
+use super::table::{CHROOT, ENV, NSENTER, SU, SUDO, SYSTEMD_RUN, UNSHARE};
 use super::unwrap::basename;
-use super::wrapper_table::{CHROOT, ENV, NSENTER, SU, SUDO, SYSTEMD_RUN, UNSHARE};
+use crate::permission::words::arg::Arg;
 
 /// The working directory a wrapper starts its command in.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -9,16 +9,16 @@ use brush_parser::ast::{
     IoFileRedirectTarget, IoRedirect, Pipeline, RedirectList, SimpleCommand, SubshellCommand, UnaryPredicate,
 };
 
-use super::arg::{Arg, clip};
-use super::arith::{builtin_hazard, is_literal_arithmetic, is_plain_name, is_plain_subscript};
-use super::depth::{MAX_NESTING, MAX_PAREN_NESTING, nesting_depth};
-use super::dialect::{Dialect, not_plain, other_shell_command_hazard};
-use super::redirect::{Redirect, RedirectMode};
-use super::unwrap::{Unwrap, basename};
-use super::vars::{is_risky_variable, is_shell_code_variable, risky_setting};
 use super::word::{resolve, resolve_heredoc};
-use super::wrappers::unwrap;
-use super::{Opacity, Part};
+use crate::permission::dialect::{Dialect, not_plain, other_shell_command_hazard};
+use crate::permission::redirect::{Redirect, RedirectMode};
+use crate::permission::scan::depth::{MAX_NESTING, MAX_PAREN_NESTING, nesting_depth};
+use crate::permission::words::arg::{Arg, clip};
+use crate::permission::words::arith::{builtin_hazard, is_literal_arithmetic, is_plain_name, is_plain_subscript};
+use crate::permission::words::vars::{is_risky_variable, is_shell_code_variable, risky_setting};
+use crate::permission::wrappers::follow::unwrap;
+use crate::permission::wrappers::unwrap::{Unwrap, basename};
+use crate::permission::{Opacity, Part};
 
 /// Characters allowed in a command word that gets a pattern of its own.
 pub(crate) fn is_safe_command_word(word: &str) -> bool {
@@ -974,8 +974,8 @@ impl Walker {
     /// Switches to the directory the wrapper `argv[0]` starts its command in, if it
     /// changes it.
     fn enter_directory(&mut self, argv: &[Arg]) {
-        if let Some(dir) = super::chdir::directory(argv) {
-            self.directory = super::chdir::join(self.directory.as_deref(), &dir);
+        if let Some(dir) = crate::permission::wrappers::chdir::directory(argv) {
+            self.directory = crate::permission::wrappers::chdir::join(self.directory.as_deref(), &dir);
         }
     }
 
@@ -1121,7 +1121,7 @@ impl Walker {
                     return;
                 }
                 Unwrap::Stdin => {
-                    if super::wrappers::is_shell(&argv[0].text)
+                    if crate::permission::wrappers::follow::is_shell(&argv[0].text)
                         && let Some(path) = argv[1..].iter().find(|a| names_other_stream(&a.text))
                     {
                         self.hidden_code(
@@ -1184,7 +1184,7 @@ impl Walker {
                     self.opaque(reason, fed);
                     // What it runs with no input words added is still found, for deny
                     // rules and the classifier (`xargs find / -delete`).
-                    match super::wrappers::unwrap_unchecked(argv) {
+                    match crate::permission::wrappers::follow::unwrap_unchecked(argv) {
                         Unwrap::Inner { start, .. } => {
                             wrappers.push(basename(&argv[0].text).to_owned());
                             start_of_command += start;
@@ -1236,7 +1236,7 @@ fn runs_hidden_code(argv: &[Arg]) -> bool {
     name == "eval"
         || (matches!(name, "source" | ".") && argv[1..].iter().any(sourced))
         // A shell given words from an expansion may be given code (`sh -c "$(cat f)"`).
-        || (super::wrappers::is_shell(&argv[0].text) && argv[1..].iter().any(|a| !a.literal))
+        || (crate::permission::wrappers::follow::is_shell(&argv[0].text) && argv[1..].iter().any(|a| !a.literal))
         || argv[1..].iter().any(|a| {
             a.text
                 .split_once('=')
@@ -1249,7 +1249,7 @@ fn runs_hidden_code(argv: &[Arg]) -> bool {
 /// which may be anything.
 fn script_dialect(runner: &str) -> Dialect {
     let name = basename(runner);
-    if super::shells::SHELLS.contains(&name) {
+    if crate::permission::wrappers::shells::SHELLS.contains(&name) {
         Dialect::for_shell(name)
     } else if name == "watch" {
         Dialect::Unknown
@@ -1346,7 +1346,7 @@ fn history_hazard(argv: &[Arg]) -> Option<String> {
         "set" => options(false),
         "shopt" => args.iter().any(|a| named(a) || !a.literal),
         "history" => args.iter().any(|a| a.text.starts_with('-') || !a.literal),
-        _ if super::wrappers::is_shell(name) => options(true),
+        _ if crate::permission::wrappers::follow::is_shell(name) => options(true),
         _ => false,
     };
     hazard.then(|| format!("`{name}` may turn on or feed history expansion, which rebuilds later commands"))

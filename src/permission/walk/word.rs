@@ -4,10 +4,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use brush_parser::word::{Parameter, ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource};
 
-use super::arg::{Arg, clip};
-use super::arith::{decode_ansi_c, is_literal_arithmetic, is_plain_subscript};
 use super::parse::Walker;
-use super::vars::is_risky_variable;
+use crate::permission::words::arg::{Arg, clip};
+use crate::permission::words::arith::{decode_ansi_c, is_literal_arithmetic, is_plain_subscript};
+use crate::permission::words::vars::is_risky_variable;
 
 /// The text of a word as the shell sees it after decoding `$'...'` escapes and removing
 /// quotes, with every expansion replaced by a placeholder: what bash would re-read if

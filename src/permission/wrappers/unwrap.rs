@@ -1,7 +1,7 @@
 //! What a command word does with the rest of its argument list, and the helpers the
 //! wrapper and shell tables share to say it.
 
-use super::arg::Arg;
+use crate::permission::words::arg::Arg;
 
 /// What a command word does with the rest of its argument list.
 #[derive(Debug)]

@@ -10,12 +10,12 @@
 //! Anything a table does not know makes the command opaque rather than guessing where
 //! the wrapped command starts.
 
-use super::arg::Arg;
 use super::options::{EnvValue, Given, Parsed, Spec, informational, parse, parse_words};
 use super::shells::{SHELLS, UNANALYSED_SHELLS, shell};
+use super::table::*;
 use super::unwrap::{Unwrap, basename, inner, script_at};
-use super::vars::{assignment_name, risky_setting};
-use super::wrapper_table::*;
+use crate::permission::words::arg::Arg;
+use crate::permission::words::vars::{assignment_name, risky_setting};
 
 /// Wrappers that are stripped: the wrapped command is the part (`nice git` is git).
 pub const TRANSPARENT_WRAPPERS: &[&str] = &[
@@ -582,7 +582,7 @@ fn parallel(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
                 } else {
                     return Ok(Unwrap::Opaque(format!(
                         "`parallel` has options we do not follow, such as `{}`",
-                        super::arg::clip(t)
+                        crate::permission::words::arg::clip(t)
                     )));
                 }
             }
@@ -602,7 +602,7 @@ fn parallel(args: &[Arg], ctx: Ctx) -> Result<Unwrap, Unwrap> {
     if let Some(bad) = words.iter().find(|a| !a.literal || !a.text.chars().all(plain)) {
         return Ok(Unwrap::Opaque(format!(
             "`parallel` joins its command words and runs them with a shell; `{}` is not a plain word",
-            super::arg::clip(&bad.text)
+            crate::permission::words::arg::clip(&bad.text)
         )));
     }
     if words.iter().any(|a| a.text.contains("{=")) {
@@ -850,7 +850,7 @@ fn find(args: &[Arg], ctx: Ctx) -> Unwrap {
     {
         return Unwrap::Opaque(format!(
             "`find` gets the argument `{}` from an expansion, which could add an action such as -exec",
-            super::arg::clip(&bad.text)
+            crate::permission::words::arg::clip(&bad.text)
         ));
     }
     if ctx.check {

@@ -1,18 +1,20 @@
 //! Allow/deny decisions per executed part, for hosts that match rules themselves.
 
+pub(super) mod refusal;
+
 use std::fmt;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::Class;
-use super::classify::{Classification, classify, classify_call_args, is_catastrophic_rule, write_class};
-use super::fnmatch::fnmatch;
-use super::pattern::opaque_pattern;
-use super::redirect::normalize_path;
-use super::refusal::RefusalReason;
-use super::unwrap::basename;
-use super::{Analysis, Dialect, Opacity, Part, analyze_call_args, analyze_call_in, analyze_in};
+use crate::permission::Class;
+use crate::permission::classify::{Classification, classify, classify_call_args, is_catastrophic_rule, write_class};
+use crate::permission::fnmatch::fnmatch;
+use crate::permission::pattern::opaque_pattern;
+use crate::permission::redirect::normalize_path;
+use crate::permission::wrappers::unwrap::basename;
+use crate::permission::{Analysis, Dialect, Opacity, Part, analyze_call_args, analyze_call_in, analyze_in};
+use refusal::RefusalReason;
 
 /// The outcome of [`PermissionPolicy::decide`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -602,7 +604,7 @@ impl PermissionPolicy {
     /// assert!(!p.allows_catastrophic_explicitly("bash.execute", &call("echo x > /dev/sda")));
     /// ```
     pub fn allows_catastrophic_explicitly(&self, tool: &str, args_json: &str) -> bool {
-        match super::call::object(args_json) {
+        match crate::permission::call::object(args_json) {
             Ok(args) => self.allows_catastrophic_explicitly_args(tool, &args),
             Err(_) => self.allows_catastrophic_in(
                 tool,

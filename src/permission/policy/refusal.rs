@@ -6,7 +6,7 @@
 use std::fmt;
 
 /// One reason a call was denied or needs approval (see
-/// [`PermissionPolicy::refusal_args`](super::PermissionPolicy::refusal_args)).
+/// [`PermissionPolicy::refusal_args`](crate::permission::PermissionPolicy::refusal_args)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RefusalReason {
     /// A deny rule matched the call as a whole: a tool-level rule, or the
