@@ -70,7 +70,7 @@ fn local_throughput(runs: usize, size: usize, rounds: usize) {
         }
     });
     let policy = NetPolicy::new(&[format!("127.0.0.1:{port}")], &[]).unwrap();
-    let proxy = Proxy::serve(TcpListener::bind("127.0.0.1:0").unwrap(), policy).unwrap();
+    let proxy = Proxy::serve(TcpListener::bind("127.0.0.1:0").unwrap(), policy, None).unwrap();
     let download = |proxied: bool| -> Duration {
         let start = Instant::now();
         let mut stream = match proxied {
@@ -160,7 +160,7 @@ fn registry_proxy() -> Proxy {
         }
     }
     let policy = NetPolicy::new(&allow, &[]).unwrap();
-    Proxy::serve(TcpListener::bind("127.0.0.1:0").unwrap(), policy).unwrap()
+    Proxy::serve(TcpListener::bind("127.0.0.1:0").unwrap(), policy, None).unwrap()
 }
 
 fn curl_works() -> bool {
@@ -259,7 +259,7 @@ fn memory() {
     });
     let policy = NetPolicy::new(&[format!("127.0.0.1:{port}")], &[]).unwrap();
     let before = rss_kib();
-    let proxy = Proxy::serve(TcpListener::bind("127.0.0.1:0").unwrap(), policy).unwrap();
+    let proxy = Proxy::serve(TcpListener::bind("127.0.0.1:0").unwrap(), policy, None).unwrap();
     let payload = vec![0xa5u8; 1 << 20];
     let mut open = Vec::new();
     for _ in 0..CONCURRENT {

@@ -280,6 +280,13 @@ pub trait CallClient: Send + Sync {
     /// why there is none: the client did not declare the capability it
     /// needs, answered with an error, or the call was cancelled.
     fn request(&self, method: &str, params: Value) -> Result<Value, String>;
+
+    /// A way to ask the person while the call's command runs (about a
+    /// connection its sandbox does not allow), when the protocol can hold
+    /// the command open for the answer; `None` (the default) when it cannot.
+    fn client_asker(&self) -> Option<std::sync::Arc<dyn crate::approval::ClientAsker>> {
+        None
+    }
 }
 
 /// A tool: a definition and an implementation.
@@ -492,13 +499,15 @@ pub trait McpServer: Send + Sync {
     /// [`task_support`](McpServer::task_support). `sandbox` is the host's
     /// sandbox for the call, as [`CallOptions::sandbox`]; `principal` who
     /// asked, as [`CallOptions::principal`] (recorded with the call and
-    /// with the job's end).
+    /// with the job's end); `asker` how the task's client is asked while the
+    /// job's command runs ([`CallClient::client_asker`]).
     fn start_task_job(
         &self,
         tool_name: &str,
         _args: &ToolArgs,
         _sandbox: Option<&SandboxConfig>,
         _principal: Option<&str>,
+        _asker: Option<std::sync::Arc<dyn crate::approval::ClientAsker>>,
     ) -> Result<String, ToolResponse> {
         Err(ToolResponse::error(&ToolError::new(
             ErrorCode::UnknownTool,

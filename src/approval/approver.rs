@@ -29,6 +29,18 @@ where
     }
 }
 
+/// A way to ask the person through the client of a call while the call's
+/// command runs (about a connection its sandbox refused): owned, so the
+/// sandbox's proxy can ask from its own threads; made by the protocol layer
+/// for the flows that can hold a command open (a 2025-11-25 call whose
+/// client declared elicitation, a task).
+pub trait ClientAsker: Send + Sync {
+    /// The person's answer to `request`, waiting at most `wait`; `Err` says
+    /// why there is none (declined, cancelled, no answer in time: a denial
+    /// that is not remembered); `None` when the client cannot be asked now.
+    fn ask(&self, request: &ApprovalRequest, wait: Duration) -> Option<Result<ApprovalAnswer, String>>;
+}
+
 /// `approver`'s answer to `request`, or why there is none (then the call is
 /// denied): it did not answer within `bound`, or it panicked.
 pub(super) fn ask_bounded(

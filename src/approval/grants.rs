@@ -154,6 +154,13 @@ impl Approvals {
         let (approver, bound) = self.approver.read().unwrap_or_else(PoisonError::into_inner).clone()?;
         Some(ask_bounded(&approver, request, bound))
     }
+
+    /// [`ask_host`](Approvals::ask_host), waiting at most `wait` (or the
+    /// approver's bound, when shorter).
+    pub fn ask_host_within(&self, request: &ApprovalRequest, wait: Duration) -> Option<Result<ApprovalAnswer, String>> {
+        let (approver, bound) = self.approver.read().unwrap_or_else(PoisonError::into_inner).clone()?;
+        Some(ask_bounded(&approver, request, bound.min(wait)))
+    }
 }
 
 #[cfg(test)]

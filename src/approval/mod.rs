@@ -12,6 +12,6 @@ mod approver;
 mod grants;
 mod request;
 
-pub use approver::{Approver, DEFAULT_APPROVER_BOUND};
+pub use approver::{Approver, ClientAsker, DEFAULT_APPROVER_BOUND};
 pub use grants::{Approvals, Grant, Remembered};
 pub use request::{AnsweredBy, ApprovalAnswer, ApprovalKind, ApprovalOutcome, ApprovalRequest, GrantItem, Widening};

@@ -18,6 +18,9 @@ pub enum ApprovalKind {
     HiddenCode,
     /// A command that asks for a wider sandbox than the configured one.
     Escalation,
+    /// A running command's connection that the sandbox's network policy
+    /// does not allow: it waits for the answer.
+    Connection,
 }
 
 impl ApprovalKind {
@@ -27,6 +30,7 @@ impl ApprovalKind {
             ApprovalKind::Command => "command",
             ApprovalKind::HiddenCode => "hidden_code",
             ApprovalKind::Escalation => "escalation",
+            ApprovalKind::Connection => "connection",
         }
     }
 }
@@ -120,6 +124,9 @@ pub enum GrantItem {
         command: String,
         path: String,
     },
+    /// Connections to one host (a name or an address, as the command asked
+    /// for it) on one port, for every command of this server.
+    Connect { host: String, port: u16 },
 }
 
 /// A question for the person: the command exactly as it will run, where,
@@ -188,6 +195,11 @@ impl ApprovalRequest {
                 self.tool
             ),
             ApprovalKind::Command => format!("{} asks to run:\n", self.tool),
+            ApprovalKind::Connection => format!(
+                "A command of {} is connecting to {}, which its sandbox does not allow; the connection waits for your answer. The command:\n",
+                self.tool,
+                self.widens.network.join(", ")
+            ),
         };
         let _ = writeln!(text, "\n    {}\n", self.command.replace('\n', "\n    "));
         let _ = writeln!(text, "in {}", self.working_dir);

@@ -122,7 +122,7 @@ impl Shared {
     /// The fields every audit entry starts with: its id, the start time, the
     /// server and tool, and for a command its redacted text, its class and
     /// its permission pattern.
-    fn audit_head(
+    pub(super) fn audit_head(
         &self,
         log: &AuditLog,
         started: SystemTime,

@@ -52,6 +52,10 @@ impl Tool for ExecuteTool {
             Err(error) => return refused(&error),
         };
         request.principal = options.principal.map(str::to_owned);
+        request.ask_client = options
+            .client
+            .and_then(|c| c.client_asker())
+            .map(crate::request::AskClient);
         if request_is_background(args) {
             return self.start_background(request);
         }

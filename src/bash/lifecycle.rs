@@ -63,7 +63,8 @@ impl BashServer {
         let outputs =
             crate::outputs::OutputStore::new(config.output_store.budget_bytes, config.output_store.max_outputs);
         outputs.set_tail_bytes(config.output_store.tail_bytes);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new_cyclic(|me| Shared {
+            me: me.clone(),
             outputs: outputs.clone(),
             name: name.to_owned(),
             instance: crate::process::ids::random_id(),
@@ -78,6 +79,7 @@ impl BashServer {
             env_cache: EnvCache::default(),
             sandbox_overrides: RwLock::new(Vec::new()),
             approvals: crate::approval::Approvals::default(),
+            ask_slots: std::sync::Mutex::new(None),
         });
         let jobs = job_manager(&shared);
         let sessions = session_manager(&shared, outputs.clone());

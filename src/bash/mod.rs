@@ -1,6 +1,7 @@
 //! `BashServer`: the `bash` server and its one-shot `execute` tool.
 
 mod audit_calls;
+mod connect_ask;
 mod escalate;
 mod execute;
 mod host;
@@ -68,6 +69,9 @@ pub struct BashServer {
 }
 
 struct Shared {
+    /// Itself, for what must reach the server without keeping it alive (a
+    /// command's proxy asking the person about a connection).
+    me: std::sync::Weak<Shared>,
     name: String,
     /// This server's id in the audit log: `audit_read` returns only the
     /// entries it wrote unless `audit.read_all` is on.
@@ -93,6 +97,9 @@ struct Shared {
     sandbox_overrides: RwLock<Vec<String>>,
     /// What the person granted or denied, and the host's approver.
     approvals: crate::approval::Approvals,
+    /// The count of connections waiting for the person, across the
+    /// server's commands (made again when `network_ask.max_waiting` changes).
+    ask_slots: std::sync::Mutex<Option<Arc<crate::sandbox::network::ask::WaitSlots>>>,
 }
 
 /// Tool calls served and failed since start.

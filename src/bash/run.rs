@@ -141,6 +141,7 @@ impl Shared {
                 temp: &self.sandbox_temp,
                 command: &command,
                 die_with_parent: true,
+                network_ask: self.network_asking(request, config, cwd),
             },
             Some(&self.supervisors),
         )?;

@@ -195,6 +195,7 @@ impl McpServer for BashServer {
         args: &ToolArgs,
         sandbox: Option<&crate::sandbox::SandboxConfig>,
         principal: Option<&str>,
+        asker: Option<Arc<dyn crate::approval::ClientAsker>>,
     ) -> Result<String, ToolResponse> {
         let mut object = match args.object() {
             Ok(object) => object.clone(),
@@ -210,9 +211,11 @@ impl McpServer for BashServer {
         // A task is the job: waiting (`yield_seconds`) is the task's client's business.
         object.remove("yield_seconds");
         object.insert("background".into(), Value::Bool(true));
+        let client = asker.map(TaskClient);
         let options = CallOptions {
             sandbox,
             principal,
+            client: client.as_ref().map(|c| c as &dyn crate::server::CallClient),
             ..CallOptions::default()
         };
         let response = self.call_tool(tool_name, &ToolArgs::from(object), options);
@@ -251,5 +254,23 @@ impl McpServer for BashServer {
         let dir = self.shared.confined_dir(&absolute, Some(&absolute), &self.config())?;
         *self.shared.working_dir.write().unwrap_or_else(PoisonError::into_inner) = dir;
         Ok(())
+    }
+}
+
+/// A task's client as its job reaches it: nothing is sent while the job
+/// starts; its command's proxy asks the person through the task.
+struct TaskClient(Arc<dyn crate::approval::ClientAsker>);
+
+impl crate::server::CallClient for TaskClient {
+    fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<&str>) {}
+
+    fn log(&self, _level: crate::content::LogLevel, _data: Value) {}
+
+    fn request(&self, method: &str, _params: Value) -> Result<Value, String> {
+        Err(format!("a task's job cannot send {method} as it starts"))
+    }
+
+    fn client_asker(&self) -> Option<Arc<dyn crate::approval::ClientAsker>> {
+        Some(self.0.clone())
     }
 }

@@ -44,6 +44,8 @@ pub struct Common {
     pub no_sandbox: bool,
     /// `--quiet`: no start-up line naming the sandbox.
     pub quiet: bool,
+    /// `--network-ask ask|refuse`: `network_ask.mode`, over the file's.
+    pub network_ask: Option<String>,
 }
 
 /// The options of `serve --http`; `listen: None` serves stdio.
@@ -101,6 +103,11 @@ OPTIONS (serve, exec):
                              target=level directives, e.g. info,bash_mcp=trace
         --no-sandbox         run commands unsandboxed (the same as
                              sandbox.mode = \"off\" in the configuration file)
+        --network-ask ask|refuse
+                             whether a running command's connection to a host its
+                             sandbox.network does not allow is put to the person
+                             (through the MCP client or a task) while it waits
+                             (default ask; network_ask.mode in the configuration)
     -q, --quiet              (serve) no start-up line on stderr naming the sandbox
         --json               (exec) print the raw JSON result document
 
@@ -135,6 +142,8 @@ CONFIGURATION FILE KEYS:
     permissions {allow, ask, deny}, refuse_catastrophic, sandbox_overrides (rules naming the
     commands whose call may widen the sandbox), escalation_ceiling {network, writable_roots}
     (the most an `escalate` may ask the person for),
+    network_ask {mode, wait_seconds, max_waiting} (asking about a running command's
+    connection its network policy does not allow),
     tasks {enabled, ttl_seconds, max_ttl_seconds, poll_interval_ms} (MCP tasks)
     Defaults: a 120 s limit (calls may ask for up to 600 s), a call still
     running after 45 s handed back as a background job (yield_seconds), an audit log at
@@ -184,6 +193,13 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_tty: bool) -> Re
                 common.log_level = Some(level);
             }
             Long("no-sandbox") => common.no_sandbox = true,
+            Long("network-ask") => {
+                let mode: String = parser.value().map_err(err)?.string().map_err(err)?;
+                if mode != "ask" && mode != "refuse" {
+                    return Err(format!("--network-ask takes `ask` or `refuse`, got {mode:?}"));
+                }
+                common.network_ask = Some(mode);
+            }
             Short('q') | Long("quiet") => common.quiet = true,
             Long("json") => json = true,
             Long("http") => http.listen = Some(parser.value().map_err(err)?.string().map_err(err)?),
@@ -321,6 +337,12 @@ mod tests {
             panic!()
         };
         assert!(common.quiet && !common.no_sandbox);
+        let Ok(Command::Serve(common, _)) = p(&["serve", "--network-ask", "refuse"]) else {
+            panic!()
+        };
+        assert_eq!(common.network_ask.as_deref(), Some("refuse"));
+        let e = p(&["serve", "--network-ask", "maybe"]).unwrap_err();
+        assert!(e.contains("--network-ask takes `ask` or `refuse`"), "{e}");
     }
 
     #[test]

@@ -160,6 +160,13 @@ pub fn load(common: &Common) -> Result<Settings, String> {
     if common.no_sandbox {
         settings.config.sandbox.mode = bash_mcp::sandbox::Mode::Off;
     }
+    if let Some(mode) = &common.network_ask {
+        let flag = serde_json::json!({"network_ask": {"mode": mode}});
+        settings.config = settings
+            .config
+            .apply_json(&flag.to_string())
+            .map_err(|e| format!("--network-ask: {}", e.message))?;
+    }
     if let Some(path) = &common.config {
         out_of_the_sandboxs_reach(path, &settings)?;
     }

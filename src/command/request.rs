@@ -46,6 +46,27 @@ pub struct ExecRequest {
     /// background job or a handed-back call carries it to the audit line of
     /// its end. Only the host sets it: the `execute` arguments cannot.
     pub principal: Option<String>,
+    /// The call's client, to ask the person through while the command runs
+    /// (a connection its sandbox does not allow), when the protocol can;
+    /// set by the server from [`CallClient::client_asker`](crate::server::CallClient::client_asker).
+    pub ask_client: Option<AskClient>,
+}
+
+/// A way to ask the person through the client of a call (see
+/// [`ExecRequest::ask_client`]): compared by identity.
+#[derive(Clone)]
+pub struct AskClient(pub std::sync::Arc<dyn crate::approval::ClientAsker>);
+
+impl std::fmt::Debug for AskClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AskClient(..)")
+    }
+}
+
+impl PartialEq for AskClient {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// When an `execute` call stops waiting for its command and hands it back

@@ -36,6 +36,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "sandbox",
     "yield_seconds",
     "escalation_ceiling",
+    "network_ask",
 ];
 
 impl Config {
@@ -112,6 +113,7 @@ impl Config {
                 }
             }
             "escalation_ceiling" => self.escalation_ceiling = escalation_ceiling(value)?,
+            "network_ask" => self.network_ask = super::network_ask::network_ask(&self.network_ask, value)?,
             "sandbox" => {
                 let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
                 self.sandbox = self

@@ -19,6 +19,7 @@ mod apply;
 mod audit;
 mod env;
 mod env_policy;
+mod network_ask;
 mod output_store;
 mod session;
 mod values;
@@ -26,6 +27,7 @@ mod view;
 pub use apply::CONFIG_KEYS;
 pub(crate) use env::EnvCache;
 pub use env_policy::{EnvPolicy, Inherit, NON_INTERACTIVE_PROFILE, is_valid_env_name};
+pub use network_ask::{DEFAULT_NETWORK_ASK_MAX_WAITING, DEFAULT_NETWORK_ASK_WAIT, NetworkAsk};
 pub use output_store::{
     DEFAULT_OUTPUT_STORE_BYTES, DEFAULT_OUTPUT_STORE_COUNT, DEFAULT_OUTPUT_STORE_TAIL_BYTES, OutputStoreSettings,
 };
@@ -101,6 +103,9 @@ pub struct Config {
     /// (`escalation_ceiling`); an escalation beyond it is refused before
     /// anyone is asked.
     pub escalation_ceiling: EscalationCeiling,
+    /// Whether a running command's connection that its network policy does
+    /// not allow is put to the person (`network_ask`).
+    pub network_ask: NetworkAsk,
 }
 
 /// The operator's ceiling on escalations: `None` for a kind puts no
@@ -165,6 +170,7 @@ impl Config {
             sandbox: crate::sandbox::SandboxConfig::default(),
             yield_after: None,
             escalation_ceiling: EscalationCeiling::default(),
+            network_ask: NetworkAsk::default(),
         }
     }
 

@@ -32,6 +32,7 @@ impl Config {
                 "network": self.escalation_ceiling.network,
                 "writable_roots": self.escalation_ceiling.writable_roots.as_ref().map(|r| r.iter().map(|p| p.display().to_string()).collect::<Vec<_>>()),
             },
+            "network_ask": self.network_ask.to_value(),
         })
     }
 

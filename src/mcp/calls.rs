@@ -40,6 +40,11 @@ impl Call {
         self.phase.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether the call is still running (not answered, not cancelled).
+    pub(crate) fn is_running(&self) -> bool {
+        *self.phase() == Phase::Running
+    }
+
     /// Runs `emit` while the call is still running (used for progress).
     pub(crate) fn emit_if_running(&self, emit: impl FnOnce()) {
         let phase = self.phase();

@@ -924,6 +924,7 @@ enum Finished {
 fn question_key(request: &crate::approval::ApprovalRequest) -> &'static str {
     match request.kind {
         crate::approval::ApprovalKind::Escalation => "escalation",
+        crate::approval::ApprovalKind::Connection => "connection",
         _ => "command",
     }
 }
@@ -1108,8 +1109,62 @@ impl Job {
     }
 }
 
+/// Asks the person through a 2025-11-25 (handshake-era) call's client,
+/// with `elicitation/create` while the call runs: owned, for the proxy of
+/// the call's command. Holds the handler weakly, so a command that outlives
+/// its connection keeps nothing alive.
+struct CallAsker {
+    inner: std::sync::Weak<Inner>,
+    call: Arc<Call>,
+    id: Value,
+    with_mode: bool,
+}
+
+impl crate::approval::ClientAsker for CallAsker {
+    fn ask(&self, request: &crate::approval::ApprovalRequest, wait: Duration) -> Option<approve::ClientAnswer> {
+        let inner = self.inner.upgrade()?;
+        // A call already answered (a command handed back as a job) has no
+        // client waiting on it to ask.
+        if !self.call.is_running() {
+            return None;
+        }
+        let params = elicit::elicit_params(request, self.with_mode);
+        let sent = inner.outgoing.request(
+            "elicitation/create",
+            params,
+            |line| self.call.emit_if_running(|| (inner.outbound)(line, Some(&self.id))),
+            &self.call.token,
+            wait,
+        );
+        Some(sent.and_then(|result| elicit::answer_of(&result)))
+    }
+}
+
 /// A call's client, as its tool reaches it.
 impl CallClient for Job {
+    fn client_asker(&self) -> Option<Arc<dyn crate::approval::ClientAsker>> {
+        let Era::Handshake(version) = self.era else {
+            // 2026-07-28 asks only through input_required results, before a
+            // command runs (a task can ask while it runs: see tasks/).
+            return None;
+        };
+        let capabilities = self
+            .inner
+            .client_capabilities
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if !era::has_elicitation(version) || !elicit::can_elicit_form(capabilities.as_ref()) {
+            return None;
+        }
+        Some(Arc::new(CallAsker {
+            inner: Arc::downgrade(&self.inner),
+            call: self.call.clone(),
+            id: self.id.clone(),
+            with_mode: era::has_elicitation_modes(version),
+        }))
+    }
+
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         let Some(token) = &self.progress_token else { return };
         let mut params = json!({"progressToken": token, "progress": progress});

@@ -294,6 +294,9 @@ pub struct Request<'a> {
     pub command: &'a [CString],
     /// False for a session shell, which outlives the thread that starts it.
     pub die_with_parent: bool,
+    /// How a connection its network policy does not allow is put to the
+    /// person while it waits; `None`: refused, unasked.
+    pub network_ask: Option<network::ask::Asking>,
 }
 
 /// The sandboxed command line, or `None` when the sandbox is off (or
@@ -372,9 +375,9 @@ pub fn wrap_in(
                 // A network by name: this command is a client of the
                 // supervisor's shared proxy, judged by its own policy.
                 let link = match (by_name, supervisor.clients()) {
-                    (Some(policy), Some(clients)) => {
-                        Some(network::link::Link::shared(clients.register(policy.clone())?))
-                    }
+                    (Some(policy), Some(clients)) => Some(network::link::Link::shared(
+                        clients.register(policy.clone(), request.network_ask.clone())?,
+                    )),
                     _ => None,
                 };
                 Ok((supervisor, link))
@@ -421,7 +424,7 @@ pub fn wrap_in(
     // Landlock's network by name: a proxy of the command's own on the
     // host's loopback (see `landlock_proxy`).
     let link = match (by_name, backend) {
-        (Some(policy), Backend::Landlock { .. }) => Some(landlock_proxy(policy)?),
+        (Some(policy), Backend::Landlock { .. }) => Some(landlock_proxy(policy, request.network_ask.clone())?),
         _ => None,
     };
     let mut policy = policy;
@@ -649,7 +652,10 @@ fn with_bound(
 /// own on the host's loopback (an ephemeral port, the only TCP port its
 /// Landlock domain may connect to), serving only requests that carry its
 /// secret token, since any local user can reach that port.
-fn landlock_proxy(policy: &network::NetPolicy) -> Result<network::link::Link, ToolError> {
+fn landlock_proxy(
+    policy: &network::NetPolicy,
+    asking: Option<network::ask::Asking>,
+) -> Result<network::link::Link, ToolError> {
     if let Some(abi) = landlock::landlock_abi().filter(|abi| *abi < landlock::BY_NAME_ABI) {
         return Err(ToolError::new(
             ErrorCode::SandboxUnavailable,
@@ -660,7 +666,7 @@ fn landlock_proxy(policy: &network::NetPolicy) -> Result<network::link::Link, To
             "upgrade the kernel, or install bubblewrap (and let it create user namespaces), or set `sandbox.network` to true or false",
         ));
     }
-    network::link::Link::on_host(policy.clone()).map_err(|e| {
+    network::link::Link::on_host(policy.clone(), asking).map_err(|e| {
         ToolError::new(
             ErrorCode::SandboxUnavailable,
             format!("could not start the sandbox's network proxy, so the command did not run: {e}"),
@@ -705,7 +711,8 @@ fn wrap_by_name(
     let program = seccomp::bwrap_program(false)
         .and_then(|p| seccomp::program_fd(p).map_err(|e| e.to_string()))
         .map_err(failed)?;
-    let (link, theirs) = network::link::Link::over_socket(policy.clone()).map_err(|e| failed(e.to_string()))?;
+    let (link, theirs) = network::link::Link::over_socket(policy.clone(), request.network_ask.clone())
+        .map_err(|e| failed(e.to_string()))?;
     let mut pass_fds = vec![program.as_raw_fd(), theirs.as_raw_fd()];
     // The guarded directories' handler gets its listener from the helper run
     // after the network's (fd 5: the seccomp program and the link come

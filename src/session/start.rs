@@ -377,6 +377,8 @@ fn spawn(
             temp,
             command: &prepared.argv,
             die_with_parent: false,
+            // A session outlives its call: nobody holds it open to ask.
+            network_ask: None,
         },
     )?;
     let (program_c, argv) = match &sandbox {

@@ -96,8 +96,9 @@ impl McpServer for TestServer {
         args: &bash_mcp::ToolArgs,
         sandbox: Option<&bash_mcp::sandbox::SandboxConfig>,
         principal: Option<&str>,
+        asker: Option<std::sync::Arc<dyn bash_mcp::approval::ClientAsker>>,
     ) -> Result<String, bash_mcp::ToolResponse> {
-        self.server.start_task_job(tool, args, sandbox, principal)
+        self.server.start_task_job(tool, args, sandbox, principal, asker)
     }
     fn task_job(&self, job: &str, wait: Duration) -> bash_mcp::TaskJob {
         self.server.task_job(job, wait)

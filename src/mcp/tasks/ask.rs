@@ -12,12 +12,13 @@
 //! and the task's ttl); a cancel of the task ends it. No answer counts as a denial (not
 //! remembered, so the next call may ask again).
 
-use std::time::Instant;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
 use super::{Task, shape};
-use crate::approval::ApprovalRequest;
+use crate::approval::{ApprovalRequest, ClientAsker};
 use crate::mcp::approve::ClientAnswer;
 use crate::mcp::era::Era;
 use crate::mcp::{Inner, elicit, question_key};
@@ -51,6 +52,37 @@ impl Asker {
         request: &ApprovalRequest,
         announce: &dyn Fn(&Task),
     ) -> Option<ClientAnswer> {
+        self.ask_within(inner, task, request, announce, inner.options.approval_wait)
+    }
+
+    /// How the task's client is asked while its job's command runs (about
+    /// a connection its sandbox does not allow): the same way, without the
+    /// answers a retry brought (those answer the call's own questions only).
+    pub(crate) fn for_connections(&self, inner: &Arc<Inner>, task: &Arc<Task>) -> Option<Arc<dyn ClientAsker>> {
+        if !self.can_elicit {
+            return None;
+        }
+        Some(Arc::new(ConnectionAsker {
+            asker: Asker {
+                era: self.era,
+                can_elicit: true,
+                input: None,
+            },
+            inner: Arc::downgrade(inner),
+            task: Arc::downgrade(task),
+            one_at_a_time: Mutex::new(()),
+        }))
+    }
+
+    /// [`ask`](Asker::ask), waiting at most `wait`.
+    fn ask_within(
+        &self,
+        inner: &Inner,
+        task: &Task,
+        request: &ApprovalRequest,
+        announce: &dyn Fn(&Task),
+        wait: Duration,
+    ) -> Option<ClientAnswer> {
         let key = question_key(request);
         if let Some(answer) = self.input.as_ref().and_then(|input| input.get(key)) {
             return Some(elicit::answer_of(answer));
@@ -58,7 +90,6 @@ impl Asker {
         if !self.can_elicit {
             return None;
         }
-        let wait = inner.options.approval_wait;
         // Never past the task's own lifetime: an answer after it starts nothing.
         let deadline = (Instant::now() + wait).min(task.deadline());
         let params = elicit::elicit_params(request, true);
@@ -109,5 +140,34 @@ impl Asker {
             announce(task);
         }
         Some(answer.and_then(|result| elicit::answer_of(&result)))
+    }
+}
+
+/// Asks through a task while its job's command runs. Holds the handler and
+/// the task weakly: a command that outlives them asks nobody.
+struct ConnectionAsker {
+    asker: Asker,
+    inner: Weak<Inner>,
+    task: Weak<Task>,
+    /// A task shows one question at a time: the next waits its turn.
+    one_at_a_time: Mutex<()>,
+}
+
+impl ClientAsker for ConnectionAsker {
+    fn ask(&self, request: &ApprovalRequest, wait: Duration) -> Option<ClientAnswer> {
+        let deadline = Instant::now() + wait;
+        let inner = self.inner.upgrade()?;
+        let task = self.task.upgrade()?;
+        if task.is_terminal() {
+            return None;
+        }
+        let _turn = self.one_at_a_time.lock().unwrap_or_else(PoisonError::into_inner);
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Some(Err(format!("no answer within {} s", wait.as_secs())));
+        }
+        let era = self.asker.era;
+        let announce = |task: &Task| super::announce(&inner, era, task);
+        self.asker.ask_within(&inner, &task, request, &announce, left)
     }
 }

@@ -227,14 +227,7 @@ impl Inner {
             // 2025-11-25 lets a receiver announce a status change; the
             // extension of 2026-07-28 sends its notifications only to a
             // subscription, which this server does not offer.
-            let announce = |task: &Task| {
-                if !matches!(era, Era::Handshake(_)) {
-                    return;
-                }
-                if let Value::Object(params) = shape::task_2025(&task.view(false)) {
-                    (inner.outbound)(jsonrpc::notification("notifications/tasks/status", params), None);
-                }
-            };
+            let announce = |task: &Task| super::announce(&inner, era, task);
             let server = &*inner.server;
             let decision = inner.options.gate.as_ref().map(|gate| gate.check(&tool, &args));
             let settled = approve::settle_call(server, &tool, &args, decision, &mut |request| {
@@ -243,8 +236,9 @@ impl Inner {
             let started = watched.start_job(|| {
                 let sandbox = settled.map_err(&to_end)?;
                 let args = approve::without_escalate(&args);
+                let asker = asking.for_connections(&inner, &watched);
                 server
-                    .start_task_job(&tool, &args, sandbox.as_ref(), principal.as_deref())
+                    .start_task_job(&tool, &args, sandbox.as_ref(), principal.as_deref(), asker)
                     .map_err(&to_end)
             });
             if started && watched.is_terminal() {

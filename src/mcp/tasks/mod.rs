@@ -64,6 +64,18 @@ pub struct TaskOptions {
     pub poll_interval: Duration,
 }
 
+/// Tells a 2025-11-25 client of a task's status change
+/// (`notifications/tasks/status`); the extension of 2026-07-28 sends its
+/// notifications only to a subscription, which this server does not offer.
+pub(crate) fn announce(inner: &super::Inner, era: Era, task: &Task) {
+    if !matches!(era, Era::Handshake(_)) {
+        return;
+    }
+    if let Value::Object(params) = shape::task_2025(&task.view(false)) {
+        (inner.outbound)(super::jsonrpc::notification("notifications/tasks/status", params), None);
+    }
+}
+
 /// Whether a handshake-era revision has the `tasks` capability (2025-11-25).
 /// Here, not in `methods.rs`, since `ask.rs` needs it too and `methods.rs` uses `ask.rs`.
 pub(crate) fn handshake_tasks(era: Era) -> bool {

@@ -6,6 +6,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::ask::Asking;
 use super::inside::{LISTENING, PROXY_PORT};
 use super::proxy::Client;
 use super::{NetPolicy, Proxy};
@@ -41,7 +42,7 @@ impl Link {
     /// A link whose listener comes over a new socket: the fd returned is
     /// the sandbox's end (to become its [`LINK_FD`](super::inside::LINK_FD));
     /// a thread waits for the listener and starts the proxy on it.
-    pub fn over_socket(policy: NetPolicy) -> std::io::Result<(Link, OwnedFd)> {
+    pub fn over_socket(policy: NetPolicy, asking: Option<Asking>) -> std::io::Result<(Link, OwnedFd)> {
         let (ours, theirs) = wire::socket_pair(libc::SOCK_SEQPACKET)?;
         let state = Arc::new(Mutex::new(State::default()));
         let s = state.clone();
@@ -58,7 +59,7 @@ impl Link {
                     return;
                 }
                 let listener = std::net::TcpListener::from(fds.pop().expect("one fd"));
-                let proxy = match Proxy::serve(listener, policy) {
+                let proxy = match Proxy::serve(listener, policy, asking) {
                     Ok(proxy) => proxy,
                     Err(e) => {
                         tracing::error!("could not start the sandbox's network proxy: {e}");
@@ -83,10 +84,10 @@ impl Link {
     /// A command's own proxy on the host's loopback (an ephemeral port),
     /// which serves only requests carrying its token: any local user can
     /// reach the port.
-    pub fn on_host(policy: NetPolicy) -> std::io::Result<Link> {
+    pub fn on_host(policy: NetPolicy, asking: Option<Asking>) -> std::io::Result<Link> {
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
         let clients = super::proxy::Clients::new();
-        let client = clients.register(policy)?;
+        let client = clients.register(policy, asking)?;
         let proxy = Proxy::serve_clients(listener, clients)?;
         Ok(Link {
             kind: Kind::Host { proxy, client },
@@ -214,7 +215,7 @@ mod tests {
 
     #[test]
     fn a_link_whose_sandbox_never_starts_ends_quietly() {
-        let (link, theirs) = Link::over_socket(NetPolicy::default()).unwrap();
+        let (link, theirs) = Link::over_socket(NetPolicy::default(), None).unwrap();
         drop(theirs);
         assert!(link.refusals().is_empty());
     }

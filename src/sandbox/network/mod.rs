@@ -3,6 +3,7 @@
 //! route out.
 
 pub mod address;
+pub mod ask;
 pub mod http;
 pub mod inside;
 pub mod link;

@@ -39,7 +39,7 @@ pub const LISTS: &[(&str, &[&str])] = &[(
 )];
 
 /// A host a connection asks for: a name, or an address written as one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Host {
     Name(String),
     Ip(IpAddr),

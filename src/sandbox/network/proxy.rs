@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
+use super::ask::{Asked, Asking, Verdict};
 use super::http::{self, Answer, Request};
 use super::policy::{Host, NetPolicy, Refusal};
 use crate::sandbox::Denial;
@@ -41,18 +42,37 @@ const MAX_REFUSALS: usize = 20;
 struct Account {
     policy: NetPolicy,
     refusals: Mutex<Vec<Denial>>,
+    /// How a host the policy does not allow is put to the person, when it is.
+    asked: Option<Asked>,
 }
 
 impl Account {
-    fn new(policy: NetPolicy) -> Arc<Account> {
+    fn new(policy: NetPolicy, asking: Option<Asking>) -> Arc<Account> {
         Arc::new(Account {
             policy,
             refusals: Mutex::new(Vec::new()),
+            asked: asking.map(Asked::new),
         })
     }
 
+    /// Lets a connection to `host:port` through, or answers why not: the
+    /// policy, else (for a host no allow entry names) the person.
+    fn admit(&self, host: &Host, port: u16) -> Result<(), Answer> {
+        let Err(refusal) = self.policy.judge_host(host, port) else {
+            return Ok(());
+        };
+        match self.asked.as_ref().map(|asked| asked.decide(host, port, &refusal)) {
+            Some(Verdict::Allow) => Ok(()),
+            Some(Verdict::Refuse { rule, code }) => Err(self.refuse_by(host, port, rule, code)),
+            None => Err(self.refuse(host, port, &refusal)),
+        }
+    }
+
     fn refuse(&self, host: &Host, port: u16, refusal: &Refusal) -> Answer {
-        let rule = refusal.rule();
+        self.refuse_by(host, port, refusal.rule(), refusal.code())
+    }
+
+    fn refuse_by(&self, host: &Host, port: u16, rule: String, code: &'static str) -> Answer {
         tracing::info!(%host, port, %rule, "the sandbox's proxy refused a connection");
         let denial = Denial::Host {
             host: host.to_string(),
@@ -67,7 +87,7 @@ impl Account {
             403,
             format!("the sandbox's network policy refused {host}:{port} ({rule})"),
         );
-        answer.code = Some(refusal.code());
+        answer.code = Some(code);
         answer
     }
 
@@ -100,10 +120,11 @@ impl Clients {
     }
 
     /// A new client under `policy`, with a fresh token; it is served until
-    /// it is dropped.
-    pub fn register(self: &Arc<Self>, policy: NetPolicy) -> std::io::Result<Client> {
+    /// it is dropped. With `asking`, a host the policy does not allow is put
+    /// to the person while the connection waits.
+    pub fn register(self: &Arc<Self>, policy: NetPolicy, asking: Option<Asking>) -> std::io::Result<Client> {
         let token = fresh_token()?;
-        let account = Account::new(policy);
+        let account = Account::new(policy, asking);
         let mut by_token = self.by_token.lock().unwrap_or_else(PoisonError::into_inner);
         by_token.retain(|_, a| a.strong_count() > 0);
         by_token.insert(token.clone().into_bytes(), Arc::downgrade(&account));
@@ -226,8 +247,8 @@ impl Proxy {
     /// Serves `listener` (a listening TCP socket: on the host's loopback,
     /// or on a sandbox's own, from inside its network namespace) under
     /// `policy`.
-    pub fn serve(listener: TcpListener, policy: NetPolicy) -> std::io::Result<Proxy> {
-        Proxy::start(listener, Gate::Anyone(Account::new(policy)))
+    pub fn serve(listener: TcpListener, policy: NetPolicy, asking: Option<Asking>) -> std::io::Result<Proxy> {
+        Proxy::start(listener, Gate::Anyone(Account::new(policy, asking)))
     }
 
     /// Serves `listener` for the registered `clients`, each request under
@@ -331,9 +352,7 @@ fn connection(mut client: TcpStream, shared: &Shared) {
         .and_then(|(request, buf, len)| {
             let account = shared.client(&buf[..len])?;
             let (host, port) = request.host();
-            if let Err(refusal) = account.policy.judge_host(host, port) {
-                return Err(account.refuse(host, port, &refusal));
-            }
+            account.admit(host, port)?;
             let upstream = reach(host, port, &account)?;
             Ok((request, upstream, buf, len))
         });
@@ -542,7 +561,7 @@ mod tests {
 
     fn proxy(allow: &[&str]) -> Proxy {
         let policy = NetPolicy::new(allow, &[]).unwrap();
-        Proxy::serve(TcpListener::bind("127.0.0.1:0").unwrap(), policy).unwrap()
+        Proxy::serve(TcpListener::bind("127.0.0.1:0").unwrap(), policy, None).unwrap()
     }
 
     fn exchange(proxy: &Proxy, request: &str) -> String {
@@ -633,10 +652,10 @@ mod tests {
         let clients = Clients::new();
         let p = Proxy::serve_clients(TcpListener::bind("127.0.0.1:0").unwrap(), clients.clone()).unwrap();
         let wide = clients
-            .register(NetPolicy::new(&["*.example.com"], &[]).unwrap())
+            .register(NetPolicy::new(&["*.example.com"], &[]).unwrap(), None)
             .unwrap();
         let narrow = clients
-            .register(NetPolicy::new(&["a.example.com"], &[]).unwrap())
+            .register(NetPolicy::new(&["a.example.com"], &[]).unwrap(), None)
             .unwrap();
         assert_ne!(wide.token(), narrow.token());
         let connect = |token: Option<&str>| {
