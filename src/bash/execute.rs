@@ -55,7 +55,7 @@ impl Tool for ExecuteTool {
         request.ask_client = options
             .client
             .and_then(|c| c.client_asker())
-            .map(crate::request::AskClient);
+            .map(crate::command::request::AskClient);
         if request_is_background(args) {
             return self.start_background(request);
         }

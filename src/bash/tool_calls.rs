@@ -215,7 +215,7 @@ impl McpServer for BashServer {
         let options = CallOptions {
             sandbox,
             principal,
-            client: client.as_ref().map(|c| c as &dyn crate::server::CallClient),
+            client: client.as_ref().map(|c| c as &dyn crate::tool::CallClient),
             ..CallOptions::default()
         };
         let response = self.call_tool(tool_name, &ToolArgs::from(object), options);
@@ -261,7 +261,7 @@ impl McpServer for BashServer {
 /// starts; its command's proxy asks the person through the task.
 struct TaskClient(Arc<dyn crate::approval::ClientAsker>);
 
-impl crate::server::CallClient for TaskClient {
+impl crate::tool::CallClient for TaskClient {
     fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<&str>) {}
 
     fn log(&self, _level: crate::content::LogLevel, _data: Value) {}

@@ -48,7 +48,7 @@ pub struct ExecRequest {
     pub principal: Option<String>,
     /// The call's client, to ask the person through while the command runs
     /// (a connection its sandbox does not allow), when the protocol can;
-    /// set by the server from [`CallClient::client_asker`](crate::server::CallClient::client_asker).
+    /// set by the server from [`CallClient::client_asker`](crate::tool::CallClient::client_asker).
     pub ask_client: Option<AskClient>,
 }
 
