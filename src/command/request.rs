@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::config::is_valid_env_name;
@@ -156,86 +157,156 @@ impl ExecRequest {
 
     /// Parses the `execute` tool's JSON arguments.
     pub fn from_args(args: &Map<String, Value>) -> Result<Self, ToolError> {
-        crate::tool_args::refuse_unknown("execute", EXECUTE_ARGUMENTS, args)?;
-        let command = match args.get("command") {
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => return Err(invalid(must_be("command", "a string", Some(other)))),
-            None => return Err(invalid("the required argument `command` is missing".into())),
-        };
-        let mut request = Self::new(command);
-        if let Some(value) = args.get("working_dir").filter(|v| !v.is_null()) {
-            let Value::String(dir) = value else {
-                return Err(invalid(must_be("working_dir", "a string", Some(value))));
-            };
-            request.working_dir = Some(PathBuf::from(dir));
+        let args: ExecuteArgs = crate::tool_args::read("execute", EXECUTE_ARGUMENTS, args, wrong)?;
+        Ok(Self {
+            working_dir: args.working_dir.map(PathBuf::from),
+            timeout: args.timeout_seconds.map(|t| t.0),
+            env: args.env.map(|e| e.0).unwrap_or_default(),
+            stdin: args.stdin.map(String::into_bytes),
+            streams: args.streams.map(|s| s.0).unwrap_or_default(),
+            // Checked against the configuration when the command runs: only tightening passes.
+            sandbox: args.sandbox.map(SandboxCall::Tighten),
+            yield_after: args.yield_seconds.0,
+            ..Self::new(args.command)
+        })
+    }
+}
+
+/// The `execute` arguments as [`ExecRequest::from_args`] reads them, in the
+/// order they are checked (`escalate` is the gate's to read).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExecuteArgs {
+    command: String,
+    working_dir: Option<String>,
+    timeout_seconds: Option<TimeLimit>,
+    yield_seconds: YieldSeconds,
+    env: Option<EnvVars>,
+    stdin: Option<String>,
+    /// Read by the tool, which starts a background job instead of the run.
+    #[serde(rename = "background")]
+    _background: Option<bool>,
+    sandbox: Option<Map<String, Value>>,
+    streams: Option<StreamsArg>,
+}
+
+/// `timeout_seconds`: from 1 ms to a day.
+#[derive(Deserialize)]
+#[serde(try_from = "f64")]
+struct TimeLimit(Duration);
+
+impl TryFrom<f64> for TimeLimit {
+    type Error = &'static str;
+
+    fn try_from(secs: f64) -> Result<Self, Self::Error> {
+        match secs.is_finite() && (0.001..=86_400.0).contains(&secs) {
+            true => Ok(Self(Duration::from_secs_f64(secs))),
+            false => Err("out of range"),
         }
-        if let Some(value) = args.get("timeout_seconds").filter(|v| !v.is_null()) {
-            let secs = value
-                .as_f64()
-                .filter(|s| s.is_finite() && *s >= 0.001 && *s <= 86_400.0);
-            let Some(secs) = secs else {
-                return Err(ToolError::new(
-                    ErrorCode::InvalidTimeout,
-                    format!("`timeout_seconds` must be a number from 0.001 (1 ms) to 86400, got {value}"),
-                    "omit it to use the server's limit, or pass a positive number of seconds",
-                ));
-            };
-            request.timeout = Some(Duration::from_secs_f64(secs));
-        }
-        match args.get("yield_seconds") {
-            None => {}
-            Some(Value::Null) => request.yield_after = YieldAfter::Never,
-            Some(value) => {
-                let secs = value.as_f64().filter(|s| s.is_finite() && *s >= 0.0 && *s <= 86_400.0);
-                let Some(secs) = secs else {
-                    return Err(ToolError::new(
-                        ErrorCode::InvalidTimeout,
-                        format!("`yield_seconds` must be a number from 0 to 86400, or null, got {value}"),
-                        "pass the seconds to wait before the command is handed back as a background job (e.g. 30), or null to wait for its end",
-                    ));
-                };
-                request.yield_after = YieldAfter::After(Duration::from_secs_f64(secs));
+    }
+}
+
+/// `yield_seconds`: absent (the server's setting), `null` (never) or from 0 to a day.
+struct YieldSeconds(YieldAfter);
+
+impl<'de> Deserialize<'de> for YieldSeconds {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Seconds;
+        impl serde::de::Visitor<'_> for Seconds {
+            type Value = YieldAfter;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number from 0 to 86400, or null")
+            }
+
+            fn visit_none<E: serde::de::Error>(self) -> Result<YieldAfter, E> {
+                Ok(YieldAfter::Configured)
+            }
+
+            fn visit_unit<E: serde::de::Error>(self) -> Result<YieldAfter, E> {
+                Ok(YieldAfter::Never)
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, secs: f64) -> Result<YieldAfter, E> {
+                match secs.is_finite() && (0.0..=86_400.0).contains(&secs) {
+                    true => Ok(YieldAfter::After(Duration::from_secs_f64(secs))),
+                    false => Err(E::custom("out of range")),
+                }
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, secs: u64) -> Result<YieldAfter, E> {
+                self.visit_f64(secs as f64)
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, secs: i64) -> Result<YieldAfter, E> {
+                self.visit_f64(secs as f64)
             }
         }
-        if let Some(value) = args.get("env").filter(|v| !v.is_null()) {
-            request.env = parse_env(value)?;
+        deserializer.deserialize_any(Seconds).map(YieldSeconds)
+    }
+}
+
+/// `env`: variables by name, each a string.
+#[derive(Deserialize)]
+#[serde(try_from = "Value")]
+struct EnvVars(Vec<(String, String)>);
+
+impl TryFrom<Value> for EnvVars {
+    type Error = ToolError;
+
+    fn try_from(value: Value) -> Result<Self, ToolError> {
+        parse_env(&value).map(Self)
+    }
+}
+
+/// `streams`: `"merged"` or `"separate"`.
+#[derive(Deserialize)]
+#[serde(try_from = "String")]
+struct StreamsArg(Streams);
+
+impl TryFrom<String> for StreamsArg {
+    type Error = &'static str;
+
+    fn try_from(name: String) -> Result<Self, Self::Error> {
+        match name.as_str() {
+            "merged" => Ok(Self(Streams::Merged)),
+            "separate" => Ok(Self(Streams::Separate)),
+            _ => Err("neither merged nor separate"),
         }
-        if let Some(value) = args.get("stdin").filter(|v| !v.is_null()) {
-            let Value::String(text) = value else {
-                return Err(invalid(must_be("stdin", "a string", Some(value))));
-            };
-            request.stdin = Some(text.clone().into_bytes());
-        }
-        if let Some(value) = args.get("background").filter(|v| !v.is_null())
-            && !value.is_boolean()
-        {
-            return Err(invalid(must_be("background", "true or false", Some(value))));
-        }
-        if let Some(value) = args.get("sandbox").filter(|v| !v.is_null()) {
-            let Value::Object(call) = value else {
-                return Err(ToolError::new(
-                    ErrorCode::InvalidArguments,
-                    must_be("sandbox", "an object", Some(value)),
-                    "pass e.g. {\"sandbox\": {\"network\": false}} or {\"sandbox\": {\"mode\": \"read-only\"}}: a call may only tighten the configured sandbox",
-                ));
-            };
-            // Checked against the configuration when the command runs: only tightening passes.
-            request.sandbox = Some(SandboxCall::Tighten(call.clone()));
-        }
-        if let Some(value) = args.get("streams").filter(|v| !v.is_null()) {
-            request.streams = match value.as_str() {
-                Some("merged") => Streams::Merged,
-                Some("separate") => Streams::Separate,
-                _ => {
-                    return Err(ToolError::new(
-                        ErrorCode::InvalidStreams,
-                        format!("`streams` must be \"merged\" or \"separate\", got {value}"),
-                        "omit it for merged output",
-                    ));
-                }
-            };
-        }
-        Ok(request)
+    }
+}
+
+/// The error of the first `execute` argument that did not read (`got`:
+/// its value, `None` when it is absent).
+fn wrong(key: &str, got: Option<&Value>) -> ToolError {
+    match (key, got) {
+        ("command", None) => invalid("the required argument `command` is missing".into()),
+        ("timeout_seconds", Some(value)) => ToolError::new(
+            ErrorCode::InvalidTimeout,
+            format!("`timeout_seconds` must be a number from 0.001 (1 ms) to 86400, got {value}"),
+            "omit it to use the server's limit, or pass a positive number of seconds",
+        ),
+        ("yield_seconds", Some(value)) => ToolError::new(
+            ErrorCode::InvalidTimeout,
+            format!("`yield_seconds` must be a number from 0 to 86400, or null, got {value}"),
+            "pass the seconds to wait before the command is handed back as a background job (e.g. 30), or null to wait for its end",
+        ),
+        ("env", Some(value)) => match parse_env(value) {
+            Err(error) => error,
+            Ok(_) => invalid(must_be("env", "an object", Some(value))),
+        },
+        ("background", value) => invalid(must_be("background", "true or false", value)),
+        ("sandbox", value) => ToolError::new(
+            ErrorCode::InvalidArguments,
+            must_be("sandbox", "an object", value),
+            "pass e.g. {\"sandbox\": {\"network\": false}} or {\"sandbox\": {\"mode\": \"read-only\"}}: a call may only tighten the configured sandbox",
+        ),
+        ("streams", Some(value)) => ToolError::new(
+            ErrorCode::InvalidStreams,
+            format!("`streams` must be \"merged\" or \"separate\", got {value}"),
+            "omit it for merged output",
+        ),
+        (key, value) => invalid(must_be(key, "a string", value)),
     }
 }
 
@@ -314,4 +385,56 @@ pub(crate) fn validate_command(command: &str) -> Result<(), ToolError> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool_args::fields_of;
+
+    /// Every argument `execute` lists is read here but `escalate`, which the gate reads.
+    #[test]
+    fn the_arguments_read_are_the_ones_listed() {
+        let mut read = fields_of::<ExecuteArgs>().to_vec();
+        read.push("escalate");
+        read.sort_unstable();
+        let mut listed = EXECUTE_ARGUMENTS.to_vec();
+        listed.sort_unstable();
+        assert_eq!(read, listed);
+    }
+
+    #[test]
+    fn the_first_wrong_argument_in_the_order_of_the_checks_is_named() {
+        let args = |v: Value| v.as_object().unwrap().clone();
+        let e = ExecRequest::from_args(&args(serde_json::json!({"working_dir": 1}))).unwrap_err();
+        assert_eq!(e.message, "the required argument `command` is missing");
+        let e = ExecRequest::from_args(&args(
+            serde_json::json!({"command": "ls", "timeout_seconds": 0, "env": []}),
+        ))
+        .unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidTimeout);
+        let e = ExecRequest::from_args(&args(serde_json::json!({"command": "ls", "env": {"A": 1}, "stdin": 2})))
+            .unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (ErrorCode::InvalidEnv, "`env.A` must be a string, got a number")
+        );
+        let e = ExecRequest::from_args(&args(serde_json::json!({"command": "ls", "streams": "both"}))).unwrap_err();
+        assert_eq!(e.message, "`streams` must be \"merged\" or \"separate\", got \"both\"");
+    }
+
+    #[test]
+    fn yield_seconds_tells_absent_from_null() {
+        let args = |v: Value| v.as_object().unwrap().clone();
+        let read = |v: Value| ExecRequest::from_args(&args(v)).unwrap().yield_after;
+        assert_eq!(read(serde_json::json!({"command": "ls"})), YieldAfter::Configured);
+        assert_eq!(
+            read(serde_json::json!({"command": "ls", "yield_seconds": null})),
+            YieldAfter::Never
+        );
+        assert_eq!(
+            read(serde_json::json!({"command": "ls", "yield_seconds": 2})),
+            YieldAfter::After(Duration::from_secs(2))
+        );
+    }
 }
