@@ -12,17 +12,6 @@ use crate::tool::{CallOptions, Tool, ToolDefinition, ToolResponse};
 /// The tool's built-in definition.
 pub(super) const DEFINITION: &str = include_str!("../../data/tools/bash/output_read.json");
 
-/// Arguments `output_read` accepts.
-const ARGUMENTS: &[&str] = &[
-    "output_id",
-    "offset",
-    "length",
-    "head_lines",
-    "tail_lines",
-    "grep",
-    "context",
-];
-
 pub(super) struct OutputReadTool {
     pub(super) definition: ToolDefinition,
     pub(super) store: Arc<OutputStore>,
@@ -49,7 +38,6 @@ impl Tool for OutputReadTool {
 
     fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
         let result = (|| {
-            crate::tool_args::refuse_unknown("output_read", ARGUMENTS, args)?;
             let query = ReadQuery::from_args(args)?;
             self.store.read(&query)
         })();

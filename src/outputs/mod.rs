@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use regex::Regex;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::dirfd::{self, Dir, Identity};
@@ -413,48 +414,17 @@ pub enum ReadWhat {
 impl ReadQuery {
     /// Parses the `output_read` tool's arguments.
     pub fn from_args(args: &serde_json::Map<String, Value>) -> Result<Self, ToolError> {
-        let bad = |message: String, hint: &str| ToolError::new(ErrorCode::InvalidArguments, message, hint.to_owned());
-        let output_id = args
-            .get("output_id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                bad(
-                    "output_id is required: the id a cut result gave".into(),
-                    "pass {\"output_id\": \"...\"} from the result's output_id",
-                )
-            })?
-            .to_owned();
-        let number = |key: &str| -> Result<Option<u64>, ToolError> {
-            match args.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(v) => v.as_u64().map(Some).ok_or_else(|| {
-                    bad(
-                        crate::tool_args::must_be(key, "a whole number ≥ 0", Some(v)),
-                        "pass a whole number",
-                    )
-                }),
-            }
-        };
-        let offset = number("offset")?;
-        let length = number("length")?;
-        let head = number("head_lines")?;
-        let tail = number("tail_lines")?;
-        let context = number("context")?;
-        let grep = match args.get("grep") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(p)) => Some(Regex::new(p).map_err(|e| {
-                bad(
-                    format!("grep is not a valid regular expression: {e}"),
-                    "use the regex crate's syntax (like Perl's, without look-around and backreferences)",
-                )
-            })?),
-            Some(v) => {
-                return Err(bad(
-                    crate::tool_args::must_be("grep", "a string", Some(v)),
-                    "pass a regular expression as a string",
-                ));
-            }
-        };
+        let args: ReadArgs = crate::tool_args::read("output_read", READ_ARGUMENTS, args, wrong_read_argument)?;
+        let ReadArgs {
+            output_id,
+            offset,
+            length,
+            head_lines: head,
+            tail_lines: tail,
+            context,
+            grep,
+        } = args;
+        let grep = grep.map(|g| g.0);
         let chosen = [
             offset.is_some() || length.is_some(),
             head.is_some(),
@@ -465,13 +435,16 @@ impl ReadQuery {
         .filter(|b| **b)
         .count();
         if chosen > 1 {
-            return Err(bad(
+            return Err(bad_read(
                 "give one of offset/length, head_lines, tail_lines or grep, not several".into(),
                 "make one call per part you want",
             ));
         }
         if context.is_some() && grep.is_none() {
-            return Err(bad("context only goes with grep".into(), "add grep, or drop context"));
+            return Err(bad_read(
+                "context only goes with grep".into(),
+                "add grep, or drop context",
+            ));
         }
         let what = if let Some(pattern) = grep {
             ReadWhat::Grep {
@@ -489,6 +462,76 @@ impl ReadQuery {
             }
         };
         Ok(Self { output_id, what })
+    }
+}
+
+/// Arguments `output_read` accepts.
+const READ_ARGUMENTS: &[&str] = &[
+    "output_id",
+    "offset",
+    "length",
+    "head_lines",
+    "tail_lines",
+    "grep",
+    "context",
+];
+
+/// The `output_read` arguments, in the order they are checked.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    output_id: String,
+    offset: Option<u64>,
+    length: Option<u64>,
+    head_lines: Option<u64>,
+    tail_lines: Option<u64>,
+    context: Option<u64>,
+    grep: Option<Pattern>,
+}
+
+/// `grep`: a regular expression.
+#[derive(Deserialize)]
+#[serde(try_from = "String")]
+struct Pattern(Regex);
+
+impl TryFrom<String> for Pattern {
+    type Error = regex::Error;
+
+    fn try_from(pattern: String) -> Result<Self, regex::Error> {
+        Regex::new(&pattern).map(Self)
+    }
+}
+
+fn bad_read(message: String, hint: &str) -> ToolError {
+    ToolError::new(ErrorCode::InvalidArguments, message, hint.to_owned())
+}
+
+/// The error of the first `output_read` argument that did not read (`got`:
+/// its value, `None` when it is absent).
+fn wrong_read_argument(key: &str, got: Option<&Value>) -> ToolError {
+    match (key, got) {
+        ("output_id", _) => bad_read(
+            "output_id is required: the id a cut result gave".into(),
+            "pass {\"output_id\": \"...\"} from the result's output_id",
+        ),
+        ("grep", Some(Value::String(pattern))) => match Regex::new(pattern) {
+            Err(e) => bad_read(
+                format!("grep is not a valid regular expression: {e}"),
+                "use the regex crate's syntax (like Perl's, without look-around and backreferences)",
+            ),
+            Ok(_) => bad_read(
+                crate::tool_args::must_be("grep", "a string", got),
+                "pass a regular expression as a string",
+            ),
+        },
+        ("grep", _) => bad_read(
+            crate::tool_args::must_be("grep", "a string", got),
+            "pass a regular expression as a string",
+        ),
+        (key, _) => bad_read(
+            crate::tool_args::must_be(key, "a whole number ≥ 0", got),
+            "pass a whole number",
+        ),
     }
 }
 
@@ -945,6 +988,23 @@ mod tests {
             first["matches"][0]["text"].as_str().unwrap().len() <= 2049 + 3,
             "a match shows at most 2 KiB"
         );
+    }
+
+    /// The arguments read are the ones the tool's definition lists.
+    #[test]
+    fn the_arguments_read_are_the_ones_listed() {
+        let definition = crate::tool::ToolDefinition::from_json(
+            include_str!("../../data/tools/bash/output_read.json"),
+            "output_read.json",
+        )
+        .unwrap();
+        let mut listed = definition.argument_names();
+        listed.sort_unstable();
+        let mut read = crate::tool_args::fields_of::<ReadArgs>().to_vec();
+        read.sort_unstable();
+        let mut accepted = READ_ARGUMENTS.to_vec();
+        accepted.sort_unstable();
+        assert_eq!((&read, &accepted), (&listed, &listed));
     }
 
     #[test]
