@@ -5,6 +5,7 @@
 //! that drains the pty master continuously, parses the markers, and keeps
 //! the command's output (head+tail) and a bounded ring for incremental reads.
 
+mod arguments;
 pub mod attach;
 mod checks;
 mod commands;

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::{HistoryMode, RunOptions, SessionManager, StartOptions};
+use super::{RunOptions, SessionManager, StartOptions, arguments};
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{CallOptions, Tool, ToolDefinition, ToolResponse};
-use crate::tool_args::{ToolArgs, must_be, refuse_unknown};
+use crate::tool_args::{ToolArgs, read, refuse_unknown};
 
 /// The tool names, in registration order, with their built-in definitions.
 pub(crate) const SESSION_TOOLS: &[(&str, &str)] = &[
@@ -189,17 +189,20 @@ impl SessionTool {
         sandbox: Option<&crate::sandbox::SandboxConfig>,
     ) -> Result<Value, ToolError> {
         let name = self.definition.name.as_str();
-        refuse_unknown(name, &self.definition.argument_names(), args)?;
+        let accepted = self.definition.argument_names();
+        // Unknown names are refused before the manager starts, their types after.
+        refuse_unknown(name, &accepted, args)?;
         let manager = self.manager.get()?;
-        let a = Args { args, tool: name };
+        let wrong = |key: &str, got: Option<&Value>| arguments::wrong(name, key, got);
         match name {
             "session_start" => {
+                let a: arguments::Start = read(name, &accepted, args, wrong)?;
                 let options = StartOptions {
-                    shell: a.string("shell")?,
-                    working_dir: a.string("working_dir")?.map(PathBuf::from),
-                    env: a.env()?,
-                    name: a.string("name")?,
-                    visible: a.flag("visible")?,
+                    shell: a.shell,
+                    working_dir: a.working_dir.map(PathBuf::from),
+                    env: a.env.map(|e| e.0).unwrap_or_default(),
+                    name: a.name,
+                    visible: a.visible.unwrap_or(false),
                     sandbox: sandbox.cloned(),
                 };
                 let id = manager.start(&options)?;
@@ -219,58 +222,45 @@ impl SessionTool {
                 Ok(doc)
             }
             "session_run" => {
-                let id = a.required("session_id")?;
-                let command = a.required("command")?;
+                let a: arguments::Run = read(name, &accepted, args, wrong)?;
                 let options = RunOptions {
-                    timeout: a.seconds("timeout_seconds", false)?,
-                    history: a.history()?,
-                    raw: a.flag("raw")?,
+                    timeout: a.timeout_seconds.map(|t| t.0),
+                    history: a.history.map(|h| h.0),
+                    raw: a.raw.unwrap_or(false),
                 };
-                Ok(manager.run(&id, &command, &options)?.to_value())
+                Ok(manager.run(&a.session_id, &a.command, &options)?.to_value())
             }
             "session_wait" => {
-                let id = a.required("session_id")?;
-                let wait = a.seconds("timeout_seconds", true)?.unwrap_or(Duration::from_secs(30));
-                Ok(manager.wait(&id, wait, a.flag("raw")?)?.to_value())
+                let a: arguments::Wait = read(name, &accepted, args, wrong)?;
+                let wait = a.timeout_seconds.map_or(Duration::from_secs(30), |t| t.0);
+                Ok(manager.wait(&a.session_id, wait, a.raw.unwrap_or(false))?.to_value())
             }
             "session_read" => {
-                let id = a.required("session_id")?;
-                let cursor = match args.get("cursor").filter(|v| !v.is_null()) {
-                    None => None,
-                    Some(v) => Some(
-                        v.as_u64()
-                            .ok_or_else(|| a.invalid(format!("`cursor` must be a non-negative integer, got {v}")))?,
-                    ),
-                };
-                Ok(manager.read(&id, cursor, a.flag("raw")?)?.to_value())
+                let a: arguments::Read = read(name, &accepted, args, wrong)?;
+                Ok(manager
+                    .read(&a.session_id, a.cursor, a.raw.unwrap_or(false))?
+                    .to_value())
             }
             "session_write" => {
-                let id = a.required("session_id")?;
-                let input = a.string("input")?.unwrap_or_default();
-                let keys = match args.get("keys").filter(|v| !v.is_null()) {
-                    None => Vec::new(),
-                    Some(Value::Array(items)) => items
-                        .iter()
-                        .map(|k| {
-                            k.as_str()
-                                .map(str::to_owned)
-                                .ok_or_else(|| a.invalid(format!("`keys` entries must be strings, got {k}")))
-                        })
-                        .collect::<Result<_, _>>()?,
-                    Some(v) => {
-                        return Err(a.invalid(must_be("keys", "an array of key names", Some(v))));
-                    }
-                };
+                let a: arguments::Write = read(name, &accepted, args, wrong)?;
+                let input = a.input.unwrap_or_default();
+                let keys = a.keys.unwrap_or_default();
                 if input.is_empty() && keys.is_empty() {
-                    return Err(a.invalid("give `input` text and/or `keys` to send".into()));
+                    return Err(arguments::invalid(
+                        name,
+                        "give `input` text and/or `keys` to send".into(),
+                    ));
                 }
-                let wait = a.seconds("timeout_seconds", true)?.unwrap_or(Duration::from_secs(1));
-                Ok(manager.write(&id, &input, &keys, wait, a.flag("raw")?)?.to_value())
+                let then: arguments::Waiting = read(name, &accepted, args, wrong)?;
+                let wait = then.timeout_seconds.map_or(Duration::from_secs(1), |t| t.0);
+                Ok(manager
+                    .write(&a.session_id, &input, &keys, wait, then.raw.unwrap_or(false))?
+                    .to_value())
             }
             "session_interrupt" => {
-                let id = a.required("session_id")?;
-                let wait = a.seconds("timeout_seconds", true)?.unwrap_or(Duration::from_secs(2));
-                Ok(manager.interrupt(&id, wait)?.to_value())
+                let a: arguments::Interrupt = read(name, &accepted, args, wrong)?;
+                let wait = a.timeout_seconds.map_or(Duration::from_secs(2), |t| t.0);
+                Ok(manager.interrupt(&a.session_id, wait)?.to_value())
             }
             "session_list" => Ok(json!({
                 "sessions": manager.list().iter().map(|s| json!({
@@ -287,107 +277,14 @@ impl SessionTool {
                 })).collect::<Vec<_>>()
             })),
             "session_close" => {
-                let id = a.required("session_id")?;
-                manager.close(&id)?;
-                Ok(json!({"session_id": id, "closed": true}))
+                let a: arguments::Close = read(name, &accepted, args, wrong)?;
+                manager.close(&a.session_id)?;
+                Ok(json!({"session_id": a.session_id, "closed": true}))
             }
             other => Err(ToolError::new(
                 ErrorCode::Internal,
                 format!("session tool {other} has no implementation"),
                 "use one of the session_* tools listed",
-            )),
-        }
-    }
-}
-
-struct Args<'a> {
-    args: &'a Map<String, Value>,
-    tool: &'a str,
-}
-
-impl Args<'_> {
-    fn invalid(&self, message: String) -> ToolError {
-        ToolError::new(
-            ErrorCode::InvalidArguments,
-            format!("{}: {message}", self.tool),
-            "see the tool's input schema in list_tools",
-        )
-    }
-
-    fn string(&self, key: &str) -> Result<Option<String>, ToolError> {
-        match self.args.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(self.invalid(must_be(key, "a string", Some(other)))),
-        }
-    }
-
-    fn required(&self, key: &str) -> Result<String, ToolError> {
-        self.string(key)?
-            .ok_or_else(|| self.invalid(format!("the required argument `{key}` is missing")))
-    }
-
-    fn flag(&self, key: &str) -> Result<bool, ToolError> {
-        match self.args.get(key) {
-            None | Some(Value::Null) => Ok(false),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(other) => Err(self.invalid(must_be(key, "true or false", Some(other)))),
-        }
-    }
-
-    fn seconds(&self, key: &str, zero_ok: bool) -> Result<Option<Duration>, ToolError> {
-        let Some(value) = self.args.get(key).filter(|v| !v.is_null()) else {
-            return Ok(None);
-        };
-        let secs = value
-            .as_f64()
-            .filter(|s| s.is_finite() && (*s > 0.0 || (zero_ok && *s == 0.0)) && *s <= 86_400.0);
-        let range = if zero_ok {
-            "from 0 to 86400"
-        } else {
-            "greater than 0 and at most 86400"
-        };
-        secs.map(|s| Some(Duration::from_secs_f64(s))).ok_or_else(|| {
-            ToolError::new(
-                ErrorCode::InvalidTimeout,
-                format!(
-                    "{}: `{key}` must be a number of seconds {range}, got {value}",
-                    self.tool
-                ),
-                "pass a number of seconds such as 5",
-            )
-        })
-    }
-
-    fn history(&self) -> Result<Option<HistoryMode>, ToolError> {
-        match self.string("history")? {
-            None => Ok(None),
-            Some(s) => HistoryMode::parse(&s)
-                .map(Some)
-                .ok_or_else(|| self.invalid(format!("`history` must be \"suppress\" or \"keep\", got {s:?}"))),
-        }
-    }
-
-    fn env(&self) -> Result<Vec<(String, String)>, ToolError> {
-        match self.args.get("env") {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Object(map)) => map
-                .iter()
-                .map(|(k, v)| match v {
-                    Value::String(s) if crate::config::is_valid_env_name(k) && !s.contains('\0') => {
-                        Ok((k.clone(), s.clone()))
-                    }
-                    _ => Err(ToolError::new(
-                        ErrorCode::InvalidEnv,
-                        format!("`env.{k}` must be a string without NUL under a valid variable name"),
-                        "pass `env` as an object of strings",
-                    )),
-                })
-                .collect(),
-            Some(other) => Err(ToolError::new(
-                ErrorCode::InvalidEnv,
-                must_be("env", "an object", Some(other)),
-                "pass `env` as an object of strings",
             )),
         }
     }
