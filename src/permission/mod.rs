@@ -36,7 +36,7 @@ mod walk;
 mod words;
 mod wrappers;
 
-pub use call::{MAX_ANALYSED_BYTES, MAX_ANALYSED_TOKENS, env_opacity_of, env_opacity_of_args};
+pub use call::{env_opacity_of, env_opacity_of_args};
 #[doc(hidden)]
 pub use classify::rule_count;
 pub use classify::{Class, Classification, PartClass, classify, classify_call, classify_call_args};
@@ -48,6 +48,7 @@ pub use policy::refusal::{RefusalReason, describe as describe_refusal};
 pub use policy::{Decision, PermissionPolicy, PolicyError};
 pub use redirect::{Redirect, RedirectMode, normalize_path};
 pub use scan::depth::{MAX_NESTING, MAX_PAREN_NESTING};
+pub use scan::size::{MAX_ANALYSED_BYTES, MAX_ANALYSED_TOKENS};
 pub use words::vars::{RISKY_VARIABLE_PREFIXES, RISKY_VARIABLES, RiskyVariable, is_risky_setting, is_risky_variable};
 pub use wrappers::follow::{OPAQUE_BUILTINS, OPAQUE_WRAPPERS, TRANSPARENT_WRAPPERS, VISIBLE_WRAPPERS};
 pub use wrappers::shells::{SHELLS, UNANALYSED_SHELLS};
@@ -194,7 +195,7 @@ pub fn analyze(command: &str) -> Analysis {
 /// ```
 pub fn analyze_in(command: &str, dialect: Dialect) -> Analysis {
     let mut walker = walk::parse::Walker::new(dialect);
-    if let Some(reason) = call::too_large(command) {
+    if let Some(reason) = scan::size::too_large(command) {
         walker.hidden_code(reason, Vec::new());
     } else {
         walker.text(command);

@@ -142,7 +142,7 @@ pub fn classify_call_args(args: &Map<String, Value>) -> Classification {
     }
     let stdin = call.stdin.and_then(|s| s.as_str());
     if let Some(text) = stdin
-        && super::call::too_large(text).is_none()
+        && super::scan::size::too_large(text).is_none()
         && analysis.is_opaque()
     {
         let more = classify(text);

@@ -2,3 +2,5 @@
 //! parser recurse, loop or allocate without bound.
 
 pub(super) mod depth;
+pub(super) mod hazards;
+pub(super) mod size;
