@@ -1,0 +1,313 @@
+//! No function of `src/permission/` or `src/sandbox/` is longer than a screen
+//! ([`MAX_LINES`]) unless it is a table, named in [`TABLES`]: a long function
+//! is where a security decision hides. [`STILL_LONG`] names the sandbox
+//! functions not yet shortened; each run prints them, so they stay in sight.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The longest a function may be, from its `fn` line to its closing brace.
+const MAX_LINES: usize = 80;
+
+/// Functions that are tables (rows of data in code), by file and name.
+const TABLES: &[(&str, &str)] = &[];
+
+/// Functions longer than [`MAX_LINES`] that are not tables, to be shortened.
+const STILL_LONG: &[(&str, &str)] = &[
+    ("src/permission/classify/download.rs", "saves"),
+    ("src/permission/classify/mod.rs", "classify"),
+    ("src/permission/classify/values.rs", "output"),
+    ("src/permission/policy/mod.rs", "evaluate"),
+    ("src/permission/walk/parse.rs", "redirect"),
+    ("src/permission/walk/parse.rs", "run_wrapped"),
+    ("src/permission/walk/word.rs", "pieces_into"),
+    ("src/permission/words/arith.rs", "builtin_hazard"),
+    ("src/permission/wrappers/options.rs", "parse"),
+    ("src/sandbox/guard.rs", "new"),
+    ("src/sandbox/mod.rs", "wrap_in"),
+    ("src/sandbox/mod.rs", "wrap_by_name"),
+    ("src/sandbox/notify/mediate.rs", "decide_op"),
+    ("src/sandbox/notify/observer.rs", "examine"),
+    ("src/sandbox/supervisor/inside.rs", "serve"),
+    ("src/sandbox/supervisor/mod.rs", "request"),
+];
+
+/// One function of a source text: its name, the line of its `fn` and how many
+/// lines it spans.
+#[derive(Debug, PartialEq)]
+struct Function {
+    name: String,
+    line: usize,
+    lines: usize,
+}
+
+/// The text with comments, strings and character literals blanked (newlines
+/// kept), so that only code braces count.
+fn code_only(text: &str) -> String {
+    let b: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
+    while i < b.len() {
+        let c = b[i];
+        let next = b.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < b.len() && b[i] != '\n' {
+                out.push(' ');
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i] == '/' && b.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if b[i] == '*' && b.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    out.push(blank(b[i]));
+                    i += 1;
+                }
+            }
+        } else if c == 'r'
+            && matches!(next, Some('#' | '"'))
+            && !b[..i].last().is_some_and(|p| p.is_alphanumeric() || *p == '_')
+        {
+            // A raw string: r"..." or r#"..."#.
+            let hashes = b[i + 1..].iter().take_while(|c| **c == '#').count();
+            if b.get(i + 1 + hashes) != Some(&'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            let close: String = std::iter::once('"').chain(std::iter::repeat_n('#', hashes)).collect();
+            let body_start = i + 2 + hashes;
+            let rest: String = b[body_start..].iter().collect();
+            let len = rest
+                .find(&close)
+                .map_or(b.len() - body_start, |p| rest[..p].chars().count());
+            let end = body_start + len + close.chars().count();
+            for ch in &b[i..end.min(b.len())] {
+                out.push(blank(*ch));
+            }
+            i = end;
+        } else if c == '"' {
+            out.push(' ');
+            i += 1;
+            while i < b.len() && b[i] != '"' {
+                if b[i] == '\\' {
+                    out.push(' ');
+                    i += 1;
+                }
+                if i < b.len() {
+                    out.push(blank(b[i]));
+                    i += 1;
+                }
+            }
+            out.push(' ');
+            i += 1;
+        } else if c == '\'' {
+            // A character literal ('{', '\n', '\u{7b}'); a lifetime ('a) is left.
+            let literal_end = if next == Some('\\') {
+                b[i + 2..].iter().position(|c| *c == '\'').map(|p| i + 2 + p)
+            } else if b.get(i + 2) == Some(&'\'') {
+                Some(i + 2)
+            } else {
+                None
+            };
+            match literal_end {
+                Some(end) => {
+                    out.extend(std::iter::repeat_n(' ', end + 1 - i));
+                    i = end + 1;
+                }
+                None => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The name of the function a line declares, if it does (`pub(crate) fn x(`,
+/// `unsafe extern "C" fn x(`, `const fn x<T>(`).
+fn declared(line: &str) -> Option<String> {
+    let at = line.find("fn ")?;
+    if at > 0 && !line[..at].ends_with(' ') {
+        return None;
+    }
+    let before = line[..at].trim();
+    let allowed = [
+        "pub",
+        "pub(crate)",
+        "pub(super)",
+        "const",
+        "async",
+        "unsafe",
+        "extern",
+        "\"C\"",
+        "default",
+    ];
+    if !before
+        .split_whitespace()
+        .all(|w| allowed.contains(&w) || w.starts_with("pub("))
+    {
+        return None;
+    }
+    let name: String = line[at + 3..]
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
+/// Every function with a body in `text`, with its length in lines.
+fn functions(text: &str) -> Vec<Function> {
+    let code = code_only(text);
+    let lines: Vec<&str> = code.lines().collect();
+    let mut found = Vec::new();
+    for (start, line) in lines.iter().enumerate() {
+        let Some(name) = declared(line) else { continue };
+        // The body opens at the first `{` after the signature, unless a `;` ends
+        // it first (a declaration without a body, in a trait or `extern` block).
+        let mut depth = 0usize;
+        let mut opened = false;
+        'scan: for (offset, body_line) in lines[start..].iter().enumerate() {
+            let from = if offset == 0 { line.find("fn ").unwrap_or(0) } else { 0 };
+            for c in body_line[from..].chars() {
+                match c {
+                    ';' if !opened => break 'scan,
+                    '{' => {
+                        opened = true;
+                        depth += 1;
+                    }
+                    '}' if opened => {
+                        depth -= 1;
+                        if depth == 0 {
+                            found.push(Function {
+                                name,
+                                line: start + 1,
+                                lines: offset + 1,
+                            });
+                            break 'scan;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    found
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every function over [`MAX_LINES`] in the checked folders, as (file relative
+/// to the crate, name, line, lines).
+fn long_functions() -> Vec<(String, String, usize, usize)> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for folder in ["src/permission", "src/sandbox"] {
+        sources(&root.join(folder), &mut files);
+    }
+    let mut long = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let relative = path.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+        for f in functions(&text) {
+            if f.lines > MAX_LINES {
+                long.push((relative.clone(), f.name, f.line, f.lines));
+            }
+        }
+    }
+    long
+}
+
+#[test]
+fn no_function_in_permission_or_sandbox_is_longer_than_a_screen_unless_a_table() {
+    let long = long_functions();
+    let named: BTreeSet<(&str, &str)> = TABLES.iter().chain(STILL_LONG).copied().collect();
+    let mut problems = Vec::new();
+    for (file, name, line, lines) in &long {
+        if !named.contains(&(file.as_str(), name.as_str())) {
+            problems.push(format!(
+                "{file}:{line}: fn {name} is {lines} lines, more than {MAX_LINES}: split it into its steps (or, if it is a table of data, name it in TABLES)"
+            ));
+        }
+    }
+    for (file, name) in TABLES {
+        if !long.iter().any(|(f, n, ..)| f == file && n == name) {
+            problems.push(format!(
+                "{file}: fn {name} is named as a long table but is not (any more) over {MAX_LINES} lines: take it out of TABLES"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "functions too long:\n{}", problems.join("\n"));
+    // Written to the stderr handle, which libtest does not capture, so that the
+    // functions still to shorten show in every run.
+    let mut err = std::io::stderr();
+    for (file, name) in STILL_LONG {
+        if !long.iter().any(|(f, n, ..)| f == file && n == name) {
+            let _ = writeln!(
+                err,
+                "function_length: {file}: fn {name} is no longer over {MAX_LINES} lines: take it out of STILL_LONG"
+            );
+        }
+    }
+    for (file, name, line, lines) in &long {
+        let kind = if TABLES.contains(&(file.as_str(), name.as_str())) {
+            "a table"
+        } else {
+            "STILL LONG, to be shortened"
+        };
+        let _ = writeln!(err, "function_length: {file}:{line}: fn {name}, {lines} lines: {kind}");
+    }
+}
+
+#[test]
+fn the_checker_measures_a_function_from_fn_to_its_closing_brace() {
+    let text = "fn short() {\n    let s = \"}}}\";\n    let c = '{';\n    // }\n}\n\n\
+                pub(crate) fn longer<'a>(x: &'a str) -> &'a str {\n    if x.is_empty() {\n        \
+                return r#\"{\"#;\n    }\n    /* { */\n    x\n}\n\ntrait T {\n    fn declared(&self);\n}\n";
+    let found = functions(text);
+    assert_eq!(
+        found,
+        [
+            Function {
+                name: "short".into(),
+                line: 1,
+                lines: 5
+            },
+            Function {
+                name: "longer".into(),
+                line: 7,
+                lines: 7
+            },
+        ],
+        "braces in strings, characters and comments do not count; a declaration without a body is no function"
+    );
+}
