@@ -7,9 +7,9 @@ fn main() -> std::process::ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if args
         .first()
-        .is_some_and(|a| a == bash_mcp::sandbox::landlock::HELPER_ARG)
+        .is_some_and(|a| a == bash_mcp::sandbox::exec_helper::HELPER_ARG)
     {
-        let message = bash_mcp::sandbox::landlock::helper_main(&args[1..]);
+        let message = bash_mcp::sandbox::exec_helper::helper_main(&args[1..]);
         eprintln!("{message}");
         return std::process::ExitCode::from(bash_mcp::sandbox::landlock::HELPER_FAILED as u8);
     }

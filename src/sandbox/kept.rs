@@ -13,7 +13,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::landlock;
+use super::exec_helper;
 use super::supervisor::wire;
 use crate::process::spawn::{self, Child, Group, Launch, RemoteGroup, SpawnSpec};
 
@@ -49,7 +49,7 @@ impl Launch for KeptLaunch {
             .partition(|e| e.to_bytes().starts_with(marker.as_bytes()));
         let mut argv = spec.argv.to_vec();
         for entry in markers {
-            argv = landlock::env_arg(&argv, entry);
+            argv = exec_helper::env_arg(&argv, entry);
         }
         let mut pass_fds = vec![theirs.as_raw_fd()];
         pass_fds.extend_from_slice(spec.pass_fds);

@@ -13,6 +13,7 @@ mod caps;
 pub mod config;
 pub mod denial;
 mod denial_summary;
+pub mod exec_helper;
 mod fsread;
 pub mod git;
 pub mod guard;
@@ -479,7 +480,7 @@ pub fn wrap_in(
             let bound = own_bound::prepare(config.max_processes, helper.is_some()).map_err(bound_failed)?;
             let spec = with_bound(spec, plan.network, config.max_processes, bound.as_ref(), &mut pass_fds);
             let command = match (&helper, &spec) {
-                (Some(helper), Some(spec)) => landlock::argv(helper, spec, request.command),
+                (Some(helper), Some(spec)) => exec_helper::argv(helper, spec, request.command),
                 _ => request.command.to_vec(),
             };
             own_cgroup = bound.as_ref().and_then(|b| b.cgroup.clone());
@@ -583,7 +584,7 @@ pub fn wrap_in(
             if spec.subreaper {
                 kept = Some(kept::KeptLaunch::default());
             }
-            landlock::argv(helper, &spec, request.command)
+            exec_helper::argv(helper, &spec, request.command)
         }
     };
     env.extend(variables(
@@ -744,7 +745,7 @@ fn wrap_by_name(
     }
     let bound = own_bound::prepare(config.max_processes, true).map_err(bound_failed)?;
     let command = match with_bound(spec, true, config.max_processes, bound.as_ref(), &mut pass_fds) {
-        Some(spec) => landlock::argv(&helper, &spec, request.command),
+        Some(spec) => exec_helper::argv(&helper, &spec, request.command),
         None => request.command.to_vec(),
     };
     // Hidden files' stand-ins read their (empty) content from the fds

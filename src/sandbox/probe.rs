@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use super::bwrap::{self, DISABLE_USERNS_SINCE};
 use super::config::{BackendChoice, SandboxConfig};
-use super::landlock::{self, HELPER_ARG, HelperSpec};
+use super::exec_helper::HELPER_ARG;
+use super::landlock::{self, HelperSpec};
 
 /// A backend that the probe found working.
 #[derive(Debug, Clone, PartialEq, Eq)]
