@@ -412,8 +412,8 @@ const CIRCLES_THAT_STAY: [(&str, &[&str]); 2] = [
     // words; the walk over the parse (walk/) resolves words (words/), and resolving a
     // word walks the commands it holds.
     ("permission/walk", &["parse.rs", "word.rs"]),
-    // Open: landlock.rs and reaper.rs call each other, and limits.rs → probe.rs →
-    // bwrap.rs → plan.rs → config.rs → limits.rs.
+    // Open: supervisor/ holds the channel (wire.rs) that network/ and notify/ use, and
+    // plan.rs uses notify/ for a path's normal form while notify/ reads the plan.
     ("sandbox", &[]),
 ];
 

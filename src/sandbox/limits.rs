@@ -201,59 +201,6 @@ pub fn limit_user_processes(max: u32) {
     unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &rlimit) };
 }
 
-/// What `status` says of the process limit for a sandbox with `backend`
-/// (`supervisor`: `sandbox.supervisor`; `helper_found`: whether the helper,
-/// which is the supervisor too, can run): the limit, what bounds commands
-/// and what bounds session shells, and what is left unbounded and why.
-pub fn status(
-    max_processes: u32,
-    supervisor: bool,
-    helper_found: bool,
-    backend: Option<&super::Backend>,
-) -> serde_json::Value {
-    let (commands, sessions, unbounded): (Option<Bound>, Option<Bound>, Option<String>) = match backend {
-        Some(super::Backend::Bwrap { .. }) => {
-            let own = super::own_bound::bound(helper_found);
-            let supervised = supervisor && helper_found;
-            match (supervised, pid_max_per_namespace(), own) {
-                (true, true, Ok(own)) => (Some(Bound::PidNamespace), Some(own), None),
-                (true, true, Err(why)) => (
-                    Some(Bound::PidNamespace),
-                    None,
-                    Some(format!(
-                        "session shells and commands in a bwrap of their own (the fallback when the supervisor cannot start): {why}"
-                    )),
-                ),
-                (true, false, own) => (
-                    None,
-                    own.ok(),
-                    Some(format!(
-                        "commands through the supervisor: a PID namespace has a pid_max of its own only from Linux 6.14{}",
-                        own.err()
-                            .map(|why| format!("; session shells and commands in a bwrap of their own: {why}"))
-                            .unwrap_or_default()
-                    )),
-                ),
-                (false, _, Ok(own)) => (Some(own), Some(own), None),
-                (false, _, Err(why)) => (None, None, Some(format!("every command and session shell: {why}"))),
-            }
-        }
-        // A session's cgroup is the server's to make and remove, as for a
-        // bwrap of its own.
-        Some(super::Backend::Landlock { .. }) => match landlock_bound() {
-            Ok(bound) => (Some(bound), Some(bound), None),
-            Err(why) => (None, None, Some(format!("every command and session shell: {why}"))),
-        },
-        None => (None, None, None),
-    };
-    serde_json::json!({
-        "max_processes": max_processes,
-        "bound_by": commands.map(Bound::name),
-        "sessions_bound_by": sessions.map(Bound::name),
-        "unbounded": unbounded,
-    })
-}
-
 /// The machine's thread count now (from `/proc/loadavg`), an upper bound
 /// on the user's.
 pub fn threads_now() -> u64 {

@@ -23,6 +23,7 @@ pub mod in_force;
 pub mod kept;
 pub mod landlock;
 pub mod limits;
+mod limits_status;
 pub mod network;
 pub mod note;
 pub mod notify;
@@ -90,7 +91,7 @@ pub fn status_value(config: &SandboxConfig, working_dir: &Path, always: bool) ->
     if always || config.is_on() {
         let probe = probe(config);
         value["probe"] = probe.to_value();
-        value["process_limit"] = limits::status(
+        value["process_limit"] = limits_status::status(
             config.max_processes,
             config.supervisor,
             helper::find(config.helper_path.as_deref()).is_some_and(|h| helper::is_executable(&h)),
