@@ -327,3 +327,221 @@ fn past_the_cap_of_waiting_connections_one_is_refused_at_once_naming_it() {
         drop(server);
     }
 }
+
+/// `bash-mcp serve` on `route`, driven line by line over stdio as a
+/// 2025-11-25 client that declared form elicitation and tasks.
+struct Stdio {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<Value>,
+    config: std::path::PathBuf,
+    next: i64,
+}
+
+impl Stdio {
+    fn start(dir: &Path, route: &str, origins: &[u16]) -> Stdio {
+        use std::io::BufRead;
+        let allow: Vec<String> = origins.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        let config = std::path::PathBuf::from(format!("{}-{route}.json", dir.display()));
+        let sandbox = sandbox_value(route, dir, json!({"network": {"allow": allow}}));
+        std::fs::write(
+            &config,
+            json!({"sandbox": sandbox, "tasks": {"enabled": true}, "audit": null}).to_string(),
+        )
+        .unwrap();
+        let mut child = std::process::Command::new(HELPER)
+            .arg("serve")
+            .arg("--config")
+            .arg(&config)
+            .arg("--working-dir")
+            .arg(dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(serde_json::from_str::<Value>(&line).unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut stdio = Stdio {
+            child,
+            lines,
+            config,
+            next: 0,
+        };
+        let capabilities = json!({"elicitation": {"form": {}}, "tasks": {"requests": {"elicitation": {"create": {}}}}});
+        let id = stdio.send_request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        stdio.reply_to(id);
+        stdio.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        stdio
+    }
+
+    fn send(&mut self, message: Value) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send_request(&mut self, method: &str, params: Value) -> i64 {
+        self.next += 1;
+        let id = self.next;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    fn next_message(&self) -> Value {
+        self.lines.recv_timeout(HANG_GUARD).expect("a message from the server")
+    }
+
+    /// The response to `id`, skipping notifications.
+    fn reply_to(&self, id: i64) -> Value {
+        loop {
+            let message = self.next_message();
+            if message.get("method").is_some() && message.get("id").is_none() {
+                continue;
+            }
+            assert_eq!(message["id"], id, "expected the response to {id}: {message}");
+            return message;
+        }
+    }
+
+    /// The next request from the server, skipping notifications.
+    fn next_request(&self) -> Value {
+        loop {
+            let message = self.next_message();
+            if message.get("id").is_some() && message.get("method").is_some() {
+                return message;
+            }
+            assert!(message.get("id").is_none(), "expected a request: {message}");
+        }
+    }
+
+    fn answer(&mut self, request: &Value, decision: &str) {
+        let result = json!({"action": "accept", "content": {"decision": decision}});
+        self.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": result}));
+    }
+}
+
+impl Drop for Stdio {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.config);
+    }
+}
+
+/// The elicitation's message names the place and the command exactly.
+fn assert_asks_about(ask: &Value, place: &str, command: &str) {
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(ask["params"]["mode"], "form", "{ask}");
+    let message = ask["params"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("is connecting to {place}")), "{message}");
+    assert!(message.contains(&format!("\n    {command}\n")), "{message}");
+}
+
+#[test]
+fn a_2025_call_asks_through_elicitation_while_its_command_waits() {
+    if !have("curl") {
+        return skip_missing("curl");
+    }
+    for route in ROUTES.iter().filter(|r| route_available(r)) {
+        let origin = HostService::start("from elicited");
+        let dir = TempDir::new("net-ask-elicit");
+        let mut client = Stdio::start(&dir, route, &[origin.port]);
+        let place = format!("localhost:{}", origin.port);
+        let tag = unique_tag("net-ask-elicit");
+        for (decision, expected) in [
+            ("allow_once", "from elicited [200]\n".to_owned()),
+            (
+                "deny",
+                format!(
+                    "bash-mcp sandbox: the sandbox's network policy refused {place} (not in network.allow; the person denied it)\n [403]\n"
+                ),
+            ),
+        ] {
+            let command = fetch(origin.port);
+            let id = client.send_request(
+                "tools/call",
+                json!({"name": "execute", "arguments": {"command": command, "env": {TAG_VAR: tag}}}),
+            );
+            let ask = client.next_request();
+            assert_asks_about(&ask, &place, &command);
+            client.answer(&ask, decision);
+            let result = client.reply_to(id)["result"]["structuredContent"].clone();
+            assert_eq!(output(&result), expected, "{route} {decision}: {result}");
+            if decision == "deny" {
+                assert_eq!(
+                    denied(&result),
+                    [json!({"op": "connect", "host": "localhost", "port": origin.port,
+                        "rule": "not in network.allow; the person denied it"})],
+                    "{route}: {result}"
+                );
+            }
+        }
+        drop(client);
+        assert_no_survivors(&tag);
+    }
+}
+
+#[test]
+fn a_2025_task_asks_through_tasks_result_while_its_command_waits() {
+    if !have("curl") {
+        return skip_missing("curl");
+    }
+    for route in ROUTES.iter().filter(|r| route_available(r)) {
+        let origin = HostService::start("from tasked");
+        let dir = TempDir::new("net-ask-task");
+        let mut client = Stdio::start(&dir, route, &[origin.port]);
+        let place = format!("localhost:{}", origin.port);
+        let tag = unique_tag("net-ask-task");
+        for (decision, expected) in [
+            ("allow_for_server", "from tasked [200]\n".to_owned()),
+            (
+                "",
+                "from tasked [200]\n".to_owned(), // the grant answers: nobody is asked
+            ),
+        ] {
+            let command = fetch(origin.port);
+            let id = client.send_request(
+                "tools/call",
+                json!({"name": "execute", "arguments": {"command": command, "env": {TAG_VAR: tag}}, "task": {"ttl": 60000}}),
+            );
+            let reply = client.reply_to(id);
+            let task = reply["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+            let result_id = client.send_request("tasks/result", json!({"taskId": task}));
+            if !decision.is_empty() {
+                let ask = client.next_request();
+                assert_asks_about(&ask, &place, &command);
+                assert_eq!(
+                    ask["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], task,
+                    "{ask}"
+                );
+                client.answer(&ask, decision);
+            }
+            let result = client.reply_to(result_id)["result"].clone();
+            assert_eq!(
+                output(&result["structuredContent"]),
+                expected,
+                "{route} {decision:?}: {result}"
+            );
+        }
+        let status = client.send_request("tools/call", json!({"name": "status", "arguments": {}}));
+        let status = client.reply_to(status)["result"]["structuredContent"].clone();
+        assert_eq!(
+            status["approvals"]["grants"][0]["type"], "connect",
+            "{route}: the grant is listed: {status}"
+        );
+        drop(client);
+        assert_no_survivors(&tag);
+    }
+}
