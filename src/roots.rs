@@ -103,12 +103,13 @@ pub(crate) fn existing_dir(dir: &Path, base: Option<&Path>) -> Result<PathBuf, T
 fn searchable(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes())?;
-    // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
-    if unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::X_OK, libc::AT_EACCESS) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    use rustix::fs::{Access, AtFlags, CWD};
+    Ok(rustix::fs::accessat(
+        CWD,
+        c.as_c_str(),
+        Access::EXEC_OK,
+        AtFlags::EACCESS,
+    )?)
 }
 
 /// Resolves `dir` (symlinks and `..`), for comparing against roots.
@@ -561,9 +562,8 @@ mod tests {
                     std::os::unix::fs::symlink(base.join("other"), &file).unwrap();
                 }
                 "fifo" => {
-                    let c = std::ffi::CString::new(file.as_os_str().as_encoded_bytes()).unwrap();
-                    // SAFETY: mkfifo with a NUL-terminated path.
-                    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+                    use rustix::fs::{CWD, FileType, Mode};
+                    rustix::fs::mknodat(CWD, &file, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
                 }
                 _ => std::fs::write(&file, "#".repeat(MAX_PROJECT_FILE as usize + 1)).unwrap(),
             }

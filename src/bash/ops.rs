@@ -508,21 +508,12 @@ fn os_release() -> Option<String> {
 }
 
 fn uname() -> Map<String, Value> {
-    // SAFETY: `utsname` is arrays of C chars, for which all-zero bytes are valid.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    let u = rustix::system::uname();
     let mut map = Map::new();
-    // SAFETY: uname fills `u`, writable storage of the right type, with
-    // NUL-terminated strings.
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return map;
-    }
-    let text = |field: &[libc::c_char]| {
-        let bytes: Vec<u8> = field.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
-        Value::from(String::from_utf8_lossy(&bytes).into_owned())
-    };
-    map.insert("release".into(), text(&u.release));
-    map.insert("version".into(), text(&u.version));
-    map.insert("machine".into(), text(&u.machine));
+    let text = |field: &std::ffi::CStr| Value::from(field.to_string_lossy().into_owned());
+    map.insert("release".into(), text(u.release()));
+    map.insert("version".into(), text(u.version()));
+    map.insert("machine".into(), text(u.machine()));
     map
 }
 

@@ -8,7 +8,6 @@
 //! them reaches the shell this terminal returns to.
 
 use std::io::{IsTerminal, Read, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
@@ -212,20 +211,24 @@ impl Attached {
         let mut stdin_open = true;
         let mut buf = [0u8; 4096];
         loop {
+            use rustix::event::{PollFd, PollFlags};
+            // The server, the window size, then stdin while it is open.
             let mut fds = [
-                poll_in(if stdin_open { stdin.as_raw_fd() } else { -1 }),
-                poll_in(self.stream.as_raw_fd()),
-                poll_in(winch.as_raw_fd()),
+                PollFd::new(&self.stream, PollFlags::IN),
+                PollFd::new(winch, PollFlags::IN),
+                PollFd::new(&stdin, PollFlags::IN),
             ];
-            // SAFETY: three valid pollfds.
-            if unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) } < 0 {
+            let count = if stdin_open { 3 } else { 2 };
+            if rustix::event::poll(&mut fds[..count], None).is_err() {
                 continue;
             }
-            if fds[2].revents != 0 {
+            let ready: [bool; 3] = std::array::from_fn(|i| i < count && !fds[i].revents().is_empty());
+            drop(fds);
+            if ready[1] {
                 let _ = (&*winch).read(&mut buf);
                 self.send_size();
             }
-            if fds[1].revents != 0 {
+            if ready[0] {
                 match wire::read_frame(&mut self.stream) {
                     Ok(Some((wire::OUTPUT, bytes))) => {
                         let mut out = std::io::stdout().lock();
@@ -236,7 +239,7 @@ impl Attached {
                     Ok(None) | Err(_) => return End::ServerGone,
                 }
             }
-            if fds[0].revents != 0 {
+            if ready[2] {
                 let n = stdin.lock().read(&mut buf).unwrap_or(0);
                 if n == 0 {
                     stdin_open = false;
@@ -322,14 +325,6 @@ fn filter_keys(input: &[u8], prefix: &mut bool) -> (Vec<u8>, bool) {
     (keys, false)
 }
 
-fn poll_in(fd: i32) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    }
-}
-
 fn say(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
@@ -346,16 +341,13 @@ fn winch_pipe() -> Result<UnixStream, String> {
 
 /// This terminal's rows and columns.
 fn window_size() -> Option<(u16, u16)> {
-    // SAFETY: `winsize` is plain data, for which all-zero bytes are a valid value.
-    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-    // SAFETY: TIOCGWINSZ writes one winsize into `size`, a local of that type; a bad fd is an error return.
-    let ok = unsafe { libc::ioctl(std::io::stdout().as_raw_fd(), libc::TIOCGWINSZ, &mut size) } == 0;
-    (ok && size.ws_row > 0 && size.ws_col > 0).then_some((size.ws_row, size.ws_col))
+    let size = rustix::termios::tcgetwinsize(std::io::stdout()).ok()?;
+    (size.ws_row > 0 && size.ws_col > 0).then_some((size.ws_row, size.ws_col))
 }
 
 /// The terminal in raw mode (keys pass through as typed, Ctrl-C included)
 /// until dropped; nothing when stdin is not a terminal.
-struct RawMode(Option<libc::termios>);
+struct RawMode(Option<rustix::termios::Termios>);
 
 impl RawMode {
     fn is_terminal(&self) -> bool {
@@ -363,21 +355,17 @@ impl RawMode {
     }
 
     fn enter() -> Self {
-        let fd = std::io::stdin().as_raw_fd();
-        if !std::io::stdin().is_terminal() {
+        let stdin = std::io::stdin();
+        if !stdin.is_terminal() {
             return Self(None);
         }
-        // SAFETY: tcgetattr/tcsetattr on our stdin with a local termios.
-        unsafe {
-            let mut saved: libc::termios = std::mem::zeroed();
-            if libc::tcgetattr(fd, &mut saved) != 0 {
-                return Self(None);
-            }
-            let mut raw = saved;
-            libc::cfmakeraw(&mut raw);
-            libc::tcsetattr(fd, libc::TCSANOW, &raw);
-            Self(Some(saved))
-        }
+        let Ok(saved) = rustix::termios::tcgetattr(&stdin) else {
+            return Self(None);
+        };
+        let mut raw = saved.clone();
+        raw.make_raw();
+        let _ = rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &raw);
+        Self(Some(saved))
     }
 }
 
@@ -386,8 +374,7 @@ impl Drop for RawMode {
         if let Some(saved) = &self.0 {
             // TCSAFLUSH: keys still queued were typed for the session; the
             // shell this terminal returns to must not read them.
-            // SAFETY: restores the settings read in `enter`.
-            unsafe { libc::tcsetattr(std::io::stdin().as_raw_fd(), libc::TCSAFLUSH, saved) };
+            let _ = rustix::termios::tcsetattr(std::io::stdin(), rustix::termios::OptionalActions::Flush, saved);
         }
     }
 }

@@ -24,7 +24,7 @@
 //! with it the guard's protection.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -111,24 +111,16 @@ pub(crate) fn ensure() {
 
 /// Whether the read end of the pipe is still open (the guard lives).
 fn reader_alive(pipe: &OwnedFd) -> bool {
-    let mut fds = libc::pollfd {
-        fd: pipe.as_raw_fd(),
-        events: 0,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; a zero timeout only looks.
-    let ready = unsafe { libc::poll(&mut fds, 1, 0) };
-    ready == 0 || fds.revents & libc::POLLERR == 0
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(pipe, PollFlags::empty())];
+    // A zero timeout only looks.
+    let now = Timespec { tv_sec: 0, tv_nsec: 0 };
+    let ready = rustix::event::poll(&mut fds, Some(&now));
+    ready == Ok(0) || !fds[0].revents().contains(PollFlags::ERR)
 }
 
 fn start() -> std::io::Result<OwnedFd> {
-    let mut fds = [0; 2];
-    // SAFETY: fds is a valid two-element array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 returned two fresh fds that we now own.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     let argv = [
         c"sh".to_owned(),
         c"-c".to_owned(),

@@ -5,11 +5,12 @@
 
 /// Empties the bounding and ambient sets, then the effective, permitted and
 /// inheritable ones, so even root keeps no capability (mount, ptrace, raw
-/// sockets...). False when the kernel refused `capset` (errno says why).
-pub(crate) fn drop_all() -> bool {
+/// sockets...). The errno when the kernel refused `capset`.
+pub(crate) fn drop_all() -> Result<(), i32> {
     // Only what the set holds: each drop copies the process's credentials
     // (a supervisor's bounding set holds three capabilities, and its inits
-    // drop them for every command).
+    // drop them for every command). By number, up to the kernel's last
+    // (rustix names only the capabilities it knows).
     for cap in 0..=63 {
         // SAFETY: prctl with plain integers.
         let held = unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) };
@@ -24,18 +25,11 @@ pub(crate) fn drop_all() -> bool {
         // SAFETY: prctl with plain integers.
         unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
     }
-    // SAFETY: prctl with constant arguments.
-    unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: i32,
-    }
-    let header = Header {
-        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
-        pid: 0,
+    let _ = rustix::thread::clear_ambient_capability_set();
+    let none = rustix::thread::CapabilitySets {
+        effective: rustix::thread::CapabilitySet::empty(),
+        permitted: rustix::thread::CapabilitySet::empty(),
+        inheritable: rustix::thread::CapabilitySet::empty(),
     };
-    let data = [0u32; 6]; // two {effective, permitted, inheritable} triples
-    // SAFETY: header and data match the kernel's v3 capset layout.
-    unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) == 0 }
+    rustix::thread::set_capabilities(None, none).map_err(|e| e.raw_os_error())
 }

@@ -10,7 +10,7 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::exec_helper;
@@ -67,11 +67,7 @@ impl Launch for KeptLaunch {
         };
         // The control socket doubles as the "pidfd": readable once the
         // helper reports the shell's exit (or dies).
-        // SAFETY: F_DUPFD_CLOEXEC takes no pointer and duplicates `ours`,
-        // an fd we own and keep open for the call.
-        let watch = unsafe { libc::fcntl(ours.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
-        // SAFETY: a non-negative result is a fresh fd that nothing else owns.
-        let watch = (watch >= 0).then(|| unsafe { OwnedFd::from_raw_fd(watch) });
+        let watch = rustix::io::fcntl_dupfd_cloexec(&ours, 3).ok();
         Ok(Child {
             group: Group::Remote(Box::new(Kept {
                 sock: ours,

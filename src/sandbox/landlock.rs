@@ -202,10 +202,9 @@ fn observe(spec: &HelperSpec) -> Result<bool, String> {
 
 /// Leaves the helper with no capability (see [`caps::drop_all`](super::caps::drop_all)).
 fn drop_capabilities() -> Result<(), String> {
-    if super::caps::drop_all() {
-        Ok(())
-    } else {
-        Err(format!("capset: {}", std::io::Error::last_os_error()))
+    match super::caps::drop_all() {
+        Ok(()) => Ok(()),
+        Err(errno) => Err(format!("capset: {}", std::io::Error::from_raw_os_error(errno))),
     }
 }
 

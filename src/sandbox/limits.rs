@@ -98,9 +98,7 @@ pub fn pids_cgroup() -> Option<PathBuf> {
     } else {
         true
     };
-    // SAFETY: access() reads a NUL-terminated path and touches no memory of ours.
-    let writable = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
-        .is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0);
+    let writable = rustix::fs::access(&dir, rustix::fs::Access::WRITE_OK).is_ok();
     (usable && writable).then_some(dir)
 }
 
@@ -135,9 +133,9 @@ pub(super) fn sweep_gone(parent: &Path, prefix: &str) {
         else {
             continue;
         };
-        // SAFETY: signal 0 only checks that the process exists.
-        let gone =
-            unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        // Signal 0 only checks that the process exists.
+        let gone = rustix::process::Pid::from_raw(pid)
+            .is_some_and(|pid| rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH));
         if gone {
             // Fails, and leaves it, while a process is still in it.
             let _ = std::fs::remove_dir(entry.path());
@@ -162,8 +160,7 @@ impl CommandCgroup {
         let parent = pids_cgroup()?;
         // A helper killed before it removed its cgroup left it behind.
         sweep_gone(&parent, COMMAND_PREFIX);
-        // SAFETY: getpid cannot fail.
-        let dir = parent.join(format!("{COMMAND_PREFIX}{}", unsafe { libc::getpid() }));
+        let dir = parent.join(format!("{COMMAND_PREFIX}{}", std::process::id()));
         std::fs::create_dir(&dir).ok()?;
         let cgroup = CommandCgroup { dir };
         std::fs::write(cgroup.dir.join("pids.max"), max.to_string()).ok()?;
@@ -184,8 +181,7 @@ impl CommandCgroup {
 /// Whether this process runs as root, whom the kernel exempts from
 /// `RLIMIT_NPROC`.
 pub fn is_root() -> bool {
-    // SAFETY: getuid cannot fail.
-    unsafe { libc::getuid() == 0 }
+    rustix::process::getuid().is_root()
 }
 
 /// Sets `RLIMIT_NPROC` of the calling process (counted over all of the
@@ -193,12 +189,11 @@ pub fn is_root() -> bool {
 /// process and its children stop there.
 pub fn limit_user_processes(max: u32) {
     let limit = threads_now().saturating_add(u64::from(max));
-    let rlimit = libc::rlimit {
-        rlim_cur: limit,
-        rlim_max: limit,
+    let rlimit = rustix::process::Rlimit {
+        current: Some(limit),
+        maximum: Some(limit),
     };
-    // SAFETY: setrlimit reads one rlimit we own.
-    unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &rlimit) };
+    let _ = rustix::process::setrlimit(rustix::process::Resource::Nproc, rlimit);
 }
 
 /// The machine's thread count now (from `/proc/loadavg`), an upper bound

@@ -17,7 +17,6 @@
 //! so the PID namespace's own `pid_max` would be no bound here: the command
 //! could raise it again.
 
-use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -123,14 +122,12 @@ impl SandboxCgroup {
 const PREFIX: &str = "bash-mcp-sandbox-";
 
 fn open_dir(dir: &std::path::Path) -> std::io::Result<OwnedFd> {
-    let path = CString::new(dir.as_os_str().as_encoded_bytes()).map_err(std::io::Error::other)?;
-    // SAFETY: open reads a NUL-terminated path; the result is checked.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: open returned a fresh fd that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    use rustix::fs::{Mode, OFlags};
+    Ok(rustix::fs::open(
+        dir,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
 }
 
 impl Drop for SandboxCgroup {
@@ -146,10 +143,12 @@ impl Drop for SandboxCgroup {
                 Err(_) => {}
             }
             let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
-            for pid in procs.lines().filter_map(|l| l.trim().parse::<libc::pid_t>().ok()) {
-                // SAFETY: kill takes plain integers; the pid is a member of
-                // this sandbox's cgroup.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+            // Each pid is a member of this sandbox's cgroup.
+            let members = procs
+                .lines()
+                .filter_map(|l| rustix::process::Pid::from_raw(l.trim().parse().ok()?));
+            for pid in members {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
@@ -164,16 +163,13 @@ pub fn apply(bound: &InnerBound) -> Result<(), String> {
     match bound.cgroup_fd {
         Some(dir) => join(dir).map_err(|e| format!("joining the sandbox's pids cgroup: {e}")),
         None => {
-            let limit = u64::from(bound.max) + 1;
-            let rlimit = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
+            let limit = Some(u64::from(bound.max) + 1);
+            let rlimit = rustix::process::Rlimit {
+                current: limit,
+                maximum: limit,
             };
-            // SAFETY: setrlimit reads one rlimit we own.
-            if unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &rlimit) } != 0 {
-                return Err(format!("RLIMIT_NPROC: {}", std::io::Error::last_os_error()));
-            }
-            Ok(())
+            rustix::process::setrlimit(rustix::process::Resource::Nproc, rlimit)
+                .map_err(|e| format!("RLIMIT_NPROC: {}", std::io::Error::from(e)))
         }
     }
 }
@@ -184,23 +180,10 @@ fn join(dir: RawFd) -> std::io::Result<()> {
     // SAFETY: the fd was passed to this process for it alone; owning it
     // closes it when done.
     let dir = unsafe { OwnedFd::from_raw_fd(dir) };
-    // SAFETY: openat on an fd we own and a NUL-terminated constant name.
-    let procs = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            c"cgroup.procs".as_ptr(),
-            libc::O_WRONLY | libc::O_CLOEXEC,
-        )
-    };
-    if procs < 0 {
-        return Err(std::io::Error::last_os_error());
+    use rustix::fs::{Mode, OFlags};
+    let procs = rustix::fs::openat(&dir, c"cgroup.procs", OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())?;
+    match rustix::io::write(&procs, b"0")? {
+        1 => Ok(()),
+        _ => Err(std::io::ErrorKind::WriteZero.into()),
     }
-    // SAFETY: openat returned a fresh fd.
-    let procs = unsafe { OwnedFd::from_raw_fd(procs) };
-    // SAFETY: writes one byte from a constant buffer to an fd we own.
-    let written = unsafe { libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) };
-    if written != 1 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }

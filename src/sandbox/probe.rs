@@ -71,8 +71,7 @@ impl Probe {
                 .ok()
                 .map(|s| s.trim() != "0"),
             landlock_abi: landlock::landlock_abi(),
-            // SAFETY: prctl with constant arguments; only reads our own mode.
-            seccomp: unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0,
+            seccomp: rustix::thread::secure_computing_mode().is_ok(),
             chosen,
         }
     }

@@ -28,7 +28,7 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::OnceLock;
 
 use seccompiler::{
@@ -175,33 +175,12 @@ pub(crate) fn bwrap_program(network: bool) -> Result<&'static [u8], String> {
 /// A pipe's read end holding `bytes` and then end of file (bwrap reads the
 /// program to its end), above the fds a spawn hands out, close-on-exec.
 pub(crate) fn program_fd(bytes: &[u8]) -> io::Result<OwnedFd> {
-    let mut fds = [0; 2];
-    // SAFETY: fds is a valid two-element array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 returned two fresh fds that we now own.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     // A program is a few hundred bytes: far below a pipe's capacity, so
     // this write does not block with no reader yet.
     let mut written = 0;
     while written < bytes.len() {
-        // SAFETY: writes from a live slice to a pipe we own.
-        let n = unsafe {
-            libc::write(
-                write.as_raw_fd(),
-                bytes[written..].as_ptr().cast(),
-                bytes.len() - written,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-            continue;
-        }
-        written += n as usize;
+        written += rustix::io::retry_on_intr(|| rustix::io::write(&write, &bytes[written..]))?;
     }
     Ok(read)
 }

@@ -734,9 +734,7 @@ fn settle(not_default: &[libc::c_int]) -> Result<(), i32> {
         // size given; the old one is not asked for.
         unsafe { libc::syscall(libc::SYS_rt_sigaction, signal, &default, std::ptr::null::<u8>(), 8usize) };
     }
-    if !crate::sandbox::caps::drop_all() {
-        return Err(last_errno());
-    }
+    crate::sandbox::caps::drop_all()?;
     // SAFETY: prctl with constant arguments.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err(last_errno());

@@ -18,10 +18,11 @@
 //! Whatever cannot be read is refused: a peer that cannot be told apart
 //! from a sandboxed one is treated as one.
 
-use std::ffi::CString;
 use std::fmt;
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use rustix::fs::{Mode, OFlags};
 
 /// `SO_PEERPIDFD` (asm-generic/socket.h, Linux 6.5).
 const SO_PEERPIDFD: libc::c_int = 77;
@@ -91,14 +92,13 @@ pub fn check(socket: &impl AsRawFd) -> Result<(), Refusal> {
     if exited(&pidfd) {
         return Err(unverifiable("it has exited".into()));
     }
-    let theirs = read_link_at(proc_dir.as_raw_fd(), "ns/user").map_err(|e| unverifiable(format!("ns/user: {e}")))?;
+    let theirs = read_link_at(&proc_dir, "ns/user").map_err(|e| unverifiable(format!("ns/user: {e}")))?;
     let ours = std::fs::read_link("/proc/self/ns/user").map_err(|e| unverifiable(format!("our ns/user: {e}")))?;
     if theirs != ours {
         return Err(Refusal::OtherUserNamespace { pid });
     }
-    let theirs =
-        seccomp_filters(&read_at(proc_dir.as_raw_fd(), "status").map_err(|e| unverifiable(format!("status: {e}")))?)
-            .ok_or_else(|| unverifiable("its status names no seccomp mode".into()))?;
+    let theirs = seccomp_filters(&read_at(&proc_dir, "status").map_err(|e| unverifiable(format!("status: {e}")))?)
+        .ok_or_else(|| unverifiable("its status names no seccomp mode".into()))?;
     let ours = seccomp_filters(&std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default())
         .ok_or_else(|| unverifiable("our status names no seccomp mode".into()))?;
     if theirs > ours {
@@ -130,65 +130,44 @@ fn peer_cred(fd: RawFd) -> io::Result<libc::ucred> {
 fn peer_pidfd(fd: RawFd) -> Option<OwnedFd> {
     let mut pidfd: libc::c_int = -1;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into `pidfd`, a local int.
-    let rc = unsafe {
-        libc::getsockopt(
+    // SAFETY: getsockopt writes at most `len` bytes into `pidfd`, a local
+    // int (rustix has no `SO_PEERPIDFD`); on success the kernel made a fresh
+    // fd for us alone.
+    unsafe {
+        let rc = libc::getsockopt(
             fd,
             libc::SOL_SOCKET,
             SO_PEERPIDFD,
             (&mut pidfd as *mut libc::c_int).cast(),
             &mut len,
-        )
-    };
-    // SAFETY: on success the kernel made a fresh fd for us alone.
-    (rc == 0 && pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd) })
+        );
+        (rc == 0 && pidfd >= 0).then(|| OwnedFd::from_raw_fd(pidfd))
+    }
 }
 
 fn open_proc(pid: i32) -> io::Result<OwnedFd> {
-    let path = CString::new(format!("/proc/{pid}")).expect("no NUL");
-    // SAFETY: `path` is NUL-terminated and outlives the call.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: open returned a fresh fd that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    Ok(rustix::fs::open(format!("/proc/{pid}"), flags, Mode::empty())?)
 }
 
 /// Whether the pidfd's process has exited (its pidfd polls readable).
 fn exited(pidfd: &OwnedFd) -> bool {
-    let mut p = libc::pollfd {
-        fd: pidfd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; a zero timeout only looks.
-    let rc = unsafe { libc::poll(&mut p, 1, 0) };
-    rc != 0
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    // A zero timeout only looks.
+    let now = Timespec { tv_sec: 0, tv_nsec: 0 };
+    rustix::event::poll(&mut [PollFd::new(pidfd, PollFlags::IN)], Some(&now)) != Ok(0)
 }
 
-fn read_link_at(dir: RawFd, name: &str) -> io::Result<std::path::PathBuf> {
-    let name = CString::new(name).expect("no NUL");
-    let mut buf = [0u8; 256];
-    // SAFETY: readlinkat writes at most `buf.len()` bytes into `buf`; `name` is NUL-terminated.
-    let n = unsafe { libc::readlinkat(dir, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
+fn read_link_at(dir: &OwnedFd, name: &str) -> io::Result<std::path::PathBuf> {
+    let target = rustix::fs::readlinkat(dir, name, Vec::new())?;
     Ok(std::path::PathBuf::from(
-        String::from_utf8_lossy(&buf[..n as usize]).into_owned(),
+        String::from_utf8_lossy(target.as_bytes()).into_owned(),
     ))
 }
 
-fn read_at(dir: RawFd, name: &str) -> io::Result<String> {
-    let name = CString::new(name).expect("no NUL");
-    // SAFETY: `name` is NUL-terminated; openat relative to a directory fd we own.
-    let fd = unsafe { libc::openat(dir, name.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: openat returned a fresh fd that nothing else owns.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+fn read_at(dir: &OwnedFd, name: &str) -> io::Result<String> {
+    let fd = rustix::fs::openat(dir, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+    let mut file = std::fs::File::from(fd);
     let mut text = String::new();
     file.read_to_string(&mut text)?;
     Ok(text)

@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Weak;
@@ -43,10 +43,17 @@ impl AttachServer {
                 return Err(e.into());
             }
         };
-        let stop_fd = stop.as_raw_fd();
+        // The thread's own handle on the same eventfd.
+        let woken = match stop.try_clone() {
+            Ok(woken) => woken,
+            Err(e) => {
+                let _ = dir.remove(&name);
+                return Err(e);
+            }
+        };
         let thread = std::thread::Builder::new()
             .name("bash-mcp-attach".into())
-            .spawn(move || accept_loop(&listener, stop_fd, &sessions));
+            .spawn(move || accept_loop(&listener, &woken, &sessions));
         match thread {
             Ok(thread) => Ok(Self {
                 path,
@@ -100,28 +107,16 @@ fn bind(path: &Path) -> io::Result<(UnixListener, Dir, OsString)> {
     Ok((listener, dir, name.to_owned()))
 }
 
-fn accept_loop(listener: &UnixListener, stop: i32, sessions: &Weak<Inner>) {
+fn accept_loop(listener: &UnixListener, stop: &OwnedFd, sessions: &Weak<Inner>) {
+    use rustix::event::{PollFd, PollFlags};
     loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: stop,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: listener.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: two valid pollfds.
-        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
-            if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return;
+        let mut fds = [PollFd::new(stop, PollFlags::IN), PollFd::new(listener, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, None) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return,
         }
-        if fds[0].revents != 0 {
+        if !fds[0].revents().is_empty() {
             return;
         }
         let Ok((stream, _)) = listener.accept() else { continue };
