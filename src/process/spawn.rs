@@ -14,7 +14,10 @@
 use std::ffi::{CStr, CString};
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use rustix::fs::OFlags;
+use rustix::process::{Pid, Signal};
 
 /// How the command's stdout and stderr reach us.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -118,13 +121,7 @@ pub(crate) struct SpawnSpec<'a> {
 
 /// A pipe whose ends are both above the stdio range and close-on-exec.
 pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: fds is a valid two-element array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 returned two fresh fds that we now own.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     Ok((above_stdio(r)?, above_stdio(w)?))
 }
 
@@ -134,31 +131,20 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     if fd.as_raw_fd() > 2 {
         return Ok(fd);
     }
-    // SAFETY: duplicates an fd we own into a new owned fd.
-    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
-    if new < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fcntl returned a fresh fd that nothing else owns; `fd` is closed
-    // when it drops here.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+    // `fd` is closed when it drops here.
+    Ok(rustix::io::fcntl_dupfd_cloexec(&fd, 3)?)
 }
 
-pub(crate) fn set_nonblocking(fd: RawFd) {
-    // SAFETY: fcntl on an fd we own.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-        }
+pub(crate) fn set_nonblocking(fd: impl AsFd) {
+    if let Ok(flags) = rustix::fs::fcntl_getfl(&fd) {
+        let _ = rustix::fs::fcntl_setfl(&fd, flags | OFlags::NONBLOCK);
     }
 }
 
 /// [`set_nonblocking`] for an end of a pipe made by [`pipe`], whose only
 /// status flag is its access mode (which F_SETFL ignores): one call, not two.
-fn set_pipe_nonblocking(fd: RawFd) {
-    // SAFETY: fcntl on an fd we own.
-    unsafe { libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK) };
+fn set_pipe_nonblocking(fd: impl AsFd) {
+    let _ = rustix::fs::fcntl_setfl(fd, OFlags::NONBLOCK);
 }
 
 /// A `posix_spawn*` return code as a result.
@@ -168,6 +154,23 @@ pub(crate) fn check(rc: libc::c_int) -> io::Result<()> {
     } else {
         Err(io::Error::from_raw_os_error(rc))
     }
+}
+
+/// One file action of a spawn, done in the child in the order added.
+#[derive(Clone, Copy)]
+pub(crate) enum FileAction<'a> {
+    /// Opens `path` as `fd` with `flags`.
+    Open {
+        fd: RawFd,
+        path: &'a CStr,
+        flags: libc::c_int,
+    },
+    /// Makes `to` a copy of `from` (which must stay open until the spawn).
+    Dup2 { from: RawFd, to: RawFd },
+    /// Changes the working directory to the path.
+    Chdir(&'a CStr),
+    /// Closes every fd from this one up.
+    CloseFrom(RawFd),
 }
 
 /// Owns a `posix_spawn_file_actions_t` and destroys it on drop.
@@ -180,8 +183,23 @@ impl FileActions {
         check(unsafe { libc::posix_spawn_file_actions_init(fa.as_mut_ptr()) })?;
         Ok(Self(fa))
     }
-    pub(crate) fn ptr(&mut self) -> *mut libc::posix_spawn_file_actions_t {
-        self.0.as_mut_ptr()
+
+    /// Adds `action` after those added before.
+    pub(crate) fn add(&mut self, action: FileAction<'_>) -> io::Result<()> {
+        let fa = self.0.as_mut_ptr();
+        // SAFETY: the actions were initialized in new() and are not yet
+        // destroyed; glibc copies the paths, which are NUL-terminated and
+        // live for the call; the fds are only recorded here.
+        check(unsafe {
+            match action {
+                FileAction::Open { fd, path, flags } => {
+                    libc::posix_spawn_file_actions_addopen(fa, fd, path.as_ptr(), flags, 0)
+                }
+                FileAction::Dup2 { from, to } => libc::posix_spawn_file_actions_adddup2(fa, from, to),
+                FileAction::Chdir(path) => libc::posix_spawn_file_actions_addchdir_np(fa, path.as_ptr()),
+                FileAction::CloseFrom(fd) => libc::posix_spawn_file_actions_addclosefrom_np(fa, fd),
+            }
+        })
     }
 }
 
@@ -199,14 +217,16 @@ pub(crate) struct Attrs(MaybeUninit<libc::posix_spawnattr_t>);
 impl Attrs {
     /// Attributes that start the child with every signal at its default
     /// disposition and an empty signal mask, whatever the host ignores or
-    /// blocks, plus `flags` (`POSIX_SPAWN_SETPGROUP`, `POSIX_SPAWN_SETSID`).
+    /// blocks, plus `flags` (`POSIX_SPAWN_SETPGROUP`, which makes the child
+    /// lead a group of its own, or `POSIX_SPAWN_SETSID`).
     pub(crate) fn with_clean_signals(flags: libc::c_int) -> io::Result<Self> {
         let mut at = MaybeUninit::uninit();
-        // SAFETY: initializes the storage we pass.
-        check(unsafe { libc::posix_spawnattr_init(at.as_mut_ptr()) })?;
-        let mut attr = Self(at);
-        // SAFETY: the attributes are initialized; the sets are filled before use.
+        // SAFETY: initializes the storage we pass; once that succeeded, the
+        // attributes are set from sets filled before use, and owned (so
+        // destroyed once) by the `Attrs` returned.
         unsafe {
+            check(libc::posix_spawnattr_init(at.as_mut_ptr()))?;
+            let mut attr = Self(at);
             let mut all: libc::sigset_t = std::mem::zeroed();
             libc::sigfillset(&mut all);
             check(libc::posix_spawnattr_setsigdefault(attr.ptr(), &all))?;
@@ -215,11 +235,13 @@ impl Attrs {
             check(libc::posix_spawnattr_setsigmask(attr.ptr(), &none))?;
             let flags = flags | libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK;
             check(libc::posix_spawnattr_setflags(attr.ptr(), flags as libc::c_short))?;
+            // 0: the child's own pid is its group's id.
+            check(libc::posix_spawnattr_setpgroup(attr.ptr(), 0))?;
+            Ok(attr)
         }
-        Ok(attr)
     }
 
-    pub(crate) fn ptr(&mut self) -> *mut libc::posix_spawnattr_t {
+    fn ptr(&mut self) -> *mut libc::posix_spawnattr_t {
         self.0.as_mut_ptr()
     }
 }
@@ -250,7 +272,7 @@ pub(crate) fn posix_spawn<A: AsRef<CStr>, E: AsRef<CStr>>(
         libc::posix_spawn(
             &mut pid,
             program.as_ptr(),
-            fa.ptr(),
+            fa.0.as_ptr(),
             attr.ptr(),
             argv.as_ptr(),
             envp.as_ptr(),
@@ -278,17 +300,12 @@ pub(crate) fn spawn_helper(
     keep: &[RawFd],
 ) -> io::Result<libc::pid_t> {
     let mut fa = FileActions::new()?;
-    // SAFETY: the actions are initialized; the path is NUL-terminated and static.
-    unsafe {
-        for (fd, flags) in [(0, libc::O_RDONLY), (1, libc::O_WRONLY), (2, libc::O_WRONLY)] {
-            check(libc::posix_spawn_file_actions_addopen(
-                fa.ptr(),
-                fd,
-                DEV_NULL.as_ptr(),
-                flags,
-                0,
-            ))?;
-        }
+    for (fd, flags) in [(0, libc::O_RDONLY), (1, libc::O_WRONLY), (2, libc::O_WRONLY)] {
+        fa.add(FileAction::Open {
+            fd,
+            path: DEV_NULL,
+            flags,
+        })?;
     }
     let passed = pass_fds(&mut fa, keep)?;
     let mut attr = Attrs::with_clean_signals(libc::POSIX_SPAWN_SETSID as libc::c_int)?;
@@ -314,13 +331,16 @@ const PASSED_FDS_FROM: RawFd = 16;
 fn clear_of_targets(fds: &[RawFd]) -> io::Result<Vec<OwnedFd>> {
     fds.iter()
         .map(|&fd| {
-            // SAFETY: duplicates an fd the caller owns into a new owned fd.
-            let moved = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, PASSED_FDS_FROM) };
-            if moved < 0 {
-                return Err(io::Error::last_os_error());
+            // SAFETY: duplicates an fd the caller holds open (F_DUPFD_CLOEXEC
+            // takes no pointer); a non-negative result is a fresh fd that
+            // nothing else owns.
+            unsafe {
+                let moved = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, PASSED_FDS_FROM);
+                if moved < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(OwnedFd::from_raw_fd(moved))
             }
-            // SAFETY: fcntl returned a fresh fd that we now own.
-            Ok(unsafe { OwnedFd::from_raw_fd(moved) })
         })
         .collect()
 }
@@ -328,20 +348,14 @@ fn clear_of_targets(fds: &[RawFd]) -> io::Result<Vec<OwnedFd>> {
 /// File actions that make `moved` the child's fds 3, 4, ... and close every
 /// fd above them.
 fn pass_on(fa: &mut FileActions, moved: &[OwnedFd]) -> io::Result<()> {
-    // SAFETY: the actions are initialized; each fd stays open until the spawn.
-    unsafe {
-        for (i, fd) in moved.iter().enumerate() {
-            check(libc::posix_spawn_file_actions_adddup2(
-                fa.ptr(),
-                fd.as_raw_fd(),
-                3 + i as RawFd,
-            ))?;
-        }
-        check(libc::posix_spawn_file_actions_addclosefrom_np(
-            fa.ptr(),
-            3 + moved.len() as RawFd,
-        ))
+    // Each fd stays open until the spawn.
+    for (i, fd) in moved.iter().enumerate() {
+        fa.add(FileAction::Dup2 {
+            from: fd.as_raw_fd(),
+            to: 3 + i as RawFd,
+        })?;
     }
+    fa.add(FileAction::CloseFrom(3 + moved.len() as RawFd))
 }
 
 /// Starts `spec` as the leader of a new process group.
@@ -357,33 +371,30 @@ pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
     };
 
     let mut fa = FileActions::new()?;
-    // SAFETY: every pointer passed below is valid for the duration of the calls;
-    // the file actions are initialized and destroyed by their owner.
-    unsafe {
-        match &stdin {
-            Some((r, _)) => check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), r.as_raw_fd(), 0))?,
-            None => check(libc::posix_spawn_file_actions_addopen(
-                fa.ptr(),
-                0,
-                DEV_NULL.as_ptr(),
-                libc::O_RDONLY,
-                0,
-            ))?,
-        }
-        check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), out_w.as_raw_fd(), 1))?;
-        let err_w = err.as_ref().map_or(out_w.as_raw_fd(), |(_, w)| w.as_raw_fd());
-        check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), err_w, 2))?;
-        check(libc::posix_spawn_file_actions_addchdir_np(fa.ptr(), spec.cwd.as_ptr()))?;
-    }
+    fa.add(match &stdin {
+        Some((r, _)) => FileAction::Dup2 {
+            from: r.as_raw_fd(),
+            to: 0,
+        },
+        None => FileAction::Open {
+            fd: 0,
+            path: DEV_NULL,
+            flags: libc::O_RDONLY,
+        },
+    })?;
+    fa.add(FileAction::Dup2 {
+        from: out_w.as_raw_fd(),
+        to: 1,
+    })?;
+    let err_w = err.as_ref().map_or(out_w.as_raw_fd(), |(_, w)| w.as_raw_fd());
+    fa.add(FileAction::Dup2 { from: err_w, to: 2 })?;
+    fa.add(FileAction::Chdir(spec.cwd))?;
     let passed = pass_fds(&mut fa, spec.pass_fds)?;
     // A new session makes the child the leader of a new group too.
     let mut attr = if spec.new_session {
         Attrs::with_clean_signals(libc::POSIX_SPAWN_SETSID as libc::c_int)?
     } else {
-        let mut attr = Attrs::with_clean_signals(libc::POSIX_SPAWN_SETPGROUP)?;
-        // SAFETY: the attributes are initialized; 0 makes the child its group's leader.
-        check(unsafe { libc::posix_spawnattr_setpgroup(attr.ptr(), 0) })?;
-        attr
+        Attrs::with_clean_signals(libc::POSIX_SPAWN_SETPGROUP)?
     };
     let pid = posix_spawn(spec.program, spec.argv, spec.envp, &mut fa, &mut attr)?;
     drop(passed);
@@ -391,16 +402,16 @@ pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
     drop(out_w);
     let stdin = stdin.map(|(r, w)| {
         drop(r);
-        set_pipe_nonblocking(w.as_raw_fd());
+        set_pipe_nonblocking(&w);
         w
     });
     let stderr = err.map(|(r, w)| {
         drop(w);
         r
     });
-    set_pipe_nonblocking(out_r.as_raw_fd());
+    set_pipe_nonblocking(&out_r);
     if let Some(e) = &stderr {
-        set_pipe_nonblocking(e.as_raw_fd());
+        set_pipe_nonblocking(e);
     }
     Ok(Child {
         group: Group::Local(pid),
@@ -417,24 +428,23 @@ pub(crate) const DEFAULT_PIPE_SIZE: usize = 64 * 1024;
 /// A larger pipe means fewer wakeups for chatty commands (best effort). Done
 /// only once a command has filled the default pipe: for the many commands
 /// that print little, growing it would be a wasted syscall and allocation.
-pub(crate) fn grow_pipe(fd: RawFd) {
-    // SAFETY: fcntl on an fd we own; failure leaves the default size.
-    unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20) };
+pub(crate) fn grow_pipe(fd: impl AsFd) {
+    // A failure leaves the default size.
+    let _ = rustix::pipe::fcntl_setpipe_size(fd, 1 << 20);
 }
 
 /// A pidfd for our unreaped child (None on kernels without pidfd_open).
 pub(crate) fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open takes no pointer; pid is our unreaped child, so it
-    // cannot have been recycled.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    // SAFETY: a non-negative result is a fresh fd that nothing else owns.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    // `pid` is our unreaped child, so it cannot have been recycled.
+    rustix::process::pidfd_open(Pid::from_raw(pid)?, rustix::process::PidfdFlags::empty()).ok()
 }
 
 /// Sends `signal` to the whole process group led by `pgid`.
 pub(crate) fn kill_group(pgid: libc::pid_t, signal: libc::c_int) {
-    // SAFETY: plain syscall; ESRCH (group already gone) is fine.
-    unsafe { libc::killpg(pgid, signal) };
+    // ESRCH (group already gone) is fine. Only named signals are sent.
+    if let (Some(pgid), Some(signal)) = (Pid::from_raw(pgid), Signal::from_named_raw(signal)) {
+        let _ = rustix::process::kill_process_group(pgid, signal);
+    }
 }
 
 /// Whether the child has exited, without reaping it (so its pid and process
@@ -442,21 +452,14 @@ pub(crate) fn kill_group(pgid: libc::pid_t, signal: libc::c_int) {
 /// ours to wait for (ECHILD: a host ignoring SIGCHLD has the kernel reap it at
 /// exit) has exited too.
 pub(crate) fn has_exited(pid: libc::pid_t) -> bool {
-    // SAFETY: siginfo is plain data; waitid writes it.
-    let (rc, info_pid) = unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let rc = libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        );
-        (rc, info.si_pid())
+    use rustix::process::{WaitId, WaitIdOptions};
+    let Some(pid) = Pid::from_raw(pid) else {
+        return false;
     };
-    if rc == 0 {
-        info_pid == pid
-    } else {
-        io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD)
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    match rustix::process::waitid(WaitId::Pid(pid), options) {
+        Ok(found) => found.is_some(),
+        Err(e) => e == rustix::io::Errno::CHILD,
     }
 }
 
@@ -478,24 +481,18 @@ pub(crate) fn reap(pid: libc::pid_t) -> i32 {
 /// already discarded it (a host that ignores SIGCHLD or sets SA_NOCLDWAIT has
 /// its children reaped at exit, status and all).
 pub(crate) fn reap_status(pid: libc::pid_t) -> Option<i32> {
-    let mut status = 0;
-    loop {
-        // SAFETY: waits for our own child.
-        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if rc == pid {
-            break;
+    let pid = Pid::from_raw(pid)?;
+    let status = loop {
+        match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty()) {
+            Ok(Some((reaped, status))) if reaped == pid => break status,
+            Err(rustix::io::Errno::INTR) => continue,
+            _ => return None,
         }
-        if rc < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-            continue;
-        }
-        return None;
-    }
-    if libc::WIFEXITED(status) {
-        Some(libc::WEXITSTATUS(status))
-    } else if libc::WIFSIGNALED(status) {
-        Some(128 + libc::WTERMSIG(status))
-    } else {
-        None
+    };
+    match (status.exit_status(), status.terminating_signal()) {
+        (Some(code), _) => Some(code),
+        (None, Some(signal)) => Some(128 + signal),
+        _ => None,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
 
 use rustix::event::{PollFd, PollFlags, Timespec};
@@ -47,7 +47,7 @@ pub(crate) fn open() -> io::Result<Pty> {
     tio.output_modes &= !(OutputModes::ONLCR | OutputModes::OPOST);
     rustix::termios::tcsetattr(&slave, OptionalActions::Now, &tio)?;
     let _ = rustix::termios::tcsetwinsize(&master, window(50, 200));
-    crate::process::spawn::set_nonblocking(master.as_raw_fd());
+    crate::process::spawn::set_nonblocking(&master);
     Ok(Pty { master, slave_path })
 }
 
@@ -73,23 +73,17 @@ pub(crate) fn spawn_on_pty(
     slave_path: &CStr,
     pass_fds: &[RawFd],
 ) -> io::Result<libc::pid_t> {
-    use crate::process::spawn::{Attrs, FileActions, check};
+    use crate::process::spawn::{Attrs, FileAction, FileActions};
     crate::process::guard::ensure();
     let mut fa = FileActions::new()?;
-    // SAFETY: the actions are initialized; the paths are NUL-terminated and
-    // outlive the spawn.
-    unsafe {
-        check(libc::posix_spawn_file_actions_addopen(
-            fa.ptr(),
-            0,
-            slave_path.as_ptr(),
-            libc::O_RDWR,
-            0,
-        ))?;
-        check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), 0, 1))?;
-        check(libc::posix_spawn_file_actions_adddup2(fa.ptr(), 0, 2))?;
-        check(libc::posix_spawn_file_actions_addchdir_np(fa.ptr(), cwd.as_ptr()))?;
-    }
+    fa.add(FileAction::Open {
+        fd: 0,
+        path: slave_path,
+        flags: libc::O_RDWR,
+    })?;
+    fa.add(FileAction::Dup2 { from: 0, to: 1 })?;
+    fa.add(FileAction::Dup2 { from: 0, to: 2 })?;
+    fa.add(FileAction::Chdir(cwd))?;
     let passed = crate::process::spawn::pass_fds(&mut fa, pass_fds)?;
     let mut attr = Attrs::with_clean_signals(libc::POSIX_SPAWN_SETSID as libc::c_int)?;
     let pid = crate::process::spawn::posix_spawn(program, argv, envp, &mut fa, &mut attr);

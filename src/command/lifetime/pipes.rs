@@ -72,7 +72,7 @@ pub(super) fn read_ready(
         match read(pipe.stream, pipe.fd.as_raw_fd()) {
             ReadResult::Data(n) => {
                 if n >= spawn::DEFAULT_PIPE_SIZE && !pipe.grown {
-                    spawn::grow_pipe(pipe.fd.as_raw_fd());
+                    spawn::grow_pipe(&pipe.fd);
                     pipe.grown = true;
                 }
                 true

@@ -438,16 +438,16 @@ impl Supervisor {
         }
         let stdin = stdin.map(|(r, w)| {
             drop(r);
-            spawn::set_nonblocking(w.as_raw_fd());
+            spawn::set_nonblocking(&w);
             w
         });
         let stderr = err.map(|(r, w)| {
             drop(w);
             r
         });
-        spawn::set_nonblocking(out_r.as_raw_fd());
+        spawn::set_nonblocking(&out_r);
         if let Some(e) = &stderr {
-            spawn::set_nonblocking(e.as_raw_fd());
+            spawn::set_nonblocking(e);
         }
         // The command's socket doubles as its "pidfd": readable once it exits.
         // SAFETY: F_DUPFD_CLOEXEC takes no pointer and duplicates `host_end`,
