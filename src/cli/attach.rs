@@ -223,7 +223,6 @@ impl Attached {
                 continue;
             }
             let ready: [bool; 3] = std::array::from_fn(|i| i < count && !fds[i].revents().is_empty());
-            drop(fds);
             if ready[1] {
                 let _ = (&*winch).read(&mut buf);
                 self.send_size();
