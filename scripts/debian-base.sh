@@ -22,14 +22,21 @@ command -v mmdebstrap >/dev/null 2>&1 || {
 }
 
 # As the slim image: the minbase variant (essential packages and apt), a merged
-# /usr without the usrmerge package (which would pull in perl), and dpkg told to
+# /usr without the usrmerge package (which would pull in perl), dpkg told to
 # leave out manuals, documentation but the copyright files, and translations,
-# now and in every package installed on top. The archive's sources stay in the
-# image (main, updates, security), its package lists do not.
+# and apt told to keep no downloaded package, no cache of its lists and no
+# translated descriptions, now and in every install on top (the official
+# image's docker-clean and docker-no-languages). The archive's sources stay in
+# the image (main, updates, security), its package lists do not.
 tmp="$out.partial"
 trap 'rm -f "$tmp"' EXIT
 mmdebstrap --quiet --variant=minbase --format=tar \
     --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+    --aptopt='DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; }' \
+    --aptopt='APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; }' \
+    --aptopt='Dir::Cache::pkgcache ""' \
+    --aptopt='Dir::Cache::srcpkgcache ""' \
+    --aptopt='Acquire::Languages "none"' \
     --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-include=/usr/share/doc/*/copyright' \
