@@ -178,12 +178,31 @@ fn assert_success(what: &str, output: &Output) {
     );
 }
 
+/// Where the base's root filesystem is kept: named by the release and by the
+/// script that makes it, so that a changed script makes a fresh one.
+fn rootfs_path(release: &str) -> PathBuf {
+    // FNV-1a: a hash that stays the same from one Rust release to the next.
+    let script = std::fs::read(root().join("scripts/debian-base.sh")).unwrap();
+    let hash = script.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    cache_dir().join(format!("debian-{release}-slim-{hash:016x}.tar"))
+}
+
 /// The base's root filesystem, made by `scripts/debian-base.sh` on the first
-/// run and kept in `target/image/` for the next.
+/// run and kept in `target/image/` for the next (those made by an older
+/// script are removed).
 fn base_rootfs(release: &str, temp: &Path, tag: &str) -> PathBuf {
-    let rootfs = cache_dir().join(format!("debian-{release}-slim.tar"));
+    let rootfs = rootfs_path(release);
     if !rootfs.exists() {
         std::fs::create_dir_all(cache_dir()).unwrap();
+        let prefix = format!("debian-{release}-slim-");
+        for old in std::fs::read_dir(cache_dir()).unwrap().flatten() {
+            let name = old.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&prefix) && name.ends_with(".tar") {
+                let _ = std::fs::remove_file(old.path());
+            }
+        }
         let output = Command::new(root().join("scripts/debian-base.sh"))
             .arg(&rootfs)
             .arg(release)
@@ -250,17 +269,35 @@ fn server_pid(tag: &str) -> i32 {
     servers[0]
 }
 
+/// Entries of the machine's temp dirs named as buildah and mmdebstrap name
+/// theirs. Other programs use these dirs at the same time, so only those
+/// names are compared: the test points both at a temp dir of its own, and
+/// what either puts in the machine's instead is a leak.
+fn tool_temp_files() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for dir in ["/tmp", "/var/tmp", "/dev/shm"] {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("buildah") || name.starts_with("mmdebstrap") {
+                found.push(entry.path());
+            }
+        }
+    }
+    found
+}
+
 #[test]
 fn the_image_builds_and_serves_a_sandboxed_workspace() {
     let release = match debian_release() {
         Ok(release) => release,
         Err(why) => return skip_or_fail(&why),
     };
-    let cached = cache_dir().join(format!("debian-{release}-slim.tar")).exists();
+    let cached = rootfs_path(&release).exists();
     if let Some(why) = missing(cached) {
         return skip_or_fail(&why);
     }
     let file = Containerfile::parse(&std::fs::read_to_string(root().join("Containerfile")).unwrap());
+    let temp_before = tool_temp_files();
     let tag = unique_tag("image");
     let scratch = TempDir::outside_tmp("image");
     let buildah = Buildah::new(&scratch.join("buildah"), &tag);
@@ -477,6 +514,14 @@ fn the_image_builds_and_serves_a_sandboxed_workspace() {
         .map(|e| e.path())
         .collect();
     assert!(temp_left.is_empty(), "buildah left temp files: {temp_left:?}");
+    let leaked: Vec<PathBuf> = tool_temp_files()
+        .into_iter()
+        .filter(|p| !temp_before.contains(p))
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "buildah or mmdebstrap left files in the machine's temp dirs: {leaked:?}"
+    );
     assert_no_survivors(&tag);
 }
 
