@@ -17,6 +17,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::command::outcome::ExecOutcome;
@@ -25,7 +26,7 @@ use crate::error::{ErrorCode, ToolError};
 use crate::process::cancel::CancelToken;
 use crate::process::capture::BoundedOutput;
 use crate::tool::{CallOptions, Tool, ToolDefinition, ToolResponse};
-use crate::tool_args::{must_be, refuse_unknown};
+use crate::tool_args::{must_be, read, refuse_unknown};
 
 /// Runs one request to completion (the server's `run_with`).
 pub(crate) type Runner = Arc<dyn Fn(&ExecRequest, CallOptions<'_>) -> Result<ExecOutcome, ToolError> + Send + Sync>;
@@ -464,57 +465,121 @@ impl Tool for JobTool {
     fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
         let result = (|| {
             let name = self.definition.name.as_str();
-            let allowed: &[&str] = match name {
-                "job_status" => &["job_id", "wait_seconds", "cursor"],
-                "job_kill" => &["job_id"],
-                _ => &[],
-            };
-            refuse_unknown(name, allowed, args)?;
-            if name == "job_list" {
-                return Ok(self.jobs.list());
-            }
-            let id = match args.get("job_id") {
-                Some(Value::String(s)) => s.clone(),
-                other => {
-                    return Err(ToolError::new(
-                        ErrorCode::InvalidArguments,
-                        must_be("job_id", "a string", other),
-                        "pass the job_id that execute {background: true} returned",
-                    ));
+            match name {
+                "job_status" => {
+                    let a: StatusArgs = read(name, &["job_id", "wait_seconds", "cursor"], args, wrong)?;
+                    let wait = a.wait_seconds.map_or(Duration::ZERO, |w| w.0);
+                    self.jobs.status_from(&a.job_id, wait, a.cursor)
                 }
-            };
-            if name == "job_kill" {
-                return self.jobs.kill(&id);
+                "job_kill" => {
+                    let a: KillArgs = read(name, &["job_id"], args, wrong)?;
+                    self.jobs.kill(&a.job_id)
+                }
+                _ => {
+                    refuse_unknown(name, &[], args)?;
+                    Ok(self.jobs.list())
+                }
             }
-            let wait = match args.get("wait_seconds").filter(|v| !v.is_null()) {
-                None => Duration::ZERO,
-                Some(v) => v
-                    .as_f64()
-                    .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 86_400.0)
-                    .map(Duration::from_secs_f64)
-                    .ok_or_else(|| {
-                        ToolError::new(
-                            ErrorCode::InvalidTimeout,
-                            format!("`wait_seconds` must be a number from 0 to 86400, got {v}"),
-                            "pass a number of seconds such as 5",
-                        )
-                    })?,
-            };
-            let cursor = match args.get("cursor").filter(|v| !v.is_null()) {
-                None => None,
-                Some(v) => Some(v.as_u64().ok_or_else(|| {
-                    ToolError::new(
-                        ErrorCode::InvalidArguments,
-                        format!("`cursor` must be a byte offset (an integer from 0), got {v}"),
-                        "pass the `cursor` of the previous job_status result, or omit it to read since the last look",
-                    )
-                })?),
-            };
-            self.jobs.status_from(&id, wait, cursor)
         })();
         match result {
             Ok(v) => ToolResponse::document(v),
             Err(e) => ToolResponse::error(&e),
         }
+    }
+}
+
+/// `job_status`'s arguments, in the order they are checked.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatusArgs {
+    job_id: String,
+    wait_seconds: Option<WaitSeconds>,
+    cursor: Option<u64>,
+}
+
+/// `job_kill`'s argument.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KillArgs {
+    job_id: String,
+}
+
+/// `wait_seconds`: from 0 to a day.
+#[derive(Deserialize)]
+#[serde(try_from = "f64")]
+struct WaitSeconds(Duration);
+
+impl TryFrom<f64> for WaitSeconds {
+    type Error = &'static str;
+
+    fn try_from(secs: f64) -> Result<Self, Self::Error> {
+        match secs.is_finite() && (0.0..=86_400.0).contains(&secs) {
+            true => Ok(Self(Duration::from_secs_f64(secs))),
+            false => Err("out of range"),
+        }
+    }
+}
+
+/// The error of the first job tool argument that did not read (`got`: its
+/// value, `None` when it is absent).
+fn wrong(key: &str, got: Option<&Value>) -> ToolError {
+    let value = got.unwrap_or(&Value::Null);
+    match key {
+        "wait_seconds" => ToolError::new(
+            ErrorCode::InvalidTimeout,
+            format!("`wait_seconds` must be a number from 0 to 86400, got {value}"),
+            "pass a number of seconds such as 5",
+        ),
+        "cursor" => ToolError::new(
+            ErrorCode::InvalidArguments,
+            format!("`cursor` must be a byte offset (an integer from 0), got {value}"),
+            "pass the `cursor` of the previous job_status result, or omit it to read since the last look",
+        ),
+        _ => ToolError::new(
+            ErrorCode::InvalidArguments,
+            must_be(key, "a string", got),
+            "pass the job_id that execute {background: true} returned",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool_args::fields_of;
+
+    /// Each job tool reads exactly the arguments its definition lists.
+    #[test]
+    fn each_job_tool_reads_the_arguments_it_lists() {
+        for (name, builtin) in JOB_TOOLS {
+            let definition = ToolDefinition::from_json(builtin, name).unwrap();
+            let mut listed = definition.argument_names();
+            listed.sort_unstable();
+            let mut read: Vec<&str> = match *name {
+                "job_status" => fields_of::<StatusArgs>().to_vec(),
+                "job_kill" => fields_of::<KillArgs>().to_vec(),
+                _ => Vec::new(),
+            };
+            read.sort_unstable();
+            assert_eq!(read, listed, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_missing_or_wrong_job_id_and_a_wait_out_of_range_keep_their_words() {
+        // No call here starts a job: each is refused before.
+        let runner: Runner = Arc::new(|_, _| unreachable!("no job starts"));
+        let jobs = JobManager::new(runner, Box::new(|| (4, 1 << 20)), Arc::new(|_| {}));
+        let tool = JobTool::new(
+            ToolDefinition::from_json(JOB_TOOLS[0].1, "job_status").unwrap(),
+            Arc::new(jobs),
+        );
+        let call = |args: Value| tool.call(args.as_object().unwrap(), CallOptions::default()).to_value();
+        let r = call(json!({}));
+        assert_eq!(r["message"], "`job_id` must be a string, got nothing");
+        let r = call(json!({"job_id": "job-x", "wait_seconds": -1}));
+        assert_eq!(r["error"], "invalid_timeout");
+        let r = call(json!({"job_id": 1, "cursor": "x", "other": 1}));
+        assert_eq!(r["message"], "unknown argument(s) for job_status: other");
     }
 }
