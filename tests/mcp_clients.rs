@@ -152,6 +152,10 @@ const CHECKS: &[(&str, Check)] = &[
     ("python_client_in_all_three_modes", python_client_in_all_three_modes),
     ("typescript_sdk_v1_client", typescript_sdk_v1_client),
     ("python_client_asks_the_person", python_client_asks_the_person),
+    (
+        "python_client_asks_about_a_connection",
+        python_client_asks_about_a_connection,
+    ),
     ("typescript_sdk_asks_the_person", typescript_sdk_asks_the_person),
     ("mcp_inspector_cli", mcp_inspector_cli),
 ];
@@ -336,6 +340,32 @@ fn python_client_asks_the_person() -> Result<(), String> {
             stdout.contains(&format!("PASS [2026-07-28] {case}\n")),
             "[2026-07-28] {case} did not pass"
         );
+    }
+    Ok(())
+}
+
+/// The Python client's elicitation_callback answers a question about a
+/// running command's connection that its network policy does not allow
+/// (`network_ask`, 2025-11-25), on the binary's default sandbox.
+fn python_client_asks_about_a_connection() -> Result<(), String> {
+    let python = clients().join("venv/bin/python");
+    need(&python, "the Python mcp client")?;
+    if !common::sandboxes::have("curl") {
+        return Err("curl is not installed (Debian package curl)".into());
+    }
+    let output = run(Command::new(&python)
+        .arg(root().join("tests/clients/python_network_ask.py"))
+        .arg(BIN));
+    let stdout = report("python network ask", &output);
+    assert!(output.status.success(), "python network ask cases failed");
+    for case in [
+        "asked about the place and the exact command",
+        "allow once: both connections of the command pass, asked once",
+        "allow for the server: the next command passes unasked",
+        "status lists the connect grant",
+        "deny: a 403 naming why, listed in sandbox.denied",
+    ] {
+        assert!(stdout.contains(&format!("PASS {case}\n")), "{case} did not pass");
     }
     Ok(())
 }
