@@ -362,7 +362,7 @@ async def tasks_2026(target, short_target, label=""):
         result = await client.call_tool("execute", {"command": "echo quick"})
         check(f"{p} a quick call gets its plain result", result.structured_content["output"] == "quick\n" and not handles,
               (result, handles))
-        result = await client.call_tool("execute", {"command": "sleep 1.2; echo slow; exit 3"})
+        result = await client.call_tool("execute", {"command": "sleep 4; echo slow; exit 3"})
         check(f"{p} a slow call becomes a task the SDK resolves",
               len(handles) == 1 and handles[0].ttl_ms is not None
               and result.structured_content["output"] == "slow\n" and result.structured_content["exit_code"] == 3,
@@ -400,7 +400,10 @@ async def guarded_tasks():
             json.dump({"tasks": {"ttl_seconds": 1, "poll_interval_ms": 200}}, f)
         normal = os.path.join(folder, "normal.json")
         with open(normal, "w") as f:
-            json.dump({"tasks": {"ttl_seconds": 60, "poll_interval_ms": 200}}, f)
+            # The server answers a 2026-07-28 call plainly when it ends within
+            # one poll interval: 2 s, far above what `echo` takes even on a
+            # loaded machine, and below the slow call's 4 s.
+            json.dump({"tasks": {"ttl_seconds": 60, "poll_interval_ms": 2000}}, f)
         normal_args, short_args = ["--config", normal], ["--config", short]
         with http_server(normal_args) as normal_url, http_server(short_args) as short_url:
             for name, run in [
