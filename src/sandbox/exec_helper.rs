@@ -66,18 +66,11 @@ pub fn helper_main(args: &[OsString]) -> String {
     if let Err(e) = landlock::restrict(&spec, None) {
         return format!("bash-mcp sandbox: could not restrict the command: {e}");
     }
-    for entry in &env {
-        // SAFETY: putenv keeps the pointer; `env` lives until exec, which
-        // replaces this single-threaded process.
-        unsafe { libc::putenv(entry.as_ptr().cast_mut()) };
-    }
-    let program = command[0].clone();
-    let mut argv: Vec<*const libc::c_char> = command.iter().map(|a| a.as_ptr()).collect();
-    argv.push(std::ptr::null());
-    // SAFETY: argv is a null-terminated array of pointers to live C strings.
-    unsafe { libc::execvp(program.as_ptr(), argv.as_ptr()) };
-    let err = std::io::Error::last_os_error();
-    format!("bash-mcp sandbox: could not start {}: {err}", program.to_string_lossy())
+    let err = super::process_calls::exec(&command, &env);
+    format!(
+        "bash-mcp sandbox: could not start {}: {err}",
+        command[0].to_string_lossy()
+    )
 }
 
 /// The helper's arguments, parsed.

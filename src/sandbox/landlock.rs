@@ -12,7 +12,6 @@
 //! compiler: no libseccomp C library to install).
 
 use std::collections::BTreeMap;
-use std::ffi::CString;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
@@ -135,10 +134,7 @@ pub fn landlock_version() -> Result<i32, std::io::Error> {
 /// that keeps the command, which the command's filter keeps it from
 /// signalling where Landlock cannot (see [`keeper_rules`]).
 pub(super) fn restrict(spec: &HelperSpec, keeper: Option<libc::pid_t>) -> Result<(), String> {
-    // SAFETY: prctl with constant arguments.
-    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(format!("PR_SET_NO_NEW_PRIVS: {}", std::io::Error::last_os_error()));
-    }
+    rustix::thread::set_no_new_privs(true).map_err(|e| format!("PR_SET_NO_NEW_PRIVS: {}", std::io::Error::from(e)))?;
     drop_capabilities()?;
     if !spec.landlock {
         // Inside bubblewrap: its mounts, namespaces and filter confine.
@@ -195,8 +191,8 @@ fn observe(spec: &HelperSpec) -> Result<bool, String> {
             Ok(false)
         }
     };
-    // SAFETY: closes the library's socket, which the command must not inherit.
-    unsafe { libc::close(listener_fd) };
+    // The library's socket, which the command must not inherit.
+    super::process_calls::close_inherited(listener_fd);
     result
 }
 
@@ -375,21 +371,10 @@ fn by_name_rules() -> Result<super::seccomp::Rules, String> {
 /// `path` opened `O_PATH` without following a link, if it is of type
 /// `kind` (`S_IFDIR`, or `S_IFREG` with one link).
 fn open_as(path: &std::path::Path, kind: libc::mode_t) -> Option<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    let c = CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
-    // SAFETY: open with a NUL-terminated path; the result is ours.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: a fresh fd that nothing else owns.
-    let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-    // SAFETY: stat is plain data; fstat writes one we own.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat on the fd just opened.
-    let ok = unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0
-        && st.st_mode & libc::S_IFMT == kind
-        && (kind != libc::S_IFREG || st.st_nlink == 1);
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(path, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    let ok = st.st_mode & libc::S_IFMT == kind && (kind != libc::S_IFREG || st.st_nlink == 1);
     ok.then_some(fd)
 }
 

@@ -30,6 +30,7 @@ pub mod notify;
 pub mod own_bound;
 pub mod plan;
 pub mod probe;
+mod process_calls;
 pub mod reaper;
 pub mod seccomp;
 pub mod supervisor;

@@ -20,9 +20,14 @@
 
 use std::ffi::CString;
 use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::process::{Pid, Signal, WaitOptions};
 
 use super::landlock::{self, HELPER_FAILED, HelperSpec};
 use super::limits::CommandCgroup;
+use super::process_calls::{self, Mask, SignalSet, close_inherited, exit_now};
 use super::supervisor::wire;
 
 /// The helper's end of its control socket with the host.
@@ -32,36 +37,31 @@ pub const CONTROL_FD: libc::c_int = 3;
 /// `env` added to its environment, reaps orphans while it runs, and ends
 /// as described in the module docs. Returns only if the fork fails.
 pub fn run_as_keeper(spec: &HelperSpec, env: &[CString], command: &[CString]) -> String {
-    // SAFETY: prctl with constant arguments; signal-set manipulation on
-    // local sets. Every signal is blocked, so none the host or the command
-    // sends the group ends the helper early (only SIGKILL and SIGSTOP
-    // could, and from ABI 6 the command cannot send any); the host's
-    // signals come as messages on the control socket.
-    let old = unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigprocmask(libc::SIG_SETMASK, &all, &mut old);
-        old
-    };
-    // SAFETY: getpid cannot fail.
-    let keeper = unsafe { libc::getpid() };
+    // Every signal is blocked, so none the host or the command sends the
+    // group ends the helper early (only SIGKILL and SIGSTOP could, and from
+    // ABI 6 the command cannot send any); the host's signals come as
+    // messages on the control socket.
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+    let old = process_calls::mask(Mask::Set, &SignalSet::all());
+    let keeper = rustix::process::getpid().as_raw_nonzero().get();
     let cgroup = spec.max_processes.and_then(CommandCgroup::create);
-    // SAFETY: this process is single-threaded (the helper runs nothing
-    // else), so the child may run any code before exec.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return format!("bash-mcp sandbox: fork: {}", std::io::Error::last_os_error());
-    }
-    if pid == 0 {
-        bound(spec, cgroup.as_ref());
-        child(spec, env, command, &old, keeper);
-    }
+    let Some(control) = process_calls::take_inherited(CONTROL_FD) else {
+        return "bash-mcp sandbox: the helper has no control socket (fd 3)".into();
+    };
+    // The helper runs nothing else: one thread, which fork checks.
+    let pid = match process_calls::fork() {
+        Err(e) => return format!("bash-mcp sandbox: fork: {e}"),
+        Ok(None) => {
+            // The command must not speak for the helper.
+            drop(control);
+            bound(spec, cgroup.as_ref());
+            child(spec, env, command, &old, keeper);
+        }
+        Ok(Some(pid)) => pid,
+    };
     // The listener's socket is the child's to use and close.
-    // SAFETY: closes an fd of this process only (EBADF when there is none).
-    unsafe { libc::close(landlock::LISTENER_FD) };
-    keep(pid, cgroup.as_ref())
+    close_inherited(landlock::LISTENER_FD);
+    keep(pid, &control, cgroup.as_ref())
 }
 
 /// Bounds the command's processes (in the child, before it restricts
@@ -79,88 +79,69 @@ fn bound(spec: &HelperSpec, cgroup: Option<&CommandCgroup>) {
 
 /// The command's side of the fork: no control socket, the restrictions,
 /// the extra environment, the host's signal mask, then exec. Never returns.
-fn child(spec: &HelperSpec, env: &[CString], command: &[CString], mask: &libc::sigset_t, keeper: libc::pid_t) -> ! {
-    // SAFETY: closes the control socket in this process only: the command
-    // must not speak for the helper.
-    unsafe { libc::close(CONTROL_FD) };
+fn child(spec: &HelperSpec, env: &[CString], command: &[CString], mask: &SignalSet, keeper: libc::pid_t) -> ! {
     if let Err(e) = landlock::restrict(spec, Some(keeper)) {
         let _ = writeln!(
             std::io::stderr(),
             "bash-mcp sandbox: could not restrict the command: {e}"
         );
-        // SAFETY: ends the child without running the parent's destructors.
-        unsafe { libc::_exit(HELPER_FAILED) };
+        exit_now(HELPER_FAILED);
     }
-    for entry in env {
-        // SAFETY: putenv keeps the pointer; `env` lives until exec, which
-        // replaces this process. Single-threaded: no concurrent reader.
-        unsafe { libc::putenv(entry.as_ptr().cast_mut()) };
-    }
-    let mut argv: Vec<*const libc::c_char> = command.iter().map(|a| a.as_ptr()).collect();
-    argv.push(std::ptr::null());
-    // SAFETY: restores the mask the host gave us, then execs the command
-    // from a null-terminated array of live C strings.
-    unsafe {
-        libc::sigprocmask(libc::SIG_SETMASK, mask, std::ptr::null_mut());
-        libc::execvp(argv[0], argv.as_ptr());
-    }
-    let err = std::io::Error::last_os_error();
+    // The mask the host gave us, then the command.
+    process_calls::mask(Mask::Set, mask);
+    let err = process_calls::exec(command, env);
     let _ = writeln!(
         std::io::stderr(),
         "bash-mcp sandbox: could not start {}: {err}",
         command[0].to_string_lossy()
     );
-    // SAFETY: ends the child without running the parent's destructors.
-    unsafe { libc::_exit(127) }
+    exit_now(127)
 }
 
 /// The keeper's loop until the shell `pid` has exited: reaps orphans,
 /// passes the host's signals on, and ends everything when the host goes.
 /// Reports the shell's status on the control socket, then exits as it did.
-fn keep(pid: libc::pid_t, cgroup: Option<&CommandCgroup>) -> ! {
-    // SAFETY: a signalfd for SIGCHLD, which is blocked (so it queues there).
-    let sigfd = unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGCHLD);
-        libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK)
+fn keep(pid: libc::pid_t, control: &OwnedFd, cgroup: Option<&CommandCgroup>) -> ! {
+    // SIGCHLD is blocked, so it queues there.
+    let sigfd = process_calls::signalfd(&SignalSet::of(&[libc::SIGCHLD])).ok();
+    // Without a signalfd, look for the shell every 10 ms instead.
+    let tick = Timespec {
+        tv_sec: 0,
+        tv_nsec: 10_000_000,
     };
     loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: CONTROL_FD,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: sigfd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // Without a signalfd, look for the shell every 10 ms instead.
-        let wait = if sigfd < 0 { 10 } else { -1 };
-        // SAFETY: a valid array of two pollfds.
-        unsafe { libc::poll(fds.as_mut_ptr(), 2, wait) };
-        if sigfd < 0 || fds[1].revents != 0 {
-            drain(sigfd);
+        let (control_ready, child_ready) = {
+            let mut fds = [PollFd::new(control, PollFlags::IN), PollFd::new(control, PollFlags::IN)];
+            let count = match &sigfd {
+                Some(fd) => {
+                    fds[1] = PollFd::new(fd, PollFlags::IN);
+                    2
+                }
+                None => 1,
+            };
+            let _ = rustix::event::poll(&mut fds[..count], sigfd.is_none().then_some(&tick));
+            (!fds[0].revents().is_empty(), count == 1 || !fds[1].revents().is_empty())
+        };
+        if child_ready {
+            drain(sigfd.as_ref());
             if let Some(status) = reap_until(pid) {
                 kill_descendants();
                 if let Some(cgroup) = cgroup {
                     cgroup.remove();
                 }
-                let _ = wire::send_message(CONTROL_FD, wire::EXITED, status);
+                let _ = wire::send_message(control.as_raw_fd(), wire::EXITED, status);
                 exit_like(status);
             }
         }
-        if fds[0].revents != 0 {
-            match wire::read_message(CONTROL_FD) {
+        if control_ready {
+            match wire::read_message(control.as_raw_fd()) {
                 Ok(Some((wire::KILL, libc::SIGKILL))) => kill_children(),
                 Ok(Some((wire::KILL, signal))) if signal != libc::SIGSTOP => {
                     // The whole group, as the host would without a helper
                     // (the helper blocks the signal; it is in the group too).
-                    // SAFETY: plain syscall on our own group.
-                    unsafe { libc::kill(0, signal) };
+                    if let Some(signal) = Signal::from_named_raw(signal) {
+                        let _ = rustix::process::kill_current_process_group(signal);
+                    }
                 }
                 Ok(Some(_)) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -170,36 +151,29 @@ fn keep(pid: libc::pid_t, cgroup: Option<&CommandCgroup>) -> ! {
                     if let Some(cgroup) = cgroup {
                         cgroup.remove();
                     }
-                    // SAFETY: ends the helper; everything it kept is gone.
-                    unsafe { libc::_exit(0) };
+                    // Everything the helper kept is gone.
+                    exit_now(0);
                 }
             }
         }
     }
 }
 
-fn drain(sigfd: libc::c_int) {
-    if sigfd < 0 {
-        return;
-    }
+fn drain(sigfd: Option<&OwnedFd>) {
+    let Some(sigfd) = sigfd else { return };
     let mut info = [0u8; 128]; // one signalfd_siginfo
-    // SAFETY: reads into a buffer of the size of signalfd_siginfo; the fd
-    // is non-blocking, so this stops when no signal is pending.
-    while unsafe { libc::read(sigfd, info.as_mut_ptr().cast(), info.len()) } > 0 {}
+    // The fd is non-blocking, so this stops when no signal is pending.
+    while rustix::io::read(sigfd, &mut info).is_ok_and(|n| n > 0) {}
 }
 
 /// Reaps every exited child without waiting; the shell's wait status once
 /// it is among them.
 fn reap_until(pid: libc::pid_t) -> Option<i32> {
     loop {
-        let mut status = 0;
-        // SAFETY: reaps any exited child of ours; never blocks.
-        let reaped = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-        if reaped == pid {
-            return Some(status);
-        }
-        if reaped <= 0 {
-            return None;
+        match rustix::process::waitpid(None, WaitOptions::NOHANG) {
+            Ok(Some((reaped, status))) if reaped.as_raw_nonzero().get() == pid => return Some(status.as_raw()),
+            Ok(Some(_)) => {}
+            _ => return None,
         }
     }
 }
@@ -207,12 +181,11 @@ fn reap_until(pid: libc::pid_t) -> Option<i32> {
 /// SIGKILL to every current child (the shell, and the orphans that reached
 /// us); their own children reach us as they die.
 fn kill_children() {
-    // SAFETY: getpid cannot fail.
-    let me = unsafe { libc::getpid() };
+    let me = rustix::process::getpid().as_raw_nonzero().get();
     if let Ok(text) = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")) {
-        for pid in text.split_whitespace().filter_map(|p| p.parse::<libc::pid_t>().ok()) {
-            // SAFETY: pid is our own unreaped child, so it cannot be recycled.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+        // Each pid is our own unreaped child, so it cannot be recycled.
+        for pid in text.split_whitespace().filter_map(|p| Pid::from_raw(p.parse().ok()?)) {
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
         }
     }
 }
@@ -222,10 +195,9 @@ fn kill_children() {
 fn kill_descendants() {
     loop {
         kill_children();
-        // SAFETY: waits for any child of ours.
-        let reaped = unsafe { libc::waitpid(-1, std::ptr::null_mut(), 0) };
-        if reaped < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return; // ECHILD: nothing left
+        match rustix::process::waitpid(None, WaitOptions::empty()) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return, // ECHILD: nothing left
         }
     }
 }
@@ -235,22 +207,14 @@ fn kill_descendants() {
 fn exit_like(status: i32) -> ! {
     if libc::WIFSIGNALED(status) {
         let signal = libc::WTERMSIG(status);
-        // SAFETY: no core file, the default action for the signal, then
-        // the signal itself, unblocked; _exit if it did not end us.
-        unsafe {
-            let none = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            libc::setrlimit(libc::RLIMIT_CORE, &none);
-            libc::signal(signal, libc::SIG_DFL);
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-            libc::kill(libc::getpid(), signal);
-            libc::_exit(128 + signal)
-        }
+        // No core file, the default action for the signal, then the
+        // signal itself, unblocked; exit if it did not end us.
+        let none = rustix::process::Rlimit {
+            current: Some(0),
+            maximum: Some(0),
+        };
+        let _ = rustix::process::setrlimit(rustix::process::Resource::Core, none);
+        process_calls::die_by(signal)
     }
-    // SAFETY: ends the helper with the command's exit code.
-    unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
+    exit_now(libc::WEXITSTATUS(status))
 }

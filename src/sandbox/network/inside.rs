@@ -62,8 +62,8 @@ pub fn listen_main(args: &[OsString]) -> String {
         return format!("bash-mcp sandbox: could not hand the proxy's listener to the server: {e}");
     }
     drop(listener);
-    // SAFETY: closes the link to the server, which the command must not inherit.
-    unsafe { libc::close(LINK_FD) };
+    // The link to the server, which the command must not inherit.
+    crate::sandbox::process_calls::close_inherited(LINK_FD);
     let command: Vec<CString> = match command
         .iter()
         .map(|a| CString::new(a.clone().into_vec()))
@@ -72,13 +72,10 @@ pub fn listen_main(args: &[OsString]) -> String {
         Ok(command) => command,
         Err(_) => return "bash-mcp sandbox: NUL in argument".into(),
     };
-    let mut pointers: Vec<*const libc::c_char> = command.iter().map(|a| a.as_ptr()).collect();
-    pointers.push(std::ptr::null());
-    // SAFETY: a null-terminated array of pointers to live C strings.
-    unsafe { libc::execvp(command[0].as_ptr(), pointers.as_ptr()) };
+    let err = crate::sandbox::process_calls::exec(&command, &[]);
     format!(
         "bash-mcp sandbox: could not start {}: {}",
         command[0].to_string_lossy(),
-        std::io::Error::last_os_error()
+        err
     )
 }
