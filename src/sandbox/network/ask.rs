@@ -138,6 +138,12 @@ impl Asked {
                 code: refusal.code(),
             };
         }
+        let key = (host.clone(), port);
+        // A place this command already has an answer for is not asked
+        // about again, and so takes no place among the waiting.
+        if let Some(State::Decided(verdict)) = self.states().get(&key) {
+            return verdict.clone();
+        }
         let wait = self.asking.wait;
         let Some(slot) = self.asking.slots.take() else {
             return Verdict::Refuse {
@@ -148,7 +154,6 @@ impl Asked {
                 code: "ask-limit",
             };
         };
-        let key = (host.clone(), port);
         let deadline = Instant::now() + wait;
         let mut states = self.states();
         loop {
@@ -344,6 +349,33 @@ mod tests {
         assert!(rule.contains("no answer from the person within 0.02 s"), "{rule}");
         assert_eq!(code, "ask-timeout");
         assert_eq!(a.asking.slots.waiting(), 0);
+    }
+
+    #[test]
+    fn a_place_already_answered_passes_while_the_cap_is_full() {
+        let (a, person, release) = asked(Some(ApprovalAnswer::AllowOnce), Duration::from_secs(600), 1);
+        release.send(()).unwrap();
+        assert_eq!(
+            a.decide(&host("known.example"), 443, &Refusal::NotAllowed),
+            Verdict::Allow
+        );
+        let waiting = {
+            let a = a.clone();
+            std::thread::spawn(move || a.decide(&host("new.example"), 443, &Refusal::NotAllowed))
+        };
+        let start = Instant::now();
+        while person.asked.load(Ordering::SeqCst) < 2 {
+            assert!(start.elapsed() < Duration::from_secs(60), "never asked");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // The one waiting place is taken; the answered place needs none.
+        assert_eq!(
+            a.decide(&host("known.example"), 443, &Refusal::NotAllowed),
+            Verdict::Allow
+        );
+        release.send(()).unwrap();
+        assert_eq!(waiting.join().unwrap(), Verdict::Allow);
+        assert_eq!(person.asked.load(Ordering::SeqCst), 2);
     }
 
     #[test]
