@@ -3,10 +3,13 @@
 //! command's later connections there pass too), allowed for the server (a
 //! later command passes unasked, until the grants are revoked), denied, not
 //! answered in time, and refused at once past the cap of waiting
-//! connections. Through the library's approver here, on bubblewrap (the
-//! supervisor's shared proxy) and Landlock + seccomp (a proxy of the
-//! command's own); every refusal is in `sandbox.denied` with its reason,
-//! every question in the audit log; /proc is checked for survivors.
+//! connections. Through the library's approver, a 2025-11-25 call's
+//! elicitation, and a task of either era (2025-11-25 through `tasks/result`,
+//! 2026-07-28 through `tasks/get` and `tasks/update`), on every route that
+//! asks: bubblewrap through the supervisor (its shared proxy), a bwrap per
+//! command (a proxy of the command's own) and Landlock + seccomp (a proxy
+//! on the host's loopback); every refusal is in `sandbox.denied` with its
+//! reason, every question in the audit log; /proc is checked for survivors.
 //!
 //! The origins are the test's own servers on the host's loopback, which the
 //! operator's policy lists by address (`127.0.0.1:<port>`): the command
@@ -26,14 +29,27 @@ use common::sandboxes::*;
 use common::*;
 use serde_json::{Value, json};
 
-/// The routes that ask: bubblewrap through the supervisor, and Landlock.
-const ROUTES: &[&str] = &["bwrap", "landlock"];
+/// The routes that ask: bubblewrap through the supervisor, a bwrap per
+/// command, and Landlock. (A bwrap whose supervisor cannot start lacks the
+/// `bash-mcp` binary a network policy needs: it runs nothing.)
+const ROUTES: &[&str] = &["bwrap", "bwrap-per-command", "landlock"];
 
 /// A command that fetches `http://localhost:<port>/` through its proxy
 /// (`localhost` is in `NO_PROXY`, which `--noproxy ''` sets aside) and
-/// prints the HTTP status and the body.
+/// prints the body, the HTTP status and the proxy's `X-Proxy-Error` code
+/// (none on a success: `body [200]`; `reason [403]blocked-by-person`).
 fn fetch(port: u16) -> String {
-    format!("curl -sS --noproxy '' -w ' [%{{http_code}}]\\n' http://localhost:{port}/")
+    fetch_from("localhost", port)
+}
+
+/// [`fetch`] from `host`.
+fn fetch_from(host: &str, port: u16) -> String {
+    format!("curl -sS --noproxy '' -w ' [%{{http_code}}]%header{{x-proxy-error}}\\n' http://{host}:{port}/")
+}
+
+/// What [`fetch`] prints when the proxy refuses `place` by `rule` with `code`.
+fn refused(place: &str, rule: &str, code: &str) -> String {
+    format!("bash-mcp sandbox: the sandbox's network policy refused {place} ({rule})\n [403]{code}\n")
 }
 
 /// A server on `route` whose policy lists the origins by address, with the
@@ -73,14 +89,20 @@ fn denied(result: &Value) -> Vec<Value> {
     result["sandbox"]["denied"].as_array().cloned().unwrap_or_default()
 }
 
-/// The audit log's connection questions: (place, answer, by).
-fn audited(audit: &Path) -> Vec<(String, Value, Value)> {
+/// The audit log's connection questions: (place, answer, by), each checked
+/// to be an `execute` entry naming its command (one of `commands`).
+fn audited(audit: &Path, commands: &[&str]) -> Vec<(String, Value, Value)> {
     std::fs::read_to_string(audit)
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|e| e["approval"]["kind"] == "connection")
         .map(|e| {
+            assert_eq!(e["tool"], "execute", "{e}");
+            assert!(
+                commands.iter().any(|c| e["command"] == *c),
+                "the entry names its command: {e}"
+            );
             let a = &e["approval"];
             (
                 a["widens"]["network"][0].as_str().unwrap_or_default().to_owned(),
@@ -97,7 +119,7 @@ fn a_host_approver_decides_on_connections_the_policy_refuses() {
         return skip_missing("curl");
     }
     for route in ROUTES.iter().filter(|r| route_available(r)) {
-        let (once, kept, refused) = (
+        let (once, kept, refused_origin) = (
             HostService::start("from once"),
             HostService::start("from kept"),
             HostService::start("from refused"),
@@ -105,13 +127,18 @@ fn a_host_approver_decides_on_connections_the_policy_refuses() {
         let dir = TempDir::new("net-ask-host");
         let logs = TempDir::new("net-ask-audit");
         let audit = logs.join("audit.jsonl");
-        let server = server(&dir, route, &[once.port, kept.port, refused.port], &audit, json!({}));
+        let ports = [once.port, kept.port, refused_origin.port];
+        let server = server(&dir, route, &ports, &audit, json!({}));
         let asked = Arc::new(Asked::default());
         let seen = asked.clone();
         let (p_once, p_kept) = (once.port, kept.port);
+        let where_run = dir.display().to_string();
         server.set_approver(
             Some(Arc::new(move |r: &ApprovalRequest| {
+                // The question names the place, the command's directory and the rule.
                 assert_eq!(r.kind, ApprovalKind::Connection);
+                assert_eq!(r.working_dir, where_run);
+                assert!(r.why.contains("(not in network.allow)"), "{}", r.why);
                 let place = r.widens.network[0].clone();
                 seen.places.lock().unwrap().push(place.clone());
                 if place == format!("localhost:{p_once}") {
@@ -160,31 +187,35 @@ fn a_host_approver_decides_on_connections_the_policy_refuses() {
         assert_eq!(output(&result), "from kept [200]\n", "{route}: {result}");
         assert_eq!(asked.places().len(), 4, "{route}");
 
-        // Denied: a 403 naming why, the denial in the result, nothing reached.
-        let result = call(&*server, json!({"command": fetch(refused.port)}));
-        let out = output(&result);
-        assert!(!out.contains("from refused"), "{route}: {result}");
-        let reason = format!(
-            "bash-mcp sandbox: the sandbox's network policy refused localhost:{} (not in network.allow; the person denied it)\n [403]\n",
-            refused.port
-        );
-        assert_eq!(out, reason, "{route}: {result}");
+        // Denied: a 403 naming why, the denial in the result, nothing
+        // reached; the command's second connection there is refused the
+        // same way, unasked.
+        let r = format!("localhost:{}", refused_origin.port);
+        let denied_twice = format!("{}; {}", fetch(refused_origin.port), fetch(refused_origin.port));
+        let result = call(&*server, json!({"command": denied_twice}));
+        let reason = refused(&r, "not in network.allow; the person denied it", "blocked-by-person");
+        assert_eq!(output(&result), reason.repeat(2), "{route}: {result}");
         assert_eq!(
             denied(&result),
-            [json!({"op": "connect", "host": "localhost", "port": refused.port,
-                "rule": "not in network.allow; the person denied it"})],
+            [
+                json!({"op": "connect", "host": "localhost", "port": refused_origin.port,
+                "rule": "not in network.allow; the person denied it"})
+            ],
             "{route}: {result}"
         );
+        assert_eq!(asked.places().len(), 5, "{route}: asked once");
         // The same command again gets the earlier denial, unasked.
-        let result = call(&*server, json!({"command": fetch(refused.port)}));
-        assert!(
-            output(&result).contains("the person denied it before"),
-            "{route}: {result}"
+        let result = call(&*server, json!({"command": denied_twice}));
+        let reason = refused(
+            &r,
+            "not in network.allow; the person denied it before",
+            "blocked-by-person",
         );
+        assert_eq!(output(&result), reason.repeat(2), "{route}: {result}");
         assert_eq!(asked.places().len(), 5, "{route}");
 
-        let r = format!("localhost:{}", refused.port);
-        let log = audited(&audit);
+        let commands = [twice.as_str(), &fetch(once.port), &fetch(kept.port), &denied_twice];
+        let log = audited(&audit, &commands);
         let expected = [
             (o.clone(), json!("allow_once"), json!("host")),
             (o.clone(), json!("allow_once"), json!("host")),
@@ -261,7 +292,7 @@ fn a_connection_nobody_answers_in_time_gets_a_403_saying_so() {
         held.release();
         let out = output(&result);
         assert!(
-            out.contains("(not in network.allow; no answer from the person within 1 s)\n [403]"),
+            out.contains("(not in network.allow; no answer from the person within 1 s)\n [403]ask-timeout\n"),
             "{route}: {result}"
         );
         assert_eq!(held.asked(), 1, "{route}");
@@ -270,6 +301,17 @@ fn a_connection_nobody_answers_in_time_gets_a_403_saying_so() {
             [json!({"op": "connect", "host": "localhost", "port": origin.port,
                 "rule": "not in network.allow; no answer from the person within 1 s"})],
             "{route}: {result}"
+        );
+        // The question is in the audit log, unanswered: a denial (with a
+        // note saying why).
+        let place = format!("localhost:{}", origin.port);
+        wait_until("the unanswered question is audited", || {
+            !audited(&audit, &[&fetch(origin.port)]).is_empty()
+        });
+        assert_eq!(
+            audited(&audit, &[&fetch(origin.port)]),
+            [(place, json!("deny"), json!("host"))],
+            "{route}"
         );
         drop(server);
     }
@@ -316,7 +358,7 @@ fn past_the_cap_of_waiting_connections_one_is_refused_at_once_naming_it() {
         let out = output(&result);
         assert!(
             out.contains(&format!(
-                "refused localhost:{} (not in network.allow; not asked: the 1 connections that may wait for the person's answer at once (network_ask.max_waiting) already do)\n [403]",
+                "refused localhost:{} (not in network.allow; not asked: the 1 connections that may wait for the person's answer at once (network_ask.max_waiting) already do)\n [403]ask-limit\n",
                 second.port
             )),
             "{route}: {result}"
@@ -329,7 +371,8 @@ fn past_the_cap_of_waiting_connections_one_is_refused_at_once_naming_it() {
 }
 
 /// `bash-mcp serve` on `route`, driven line by line over stdio as a
-/// 2025-11-25 client that declared form elicitation and tasks.
+/// 2025-11-25 client (that declared form elicitation and tasks, unless
+/// told otherwise); its requests may speak 2026-07-28 through `_meta`.
 struct Stdio {
     child: std::process::Child,
     lines: std::sync::mpsc::Receiver<Value>,
@@ -339,15 +382,22 @@ struct Stdio {
 
 impl Stdio {
     fn start(dir: &Path, route: &str, origins: &[u16]) -> Stdio {
+        let capabilities = json!({"elicitation": {"form": {}}, "tasks": {"requests": {"elicitation": {"create": {}}}}});
+        Stdio::start_with(dir, route, origins, json!({}), capabilities)
+    }
+
+    /// [`Stdio::start`] with `extra` configuration over the test's, and
+    /// the client's `capabilities`.
+    fn start_with(dir: &Path, route: &str, origins: &[u16], extra: Value, capabilities: Value) -> Stdio {
         use std::io::BufRead;
         let allow: Vec<String> = origins.iter().map(|p| format!("127.0.0.1:{p}")).collect();
         let config = std::path::PathBuf::from(format!("{}-{route}.json", dir.display()));
         let sandbox = sandbox_value(route, dir, json!({"network": {"allow": allow}}));
-        std::fs::write(
-            &config,
-            json!({"sandbox": sandbox, "tasks": {"enabled": true}, "audit": null}).to_string(),
-        )
-        .unwrap();
+        let mut settings = json!({"sandbox": sandbox, "tasks": {"enabled": true}, "audit": null});
+        for (k, v) in extra.as_object().unwrap() {
+            settings[k] = v.clone();
+        }
+        std::fs::write(&config, settings.to_string()).unwrap();
         let mut child = std::process::Command::new(HELPER)
             .arg("serve")
             .arg("--config")
@@ -375,7 +425,6 @@ impl Stdio {
             config,
             next: 0,
         };
-        let capabilities = json!({"elicitation": {"form": {}}, "tasks": {"requests": {"elicitation": {"create": {}}}}});
         let id = stdio.send_request(
             "initialize",
             json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}),
@@ -427,9 +476,48 @@ impl Stdio {
     }
 
     fn answer(&mut self, request: &Value, decision: &str) {
-        let result = json!({"action": "accept", "content": {"decision": decision}});
-        self.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": result}));
+        self.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": accept(decision)}));
     }
+
+    /// `method` with `params`, answered (skipping notifications).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.reply_to(id)
+    }
+
+    /// Polls 2026-07-28 `tasks/get` until `task` has `status` (within the
+    /// hang guard); the last result.
+    fn task_until(&mut self, task: &str, status: &str) -> Value {
+        let started = std::time::Instant::now();
+        loop {
+            let got = self.request("tasks/get", json!({"taskId": task, "_meta": tasks_meta()}))["result"].clone();
+            if got["status"] == status {
+                return got;
+            }
+            assert!(
+                started.elapsed() < HANG_GUARD,
+                "task {task} never became {status}: {got}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// An elicitation's answer: accepted with `decision`.
+fn accept(decision: &str) -> Value {
+    json!({"action": "accept", "content": {"decision": decision}})
+}
+
+/// The `_meta` of a 2026-07-28 request from a client with the tasks
+/// extension and form elicitation.
+fn tasks_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}},
+            "elicitation": {"form": {}},
+        },
+    })
 }
 
 impl Drop for Stdio {
@@ -440,13 +528,19 @@ impl Drop for Stdio {
     }
 }
 
-/// The elicitation's message names the place and the command exactly.
-fn assert_asks_about(ask: &Value, place: &str, command: &str) {
+/// The elicitation's message names the place, the command exactly, its
+/// directory `dir` and the rule that refused it.
+fn assert_asks_about(ask: &Value, place: &str, command: &str, dir: &Path) {
     assert_eq!(ask["method"], "elicitation/create", "{ask}");
     assert_eq!(ask["params"]["mode"], "form", "{ask}");
     let message = ask["params"]["message"].as_str().unwrap();
     assert!(message.contains(&format!("is connecting to {place}")), "{message}");
     assert!(message.contains(&format!("\n    {command}\n")), "{message}");
+    assert!(message.contains(&format!("\nin {}\n", dir.display())), "{message}");
+    assert!(
+        message.contains(&format!("refuses {place} (not in network.allow)")),
+        "{message}"
+    );
 }
 
 #[test]
@@ -464,8 +558,10 @@ fn a_2025_call_asks_through_elicitation_while_its_command_waits() {
             ("allow_once", "from elicited [200]\n".to_owned()),
             (
                 "deny",
-                format!(
-                    "bash-mcp sandbox: the sandbox's network policy refused {place} (not in network.allow; the person denied it)\n [403]\n"
+                refused(
+                    &place,
+                    "not in network.allow; the person denied it",
+                    "blocked-by-person",
                 ),
             ),
         ] {
@@ -475,7 +571,7 @@ fn a_2025_call_asks_through_elicitation_while_its_command_waits() {
                 json!({"name": "execute", "arguments": {"command": command, "env": {TAG_VAR: tag}}}),
             );
             let ask = client.next_request();
-            assert_asks_about(&ask, &place, &command);
+            assert_asks_about(&ask, &place, &command, &dir);
             client.answer(&ask, decision);
             let result = client.reply_to(id)["result"]["structuredContent"].clone();
             assert_eq!(output(&result), expected, "{route} {decision}: {result}");
@@ -521,7 +617,7 @@ fn a_2025_task_asks_through_tasks_result_while_its_command_waits() {
             let result_id = client.send_request("tasks/result", json!({"taskId": task}));
             if !decision.is_empty() {
                 let ask = client.next_request();
-                assert_asks_about(&ask, &place, &command);
+                assert_asks_about(&ask, &place, &command, &dir);
                 assert_eq!(
                     ask["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], task,
                     "{ask}"
@@ -542,6 +638,274 @@ fn a_2025_task_asks_through_tasks_result_while_its_command_waits() {
             "{route}: the grant is listed: {status}"
         );
         drop(client);
+        assert_no_survivors(&tag);
+    }
+}
+
+/// 2026-07-28 (tasks extension): the command's connection puts the task in
+/// `input_required` with the question under `inputRequests.connection`;
+/// `tasks/update` answers it and the task is `working` again while its
+/// command goes on. Allowed once, both of the command's connections pass
+/// (asked once); denied, both are refused. Each question is audited as the
+/// client's answer.
+#[test]
+fn a_2026_task_asks_in_input_requests_and_resumes_on_tasks_update() {
+    if !have("curl") {
+        return skip_missing("curl");
+    }
+    for route in ROUTES.iter().filter(|r| route_available(r)) {
+        let origin = HostService::start("from updated");
+        let dir = TempDir::new("net-ask-2026");
+        let logs = TempDir::new("net-ask-2026-audit");
+        let audit = logs.join("audit.jsonl");
+        let capabilities = json!({"elicitation": {"form": {}}});
+        let mut client = Stdio::start_with(
+            &dir,
+            route,
+            &[origin.port],
+            json!({"audit": {"path": audit}}),
+            capabilities,
+        );
+        let place = format!("localhost:{}", origin.port);
+        let tag = unique_tag("net-ask-2026");
+        let mut commands = Vec::new();
+        for (n, decision, expected) in [
+            (0, "allow_once", "from updated [200]\n".repeat(2)),
+            (
+                1,
+                "deny",
+                refused(
+                    &place,
+                    "not in network.allow; the person denied it",
+                    "blocked-by-person",
+                )
+                .repeat(2),
+            ),
+        ] {
+            // The command holds at its end until the test has seen the
+            // task working again.
+            let go = dir.join(format!("go-{n}"));
+            let command = format!("{f}; {f}; {}", until_file_exists(&go), f = fetch(origin.port));
+            commands.push(command.clone());
+            let call = json!({"name": "execute", "arguments": {"command": command, "env": {TAG_VAR: tag}}, "_meta": tasks_meta()});
+            let created = client.request("tools/call", call)["result"].clone();
+            assert_eq!(created["resultType"], "task", "{route}: {created}");
+            let task = created["taskId"].as_str().unwrap().to_owned();
+            let waiting = client.task_until(&task, "input_required");
+            let ask = &waiting["inputRequests"]["connection"];
+            assert_asks_about(ask, &place, &command, &dir);
+            let update =
+                json!({"taskId": task, "inputResponses": {"connection": accept(decision)}, "_meta": tasks_meta()});
+            let ack = client.request("tasks/update", update);
+            assert_eq!(ack["result"]["resultType"], "complete", "{route}: {ack}");
+            let working = client.task_until(&task, "working");
+            assert!(working.get("inputRequests").is_none(), "{route}: {working}");
+            std::fs::write(&go, "").unwrap();
+            let done = client.task_until(&task, "completed");
+            let result = &done["result"]["structuredContent"];
+            assert_eq!(output(result), expected, "{route} {decision}: {done}");
+            if decision == "deny" {
+                assert_eq!(
+                    denied(result),
+                    [json!({"op": "connect", "host": "localhost", "port": origin.port,
+                        "rule": "not in network.allow; the person denied it"})],
+                    "{route}: {done}"
+                );
+            }
+        }
+        drop(client);
+        let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+        assert_eq!(
+            audited(&audit, &commands),
+            [
+                (place.clone(), json!("allow_once"), json!("client")),
+                (place.clone(), json!("deny"), json!("client")),
+            ],
+            "{route}: one question a command, the client's answer"
+        );
+        assert_no_survivors(&tag);
+    }
+}
+
+/// What is never put to the person, on every route: a host a `deny` entry
+/// names, a special-purpose address, a name whose approval does not change
+/// the address it resolves to (judged after the answer), a host beyond
+/// `escalation_ceiling.network`, and anything with `network_ask.mode =
+/// "refuse"`. Each is refused as the policy says.
+#[test]
+fn what_the_policy_refuses_for_other_reasons_is_not_asked() {
+    if !have("curl") {
+        return skip_missing("curl");
+    }
+    for route in ROUTES.iter().filter(|r| route_available(r)) {
+        let (origin, listed_denied, unlisted) = (
+            HostService::start("from origin"),
+            HostService::start("from denied"),
+            HostService::start("from unlisted"),
+        );
+        let dir = TempDir::new("net-ask-unasked");
+        let logs = TempDir::new("net-ask-unasked-audit");
+        let audit = logs.join("audit.jsonl");
+        let allow = [
+            format!("127.0.0.1:{}", origin.port),
+            format!("127.0.0.1:{}", listed_denied.port),
+        ];
+        let deny = [format!("localhost:{}", listed_denied.port)];
+        let server = sandboxed_server(&dir, route, json!({"network": {"allow": allow, "deny": deny}}));
+        server
+            .configure(&json!({"audit": {"path": audit}}).to_string())
+            .unwrap();
+        let asked = Arc::new(Asked::default());
+        let seen = asked.clone();
+        server.set_approver(
+            Some(Arc::new(move |r: &ApprovalRequest| {
+                seen.places.lock().unwrap().push(r.widens.network[0].clone());
+                ApprovalAnswer::AllowOnce
+            })),
+            HANG_GUARD,
+        );
+        let run = |command: &str| output(&call(&*server, json!({"command": command})));
+
+        let place = format!("localhost:{}", listed_denied.port);
+        assert_eq!(
+            run(&fetch(listed_denied.port)),
+            refused(&place, &format!("network.deny: {place}"), "blocked-by-denylist"),
+            "{route}"
+        );
+        let out = run(&fetch_from("127.0.0.2", origin.port));
+        assert!(
+            out.contains("special-purpose address 127.0.0.2 (loopback)")
+                && out.ends_with(" [403]blocked-special-address\n"),
+            "{route}: {out}"
+        );
+        assert!(asked.places().is_empty(), "{route}: {:?}", asked.places());
+
+        // Approved, and still refused for the address the name resolves to
+        // (the host's loopback, which no allow entry lists at that port).
+        let out = run(&fetch(unlisted.port));
+        assert!(
+            out.contains("special-purpose address") && out.ends_with(" [403]blocked-special-address\n"),
+            "{route}: {out}"
+        );
+        assert_eq!(asked.places(), [format!("localhost:{}", unlisted.port)], "{route}");
+
+        // Beyond the ceiling, and with asking turned off: refused unasked.
+        let plain = refused(
+            &format!("localhost:{}", origin.port),
+            "not in network.allow",
+            "blocked-by-allowlist",
+        );
+        server
+            .configure(&json!({"escalation_ceiling": {"network": ["registry.example"]}}).to_string())
+            .unwrap();
+        assert_eq!(run(&fetch(origin.port)), plain, "{route}: beyond the ceiling");
+        server
+            .configure(
+                &json!({"escalation_ceiling": {"network": ["localhost"]}, "network_ask": {"mode": "refuse"}})
+                    .to_string(),
+            )
+            .unwrap();
+        assert_eq!(run(&fetch(origin.port)), plain, "{route}: mode refuse");
+        assert_eq!(asked.places().len(), 1, "{route}: {:?}", asked.places());
+        // Within the ceiling and asking again: asked.
+        server
+            .configure(&json!({"network_ask": {"mode": "ask"}}).to_string())
+            .unwrap();
+        assert_eq!(run(&fetch(origin.port)), "from origin [200]\n", "{route}");
+        assert_eq!(asked.places().len(), 2, "{route}");
+        // Only the questions asked are audited.
+        let log = audited(&audit, &[&fetch(unlisted.port), &fetch(origin.port)]);
+        assert_eq!(log.len(), 2, "{route}: {log:?}");
+        drop(server);
+    }
+}
+
+/// Where nobody can answer while the command runs, its connection is
+/// refused as without `network_ask`, unasked: a client without
+/// elicitation, a 2026-07-28 call that is not a task, and a command handed
+/// back as a background job after its call answered (audited as answered
+/// by nobody). A cancelled question refuses the connection, saying so.
+#[test]
+fn with_nobody_to_ask_a_connection_is_refused_unasked() {
+    if !have("curl") {
+        return skip_missing("curl");
+    }
+    for route in ROUTES.iter().filter(|r| route_available(r)) {
+        let origin = HostService::start("from origin");
+        let place = format!("localhost:{}", origin.port);
+        let plain = refused(&place, "not in network.allow", "blocked-by-allowlist");
+        let tag = unique_tag("net-ask-nobody");
+        let execute =
+            |command: &str| json!({"name": "execute", "arguments": {"command": command, "env": {TAG_VAR: tag}}});
+
+        // A client that declared no elicitation.
+        let dir = TempDir::new("net-ask-no-elicit");
+        let mut client = Stdio::start_with(&dir, route, &[origin.port], json!({}), json!({}));
+        let reply = client.request("tools/call", execute(&fetch(origin.port)));
+        assert_eq!(output(&reply["result"]["structuredContent"]), plain, "{route}: {reply}");
+        drop(client);
+
+        let dir = TempDir::new("net-ask-nobody");
+        let logs = TempDir::new("net-ask-nobody-audit");
+        let audit = logs.join("audit.jsonl");
+        let capabilities = json!({"elicitation": {"form": {}}});
+        let mut client = Stdio::start_with(
+            &dir,
+            route,
+            &[origin.port],
+            json!({"audit": {"path": audit}}),
+            capabilities,
+        );
+        // A 2026-07-28 call that is not a task (no tasks extension).
+        let mut call = execute(&fetch(origin.port));
+        call["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        });
+        let reply = client.request("tools/call", call);
+        assert_eq!(output(&reply["result"]["structuredContent"]), plain, "{route}: {reply}");
+
+        // A background job: it connects once its call has answered.
+        let go = dir.join("go");
+        let job_command = format!("{}; {}", until_file_exists(&go), fetch(origin.port));
+        let mut call = execute(&job_command);
+        call["arguments"]["background"] = json!(true);
+        let reply = client.request("tools/call", call);
+        let job = reply["result"]["structuredContent"]["job_id"].clone();
+        assert!(job.is_string(), "{route}: {reply}");
+        std::fs::write(&go, "").unwrap();
+        let status = json!({"name": "job_status", "arguments": {"job_id": job, "wait_seconds": 30}});
+        let reply = client.request("tools/call", status);
+        let result = &reply["result"]["structuredContent"];
+        assert_eq!(result["status"], "finished", "{route}: {reply}");
+        assert_eq!(output(result), plain, "{route}: {reply}");
+
+        // A question the person cancels: refused, naming the failed asking.
+        let command = fetch(origin.port);
+        let id = client.send_request("tools/call", execute(&command));
+        let ask = client.next_request();
+        assert_asks_about(&ask, &place, &command, &dir);
+        let cancel = json!({"action": "cancel"});
+        client.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": cancel}));
+        let reply = client.reply_to(id);
+        assert_eq!(
+            output(&reply["result"]["structuredContent"]),
+            refused(
+                &place,
+                "not in network.allow; asking the person failed (the person cancelled the question)",
+                "ask-failed"
+            ),
+            "{route}: {reply}"
+        );
+        drop(client);
+        assert_eq!(
+            audited(&audit, &[&job_command, &command]),
+            [
+                (place.clone(), Value::Null, json!("nobody")),
+                (place.clone(), json!("deny"), json!("client")),
+            ],
+            "{route}: the job's connection and the cancelled question"
+        );
         assert_no_survivors(&tag);
     }
 }

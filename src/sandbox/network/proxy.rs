@@ -61,10 +61,23 @@ impl Account {
         let Err(refusal) = self.policy.judge_host(host, port) else {
             return Ok(());
         };
-        match self.asked.as_ref().map(|asked| asked.decide(host, port, &refusal)) {
-            Some(Verdict::Allow) => Ok(()),
-            Some(Verdict::Refuse { rule, code }) => Err(self.refuse_by(host, port, rule, code)),
-            None => Err(self.refuse(host, port, &refusal)),
+        let Some(asked) = &self.asked else {
+            return Err(self.refuse(host, port, &refusal));
+        };
+        // An address written as the host that its address alone refuses
+        // (special-purpose, or in a deny block) is not put to the person:
+        // no answer could let it through.
+        let refusal = match (host, refusal) {
+            (Host::Ip(ip), Refusal::NotAllowed) => self
+                .policy
+                .judge_address(*ip, port)
+                .err()
+                .unwrap_or(Refusal::NotAllowed),
+            (_, refusal) => refusal,
+        };
+        match asked.decide(host, port, &refusal) {
+            Verdict::Allow => Ok(()),
+            Verdict::Refuse { rule, code } => Err(self.refuse_by(host, port, rule, code)),
         }
     }
 
