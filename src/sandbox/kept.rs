@@ -14,7 +14,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::exec_helper;
-use super::supervisor::wire;
+use super::wire;
 use crate::process::spawn::{self, Child, Group, Launch, RemoteGroup, SpawnSpec};
 
 /// What the host learned about the helper of one command.

@@ -24,7 +24,7 @@ use seccompiler::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::supervisor::wire;
+use super::wire;
 
 /// Exit status of the helper when it could not restrict itself (nothing ran).
 pub const HELPER_FAILED: i32 = 125;

@@ -22,6 +22,7 @@ mod hidden;
 pub mod in_force;
 pub mod kept;
 pub mod landlock;
+mod lexical;
 pub mod limits;
 mod limits_status;
 pub mod network;
@@ -35,6 +36,7 @@ pub mod reaper;
 pub mod seccomp;
 pub mod supervisor;
 pub mod temp;
+pub mod wire;
 
 use std::collections::HashMap;
 use std::ffi::CString;

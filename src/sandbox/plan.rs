@@ -272,7 +272,7 @@ fn pinned(path: PathBuf, root: &Path) -> Protected {
 /// `path` (absolute) with `.` and `..` resolved and its longest existing
 /// ancestor canonical.
 fn existing_part_canonical(path: &Path) -> Option<PathBuf> {
-    let path = super::notify::judge::normalize(path);
+    let path = super::lexical::normalize(path);
     let mut rest = Vec::new();
     for ancestor in path.ancestors() {
         if let Ok(real) = ancestor.canonicalize() {

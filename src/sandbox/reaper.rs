@@ -28,7 +28,7 @@ use rustix::process::{Pid, Signal, WaitOptions};
 use super::landlock::{self, HELPER_FAILED, HelperSpec};
 use super::limits::CommandCgroup;
 use super::process_calls::{self, Mask, SignalSet, close_inherited, exit_now};
-use super::supervisor::wire;
+use super::wire;
 
 /// The helper's end of its control socket with the host.
 pub const CONTROL_FD: libc::c_int = 3;

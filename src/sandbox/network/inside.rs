@@ -14,7 +14,7 @@ use std::ffi::{CString, OsString};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStringExt;
 
-use crate::sandbox::supervisor::wire;
+use crate::sandbox::wire;
 
 /// The first argument that makes the binary act as this step.
 pub const LISTEN_ARG: &str = "__sandbox-net-listen";

@@ -11,7 +11,7 @@ use super::inside::{LISTENING, PROXY_PORT};
 use super::proxy::Client;
 use super::{NetPolicy, Proxy};
 use crate::sandbox::Denial;
-use crate::sandbox::supervisor::wire;
+use crate::sandbox::wire;
 
 /// The proxy of one command (or session): its own, once its sandbox has
 /// handed over the listener, or its registration with a shared one.

@@ -4,9 +4,10 @@
 //! the handler) has already decided the call itself: the judge only names
 //! it.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::sandbox::guard::{Kind, Layout};
+use crate::sandbox::lexical::normalize;
 use crate::sandbox::plan::Plan;
 
 /// Where writes are the kernel's own business, not the plan's: devices
@@ -82,21 +83,6 @@ impl Judge {
                 }
             })
     }
-}
-
-/// `path` with `.` and `..` taken out, without touching the file system.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(name) => out.push(name),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use super::mediate::{self, Mediator, Outcome};
 use super::target::Target;
 use crate::sandbox::Denial;
 use crate::sandbox::guard::Layout;
-use crate::sandbox::supervisor::wire;
+use crate::sandbox::wire;
 
 /// The most denials kept for one command.
 const MAX_DENIALS: usize = 20;
@@ -479,7 +479,7 @@ fn attach_socket(target: &Target<'_>, sockaddr: &[u8]) -> Option<std::path::Path
     let landing = target.landing(&path, true);
     let dirs = crate::process::ids::attach_dirs();
     let inside = |p: &Path| dirs.iter().any(|d| p.starts_with(d));
-    (inside(&super::judge::normalize(&path)) || inside(&landing)).then_some(landing)
+    (inside(&crate::sandbox::lexical::normalize(&path)) || inside(&landing)).then_some(landing)
 }
 
 /// The absolute path argument `p` names, as the target sees it (before

@@ -37,7 +37,7 @@ use std::ffi::{CStr, CString, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use super::wire::{self, Body};
+use crate::sandbox::wire::{self, Body};
 
 /// The first argument that makes the binary act as the supervisor.
 pub const SUPERVISE_ARG: &str = "__sandbox-supervise";

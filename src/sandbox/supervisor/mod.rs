@@ -13,7 +13,6 @@
 //! [`inside`] for the supervisor process itself.
 
 pub mod inside;
-pub mod wire;
 
 use std::ffi::CString;
 use std::io;
@@ -31,6 +30,7 @@ use super::network::proxy::Clients;
 use super::notify::{Observation, Policy};
 use super::plan::Plan;
 use super::temp::Temp;
+use super::wire;
 use crate::process::spawn::{self, Child, Group, Launch, RemoteGroup, SpawnSpec, Streams};
 
 /// The most supervisors one server keeps; past it the least recently used

@@ -1,7 +1,9 @@
-//! The supervisor's channel: file descriptors passed with `SCM_RIGHTS`, a
-//! command's request as length-prefixed byte strings, and the short
-//! fixed-size messages both sides exchange while it runs. Numbers are
-//! big-endian, as on the attach protocol's socket (`session/attach/wire.rs`).
+//! The channel between the host and what runs a sandboxed command (the
+//! supervisor, the Landlock helper, the network's listener inside):
+//! file descriptors passed with `SCM_RIGHTS`, a command's request as
+//! length-prefixed byte strings, and the short fixed-size messages both
+//! sides exchange while it runs. Numbers are big-endian, as on the attach
+//! protocol's socket (`session/attach/wire.rs`).
 
 use std::ffi::CString;
 use std::io;
