@@ -843,7 +843,9 @@ fn the_containerfile_copies_what_the_build_reads() {
         );
     }
     // Cargo takes exactly those files as a package, with Cargo.lock as it is:
-    // every target the manifest declares is there, and --locked holds.
+    // every target the manifest declares is there, and --locked holds. Offline,
+    // the graph is this platform's: the lock file also names crates only other
+    // platforms build (wasm's), which a fresh machine has never downloaded.
     let stage = TempDir::new("deploy-build-stage");
     for copy in copies.iter().filter(|c| c.from.is_none() && c.dest.starts_with("./")) {
         for source in &copy.sources {
@@ -867,6 +869,8 @@ fn the_containerfile_copies_what_the_build_reads() {
             "metadata",
             "--locked",
             "--offline",
+            "--filter-platform",
+            &host_triple(),
             "--format-version",
             "1",
             "--manifest-path",
@@ -1045,4 +1049,15 @@ fn the_entry_point_serves_the_workspace_over_http() {
     }
     server.stop();
     assert_no_survivors(&tag);
+}
+
+/// The target triple rustc builds for here (`x86_64-unknown-linux-gnu`).
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let output = Command::new(rustc).arg("-vV").output().unwrap();
+    let text = cbuild::text(&output.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names its host")
+        .to_owned()
 }
