@@ -383,12 +383,12 @@ struct Stdio {
 impl Stdio {
     fn start(dir: &Path, route: &str, origins: &[u16]) -> Stdio {
         let capabilities = json!({"elicitation": {"form": {}}, "tasks": {"requests": {"elicitation": {"create": {}}}}});
-        Stdio::start_with(dir, route, origins, json!({}), capabilities)
+        Stdio::start_with(dir, route, origins, json!({}), capabilities, &[])
     }
 
-    /// [`Stdio::start`] with `extra` configuration over the test's, and
-    /// the client's `capabilities`.
-    fn start_with(dir: &Path, route: &str, origins: &[u16], extra: Value, capabilities: Value) -> Stdio {
+    /// [`Stdio::start`] with `extra` configuration over the test's, the
+    /// client's `capabilities`, and `args` for `bash-mcp serve`.
+    fn start_with(dir: &Path, route: &str, origins: &[u16], extra: Value, capabilities: Value, args: &[&str]) -> Stdio {
         use std::io::BufRead;
         let allow: Vec<String> = origins.iter().map(|p| format!("127.0.0.1:{p}")).collect();
         let config = std::path::PathBuf::from(format!("{}-{route}.json", dir.display()));
@@ -404,6 +404,7 @@ impl Stdio {
             .arg(&config)
             .arg("--working-dir")
             .arg(dir)
+            .args(args)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
@@ -665,6 +666,7 @@ fn a_2026_task_asks_in_input_requests_and_resumes_on_tasks_update() {
             &[origin.port],
             json!({"audit": {"path": audit}}),
             capabilities,
+            &[],
         );
         let place = format!("localhost:{}", origin.port);
         let tag = unique_tag("net-ask-2026");
@@ -820,9 +822,11 @@ fn what_the_policy_refuses_for_other_reasons_is_not_asked() {
     }
 }
 
-/// Where nobody can answer while the command runs, its connection is
-/// refused as without `network_ask`, unasked: a client without
-/// elicitation, a 2026-07-28 call that is not a task, and a command handed
+/// Where nobody can answer while the command runs, or the operator said
+/// `--network-ask refuse`, its connection is refused as without
+/// `network_ask`, unasked: a client without elicitation, a client that
+/// could be asked under `--network-ask refuse`, a 2026-07-28 call that is
+/// not a task, and a command handed
 /// back as a background job after its call answered (audited as answered
 /// by nobody). A cancelled question refuses the connection, saying so.
 #[test]
@@ -840,7 +844,22 @@ fn with_nobody_to_ask_a_connection_is_refused_unasked() {
 
         // A client that declared no elicitation.
         let dir = TempDir::new("net-ask-no-elicit");
-        let mut client = Stdio::start_with(&dir, route, &[origin.port], json!({}), json!({}));
+        let mut client = Stdio::start_with(&dir, route, &[origin.port], json!({}), json!({}), &[]);
+        let reply = client.request("tools/call", execute(&fetch(origin.port)));
+        assert_eq!(output(&reply["result"]["structuredContent"]), plain, "{route}: {reply}");
+        drop(client);
+
+        // A client that can be asked, with `--network-ask refuse` over the
+        // file's `ask`.
+        let dir = TempDir::new("net-ask-flag");
+        let mut client = Stdio::start_with(
+            &dir,
+            route,
+            &[origin.port],
+            json!({"network_ask": {"mode": "ask"}}),
+            json!({"elicitation": {"form": {}}}),
+            &["--network-ask", "refuse"],
+        );
         let reply = client.request("tools/call", execute(&fetch(origin.port)));
         assert_eq!(output(&reply["result"]["structuredContent"]), plain, "{route}: {reply}");
         drop(client);
@@ -855,6 +874,7 @@ fn with_nobody_to_ask_a_connection_is_refused_unasked() {
             &[origin.port],
             json!({"audit": {"path": audit}}),
             capabilities,
+            &[],
         );
         // A 2026-07-28 call that is not a task (no tasks extension).
         let mut call = execute(&fetch(origin.port));
@@ -907,5 +927,64 @@ fn with_nobody_to_ask_a_connection_is_refused_unasked() {
             "{route}: the job's connection and the cancelled question"
         );
         assert_no_survivors(&tag);
+    }
+}
+
+/// A session shell's command has nobody to ask while it runs (its proxy
+/// lives as long as the session): its connection is refused unasked, even
+/// with a host approver.
+#[test]
+fn a_session_shells_connection_is_refused_unasked() {
+    if !have("curl") {
+        return skip_missing("curl");
+    }
+    for route in ROUTES.iter().filter(|r| route_available(r)) {
+        let origin = HostService::start("from origin");
+        let dir = TempDir::new("net-ask-session");
+        let logs = TempDir::new("net-ask-session-audit");
+        let audit = logs.join("audit.jsonl");
+        let server = server(
+            &dir,
+            route,
+            &[origin.port],
+            &audit,
+            json!({"sessions": {"enabled": true}}),
+        );
+        let asked = Arc::new(Asked::default());
+        let seen = asked.clone();
+        server.set_approver(
+            Some(Arc::new(move |r: &ApprovalRequest| {
+                seen.places.lock().unwrap().push(r.widens.network[0].clone());
+                ApprovalAnswer::AllowOnce
+            })),
+            HANG_GUARD,
+        );
+        let started = call_tool(
+            &*server,
+            "session_start",
+            json!({"shell": "bash", "env": {TAG_VAR: server.tag()}}),
+        );
+        let id = started["session_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{started}"))
+            .to_owned();
+        let result = call_tool(
+            &*server,
+            "session_run",
+            json!({"session_id": id, "timeout_seconds": 60, "command": fetch(origin.port)}),
+        );
+        let place = format!("localhost:{}", origin.port);
+        assert_eq!(
+            output(&result),
+            refused(&place, "not in network.allow", "blocked-by-allowlist"),
+            "{route}: {result}"
+        );
+        let _ = call_tool(&*server, "session_close", json!({"session_id": id}));
+        assert!(asked.places().is_empty(), "{route}: {:?}", asked.places());
+        // The same command outside the session is asked.
+        let result = call(&*server, json!({"command": fetch(origin.port)}));
+        assert_eq!(output(&result), "from origin [200]\n", "{route}: {result}");
+        assert_eq!(asked.places(), [place], "{route}");
+        drop(server);
     }
 }
