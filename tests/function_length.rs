@@ -18,7 +18,6 @@ const STILL_LONG: &[(&str, &str)] = &[
     ("src/permission/classify/download.rs", "saves"),
     ("src/permission/classify/mod.rs", "classify"),
     ("src/permission/classify/values.rs", "output"),
-    ("src/permission/policy/mod.rs", "evaluate"),
     ("src/permission/walk/parse.rs", "redirect"),
     ("src/permission/walk/parse.rs", "run_wrapped"),
     ("src/permission/walk/word.rs", "pieces_into"),
