@@ -702,14 +702,17 @@ fn the_sandbox_document_blocks_are_valid() {
     assert!(!apply(&binary, &tomls[1]).sandbox.is_on(), "{}", tomls[1]);
     // Then the library's: the plain one, with the network off, one that adds
     // a writable place to the working directory, one that opens the network
-    // by name.
+    // by name, and the network_ask table with its values written out.
     let configs: Vec<bash_mcp::Config> = tomls[2..].iter().map(|block| apply(&base, block)).collect();
-    assert_eq!(configs.len(), 3);
+    assert_eq!(configs.len(), 4);
     assert!(configs[0].sandbox.network == bash_mcp::sandbox::Network::Off && configs[0].sandbox.is_on());
     let added = &configs[1].sandbox;
     assert!(added.is_on() && added.writable_working_dir && added.writable_roots.as_ref().is_some_and(|r| r.len() == 1));
     assert!(configs[2].sandbox.is_on());
     assert!(configs[2].sandbox.network != bash_mcp::sandbox::Network::Off);
+    let ask = &configs[3].network_ask;
+    assert!(tomls[5].contains("[network_ask]"), "{}", tomls[5]);
+    assert_eq!((ask.ask, ask.wait.as_secs(), ask.max_waiting), (true, 60, 8));
 }
 
 /// Live processes whose command line contains `needle` and
