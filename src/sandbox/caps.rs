@@ -9,21 +9,19 @@
 pub(crate) fn drop_all() -> Result<(), i32> {
     // Only what the set holds: each drop copies the process's credentials
     // (a supervisor's bounding set holds three capabilities, and its inits
-    // drop them for every command). By number, up to the kernel's last
-    // (rustix names only the capabilities it knows).
-    for cap in 0..=63 {
-        // SAFETY: prctl with plain integers.
-        let held = unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) };
-        if held == 0 {
-            continue;
+    // drop them for every command). By number, up to the kernel's last.
+    for cap in 0..64 {
+        // A set of one bit names the capability by number, known to rustix or not.
+        let one = rustix::thread::CapabilitySet::from_bits_retain(1 << cap);
+        match rustix::thread::capability_is_in_bounding_set(one) {
+            Ok(false) => continue,
+            // EINVAL: past the last capability.
+            Err(rustix::io::Errno::INVAL) => break,
+            // Any other failure to read drops all the same.
+            Ok(true) | Err(_) => {
+                let _ = rustix::thread::remove_capability_from_bounding_set(one);
+            }
         }
-        // EINVAL: past the last capability. Any other failure to read
-        // drops all the same.
-        if held < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
-            break;
-        }
-        // SAFETY: prctl with plain integers.
-        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
     }
     let _ = rustix::thread::clear_ambient_capability_set();
     let none = rustix::thread::CapabilitySets {

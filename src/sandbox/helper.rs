@@ -40,20 +40,32 @@ fn candidates(object: Option<&Path>, exe: Option<&Path>) -> Vec<PathBuf> {
     out
 }
 
-/// The file this code was loaded from (the `.so` for a C host).
+/// The file this code was loaded from (the `.so` for a C host): the file
+/// mapped at the address of one of its functions, as `/proc/self/maps`
+/// lists it.
 fn object_file() -> Option<PathBuf> {
-    // SAFETY: Dl_info is plain data; all-zero is a valid value.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr reads the address of a function in this object and
-    // fills `info` with pointers into the loader's own tables.
-    let found = unsafe { libc::dladdr(find as *const libc::c_void, &mut info) };
-    if found == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dli_fname is a NUL-terminated string owned by the loader.
-    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
-    let path = PathBuf::from(std::ffi::OsStr::new(name.to_str().ok()?));
-    path.is_absolute().then_some(path)
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    mapped_file(&maps, find as fn(Option<&Path>) -> Option<PathBuf> as usize)
+}
+
+/// The file `maps` (the text of `/proc/<pid>/maps`) shows mapped at
+/// `address`, if it is a file with an absolute path.
+fn mapped_file(maps: &str, address: usize) -> Option<PathBuf> {
+    maps.lines().find_map(|line| {
+        // start-end perms offset dev inode path (the path may hold spaces).
+        let mut fields = line.splitn(6, ' ');
+        let (start, end) = fields.next()?.split_once('-')?;
+        let (start, end) = (
+            usize::from_str_radix(start, 16).ok()?,
+            usize::from_str_radix(end, 16).ok()?,
+        );
+        if !(start..end).contains(&address) {
+            return None;
+        }
+        let path = fields.nth(4)?.trim_start();
+        let path = Path::new(path.strip_suffix(" (deleted)").unwrap_or(path));
+        path.is_absolute().then(|| path.to_path_buf())
+    })
 }
 
 /// `name` in `$PATH`, as a shell would find it (the sandbox sits below the
@@ -87,6 +99,35 @@ mod tests {
             candidates(Some(multiarch), None).contains(&PathBuf::from("/opt/x/bin/bash-mcp")),
             "a multiarch libdir still finds <prefix>/bin"
         );
+    }
+
+    #[test]
+    fn the_object_file_is_the_file_this_code_is_mapped_from() {
+        // The unit tests link this code into the test program itself.
+        let exe = std::env::current_exe().unwrap().canonicalize().unwrap();
+        assert_eq!(object_file(), Some(exe));
+    }
+
+    #[test]
+    fn a_mapping_line_gives_its_whole_path() {
+        let maps = "\
+1000-2000 r--p 00000000 08:01 11 /lib/first.so
+2000-3000 r-xp 00001000 08:01 12                         /opt/a dir/libbash_mcp.so (deleted)
+3000-4000 rw-p 00000000 00:00 0
+4000-5000 r-xp 00000000 08:01 13 relative.so
+";
+        assert_eq!(mapped_file(maps, 0x1000), Some(PathBuf::from("/lib/first.so")));
+        assert_eq!(
+            mapped_file(maps, 0x2fff),
+            Some(PathBuf::from("/opt/a dir/libbash_mcp.so"))
+        );
+        assert_eq!(mapped_file(maps, 0x3000), None, "an anonymous mapping names no file");
+        assert_eq!(
+            mapped_file(maps, 0x4000),
+            None,
+            "a path that is not absolute is not trusted"
+        );
+        assert_eq!(mapped_file(maps, 0x5000), None, "an address mapped nowhere");
     }
 
     #[test]

@@ -507,7 +507,7 @@ pub fn wrap_in(
             );
             let stand_ins = bwrap::stand_in_fds(&argv);
             if stand_ins > 0 {
-                let empty = Arc::new(supervisor::dev_null());
+                let empty = Arc::new(supervisor::dev_null().map_err(no_dev_null)?);
                 pass_fds.extend(std::iter::repeat_n(empty.as_raw_fd(), stand_ins));
                 owned_fds.push(empty);
             }
@@ -618,6 +618,14 @@ pub fn wrap_in(
 
 /// The error of a sandbox whose process bound could not be prepared: the
 /// command does not run unbounded.
+fn no_dev_null(e: std::io::Error) -> ToolError {
+    ToolError::new(
+        ErrorCode::SandboxUnavailable,
+        format!("could not open the empty file that stands in for hidden files, so the command did not run: {e}"),
+        "check that /dev/null exists and is readable in this environment",
+    )
+}
+
 fn bound_failed(e: std::io::Error) -> ToolError {
     ToolError::new(
         ErrorCode::SandboxUnavailable,
@@ -771,7 +779,7 @@ fn wrap_by_name(
     let mut owned_fds = vec![Arc::new(program), Arc::new(theirs)];
     let stand_ins = bwrap::stand_in_fds(&argv);
     if stand_ins > 0 {
-        let empty = Arc::new(supervisor::dev_null());
+        let empty = Arc::new(supervisor::dev_null().map_err(no_dev_null)?);
         pass_fds.extend(std::iter::repeat_n(empty.as_raw_fd(), stand_ins));
         owned_fds.push(empty);
     }

@@ -17,7 +17,7 @@
 //! so the PID namespace's own `pid_max` would be no bound here: the command
 //! could raise it again.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -177,9 +177,9 @@ pub fn apply(bound: &InnerBound) -> Result<(), String> {
 /// Moves this process into the cgroup whose directory is `dir` (an fd),
 /// then closes that fd: the command must not hold it.
 fn join(dir: RawFd) -> std::io::Result<()> {
-    // SAFETY: the fd was passed to this process for it alone; owning it
-    // closes it when done.
-    let dir = unsafe { OwnedFd::from_raw_fd(dir) };
+    // Passed to this process for it alone; owning it closes it when done.
+    let dir = super::process_calls::take_inherited(dir)
+        .ok_or_else(|| std::io::Error::other(format!("the cgroup's directory fd {dir} is not open")))?;
     use rustix::fs::{Mode, OFlags};
     let procs = rustix::fs::openat(&dir, c"cgroup.procs", OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())?;
     match rustix::io::write(&procs, b"0")? {

@@ -40,27 +40,14 @@ impl SignalSet {
     }
 }
 
-/// How [`mask`] changes the calling thread's signal mask.
-#[derive(Clone, Copy)]
-pub enum Mask {
-    /// The mask becomes the set.
-    Set,
-    /// The set is added to the mask.
-    Block,
-}
-
-/// Changes the signal mask (of the calling thread; in these single-threaded
-/// processes, of the process) and returns the one before.
-pub fn mask(how: Mask, set: &SignalSet) -> SignalSet {
-    let how = match how {
-        Mask::Set => libc::SIG_SETMASK,
-        Mask::Block => libc::SIG_BLOCK,
-    };
+/// Sets the signal mask (of the calling thread; in these single-threaded
+/// processes, of the process) to `set` and returns the one before.
+pub fn set_mask(set: &SignalSet) -> SignalSet {
     // SAFETY: both sets are live sigset_t values; the old mask is written
     // into the one we own (all-zero is valid storage for it).
     unsafe {
         let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::pthread_sigmask(how, &set.0, &mut old);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &set.0, &mut old);
         SignalSet(old)
     }
 }

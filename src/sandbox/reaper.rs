@@ -27,7 +27,7 @@ use rustix::process::{Pid, Signal, WaitOptions};
 
 use super::landlock::{self, HELPER_FAILED, HelperSpec};
 use super::limits::CommandCgroup;
-use super::process_calls::{self, Mask, SignalSet, close_inherited, exit_now};
+use super::process_calls::{self, SignalSet, close_inherited, exit_now};
 use super::wire;
 
 /// The helper's end of its control socket with the host.
@@ -42,7 +42,7 @@ pub fn run_as_keeper(spec: &HelperSpec, env: &[CString], command: &[CString]) ->
     // ABI 6 the command cannot send any); the host's signals come as
     // messages on the control socket.
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
-    let old = process_calls::mask(Mask::Set, &SignalSet::all());
+    let old = process_calls::set_mask(&SignalSet::all());
     let keeper = rustix::process::getpid().as_raw_nonzero().get();
     let cgroup = spec.max_processes.and_then(CommandCgroup::create);
     let Some(control) = process_calls::take_inherited(CONTROL_FD) else {
@@ -88,7 +88,7 @@ fn child(spec: &HelperSpec, env: &[CString], command: &[CString], mask: &SignalS
         exit_now(HELPER_FAILED);
     }
     // The mask the host gave us, then the command.
-    process_calls::mask(Mask::Set, mask);
+    process_calls::set_mask(mask);
     let err = process_calls::exec(command, env);
     let _ = writeln!(
         std::io::stderr(),

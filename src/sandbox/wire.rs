@@ -7,7 +7,14 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::mem::MaybeUninit;
+use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags,
+    recvmsg, sendmsg,
+};
 
 /// Supervisor to host on the control socket: started and ready for requests.
 pub const READY: u8 = b'R';
@@ -109,100 +116,55 @@ impl Body {
     }
 }
 
+/// `fd` borrowed for the length of a call of this module.
+///
+/// Every function here takes the raw numbers of descriptors its caller
+/// holds open for the call (the fixed numbers a spawn handed the process,
+/// or an owned descriptor's number), as the system calls do; the borrow
+/// made here is used only within that call.
+fn borrowed<'call>(fd: RawFd) -> BorrowedFd<'call> {
+    // SAFETY: the caller keeps `fd` open for the call that made the borrow
+    // (see above), and no borrow outlives it: each function here drops its
+    // borrows before it returns.
+    unsafe { BorrowedFd::borrow_raw(fd) }
+}
+
 /// Sends `data` with `fds` attached (`SCM_RIGHTS`), without SIGPIPE.
 pub fn send_with_fds(sock: RawFd, data: &[u8], fds: &[RawFd]) -> io::Result<()> {
-    let mut space = [0u64; 8]; // room for MAX_FDS fds, aligned for cmsghdr
-    let fd_bytes = std::mem::size_of_val(fds) as u32;
-    // SAFETY: msghdr and iovec are plain data; the pointers set below stay
-    // valid for the sendmsg call; CMSG_* compute offsets inside `space`,
-    // which is large enough for MAX_FDS fds.
-    unsafe {
-        assert!(fds.len() <= MAX_FDS && libc::CMSG_SPACE(fd_bytes) as usize <= std::mem::size_of_val(&space));
-        let mut iov = libc::iovec {
-            iov_base: data.as_ptr().cast_mut().cast(),
-            iov_len: data.len(),
-        };
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        if !fds.is_empty() {
-            msg.msg_control = space.as_mut_ptr().cast();
-            msg.msg_controllen = libc::CMSG_SPACE(fd_bytes) as _;
-            let cmsg = libc::CMSG_FIRSTHDR(&msg);
-            (*cmsg).cmsg_level = libc::SOL_SOCKET;
-            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-            (*cmsg).cmsg_len = libc::CMSG_LEN(fd_bytes) as _;
-            std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cmsg).cast::<RawFd>(), fds.len());
-        }
-        loop {
-            let n = libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL);
-            if n >= 0 {
-                return Ok(());
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
+    assert!(fds.len() <= MAX_FDS, "at most {MAX_FDS} fds go with one message");
+    let fds: Vec<BorrowedFd<'_>> = fds.iter().map(|&fd| borrowed(fd)).collect();
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !fds.is_empty() {
+        control.push(SendAncillaryMessage::ScmRights(&fds));
     }
+    let data = [io::IoSlice::new(data)];
+    rustix::io::retry_on_intr(|| sendmsg(borrowed(sock), &data, &mut control, SendFlags::NOSIGNAL))?;
+    Ok(())
 }
 
 /// Receives one message into `buf` with the fds attached to it (made
 /// close-on-exec). `Ok((0, []))` is end of file.
 pub fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
-    let mut space = [0u64; 8];
-    // SAFETY: as in send_with_fds; the kernel writes at most msg_controllen
-    // bytes of control data, and every fd it hands over is read once into
-    // an OwnedFd.
-    unsafe {
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
-        };
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = space.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&space) as _;
-        let n = loop {
-            let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC);
-            if n >= 0 {
-                break n as usize;
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        };
-        let mut fds = Vec::new();
-        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-        while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
-                let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
-                let count = ((*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
-                for i in 0..count {
-                    fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
-                }
-            }
-            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let mut data = [io::IoSliceMut::new(buf)];
+    let received =
+        rustix::io::retry_on_intr(|| recvmsg(borrowed(sock), &mut data, &mut control, RecvFlags::CMSG_CLOEXEC))?;
+    let mut fds = Vec::new();
+    for message in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(passed) = message {
+            fds.extend(passed);
         }
-        Ok((n, fds))
     }
+    Ok((received.bytes, fds))
 }
 
 /// Writes all of `data` (a blocking socket), without SIGPIPE.
 pub fn write_all(sock: RawFd, mut data: &[u8]) -> io::Result<()> {
     while !data.is_empty() {
-        // SAFETY: data is valid for data.len() bytes.
-        let n = unsafe { libc::send(sock, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        data = &data[n as usize..];
+        let n = rustix::io::retry_on_intr(|| rustix::net::send(borrowed(sock), data, SendFlags::NOSIGNAL))?;
+        data = &data[n..];
     }
     Ok(())
 }
@@ -212,15 +174,7 @@ pub fn write_all(sock: RawFd, mut data: &[u8]) -> io::Result<()> {
 pub fn read_exact(sock: RawFd, buf: &mut [u8]) -> io::Result<bool> {
     let mut got = 0;
     while got < buf.len() {
-        // SAFETY: the slice is valid for its length.
-        let n = unsafe { libc::read(sock, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
+        let n = rustix::io::retry_on_intr(|| rustix::io::read(borrowed(sock), &mut buf[got..]))?;
         if n == 0 {
             if got == 0 {
                 return Ok(false);
@@ -242,14 +196,9 @@ pub fn message(tag: u8, value: i32) -> [u8; 5] {
 /// gone makes it a no-op).
 pub fn send_message(sock: RawFd, tag: u8, value: i32) -> io::Result<()> {
     let m = message(tag, value);
-    // SAFETY: m is valid for its length.
-    let n = unsafe { libc::send(sock, m.as_ptr().cast(), m.len(), libc::MSG_NOSIGNAL) };
-    if n == m.len() as isize {
-        Ok(())
-    } else if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Err(io::ErrorKind::WriteZero.into())
+    match rustix::net::send(borrowed(sock), &m, SendFlags::NOSIGNAL)? {
+        n if n == m.len() => Ok(()),
+        _ => Err(io::ErrorKind::WriteZero.into()),
     }
 }
 
@@ -264,29 +213,26 @@ pub fn read_message(sock: RawFd) -> io::Result<Option<(u8, i32)>> {
 
 /// A connected pair of close-on-exec Unix sockets of `kind`.
 pub fn socket_pair(kind: libc::c_int) -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: fds is a valid two-element array.
-    if unsafe { libc::socketpair(libc::AF_UNIX, kind | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: socketpair returned two fresh fds that we now own.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    let kind = rustix::net::SocketType::from_raw(kind as u32);
+    let flags = rustix::net::SocketFlags::CLOEXEC;
+    Ok(rustix::net::socketpair(
+        rustix::net::AddressFamily::UNIX,
+        kind,
+        flags,
+        None,
+    )?)
 }
 
 /// Whether `fd` has data (or end of file) to read right now.
 pub fn readable(fd: &OwnedFd) -> bool {
-    let mut p = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; a zero timeout only looks.
-    unsafe { libc::poll(&mut p, 1, 0) == 1 }
+    let mut p = [PollFd::new(fd, PollFlags::IN)];
+    rustix::event::poll(&mut p, Some(&Timespec::default())) == Ok(1)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
 
     #[test]
     fn a_request_round_trips() {
@@ -325,8 +271,7 @@ mod tests {
         let mut buf = [0u8; 8];
         let (n, fds) = recv_with_fds(b.as_raw_fd(), &mut buf).unwrap();
         assert_eq!((n, buf[0], fds.len()), (1, COMMAND, 1));
-        // SAFETY: writes one byte from a static slice to the received pipe end.
-        assert_eq!(unsafe { libc::write(fds[0].as_raw_fd(), b"x".as_ptr().cast(), 1) }, 1);
+        assert_eq!(rustix::io::write(&fds[0], b"x"), Ok(1));
         let mut got = [0u8; 1];
         assert!(read_exact(r.as_raw_fd(), &mut got).unwrap());
         assert_eq!(&got, b"x");

@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
@@ -169,16 +170,8 @@ fn fresh_token() -> std::io::Result<String> {
     let mut bytes = [0u8; 16];
     let mut filled = 0;
     while filled < bytes.len() {
-        // SAFETY: getrandom writes at most the given length into our buffer.
-        let n = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        filled += n as usize;
+        let flags = rustix::rand::GetRandomFlags::empty();
+        filled += rustix::io::retry_on_intr(|| rustix::rand::getrandom(&mut bytes[filled..], flags))?;
     }
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
@@ -310,8 +303,7 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         self.shared.stopped.store(true, Ordering::SeqCst);
         // Wakes the accept loop: a shut-down listening socket fails accept.
-        // SAFETY: shutdown on a socket we hold open; no memory involved.
-        unsafe { libc::shutdown(std::os::fd::AsRawFd::as_raw_fd(&*self.listener), libc::SHUT_RDWR) };
+        let _ = rustix::net::shutdown(&*self.listener, rustix::net::Shutdown::Both);
     }
 }
 
@@ -506,49 +498,26 @@ fn pipe(from: &TcpStream, to: &TcpStream) {
 /// `splice`, until end of file (`Some(true)`) or an error (`Some(false)`);
 /// `None` when no pipe could be made (nothing was moved).
 fn splice_all(from: &TcpStream, to: &TcpStream) -> Option<bool> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two fds into the array we own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return None;
-    }
-    // SAFETY: two fresh fds that nothing else owns.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: fcntl on our pipe; a failure leaves its default size (64 KiB).
-    unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE as libc::c_int) };
-    let splice = |from: i32, to: i32, len: usize| -> isize {
-        loop {
-            // SAFETY: splice between fds we hold; no memory is passed.
-            let n = unsafe {
-                libc::splice(
-                    from,
-                    std::ptr::null_mut(),
-                    to,
-                    std::ptr::null_mut(),
-                    len,
-                    libc::SPLICE_F_MOVE,
-                )
-            };
-            if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                return n;
-            }
-        }
+    use rustix::pipe::{PipeFlags, SpliceFlags, pipe_with};
+    let (r, w) = pipe_with(PipeFlags::CLOEXEC).ok()?;
+    // A failure leaves the pipe its default size (64 KiB).
+    let _ = rustix::pipe::fcntl_setpipe_size(&w, PIPE);
+    let splice = |from: &dyn AsFd, to: &dyn AsFd, len: usize| -> rustix::io::Result<usize> {
+        rustix::io::retry_on_intr(|| rustix::pipe::splice(from.as_fd(), None, to.as_fd(), None, len, SpliceFlags::MOVE))
     };
     loop {
-        let n = splice(from.as_raw_fd(), w.as_raw_fd(), PIPE);
-        if n == 0 {
-            return Some(true);
-        }
-        if n < 0 {
-            return Some(false);
-        }
-        let mut left = n as usize;
-        while left > 0 {
-            let m = splice(r.as_raw_fd(), to.as_raw_fd(), left);
-            if m <= 0 {
-                return Some(false);
+        match splice(from, &w, PIPE) {
+            Ok(0) => return Some(true),
+            Err(_) => return Some(false),
+            Ok(n) => {
+                let mut left = n;
+                while left > 0 {
+                    match splice(&r, to, left) {
+                        Ok(m) if m > 0 => left -= m,
+                        _ => return Some(false),
+                    }
+                }
             }
-            left -= m as usize;
         }
     }
 }

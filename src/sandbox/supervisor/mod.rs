@@ -16,7 +16,9 @@ pub mod inside;
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use rustix::event::{PollFd, PollFlags, Timespec};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -263,9 +265,10 @@ impl Drop for Reaper {
 }
 
 /// `/dev/null` open for reading: an fd of empty content.
-pub(crate) fn dev_null() -> OwnedFd {
-    // SAFETY: opens /dev/null; a failure (-1) would only be closed again.
-    unsafe { OwnedFd::from_raw_fd(libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC)) }
+pub(crate) fn dev_null() -> io::Result<OwnedFd> {
+    std::fs::File::open("/dev/null")
+        .map(OwnedFd::from)
+        .map_err(|e| io::Error::new(e.kind(), format!("/dev/null: {e}")))
 }
 
 impl Supervisor {
@@ -328,7 +331,7 @@ impl Supervisor {
         ];
         let program = super::seccomp::bwrap_program(self.network).map_err(io::Error::other)?;
         let program = super::seccomp::program_fd(program)?;
-        let empty = dev_null();
+        let empty = dev_null()?;
         let mut keep = vec![theirs.as_raw_fd(), program.as_raw_fd()];
         keep.extend(std::iter::repeat_n(empty.as_raw_fd(), bwrap::stand_in_fds(&self.argv)));
         let pid = spawn::spawn_helper(&self.argv[0], &self.argv, &envp, &keep)?;
@@ -339,15 +342,11 @@ impl Supervisor {
             reaper: Reaper(pid),
             _proxy: None,
         };
-        let mut p = libc::pollfd {
-            fd: running.control.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        unsafe { libc::poll(&mut p, 1, START_BOUND.as_millis() as libc::c_int) };
+        let mut p = [PollFd::new(&*running.control, PollFlags::IN)];
+        let bound = Timespec::try_from(START_BOUND).expect("the start bound fits a timespec");
+        let _ = rustix::event::poll(&mut p, Some(&bound));
         let mut buf = [0u8; 4];
-        let ready = match p.revents & libc::POLLIN != 0 {
+        let ready = match p[0].revents().contains(PollFlags::IN) {
             true => match wire::recv_with_fds(running.control.as_raw_fd(), &mut buf) {
                 Ok((1, fds)) if buf[0] == wire::READY => Some(fds),
                 _ => None,
@@ -364,8 +363,10 @@ impl Supervisor {
             _ => false,
         };
         if !ready {
-            // SAFETY: our unreaped child: the pid cannot have been recycled.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            // Our unreaped child: the pid cannot have been recycled.
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
             return Err(io::Error::other(format!(
                 "the sandbox supervisor did not start (run `{}` to see why)",
                 bwrap::display(&self.argv)
@@ -388,7 +389,7 @@ impl Supervisor {
         let stdin = if spec.stdin_pipe { Some(spawn::pipe()?) } else { None };
         let null = match &stdin {
             Some(_) => None,
-            None => Some(dev_null()),
+            None => Some(dev_null()?),
         };
         let (out_r, out_w) = spawn::pipe()?;
         let err = match spec.streams {
@@ -450,11 +451,7 @@ impl Supervisor {
             spawn::set_nonblocking(e);
         }
         // The command's socket doubles as its "pidfd": readable once it exits.
-        // SAFETY: F_DUPFD_CLOEXEC takes no pointer and duplicates `host_end`,
-        // an fd we own and keep open for the call.
-        let watch = unsafe { libc::fcntl(host_end.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
-        // SAFETY: a non-negative result is a fresh fd that nothing else owns.
-        let watch = (watch >= 0).then(|| unsafe { OwnedFd::from_raw_fd(watch) });
+        let watch = rustix::io::fcntl_dupfd_cloexec(&host_end, 3).ok();
         Ok(Ok(Child {
             group: Group::Remote(Box::new(Remote { sock: host_end })),
             pidfd: watch,
