@@ -551,54 +551,7 @@ impl Walker {
 
     fn redirect(&mut self, r: &IoRedirect, writes: &mut Vec<String>, stdin: &mut Stdin) {
         match r {
-            IoRedirect::File(fd, kind, target) => {
-                // Whatever a redirection puts on descriptor 0 replaces the standard input
-                // a here-document or here-string gave before it (`sh <<EOF <&3`).
-                let default_fd = match kind {
-                    IoFileRedirectKind::Read
-                    | IoFileRedirectKind::ReadAndWrite
-                    | IoFileRedirectKind::DuplicateInput => 0,
-                    _ => 1,
-                };
-                if fd.unwrap_or(default_fd) == 0 {
-                    *stdin = Stdin::Unknown;
-                }
-                let fd = u32::try_from(fd.unwrap_or(default_fd)).unwrap_or(u32::MAX);
-                let mode = match kind {
-                    IoFileRedirectKind::Read => RedirectMode::Read,
-                    IoFileRedirectKind::Write | IoFileRedirectKind::Clobber => RedirectMode::Write,
-                    IoFileRedirectKind::Append => RedirectMode::Append,
-                    IoFileRedirectKind::ReadAndWrite => RedirectMode::ReadWrite,
-                    IoFileRedirectKind::DuplicateInput | IoFileRedirectKind::DuplicateOutput => RedirectMode::Duplicate,
-                };
-                match target {
-                    IoFileRedirectTarget::Filename(w) => {
-                        let arg = resolve(&w.value, self);
-                        if mode.writes() {
-                            writes.push(arg.text.clone());
-                        }
-                        self.record(fd, mode, arg);
-                    }
-                    // Only `|&` produces a bare descriptor target (`2>&1` written out is a word).
-                    IoFileRedirectTarget::Fd(_) => self.bash_only("the pipe `|&`"),
-                    IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
-                        self.process_substitution(sub);
-                    }
-                    IoFileRedirectTarget::Duplicate(w) => {
-                        let arg = resolve(&w.value, self);
-                        let descriptor =
-                            arg.literal && (arg.text == "-" || arg.text.bytes().all(|b| b.is_ascii_digit()));
-                        // bash reads `>&word` with a word that is not a descriptor as
-                        // `&>word`: a write of stdout and stderr to the file `word`.
-                        if !descriptor && matches!(kind, IoFileRedirectKind::DuplicateOutput) {
-                            writes.push(arg.text.clone());
-                            self.record(fd, RedirectMode::Write, arg);
-                        } else {
-                            self.record(fd, mode, arg);
-                        }
-                    }
-                }
-            }
+            IoRedirect::File(fd, kind, target) => self.file_redirect(*fd, kind, target, writes, stdin),
             // Only a here-document or here-string on descriptor 0 is standard input;
             // on another descriptor (`sh 3<<EOF`) it is not what a shell reads.
             IoRedirect::HereDocument(fd, doc) => {
@@ -633,6 +586,60 @@ impl Walker {
                     RedirectMode::Write
                 };
                 self.record(1, mode, arg);
+            }
+        }
+    }
+
+    /// A redirection to or from a file or a descriptor (`>f`, `2>>f`, `<f`, `>&2`).
+    fn file_redirect(
+        &mut self,
+        fd: Option<i32>,
+        kind: &IoFileRedirectKind,
+        target: &IoFileRedirectTarget,
+        writes: &mut Vec<String>,
+        stdin: &mut Stdin,
+    ) {
+        // Whatever a redirection puts on descriptor 0 replaces the standard input
+        // a here-document or here-string gave before it (`sh <<EOF <&3`).
+        let default_fd = match kind {
+            IoFileRedirectKind::Read | IoFileRedirectKind::ReadAndWrite | IoFileRedirectKind::DuplicateInput => 0,
+            _ => 1,
+        };
+        if fd.unwrap_or(default_fd) == 0 {
+            *stdin = Stdin::Unknown;
+        }
+        let fd = u32::try_from(fd.unwrap_or(default_fd)).unwrap_or(u32::MAX);
+        let mode = match kind {
+            IoFileRedirectKind::Read => RedirectMode::Read,
+            IoFileRedirectKind::Write | IoFileRedirectKind::Clobber => RedirectMode::Write,
+            IoFileRedirectKind::Append => RedirectMode::Append,
+            IoFileRedirectKind::ReadAndWrite => RedirectMode::ReadWrite,
+            IoFileRedirectKind::DuplicateInput | IoFileRedirectKind::DuplicateOutput => RedirectMode::Duplicate,
+        };
+        match target {
+            IoFileRedirectTarget::Filename(w) => {
+                let arg = resolve(&w.value, self);
+                if mode.writes() {
+                    writes.push(arg.text.clone());
+                }
+                self.record(fd, mode, arg);
+            }
+            // Only `|&` produces a bare descriptor target (`2>&1` written out is a word).
+            IoFileRedirectTarget::Fd(_) => self.bash_only("the pipe `|&`"),
+            IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
+                self.process_substitution(sub);
+            }
+            IoFileRedirectTarget::Duplicate(w) => {
+                let arg = resolve(&w.value, self);
+                let descriptor = arg.literal && (arg.text == "-" || arg.text.bytes().all(|b| b.is_ascii_digit()));
+                // bash reads `>&word` with a word that is not a descriptor as
+                // `&>word`: a write of stdout and stderr to the file `word`.
+                if !descriptor && matches!(kind, IoFileRedirectKind::DuplicateOutput) {
+                    writes.push(arg.text.clone());
+                    self.record(fd, RedirectMode::Write, arg);
+                } else {
+                    self.record(fd, mode, arg);
+                }
             }
         }
     }
@@ -803,221 +810,238 @@ impl Walker {
                 return;
             }
             let argv = &all[start_of_command..];
-            let word = &argv[0];
-            if !word.literal {
-                let reason = format!("the command word `{}` is produced by an expansion", clip(&word.text));
-                let fed = word.inner.clone();
+            if let Some((reason, fed)) = self.command_word_hazard(argv) {
                 self.opaque(reason, fed);
                 return;
             }
-            if !is_safe_command_word(&word.text) {
-                let reason = format!(
-                    "the command word `{}` has characters outside A-Z a-z 0-9 _ . / + @ % : = -",
-                    clip(&word.text)
-                );
-                self.opaque(reason, Vec::new());
+            let unwrapped = self.unwrap_checked(argv);
+            let Some(start) = self.follow(argv, unwrapped, &wrappers, stdin, writes, feeders) else {
                 return;
-            }
-            if word.text.starts_with('-') {
-                // An option a wrapper or keyword did not take as one (`env - rm x`,
-                // `time -- rm x`): what runs is the word after it.
-                let reason = format!(
-                    "the command word `{}` is an option, so the command is probably the next word",
-                    clip(&word.text)
-                );
-                self.opaque(reason, Vec::new());
-                return;
-            }
-            if self.dialect == Dialect::Other
-                && let Some(reason) = other_shell_command_hazard(&word.text)
-            {
-                self.opaque(reason, Vec::new());
-                return;
-            }
-            if let Some(reason) = history_hazard(argv) {
-                self.opaque(reason, Vec::new());
-                return;
-            }
-            if let Some(reason) = builtin_hazard(argv) {
-                self.opaque(reason, Vec::new());
-                return;
-            }
-            let unwrapped = unwrap(argv);
-            let fixed = match &unwrapped {
-                Unwrap::Inner { start, .. } | Unwrap::ScriptJoin { start, .. } => *start,
-                Unwrap::Script { index, .. } => *index,
-                Unwrap::Multi(_) => 0,
-                _ => 0,
             };
-            if let Some(bad) = argv.get(1..fixed).and_then(|a| a.iter().find(|a| !a.literal)) {
-                let reason = format!(
-                    "`{}` gets the argument `{}` from an expansion, so what it runs is unknown",
-                    argv[0].text,
-                    clip(&bad.text)
-                );
-                let fed = bad.inner.clone();
+            wrappers.push(basename(&argv[0].text).to_owned());
+            start_of_command += start;
+            if start_of_command >= all.len() {
+                return;
+            }
+        }
+    }
+
+    /// Why the command word of `argv` cannot be followed, and the commands that feed
+    /// it: produced by an expansion, with unsafe characters, an option, or a builtin
+    /// that changes what later names run.
+    fn command_word_hazard(&self, argv: &[Arg]) -> Option<(String, Vec<String>)> {
+        let word = &argv[0];
+        if !word.literal {
+            let reason = format!("the command word `{}` is produced by an expansion", clip(&word.text));
+            return Some((reason, word.inner.clone()));
+        }
+        if !is_safe_command_word(&word.text) {
+            let reason = format!(
+                "the command word `{}` has characters outside A-Z a-z 0-9 _ . / + @ % : = -",
+                clip(&word.text)
+            );
+            return Some((reason, Vec::new()));
+        }
+        if word.text.starts_with('-') {
+            // An option a wrapper or keyword did not take as one (`env - rm x`,
+            // `time -- rm x`): what runs is the word after it.
+            let reason = format!(
+                "the command word `{}` is an option, so the command is probably the next word",
+                clip(&word.text)
+            );
+            return Some((reason, Vec::new()));
+        }
+        if self.dialect == Dialect::Other
+            && let Some(reason) = other_shell_command_hazard(&word.text)
+        {
+            return Some((reason, Vec::new()));
+        }
+        history_hazard(argv)
+            .or_else(|| builtin_hazard(argv))
+            .map(|reason| (reason, Vec::new()))
+    }
+
+    /// What `argv` runs ([`unwrap`]), with the wrapper's own arguments that come from
+    /// an expansion made opaque; a wrapper refused for them is still followed as if
+    /// each expansion were one word.
+    fn unwrap_checked(&mut self, argv: &[Arg]) -> Unwrap {
+        let unwrapped = unwrap(argv);
+        let fixed = match &unwrapped {
+            Unwrap::Inner { start, .. } | Unwrap::ScriptJoin { start, .. } => *start,
+            Unwrap::Script { index, .. } => *index,
+            Unwrap::Multi(_) => 0,
+            _ => 0,
+        };
+        if let Some(bad) = argv.get(1..fixed).and_then(|a| a.iter().find(|a| !a.literal)) {
+            let reason = format!(
+                "`{}` gets the argument `{}` from an expansion, so what it runs is unknown",
+                argv[0].text,
+                clip(&bad.text)
+            );
+            let fed = bad.inner.clone();
+            if runs_hidden_code(argv) {
+                self.hidden_code(reason, fed);
+            } else {
+                self.opaque(reason, fed);
+            }
+            // Still followed as if the expansion were one word, so that deny rules
+            // and the classifier see what it most likely runs (`sudo -u "$U" rm -rf /`).
+        }
+        match unwrapped {
+            // A wrapper given a word from an expansion (`sudo -u "$U" rm -rf /`,
+            // `find "$d" -delete`): opaque, and still followed as if each expansion
+            // were one word, so that deny rules and the classifier see what it most
+            // likely runs. Not for code a shell or `source` reads.
+            Unwrap::Opaque(reason) if argv[1..].iter().any(|a| !a.literal) && !runs_hidden_code(argv) => {
+                let as_words: Vec<Arg> = argv
+                    .iter()
+                    .map(|a| Arg {
+                        literal: true,
+                        ..a.clone()
+                    })
+                    .collect();
+                match unwrap(&as_words) {
+                    Unwrap::Opaque(_) | Unwrap::InputCode(_) | Unwrap::Stdin => Unwrap::Opaque(reason),
+                    then => {
+                        let fed = argv.iter().flat_map(|a| a.inner.clone()).collect();
+                        self.opaque(reason, fed);
+                        then
+                    }
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// Records what `argv` runs, as `unwrapped` says, under `wrappers`; returns where
+    /// the command it wraps starts in `argv` when the walk goes on into it.
+    fn follow(
+        &mut self,
+        argv: &[Arg],
+        unwrapped: Unwrap,
+        wrappers: &[String],
+        stdin: &Stdin,
+        writes: &[String],
+        feeders: &[String],
+    ) -> Option<usize> {
+        match unwrapped {
+            Unwrap::Command => {
+                self.push_part(argv, wrappers, writes);
+                None
+            }
+            Unwrap::Inner { start, visible } => {
+                if visible {
+                    self.push_part(argv, wrappers, writes);
+                }
+                self.enter_directory(argv);
+                Some(start)
+            }
+            Unwrap::Script { index, visible } => {
+                if visible {
+                    self.push_part(argv, wrappers, writes);
+                }
+                self.enter_directory(argv);
+                let code = argv[index].clone();
+                self.script(&argv[0].text, &code);
+                None
+            }
+            Unwrap::ScriptJoin { start, visible } => {
+                if visible {
+                    self.push_part(argv, wrappers, writes);
+                }
+                self.enter_directory(argv);
+                self.script(&argv[0].text, &joined(&argv[start..]));
+                None
+            }
+            Unwrap::Stdin => {
+                self.shell_stdin(argv, stdin, feeders);
+                None
+            }
+            Unwrap::Multi(ranges) => {
+                self.push_part(argv, wrappers, writes);
+                for (s, e) in ranges {
+                    let inner = argv[s..e].to_vec();
+                    self.nested(|w| w.run(inner, &Stdin::Inherited, &[], &[]));
+                }
+                None
+            }
+            Unwrap::InputCode(reason) => {
+                // The words read from standard input become code: the pipeline
+                // before feeds it (`curl x | xargs sh -c`).
+                let mut fed: Vec<String> = argv.iter().flat_map(|a| a.inner.clone()).collect();
+                fed.extend(feeders.iter().cloned());
+                self.opaque(reason, fed);
+                // What it runs with no input words added is still found, for deny
+                // rules and the classifier (`xargs find / -delete`).
+                match crate::permission::wrappers::follow::unwrap_unchecked(argv) {
+                    Unwrap::Inner { start, .. } => Some(start),
+                    _ => None,
+                }
+            }
+            Unwrap::Opaque(reason) => {
+                // `source f` and `. f` run the file's code: the part says which file
+                // (deny rules and the classifier see it).
+                if matches!(basename(&argv[0].text), "source" | ".") && argv.len() > 1 {
+                    self.push_part(argv, wrappers, writes);
+                }
+                let fed = argv.iter().flat_map(|a| a.inner.clone()).collect();
                 if runs_hidden_code(argv) {
                     self.hidden_code(reason, fed);
                 } else {
                     self.opaque(reason, fed);
                 }
-                // Still followed as if the expansion were one word, so that deny rules
-                // and the classifier see what it most likely runs (`sudo -u "$U" rm -rf /`).
+                None
             }
-            let unwrapped = match unwrapped {
-                // A wrapper given a word from an expansion (`sudo -u "$U" rm -rf /`,
-                // `find "$d" -delete`): opaque, and still followed as if each expansion
-                // were one word, so that deny rules and the classifier see what it most
-                // likely runs. Not for code a shell or `source` reads.
-                Unwrap::Opaque(reason) if argv[1..].iter().any(|a| !a.literal) && !runs_hidden_code(argv) => {
-                    let as_words: Vec<Arg> = argv
-                        .iter()
-                        .map(|a| Arg {
-                            literal: true,
-                            ..a.clone()
-                        })
-                        .collect();
-                    match unwrap(&as_words) {
-                        Unwrap::Opaque(_) | Unwrap::InputCode(_) | Unwrap::Stdin => Unwrap::Opaque(reason),
-                        then => {
-                            let fed = argv.iter().flat_map(|a| a.inner.clone()).collect();
-                            self.opaque(reason, fed);
-                            then
-                        }
-                    }
-                }
-                other => other,
-            };
-            match unwrapped {
-                Unwrap::Command => {
-                    self.push_part(argv, &wrappers, writes);
-                    return;
-                }
-                Unwrap::Inner { start, visible } => {
-                    if visible {
-                        self.push_part(argv, &wrappers, writes);
-                    }
-                    self.enter_directory(argv);
-                    wrappers.push(basename(&argv[0].text).to_owned());
-                    start_of_command += start;
-                }
-                Unwrap::Script { index, visible } => {
-                    if visible {
-                        self.push_part(argv, &wrappers, writes);
-                    }
-                    self.enter_directory(argv);
-                    let code = argv[index].clone();
-                    self.script(&argv[0].text, &code);
-                    return;
-                }
-                Unwrap::ScriptJoin { start, visible } => {
-                    if visible {
-                        self.push_part(argv, &wrappers, writes);
-                    }
-                    self.enter_directory(argv);
-                    let joined = Arg {
-                        text: argv[start..]
-                            .iter()
-                            .map(|a| a.text.as_str())
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                        literal: argv[start..].iter().all(|a| a.literal),
-                        inner: argv[start..].iter().flat_map(|a| a.inner.clone()).collect(),
-                        compound: false,
-                    };
-                    self.script(&argv[0].text, &joined);
-                    return;
-                }
-                Unwrap::Stdin => {
-                    if crate::permission::wrappers::follow::is_shell(&argv[0].text)
-                        && let Some(path) = argv[1..].iter().find(|a| names_other_stream(&a.text))
-                    {
-                        self.hidden_code(
-                            format!(
-                                "`{}` may read commands from `{}`, not from its standard input",
-                                argv[0].text,
-                                clip(&path.text)
-                            ),
-                            Vec::new(),
-                        );
-                        return;
-                    }
-                    match stdin {
-                        Stdin::Text(code) => {
-                            let code = code.clone();
-                            let dialect = Dialect::for_shell(&argv[0].text);
-                            if spans_lines(&code) {
-                                // Still walked below, so that deny rules and the
-                                // classifier see the commands found.
-                                self.opaque(
-                                    format!(
-                                        "`{}` reads a script of several lines from standard input, which \
-                                         the commands it runs may read from too",
-                                        argv[0].text
-                                    ),
-                                    Vec::new(),
-                                );
-                            }
-                            let outer = std::mem::replace(&mut self.stdin_script, true);
-                            self.nested(|w| w.text_in(&code, dialect));
-                            self.stdin_script = outer;
-                        }
-                        Stdin::Unknown => self.hidden_code(
-                            format!(
-                                "`{}` reads commands from a file or an expanded here-document",
-                                argv[0].text
-                            ),
-                            Vec::new(),
+        }
+    }
+
+    /// Walks the script the shell `argv[0]` reads from its standard input, when the
+    /// text says what it is (a here-document or here-string).
+    fn shell_stdin(&mut self, argv: &[Arg], stdin: &Stdin, feeders: &[String]) {
+        if crate::permission::wrappers::follow::is_shell(&argv[0].text)
+            && let Some(path) = argv[1..].iter().find(|a| names_other_stream(&a.text))
+        {
+            self.hidden_code(
+                format!(
+                    "`{}` may read commands from `{}`, not from its standard input",
+                    argv[0].text,
+                    clip(&path.text)
+                ),
+                Vec::new(),
+            );
+            return;
+        }
+        match stdin {
+            Stdin::Text(code) => {
+                let code = code.clone();
+                let dialect = Dialect::for_shell(&argv[0].text);
+                if spans_lines(&code) {
+                    // Still walked below, so that deny rules and the
+                    // classifier see the commands found.
+                    self.opaque(
+                        format!(
+                            "`{}` reads a script of several lines from standard input, which \
+                             the commands it runs may read from too",
+                            argv[0].text
                         ),
-                        Stdin::Inherited => self.hidden_code(
-                            format!("`{}` reads commands from standard input", argv[0].text),
-                            feeders.to_vec(),
-                        ),
-                    }
-                    return;
+                        Vec::new(),
+                    );
                 }
-                Unwrap::Multi(ranges) => {
-                    self.push_part(argv, &wrappers, writes);
-                    for (s, e) in ranges {
-                        let inner = argv[s..e].to_vec();
-                        self.nested(|w| w.run(inner, &Stdin::Inherited, &[], &[]));
-                    }
-                    return;
-                }
-                Unwrap::InputCode(reason) => {
-                    // The words read from standard input become code: the pipeline
-                    // before feeds it (`curl x | xargs sh -c`).
-                    let mut fed: Vec<String> = argv.iter().flat_map(|a| a.inner.clone()).collect();
-                    fed.extend(feeders.iter().cloned());
-                    self.opaque(reason, fed);
-                    // What it runs with no input words added is still found, for deny
-                    // rules and the classifier (`xargs find / -delete`).
-                    match crate::permission::wrappers::follow::unwrap_unchecked(argv) {
-                        Unwrap::Inner { start, .. } => {
-                            wrappers.push(basename(&argv[0].text).to_owned());
-                            start_of_command += start;
-                        }
-                        _ => return,
-                    }
-                }
-                Unwrap::Opaque(reason) => {
-                    // `source f` and `. f` run the file's code: the part says which file
-                    // (deny rules and the classifier see it).
-                    if matches!(basename(&argv[0].text), "source" | ".") && argv.len() > 1 {
-                        self.push_part(argv, &wrappers, writes);
-                    }
-                    let fed = argv.iter().flat_map(|a| a.inner.clone()).collect();
-                    if runs_hidden_code(argv) {
-                        self.hidden_code(reason, fed);
-                    } else {
-                        self.opaque(reason, fed);
-                    }
-                    return;
-                }
+                let outer = std::mem::replace(&mut self.stdin_script, true);
+                self.nested(|w| w.text_in(&code, dialect));
+                self.stdin_script = outer;
             }
-            if start_of_command >= all.len() {
-                return;
-            }
+            Stdin::Unknown => self.hidden_code(
+                format!(
+                    "`{}` reads commands from a file or an expanded here-document",
+                    argv[0].text
+                ),
+                Vec::new(),
+            ),
+            Stdin::Inherited => self.hidden_code(
+                format!("`{}` reads commands from standard input", argv[0].text),
+                feeders.to_vec(),
+            ),
         }
     }
 
@@ -1032,6 +1056,17 @@ impl Walker {
                 code.inner.clone(),
             );
         }
+    }
+}
+
+/// The words `args` joined by spaces as one argument, the code `watch ls -l` runs:
+/// literal only when every word is.
+fn joined(args: &[Arg]) -> Arg {
+    Arg {
+        text: args.iter().map(|a| a.text.as_str()).collect::<Vec<_>>().join(" "),
+        literal: args.iter().all(|a| a.literal),
+        inner: args.iter().flat_map(|a| a.inner.clone()).collect(),
+        compound: false,
     }
 }
 
