@@ -2,6 +2,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use brush_parser::ast::UnexpandedArithmeticExpr;
 use brush_parser::word::{Parameter, ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource};
 
 use super::parse::Walker;
@@ -97,27 +98,7 @@ fn pieces_into(
     for p in pieces {
         let source = src.get(p.start_index..p.end_index).unwrap_or("");
         match &p.piece {
-            WordPiece::Text(s) => {
-                if ["$(", "${", "$[", "`", "<(", ">("].iter().any(|m| s.contains(m)) {
-                    w.opaque(
-                        format!("an expansion the parser left unparsed in `{}`", clip(s)),
-                        Vec::new(),
-                    );
-                    arg.literal = false;
-                }
-                if !quoted && expands_unquoted(s) {
-                    arg.literal = false;
-                }
-                if bash_only && !quoted && s.contains('(') {
-                    w.opaque(
-                        format!("`{}` is an extended glob, a bash-only construct", clip(s)),
-                        Vec::new(),
-                    );
-                }
-                arg.text.push_str(s);
-                decoded.text.push_str(s);
-                push_shape(decoded, s, quoted);
-            }
+            WordPiece::Text(s) => text_piece(s, quoted, bash_only, w, arg, decoded),
             WordPiece::SingleQuotedText(s) => {
                 arg.text.push_str(s);
                 decoded.text.push_str(s);
@@ -155,36 +136,7 @@ fn pieces_into(
                 decoded.text.push(EXPANDED);
                 decoded.shape.push(EXPANDED);
             }
-            WordPiece::ParameterExpansion(expr) => {
-                arg.literal = false;
-                decoded.text.push(EXPANDED);
-                decoded.shape.push(EXPANDED);
-                if let Some(reason) = parameter_hazard(expr, source, bash_only) {
-                    w.opaque(reason, Vec::new());
-                }
-                if ["$(", "`", "<(", ">("].iter().any(|m| source.contains(m)) {
-                    w.opaque(
-                        format!(
-                            "a command substitution inside the parameter expansion `{}`",
-                            clip(source)
-                        ),
-                        Vec::new(),
-                    );
-                }
-                if matches!(
-                    expr,
-                    ParameterExpr::Transform {
-                        op: ParameterTransformOp::PromptExpand,
-                        ..
-                    }
-                ) {
-                    w.opaque(
-                        format!("`{}` expands a value as a prompt, which runs code", clip(source)),
-                        Vec::new(),
-                    );
-                }
-                arg.text.push_str(source);
-            }
+            WordPiece::ParameterExpansion(expr) => parameter_piece(expr, source, bash_only, w, arg, decoded),
             WordPiece::CommandSubstitution(code) | WordPiece::BackquotedCommandSubstitution(code) => {
                 arg.literal = false;
                 let words = w.substitution(code);
@@ -201,31 +153,106 @@ fn pieces_into(
                     push_shape(decoded, rest, true);
                 }
             }
-            WordPiece::ArithmeticExpression(e) => {
-                arg.literal = false;
-                decoded.text.push(EXPANDED);
-                decoded.shape.push(EXPANDED);
-                if e.value.contains("$(") || e.value.contains('`') {
-                    w.opaque(
-                        format!("a command substitution inside arithmetic `{}`", clip(source)),
-                        Vec::new(),
-                    );
-                } else if !is_literal_arithmetic(&e.value) {
-                    w.opaque(
-                        format!(
-                            "the arithmetic `{}` reads variables, whose values bash evaluates as code",
-                            clip(source)
-                        ),
-                        Vec::new(),
-                    );
-                }
-                if bash_only && source.starts_with("$[") {
-                    w.opaque("`$[...]` arithmetic is bash-only".into(), Vec::new());
-                }
-                arg.text.push_str(source);
-            }
+            WordPiece::ArithmeticExpression(e) => arithmetic_piece(e, source, bash_only, w, arg, decoded),
         }
     }
+}
+
+/// Unquoted or double-quoted text: opaque when it holds an expansion the parser
+/// left unparsed or an extended glob where bash-only constructs are opaque.
+fn text_piece(s: &str, quoted: bool, bash_only: bool, w: &mut Walker, arg: &mut Arg, decoded: &mut Decoded) {
+    if ["$(", "${", "$[", "`", "<(", ">("].iter().any(|m| s.contains(m)) {
+        w.opaque(
+            format!("an expansion the parser left unparsed in `{}`", clip(s)),
+            Vec::new(),
+        );
+        arg.literal = false;
+    }
+    if !quoted && expands_unquoted(s) {
+        arg.literal = false;
+    }
+    if bash_only && !quoted && s.contains('(') {
+        w.opaque(
+            format!("`{}` is an extended glob, a bash-only construct", clip(s)),
+            Vec::new(),
+        );
+    }
+    arg.text.push_str(s);
+    decoded.text.push_str(s);
+    push_shape(decoded, s, quoted);
+}
+
+/// A parameter expansion (`$x`, `${x:-y}`): never literal, and opaque when it
+/// hides a substitution or expands a value as a prompt.
+fn parameter_piece(
+    expr: &ParameterExpr,
+    source: &str,
+    bash_only: bool,
+    w: &mut Walker,
+    arg: &mut Arg,
+    decoded: &mut Decoded,
+) {
+    arg.literal = false;
+    decoded.text.push(EXPANDED);
+    decoded.shape.push(EXPANDED);
+    if let Some(reason) = parameter_hazard(expr, source, bash_only) {
+        w.opaque(reason, Vec::new());
+    }
+    if ["$(", "`", "<(", ">("].iter().any(|m| source.contains(m)) {
+        w.opaque(
+            format!(
+                "a command substitution inside the parameter expansion `{}`",
+                clip(source)
+            ),
+            Vec::new(),
+        );
+    }
+    if matches!(
+        expr,
+        ParameterExpr::Transform {
+            op: ParameterTransformOp::PromptExpand,
+            ..
+        }
+    ) {
+        w.opaque(
+            format!("`{}` expands a value as a prompt, which runs code", clip(source)),
+            Vec::new(),
+        );
+    }
+    arg.text.push_str(source);
+}
+
+/// An arithmetic expansion (`$((...))`): never literal, and opaque unless it is
+/// literal arithmetic.
+fn arithmetic_piece(
+    e: &UnexpandedArithmeticExpr,
+    source: &str,
+    bash_only: bool,
+    w: &mut Walker,
+    arg: &mut Arg,
+    decoded: &mut Decoded,
+) {
+    arg.literal = false;
+    decoded.text.push(EXPANDED);
+    decoded.shape.push(EXPANDED);
+    if e.value.contains("$(") || e.value.contains('`') {
+        w.opaque(
+            format!("a command substitution inside arithmetic `{}`", clip(source)),
+            Vec::new(),
+        );
+    } else if !is_literal_arithmetic(&e.value) {
+        w.opaque(
+            format!(
+                "the arithmetic `{}` reads variables, whose values bash evaluates as code",
+                clip(source)
+            ),
+            Vec::new(),
+        );
+    }
+    if bash_only && source.starts_with("$[") {
+        w.opaque("`$[...]` arithmetic is bash-only".into(), Vec::new());
+    }
+    arg.text.push_str(source);
 }
 
 /// The parameter and indirection flag of a parameter expansion, if it has one.
