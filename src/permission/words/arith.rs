@@ -131,14 +131,7 @@ pub(crate) fn decode_ansi_c(s: &str) -> String {
 pub(crate) fn builtin_hazard(argv: &[Arg]) -> Option<String> {
     let name = argv[0].text.as_str();
     let args = &argv[1..];
-    let bad_name = |a: &Arg| {
-        (!is_plain_name(&a.text)).then(|| {
-            format!(
-                "`{name}` is given the variable name `{}`, whose subscript bash evaluates as code",
-                super::arg::clip(&a.text)
-            )
-        })
-    };
+    let bad_name = |a: &Arg| bad_name(name, a);
     match name {
         "let" => args.iter().find(|a| !is_literal_arithmetic(&a.text)).map(|a| {
             format!(
@@ -146,64 +139,8 @@ pub(crate) fn builtin_hazard(argv: &[Arg]) -> Option<String> {
                 super::arg::clip(&a.text)
             )
         }),
-        "declare" | "typeset" | "local" | "export" | "readonly" => {
-            let mut array = false;
-            for a in args {
-                let t = a.text.as_str();
-                if (t.starts_with('-') || t.starts_with('+')) && t.len() > 1 && !t.contains('=') {
-                    if t.contains('n') {
-                        return Some(format!("`{name} {t}` makes a name refer to another variable"));
-                    }
-                    if t.starts_with('-') && t.contains('i') {
-                        // Every later assignment to the name is evaluated as arithmetic.
-                        return Some(format!(
-                            "`{name} {t}` makes assignments evaluate their values as arithmetic"
-                        ));
-                    }
-                    array |= t.contains(['a', 'A']);
-                    continue;
-                }
-                if let Some(reason) = bad_name(a) {
-                    return Some(reason);
-                }
-                // A value that reads as `(...)`, or comes from an expansion where the
-                // variable may be an array, is evaluated as an array assignment, subscripts
-                // and all (`declare -a a="$v"` with v='([x]=1)').
-                if let Some((_, value)) = t.split_once('=')
-                    && !a.compound
-                    && (value.starts_with('(') || (!a.literal && (array || matches!(name, "declare" | "typeset"))))
-                {
-                    return Some(format!(
-                        "`{name}` may read the value of `{}` as an array assignment, whose subscripts run code",
-                        super::arg::clip(t)
-                    ));
-                }
-            }
-            None
-        }
-        "read" => {
-            let mut i = 0;
-            while i < args.len() {
-                let t = args[i].text.as_str();
-                if t == "--" {
-                    i += 1;
-                    break;
-                }
-                if t.len() > 1 && t.starts_with('-') {
-                    let last = t.chars().last().unwrap_or('-');
-                    let takes_value = "dinNptua".contains(last);
-                    if last == 'a'
-                        && let Some(r) = args.get(i + 1).and_then(bad_name)
-                    {
-                        return Some(r);
-                    }
-                    i += if takes_value { 2 } else { 1 };
-                    continue;
-                }
-                break;
-            }
-            args.get(i..).unwrap_or_default().iter().find_map(bad_name)
-        }
+        "declare" | "typeset" | "local" | "export" | "readonly" => declare_hazard(name, args),
+        "read" => read_hazard(name, args),
         "set" => args
             .iter()
             .enumerate()
@@ -213,26 +150,7 @@ pub(crate) fn builtin_hazard(argv: &[Arg]) -> Option<String> {
                     || (t == "-o" && args.get(i + 1).is_some_and(|n| n.text == "keyword"))
             })
             .map(|_| "`set -k` passes every later assignment word to the command's environment".to_owned()),
-        "printf" | "wait" => {
-            for (i, a) in args.iter().enumerate() {
-                if a.text == "--" || !a.text.starts_with('-') {
-                    break;
-                }
-                if a.text == "-v" || a.text == "-p" {
-                    let target = args.get(i + 1)?;
-                    if is_risky_variable(target.text.split('[').next().unwrap_or("")) {
-                        return Some(format!("`{name}` sets {}, which changes what runs", target.text));
-                    }
-                    return bad_name(target);
-                }
-                if let Some(rest) = a.text.strip_prefix("-v").or_else(|| a.text.strip_prefix("-p"))
-                    && !is_plain_name(rest)
-                {
-                    return bad_name(a);
-                }
-            }
-            None
-        }
+        "printf" | "wait" => variable_option_hazard(name, args),
         "unset" | "getopts" => args.iter().filter(|a| !a.text.starts_with('-')).find_map(bad_name),
         "test" | "[" => args
             .windows(2)
@@ -240,6 +158,105 @@ pub(crate) fn builtin_hazard(argv: &[Arg]) -> Option<String> {
             .and_then(|w| bad_name(&w[1])),
         _ => None,
     }
+}
+
+/// Why the builtin `name` given the variable name `a` evaluates its subscript; `None`
+/// for a plain name.
+fn bad_name(name: &str, a: &Arg) -> Option<String> {
+    (!is_plain_name(&a.text)).then(|| {
+        format!(
+            "`{name}` is given the variable name `{}`, whose subscript bash evaluates as code",
+            super::arg::clip(&a.text)
+        )
+    })
+}
+
+/// [`builtin_hazard`] of `declare`, `typeset`, `local`, `export` and `readonly`: a
+/// name reference, an integer attribute, a name with a subscript, or a value that
+/// may be read as an array assignment.
+fn declare_hazard(name: &str, args: &[Arg]) -> Option<String> {
+    let mut array = false;
+    for a in args {
+        let t = a.text.as_str();
+        if (t.starts_with('-') || t.starts_with('+')) && t.len() > 1 && !t.contains('=') {
+            if t.contains('n') {
+                return Some(format!("`{name} {t}` makes a name refer to another variable"));
+            }
+            if t.starts_with('-') && t.contains('i') {
+                // Every later assignment to the name is evaluated as arithmetic.
+                return Some(format!(
+                    "`{name} {t}` makes assignments evaluate their values as arithmetic"
+                ));
+            }
+            array |= t.contains(['a', 'A']);
+            continue;
+        }
+        if let Some(reason) = bad_name(name, a) {
+            return Some(reason);
+        }
+        // A value that reads as `(...)`, or comes from an expansion where the
+        // variable may be an array, is evaluated as an array assignment, subscripts
+        // and all (`declare -a a="$v"` with v='([x]=1)').
+        if let Some((_, value)) = t.split_once('=')
+            && !a.compound
+            && (value.starts_with('(') || (!a.literal && (array || matches!(name, "declare" | "typeset"))))
+        {
+            return Some(format!(
+                "`{name}` may read the value of `{}` as an array assignment, whose subscripts run code",
+                super::arg::clip(t)
+            ));
+        }
+    }
+    None
+}
+
+/// [`builtin_hazard`] of `read`: a variable name (after the options, or the array of
+/// `-a`) with a subscript.
+fn read_hazard(name: &str, args: &[Arg]) -> Option<String> {
+    let mut i = 0;
+    while i < args.len() {
+        let t = args[i].text.as_str();
+        if t == "--" {
+            i += 1;
+            break;
+        }
+        if t.len() > 1 && t.starts_with('-') {
+            let last = t.chars().last().unwrap_or('-');
+            let takes_value = "dinNptua".contains(last);
+            if last == 'a'
+                && let Some(r) = args.get(i + 1).and_then(|a| bad_name(name, a))
+            {
+                return Some(r);
+            }
+            i += if takes_value { 2 } else { 1 };
+            continue;
+        }
+        break;
+    }
+    args.get(i..).unwrap_or_default().iter().find_map(|a| bad_name(name, a))
+}
+
+/// [`builtin_hazard`] of `printf` and `wait`: the variable their `-v` (or `-p`)
+/// sets, when it changes what runs or has a subscript.
+fn variable_option_hazard(name: &str, args: &[Arg]) -> Option<String> {
+    for (i, a) in args.iter().enumerate() {
+        if a.text == "--" || !a.text.starts_with('-') {
+            break;
+        }
+        if a.text == "-v" || a.text == "-p" {
+            let target = args.get(i + 1)?;
+            if is_risky_variable(target.text.split('[').next().unwrap_or("")) {
+                return Some(format!("`{name}` sets {}, which changes what runs", target.text));
+            }
+            return bad_name(name, target);
+        }
+        if let Some(rest) = a.text.strip_prefix("-v").or_else(|| a.text.strip_prefix("-p"))
+            && !is_plain_name(rest)
+        {
+            return bad_name(name, a);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
