@@ -151,13 +151,6 @@ pub(crate) fn parse(args: &[Arg], from: usize, spec: &Spec) -> Result<Parsed, St
         operands: Vec::new(),
         first: args.len(),
     };
-    let value_word = |i: usize, what: &str| -> Result<String, String> {
-        match args.get(i) {
-            Some(a) if a.literal => Ok(a.text.clone()),
-            Some(_) => Err(format!("the value of `{what}` for `{cmd}` is produced by an expansion")),
-            None => Err(format!("`{what}` of `{cmd}` needs a value")),
-        }
-    };
     let mut i = from;
     while i < args.len() {
         let a = &args[i];
@@ -178,90 +171,11 @@ pub(crate) fn parse(args: &[Arg], from: usize, spec: &Spec) -> Result<Parsed, St
             return Ok(p);
         }
         if let Some(body) = t.strip_prefix("--") {
-            let (name, attached) = match body.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_owned())),
-                None => (body, None),
-            };
-            let o = long_opt(cmd, spec, name)?;
-            match o.arity {
-                No => {
-                    if attached.is_some() {
-                        return Err(format!("`--{name}` of `{cmd}` takes no value"));
-                    }
-                    p.opts.push(Given {
-                        key: o.key,
-                        value: None,
-                        value_index: None,
-                    });
-                }
-                Opt => p.opts.push(Given {
-                    key: o.key,
-                    value: attached,
-                    value_index: None,
-                }),
-                Req => {
-                    if attached.is_some() {
-                        p.opts.push(Given {
-                            key: o.key,
-                            value: attached,
-                            value_index: None,
-                        });
-                    } else {
-                        let v = value_word(i + 1, t)?;
-                        p.opts.push(Given {
-                            key: o.key,
-                            value: Some(v),
-                            value_index: Some(i + 1),
-                        });
-                        i += 1;
-                    }
-                }
-            }
-            i += 1;
+            i += long_option(args, i, cmd, spec, body, &mut p)?;
             continue;
         }
         if t.len() > 1 && t.starts_with('-') {
-            let mut step = 1;
-            for (off, c) in t[1..].char_indices() {
-                let Some((arity, key)) = short_opt(spec.short, c) else {
-                    return Err(format!("`{cmd}` has no option `-{c}` that we know"));
-                };
-                let rest = &t[1 + off + c.len_utf8()..];
-                match arity {
-                    No => p.opts.push(Given {
-                        key,
-                        value: None,
-                        value_index: None,
-                    }),
-                    Opt => {
-                        p.opts.push(Given {
-                            key,
-                            value: (!rest.is_empty()).then(|| rest.to_owned()),
-                            value_index: None,
-                        });
-                        break;
-                    }
-                    Req => {
-                        if rest.is_empty() {
-                            let v = value_word(i + 1, &format!("-{c}"))?;
-                            p.opts.push(Given {
-                                key,
-                                value: Some(v),
-                                value_index: Some(i + 1),
-                            });
-                            step = 2;
-                        } else {
-                            p.opts.push(Given {
-                                key,
-                                value: Some(rest.to_owned()),
-                                value_index: None,
-                            });
-                        }
-                        break;
-                    }
-                }
-            }
-            i += step;
+            i += short_options(args, i, cmd, spec, t, &mut p)?;
             continue;
         }
         if p.operands.is_empty() {
@@ -274,6 +188,106 @@ pub(crate) fn parse(args: &[Arg], from: usize, spec: &Spec) -> Result<Parsed, St
         i += 1;
     }
     Ok(p)
+}
+
+/// The word `args[i]`, the value of the option `what` of `cmd`, when it is literal.
+fn value_word(args: &[Arg], i: usize, cmd: &str, what: &str) -> Result<String, String> {
+    match args.get(i) {
+        Some(a) if a.literal => Ok(a.text.clone()),
+        Some(_) => Err(format!("the value of `{what}` for `{cmd}` is produced by an expansion")),
+        None => Err(format!("`{what}` of `{cmd}` needs a value")),
+    }
+}
+
+/// Adds the long option `--body` (`args[i]`) to `p`; returns how many words it took.
+fn long_option(args: &[Arg], i: usize, cmd: &str, spec: &Spec, body: &str, p: &mut Parsed) -> Result<usize, String> {
+    let t = args[i].text.as_str();
+    let (name, attached) = match body.split_once('=') {
+        Some((n, v)) => (n, Some(v.to_owned())),
+        None => (body, None),
+    };
+    let o = long_opt(cmd, spec, name)?;
+    match o.arity {
+        No => {
+            if attached.is_some() {
+                return Err(format!("`--{name}` of `{cmd}` takes no value"));
+            }
+            p.opts.push(Given {
+                key: o.key,
+                value: None,
+                value_index: None,
+            });
+        }
+        Opt => p.opts.push(Given {
+            key: o.key,
+            value: attached,
+            value_index: None,
+        }),
+        Req => {
+            if attached.is_some() {
+                p.opts.push(Given {
+                    key: o.key,
+                    value: attached,
+                    value_index: None,
+                });
+            } else {
+                let v = value_word(args, i + 1, cmd, t)?;
+                p.opts.push(Given {
+                    key: o.key,
+                    value: Some(v),
+                    value_index: Some(i + 1),
+                });
+                return Ok(2);
+            }
+        }
+    }
+    Ok(1)
+}
+
+/// Adds the bundle of short options `t` (`args[i]`, `-xvf`) to `p`; returns how many
+/// words it took.
+fn short_options(args: &[Arg], i: usize, cmd: &str, spec: &Spec, t: &str, p: &mut Parsed) -> Result<usize, String> {
+    let mut step = 1;
+    for (off, c) in t[1..].char_indices() {
+        let Some((arity, key)) = short_opt(spec.short, c) else {
+            return Err(format!("`{cmd}` has no option `-{c}` that we know"));
+        };
+        let rest = &t[1 + off + c.len_utf8()..];
+        match arity {
+            No => p.opts.push(Given {
+                key,
+                value: None,
+                value_index: None,
+            }),
+            Opt => {
+                p.opts.push(Given {
+                    key,
+                    value: (!rest.is_empty()).then(|| rest.to_owned()),
+                    value_index: None,
+                });
+                break;
+            }
+            Req => {
+                if rest.is_empty() {
+                    let v = value_word(args, i + 1, cmd, &format!("-{c}"))?;
+                    p.opts.push(Given {
+                        key,
+                        value: Some(v),
+                        value_index: Some(i + 1),
+                    });
+                    step = 2;
+                } else {
+                    p.opts.push(Given {
+                        key,
+                        value: Some(rest.to_owned()),
+                        value_index: None,
+                    });
+                }
+                break;
+            }
+        }
+    }
+    Ok(step)
 }
 
 pub(crate) const HELP: LongOpt = lo("help", No, "help");
