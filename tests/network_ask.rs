@@ -489,9 +489,19 @@ impl Stdio {
     /// Polls 2026-07-28 `tasks/get` until `task` has `status` (within the
     /// hang guard); the last result.
     fn task_until(&mut self, task: &str, status: &str) -> Value {
+        self.task_until_in(task, status, Some(tasks_meta()))
+    }
+
+    /// Polls `tasks/get` with `meta` (none: 2025-11-25) until `task` has
+    /// `status` (within the hang guard); the last result.
+    fn task_until_in(&mut self, task: &str, status: &str, meta: Option<Value>) -> Value {
         let started = std::time::Instant::now();
+        let mut params = json!({"taskId": task});
+        if let Some(meta) = meta {
+            params["_meta"] = meta;
+        }
         loop {
-            let got = self.request("tasks/get", json!({"taskId": task, "_meta": tasks_meta()}))["result"].clone();
+            let got = self.request("tasks/get", params.clone())["result"].clone();
             if got["status"] == status {
                 return got;
             }
@@ -590,6 +600,10 @@ fn a_2025_call_asks_through_elicitation_while_its_command_waits() {
     }
 }
 
+/// 2025-11-25: the command's connection puts the task in
+/// `input_required`; the client's `tasks/result` receives the question
+/// (tied to the task), and once answered the task is `working` again.
+/// Allowed for the server, the next task's command passes unasked.
 #[test]
 fn a_2025_task_asks_through_tasks_result_while_its_command_waits() {
     if !have("curl") {
@@ -608,13 +622,19 @@ fn a_2025_task_asks_through_tasks_result_while_its_command_waits() {
                 "from tasked [200]\n".to_owned(), // the grant answers: nobody is asked
             ),
         ] {
-            let command = fetch(origin.port);
+            // The command holds at its end until the test has seen the
+            // task working again.
+            let go = dir.join(format!("go-{}", decision.is_empty()));
+            let command = format!("{}; {}", fetch(origin.port), until_file_exists(&go));
             let id = client.send_request(
                 "tools/call",
                 json!({"name": "execute", "arguments": {"command": command, "env": {TAG_VAR: tag}}, "task": {"ttl": 60000}}),
             );
             let reply = client.reply_to(id);
             let task = reply["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+            if !decision.is_empty() {
+                client.task_until_in(&task, "input_required", None);
+            }
             let result_id = client.send_request("tasks/result", json!({"taskId": task}));
             if !decision.is_empty() {
                 let ask = client.next_request();
@@ -625,6 +645,8 @@ fn a_2025_task_asks_through_tasks_result_while_its_command_waits() {
                 );
                 client.answer(&ask, decision);
             }
+            client.task_until_in(&task, "working", None);
+            std::fs::write(&go, "").unwrap();
             let result = client.reply_to(result_id)["result"].clone();
             assert_eq!(
                 output(&result["structuredContent"]),
