@@ -16,25 +16,28 @@ pub struct SignalSet(libc::sigset_t);
 impl SignalSet {
     /// The set of `signals`.
     pub fn of(signals: &[libc::c_int]) -> SignalSet {
-        // SAFETY: an all-zero sigset_t is valid storage for sigemptyset,
-        // which initializes it; sigaddset only sets bits in it.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            for &signal in signals {
-                libc::sigaddset(&mut set, signal);
-            }
-            SignalSet(set)
-        }
+        SignalSet::made(false, signals)
     }
 
     /// Every signal.
     pub fn all() -> SignalSet {
-        // SAFETY: an all-zero sigset_t is valid storage for sigfillset,
-        // which initializes it.
+        SignalSet::made(true, &[])
+    }
+
+    /// Every signal when `full`, else none; then `signals` added.
+    fn made(full: bool, signals: &[libc::c_int]) -> SignalSet {
+        // SAFETY: an all-zero sigset_t is valid storage for sigfillset and
+        // sigemptyset, which initialize it; sigaddset only sets bits in it.
         unsafe {
             let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut set);
+            if full {
+                libc::sigfillset(&mut set);
+            } else {
+                libc::sigemptyset(&mut set);
+            }
+            for &signal in signals {
+                libc::sigaddset(&mut set, signal);
+            }
             SignalSet(set)
         }
     }

@@ -2,7 +2,8 @@
 //! filter's installation that makes it, the ioctls that receive a call,
 //! confirm it is still waiting, answer it or hand it a descriptor, and the
 //! read of the calling process's memory. No safe crate covers these, so
-//! the whole of the observer's `unsafe` is here, one block per call.
+//! the whole of the observer's `unsafe` is here: the installation, one
+//! block for every ioctl (each typed with its argument) and the read.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -42,43 +43,80 @@ pub fn install(program: &[libc::sock_filter]) -> io::Result<OwnedFd> {
     }
 }
 
+/// One of the listener's ioctls, with the value it reads or writes: each
+/// request is typed with its own argument, so [`ioctl`] can make no other.
+enum Request<'a> {
+    SetFlags(libc::c_ulong),
+    Receive(&'a mut libc::seccomp_notif),
+    IdValid(&'a mut u64),
+    Send(&'a mut libc::seccomp_notif_resp),
+    AddFd(&'a libc::seccomp_notif_addfd),
+}
+
+/// Makes `request` on `listener`; the ioctl's result (negative on failure,
+/// with errno set).
+fn ioctl(listener: &OwnedFd, request: Request<'_>) -> libc::c_int {
+    let fd = listener.as_raw_fd();
+    // SAFETY: each request passes the argument type the kernel expects for
+    // it (linux/seccomp.h): flags by value, or a reference to a value we
+    // own or borrow for the call, which the kernel reads or (RECV) writes
+    // whole; a seccomp_notif written by the kernel is plain data.
+    unsafe {
+        match request {
+            Request::SetFlags(flags) => libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS, flags),
+            Request::Receive(notif) => {
+                libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_RECV, notif as *mut libc::seccomp_notif)
+            }
+            Request::IdValid(id) => libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, id as *mut u64),
+            Request::Send(response) => libc::ioctl(
+                fd,
+                libc::SECCOMP_IOCTL_NOTIF_SEND,
+                response as *mut libc::seccomp_notif_resp,
+            ),
+            Request::AddFd(addfd) => libc::ioctl(
+                fd,
+                libc::SECCOMP_IOCTL_NOTIF_ADDFD,
+                addfd as *const libc::seccomp_notif_addfd,
+            ),
+        }
+    }
+}
+
 /// Asks the kernel to wake the handler on the target's CPU and back
 /// (Linux 6.6+; an older kernel refuses, and answers are only slower).
 pub fn sync_wake_up(listener: &OwnedFd) {
-    // SAFETY: the ioctl takes the flags as its argument, no pointer.
-    unsafe {
-        libc::ioctl(
-            listener.as_raw_fd(),
-            libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
-            SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
-        )
-    };
+    ioctl(listener, Request::SetFlags(SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP));
 }
 
 /// The next notified call; `None` when the target died before it was read
 /// (`ENOENT`) or the wait was interrupted.
 pub fn receive(listener: &OwnedFd) -> Option<libc::seccomp_notif> {
-    // SAFETY: seccomp_notif is plain data (all-zero is valid, and what the
-    // kernel wants); the ioctl writes one into our own.
-    unsafe {
-        let mut notif: libc::seccomp_notif = std::mem::zeroed();
-        (libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_RECV, &mut notif) == 0).then_some(notif)
-    }
+    // All-zero, as the kernel wants it (it refuses a notif with data in it).
+    let mut notif = libc::seccomp_notif {
+        id: 0,
+        pid: 0,
+        flags: 0,
+        data: libc::seccomp_data {
+            nr: 0,
+            arch: 0,
+            instruction_pointer: 0,
+            args: [0; 6],
+        },
+    };
+    (ioctl(listener, Request::Receive(&mut notif)) == 0).then_some(notif)
 }
 
 /// Whether the call `id` is still waiting for its answer (so its process,
 /// read meanwhile, is the one that made it).
 pub fn still_waiting(listener: &OwnedFd, id: u64) -> bool {
     let mut id = id;
-    // SAFETY: the ioctl reads one u64 we own.
-    unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id) == 0 }
+    ioctl(listener, Request::IdValid(&mut id)) == 0
 }
 
 /// Answers the call `id`. A target that died meanwhile makes this fail
 /// with `ENOENT`: nothing to answer.
 pub fn respond(listener: &OwnedFd, mut response: libc::seccomp_notif_resp) {
-    // SAFETY: the ioctl reads one seccomp_notif_resp we own.
-    unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &mut response) };
+    ioctl(listener, Request::Send(&mut response));
 }
 
 /// Puts `fd` in the command's descriptor table and answers its call `id`
@@ -92,9 +130,7 @@ pub fn hand_over(listener: &OwnedFd, id: u64, fd: &OwnedFd, cloexec: bool) -> Re
         newfd: 0,
         newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
     };
-    // SAFETY: the ioctl reads one seccomp_notif_addfd we own.
-    let rc = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ADDFD, &addfd) };
-    if rc < 0 {
+    if ioctl(listener, Request::AddFd(&addfd)) < 0 {
         Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
     } else {
         Ok(())
