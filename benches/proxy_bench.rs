@@ -7,12 +7,17 @@
 //!   (the proxy's own cost, the network out of the way) and from a real
 //!   registry (a 9.7 MB crate from static.crates.io, with curl);
 //! - what the proxy adds to setting up a TLS connection (curl's
-//!   `time_appconnect` to pypi.org, direct and through the proxy);
+//!   `time_appconnect`, direct and through the proxy): to a TLS origin the
+//!   bench starts on the loopback (`openssl s_server` with a self-signed
+//!   certificate made for the run, which the operator's list allows by
+//!   address), where the proxy's own cost is all that differs, and to
+//!   pypi.org, where the network's spread comes on top;
 //! - the proxy's memory with 64 connections open at once.
 //!
 //! Run with `cargo bench --bench proxy_bench` (add `-- --quick` for fewer
-//! rounds). The registry figures need curl and the network; they are left
-//! out, with a line saying so, when either is missing.
+//! rounds, `-- --tls-only` for the local TLS set-up alone). The local TLS figure needs curl and openssl, the registry
+//! figures curl and the network; each is left out, with a line saying so,
+//! when what it needs is missing.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
@@ -33,7 +38,13 @@ const CONCURRENT: usize = 64;
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let runs = if quick { 3 } else { 5 };
+    if std::env::args().any(|a| a == "--tls-only") {
+        local_tls_setup(runs, if quick { 10 } else { 40 });
+        return;
+    }
     local_throughput(runs, if quick { 64 } else { 256 } << 20, if quick { 3 } else { 5 });
+    println!();
+    local_tls_setup(runs, if quick { 10 } else { 40 });
     println!();
     let proxy = registry_proxy();
     if curl_works() {
@@ -173,8 +184,14 @@ fn curl_works() -> bool {
 /// `curl -w <format> <url>`, through `proxy` or not (`--noproxy '*'`, so
 /// no proxy of the environment is used either): curl's output.
 fn curl(url: &str, format: &str, proxy: Option<&Proxy>) -> String {
+    curl_with(url, format, proxy, &[])
+}
+
+/// [`curl`] with `extra` arguments.
+fn curl_with(url: &str, format: &str, proxy: Option<&Proxy>, extra: &[&str]) -> String {
     let mut cmd = Command::new("curl");
     cmd.args(["-sS", "-o", "/dev/null", "--max-time", "120", "-w", format]);
+    cmd.args(extra);
     match proxy {
         Some(p) => cmd.args(["--proxy", &format!("http://127.0.0.1:{}", p.port())]),
         None => cmd.args(["--noproxy", "*"]),
@@ -190,7 +207,12 @@ fn curl(url: &str, format: &str, proxy: Option<&Proxy>) -> String {
 
 /// One of curl's timings (`field`, in seconds) of a fetch of `url`.
 fn curl_time(url: &str, field: &str, proxy: Option<&Proxy>) -> Duration {
-    let secs: f64 = curl(url, field, proxy).trim().parse().unwrap();
+    curl_time_with(url, field, proxy, &[])
+}
+
+/// [`curl_time`] with `extra` arguments.
+fn curl_time_with(url: &str, field: &str, proxy: Option<&Proxy>, extra: &[&str]) -> Duration {
+    let secs: f64 = curl_with(url, field, proxy, extra).trim().parse().unwrap();
     Duration::from_secs_f64(secs)
 }
 
@@ -212,17 +234,135 @@ fn registry_throughput(proxy: &Proxy, runs: usize, rounds: usize) {
     );
 }
 
+/// A TLS origin on the loopback for the run: `openssl s_server` with a
+/// self-signed certificate made in a directory of its own. Killed, reaped
+/// and its directory removed when dropped.
+struct TlsOrigin {
+    server: std::process::Child,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl TlsOrigin {
+    /// `Err`, with the reason, when openssl cannot make or serve one.
+    fn start() -> Result<TlsOrigin, String> {
+        let dir = std::env::temp_dir().join(format!("bash-mcp-proxy-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let made = Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+            ])
+            .args(["-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
+            .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+            .args(["-keyout", "key.pem", "-out", "cert.pem"])
+            .current_dir(&dir)
+            .stderr(std::process::Stdio::null())
+            .status();
+        if !made.is_ok_and(|s| s.success()) {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err("openssl could not make a self-signed certificate (is openssl installed?)".into());
+        }
+        // A port that was free a moment ago; s_server fails if it was taken since.
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let server = Command::new("openssl")
+            .args(["s_server", "-quiet", "-www", "-cert", "cert.pem", "-key", "key.pem"])
+            .args(["-accept", &format!("127.0.0.1:{port}")])
+            .current_dir(&dir)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        let server = match server {
+            Ok(server) => server,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(format!("openssl s_server did not start: {e}"));
+            }
+        };
+        let origin = TlsOrigin { server, port, dir };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > deadline {
+                return Err(format!("openssl s_server did not listen on 127.0.0.1:{port}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(origin)
+    }
+
+    fn url(&self) -> String {
+        format!("https://127.0.0.1:{}/", self.port)
+    }
+
+    fn ca(&self) -> std::path::PathBuf {
+        self.dir.join("cert.pem")
+    }
+}
+
+impl Drop for TlsOrigin {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// curl's `time_appconnect` (TCP connected, TLS done) to a TLS origin on
+/// the loopback, direct and through a proxy whose operator allows that
+/// origin's address explicitly (the loopback is refused otherwise): the
+/// proxy's own cost, the network out of the way.
+fn local_tls_setup(runs: usize, rounds: usize) {
+    if Command::new("curl").arg("--version").output().is_err() {
+        println!("local TLS set-up left out: curl is missing");
+        return;
+    }
+    let origin = match TlsOrigin::start() {
+        Ok(origin) => origin,
+        Err(why) => {
+            println!("local TLS set-up left out: {why}");
+            return;
+        }
+    };
+    let policy = NetPolicy::new(&[format!("127.0.0.1:{}", origin.port)], &[]).unwrap();
+    let proxy = Proxy::serve(TcpListener::bind("127.0.0.1:0").unwrap(), policy, None).unwrap();
+    let (url, ca) = (origin.url(), origin.ca());
+    let ca = ["--cacert", ca.to_str().unwrap()];
+    println!(
+        "TLS connection set-up to a local origin, {url} (openssl s_server, curl time_appconnect): {runs} runs of {rounds} interleaved rounds"
+    );
+    let setup = |proxied: bool| curl_time_with(&url, "%{time_appconnect}", proxied.then_some(&proxy), &ca);
+    let (direct, proxied) = interleaved(runs, rounds, &setup);
+    report_added(&direct, &proxied);
+}
+
 /// curl's `time_appconnect` (name resolved, TCP connected, TLS done) to
 /// pypi.org, direct and through the proxy (there, the proxy resolves and
-/// connects on the CONNECT): what the proxy adds.
+/// connects on the CONNECT): what the proxy adds, with the network's
+/// spread on top (see [`local_tls_setup`] for the proxy's own cost).
 fn tls_setup(proxy: &Proxy, runs: usize, rounds: usize) {
     println!("TLS connection set-up to {SMALL} (curl time_appconnect): {runs} runs of {rounds} interleaved rounds");
     let setup = |proxied: bool| curl_time(SMALL, "%{time_appconnect}", proxied.then_some(proxy));
     let (direct, proxied) = interleaved(runs, rounds, &setup);
-    let added: Vec<f64> = direct.iter().zip(&proxied).map(|(d, p)| ms(*p) - ms(*d)).collect();
-    let (d, p) = (median(&mut direct.clone()), median(&mut proxied.clone()));
-    println!("  {:<20} {:>8.2} ms", "direct", ms(d));
-    println!("  {:<20} {:>8.2} ms", "through the proxy", ms(p));
+    report_added(&direct, &proxied);
+}
+
+/// Prints the median over runs of each side, what the proxy adds (the
+/// difference of the medians), and the spread of the per-run differences.
+fn report_added(direct: &[Duration], proxied: &[Duration]) {
+    let added: Vec<f64> = direct.iter().zip(proxied).map(|(d, p)| ms(*p) - ms(*d)).collect();
+    let (d, p) = (median(&mut direct.to_vec()), median(&mut proxied.to_vec()));
+    let range = |v: &[Duration]| {
+        let lo = v.iter().min().copied().unwrap_or_default();
+        let hi = v.iter().max().copied().unwrap_or_default();
+        format!("(per run {:.2} - {:.2})", ms(lo), ms(hi))
+    };
+    println!("  {:<20} {:>8.2} ms {}", "direct", ms(d), range(direct));
+    println!("  {:<20} {:>8.2} ms {}", "through the proxy", ms(p), range(proxied));
     println!(
         "  added {:.2} ms (per run {:.2} - {:.2}; target <= 5 ms)",
         ms(p) - ms(d),
