@@ -937,7 +937,8 @@ fn supervisor_and_inits(bwrap: i32) -> Vec<i32> {
 }
 
 #[test]
-fn every_supervised_command_gets_a_fresh_pid_namespace_and_the_ready_inits_die_with_their_supervisor() {
+fn every_supervised_command_finds_an_empty_pid_namespace_and_the_waiting_inits_are_bounded_and_die_with_their_supervisor()
+ {
     if !available("bwrap") {
         return;
     }
@@ -962,9 +963,14 @@ fn every_supervised_command_gets_a_fresh_pid_namespace_and_the_ready_inits_die_w
     });
     let bwrap = bwrap_children_for(&root);
     assert_eq!(bwrap.len(), 1, "one supervisor serves every call");
-    // The supervisor and at least one init ready for the next call.
+    // The supervisor and at least one init ready for the next call; the
+    // inits made for the calls beyond the pool exit once theirs ended, so
+    // at most two wait.
     wait_until("the supervisor made no ready init", || {
         supervisor_and_inits(bwrap[0]).len() >= 2
+    });
+    wait_until("more than two inits stayed after their commands ended", || {
+        supervisor_and_inits(bwrap[0]).len() <= 3
     });
     let gone = |pids: &[i32]| pids.iter().all(|pid| !pid_exists(*pid) || is_zombie(*pid));
     // The supervisor alone killed: its ready inits go with it, and the next

@@ -320,30 +320,49 @@ fn dev_shm_sysv_ipc_and_a_read_only_tmp_are_each_commands_own() {
             server.configure(&config.to_string()).unwrap();
             let marker = unique_tag("shm-marker");
             let key = shm_key();
-            let first = run_in(
-                &server,
-                &project,
-                &format!(
-                    "echo x > /dev/shm/{marker} && echo shm; echo y > /tmp/{marker} && echo tmp; \
-                     perl -MIPC::SysV=IPC_CREAT -e 'print defined(shmget({key}, 4096, IPC_CREAT|0600)) ? \"sysv\\n\" : \"no sysv: $!\\n\"'"
-                ),
-                json!({}),
-            );
-            assert_eq!(output(&first), "shm\ntmp\nsysv\n", "{backend} {mode}: {first}");
-            let second = run_in(
-                &server,
-                &project,
-                &format!(
-                    "ls -A /dev/shm; cat /tmp/{marker} 2>/dev/null || echo no tmp file; \
-                     perl -e 'print defined(shmget({key}, 0, 0)) ? \"found\\n\" : \"none\\n\"'"
-                ),
-                json!({}),
-            );
-            let expected_tmp = if mode == "read-only" { "no tmp file\n" } else { "y\n" };
-            assert_eq!(
-                output(&second),
-                format!("{expected_tmp}none\n"),
-                "{backend} {mode}: {second}"
+            // The supervisor's inits serve one command after another: each
+            // command finds nothing an earlier one left, then leaves its
+            // own, until one has run in the PID namespace of an earlier one.
+            // (With one sandbox per command there is no such namespace.)
+            let supervised = backend == "bwrap";
+            let mut namespaces: Vec<String> = Vec::new();
+            for call in 0..20 {
+                let result = run_in(
+                    &server,
+                    &project,
+                    &format!(
+                        "ls -A /dev/shm; cat /tmp/{marker} 2>/dev/null || echo no tmp file; \
+                         perl -MIPC::SysV=IPC_CREAT -e 'print defined(shmget({key}, 0, 0)) ? \"found\\n\" : \"none\\n\"; \
+                         print defined(shmget({key}, 4096, IPC_CREAT|0600)) ? \"\" : \"no sysv: $!\\n\"'; \
+                         echo x > /dev/shm/{marker} && echo shm; echo y > /tmp/{marker} && echo tmp; \
+                         readlink /proc/self/ns/pid"
+                    ),
+                    json!({}),
+                );
+                let (seen, ns) = output(&result)
+                    .rsplit_once("pid:")
+                    .map(|(a, b)| (a.to_owned(), b.to_owned()))
+                    .unwrap_or_default();
+                let tmp = if mode == "read-only" || call == 0 {
+                    "no tmp file\n"
+                } else {
+                    "y\n"
+                };
+                assert_eq!(
+                    seen,
+                    format!("{tmp}none\nshm\ntmp\n"),
+                    "{backend} {mode}, call {call}: {result}"
+                );
+                let reused = namespaces.contains(&ns);
+                namespaces.push(ns);
+                if reused || !supervised {
+                    break;
+                }
+            }
+            let distinct: std::collections::HashSet<_> = namespaces.iter().collect();
+            assert!(
+                !supervised || distinct.len() < namespaces.len(),
+                "{backend} {mode}: no command ran in an earlier one's PID namespace: {namespaces:?}"
             );
             drop(server);
             assert!(

@@ -37,6 +37,16 @@ pub const NO_LISTENER: u8 = b'N';
 /// SIGKILL reaches everything the command started).
 pub const KILL: u8 = b'K';
 
+/// An init to its supervisor, on the channel between them: it took a
+/// request (and closed its copy of the control socket).
+pub const TAKEN: u8 = b'T';
+/// An init to its supervisor: its command ended and its namespaces are
+/// clear again; it waits for the control socket to take another request.
+pub const BACK: u8 = b'B';
+/// The supervisor to an init that came back, with the control socket
+/// attached: take the next request.
+pub const AGAIN: u8 = b'A';
+
 /// Largest request accepted (argv and environment are bounded by the
 /// kernel's own limits well below this).
 pub const MAX_BODY: usize = 64 << 20;

@@ -3,29 +3,42 @@
 //!
 //! It holds the namespaces (user, mount, PID, network, IPC, UTS) so that a
 //! command costs far less than a whole bwrap, and keeps a small pool of
-//! inits ready: each one cloned in a PID and mount namespace of its own,
-//! with that namespace's `/proc` already mounted, waiting on the control
-//! socket itself. The host's request goes straight to one of them (the
-//! kernel hands each message to one reader); the supervisor sees that init
-//! close its "taken" pipe and clones the next one, while the command runs.
+//! inits ready: each one cloned in PID, mount and IPC namespaces of its
+//! own, with that namespace's `/proc` already mounted, waiting on the
+//! control socket itself. The host's request goes straight to one of them
+//! (the kernel hands each message to one reader); the init tells the
+//! supervisor it took it, on the channel between them.
 //!
 //! The init reads the command's request and starts the command as the
 //! leader of its process group, with no capabilities, every signal at its
 //! default, the requested environment and working directory, and only fds
 //! 0-2. It reports the command's exit status on the command's socket, then
-//! exits, and the kernel kills everything left in its namespace: escaped
-//! `setsid` and double-forked children die with their call. It kills on
-//! request, and everything when the host's end of the socket closes (the
-//! call was abandoned or the host died). Every init dies with the
-//! supervisor (`PR_SET_PDEATHSIG`, and bwrap's PID namespace ends with it
-//! too), so the pool cannot outlive it.
+//! kills everything left in its namespace and reaps it: escaped `setsid`
+//! and double-forked children die with their call. It kills on request,
+//! and everything when the host's end of the socket closes (the call was
+//! abandoned or the host died; it exits then).
+//!
+//! An init whose command ended clears its namespaces for the next command
+//! off the call's path (see [`recycle`]): nothing is left in its PID
+//! namespace and the next pid is 2 again, it takes a new IPC namespace and
+//! new empty tmpfs mounts. Then it comes back to the supervisor, which
+//! hands it the control socket again if fewer than [`POOL`] inits are
+//! ready, or lets it exit. So a command costs no clone of the mount
+//! namespace, no new PID namespace and no `/proc` mount, and the next
+//! call finds an init waiting; a new init is cloned only when none is
+//! ready or one exited. Every init dies with the supervisor
+//! (`PR_SET_PDEATHSIG`, and bwrap's PID namespace ends with it too), so
+//! the pool cannot outlive it.
 //!
 //! Commands cannot reach the channel: every fd above 2 closes at their
-//! `exec`, an init closes the control socket as soon as it has its
+//! `exec`, an init holds the control socket only while it waits for a
 //! request, the supervisor and the inits are not dumpable (no `ptrace`, no
-//! `/proc/<pid>/fd`), and the supervisor and the ready inits are outside
-//! each command's PID namespace. They cannot get capabilities back either:
-//! their bounding set is empty and the namespace's user-namespace limit is 0.
+//! `/proc/<pid>/fd`), the supervisor and the other inits are outside each
+//! command's PID namespace, and a command's own init ignores every signal
+//! sent from inside it. Commands cannot get capabilities back either:
+//! their process drops every one before its `exec` (the init keeps its own
+//! for the next command's mounts), and the namespace's user-namespace
+//! limit is 0.
 //!
 //! The supervisor is single-threaded, so its clones may allocate (no other
 //! thread can hold the allocator's lock). The command's own process is a
@@ -35,7 +48,7 @@
 
 use std::ffi::{CStr, CString, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 
 use crate::sandbox::wire::{self, Body};
 
@@ -73,7 +86,8 @@ pub const CONTROL_FD: RawFd = 3;
 const BODY_TIMEOUT_SECS: libc::time_t = 10;
 
 /// How many inits the supervisor keeps ready: two, so that a command that
-/// arrives while the next init is still being made finds one as well.
+/// arrives while the last command's init is still clearing its namespaces
+/// finds one as well.
 const POOL: usize = 2;
 
 /// `/proc` entries a fresh procfs gets read-only, as bubblewrap's own
@@ -232,10 +246,13 @@ fn limit_user_namespaces() -> Result<(), String> {
 }
 
 fn serve(sigfd: &OwnedFd, args: &Args) -> String {
+    // Inits waiting on the control socket, and inits running a command
+    // (each comes back once its namespaces are clear): the supervisor's
+    // ends of their channels.
     let mut ready: Vec<OwnedFd> = Vec::with_capacity(POOL);
-    // Inits to make: at once when none is ready, else once a command has
-    // ended, so that making them does not compete with a running command.
-    let mut owed = POOL;
+    let mut busy: Vec<OwnedFd> = Vec::new();
+    // An init exited: the pool is topped up then rather than at once, so
+    // that making inits does not compete with a running command.
     let mut ended = false;
     let mut pending = false;
     // The host closed the control socket: no more commands come; the
@@ -244,12 +261,9 @@ fn serve(sigfd: &OwnedFd, args: &Args) -> String {
     loop {
         let mut failure = 0;
         if (ready.is_empty() || ended) && !draining {
-            while owed > 0 && ready.len() < POOL {
+            while ready.len() < POOL {
                 match prepare(sigfd.as_raw_fd(), args) {
-                    Ok(taken) => {
-                        ready.push(taken);
-                        owed -= 1;
-                    }
+                    Ok(chan) => ready.push(chan),
                     Err(errno) => {
                         failure = errno;
                         break;
@@ -265,13 +279,19 @@ fn serve(sigfd: &OwnedFd, args: &Args) -> String {
         pending = false;
         // With inits ready, they read the requests themselves; the
         // supervisor only watches for the host's end closing (POLLHUP needs
-        // no event bit) and for an init taking its request.
+        // no event bit), for an init taking its request and for one coming
+        // back.
         let control_events = if ready.is_empty() { libc::POLLIN } else { 0 };
-        let mut fds = Vec::with_capacity(2 + POOL);
+        let mut fds = Vec::with_capacity(2 + ready.len() + busy.len());
         // A closed control socket is polled no more (it would report hangup at once).
         fds.push(pollfd(if draining { -1 } else { CONTROL_FD }, control_events));
         fds.push(pollfd(sigfd.as_raw_fd(), libc::POLLIN));
-        fds.extend(ready.iter().map(|taken| pollfd(taken.as_raw_fd(), libc::POLLIN)));
+        fds.extend(
+            ready
+                .iter()
+                .chain(&busy)
+                .map(|chan| pollfd(chan.as_raw_fd(), libc::POLLIN)),
+        );
         // SAFETY: fds is a valid array of pollfd of the length given.
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
         if fds[1].revents != 0 {
@@ -289,13 +309,15 @@ fn serve(sigfd: &OwnedFd, args: &Args) -> String {
         if fds[0].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
             // The host closed the control socket (it stopped this
             // supervisor, or it died). Ready inits read end of file and
-            // exit; a running one exits when its command ends or its call
-            // is abandoned, which kills what is left in its namespace.
+            // exit; a running one exits when it comes back (its channel
+            // closes) or its call is abandoned, which kills what is left
+            // in its namespace.
             draining = true;
             pending = false;
             // SAFETY: closes the control socket in this process only; the
-            // inits hold their own copies.
+            // ready inits hold their own copies.
             unsafe { libc::close(CONTROL_FD) };
+            busy.clear();
             // SAFETY: as above: reaps exited inits without blocking.
             if unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } < 0 && last_errno() == libc::ECHILD {
                 std::process::exit(0);
@@ -304,14 +326,44 @@ fn serve(sigfd: &OwnedFd, args: &Args) -> String {
         if fds[0].revents & libc::POLLIN != 0 {
             pending = true;
         }
-        // An init that took its request (or died) closed its end of `taken`.
-        let before = ready.len();
-        let mut slot = 2;
-        ready.retain(|_| {
-            slot += 1;
-            fds[slot - 1].revents == 0
-        });
-        owed += before - ready.len();
+        // One message from each init that has one: a ready init took its
+        // request (or died), a busy one came back (or died).
+        let events: Vec<libc::c_short> = fds[2..].iter().map(|p| p.revents).collect();
+        let (was_ready, was_busy) = (std::mem::take(&mut ready), std::mem::take(&mut busy));
+        let count = was_ready.len();
+        for (i, chan) in was_ready.into_iter().chain(was_busy).enumerate() {
+            let (from_ready, revents) = (i < count, events.get(i).copied().unwrap_or(0));
+            if revents == 0 {
+                if from_ready {
+                    ready.push(chan)
+                } else {
+                    busy.push(chan)
+                }
+                continue;
+            }
+            match (from_ready, read_tag(&chan)) {
+                (true, Some(wire::TAKEN)) => busy.push(chan),
+                (false, Some(wire::BACK)) if !draining && ready.len() < POOL => {
+                    // Ready again: it gets the control socket back.
+                    if wire::send_with_fds(chan.as_raw_fd(), &[wire::AGAIN], &[CONTROL_FD]).is_ok() {
+                        ready.push(chan);
+                    }
+                }
+                // Enough are ready, or no more requests come: closing its
+                // channel makes it exit. A closed channel: it died.
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The tag of one message on an init's channel; `None` at end of file or
+/// on an error (the init is gone).
+fn read_tag(chan: &OwnedFd) -> Option<u8> {
+    let mut buf = [0u8; 8];
+    match wire::recv_with_fds(chan.as_raw_fd(), &mut buf) {
+        Ok((n, _)) if n > 0 => Some(buf[0]),
+        _ => None,
     }
 }
 
@@ -341,16 +393,9 @@ fn refuse(errno: i32) {
 
 /// Clones the next ready init, in new PID, mount and IPC namespaces (so
 /// SysV shared memory, semaphores and message queues are the command's
-/// own). Returns the supervisor's end of its `taken` pipe, which reads end
-/// of file once the init has its request.
+/// own). Returns the supervisor's end of the channel between them.
 fn prepare(sigfd: RawFd, args: &Args) -> Result<OwnedFd, i32> {
-    let mut taken = [0; 2];
-    // SAFETY: taken is a valid two-element array.
-    if unsafe { libc::pipe2(taken.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(last_errno());
-    }
-    // SAFETY: pipe2 returned two fresh fds that we now own.
-    let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(taken[0]), OwnedFd::from_raw_fd(taken[1])) };
+    let (ours, theirs) = wire::socket_pair(libc::SOCK_SEQPACKET).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     // SAFETY: a fork-like clone (no shared memory, no new stack) of this
     // single-threaded process into new PID and mount namespaces; the child
     // runs `init`, which never returns.
@@ -410,6 +455,10 @@ struct Command<'a> {
     stdio: [RawFd; 3],
     sock: RawFd,
     sigfd: RawFd,
+    /// The observing filter the command's process installs on itself.
+    observe: Option<&'a [libc::sock_filter]>,
+    /// What it sends the filter's listener with.
+    listener_message: [u8; 5],
 }
 
 /// `fork` as a raw `clone` with `flags` (namespace flags) and SIGCHLD.
@@ -433,37 +482,65 @@ unsafe fn raw_fork(flags: libc::c_int) -> libc::pid_t {
 }
 
 /// A ready init: PID 1 of its namespace. It mounts the namespace's `/proc`,
-/// waits on the control socket for one request, starts that command and
-/// watches it. Never returns.
-fn init(taken: OwnedFd, sigfd: RawFd, args: &Args) -> ! {
+/// then, for as long as its supervisor hands it the control socket again,
+/// waits on it for one request, starts that command, watches it, and
+/// clears its namespaces for the next. Never returns.
+fn init(chan: OwnedFd, sigfd: RawFd, args: &Args) -> ! {
     // SAFETY: prctl with constant arguments: die with the supervisor (the
     // PID namespace of bwrap ends with it too).
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
     // Failures here are reported to the request this init gets.
     let prepared = mount_proc(args.pid_max)
-        .and_then(|()| args.fresh.iter().try_for_each(|target| fresh_tmpfs(target, &args.keep)))
-        .and_then(|()| settle(&args.not_default))
-        .and_then(|()| Stack::new());
-    let mut buf = [0u8; 16];
-    let received = loop {
-        match wire::recv_with_fds(CONTROL_FD, &mut buf) {
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-            other => break other,
+        .and_then(|last_pid| {
+            args.fresh
+                .iter()
+                .try_for_each(|target| fresh_tmpfs(target, &args.keep))
+                .map(|()| last_pid)
+        })
+        .and_then(|last_pid| settle(&args.not_default).map(|()| last_pid))
+        .and_then(|last_pid| Stack::new().map(|stack| (last_pid, stack)));
+    let mut control = CONTROL_FD;
+    loop {
+        let mut buf = [0u8; 16];
+        let received = loop {
+            match wire::recv_with_fds(control, &mut buf) {
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                other => break other,
+            }
+        };
+        // Taken: the supervisor keeps another init ready. The control
+        // socket is not ours to hold while the command runs.
+        let _ = wire::send_message(chan.as_raw_fd(), wire::TAKEN, 0);
+        // SAFETY: closes the control socket's fd in this process only.
+        unsafe { libc::close(control) };
+        let fds = match received {
+            Ok((n, fds)) if n > 0 && buf[0] == wire::COMMAND && fds.len() == wire::MAX_FDS => fds,
+            // The host is gone, or the message was malformed (its fds close).
+            _ => exit_init(),
+        };
+        let [sock, stdin, stdout, stderr]: [OwnedFd; 4] = fds.try_into().expect("four fds");
+        let (last_pid, stack) = match &prepared {
+            Ok(prepared) => prepared,
+            Err(errno) => fail(sock.as_raw_fd(), *errno),
+        };
+        run(&sock, [stdin, stdout, stderr], stack, sigfd, args);
+        drop(sock);
+        clear(sigfd);
+        if recycle(last_pid, args).is_err() {
+            exit_init();
         }
-    };
-    // Taken: the supervisor makes the next init. The control socket is not
-    // ours to hold any longer.
-    drop(taken);
-    // SAFETY: closes the control socket's fd in this process only.
-    unsafe { libc::close(CONTROL_FD) };
-    let fds = match received {
-        Ok((n, fds)) if n > 0 && buf[0] == wire::COMMAND && fds.len() == wire::MAX_FDS => fds,
-        // The host is gone, or the message was malformed (its fds close).
-        _ => exit_init(),
-    };
-    let [sock_fd, stdin, stdout, stderr]: [OwnedFd; 4] = fds.try_into().expect("four fds");
-    let sock = sock_fd.as_raw_fd();
-    let stack = prepared.unwrap_or_else(|errno| fail(sock, errno));
+        control = match come_back(&chan) {
+            Some(control) => control,
+            None => exit_init(),
+        };
+    }
+}
+
+/// Starts the command of the request on `sock` and watches it until its
+/// shell has exited and the host has its status. Exits the init instead
+/// when the command cannot start, or its call was abandoned.
+fn run(sock: &OwnedFd, stdio: [OwnedFd; 3], stack: &Stack, sigfd: RawFd, args: &Args) {
+    let sock = sock.as_raw_fd();
     let body = read_body(sock).unwrap_or_else(|e| fail(sock, e.raw_os_error().unwrap_or(libc::EINVAL)));
     if !all_mounted(&args.bound) {
         // The host replaced a bound path: this namespace no longer keeps it.
@@ -476,18 +553,80 @@ fn init(taken: OwnedFd, sigfd: RawFd, args: &Args) -> ! {
         argv: &argv,
         envp: &envp,
         cwd: &body.cwd,
-        stdio: [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()],
+        stdio: [stdio[0].as_raw_fd(), stdio[1].as_raw_fd(), stdio[2].as_raw_fd()],
         sock,
         sigfd,
+        observe: args.observe.as_deref(),
+        listener_message: wire::message(wire::LISTENER, 0),
     };
-    if let Some(program) = &args.observe {
-        hand_over_listener(sock, program);
-    }
-    let pid = spawn_command(&command, &stack).unwrap_or_else(|errno| fail(sock, errno));
+    let pid = spawn_command(&command, stack).unwrap_or_else(|errno| fail(sock, errno));
     // Only the command holds its stdio now, so its pipes end with it.
-    drop((stdin, stdout, stderr));
+    drop(stdio);
     let _ = wire::send_message(sock, wire::STARTED, pid);
     watch(&command, pid)
+}
+
+/// Kills everything left in this init's PID namespace (what the command
+/// left running: escaped `setsid` and double-forked children too) and
+/// reaps it all: everything in the namespace descends from the init, so
+/// once it has no child, nothing is left. Killing again after each reap
+/// catches a process forked while the first kill went round.
+fn clear(sigfd: RawFd) {
+    loop {
+        // SAFETY: from a PID namespace's init, kill(-1) reaches every
+        // process in that namespace but the init; waitpid takes a null
+        // status pointer.
+        unsafe { libc::kill(-1, libc::SIGKILL) };
+        // SAFETY: as above.
+        let reaped = unsafe { libc::waitpid(-1, std::ptr::null_mut(), 0) };
+        if reaped < 0 && last_errno() != libc::EINTR {
+            break; // ECHILD: the namespace holds the init alone
+        }
+    }
+    drain_signals(sigfd);
+}
+
+/// Makes this init's namespaces as new ones for its next command, off the
+/// call's path: the next pid is 2 again (through the `ns_last_pid` kept
+/// open since before `/proc/sys` went read-only), a new IPC namespace
+/// replaces the one the last command's SysV objects and POSIX message
+/// queues live in, and the tmpfs mounts of its own are replaced by empty
+/// ones. The PID namespace is empty by now (see [`clear`]), and the mount
+/// namespace is as the init left it: commands cannot mount.
+fn recycle(last_pid: &OwnedFd, args: &Args) -> Result<(), i32> {
+    // SAFETY: pwrite of a one-byte static buffer to an fd we own; unshare
+    // and umount2 with constant flags and NUL-terminated paths.
+    unsafe {
+        if libc::pwrite(last_pid.as_raw_fd(), b"1".as_ptr().cast(), 1, 0) != 1 {
+            return Err(last_errno());
+        }
+        if libc::unshare(libc::CLONE_NEWIPC) != 0 {
+            return Err(last_errno());
+        }
+        for target in &args.fresh {
+            if libc::umount2(target.as_ptr(), libc::MNT_DETACH) != 0 {
+                return Err(last_errno());
+            }
+        }
+    }
+    args.fresh.iter().try_for_each(|target| fresh_tmpfs(target, &args.keep))
+}
+
+/// Tells the supervisor this init is ready again, and waits for the
+/// control socket; `None` when the supervisor lets it go instead.
+fn come_back(chan: &OwnedFd) -> Option<RawFd> {
+    wire::send_message(chan.as_raw_fd(), wire::BACK, 0).ok()?;
+    let mut buf = [0u8; 8];
+    let (n, mut fds) = loop {
+        match wire::recv_with_fds(chan.as_raw_fd(), &mut buf) {
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+            other => break other.ok()?,
+        }
+    };
+    match (n, buf[0], fds.pop()) {
+        (1, wire::AGAIN, Some(control)) if fds.is_empty() => Some(control.into_raw_fd()),
+        _ => None,
+    }
 }
 
 /// Whether every path bwrap bound is still the root of a mount here. The
@@ -514,22 +653,6 @@ fn all_mounted(bound: &[CString]) -> bool {
     })
 }
 
-/// Installs the observing filter on this init, which the command inherits,
-/// and sends its listener to the host. Nothing the init does from here on
-/// notifies (its sends carry no address, its opens none), so it cannot
-/// wait on a host that does not have the listener yet. A filter that cannot
-/// be installed leaves the host to fall back to the error text; a listener
-/// that cannot be sent ends the init before the command starts.
-fn hand_over_listener(sock: RawFd, program: &[libc::sock_filter]) {
-    let Ok(listener) = crate::sandbox::notify::filter::install(program) else {
-        return;
-    };
-    let message = wire::message(wire::LISTENER, 0);
-    if wire::send_with_fds(sock, &message, &[listener.as_raw_fd()]).is_err() {
-        exit_init();
-    }
-}
-
 fn exit_init() -> ! {
     // SAFETY: ends the init; the kernel kills what is left in its namespace.
     unsafe { libc::_exit(0) }
@@ -548,8 +671,10 @@ fn fail(sock: RawFd, errno: i32) -> ! {
 /// and `/proc/$$` is its shell), with bubblewrap's read-only covers; and,
 /// before they go on, the namespace's `pid_max` (asked for only on Linux
 /// 6.14 and later, where a namespace has one of its own: a write that
-/// fails there fails the command, which must not run unbounded).
-fn mount_proc(pid_max: Option<u32>) -> Result<(), i32> {
+/// fails there fails the command, which must not run unbounded). Returns
+/// the namespace's `ns_last_pid`, open for writing before the covers go
+/// on, for [`recycle`].
+fn mount_proc(pid_max: Option<u32>) -> Result<OwnedFd, i32> {
     // SAFETY: mount calls with NUL-terminated constant paths.
     unsafe {
         let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
@@ -566,6 +691,14 @@ fn mount_proc(pid_max: Option<u32>) -> Result<(), i32> {
         if let Some(pid_max) = pid_max {
             set_pid_max(pid_max)?;
         }
+        let last_pid = libc::open(
+            c"/proc/sys/kernel/ns_last_pid".as_ptr(),
+            libc::O_WRONLY | libc::O_CLOEXEC,
+        );
+        if last_pid < 0 {
+            return Err(last_errno());
+        }
+        let last_pid = OwnedFd::from_raw_fd(last_pid);
         for path in PROC_COVERS {
             if libc::mount(
                 path.as_ptr(),
@@ -585,8 +718,8 @@ fn mount_proc(pid_max: Option<u32>) -> Result<(), i32> {
                 return Err(last_errno());
             }
         }
+        Ok(last_pid)
     }
-    Ok(())
 }
 
 /// Writes this PID namespace's `pid_max`.
@@ -717,11 +850,12 @@ fn mount_point_like(path: &CStr, tree: &OwnedFd) -> Result<(), i32> {
     }
 }
 
-/// What the init's command inherits, set once before its request arrives:
-/// every signal at its default disposition (the Rust runtime's handlers and
-/// ignored SIGPIPE included; as PID 1, the init then ignores every signal
-/// sent from inside its namespace), no capability left (it needed them only
-/// for the mounts), and `no_new_privs`.
+/// What the init's commands inherit, set once before its first request
+/// arrives: every signal at its default disposition (the Rust runtime's
+/// handlers and ignored SIGPIPE included; as PID 1, the init then ignores
+/// every signal sent from inside its namespace), and `no_new_privs`. The
+/// init keeps its capabilities for the next command's mounts; each
+/// command's process drops them all before its `exec`.
 fn settle(not_default: &[libc::c_int]) -> Result<(), i32> {
     let default = KernelSigaction {
         handler: libc::SIG_DFL,
@@ -734,7 +868,6 @@ fn settle(not_default: &[libc::c_int]) -> Result<(), i32> {
         // size given; the old one is not asked for.
         unsafe { libc::syscall(libc::SYS_rt_sigaction, signal, &default, std::ptr::null::<u8>(), 8usize) };
     }
-    crate::sandbox::caps::drop_all()?;
     // SAFETY: prctl with constant arguments.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err(last_errno());
@@ -775,9 +908,10 @@ fn not_default_signals() -> Vec<libc::c_int> {
         .collect()
 }
 
-/// Until the command's shell exits: reap whatever is reparented to us,
-/// pass kill requests on, kill everything if the host goes away.
-fn watch(c: &Command<'_>, pid: libc::pid_t) -> ! {
+/// Until the command's shell exits (returns once its status is sent):
+/// reap whatever is reparented to us, pass kill requests on, kill
+/// everything if the host goes away.
+fn watch(c: &Command<'_>, pid: libc::pid_t) {
     // SAFETY: async-signal-safe syscalls on our own fds and children.
     unsafe {
         loop {
@@ -793,8 +927,7 @@ fn watch(c: &Command<'_>, pid: libc::pid_t) -> ! {
                     }
                     if reaped == pid {
                         let _ = wire::send_message(c.sock, wire::EXITED, status);
-                        // Exiting kills everything left in the namespace.
-                        libc::_exit(0);
+                        return;
                     }
                 }
             }
@@ -808,7 +941,8 @@ fn watch(c: &Command<'_>, pid: libc::pid_t) -> ! {
                     }
                     Ok(Some(_)) => {}
                     Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                    // The host is gone or gave up on the call.
+                    // The host is gone or gave up on the call: exiting
+                    // kills everything left in the namespace.
                     Ok(None) | Err(_) => libc::_exit(0),
                 }
             }
@@ -899,19 +1033,28 @@ extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
     exec_command(launch.command, &mut launch.errno)
 }
 
-/// The command's process: its own group, an empty signal mask, stdio,
-/// working dir, no fds above 2, then exec; it inherits default signal
-/// dispositions, no capabilities and `no_new_privs` from its init (see
-/// [`settle`]). Never returns; on failure it stores the errno in `failed`
-/// and exits with 127.
+/// The command's process: its own group, an empty signal mask, no
+/// capability, the observing filter (its listener sent to the host before
+/// the command starts), stdio, working dir, no fds above 2, then exec; it
+/// inherits default signal dispositions and `no_new_privs` from its init
+/// (see [`settle`]). Never returns; on failure it stores the errno in
+/// `failed` and exits with 127.
 fn exec_command(c: &Command<'_>, failed: &mut i32) -> ! {
     // SAFETY: system calls only, on values prepared before the clone; the
-    // process has its own fd table, signal mask and working directory.
+    // process has its own fd table, credentials, signal mask and working
+    // directory.
     unsafe {
         libc::setpgid(0, 0);
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        if let Err(errno) = crate::sandbox::caps::drop_all() {
+            // rustix reports its errno without setting the thread's.
+            failed_with(failed, errno);
+        }
+        if let Some(program) = c.observe {
+            hand_over_listener(c, program, failed);
+        }
         for (target, fd) in c.stdio.iter().enumerate() {
             if libc::dup2(*fd, target as RawFd) < 0 {
                 exec_failed(failed);
@@ -929,8 +1072,27 @@ fn exec_command(c: &Command<'_>, failed: &mut i32) -> ! {
     }
 }
 
+/// Installs the observing filter on the command's process and sends its
+/// listener to the host. Nothing the process does from here until its
+/// `exec` notifies (its send carries no address, it opens nothing), so it
+/// cannot wait on a host that does not have the listener yet. A filter
+/// that cannot be installed leaves the host to fall back to the error
+/// text; a listener that cannot be sent fails the command before it starts.
+fn hand_over_listener(c: &Command<'_>, program: &[libc::sock_filter], failed: &mut i32) {
+    let Ok(listener) = crate::sandbox::notify::filter::install(program) else {
+        return;
+    };
+    if wire::send_with_fds(c.sock, &c.listener_message, &[listener.as_raw_fd()]).is_err() {
+        exec_failed(failed);
+    }
+}
+
 fn exec_failed(failed: &mut i32) -> ! {
-    let errno = match last_errno() {
+    failed_with(failed, last_errno())
+}
+
+fn failed_with(failed: &mut i32, errno: i32) -> ! {
+    let errno = match errno {
         0 => libc::EIO,
         errno => errno,
     };
