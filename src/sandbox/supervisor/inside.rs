@@ -343,14 +343,17 @@ fn serve(sigfd: &OwnedFd, args: &Args) -> String {
             }
             match (from_ready, read_tag(&chan)) {
                 (true, Some(wire::TAKEN)) => busy.push(chan),
-                (false, Some(wire::BACK)) if !draining && ready.len() < POOL => {
-                    // Ready again: it gets the control socket back.
-                    if wire::send_with_fds(chan.as_raw_fd(), &[wire::AGAIN], &[CONTROL_FD]).is_ok() {
-                        ready.push(chan);
-                    }
+                // Ready again: it gets the control socket back.
+                (false, Some(wire::BACK))
+                    if !draining
+                        && ready.len() < POOL
+                        && wire::send_with_fds(chan.as_raw_fd(), &[wire::AGAIN], &[CONTROL_FD]).is_ok() =>
+                {
+                    ready.push(chan)
                 }
-                // Enough are ready, or no more requests come: closing its
-                // channel makes it exit. A closed channel: it died.
+                // Enough are ready, or no more requests come (or the
+                // control socket could not be sent): closing its channel
+                // makes it exit. A closed channel: it died.
                 _ => {}
             }
         }
