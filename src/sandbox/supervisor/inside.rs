@@ -405,12 +405,31 @@ fn prepare(sigfd: RawFd, args: &Args) -> Result<OwnedFd, i32> {
     let pid = unsafe { raw_fork(libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWIPC) };
     if pid == 0 {
         drop(ours);
+        // What it inherits includes the supervisor's ends of the other
+        // inits' channels: held here, one would keep an init that the
+        // supervisor let go waiting for its channel to close.
+        close_all_but([CONTROL_FD, sigfd, theirs.as_raw_fd()]);
         init(theirs, sigfd, args);
     }
     if pid < 0 {
         return Err(last_errno());
     }
     Ok(ours)
+}
+
+/// Closes every fd above 2 but those in `keep`.
+fn close_all_but(mut keep: [RawFd; 3]) {
+    keep.sort_unstable();
+    let mut from: u32 = 3;
+    for fd in keep.map(|fd| fd as u32) {
+        if fd > from {
+            // SAFETY: closes fds of this process that nothing here uses.
+            unsafe { libc::syscall(libc::SYS_close_range, from, fd - 1, 0u32) };
+        }
+        from = from.max(fd + 1);
+    }
+    // SAFETY: as above.
+    unsafe { libc::syscall(libc::SYS_close_range, from, u32::MAX, 0u32) };
 }
 
 fn read_body(sock: RawFd) -> io::Result<Body> {
