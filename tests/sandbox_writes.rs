@@ -382,6 +382,164 @@ fn dev_shm_sysv_ipc_and_a_read_only_tmp_are_each_commands_own() {
     }
 }
 
+/// The output of one call through the supervisor, before the PID namespace
+/// it ran in (`script` ends with `readlink /proc/self/ns/pid`), and that
+/// namespace.
+fn output_and_namespace(server: &TestServer, project: &Path, script: &str) -> (String, String) {
+    let result = run_in(server, project, script, json!({}));
+    let (seen, ns) = output(&result)
+        .rsplit_once("pid:")
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .unwrap_or_else(|| panic!("no PID namespace in {result}"));
+    (seen, ns)
+}
+
+/// A server in a new project whose commands run through the supervisor,
+/// or `None` (with a SKIP line) where bubblewrap does not work.
+fn supervised_server(name: &str) -> Option<(TempDir, TestServer)> {
+    if !available_backends().any(|b| b == "bwrap") {
+        skip("bubblewrap does not work here: no supervisor to test");
+        return None;
+    }
+    let project = TempDir::new(name);
+    let server = server_in(&project, "bwrap");
+    Some((project, server))
+}
+
+/// Makes a background process that outlives its command in every way a
+/// command can (its own session, a double fork, holding a file lock, bound
+/// to an abstract unix socket), and prints `in place` once they are.
+fn leave_behind(lock: &Path, socket: &str) -> String {
+    let lock = lock.display();
+    format!(
+        "setsid sleep 1000 </dev/null >/dev/null 2>&1 & \
+         ( sleep 1000 </dev/null >/dev/null 2>&1 & ); \
+         setsid flock {lock} sleep 1000 </dev/null >/dev/null 2>&1 & \
+         setsid perl -MSocket -e 'socket(my $s, AF_UNIX, SOCK_STREAM, 0) or die; \
+           bind($s, pack_sockaddr_un(\"\\0{socket}\")) or die; listen($s, 1); sleep 1000' </dev/null >/dev/null 2>&1 & \
+         until ! flock -n {lock} true && {bind_probe} | grep -q taken; do sleep 0.01; done; echo in place; ",
+        bind_probe = bind_probe(socket)
+    )
+}
+
+/// Prints `name free` when the abstract unix socket name `socket` can be
+/// bound, `name taken` when it cannot.
+fn bind_probe(socket: &str) -> String {
+    format!(
+        "perl -MSocket -e 'socket(my $s, AF_UNIX, SOCK_STREAM, 0) or die; \
+         print bind($s, pack_sockaddr_un(\"\\0{socket}\")) ? \"name free\\n\" : \"name taken\\n\"'"
+    )
+}
+
+#[test]
+fn nothing_a_command_leaves_running_holding_or_bound_reaches_the_next_command_of_its_init() {
+    let Some((project, server)) = supervised_server("leftover-project") else {
+        return;
+    };
+    let lock = project.join("lock");
+    let socket = unique_tag("abstract");
+    // Each command looks (its namespace's processes, the fds a process of
+    // it inherits, its umask and working dir, the lock, the socket's name), then leaves everything it can
+    // behind, until one runs in the PID namespace of an earlier one.
+    let script = format!(
+        "cd /proc && echo procs [0-9]* && cd \"$OLDPWD\"; echo fds $(ls /proc/self/fd); umask; pwd; \
+         flock -n {lock} true && echo lock free || echo lock held; {probe}; \
+         umask 077; cd /; {leave}readlink /proc/self/ns/pid",
+        lock = lock.display(),
+        probe = bind_probe(&socket),
+        leave = leave_behind(&lock, &socket),
+    );
+    let mut namespaces: Vec<String> = Vec::new();
+    let mut first = None;
+    for call in 0..20 {
+        let (seen, ns) = output_and_namespace(&server, &project, &script);
+        // The fds and umask of the first command, in a new init.
+        let first = first.get_or_insert_with(|| seen.clone());
+        assert!(
+            seen.starts_with("procs 1 2\n") && seen.ends_with("lock free\nname free\nin place\n"),
+            "call {call}: {seen}"
+        );
+        assert_eq!(&seen, first, "call {call}");
+        let reused = namespaces.contains(&ns);
+        namespaces.push(ns);
+        if reused {
+            break;
+        }
+    }
+    let distinct: std::collections::HashSet<_> = namespaces.iter().collect();
+    assert!(
+        distinct.len() < namespaces.len(),
+        "no command ran in an earlier one's PID namespace: {namespaces:?}"
+    );
+}
+
+#[test]
+fn what_a_command_changes_on_its_init_never_reaches_a_later_command() {
+    let Some((project, server)) = supervised_server("init-traits-project") else {
+        return;
+    };
+    // What the shell inherited from its init, then every change a command
+    // may try on its init as the same user. The kernel refuses the
+    // scheduling ones (nice value, policy, affinity, I/O priority) to a
+    // process with fewer capabilities than its target; it allows the limits
+    // always, and the OOM score and core dump filter where /proc/1 belongs
+    // to the command's user (as when the host runs as root).
+    let script = "prlimit --pid $$; nice; chrt -p $$; taskset -p $$; ionice -p $$; \
+         cat /proc/$$/oom_score_adj /proc/$$/coredump_filter; \
+         prlimit --pid 1 --nofile=64:64 --core=0:0 && grep -E '^Max open files +64 +64 ' /proc/1/limits >/dev/null \
+           && echo limit lowered; \
+         { renice -n 7 -p 1; taskset -p 1 1; ionice -c 3 -p 1; chrt -i -p 0 1; \
+           echo 700 > /proc/1/oom_score_adj; echo 0x7f > /proc/1/coredump_filter; } >/dev/null 2>&1; \
+         readlink /proc/self/ns/pid";
+    let mut first = None;
+    for call in 0..10 {
+        let (seen, _) = output_and_namespace(&server, &project, script);
+        assert!(seen.ends_with("limit lowered\n"), "call {call}: {seen}");
+        let first = first.get_or_insert_with(|| seen.clone());
+        assert_eq!(&seen, first, "call {call}: the values differ from the first command's");
+    }
+}
+
+#[test]
+fn a_command_cannot_stop_kill_trace_or_remount_its_init() {
+    let Some((project, server)) = supervised_server("init-attack-project") else {
+        return;
+    };
+    if !common::sandboxes::have_python() {
+        return;
+    }
+    // PTRACE_ATTACH is 16 on every architecture.
+    let script = "for s in STOP TERM INT HUP QUIT USR1 KILL; do kill -$s 1; done; echo signals sent; \
+         python3 -c 'import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); \
+           print(\"ptrace\", libc.ptrace(16, 1, 0, 0), os.strerror(ctypes.get_errno()))'; \
+         cat /proc/1/environ >/dev/null 2>&1 && echo environ read || echo environ refused; \
+         echo links read: $(for f in /proc/1/fd/* /proc/1/cwd /proc/1/root; do readlink $f; done 2>/dev/null); \
+         mount -t tmpfs tmpfs /dev/shm 2>/dev/null && echo mounted || echo mount refused; \
+         unshare -U true 2>/dev/null && echo user namespace made || echo user namespace refused; \
+         readlink /proc/self/ns/pid";
+    let mut namespaces: Vec<String> = Vec::new();
+    for call in 0..20 {
+        let (seen, ns) = output_and_namespace(&server, &project, script);
+        assert_eq!(
+            seen,
+            "signals sent\nptrace -1 Operation not permitted\nenviron refused\nlinks read:\n\
+             mount refused\nuser namespace refused\n",
+            "call {call}"
+        );
+        let reused = namespaces.contains(&ns);
+        namespaces.push(ns);
+        if reused {
+            break;
+        }
+    }
+    // An init that every signal was sent to served another command.
+    let distinct: std::collections::HashSet<_> = namespaces.iter().collect();
+    assert!(
+        distinct.len() < namespaces.len(),
+        "no command ran in an earlier one's PID namespace: {namespaces:?}"
+    );
+}
+
 #[test]
 fn landlock_refuses_sysv_ipc_and_dev_shm_and_gives_read_only_commands_a_temp_dir_of_their_own() {
     if !available_backends().any(|b| b == "landlock") {

@@ -21,9 +21,11 @@
 //! An init whose command ended clears its namespaces for the next command
 //! off the call's path (see [`recycle`]): nothing is left in its PID
 //! namespace and the next pid is 2 again, it takes a new IPC namespace and
-//! new empty tmpfs mounts. Then it comes back to the supervisor, which
-//! hands it the control socket again if fewer than [`POOL`] inits are
-//! ready, or lets it exit. So a command costs no clone of the mount
+//! new empty tmpfs mounts (an init whose command changed what the next
+//! would inherit from it, such as its limits, exits instead: see
+//! [`inherited`](super::inherited)). Then it comes back to the supervisor,
+//! which hands it the control socket again if fewer than [`POOL`] inits
+//! are ready, or lets it exit. So a command costs no clone of the mount
 //! namespace, no new PID namespace and no `/proc` mount, and the next
 //! call finds an init waiting; a new init is cloned only when none is
 //! ready or one exited. Every init dies with the supervisor
@@ -50,6 +52,7 @@ use std::ffi::{CStr, CString, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 
+use super::inherited::Inherited;
 use crate::sandbox::wire::{self, Body};
 
 /// The first argument that makes the binary act as the supervisor.
@@ -521,6 +524,8 @@ fn init(chan: OwnedFd, sigfd: RawFd, args: &Args) -> ! {
         })
         .and_then(|last_pid| settle(&args.not_default).map(|()| last_pid))
         .and_then(|last_pid| Stack::new().map(|stack| (last_pid, stack)));
+    // What its commands could change on it, as it was before the first.
+    let inherited = Inherited::read();
     let mut control = CONTROL_FD;
     loop {
         let mut buf = [0u8; 16];
@@ -548,6 +553,11 @@ fn init(chan: OwnedFd, sigfd: RawFd, args: &Args) -> ! {
         run(&sock, [stdin, stdout, stderr], stack, sigfd, args);
         drop(sock);
         clear(sigfd);
+        // The command changed what the next one would inherit (see
+        // inherited.rs): this init serves no other.
+        if inherited.is_none() || Inherited::read() != inherited {
+            exit_init();
+        }
         if recycle(last_pid, args).is_err() {
             exit_init();
         }

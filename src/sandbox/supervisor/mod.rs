@@ -12,6 +12,7 @@
 //! abandoned call or a killed host leaves nothing running. See
 //! [`inside`] for the supervisor process itself.
 
+mod inherited;
 pub mod inside;
 
 use std::ffi::CString;
