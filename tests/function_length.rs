@@ -23,7 +23,6 @@ const STILL_LONG: &[(&str, &str)] = &[
     ("src/permission/classify/download.rs", "saves"),
     ("src/permission/classify/mod.rs", "classify"),
     ("src/permission/classify/values.rs", "output"),
-    ("src/sandbox/guard.rs", "new"),
     ("src/sandbox/mod.rs", "wrap_in"),
     ("src/sandbox/mod.rs", "wrap_by_name"),
     ("src/sandbox/notify/mediate.rs", "decide_op"),

@@ -91,79 +91,10 @@ impl Layout {
     /// directory (mediating every root for names that may never appear
     /// there would mediate every temp dir).
     pub fn new(plan: &Plan, keeping: Keeping) -> Layout {
-        let mut guarded: BTreeMap<PathBuf, Vec<OsString>> = BTreeMap::new();
-        let is_root = |p: &Path| plan.writable.iter().any(|r| r == p);
-        for path in plan.protected.iter().map(|p| p.path.as_path()) {
-            if let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
-                guarded.entry(parent.to_path_buf()).or_default().push(name.to_owned());
-            }
-        }
-        for path in &plan.absent {
-            if let (Some(parent), Some(name)) = (path.parent(), path.file_name())
-                && (guarded.contains_key(parent)
-                    || (!is_root(parent) && parent.is_dir())
-                    || plan.workdir.as_deref() == Some(parent))
-            {
-                guarded.entry(parent.to_path_buf()).or_default().push(name.to_owned());
-            }
-        }
-        // The directories between each guarded one and its root.
-        let mut holding: BTreeMap<PathBuf, Vec<OsString>> = BTreeMap::new();
-        for dir in guarded.keys() {
-            let Some(root) = plan
-                .writable
-                .iter()
-                .filter(|r| dir.starts_with(r))
-                .max_by_key(|r| r.as_os_str().len())
-            else {
-                continue;
-            };
-            let mut child = dir.as_path();
-            while child != root.as_path() {
-                let Some(parent) = child.parent() else { break };
-                let name = child.file_name().unwrap_or_default().to_owned();
-                holding.entry(parent.to_path_buf()).or_default().push(name);
-                child = parent;
-            }
-        }
-        let mut mediated_dirs: BTreeMap<PathBuf, BTreeMap<OsString, Kind>> = BTreeMap::new();
-        for (dir, names) in &guarded {
-            let entries = mediated_dirs.entry(dir.clone()).or_default();
-            for name in names {
-                entries.insert(name.clone(), Kind::Protected);
-            }
-        }
-        let mut pinned = Vec::new();
-        for (dir, names) in &holding {
-            // A root that holds a guarded directory is mediated too: the
-            // names protected in it hold whether or not they exist.
-            let is_mediated = match keeping {
-                Keeping::Mediation => true,
-                Keeping::MountPoints => guarded.contains_key(dir) || is_root(dir),
-            };
-            if is_mediated {
-                let entries = mediated_dirs.entry(dir.clone()).or_default();
-                for name in names {
-                    entries.entry(name.clone()).or_insert(Kind::Holds);
-                }
-            }
-            if keeping == Keeping::MountPoints {
-                pinned.extend(names.iter().map(|n| dir.join(n)).filter(|p| !guarded.contains_key(p)));
-            }
-        }
-        // A hidden path, and every directory on the way to it, stays where
-        // it is: the handler renames on the host, where no mount point holds
-        // them, and one renamed would take the hidden path out of sight of
-        // the next command's plan.
-        for hidden in &plan.read_deny {
-            let mut child = hidden.path.as_path();
-            while let (Some(parent), Some(name)) = (child.parent(), child.file_name()) {
-                if let Some(entries) = mediated_dirs.get_mut(parent) {
-                    entries.entry(name.to_owned()).or_insert(Kind::Holds);
-                }
-                child = parent;
-            }
-        }
+        let guarded = guarded_dirs(plan);
+        let holding = holding_dirs(plan, &guarded);
+        let (mut mediated_dirs, mut pinned) = mediated_dirs(plan, keeping, &guarded, &holding);
+        keep_hidden_ways(plan, &mut mediated_dirs);
         // An absent protected name counts in every mediated directory (on
         // Landlock, the way down from a root is mediated anyway).
         for path in &plan.absent {
@@ -173,29 +104,8 @@ impl Layout {
                 entries.entry(name.to_owned()).or_insert(Kind::Protected);
             }
         }
-        let hidden: Vec<PathBuf> = plan.read_deny.iter().map(|d| d.path.clone()).collect();
-        let mut mediated = Vec::new();
-        for (dir, mut entries) in mediated_dirs {
-            let Some(id) = identity(&dir) else { continue };
-            for (name, child) in fsread::list(&dir) {
-                let path = dir.join(&name);
-                if entries.contains_key(&name) || hidden.contains(&path) {
-                    continue;
-                }
-                match child {
-                    Entry::Dir => {
-                        entries.insert(name, Kind::WritableDir);
-                    }
-                    Entry::SoleFile if keeping == Keeping::Mediation => {
-                        entries.insert(name, Kind::WritableFile);
-                    }
-                    _ => {}
-                }
-            }
-            mediated.push(Mediated { dir, id, entries });
-        }
-        mediated.sort_by_key(|m| m.dir.components().count());
-        let mut hidden = hidden;
+        let mut hidden: Vec<PathBuf> = plan.read_deny.iter().map(|d| d.path.clone()).collect();
+        let mediated = list_mediated(mediated_dirs, &hidden, keeping);
         hidden.extend(
             plan.protected
                 .iter()
@@ -261,6 +171,140 @@ impl Layout {
         binds.dedup_by(|a, b| a.0 == b.0);
         binds
     }
+}
+
+/// Names of one directory, by directory.
+type NamesByDir = BTreeMap<PathBuf, Vec<OsString>>;
+
+/// The guarded directories of `plan` with the names guarded in each: the
+/// parents of its protected paths, and the parents of its absent protected
+/// paths that are guarded already, exist and are not a writable root, or are
+/// the server's working directory.
+fn guarded_dirs(plan: &Plan) -> NamesByDir {
+    let mut guarded = NamesByDir::new();
+    let is_root = |p: &Path| plan.writable.iter().any(|r| r == p);
+    for path in plan.protected.iter().map(|p| p.path.as_path()) {
+        if let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
+            guarded.entry(parent.to_path_buf()).or_default().push(name.to_owned());
+        }
+    }
+    for path in &plan.absent {
+        if let (Some(parent), Some(name)) = (path.parent(), path.file_name())
+            && (guarded.contains_key(parent)
+                || (!is_root(parent) && parent.is_dir())
+                || plan.workdir.as_deref() == Some(parent))
+        {
+            guarded.entry(parent.to_path_buf()).or_default().push(name.to_owned());
+        }
+    }
+    guarded
+}
+
+/// The directories between each guarded one and the innermost writable root
+/// holding it, with the name of the step down in each.
+fn holding_dirs(plan: &Plan, guarded: &NamesByDir) -> NamesByDir {
+    let mut holding = NamesByDir::new();
+    for dir in guarded.keys() {
+        let Some(root) = plan
+            .writable
+            .iter()
+            .filter(|r| dir.starts_with(r))
+            .max_by_key(|r| r.as_os_str().len())
+        else {
+            continue;
+        };
+        let mut child = dir.as_path();
+        while child != root.as_path() {
+            let Some(parent) = child.parent() else { break };
+            let name = child.file_name().unwrap_or_default().to_owned();
+            holding.entry(parent.to_path_buf()).or_default().push(name);
+            child = parent;
+        }
+    }
+    holding
+}
+
+/// The mediated directories with their protected and holding entries, and
+/// the paths pinned as mount points (with [`Keeping::MountPoints`]).
+fn mediated_dirs(
+    plan: &Plan,
+    keeping: Keeping,
+    guarded: &NamesByDir,
+    holding: &NamesByDir,
+) -> (BTreeMap<PathBuf, BTreeMap<OsString, Kind>>, Vec<PathBuf>) {
+    let is_root = |p: &Path| plan.writable.iter().any(|r| r == p);
+    let mut mediated_dirs: BTreeMap<PathBuf, BTreeMap<OsString, Kind>> = BTreeMap::new();
+    for (dir, names) in guarded {
+        let entries = mediated_dirs.entry(dir.clone()).or_default();
+        for name in names {
+            entries.insert(name.clone(), Kind::Protected);
+        }
+    }
+    let mut pinned = Vec::new();
+    for (dir, names) in holding {
+        // A root that holds a guarded directory is mediated too: the
+        // names protected in it hold whether or not they exist.
+        let is_mediated = match keeping {
+            Keeping::Mediation => true,
+            Keeping::MountPoints => guarded.contains_key(dir) || is_root(dir),
+        };
+        if is_mediated {
+            let entries = mediated_dirs.entry(dir.clone()).or_default();
+            for name in names {
+                entries.entry(name.clone()).or_insert(Kind::Holds);
+            }
+        }
+        if keeping == Keeping::MountPoints {
+            pinned.extend(names.iter().map(|n| dir.join(n)).filter(|p| !guarded.contains_key(p)));
+        }
+    }
+    (mediated_dirs, pinned)
+}
+
+/// A hidden path, and every directory on the way to it, stays where it is:
+/// the handler renames on the host, where no mount point holds them, and one
+/// renamed would take the hidden path out of sight of the next command's plan.
+fn keep_hidden_ways(plan: &Plan, mediated_dirs: &mut BTreeMap<PathBuf, BTreeMap<OsString, Kind>>) {
+    for hidden in &plan.read_deny {
+        let mut child = hidden.path.as_path();
+        while let (Some(parent), Some(name)) = (child.parent(), child.file_name()) {
+            if let Some(entries) = mediated_dirs.get_mut(parent) {
+                entries.entry(name.to_owned()).or_insert(Kind::Holds);
+            }
+            child = parent;
+        }
+    }
+}
+
+/// Each mediated directory that exists, with the writable entries it holds
+/// now beside the named ones, outermost first.
+fn list_mediated(
+    mediated_dirs: BTreeMap<PathBuf, BTreeMap<OsString, Kind>>,
+    hidden: &[PathBuf],
+    keeping: Keeping,
+) -> Vec<Mediated> {
+    let mut mediated = Vec::new();
+    for (dir, mut entries) in mediated_dirs {
+        let Some(id) = identity(&dir) else { continue };
+        for (name, child) in fsread::list(&dir) {
+            let path = dir.join(&name);
+            if entries.contains_key(&name) || hidden.contains(&path) {
+                continue;
+            }
+            match child {
+                Entry::Dir => {
+                    entries.insert(name, Kind::WritableDir);
+                }
+                Entry::SoleFile if keeping == Keeping::Mediation => {
+                    entries.insert(name, Kind::WritableFile);
+                }
+                _ => {}
+            }
+        }
+        mediated.push(Mediated { dir, id, entries });
+    }
+    mediated.sort_by_key(|m| m.dir.components().count());
+    mediated
 }
 
 fn identity(path: &Path) -> Option<(u64, u64)> {
