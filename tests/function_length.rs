@@ -28,7 +28,6 @@ const STILL_LONG: &[(&str, &str)] = &[
     ("src/sandbox/notify/mediate.rs", "decide_op"),
     ("src/sandbox/notify/observer.rs", "examine"),
     ("src/sandbox/supervisor/inside.rs", "serve"),
-    ("src/sandbox/supervisor/mod.rs", "request"),
 ];
 
 /// One function of a source text: its name, the line of its `fn` and how many

@@ -387,6 +387,44 @@ impl Supervisor {
         observer: &Observer,
     ) -> io::Result<Result<Child, io::Error>> {
         let (host_end, their_end) = wire::socket_pair(libc::SOCK_STREAM)?;
+        let pipes = CommandPipes::new(spec)?;
+        let fds = [
+            their_end.as_raw_fd(),
+            pipes.stdin_fd(),
+            pipes.out_w.as_raw_fd(),
+            pipes.err_w(),
+        ];
+        if let Err(e) = wire::send_with_fds(control.as_raw_fd(), &[wire::COMMAND], &fds) {
+            return Ok(Err(e));
+        }
+        // Only the supervisor holds the far ends now, so EOF can come.
+        drop(their_end);
+        let pipes = pipes.sent();
+        await_start(&host_end, spec, observer)?;
+        Ok(Ok(pipes.into_child(host_end)))
+    }
+}
+
+/// The pipes of a command started by the supervisor: its stdin (a pipe or
+/// /dev/null), its stdout and, unless merged, its stderr.
+struct CommandPipes {
+    stdin: Option<(OwnedFd, OwnedFd)>,
+    null: Option<OwnedFd>,
+    out_r: OwnedFd,
+    out_w: OwnedFd,
+    err: Option<(OwnedFd, OwnedFd)>,
+}
+
+/// The host's ends of a command's pipes, once the far ends went to the
+/// supervisor.
+struct HostPipes {
+    stdin: Option<(OwnedFd, OwnedFd)>,
+    out_r: OwnedFd,
+    err: Option<(OwnedFd, OwnedFd)>,
+}
+
+impl CommandPipes {
+    fn new(spec: &SpawnSpec<'_>) -> io::Result<CommandPipes> {
         let stdin = if spec.stdin_pipe { Some(spawn::pipe()?) } else { None };
         let null = match &stdin {
             Some(_) => None,
@@ -397,69 +435,100 @@ impl Supervisor {
             Streams::Separate => Some(spawn::pipe()?),
             Streams::Merged => None,
         };
-        let stdin_fd = stdin.as_ref().map_or_else(
-            || null.as_ref().expect("no pipe: /dev/null").as_raw_fd(),
+        Ok(CommandPipes {
+            stdin,
+            null,
+            out_r,
+            out_w,
+            err,
+        })
+    }
+
+    /// The command's stdin: the pipe's read end, or /dev/null.
+    fn stdin_fd(&self) -> libc::c_int {
+        self.stdin.as_ref().map_or_else(
+            || self.null.as_ref().expect("no pipe: /dev/null").as_raw_fd(),
             |(r, _)| r.as_raw_fd(),
-        );
-        let err_w = err.as_ref().map_or(out_w.as_raw_fd(), |(_, w)| w.as_raw_fd());
-        let fds = [their_end.as_raw_fd(), stdin_fd, out_w.as_raw_fd(), err_w];
-        if let Err(e) = wire::send_with_fds(control.as_raw_fd(), &[wire::COMMAND], &fds) {
-            return Ok(Err(e));
+        )
+    }
+
+    /// The command's stderr: its own pipe's write end, or stdout's.
+    fn err_w(&self) -> libc::c_int {
+        self.err.as_ref().map_or(self.out_w.as_raw_fd(), |(_, w)| w.as_raw_fd())
+    }
+
+    /// Closes the ends only the supervisor holds now.
+    fn sent(self) -> HostPipes {
+        drop((self.out_w, self.null));
+        HostPipes {
+            stdin: self.stdin,
+            out_r: self.out_r,
+            err: self.err,
         }
-        // Only the supervisor holds the far ends now, so EOF can come.
-        drop((their_end, out_w, null));
-        let body = wire::Body {
-            program: spec.program.to_owned(),
-            argv: spec.argv.to_vec(),
-            envp: spec.envp.iter().map(|e| (*e).to_owned()).collect(),
-            cwd: spec.cwd.to_owned(),
-        };
-        let lost = || io::Error::other("the sandbox supervisor went away while starting the command");
-        // An init that refuses the request early (its mounts went stale)
-        // may close the socket before the body is all written: its answer
-        // still comes first.
-        let written = wire::write_all(host_end.as_raw_fd(), &body.encode());
-        let mut first = read_first_message(host_end.as_raw_fd())?;
-        if written.is_err() && !matches!(first, Some((wire::FAILED, _, _))) {
-            return Err(lost());
-        }
-        if let Some((wire::LISTENER, _, Some(listener))) = first {
-            // The command starts right after: its notified calls wait for this handler.
-            if let Err(e) = observer.observation.listen(listener, observer.policy.clone()) {
-                let _ = wire::send_message(host_end.as_raw_fd(), wire::KILL, libc::SIGKILL);
-                return Err(io::Error::other(format!(
-                    "could not start the thread that observes the sandboxed command: {e}"
-                )));
-            }
-            first = wire::read_message(host_end.as_raw_fd())?.map(|(tag, value)| (tag, value, None));
-        }
-        match first {
-            Some((wire::STARTED, _, _)) => {}
-            Some((wire::FAILED, errno, _)) => return Err(io::Error::from_raw_os_error(errno)),
-            _ => return Err(lost()),
-        }
-        let stdin = stdin.map(|(r, w)| {
+    }
+}
+
+impl HostPipes {
+    /// The started command, its socket `host_end` as its group and "pidfd".
+    fn into_child(self, host_end: OwnedFd) -> Child {
+        let stdin = self.stdin.map(|(r, w)| {
             drop(r);
             spawn::set_nonblocking(&w);
             w
         });
-        let stderr = err.map(|(r, w)| {
+        let stderr = self.err.map(|(r, w)| {
             drop(w);
             r
         });
-        spawn::set_nonblocking(&out_r);
+        spawn::set_nonblocking(&self.out_r);
         if let Some(e) = &stderr {
             spawn::set_nonblocking(e);
         }
         // The command's socket doubles as its "pidfd": readable once it exits.
         let watch = rustix::io::fcntl_dupfd_cloexec(&host_end, 3).ok();
-        Ok(Ok(Child {
+        Child {
             group: Group::Remote(Box::new(Remote { sock: host_end })),
             pidfd: watch,
             stdin,
-            stdout: out_r,
+            stdout: self.out_r,
             stderr,
-        }))
+        }
+    }
+}
+
+/// Sends `spec`'s command line on its socket `host_end` and waits for the
+/// supervisor's answer: started, or failed with an errno; a listener first
+/// is handed to `observer`'s handler before the command starts.
+fn await_start(host_end: &OwnedFd, spec: &SpawnSpec<'_>, observer: &Observer) -> io::Result<()> {
+    let body = wire::Body {
+        program: spec.program.to_owned(),
+        argv: spec.argv.to_vec(),
+        envp: spec.envp.iter().map(|e| (*e).to_owned()).collect(),
+        cwd: spec.cwd.to_owned(),
+    };
+    let lost = || io::Error::other("the sandbox supervisor went away while starting the command");
+    // An init that refuses the request early (its mounts went stale)
+    // may close the socket before the body is all written: its answer
+    // still comes first.
+    let written = wire::write_all(host_end.as_raw_fd(), &body.encode());
+    let mut first = read_first_message(host_end.as_raw_fd())?;
+    if written.is_err() && !matches!(first, Some((wire::FAILED, _, _))) {
+        return Err(lost());
+    }
+    if let Some((wire::LISTENER, _, Some(listener))) = first {
+        // The command starts right after: its notified calls wait for this handler.
+        if let Err(e) = observer.observation.listen(listener, observer.policy.clone()) {
+            let _ = wire::send_message(host_end.as_raw_fd(), wire::KILL, libc::SIGKILL);
+            return Err(io::Error::other(format!(
+                "could not start the thread that observes the sandboxed command: {e}"
+            )));
+        }
+        first = wire::read_message(host_end.as_raw_fd())?.map(|(tag, value)| (tag, value, None));
+    }
+    match first {
+        Some((wire::STARTED, _, _)) => Ok(()),
+        Some((wire::FAILED, errno, _)) => Err(io::Error::from_raw_os_error(errno)),
+        _ => Err(lost()),
     }
 }
 
