@@ -127,80 +127,22 @@ impl Mediator {
                 denied: Some(paths[i].clone()),
             };
         }
-        match (Some(op), places.as_slice()) {
-            (Some(Op::Open { flags, mode }), [Place::At { parent, name }]) => open(target, parent, name, flags, mode),
-            (Some(Op::MakeDir { mode }), [Place::At { parent, name }]) => {
-                let mode = mode & !umask(target) & 0o7777;
-                done(rustix::fs::mkdirat(parent, name.as_c_str(), Mode::from_raw_mode(mode)))
-            }
-            (Some(Op::MakeNode { mode, dev }), [Place::At { parent, name }]) => {
-                let mode = (mode & libc::S_IFMT) | (mode & !umask(target) & 0o7777);
-                // A type of zero is a regular file, as for the kernel.
-                let kind = match mode & libc::S_IFMT {
-                    0 => FileType::RegularFile,
-                    bits => FileType::from_raw_mode(bits),
-                };
-                done(rustix::fs::mknodat(
-                    parent,
-                    name.as_c_str(),
-                    kind,
-                    Mode::from_raw_mode(mode),
-                    dev,
-                ))
-            }
-            (Some(Op::Remove { flags }), [Place::At { parent, name }]) => done(rustix::fs::unlinkat(
-                parent,
-                name.as_c_str(),
-                AtFlags::from_bits_retain(flags as u32),
-            )),
-            (Some(Op::Symlink { target: link_target }), [Place::At { parent, name }]) => {
-                let Some(text) = target.string(link_target).and_then(|t| CString::new(t.into_vec()).ok()) else {
-                    return Outcome::Continue;
-                };
-                done(rustix::fs::symlinkat(text.as_c_str(), parent, name.as_c_str()))
-            }
-            (Some(Op::Truncate { len }), [Place::At { parent, name }]) => {
-                if is_symlink(parent, name) {
-                    return Outcome::Continue;
-                }
-                let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-                match rustix::fs::openat(parent, name.as_c_str(), flags, Mode::empty()) {
-                    // A negative length reaches the kernel as it was asked
-                    // (which refuses it).
-                    Ok(fd) => done(rustix::fs::ftruncate(&fd, len as u64)),
-                    Err(e) => refuse(e),
-                }
-            }
-            (Some(Op::Chmod { mode }), [Place::At { parent, name }]) => {
-                // On the very file found, not on a link put in its place since.
-                let file = match open_unfollowed(parent, name) {
-                    Ok(file) => file,
-                    Err(e) => return refuse(e),
-                };
-                if file.symlink {
-                    return Outcome::Continue;
-                }
-                let path = proc_fd_path(&file.fd);
-                done(rustix::fs::chmod(path.as_c_str(), Mode::from_raw_mode(mode)))
-            }
-            (Some(Op::Chown { uid, gid, flags }), [Place::At { parent, name }]) => {
-                let file = match open_unfollowed(parent, name) {
-                    Ok(file) => file,
-                    Err(e) => return refuse(e),
-                };
-                if file.symlink && flags & libc::AT_SYMLINK_NOFOLLOW == 0 {
-                    return Outcome::Continue;
-                }
-                // -1 leaves the owner or the group as it is.
-                let uid = (uid != u32::MAX).then(|| Uid::from_raw(uid));
-                let gid = (gid != u32::MAX).then(|| Gid::from_raw(gid));
-                done(rustix::fs::chownat(&file.fd, c"", uid, gid, AtFlags::EMPTY_PATH))
-            }
-            (Some(Op::Rename { flags }), [from, to]) => self.two(from, &paths[0], to, &paths[1], |a, b| {
+        match places.as_slice() {
+            [Place::At { parent, name }] => at_one(target, op, parent, name),
+            [from, to] => self.at_two(op, from, to, paths),
+            _ => Outcome::Continue,
+        }
+    }
+
+    /// A rename or a link between two places (`paths`' own), at least one of
+    /// them mediated.
+    fn at_two(&self, op: Op, from: &Place, to: &Place, paths: &[PathBuf]) -> Outcome {
+        match op {
+            Op::Rename { flags } => self.two(from, &paths[0], to, &paths[1], |a, b| {
                 let flags = RenameFlags::from_bits_retain(flags);
                 rustix::fs::renameat_with(a.0, a.1.as_c_str(), b.0, b.1.as_c_str(), flags)
             }),
-            (Some(Op::Link { flags }), [from, to]) if flags & !libc::AT_SYMLINK_FOLLOW == 0 => {
+            Op::Link { flags } if flags & !libc::AT_SYMLINK_FOLLOW == 0 => {
                 if flags & libc::AT_SYMLINK_FOLLOW != 0 {
                     // Following a link is the kernel's to do (into a mediated
                     // directory, it refuses): the handler links no file it
@@ -487,6 +429,93 @@ impl Mediator {
     pub fn decide_openat2(&self, target: &Target<'_>, flags: i32, mode: libc::mode_t, path: PathBuf) -> Outcome {
         self.decide_op(target, Op::Open { flags, mode }, &[path])
     }
+}
+
+/// A call on one name `name` of the mediated directory `parent`, done by the
+/// handler on the target's behalf.
+fn at_one(target: &Target<'_>, op: Op, parent: &OwnedFd, name: &CString) -> Outcome {
+    match op {
+        Op::Open { flags, mode } => open(target, parent, name, flags, mode),
+        Op::MakeDir { mode } => {
+            let mode = mode & !umask(target) & 0o7777;
+            done(rustix::fs::mkdirat(parent, name.as_c_str(), Mode::from_raw_mode(mode)))
+        }
+        Op::MakeNode { mode, dev } => make_node(target, parent, name, mode, dev),
+        Op::Remove { flags } => done(rustix::fs::unlinkat(
+            parent,
+            name.as_c_str(),
+            AtFlags::from_bits_retain(flags as u32),
+        )),
+        Op::Symlink { target: link_target } => {
+            let Some(text) = target.string(link_target).and_then(|t| CString::new(t.into_vec()).ok()) else {
+                return Outcome::Continue;
+            };
+            done(rustix::fs::symlinkat(text.as_c_str(), parent, name.as_c_str()))
+        }
+        Op::Truncate { len } => truncate(parent, name, len),
+        Op::Chmod { mode } => chmod(parent, name, mode),
+        Op::Chown { uid, gid, flags } => chown(parent, name, uid, gid, flags),
+        _ => Outcome::Continue,
+    }
+}
+
+/// mknod, with the target's umask; a type of zero is a regular file.
+fn make_node(target: &Target<'_>, parent: &OwnedFd, name: &CString, mode: libc::mode_t, dev: libc::dev_t) -> Outcome {
+    let mode = (mode & libc::S_IFMT) | (mode & !umask(target) & 0o7777);
+    // A type of zero is a regular file, as for the kernel.
+    let kind = match mode & libc::S_IFMT {
+        0 => FileType::RegularFile,
+        bits => FileType::from_raw_mode(bits),
+    };
+    done(rustix::fs::mknodat(
+        parent,
+        name.as_c_str(),
+        kind,
+        Mode::from_raw_mode(mode),
+        dev,
+    ))
+}
+
+/// truncate, of no link: a link is the kernel's to follow.
+fn truncate(parent: &OwnedFd, name: &CString, len: libc::off_t) -> Outcome {
+    if is_symlink(parent, name) {
+        return Outcome::Continue;
+    }
+    let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match rustix::fs::openat(parent, name.as_c_str(), flags, Mode::empty()) {
+        // A negative length reaches the kernel as it was asked
+        // (which refuses it).
+        Ok(fd) => done(rustix::fs::ftruncate(&fd, len as u64)),
+        Err(e) => refuse(e),
+    }
+}
+
+/// chmod, on the very file found, not on a link put in its place since.
+fn chmod(parent: &OwnedFd, name: &CString, mode: libc::mode_t) -> Outcome {
+    let file = match open_unfollowed(parent, name) {
+        Ok(file) => file,
+        Err(e) => return refuse(e),
+    };
+    if file.symlink {
+        return Outcome::Continue;
+    }
+    let path = proc_fd_path(&file.fd);
+    done(rustix::fs::chmod(path.as_c_str(), Mode::from_raw_mode(mode)))
+}
+
+/// chown, or lchown with `AT_SYMLINK_NOFOLLOW`, on the very file found.
+fn chown(parent: &OwnedFd, name: &CString, uid: libc::uid_t, gid: libc::gid_t, flags: i32) -> Outcome {
+    let file = match open_unfollowed(parent, name) {
+        Ok(file) => file,
+        Err(e) => return refuse(e),
+    };
+    if file.symlink && flags & libc::AT_SYMLINK_NOFOLLOW == 0 {
+        return Outcome::Continue;
+    }
+    // -1 leaves the owner or the group as it is.
+    let uid = (uid != u32::MAX).then(|| Uid::from_raw(uid));
+    let gid = (gid != u32::MAX).then(|| Gid::from_raw(gid));
+    done(rustix::fs::chownat(&file.fd, c"", uid, gid, AtFlags::EMPTY_PATH))
 }
 
 fn open(target: &Target<'_>, parent: &OwnedFd, name: &CString, flags: i32, mode: libc::mode_t) -> Outcome {
