@@ -25,7 +25,6 @@ const STILL_LONG: &[(&str, &str)] = &[
     ("src/permission/classify/values.rs", "output"),
     ("src/sandbox/mod.rs", "wrap_in"),
     ("src/sandbox/mod.rs", "wrap_by_name"),
-    ("src/sandbox/notify/observer.rs", "examine"),
     ("src/sandbox/supervisor/inside.rs", "serve"),
 ];
 

@@ -284,138 +284,193 @@ fn examine(
     watch: &Watch,
     own: &mut Loopback,
 ) -> Answer {
-    let arg = |i: u8| data.args[i as usize];
     match calls::named(data.nr as i64) {
-        Some(Named::Writes(paths)) => {
-            if let Some(m) = mediator
-                && let Some(answer) = answer_of(
-                    m.decide(target, data.nr as i64, &data.args, &|p| resolve(target, &p, &arg)),
-                    watch,
-                )
-            {
-                return answer;
-            }
-            let verdicts: Vec<(Verdict, String)> = paths
-                .iter()
-                .filter_map(|p| {
-                    let path = resolve(target, p, &arg)?;
-                    let landing = target.landing(&path, p.follows.follows(arg));
-                    Some((policy.judge.verdict(&landing), landing.display().to_string()))
-                })
-                .collect();
-            if target.still_valid() {
-                verdicts.into_iter().for_each(|v| record(watch, v));
-            }
-            Answer::Continue
-        }
-        Some(Named::OpenHow(path)) => {
-            // struct open_how: u64 flags, mode and resolve.
-            let how = target.bytes(arg(2), 24).unwrap_or_default();
-            let flags = how
-                .get(..8)
-                .and_then(|b| b.try_into().ok())
-                .map_or(0, u64::from_ne_bytes);
-            if let Some(m) = mediator
-                && flags & super::filter::WRITE_FLAGS as u64 != 0
-                && let Some((flags, mode)) = mediate::openat2_op(&how)
-                && let Some(p) = resolve(target, &path, &arg)
-                && let Some(answer) = answer_of(m.decide_openat2(target, flags, mode, p), watch)
-            {
-                return answer;
-            }
-            if flags & super::filter::WRITE_FLAGS as u64 != 0
-                && let Some(p) = resolve(target, &path, &arg)
-            {
-                let follows = calls::Follows::UnlessFlags(0).follows(|_| flags);
-                let landing = target.landing(&p, follows);
-                let verdict = policy.judge.verdict(&landing);
-                if target.still_valid() {
-                    record(watch, (verdict, landing.display().to_string()));
-                }
-            }
-            Answer::Continue
-        }
+        Some(Named::Writes(paths)) => examine_writes(target, data, paths, policy, mediator, watch),
+        Some(Named::OpenHow(path)) => examine_openat2(target, data, &path, policy, mediator, watch),
         Some(Named::Address { addr, len, send }) => {
-            let len = (arg(len) as usize).min(128);
-            let Some(sockaddr) = target.bytes(arg(addr), len) else {
-                return Answer::Continue;
-            };
-            if let Some(path) = attach_socket(target, &sockaddr) {
-                // The first barrier, and the name of the refusal: the path
-                // is read from memory the command can change, so the
-                // servers' check of every peer is what holds.
-                if target.still_valid() {
-                    watch.record(Denial::AttachSocket {
-                        path: path.display().to_string(),
-                    });
-                }
-                return Answer::Refuse(libc::EACCES);
-            }
-            if policy.proxy.is_some()
-                && !send
-                && let Some(result) = own.connect(target, arg(0) as i32, &sockaddr)
-            {
-                // A server of the command's own on the loopback.
-                return made(result);
-            }
-            if policy.network_off
-                && let Some((ip, port)) = calls::inet_peer(&sockaddr)
-                && !(policy.own_loopback && calls::is_loopback(ip) && target.bound_inside(port))
-                && !(policy.proxy == Some(port) && ip == std::net::Ipv4Addr::LOCALHOST)
-                && target.still_valid()
-            {
-                let addr = calls::peer_text(ip, port);
-                watch.record(match send {
-                    true => Denial::Send { addr },
-                    false => Denial::Connect { addr },
-                });
-            }
-            Answer::Continue
+            examine_address(target, data, (addr, len, send), policy, watch, own)
         }
-        Some(Named::Socket) => {
-            let (family, kind, protocol) = (arg(0) as i32, arg(1) as i32, arg(2) as i32);
-            let tcp = matches!(family, libc::AF_INET | libc::AF_INET6)
-                && kind & 0xf == libc::SOCK_STREAM
-                && matches!(protocol, 0 | libc::IPPROTO_TCP);
-            if policy.proxy.is_some() && tcp {
-                return match lo_socket(family, kind) {
-                    Ok(fd) => Answer::Fd(fd, kind & libc::SOCK_CLOEXEC != 0),
-                    Err(errno) => Answer::Refuse(errno),
-                };
-            }
-            if policy.proxy.is_some() && family == libc::AF_NETLINK && protocol == libc::NETLINK_ROUTE {
-                // What the host's interfaces are (`getifaddrs`), which its
-                // `/proc/net` shows anyway; changing them needs a capability
-                // the command does not have.
-                return Answer::Continue;
-            }
-            let family = match policy.proxy {
-                Some(_) => format!("{} {}", calls::family_name(family), calls::kind_name(kind)),
-                None => calls::family_name(family),
-            };
-            watch.record(Denial::Socket { family });
-            Answer::Refuse(libc::EPERM)
-        }
-        Some(Named::Bind { addr, len }) => {
-            let len = (arg(len) as usize).min(128);
-            if policy.proxy.is_none() {
-                return Answer::Continue;
-            }
-            let Some(sockaddr) = target.bytes(arg(addr), len) else {
-                return Answer::Refuse(libc::EFAULT);
-            };
-            match own.bind(target, arg(0) as i32, &sockaddr) {
-                Bound::NotInet => Answer::Continue,
-                Bound::Refused(addr) => {
-                    if target.still_valid() {
-                        watch.record(Denial::Bind { addr });
-                    }
-                    Answer::Refuse(libc::EACCES)
-                }
-                Bound::Made(result) => made(result),
-            }
-        }
+        Some(Named::Socket) => examine_socket(data, policy, watch),
+        Some(Named::Bind { addr, len }) => examine_bind(target, data, (addr, len), policy, watch, own),
         None => Answer::Continue,
+    }
+}
+
+/// A call that writes `paths`: done by the mediator when it changes a
+/// mediated directory, else left to the kernel, with the verdict recorded.
+fn examine_writes(
+    target: &Target<'_>,
+    data: &libc::seccomp_data,
+    paths: &[PathArg],
+    policy: &Policy,
+    mediator: Option<&Mediator>,
+    watch: &Watch,
+) -> Answer {
+    let arg = |i: u8| data.args[i as usize];
+    if let Some(m) = mediator
+        && let Some(answer) = answer_of(
+            m.decide(target, data.nr as i64, &data.args, &|p| resolve(target, &p, &arg)),
+            watch,
+        )
+    {
+        return answer;
+    }
+    let verdicts: Vec<(Verdict, String)> = paths
+        .iter()
+        .filter_map(|p| {
+            let path = resolve(target, p, &arg)?;
+            let landing = target.landing(&path, p.follows.follows(arg));
+            Some((policy.judge.verdict(&landing), landing.display().to_string()))
+        })
+        .collect();
+    if target.still_valid() {
+        verdicts.into_iter().for_each(|v| record(watch, v));
+    }
+    Answer::Continue
+}
+
+/// `openat2` of `path`: a write only if its `open_how`'s flags say so.
+fn examine_openat2(
+    target: &Target<'_>,
+    data: &libc::seccomp_data,
+    path: &PathArg,
+    policy: &Policy,
+    mediator: Option<&Mediator>,
+    watch: &Watch,
+) -> Answer {
+    let arg = |i: u8| data.args[i as usize];
+    // struct open_how: u64 flags, mode and resolve.
+    let how = target.bytes(arg(2), 24).unwrap_or_default();
+    let flags = how
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_ne_bytes);
+    if let Some(m) = mediator
+        && flags & super::filter::WRITE_FLAGS as u64 != 0
+        && let Some((flags, mode)) = mediate::openat2_op(&how)
+        && let Some(p) = resolve(target, path, &arg)
+        && let Some(answer) = answer_of(m.decide_openat2(target, flags, mode, p), watch)
+    {
+        return answer;
+    }
+    if flags & super::filter::WRITE_FLAGS as u64 != 0
+        && let Some(p) = resolve(target, path, &arg)
+    {
+        let follows = calls::Follows::UnlessFlags(0).follows(|_| flags);
+        let landing = target.landing(&p, follows);
+        let verdict = policy.judge.verdict(&landing);
+        if target.still_valid() {
+            record(watch, (verdict, landing.display().to_string()));
+        }
+    }
+    Answer::Continue
+}
+
+/// A connect or a send to the address in arguments `(addr, len)`: a path
+/// socket is refused, a loopback server of the command's own is made by the
+/// handler, and a peer the network does not allow is recorded.
+fn examine_address(
+    target: &Target<'_>,
+    data: &libc::seccomp_data,
+    (addr, len, send): (u8, u8, bool),
+    policy: &Policy,
+    watch: &Watch,
+    own: &mut Loopback,
+) -> Answer {
+    let arg = |i: u8| data.args[i as usize];
+    let len = (arg(len) as usize).min(128);
+    let Some(sockaddr) = target.bytes(arg(addr), len) else {
+        return Answer::Continue;
+    };
+    if let Some(path) = attach_socket(target, &sockaddr) {
+        // The first barrier, and the name of the refusal: the path
+        // is read from memory the command can change, so the
+        // servers' check of every peer is what holds.
+        if target.still_valid() {
+            watch.record(Denial::AttachSocket {
+                path: path.display().to_string(),
+            });
+        }
+        return Answer::Refuse(libc::EACCES);
+    }
+    if policy.proxy.is_some()
+        && !send
+        && let Some(result) = own.connect(target, arg(0) as i32, &sockaddr)
+    {
+        // A server of the command's own on the loopback.
+        return made(result);
+    }
+    if policy.network_off
+        && let Some((ip, port)) = calls::inet_peer(&sockaddr)
+        && !(policy.own_loopback && calls::is_loopback(ip) && target.bound_inside(port))
+        && !(policy.proxy == Some(port) && ip == std::net::Ipv4Addr::LOCALHOST)
+        && target.still_valid()
+    {
+        let addr = calls::peer_text(ip, port);
+        watch.record(match send {
+            true => Denial::Send { addr },
+            false => Denial::Connect { addr },
+        });
+    }
+    Answer::Continue
+}
+
+/// A new socket: with the network through the proxy, a TCP one is made by
+/// the handler on the loopback and a route netlink one is let be; any other
+/// is refused and recorded.
+fn examine_socket(data: &libc::seccomp_data, policy: &Policy, watch: &Watch) -> Answer {
+    let arg = |i: u8| data.args[i as usize];
+    let (family, kind, protocol) = (arg(0) as i32, arg(1) as i32, arg(2) as i32);
+    let tcp = matches!(family, libc::AF_INET | libc::AF_INET6)
+        && kind & 0xf == libc::SOCK_STREAM
+        && matches!(protocol, 0 | libc::IPPROTO_TCP);
+    if policy.proxy.is_some() && tcp {
+        return match lo_socket(family, kind) {
+            Ok(fd) => Answer::Fd(fd, kind & libc::SOCK_CLOEXEC != 0),
+            Err(errno) => Answer::Refuse(errno),
+        };
+    }
+    if policy.proxy.is_some() && family == libc::AF_NETLINK && protocol == libc::NETLINK_ROUTE {
+        // What the host's interfaces are (`getifaddrs`), which its
+        // `/proc/net` shows anyway; changing them needs a capability
+        // the command does not have.
+        return Answer::Continue;
+    }
+    let family = match policy.proxy {
+        Some(_) => format!("{} {}", calls::family_name(family), calls::kind_name(kind)),
+        None => calls::family_name(family),
+    };
+    watch.record(Denial::Socket { family });
+    Answer::Refuse(libc::EPERM)
+}
+
+/// `bind` to the address in arguments `(addr, len)`, made by the handler
+/// when the network goes through the proxy.
+fn examine_bind(
+    target: &Target<'_>,
+    data: &libc::seccomp_data,
+    (addr, len): (u8, u8),
+    policy: &Policy,
+    watch: &Watch,
+    own: &mut Loopback,
+) -> Answer {
+    let arg = |i: u8| data.args[i as usize];
+    let len = (arg(len) as usize).min(128);
+    if policy.proxy.is_none() {
+        return Answer::Continue;
+    }
+    let Some(sockaddr) = target.bytes(arg(addr), len) else {
+        return Answer::Refuse(libc::EFAULT);
+    };
+    match own.bind(target, arg(0) as i32, &sockaddr) {
+        Bound::NotInet => Answer::Continue,
+        Bound::Refused(addr) => {
+            if target.still_valid() {
+                watch.record(Denial::Bind { addr });
+            }
+            Answer::Refuse(libc::EACCES)
+        }
+        Bound::Made(result) => made(result),
     }
 }
 
