@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::approver::ask_bounded;
-use super::{ApprovalAnswer, ApprovalRequest, Approver, GrantItem};
+use super::{AnsweredBy, ApprovalAnswer, ApprovalOutcome, ApprovalRequest, Approver, GrantItem};
 
 /// One "allow for this server" grant: exactly one item of what was asked.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -160,6 +160,40 @@ impl Approvals {
     pub fn ask_host_within(&self, request: &ApprovalRequest, wait: Duration) -> Option<Result<ApprovalAnswer, String>> {
         let (approver, bound) = self.approver.read().unwrap_or_else(PoisonError::into_inner).clone()?;
         Some(ask_bounded(&approver, request, bound.min(wait)))
+    }
+
+    /// Settles `request`: a grant or an earlier denial answers without
+    /// asking; otherwise the host's approver is asked (within `wait`, when
+    /// given), then `ask_client`. A real answer is remembered; a failed
+    /// asking (no answer in time, a decline) is not the person's denial, so
+    /// the next call may ask again.
+    pub fn settle(
+        &self,
+        request: &ApprovalRequest,
+        wait: Option<Duration>,
+        ask_client: impl FnOnce(&ApprovalRequest) -> Option<Result<ApprovalAnswer, String>>,
+    ) -> ApprovalOutcome {
+        let outcome = |answer, by, note| ApprovalOutcome { answer, by, note };
+        match self.remembered(request) {
+            Some(Remembered::Granted) => return outcome(Some(ApprovalAnswer::AllowForServer), AnsweredBy::Grant, None),
+            Some(Remembered::Denied) => return outcome(Some(ApprovalAnswer::Deny), AnsweredBy::EarlierDenial, None),
+            None => {}
+        }
+        let from_host = match wait {
+            Some(wait) => self.ask_host_within(request, wait),
+            None => self.ask_host(request),
+        };
+        let asked = from_host
+            .map(|a| (a, AnsweredBy::Host))
+            .or_else(|| ask_client(request).map(|a| (a, AnsweredBy::Client)));
+        match asked {
+            Some((Ok(answer), by)) => {
+                self.record(request, answer);
+                outcome(Some(answer), by, None)
+            }
+            Some((Err(why), by)) => outcome(Some(ApprovalAnswer::Deny), by, Some(why)),
+            None => outcome(None, AnsweredBy::Nobody, None),
+        }
     }
 }
 

@@ -10,10 +10,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::{ExecRequest, Shared};
-use crate::approval::{
-    AnsweredBy, ApprovalAnswer, ApprovalKind, ApprovalOutcome, ApprovalRequest, ClientAsker, GrantItem, Remembered,
-    Widening,
-};
+use crate::approval::{AnsweredBy, ApprovalKind, ApprovalOutcome, ApprovalRequest, ClientAsker, GrantItem, Widening};
 use crate::config::Config;
 use crate::sandbox::network::ask::{Asking, ConnectAsker, WaitSlots};
 use crate::sandbox::network::{Host, NetPolicy};
@@ -145,48 +142,9 @@ impl ConnectAsker for CommandAsker {
         }
         let request = self.question(&shared, host, port, rule, wait);
         let approvals = &shared.approvals;
-        let outcome = match approvals.remembered(&request) {
-            Some(Remembered::Granted) => ApprovalOutcome {
-                answer: Some(ApprovalAnswer::AllowForServer),
-                by: AnsweredBy::Grant,
-                note: None,
-            },
-            Some(Remembered::Denied) => ApprovalOutcome {
-                answer: Some(ApprovalAnswer::Deny),
-                by: AnsweredBy::EarlierDenial,
-                note: None,
-            },
-            None => {
-                let asked = approvals
-                    .ask_host_within(&request, wait)
-                    .map(|a| (a, AnsweredBy::Host))
-                    .or_else(|| {
-                        self.client
-                            .as_ref()
-                            .and_then(|c| c.ask(&request, wait))
-                            .map(|a| (a, AnsweredBy::Client))
-                    });
-                let outcome = match asked {
-                    Some((Ok(answer), by)) => ApprovalOutcome {
-                        answer: Some(answer),
-                        by,
-                        note: None,
-                    },
-                    Some((Err(why), by)) => ApprovalOutcome {
-                        answer: Some(ApprovalAnswer::Deny),
-                        by,
-                        note: Some(why),
-                    },
-                    None => nobody,
-                };
-                // A failed asking (no answer in time, a decline) is not the
-                // person's denial: not remembered.
-                if let (Some(answer), None) = (outcome.answer, &outcome.note) {
-                    approvals.record(&request, answer);
-                }
-                outcome
-            }
-        };
+        let outcome = approvals.settle(&request, Some(wait), |request| {
+            self.client.as_ref().and_then(|c| c.ask(request, wait))
+        });
         shared.record_connect_question(self, &request, &outcome);
         outcome
     }

@@ -3,7 +3,7 @@
 //! client (its `ask` function), is asked; with nobody to ask, the gate's
 //! refusal stands. Every question and answer is recorded in the audit log.
 
-use crate::approval::{AnsweredBy, ApprovalAnswer, ApprovalOutcome, ApprovalRequest, Remembered};
+use crate::approval::{AnsweredBy, ApprovalAnswer, ApprovalOutcome, ApprovalRequest};
 use crate::tool::{McpServer, ToolResponse};
 use crate::tool_args::ToolArgs;
 
@@ -35,47 +35,7 @@ pub(super) fn settle(
     let Some(approvals) = server.approvals() else {
         return *refusal;
     };
-    let outcome = match approvals.remembered(&request) {
-        Some(Remembered::Granted) => ApprovalOutcome {
-            answer: Some(ApprovalAnswer::AllowForServer),
-            by: AnsweredBy::Grant,
-            note: None,
-        },
-        Some(Remembered::Denied) => ApprovalOutcome {
-            answer: Some(ApprovalAnswer::Deny),
-            by: AnsweredBy::EarlierDenial,
-            note: None,
-        },
-        None => {
-            let asked = approvals
-                .ask_host(&request)
-                .map(|a| (a, AnsweredBy::Host))
-                .or_else(|| ask_client(&request).map(|a| (a, AnsweredBy::Client)));
-            let outcome = match asked {
-                Some((Ok(answer), by)) => ApprovalOutcome {
-                    answer: Some(answer),
-                    by,
-                    note: None,
-                },
-                Some((Err(why), by)) => ApprovalOutcome {
-                    answer: Some(ApprovalAnswer::Deny),
-                    by,
-                    note: Some(why),
-                },
-                None => ApprovalOutcome {
-                    answer: None,
-                    by: AnsweredBy::Nobody,
-                    note: None,
-                },
-            };
-            // A failed asking (timeout, decline) is not the person's denial:
-            // it is not remembered, so the next call may ask again.
-            if let (Some(answer), None) = (outcome.answer, &outcome.note) {
-                approvals.record(&request, answer);
-            }
-            outcome
-        }
-    };
+    let outcome = approvals.settle(&request, None, |request| ask_client(request));
     let audit_id = server.record_approval(tool, args, &request, &outcome);
     tracing::info!(
         tool,
