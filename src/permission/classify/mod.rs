@@ -350,17 +350,7 @@ pub fn classify(command: &str) -> Classification {
             env.assign(a, false);
         }
         let name = basename(&part.command_word);
-        // A wrapper's directory (`env -C / rm -rf *`) counts like a `cd` before it.
-        let here = match &part.directory {
-            Some(dir) => super::wrappers::chdir::join(
-                env.cwd.as_deref(),
-                &super::wrappers::chdir::Directory::Path(dir.clone()),
-            )
-            .map(|d| reach(&normalize_path(&d))),
-            None => env.cwd.clone(),
-        };
         let previous = i.checked_sub(1).map(|k| &analysis.parts[k]);
-        let fed_by_xargs = part.wrappers.iter().any(|w| w == "xargs");
         // The rules for each command name are found once per call: a long list of the
         // same command matches every rule's names only once.
         let named = by_name
@@ -368,86 +358,14 @@ pub fn classify(command: &str) -> Classification {
             .or_insert_with(|| (0..set.rules.len()).filter(|&k| set.rules[k].names(name)).collect());
         let raw = &part.args[1..];
         let candidates: Vec<usize> = named.iter().copied().filter(|&k| set.rules[k].may_match(raw)).collect();
-        let keeps_state = matches!(name, "cd" | "pushd" | "set");
-        // The forms of the arguments are worked out only when something reads them.
-        let reads = keeps_state || fed_by_xargs || candidates.iter().any(|&k| set.rules[k].reads_arguments());
-        if !reads {
-            let matched: Vec<&Rule> = candidates.iter().map(|&k| &set.rules[k]).collect();
-            for rule in &matched {
-                found.note(rule.class, &rule.id, &rule.hint);
-            }
-            parts.push(PartClass {
-                command: part.normalized_text.clone(),
-                class: matched.iter().map(|r| r.class).max().unwrap_or(Class::Safe),
-                rules: matched.iter().map(|r| r.id.clone()).collect(),
-            });
-            continue;
-        }
-        let cwd = here.as_deref().filter(|_| FILE_COMMANDS.contains(&name));
-        let mut forms = arg_forms(part, &mut env, cwd, &mut expanded);
-        let mut matched: Vec<&Rule> = Vec::new();
-        if fed_by_xargs && let Some(feeder) = previous {
-            if basename(&feeder.command_word) == "find" {
-                // `find ~ -type f | xargs rm`: rm gets every name find prints.
-                matched.extend(find_fed(part, feeder, &mut env));
-            } else {
-                // `ls / | xargs rm -rf`: the paths the part before listed become arguments.
-                let mut scratch = Vec::new();
-                let listed = arg_forms(feeder, &mut env, None, &mut scratch);
-                forms.extend(listed.into_iter().filter(|f| f.iter().any(|a| looks_like_path(a))));
-            }
-        }
-        match name {
-            "cd" | "pushd" => {
-                let operand = expanded
-                    .iter()
-                    .find(|f| f.iter().all(|a| !a.starts_with('-') || a == "-"));
-                let single = match operand {
-                    None => None,
-                    Some(f) if f.len() == 1 => Some(f[0].as_str()),
-                    Some(_) => Some("$unknown"),
-                };
-                env.cwd = next_directory(here.as_deref(), single);
-            }
-            "set" => env.set_positional(&part.args[1..]),
-            _ => {}
-        }
-        let writes: Vec<String> = part.writes.iter().map(|w| normalize_target(w)).collect();
-        let cx = Context {
+        parts.push(classify_part(
             part,
-            forms: &forms,
-            expanded: &expanded,
-            cwd,
-            find_effects: std::cell::OnceCell::new(),
-        };
-        for &k in candidates.iter() {
-            let rule = &set.rules[k];
-            if rule.matches_part(&forms, &writes, |r| check(r, &cx)) {
-                matched.push(rule);
-            }
-        }
-        if name == "find" {
-            matched.extend(find_changes(&cx));
-        }
-        let mut class = Class::Safe;
-        let mut ids = Vec::new();
-        let expands = part.args.iter().skip(1).any(|a| a.contains(['$', '`']));
-        for rule in matched {
-            class = class.max(rule.class);
-            if !ids.contains(&rule.id) {
-                ids.push(rule.id.clone());
-            }
-            if rule.class == Class::Catastrophic && expands {
-                found.note(rule.class, &rule.id, &format!("{}{EXPANSION_NOTE}", rule.hint));
-            } else {
-                found.note(rule.class, &rule.id, &rule.hint);
-            }
-        }
-        parts.push(PartClass {
-            command: part.normalized_text.clone(),
-            class,
-            rules: ids,
-        });
+            previous,
+            &candidates,
+            &mut env,
+            &mut expanded,
+            &mut found,
+        ));
     }
     whole_command(command, &analysis, env, &mut found);
     let class = found.class.unwrap_or(Class::Safe);
@@ -460,6 +378,122 @@ pub fn classify(command: &str) -> Classification {
         rules: found.rules,
         hint,
         parts,
+    }
+}
+
+/// Classifies one part by `candidates`, the rules that name its command and may match
+/// its arguments, and notes what matched in `found`; `previous` is the part before it
+/// (what feeds `xargs`).
+fn classify_part(
+    part: &Part,
+    previous: Option<&Part>,
+    candidates: &[usize],
+    env: &mut Env,
+    expanded: &mut Vec<Vec<String>>,
+    found: &mut Findings,
+) -> PartClass {
+    let set = rule_set();
+    let name = basename(&part.command_word);
+    // A wrapper's directory (`env -C / rm -rf *`) counts like a `cd` before it.
+    let here = match &part.directory {
+        Some(dir) => super::wrappers::chdir::join(
+            env.cwd.as_deref(),
+            &super::wrappers::chdir::Directory::Path(dir.clone()),
+        )
+        .map(|d| reach(&normalize_path(&d))),
+        None => env.cwd.clone(),
+    };
+    let fed_by_xargs = part.wrappers.iter().any(|w| w == "xargs");
+    let keeps_state = matches!(name, "cd" | "pushd" | "set");
+    // The forms of the arguments are worked out only when something reads them.
+    let reads = keeps_state || fed_by_xargs || candidates.iter().any(|&k| set.rules[k].reads_arguments());
+    if !reads {
+        let matched: Vec<&Rule> = candidates.iter().map(|&k| &set.rules[k]).collect();
+        for rule in &matched {
+            found.note(rule.class, &rule.id, &rule.hint);
+        }
+        return PartClass {
+            command: part.normalized_text.clone(),
+            class: matched.iter().map(|r| r.class).max().unwrap_or(Class::Safe),
+            rules: matched.iter().map(|r| r.id.clone()).collect(),
+        };
+    }
+    let cwd = here.as_deref().filter(|_| FILE_COMMANDS.contains(&name));
+    let mut forms = arg_forms(part, env, cwd, expanded);
+    let mut matched: Vec<&Rule> = Vec::new();
+    if fed_by_xargs && let Some(feeder) = previous {
+        if basename(&feeder.command_word) == "find" {
+            // `find ~ -type f | xargs rm`: rm gets every name find prints.
+            matched.extend(find_fed(part, feeder, env));
+        } else {
+            // `ls / | xargs rm -rf`: the paths the part before listed become arguments.
+            let mut scratch = Vec::new();
+            let listed = arg_forms(feeder, env, None, &mut scratch);
+            forms.extend(listed.into_iter().filter(|f| f.iter().any(|a| looks_like_path(a))));
+        }
+    }
+    keep_state(name, here.as_deref(), part, env, expanded);
+    let writes: Vec<String> = part.writes.iter().map(|w| normalize_target(w)).collect();
+    let cx = Context {
+        part,
+        forms: &forms,
+        expanded,
+        cwd,
+        find_effects: std::cell::OnceCell::new(),
+    };
+    for &k in candidates.iter() {
+        let rule = &set.rules[k];
+        if rule.matches_part(&forms, &writes, |r| check(r, &cx)) {
+            matched.push(rule);
+        }
+    }
+    if name == "find" {
+        matched.extend(find_changes(&cx));
+    }
+    noted(part, matched, found)
+}
+
+/// Follows what `cd`, `pushd` and `set` change for the parts after them: the directory
+/// (from `here`, the part's own) and the positional parameters.
+fn keep_state(name: &str, here: Option<&str>, part: &Part, env: &mut Env, expanded: &[Vec<String>]) {
+    match name {
+        "cd" | "pushd" => {
+            let operand = expanded
+                .iter()
+                .find(|f| f.iter().all(|a| !a.starts_with('-') || a == "-"));
+            let single = match operand {
+                None => None,
+                Some(f) if f.len() == 1 => Some(f[0].as_str()),
+                Some(_) => Some("$unknown"),
+            };
+            env.cwd = next_directory(here, single);
+        }
+        "set" => env.set_positional(&part.args[1..]),
+        _ => {}
+    }
+}
+
+/// The class of `part` from the rules it `matched`, each noted in `found` (a
+/// catastrophic one with a note when an argument may expand).
+fn noted(part: &Part, matched: Vec<&Rule>, found: &mut Findings) -> PartClass {
+    let mut class = Class::Safe;
+    let mut ids = Vec::new();
+    let expands = part.args.iter().skip(1).any(|a| a.contains(['$', '`']));
+    for rule in matched {
+        class = class.max(rule.class);
+        if !ids.contains(&rule.id) {
+            ids.push(rule.id.clone());
+        }
+        if rule.class == Class::Catastrophic && expands {
+            found.note(rule.class, &rule.id, &format!("{}{EXPANSION_NOTE}", rule.hint));
+        } else {
+            found.note(rule.class, &rule.id, &rule.hint);
+        }
+    }
+    PartClass {
+        command: part.normalized_text.clone(),
+        class,
+        rules: ids,
     }
 }
 
