@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use super::super::redirect::normalize_path;
 use super::super::walk::parse::Assigned;
 use super::super::wrappers::unwrap::basename;
-use super::super::{Analysis, analyze};
+use super::super::{Analysis, Part, analyze};
 use super::text::{Byte, Quotes};
 
 /// At most this many forms of one argument are followed.
@@ -347,92 +347,108 @@ impl Env {
                 args.push(self.expand_at(a, depth));
             }
             let name = basename(&part.command_word);
-            let out = match name {
-                "cd" | "pushd" => {
-                    let target = operands(&args).next().cloned();
-                    self.cwd = match target.as_deref() {
-                        None => Some("~".to_owned()),
-                        Some([one]) if !one.contains(['$', '`', '*', '?', '[']) => absolute(one, self.cwd.as_deref()),
-                        _ => None,
-                    };
-                    Vec::new()
-                }
-                "echo" => {
-                    let words: Vec<&Vec<String>> = args
-                        .iter()
-                        .skip_while(|a| a.iter().all(|w| is_echo_option(w)))
-                        .collect();
-                    joined(&words)
-                }
-                "printf" => printf(&args)?,
-                "pwd" => vec![self.cwd.clone()?],
-                "dirname" => operands(&args).flatten().map(|p| dirname(p)).collect(),
-                "basename" => operands(&args)
-                    .take(1)
-                    .flatten()
-                    .map(|p| basename(p.trim_end_matches('/')).to_owned())
-                    .collect(),
-                "realpath" => operands(&args)
-                    .flatten()
-                    .filter_map(|p| absolute(p, self.cwd.as_deref()))
-                    .collect(),
-                // Only `-f`, `-e` and `-m` make readlink print the path itself resolved.
-                "readlink"
-                    if args.iter().flatten().any(|a| {
-                        a.starts_with('-') && !a.starts_with("--") && a.contains(['f', 'e', 'm'])
-                            || matches!(
-                                a.as_str(),
-                                "--canonicalize" | "--canonicalize-existing" | "--canonicalize-missing"
-                            )
-                    }) =>
-                {
-                    operands(&args)
-                        .flatten()
-                        .filter_map(|p| absolute(p, self.cwd.as_deref()))
-                        .collect()
-                }
-                "printenv" => {
-                    let names: Vec<String> = operands(&args).flatten().cloned().collect();
-                    let mut out = Vec::new();
-                    for n in names {
-                        out.extend(self.variable(&format!("${n}"), &n, depth));
-                    }
-                    out
-                }
-                "whoami" | "logname" => vec!["$USER".to_owned()],
-                // `ls -d DIR` prints DIR.
-                "ls" if args
-                    .iter()
-                    .flatten()
-                    .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('d')) =>
-                {
-                    operands(&args).flatten().cloned().collect()
-                }
-                "id" if args.iter().flatten().any(|a| a == "-un" || a == "-nu") => vec!["$USER".to_owned()],
-                // `getent passwd NAME | cut -d: -f6`: that user's home.
-                "getent" if args.first().is_some_and(|a| a.iter().any(|w| w == "passwd")) => {
-                    let rest = &parts[i + 1..];
-                    if !rest
-                        .iter()
-                        .all(|p| matches!(basename(&p.command_word), "cut" | "awk" | "sed" | "head" | "tail"))
-                    {
-                        return None;
-                    }
-                    let users = args.get(1).cloned().unwrap_or_default();
-                    printed.extend(users.iter().map(|u| match u.as_str() {
-                        "$USER" | "$LOGNAME" | "" => "~".to_owned(),
-                        "root" => "/root".to_owned(),
-                        u => format!("/home/{u}"),
-                    }));
-                    break;
-                }
-                "true" | ":" => Vec::new(),
-                _ => return None,
-            };
-            printed.extend(out);
+            // `getent passwd NAME | cut -d: -f6`: that user's home.
+            if name == "getent" && args.first().is_some_and(|a| a.iter().any(|w| w == "passwd")) {
+                printed.extend(home_of(&parts[i + 1..], &args)?);
+                break;
+            }
+            printed.extend(self.prints(name, &args, depth)?);
         }
         Some(printed)
     }
+
+    /// What the command `name` given the argument forms `args` prints, when it only
+    /// prints a known path or word (or changes directory); `None` otherwise.
+    fn prints(&mut self, name: &str, args: &[Vec<String>], depth: usize) -> Option<Vec<String>> {
+        let out = match name {
+            "cd" | "pushd" => {
+                let target = operands(args).next().cloned();
+                self.cwd = match target.as_deref() {
+                    None => Some("~".to_owned()),
+                    Some([one]) if !one.contains(['$', '`', '*', '?', '[']) => absolute(one, self.cwd.as_deref()),
+                    _ => None,
+                };
+                Vec::new()
+            }
+            "echo" => {
+                let words: Vec<&Vec<String>> = args
+                    .iter()
+                    .skip_while(|a| a.iter().all(|w| is_echo_option(w)))
+                    .collect();
+                joined(&words)
+            }
+            "printf" => printf(args)?,
+            "pwd" => vec![self.cwd.clone()?],
+            "dirname" => operands(args).flatten().map(|p| dirname(p)).collect(),
+            "basename" => operands(args)
+                .take(1)
+                .flatten()
+                .map(|p| basename(p.trim_end_matches('/')).to_owned())
+                .collect(),
+            "realpath" => operands(args)
+                .flatten()
+                .filter_map(|p| absolute(p, self.cwd.as_deref()))
+                .collect(),
+            // Only `-f`, `-e` and `-m` make readlink print the path itself resolved.
+            "readlink"
+                if args.iter().flatten().any(|a| {
+                    a.starts_with('-') && !a.starts_with("--") && a.contains(['f', 'e', 'm'])
+                        || matches!(
+                            a.as_str(),
+                            "--canonicalize" | "--canonicalize-existing" | "--canonicalize-missing"
+                        )
+                }) =>
+            {
+                operands(args)
+                    .flatten()
+                    .filter_map(|p| absolute(p, self.cwd.as_deref()))
+                    .collect()
+            }
+            "printenv" => {
+                let names: Vec<String> = operands(args).flatten().cloned().collect();
+                let mut out = Vec::new();
+                for n in names {
+                    out.extend(self.variable(&format!("${n}"), &n, depth));
+                }
+                out
+            }
+            "whoami" | "logname" => vec!["$USER".to_owned()],
+            // `ls -d DIR` prints DIR.
+            "ls" if args
+                .iter()
+                .flatten()
+                .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('d')) =>
+            {
+                operands(args).flatten().cloned().collect()
+            }
+            "id" if args.iter().flatten().any(|a| a == "-un" || a == "-nu") => vec!["$USER".to_owned()],
+            "true" | ":" => Vec::new(),
+            _ => return None,
+        };
+        Some(out)
+    }
+}
+
+/// The home directory `getent passwd NAME` prints, when only filters (`cut`, `awk`,
+/// ...) read it after (`rest`); `None` otherwise.
+fn home_of(rest: &[Part], args: &[Vec<String>]) -> Option<Vec<String>> {
+    if !rest
+        .iter()
+        .all(|p| matches!(basename(&p.command_word), "cut" | "awk" | "sed" | "head" | "tail"))
+    {
+        return None;
+    }
+    let users = args.get(1).cloned().unwrap_or_default();
+    Some(
+        users
+            .iter()
+            .map(|u| match u.as_str() {
+                "$USER" | "$LOGNAME" | "" => "~".to_owned(),
+                "root" => "/root".to_owned(),
+                u => format!("/home/{u}"),
+            })
+            .collect(),
+    )
 }
 
 /// The words of `args` after its options (the first `--` ends them).
