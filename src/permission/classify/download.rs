@@ -264,18 +264,23 @@ fn saves(part: &Part, saved: &mut Downloads) {
     }
     // wget saves under the URL's name by default, curl with `-O`.
     if by_url && !named {
-        // A URL from an expansion (`"$URL"`) saves under a name the text does not say.
-        if !args.iter().any(|a| is_url(a)) {
-            saved.unknown = true;
-        }
-        for url in args.iter().filter(|a| is_url(a)) {
-            match url_name(url) {
-                Some(n) => saved.names.push(n),
-                None if url.trim_end_matches(['?', '#']).ends_with('/') && d.name == "wget" => {
-                    saved.names.push("index.html".to_owned());
-                }
-                None => saved.unknown = true,
+        saves_by_url(d, args, saved);
+    }
+}
+
+/// Records the names the downloader `d` saves its URLs in `args` under.
+fn saves_by_url(d: &Downloader, args: &[String], saved: &mut Downloads) {
+    // A URL from an expansion (`"$URL"`) saves under a name the text does not say.
+    if !args.iter().any(|a| is_url(a)) {
+        saved.unknown = true;
+    }
+    for url in args.iter().filter(|a| is_url(a)) {
+        match url_name(url) {
+            Some(n) => saved.names.push(n),
+            None if url.trim_end_matches(['?', '#']).ends_with('/') && d.name == "wget" => {
+                saved.names.push("index.html".to_owned());
             }
+            None => saved.unknown = true,
         }
     }
 }
