@@ -255,7 +255,7 @@ impl TryFrom<Value> for EnvVars {
     type Error = ToolError;
 
     fn try_from(value: Value) -> Result<Self, ToolError> {
-        parse_env(&value).map(Self)
+        parse_env(&value, ENV_HINT).map(Self)
     }
 }
 
@@ -291,7 +291,7 @@ fn wrong(key: &str, got: Option<&Value>) -> ToolError {
             format!("`yield_seconds` must be a number from 0 to 86400, or null, got {value}"),
             "pass the seconds to wait before the command is handed back as a background job (e.g. 30), or null to wait for its end",
         ),
-        ("env", Some(value)) => match parse_env(value) {
+        ("env", Some(value)) => match parse_env(value, ENV_HINT) {
             Err(error) => error,
             Ok(_) => invalid(must_be("env", "an object", Some(value))),
         },
@@ -318,8 +318,12 @@ fn invalid(message: String) -> ToolError {
     )
 }
 
-fn parse_env(value: &Value) -> Result<Vec<(String, String)>, ToolError> {
-    let hint = "pass `env` as an object of strings, e.g. {\"RUST_LOG\": \"debug\"}";
+/// The hint `execute` gives with a bad `env`.
+const ENV_HINT: &str = "pass `env` as an object of strings, e.g. {\"RUST_LOG\": \"debug\"}";
+
+/// An `env` argument: an object of strings under valid variable names, none
+/// with NUL. Each refusal is `InvalidEnv`, naming what was wrong, with `hint`.
+pub(crate) fn parse_env(value: &Value, hint: &str) -> Result<Vec<(String, String)>, ToolError> {
     let Value::Object(map) = value else {
         return Err(ToolError::new(
             ErrorCode::InvalidEnv,

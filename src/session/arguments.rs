@@ -143,24 +143,7 @@ impl TryFrom<Value> for Env {
 }
 
 fn env(value: &Value) -> Result<Vec<(String, String)>, ToolError> {
-    let hint = "pass `env` as an object of strings";
-    let Value::Object(map) = value else {
-        return Err(ToolError::new(
-            ErrorCode::InvalidEnv,
-            must_be("env", "an object", Some(value)),
-            hint,
-        ));
-    };
-    map.iter()
-        .map(|(k, v)| match v {
-            Value::String(s) if crate::config::is_valid_env_name(k) && !s.contains('\0') => Ok((k.clone(), s.clone())),
-            _ => Err(ToolError::new(
-                ErrorCode::InvalidEnv,
-                format!("`env.{k}` must be a string without NUL under a valid variable name"),
-                hint,
-            )),
-        })
-        .collect()
+    crate::command::request::parse_env(value, "pass `env` as an object of strings")
 }
 
 /// An argument of `tool` that breaks a rule other than its type.
