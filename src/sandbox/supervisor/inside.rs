@@ -249,24 +249,56 @@ fn limit_user_namespaces() -> Result<(), String> {
 }
 
 fn serve(sigfd: &OwnedFd, args: &Args) -> String {
-    // Inits waiting on the control socket, and inits running a command
-    // (each comes back once its namespaces are clear): the supervisor's
-    // ends of their channels.
-    let mut ready: Vec<OwnedFd> = Vec::with_capacity(POOL);
-    let mut busy: Vec<OwnedFd> = Vec::new();
-    // An init exited: the pool is topped up then rather than at once, so
-    // that making inits does not compete with a running command.
-    let mut ended = false;
-    let mut pending = false;
-    // The host closed the control socket: no more commands come; the
-    // supervisor exits once the last one it started has ended.
-    let mut draining = false;
+    let sigfd = sigfd.as_raw_fd();
+    let mut pool = Pool {
+        ready: Vec::with_capacity(POOL),
+        busy: Vec::new(),
+        ended: false,
+        pending: false,
+        draining: false,
+    };
     loop {
+        pool.top_up(sigfd, args);
+        let fds = pool.wait(sigfd);
+        if fds[1].revents != 0 {
+            pool.reap(sigfd);
+        }
+        if fds[0].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+            pool.drain();
+        }
+        if fds[0].revents & libc::POLLIN != 0 {
+            pool.pending = true;
+        }
+        let events: Vec<libc::c_short> = fds[2..].iter().map(|p| p.revents).collect();
+        pool.hear(&events);
+    }
+}
+
+/// The supervisor's inits, by the supervisor's ends of their channels.
+struct Pool {
+    /// Inits waiting on the control socket.
+    ready: Vec<OwnedFd>,
+    /// Inits running a command (each comes back once its namespaces are clear).
+    busy: Vec<OwnedFd>,
+    /// An init exited: the pool is topped up then rather than at once, so
+    /// that making inits does not compete with a running command.
+    ended: bool,
+    /// A request came while no init was ready.
+    pending: bool,
+    /// The host closed the control socket: no more commands come; the
+    /// supervisor exits once the last one it started has ended.
+    draining: bool,
+}
+
+impl Pool {
+    /// Makes inits until [`POOL`] are ready, when none is or one exited
+    /// (unless draining); refuses a waiting request if none could be made.
+    fn top_up(&mut self, sigfd: RawFd, args: &Args) {
         let mut failure = 0;
-        if (ready.is_empty() || ended) && !draining {
-            while ready.len() < POOL {
-                match prepare(sigfd.as_raw_fd(), args) {
-                    Ok(chan) => ready.push(chan),
+        if (self.ready.is_empty() || self.ended) && !self.draining {
+            while self.ready.len() < POOL {
+                match prepare(sigfd, args) {
+                    Ok(chan) => self.ready.push(chan),
                     Err(errno) => {
                         failure = errno;
                         break;
@@ -274,85 +306,91 @@ fn serve(sigfd: &OwnedFd, args: &Args) -> String {
                 }
             }
         }
-        ended = false;
-        if pending && ready.is_empty() {
-            // No init could be made for a waiting request: refuse it.
+        self.ended = false;
+        if self.pending && self.ready.is_empty() {
             refuse(failure);
         }
-        pending = false;
-        // With inits ready, they read the requests themselves; the
-        // supervisor only watches for the host's end closing (POLLHUP needs
-        // no event bit), for an init taking its request and for one coming
-        // back.
-        let control_events = if ready.is_empty() { libc::POLLIN } else { 0 };
-        let mut fds = Vec::with_capacity(2 + ready.len() + busy.len());
+        self.pending = false;
+    }
+
+    /// Waits for events: the control socket's (hangup; a request, when no
+    /// init is ready to read it itself), an init's exit, a message on an
+    /// init's channel. The poll entries: the control socket, the signalfd,
+    /// then the ready inits' channels and the busy ones'.
+    fn wait(&self, sigfd: RawFd) -> Vec<libc::pollfd> {
+        // POLLHUP needs no event bit.
+        let control_events = if self.ready.is_empty() { libc::POLLIN } else { 0 };
+        let mut fds = Vec::with_capacity(2 + self.ready.len() + self.busy.len());
         // A closed control socket is polled no more (it would report hangup at once).
-        fds.push(pollfd(if draining { -1 } else { CONTROL_FD }, control_events));
-        fds.push(pollfd(sigfd.as_raw_fd(), libc::POLLIN));
+        fds.push(pollfd(if self.draining { -1 } else { CONTROL_FD }, control_events));
+        fds.push(pollfd(sigfd, libc::POLLIN));
         fds.extend(
-            ready
+            self.ready
                 .iter()
-                .chain(&busy)
+                .chain(&self.busy)
                 .map(|chan| pollfd(chan.as_raw_fd(), libc::POLLIN)),
         );
         // SAFETY: fds is a valid array of pollfd of the length given.
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
-        if fds[1].revents != 0 {
-            drain_signals(sigfd.as_raw_fd());
-            loop {
-                // SAFETY: reaps our exited children (the inits); never blocks.
-                match unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } {
-                    reaped if reaped > 0 => ended = true,
-                    // No init left at all: a draining supervisor is done.
-                    reaped if reaped < 0 && draining && last_errno() == libc::ECHILD => std::process::exit(0),
-                    _ => break,
-                }
+        fds
+    }
+
+    /// Reaps the inits that exited; exits when none is left while draining.
+    fn reap(&mut self, sigfd: RawFd) {
+        drain_signals(sigfd);
+        loop {
+            // SAFETY: reaps our exited children (the inits); never blocks.
+            match unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } {
+                reaped if reaped > 0 => self.ended = true,
+                // No init left at all: a draining supervisor is done.
+                reaped if reaped < 0 && self.draining && last_errno() == libc::ECHILD => std::process::exit(0),
+                _ => break,
             }
         }
-        if fds[0].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
-            // The host closed the control socket (it stopped this
-            // supervisor, or it died). Ready inits read end of file and
-            // exit; a running one exits when it comes back (its channel
-            // closes) or its call is abandoned, which kills what is left
-            // in its namespace.
-            draining = true;
-            pending = false;
-            // SAFETY: closes the control socket in this process only; the
-            // ready inits hold their own copies.
-            unsafe { libc::close(CONTROL_FD) };
-            busy.clear();
-            // SAFETY: as above: reaps exited inits without blocking.
-            if unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } < 0 && last_errno() == libc::ECHILD {
-                std::process::exit(0);
-            }
+    }
+
+    /// The host closed the control socket (it stopped this supervisor, or
+    /// it died). Ready inits read end of file and exit; a running one exits
+    /// when it comes back (its channel closes) or its call is abandoned,
+    /// which kills what is left in its namespace.
+    fn drain(&mut self) {
+        self.draining = true;
+        self.pending = false;
+        // SAFETY: closes the control socket in this process only; the
+        // ready inits hold their own copies.
+        unsafe { libc::close(CONTROL_FD) };
+        self.busy.clear();
+        // SAFETY: as in `reap`: reaps exited inits without blocking.
+        if unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } < 0 && last_errno() == libc::ECHILD {
+            std::process::exit(0);
         }
-        if fds[0].revents & libc::POLLIN != 0 {
-            pending = true;
-        }
-        // One message from each init that has one: a ready init took its
-        // request (or died), a busy one came back (or died).
-        let events: Vec<libc::c_short> = fds[2..].iter().map(|p| p.revents).collect();
-        let (was_ready, was_busy) = (std::mem::take(&mut ready), std::mem::take(&mut busy));
+    }
+
+    /// One message from each init whose channel has an event (`events`, in
+    /// the order of [`Pool::wait`]): a ready init took its request (or
+    /// died), a busy one came back (or died).
+    fn hear(&mut self, events: &[libc::c_short]) {
+        let (was_ready, was_busy) = (std::mem::take(&mut self.ready), std::mem::take(&mut self.busy));
         let count = was_ready.len();
         for (i, chan) in was_ready.into_iter().chain(was_busy).enumerate() {
-            let (from_ready, revents) = (i < count, events.get(i).copied().unwrap_or(0));
-            if revents == 0 {
+            let from_ready = i < count;
+            if events.get(i).copied().unwrap_or(0) == 0 {
                 if from_ready {
-                    ready.push(chan)
+                    self.ready.push(chan)
                 } else {
-                    busy.push(chan)
+                    self.busy.push(chan)
                 }
                 continue;
             }
             match (from_ready, read_tag(&chan)) {
-                (true, Some(wire::TAKEN)) => busy.push(chan),
+                (true, Some(wire::TAKEN)) => self.busy.push(chan),
                 // Ready again: it gets the control socket back.
                 (false, Some(wire::BACK))
-                    if !draining
-                        && ready.len() < POOL
+                    if !self.draining
+                        && self.ready.len() < POOL
                         && wire::send_with_fds(chan.as_raw_fd(), &[wire::AGAIN], &[CONTROL_FD]).is_ok() =>
                 {
-                    ready.push(chan)
+                    self.ready.push(chan)
                 }
                 // Enough are ready, or no more requests come (or the
                 // control socket could not be sent): closing its channel
