@@ -1065,19 +1065,25 @@ impl Job {
     /// Asks the person through the client, when it declared form
     /// elicitation in a handshake revision that has it (from 2025-06-18):
     /// `elicitation/create` during the call. `None` when it cannot be asked.
-    fn ask_client(&self, request: &crate::approval::ApprovalRequest) -> Option<approve::ClientAnswer> {
-        let Era::Handshake(version) = self.era else {
-            // 2026-07-28: the answer came with the retry, if it came.
-            let response = self.input.as_ref()?.get(question_key(request))?;
-            return Some(elicit::answer_of(response));
-        };
+    /// Whether the client, in the handshake era of `version`, can be asked
+    /// through a form elicitation.
+    fn can_elicit(&self, version: &str) -> bool {
         let capabilities = self
             .inner
             .client_capabilities
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        if !era::has_elicitation(version) || !elicit::can_elicit_form(capabilities.as_ref()) {
+        era::has_elicitation(version) && elicit::can_elicit_form(capabilities.as_ref())
+    }
+
+    fn ask_client(&self, request: &crate::approval::ApprovalRequest) -> Option<approve::ClientAnswer> {
+        let Era::Handshake(version) = self.era else {
+            // 2026-07-28: the answer came with the retry, if it came.
+            let response = self.input.as_ref()?.get(question_key(request))?;
+            return Some(elicit::answer_of(response));
+        };
+        if !self.can_elicit(version) {
             return None;
         }
         let params = elicit::elicit_params(request, era::has_elicitation_modes(version));
@@ -1148,13 +1154,7 @@ impl CallClient for Job {
             // command runs (a task can ask while it runs: see tasks/).
             return None;
         };
-        let capabilities = self
-            .inner
-            .client_capabilities
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if !era::has_elicitation(version) || !elicit::can_elicit_form(capabilities.as_ref()) {
+        if !self.can_elicit(version) {
             return None;
         }
         Some(Arc::new(CallAsker {
