@@ -329,102 +329,192 @@ pub fn wrap_in(
             None => Ok(None),
         };
     };
-    let (temp, command_temp) = temp_for(config, backend, request.temp)?;
-    let plan = Plan::new(config, (request.cwd, request.working_dir), request.extra_writable, temp)
-        .map_err(|p| ToolError::new(ErrorCode::InvalidConfig, p.message, p.hint))?;
-    let (keeping, refuse) = match backend {
-        Backend::Bwrap { .. } => (guard::Keeping::MountPoints, libc::EROFS),
-        Backend::Landlock { .. } => (guard::Keeping::Mediation, libc::EACCES),
-    };
-    let layout = guard::Layout::new(&plan, keeping);
-    // Guarded directories need the handler whether or not denials are
-    // named: without it, their entries stay as they are (nothing created
-    // in `.git`, so no `git add`), never writable.
-    let guarded = !layout.is_empty();
-    let by_name = config.network.policy();
-    let mut env = vec![tmpdir_variable(plan.temp.seen_at())];
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
-    env.extend(caches::variables(&plan, home.as_deref()));
-    // Sessions outlive their call and report no denials: only commands
-    // that wait for their call are observed.
-    let observe = config.notify_denials && request.die_with_parent;
-    let policy = notify::Policy {
-        judge: notify::Judge::new(&plan, &layout),
-        network_off: !plan.network,
-        own_loopback: matches!(backend, Backend::Bwrap { .. }),
-        proxy: None,
-        guard: guarded.then(|| notify::Guard {
-            layout: layout.clone(),
-            roots: plan.writable.clone(),
+    let setting = Setting::new(config, request, backend)?;
+    if let Some((supervisor, link)) = supervisor_for(config, request, backend, supervisors, &setting) {
+        return Ok(Some(setting.supervised(config, request, backend, supervisor, link)));
+    }
+    wrap_own(config, request, backend, setting).map(Some)
+}
+
+/// What every way of running a command in the sandbox starts from: its
+/// plan, the layout of its guarded directories, and its environment.
+struct Setting {
+    plan: Plan,
+    layout: guard::Layout,
+    /// The errno of a write into a guarded directory's protected entry.
+    refuse: i32,
+    /// Whether there are guarded directories: they need the handler whether
+    /// or not denials are named; without it, their entries stay as they are
+    /// (nothing created in `.git`, so no `git add`), never writable.
+    guarded: bool,
+    /// Whether the handler names the command's denials: sessions outlive
+    /// their call and report none, so only commands that wait for their call
+    /// are observed.
+    observe: bool,
+    env: Vec<CString>,
+    command_temp: Option<Arc<temp::CommandTemp>>,
+}
+
+impl Setting {
+    fn new(config: &SandboxConfig, request: &Request<'_>, backend: &Backend) -> Result<Setting, ToolError> {
+        let (temp, command_temp) = temp_for(config, backend, request.temp)?;
+        let plan = Plan::new(config, (request.cwd, request.working_dir), request.extra_writable, temp)
+            .map_err(|p| ToolError::new(ErrorCode::InvalidConfig, p.message, p.hint))?;
+        let (keeping, refuse) = match backend {
+            Backend::Bwrap { .. } => (guard::Keeping::MountPoints, libc::EROFS),
+            Backend::Landlock { .. } => (guard::Keeping::Mediation, libc::EACCES),
+        };
+        let layout = guard::Layout::new(&plan, keeping);
+        let mut env = vec![tmpdir_variable(plan.temp.seen_at())];
+        let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+        env.extend(caches::variables(&plan, home.as_deref()));
+        Ok(Setting {
+            guarded: !layout.is_empty(),
+            observe: config.notify_denials && request.die_with_parent,
+            plan,
+            layout,
             refuse,
-        }),
-    };
-    if let (Backend::Bwrap { path, disable_userns }, Some(supervisors), true, true) =
-        (backend, supervisors, config.supervisor, request.die_with_parent)
-        && let Some(helper) = helper::find(config.helper_path.as_deref())
-    {
-        let got = supervisors
-            .get(
-                path,
-                &helper,
-                &plan,
-                &layout,
-                supervisor::Options {
-                    observe: observe || guarded,
-                    max_processes: config.max_processes,
-                    by_name: by_name.is_some(),
-                    stand_ins: *disable_userns,
-                },
-            )
-            .and_then(|supervisor| {
-                // A network by name: this command is a client of the
-                // supervisor's shared proxy, judged by its own policy.
-                let link = match (by_name, supervisor.clients()) {
-                    (Some(policy), Some(clients)) => Some(network::link::Link::shared(
-                        clients.register(policy.clone(), request.network_ask.clone())?,
-                    )),
-                    _ => None,
-                };
-                Ok((supervisor, link))
-            });
-        match got {
-            Ok((supervisor, link)) => {
-                env.extend(variables(
-                    link.as_ref().map(network::link::Link::env).unwrap_or_default(),
-                ));
-                let observation = Arc::new(notify::Observation::new());
-                return Ok(Some(Wrapped {
-                    program: request.command[0].clone(),
-                    argv: request.command.to_vec(),
-                    backend: backend.name(),
-                    plan,
-                    supervisor: Some(supervisor::Supervised {
-                        supervisor,
-                        observer: supervisor::Observer {
-                            observation: observation.clone(),
-                            policy,
-                        },
-                    }),
-                    kept: None,
-                    observation: Some(observation),
-                    denials_notified: observe,
-                    pass_fds: Vec::new(),
-                    owned_fds: Vec::new(),
-                    process_limit: limits::pid_max_per_namespace()
-                        .then_some((config.max_processes, limits::Bound::PidNamespace)),
-                    cgroup: None,
-                    network: link.map(Arc::new),
-                    env,
-                    command_temp,
-                }));
-            }
-            Err(e) => tracing::warn!("{e}; this command gets a bwrap of its own"),
+            env,
+            command_temp,
+        })
+    }
+
+    /// What the seccomp handler of the command judges, and mediates in its
+    /// guarded directories.
+    fn policy(&self, backend: &Backend) -> notify::Policy {
+        notify::Policy {
+            judge: notify::Judge::new(&self.plan, &self.layout),
+            network_off: !self.plan.network,
+            own_loopback: matches!(backend, Backend::Bwrap { .. }),
+            proxy: None,
+            guard: self.guarded.then(|| notify::Guard {
+                layout: self.layout.clone(),
+                roots: self.plan.writable.clone(),
+                refuse: self.refuse,
+            }),
         }
     }
+
+    /// The command run by `supervisor`, a client of its shared proxy through
+    /// `link` when its network is open by name.
+    fn supervised(
+        mut self,
+        config: &SandboxConfig,
+        request: &Request<'_>,
+        backend: &Backend,
+        supervisor: Arc<supervisor::Supervisor>,
+        link: Option<network::link::Link>,
+    ) -> Wrapped {
+        self.env.extend(variables(
+            link.as_ref().map(network::link::Link::env).unwrap_or_default(),
+        ));
+        let observation = Arc::new(notify::Observation::new());
+        let policy = self.policy(backend);
+        Wrapped {
+            program: request.command[0].clone(),
+            argv: request.command.to_vec(),
+            backend: backend.name(),
+            plan: self.plan,
+            supervisor: Some(supervisor::Supervised {
+                supervisor,
+                observer: supervisor::Observer {
+                    observation: observation.clone(),
+                    policy,
+                },
+            }),
+            kept: None,
+            observation: Some(observation),
+            denials_notified: self.observe,
+            pass_fds: Vec::new(),
+            owned_fds: Vec::new(),
+            process_limit: limits::pid_max_per_namespace()
+                .then_some((config.max_processes, limits::Bound::PidNamespace)),
+            cgroup: None,
+            network: link.map(Arc::new),
+            env: self.env,
+            command_temp: self.command_temp,
+        }
+    }
+}
+
+/// The supervisor of `supervisors` that runs the command, and the command's
+/// link to the supervisor's shared proxy when its network is open by name;
+/// `None` when none does: the backend is Landlock, `sandbox.supervisor` is
+/// off, the command is a session's, or no supervisor could start (logged:
+/// the command gets a bwrap of its own, as sandboxed, only slower).
+fn supervisor_for(
+    config: &SandboxConfig,
+    request: &Request<'_>,
+    backend: &Backend,
+    supervisors: Option<&Supervisors>,
+    setting: &Setting,
+) -> Option<(Arc<supervisor::Supervisor>, Option<network::link::Link>)> {
+    let (Backend::Bwrap { path, disable_userns }, Some(supervisors), true, true) =
+        (backend, supervisors, config.supervisor, request.die_with_parent)
+    else {
+        return None;
+    };
+    let helper = helper::find(config.helper_path.as_deref())?;
+    let by_name = config.network.policy();
+    let got = supervisors
+        .get(
+            path,
+            &helper,
+            &setting.plan,
+            &setting.layout,
+            supervisor::Options {
+                observe: setting.observe || setting.guarded,
+                max_processes: config.max_processes,
+                by_name: by_name.is_some(),
+                stand_ins: *disable_userns,
+            },
+        )
+        .and_then(|supervisor| {
+            // A network by name: this command is a client of the
+            // supervisor's shared proxy, judged by its own policy.
+            let link = match (by_name, supervisor.clients()) {
+                (Some(policy), Some(clients)) => Some(network::link::Link::shared(
+                    clients.register(policy.clone(), request.network_ask.clone())?,
+                )),
+                _ => None,
+            };
+            Ok((supervisor, link))
+        });
+    got.inspect_err(|e| tracing::warn!("{e}; this command gets a bwrap of its own"))
+        .ok()
+}
+
+/// What a sandbox of the command's own holds besides its command line.
+#[derive(Default)]
+struct OwnLaunch {
+    observation: Option<Arc<notify::Observation>>,
+    kept: Option<kept::KeptLaunch>,
+    pass_fds: Vec<std::os::fd::RawFd>,
+    owned_fds: Vec<Arc<std::os::fd::OwnedFd>>,
+    cgroup: Option<Arc<own_bound::SandboxCgroup>>,
+    limit: Option<(u32, limits::Bound)>,
+}
+
+/// The command in a sandbox of its own: a bwrap (with a proxy of its own
+/// when its network is open by name), or the Landlock helper.
+fn wrap_own(
+    config: &SandboxConfig,
+    request: &Request<'_>,
+    backend: &Backend,
+    mut setting: Setting,
+) -> Result<Wrapped, ToolError> {
+    let by_name = config.network.policy();
     if let Some(policy) = by_name
         && !matches!(backend, Backend::Landlock { .. })
     {
-        return wrap_by_name(config, request, backend, plan, policy, &layout, (env, command_temp)).map(Some);
+        let Setting {
+            plan,
+            layout,
+            env,
+            command_temp,
+            ..
+        } = setting;
+        return wrap_by_name(config, request, backend, plan, policy, &layout, (env, command_temp));
     }
     // Landlock's network by name: a proxy of the command's own on the
     // host's loopback (see `landlock_proxy`).
@@ -432,88 +522,14 @@ pub fn wrap_in(
         (Some(policy), Backend::Landlock { .. }) => Some(landlock_proxy(policy, request.network_ask.clone())?),
         _ => None,
     };
-    let mut policy = policy;
+    let mut policy = setting.policy(backend);
     policy.proxy = link.as_ref().and_then(|l| l.port());
-    let mut observation = None;
-    let mut kept = None;
-    let mut pass_fds = Vec::new();
-    let mut owned_fds = Vec::new();
-    let mut own_cgroup = None;
-    let mut own_limit = None;
+    let mut launch = OwnLaunch::default();
     let argv = match backend {
         Backend::Bwrap { path, disable_userns } => {
-            let program = seccomp::bwrap_program(plan.network)
-                .and_then(|p| seccomp::program_fd(p).map_err(|e| e.to_string()))
-                .map_err(|e| {
-                    ToolError::new(
-                        ErrorCode::SandboxUnavailable,
-                        format!("could not prepare the sandbox's seccomp filter, so the command did not run: {e}"),
-                        "retry; if it persists, the host is out of file descriptors or memory",
-                    )
-                })?;
-            pass_fds.push(program.as_raw_fd());
-            owned_fds.push(Arc::new(program));
-            // bwrap execs the command itself: the handler of guarded
-            // directories gets its listener from the helper run in between,
-            // which bounds the sandbox's processes too.
-            let helper = helper::find(config.helper_path.as_deref()).filter(|h| helper::is_executable(h));
-            if guarded && helper.is_none() {
-                tracing::warn!(
-                    "the bash-mcp helper was not found, so no handler serves this command's guarded directories: their entries stay read-only"
-                );
-            }
-            let mut spec = None;
-            if guarded && helper.is_some() {
-                match notify::Observation::over_socket(policy) {
-                    Ok((o, fd)) => {
-                        spec = Some(landlock::HelperSpec {
-                            network: plan.network,
-                            observe: true,
-                            landlock: false,
-                            listener_fd: Some(bwrap::SECCOMP_FD + pass_fds.len() as i32),
-                            ..landlock::HelperSpec::default()
-                        });
-                        pass_fds.push(fd);
-                        observation = Some(Arc::new(o));
-                    }
-                    Err(e) => tracing::warn!(
-                        "no handler for the guarded directories of this command ({e}): their entries stay read-only"
-                    ),
-                }
-            }
-            let bound = own_bound::prepare(config.max_processes, helper.is_some()).map_err(bound_failed)?;
-            let spec = with_bound(spec, plan.network, config.max_processes, bound.as_ref(), &mut pass_fds);
-            let command = match (&helper, &spec) {
-                (Some(helper), Some(spec)) => exec_helper::argv(helper, spec, request.command),
-                _ => request.command.to_vec(),
-            };
-            own_cgroup = bound.as_ref().and_then(|b| b.cgroup.clone());
-            own_limit = bound.map(|b| (config.max_processes, b.bound));
-            // Hidden files' stand-ins read their (empty) content from the
-            // fds after every other passed one.
-            let stand_ins_from = disable_userns.then_some(bwrap::SECCOMP_FD + pass_fds.len() as i32);
-            let argv = bwrap::argv(
-                path,
-                &plan,
-                &layout,
-                bwrap::BwrapOptions {
-                    die_with_parent: request.die_with_parent,
-                    disable_userns: *disable_userns,
-                    supervisor: false,
-                    seccomp_fd: Some(bwrap::SECCOMP_FD),
-                    stand_ins_from,
-                },
-                &command,
-            );
-            let stand_ins = bwrap::stand_in_fds(&argv);
-            if stand_ins > 0 {
-                let empty = Arc::new(supervisor::dev_null().map_err(no_dev_null)?);
-                pass_fds.extend(std::iter::repeat_n(empty.as_raw_fd(), stand_ins));
-                owned_fds.push(empty);
-            }
-            argv
+            bwrap_command(config, request, (path, *disable_userns), &setting, policy, &mut launch)?
         }
-        Backend::Landlock { .. } if !plan.read_deny.is_empty() => {
+        Backend::Landlock { .. } if !setting.plan.read_deny.is_empty() => {
             return Err(ToolError::new(
                 ErrorCode::SandboxUnavailable,
                 "`sandbox.read_deny` is set, but the landlock backend cannot hide paths (Landlock rules only grant access), so the command did not run",
@@ -521,103 +537,245 @@ pub fn wrap_in(
             ));
         }
         Backend::Landlock { helper, .. } => {
-            if observe || guarded || link.is_some() {
-                match notify::Observation::over_socket(policy) {
-                    Ok((o, fd)) => {
-                        observation = Some(Arc::new(o));
-                        pass_fds.push(fd);
-                    }
-                    // The handler makes a network by name's sockets.
-                    Err(e) if link.is_some() => {
-                        return Err(ToolError::new(
-                            ErrorCode::SandboxUnavailable,
-                            format!(
-                                "could not start the seccomp handler a network by name needs, so the command did not run: {e}"
-                            ),
-                            "retry; if it persists, the host is out of file descriptors, threads or memory",
-                        ));
-                    }
-                    Err(e) => tracing::warn!(
-                        "no seccomp observation for this command ({e}); denials come from its error text"
-                    ),
-                }
-            }
-            // A root that holds a guarded directory is mediated itself:
-            // only its writable subdirectories and files are granted. The
-            // temp dir is granted whole.
-            let mediated: Vec<&Path> = layout.mediated.iter().map(|m| m.dir.as_path()).collect();
-            let mut writable: Vec<PathBuf> = plan
-                .writable
-                .iter()
-                .filter(|r| !mediated.contains(&r.as_path()))
-                .cloned()
-                .collect();
-            writable.push(plan.temp.seen_at().to_path_buf());
-            // A session has no keeper to remove a cgroup after it: the
-            // server makes it, and the helper joins it.
-            let session_bound = match (request.die_with_parent, limits::landlock_bound()) {
-                (false, Ok(limits::Bound::Cgroup)) => {
-                    let cgroup =
-                        Arc::new(own_bound::SandboxCgroup::create(config.max_processes).map_err(bound_failed)?);
-                    let bound = own_bound::InnerBound {
-                        max: config.max_processes,
-                        cgroup_fd: Some(3 + pass_fds.len() as i32),
-                    };
-                    pass_fds.push(cgroup.fd());
-                    own_cgroup = Some(cgroup);
-                    Some(bound)
-                }
-                _ => None,
-            };
-            let spec = landlock::HelperSpec {
-                writable,
-                network: plan.network,
-                bound: session_bound,
-                proxy_port: link.as_ref().and_then(|l| l.port()),
-                subreaper: request.die_with_parent,
-                observe: observation.is_some(),
-                max_processes: Some(config.max_processes),
-                grants: layout.entries_of(guard::Kind::WritableDir),
-                files: layout.entries_of(guard::Kind::WritableFile),
-                // A kept command's helper has its control socket first (fd
-                // 3) and the listener's socket next; a session's helper has
-                // only the listener's, as fd 3.
-                listener_fd: (!request.die_with_parent).then_some(3),
-                ..landlock::HelperSpec::default()
-            };
-            if spec.subreaper {
-                kept = Some(kept::KeptLaunch::default());
-            }
-            exec_helper::argv(helper, &spec, request.command)
+            landlock_command(config, request, helper, &setting, link.as_ref(), policy, &mut launch)?
         }
     };
-    env.extend(variables(
+    setting.env.extend(variables(
         link.as_ref().map(network::link::Link::env).unwrap_or_default(),
     ));
-    Ok(Some(Wrapped {
+    Ok(Wrapped {
         program: argv[0].clone(),
         argv,
         backend: backend.name(),
-        plan,
+        plan: setting.plan,
         supervisor: None,
-        kept,
-        observation,
-        denials_notified: observe,
-        pass_fds,
-        owned_fds,
+        kept: launch.kept,
+        observation: launch.observation,
+        denials_notified: setting.observe,
+        pass_fds: launch.pass_fds,
+        owned_fds: launch.owned_fds,
         process_limit: match backend {
             Backend::Landlock { .. } => limits::landlock_bound().ok().map(|b| (config.max_processes, b)),
-            Backend::Bwrap { .. } => own_limit,
+            Backend::Bwrap { .. } => launch.limit,
         },
-        cgroup: own_cgroup,
+        cgroup: launch.cgroup,
         network: link.map(Arc::new),
-        env,
-        command_temp,
-    }))
+        env: setting.env,
+        command_temp: setting.command_temp,
+    })
 }
 
-/// The error of a sandbox whose process bound could not be prepared: the
-/// command does not run unbounded.
+/// The command line of a bwrap of the command's own at `path`, with its
+/// seccomp program and, for guarded directories, the helper that hands their
+/// handler its listener and bounds the sandbox's processes.
+fn bwrap_command(
+    config: &SandboxConfig,
+    request: &Request<'_>,
+    (path, disable_userns): (&Path, bool),
+    setting: &Setting,
+    policy: notify::Policy,
+    launch: &mut OwnLaunch,
+) -> Result<Vec<CString>, ToolError> {
+    let plan = &setting.plan;
+    let program = seccomp::bwrap_program(plan.network)
+        .and_then(|p| seccomp::program_fd(p).map_err(|e| e.to_string()))
+        .map_err(|e| {
+            ToolError::new(
+                ErrorCode::SandboxUnavailable,
+                format!("could not prepare the sandbox's seccomp filter, so the command did not run: {e}"),
+                "retry; if it persists, the host is out of file descriptors or memory",
+            )
+        })?;
+    launch.pass_fds.push(program.as_raw_fd());
+    launch.owned_fds.push(Arc::new(program));
+    // bwrap execs the command itself: the handler of guarded
+    // directories gets its listener from the helper run in between,
+    // which bounds the sandbox's processes too.
+    let helper = helper::find(config.helper_path.as_deref()).filter(|h| helper::is_executable(h));
+    if setting.guarded && helper.is_none() {
+        tracing::warn!(
+            "the bash-mcp helper was not found, so no handler serves this command's guarded directories: their entries stay read-only"
+        );
+    }
+    let spec = match setting.guarded && helper.is_some() {
+        true => guard_handler(plan.network, policy, launch),
+        false => None,
+    };
+    let bound = own_bound::prepare(config.max_processes, helper.is_some()).map_err(bound_failed)?;
+    let spec = with_bound(
+        spec,
+        plan.network,
+        config.max_processes,
+        bound.as_ref(),
+        &mut launch.pass_fds,
+    );
+    let command = match (&helper, &spec) {
+        (Some(helper), Some(spec)) => exec_helper::argv(helper, spec, request.command),
+        _ => request.command.to_vec(),
+    };
+    launch.cgroup = bound.as_ref().and_then(|b| b.cgroup.clone());
+    launch.limit = bound.map(|b| (config.max_processes, b.bound));
+    // Hidden files' stand-ins read their (empty) content from the
+    // fds after every other passed one.
+    let stand_ins_from = disable_userns.then_some(bwrap::SECCOMP_FD + launch.pass_fds.len() as i32);
+    let argv = bwrap::argv(
+        path,
+        plan,
+        &setting.layout,
+        bwrap::BwrapOptions {
+            die_with_parent: request.die_with_parent,
+            disable_userns,
+            supervisor: false,
+            seccomp_fd: Some(bwrap::SECCOMP_FD),
+            stand_ins_from,
+        },
+        &command,
+    );
+    add_stand_ins(&argv, &mut launch.pass_fds, &mut launch.owned_fds)?;
+    Ok(argv)
+}
+
+/// The spec of the helper that hands the guarded directories' handler,
+/// serving `policy`, its listener (the next of `launch`'s passed fds);
+/// `None`, logged, when the handler cannot start: their entries stay
+/// read-only.
+fn guard_handler(network: bool, policy: notify::Policy, launch: &mut OwnLaunch) -> Option<landlock::HelperSpec> {
+    match notify::Observation::over_socket(policy) {
+        Ok((o, fd)) => {
+            let spec = landlock::HelperSpec {
+                network,
+                observe: true,
+                landlock: false,
+                listener_fd: Some(bwrap::SECCOMP_FD + launch.pass_fds.len() as i32),
+                ..landlock::HelperSpec::default()
+            };
+            launch.pass_fds.push(fd);
+            launch.observation = Some(Arc::new(o));
+            Some(spec)
+        }
+        Err(e) => {
+            tracing::warn!(
+                "no handler for the guarded directories of this command ({e}): their entries stay read-only"
+            );
+            None
+        }
+    }
+}
+
+/// The fds that hidden files' stand-ins in `argv` read their (empty)
+/// content from, added to `pass_fds` (one /dev/null, kept in `owned_fds`).
+fn add_stand_ins(
+    argv: &[CString],
+    pass_fds: &mut Vec<std::os::fd::RawFd>,
+    owned_fds: &mut Vec<Arc<std::os::fd::OwnedFd>>,
+) -> Result<(), ToolError> {
+    let stand_ins = bwrap::stand_in_fds(argv);
+    if stand_ins > 0 {
+        let empty = Arc::new(supervisor::dev_null().map_err(no_dev_null)?);
+        pass_fds.extend(std::iter::repeat_n(empty.as_raw_fd(), stand_ins));
+        owned_fds.push(empty);
+    }
+    Ok(())
+}
+
+/// The command line of the Landlock helper `helper` running the command,
+/// observed by a seccomp handler serving `policy` when denials are named,
+/// directories guarded or the network open by name (through `link`).
+fn landlock_command(
+    config: &SandboxConfig,
+    request: &Request<'_>,
+    helper: &Path,
+    setting: &Setting,
+    link: Option<&network::link::Link>,
+    policy: notify::Policy,
+    launch: &mut OwnLaunch,
+) -> Result<Vec<CString>, ToolError> {
+    if setting.observe || setting.guarded || link.is_some() {
+        landlock_observation(policy, link.is_some(), launch)?;
+    }
+    let plan = &setting.plan;
+    let layout = &setting.layout;
+    // A root that holds a guarded directory is mediated itself:
+    // only its writable subdirectories and files are granted. The
+    // temp dir is granted whole.
+    let mediated: Vec<&Path> = layout.mediated.iter().map(|m| m.dir.as_path()).collect();
+    let mut writable: Vec<PathBuf> = plan
+        .writable
+        .iter()
+        .filter(|r| !mediated.contains(&r.as_path()))
+        .cloned()
+        .collect();
+    writable.push(plan.temp.seen_at().to_path_buf());
+    let spec = landlock::HelperSpec {
+        writable,
+        network: plan.network,
+        bound: session_bound(config, request, launch)?,
+        proxy_port: link.and_then(|l| l.port()),
+        subreaper: request.die_with_parent,
+        observe: launch.observation.is_some(),
+        max_processes: Some(config.max_processes),
+        grants: layout.entries_of(guard::Kind::WritableDir),
+        files: layout.entries_of(guard::Kind::WritableFile),
+        // A kept command's helper has its control socket first (fd
+        // 3) and the listener's socket next; a session's helper has
+        // only the listener's, as fd 3.
+        listener_fd: (!request.die_with_parent).then_some(3),
+        ..landlock::HelperSpec::default()
+    };
+    if spec.subreaper {
+        launch.kept = Some(kept::KeptLaunch::default());
+    }
+    Ok(exec_helper::argv(helper, &spec, request.command))
+}
+
+/// Starts the Landlock command's seccomp handler, serving `policy`, its
+/// socket the next of `launch`'s passed fds. A handler that cannot start is
+/// logged (denials then come from the error text), unless the network is
+/// open `by_name`: the handler makes its sockets, so the command does not run.
+fn landlock_observation(policy: notify::Policy, by_name: bool, launch: &mut OwnLaunch) -> Result<(), ToolError> {
+    match notify::Observation::over_socket(policy) {
+        Ok((o, fd)) => {
+            launch.observation = Some(Arc::new(o));
+            launch.pass_fds.push(fd);
+        }
+        // The handler makes a network by name's sockets.
+        Err(e) if by_name => {
+            return Err(ToolError::new(
+                ErrorCode::SandboxUnavailable,
+                format!("could not start the seccomp handler a network by name needs, so the command did not run: {e}"),
+                "retry; if it persists, the host is out of file descriptors, threads or memory",
+            ));
+        }
+        Err(e) => tracing::warn!("no seccomp observation for this command ({e}); denials come from its error text"),
+    }
+    Ok(())
+}
+
+/// The bound of a Landlock session's processes: a session has no keeper to
+/// remove a cgroup after it, so the server makes it (kept in `launch`) and
+/// the helper joins it, through the next of `launch`'s passed fds.
+fn session_bound(
+    config: &SandboxConfig,
+    request: &Request<'_>,
+    launch: &mut OwnLaunch,
+) -> Result<Option<own_bound::InnerBound>, ToolError> {
+    match (request.die_with_parent, limits::landlock_bound()) {
+        (false, Ok(limits::Bound::Cgroup)) => {
+            let cgroup = Arc::new(own_bound::SandboxCgroup::create(config.max_processes).map_err(bound_failed)?);
+            let bound = own_bound::InnerBound {
+                max: config.max_processes,
+                cgroup_fd: Some(3 + launch.pass_fds.len() as i32),
+            };
+            launch.pass_fds.push(cgroup.fd());
+            launch.cgroup = Some(cgroup);
+            Ok(Some(bound))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The error of a sandbox whose hidden files' stand-ins could not get
+/// their empty content: the command does not run.
 fn no_dev_null(e: std::io::Error) -> ToolError {
     ToolError::new(
         ErrorCode::SandboxUnavailable,
@@ -626,6 +784,8 @@ fn no_dev_null(e: std::io::Error) -> ToolError {
     )
 }
 
+/// The error of a sandbox whose process bound could not be prepared: the
+/// command does not run unbounded.
 fn bound_failed(e: std::io::Error) -> ToolError {
     ToolError::new(
         ErrorCode::SandboxUnavailable,
@@ -703,18 +863,7 @@ fn wrap_by_name(
     (mut env, command_temp): (Vec<CString>, Option<Arc<temp::CommandTemp>>),
 ) -> Result<Wrapped, ToolError> {
     let unavailable = |message: String, hint: &str| ToolError::new(ErrorCode::SandboxUnavailable, message, hint);
-    let Backend::Bwrap { path, disable_userns } = backend else {
-        return Err(unavailable(
-            "`sandbox.network` is a policy by name, which this server enforces with bubblewrap only for now, and the backend here is landlock, so the command did not run".into(),
-            "install bubblewrap (and let it create user namespaces), or set `sandbox.network` to true or false",
-        ));
-    };
-    let Some(helper) = helper::find(config.helper_path.as_deref()).filter(|h| h.is_file()) else {
-        return Err(unavailable(
-            "`sandbox.network` is a policy by name, which needs the bash-mcp helper binary inside the sandbox, and it was not found, so the command did not run".into(),
-            "install it with scripts/install-c.sh (or `cargo install --locked --path . --features cli`), or set `sandbox.helper_path`",
-        ));
-    };
+    let (path, disable_userns, helper) = by_name_needs(config, backend)?;
     let failed = |e: String| {
         unavailable(
             format!("could not prepare the sandbox's network proxy, so the command did not run: {e}"),
@@ -730,31 +879,13 @@ fn wrap_by_name(
     // The guarded directories' handler gets its listener from the helper run
     // after the network's (fd 5: the seccomp program and the link come
     // first); the same helper bounds the sandbox's processes.
-    let mut observation = None;
-    let mut spec = None;
-    if !layout.is_empty() {
-        let watch = notify::Policy {
-            judge: notify::Judge::new(&plan, layout),
-            network_off: false,
-            own_loopback: true,
-            proxy: None,
-            guard: Some(notify::Guard {
-                layout: layout.clone(),
-                roots: plan.writable.clone(),
-                refuse: libc::EROFS,
-            }),
-        };
-        let (o, fd) = notify::Observation::over_socket(watch).map_err(|e| failed(e.to_string()))?;
-        spec = Some(landlock::HelperSpec {
-            network: true,
-            observe: true,
-            landlock: false,
-            listener_fd: Some(bwrap::SECCOMP_FD + pass_fds.len() as i32),
-            ..landlock::HelperSpec::default()
-        });
-        pass_fds.push(fd);
-        observation = Some(Arc::new(o));
-    }
+    let (observation, spec) = match layout.is_empty() {
+        true => (None, None),
+        false => {
+            let (o, spec) = by_name_guard_handler(&plan, layout, &mut pass_fds).map_err(|e| failed(e.to_string()))?;
+            (Some(Arc::new(o)), Some(spec))
+        }
+    };
     let bound = own_bound::prepare(config.max_processes, true).map_err(bound_failed)?;
     let command = match with_bound(spec, true, config.max_processes, bound.as_ref(), &mut pass_fds) {
         Some(spec) => exec_helper::argv(&helper, &spec, request.command),
@@ -769,7 +900,7 @@ fn wrap_by_name(
         layout,
         bwrap::BwrapOptions {
             die_with_parent: request.die_with_parent,
-            disable_userns: *disable_userns,
+            disable_userns,
             supervisor: false,
             seccomp_fd: Some(bwrap::SECCOMP_FD),
             stand_ins_from,
@@ -777,12 +908,7 @@ fn wrap_by_name(
         &network::inside::argv(&helper, &command),
     );
     let mut owned_fds = vec![Arc::new(program), Arc::new(theirs)];
-    let stand_ins = bwrap::stand_in_fds(&argv);
-    if stand_ins > 0 {
-        let empty = Arc::new(supervisor::dev_null().map_err(no_dev_null)?);
-        pass_fds.extend(std::iter::repeat_n(empty.as_raw_fd(), stand_ins));
-        owned_fds.push(empty);
-    }
+    add_stand_ins(&argv, &mut pass_fds, &mut owned_fds)?;
     env.extend(variables(network::link::sandbox_env()));
     Ok(Wrapped {
         program: argv[0].clone(),
@@ -803,6 +929,56 @@ fn wrap_by_name(
         env,
         command_temp,
     })
+}
+
+/// What a network by name needs here: bubblewrap (its path, and whether
+/// user namespaces are disabled inside) and the bash-mcp helper binary.
+fn by_name_needs<'b>(config: &SandboxConfig, backend: &'b Backend) -> Result<(&'b Path, bool, PathBuf), ToolError> {
+    let unavailable = |message: &str, hint: &str| ToolError::new(ErrorCode::SandboxUnavailable, message, hint);
+    let Backend::Bwrap { path, disable_userns } = backend else {
+        return Err(unavailable(
+            "`sandbox.network` is a policy by name, which this server enforces with bubblewrap only for now, and the backend here is landlock, so the command did not run",
+            "install bubblewrap (and let it create user namespaces), or set `sandbox.network` to true or false",
+        ));
+    };
+    let Some(helper) = helper::find(config.helper_path.as_deref()).filter(|h| h.is_file()) else {
+        return Err(unavailable(
+            "`sandbox.network` is a policy by name, which needs the bash-mcp helper binary inside the sandbox, and it was not found, so the command did not run",
+            "install it with scripts/install-c.sh (or `cargo install --locked --path . --features cli`), or set `sandbox.helper_path`",
+        ));
+    };
+    Ok((path, *disable_userns, helper))
+}
+
+/// The handler of `layout`'s guarded directories for a command whose network
+/// is open by name, and the spec of the helper that hands it its listener
+/// (the next of `pass_fds`).
+fn by_name_guard_handler(
+    plan: &Plan,
+    layout: &guard::Layout,
+    pass_fds: &mut Vec<std::os::fd::RawFd>,
+) -> std::io::Result<(notify::Observation, landlock::HelperSpec)> {
+    let watch = notify::Policy {
+        judge: notify::Judge::new(plan, layout),
+        network_off: false,
+        own_loopback: true,
+        proxy: None,
+        guard: Some(notify::Guard {
+            layout: layout.clone(),
+            roots: plan.writable.clone(),
+            refuse: libc::EROFS,
+        }),
+    };
+    let (o, fd) = notify::Observation::over_socket(watch)?;
+    let spec = landlock::HelperSpec {
+        network: true,
+        observe: true,
+        landlock: false,
+        listener_fd: Some(bwrap::SECCOMP_FD + pass_fds.len() as i32),
+        ..landlock::HelperSpec::default()
+    };
+    pass_fds.push(fd);
+    Ok((o, spec))
 }
 
 /// The temp dir of a command in `config`'s sandbox on `backend`: its
