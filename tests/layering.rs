@@ -7,6 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+// Only its file listing is used here.
+#[allow(dead_code)]
+#[path = "common/code.rs"]
+mod code;
+
 /// The info string of the table's code block in docs/architecture.md.
 const TABLE_INFO: &str = "text layers read by tests/layering.rs";
 
@@ -260,21 +265,15 @@ fn table_of_the_document() -> String {
     body[..body.find("```").expect("the table's block is closed")].to_owned()
 }
 
-/// Every `.rs` file under `dir`, with its path relative to `base`.
+/// Every `.rs` file under `dir`, in the order [`code::sources`] lists
+/// them, with its path relative to `base` and its text.
 fn sources(base: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            sources(base, &path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            let relative = path.strip_prefix(base).unwrap().to_string_lossy().into_owned();
-            out.push((relative, std::fs::read_to_string(&path).unwrap()));
-        }
-    }
+    let mut paths = Vec::new();
+    code::sources(dir, &mut paths);
+    out.extend(paths.into_iter().map(|path| {
+        let relative = path.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+        (relative, std::fs::read_to_string(&path).unwrap())
+    }));
 }
 
 #[test]
