@@ -351,6 +351,17 @@ mod tests {
         assert_eq!(a.asking.slots.waiting(), 0);
     }
 
+    /// Waits until the person was asked `times` times. Only a hang guard
+    /// bounds it: asking takes microseconds, the guard is a minute.
+    fn wait_until_asked(person: &Person, times: usize) {
+        const HANG_GUARD: Duration = Duration::from_secs(60);
+        let start = Instant::now();
+        while person.asked.load(Ordering::SeqCst) < times {
+            assert!(start.elapsed() < HANG_GUARD, "the person was never asked");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     #[test]
     fn a_place_already_answered_passes_while_the_cap_is_full() {
         let (a, person, release) = asked(Some(ApprovalAnswer::AllowOnce), Duration::from_secs(600), 1);
@@ -363,11 +374,7 @@ mod tests {
             let a = a.clone();
             std::thread::spawn(move || a.decide(&host("new.example"), 443, &Refusal::NotAllowed))
         };
-        let start = Instant::now();
-        while person.asked.load(Ordering::SeqCst) < 2 {
-            assert!(start.elapsed() < Duration::from_secs(60), "never asked");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_until_asked(&person, 2);
         // The one waiting place is taken; the answered place needs none.
         assert_eq!(
             a.decide(&host("known.example"), 443, &Refusal::NotAllowed),
@@ -385,11 +392,7 @@ mod tests {
             let a = a.clone();
             std::thread::spawn(move || a.decide(&host("one.example"), 443, &Refusal::NotAllowed))
         };
-        let start = Instant::now();
-        while person.asked.load(Ordering::SeqCst) == 0 {
-            assert!(start.elapsed() < Duration::from_secs(60), "never asked");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_until_asked(&person, 1);
         let Verdict::Refuse { rule, code } = a.decide(&host("two.example"), 443, &Refusal::NotAllowed) else {
             panic!("allowed past the cap")
         };
