@@ -2,7 +2,7 @@
 //! `bash-mcp` binary as `bash-mcp __sandbox-exec <spec> [--env NAME=VALUE]...
 //! -- <command...>` (see [`argv`]); the helper reads it back ([`helper_main`])
 //! and either keeps the command as its parent ([`reaper`](super::reaper)) or
-//! bounds its processes, restricts itself ([`landlock`](super::landlock))
+//! bounds its processes, restricts itself ([`landlock`])
 //! and execs the command, which inherits every restriction.
 
 use std::ffi::{CString, OsString};

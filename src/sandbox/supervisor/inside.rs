@@ -19,12 +19,12 @@
 //! abandoned or the host died; it exits then).
 //!
 //! An init whose command ended clears its namespaces for the next command
-//! off the call's path (see [`recycle`]): nothing is left in its PID
+//! off the call's path (see `recycle`): nothing is left in its PID
 //! namespace and the next pid is 2 again, it takes a new IPC namespace and
 //! new empty tmpfs mounts (an init whose command changed what the next
 //! would inherit from it, such as its limits, exits instead: see
-//! [`inherited`](super::inherited)). Then it comes back to the supervisor,
-//! which hands it the control socket again if fewer than [`POOL`] inits
+//! `supervisor::inherited`). Then it comes back to the supervisor,
+//! which hands it the control socket again if fewer than `POOL` inits
 //! are ready, or lets it exit. So a command costs no clone of the mount
 //! namespace, no new PID namespace and no `/proc` mount, and the next
 //! call finds an init waiting; a new init is cloned only when none is
