@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{ExecRequest, Shared, Status};
@@ -17,7 +18,7 @@ use crate::config::resolve_program;
 use crate::error::{ErrorCode, ToolError};
 use crate::session::tools::LazyManager;
 use crate::tool::{CallOptions, Tool, ToolDefinition, ToolResponse};
-use crate::tool_args::{must_be, refuse_unknown};
+use crate::tool_args::{must_be, read, refuse_unknown};
 
 /// Built-in definitions, by tool name.
 pub(super) const DEFINITIONS: &[(&str, &str)] = &[
@@ -141,17 +142,22 @@ impl Tool for OpsTool {
     }
 
     fn call(&self, args: &Map<String, Value>, _options: CallOptions<'_>) -> ToolResponse {
-        let result = refuse_unknown(&self.definition.name, &self.definition.argument_names(), args).and_then(|()| {
-            match self.kind {
-                Kind::AuditRead => audit_read(&self.shared, args),
-                Kind::Status => Ok(self.status()),
-                Kind::CheckEnv => Ok(check_env(&self.shared)),
-                Kind::Which => which(&self.shared, args),
-                Kind::ListBinaries => list_binaries(&self.shared, args),
-                Kind::Classify => classify(args),
-                Kind::RevokeGrants => revoke_grants(&self.shared, args),
+        let tool = self.definition.name.as_str();
+        let accepted = self.definition.argument_names();
+        let shared = &self.shared;
+        let result = match self.kind {
+            Kind::AuditRead => read(tool, &accepted, args, wrong_audit_argument).and_then(|a| audit_read(shared, a)),
+            Kind::Status => refuse_unknown(tool, &accepted, args).map(|()| self.status()),
+            Kind::CheckEnv => refuse_unknown(tool, &accepted, args).map(|()| check_env(shared)),
+            Kind::Which => read(tool, &accepted, args, wrong_which_argument).and_then(|a| which(shared, a)),
+            Kind::ListBinaries => {
+                read(tool, &accepted, args, wrong_names_argument).and_then(|a| list_binaries(shared, a))
             }
-        });
+            Kind::Classify => read(tool, &accepted, args, wrong_classify_argument).and_then(classify),
+            Kind::RevokeGrants => {
+                read(tool, &accepted, args, wrong_grant_id_argument).and_then(|a| revoke_grants(shared, a))
+            }
+        };
         match result {
             Ok(value) => ToolResponse::document(value),
             Err(error) => ToolResponse::error(&error),
@@ -159,34 +165,145 @@ impl Tool for OpsTool {
     }
 }
 
+/// `audit_read`'s arguments, in the order they are checked.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuditReadArgs {
+    backup_index: Option<u64>,
+    max_entries: Option<u64>,
+    tool: Option<String>,
+    since: Option<String>,
+}
+
+/// `which`'s argument.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WhichArgs {
+    name: String,
+}
+
+/// `list_binaries`'s argument: the names to check, else [`DEFAULT_BINARIES`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListBinariesArgs {
+    names: Option<Vec<String>>,
+}
+
+/// `classify`'s argument.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClassifyArgs {
+    command: String,
+}
+
+/// `revoke_grants`'s argument: one grant, else all of them.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RevokeGrantsArgs {
+    grant_id: Option<String>,
+}
+
+/// The most names one `list_binaries` call checks.
+const MAX_NAMES: usize = 200;
+
 fn invalid(message: String, hint: &str) -> ToolError {
     ToolError::new(ErrorCode::InvalidArguments, message, hint)
 }
 
-fn optional_uint(args: &Map<String, Value>, key: &str, min: u64, max: u64) -> Result<Option<u64>, ToolError> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v.as_u64().filter(|n| (min..=max).contains(n)).map(Some).ok_or_else(|| {
-            invalid(
-                format!("`{key}` must be an integer from {min} to {max}, got {v}"),
-                "omit it for the default",
-            )
-        }),
+fn missing(key: &str, example: &str) -> ToolError {
+    invalid(
+        format!("the required argument `{key}` is missing"),
+        &format!("pass {{\"{key}\": {example}}}"),
+    )
+}
+
+fn not_a_string(key: &str, got: Option<&Value>) -> ToolError {
+    invalid(must_be(key, "a string", got), "omit it or pass a string")
+}
+
+/// `audit_read`'s counts: a whole number from `min` to `max`.
+fn out_of_range(key: &str, got: &dyn std::fmt::Display, (min, max): (u64, u64)) -> ToolError {
+    invalid(
+        format!("`{key}` must be an integer from {min} to {max}, got {got}"),
+        "omit it for the default",
+    )
+}
+
+/// The range of each of `audit_read`'s counts.
+fn count_range(key: &str) -> (u64, u64) {
+    if key == "backup_index" { (0, 1000) } else { (1, 10_000) }
+}
+
+fn within(key: &str, value: Option<u64>) -> Result<Option<u64>, ToolError> {
+    let range = count_range(key);
+    match value {
+        Some(n) if !(range.0..=range.1).contains(&n) => Err(out_of_range(key, &n, range)),
+        other => Ok(other),
     }
 }
 
-fn optional_string(args: &Map<String, Value>, key: &str) -> Result<Option<String>, ToolError> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(v) => Err(invalid(must_be(key, "a string", Some(v)), "omit it or pass a string")),
+fn wrong_audit_argument(key: &str, got: Option<&Value>) -> ToolError {
+    match (key, got) {
+        ("backup_index" | "max_entries", Some(v)) => out_of_range(key, v, count_range(key)),
+        _ => not_a_string(key, got),
     }
+}
+
+fn bad_program_name(got: &Value) -> ToolError {
+    invalid(
+        format!("`name` must be a program name without '/' or NUL, got {got}"),
+        "pass a bare name such as \"cargo\"",
+    )
+}
+
+fn wrong_which_argument(_key: &str, got: Option<&Value>) -> ToolError {
+    match got {
+        Some(v) => bad_program_name(v),
+        None => missing("name", "\"cargo\""),
+    }
+}
+
+fn bad_names_entry(got: &Value) -> ToolError {
+    invalid(
+        format!("`names` entries must be program names without '/' or NUL, got {got}"),
+        "pass names such as [\"git\", \"cargo\"]",
+    )
+}
+
+fn not_a_names_list(got: Option<&Value>) -> ToolError {
+    invalid(
+        must_be("names", &format!("a list of at most {MAX_NAMES} strings"), got),
+        "omit it for the default list",
+    )
+}
+
+/// A `names` that did not read as a list of strings: a list too long, or
+/// the first entry that is not a string, or not a list at all.
+fn wrong_names_argument(_key: &str, got: Option<&Value>) -> ToolError {
+    match got {
+        Some(Value::Array(items)) if items.len() <= MAX_NAMES => items
+            .iter()
+            .find(|v| !v.is_string())
+            .map_or_else(|| not_a_names_list(got), bad_names_entry),
+        _ => not_a_names_list(got),
+    }
+}
+
+fn wrong_classify_argument(_key: &str, got: Option<&Value>) -> ToolError {
+    match got {
+        Some(_) => invalid(must_be("command", "a string", got), "pass {\"command\": \"...\"}"),
+        None => missing("command", "\"...\""),
+    }
+}
+
+fn wrong_grant_id_argument(key: &str, got: Option<&Value>) -> ToolError {
+    not_a_string(key, got)
 }
 
 /// Revokes the grant `grant_id`, or every grant: the call's audit entry
 /// records what was revoked (`revoked`).
-fn revoke_grants(shared: &Shared, args: &Map<String, Value>) -> Result<Value, ToolError> {
-    let id = optional_string(args, "grant_id")?;
+fn revoke_grants(shared: &Shared, args: RevokeGrantsArgs) -> Result<Value, ToolError> {
+    let id = args.grant_id;
     let revoked = shared.approvals.revoke(id.as_deref());
     if revoked.is_empty()
         && let Some(id) = &id
@@ -208,22 +325,12 @@ fn revoke_grants(shared: &Shared, args: &Map<String, Value>) -> Result<Value, To
     Ok(json!({"revoked": revoked, "grants": shared.approvals.grants()}))
 }
 
-fn classify(args: &Map<String, Value>) -> Result<Value, ToolError> {
-    match args.get("command") {
-        Some(Value::String(command)) => serde_json::to_value(crate::permission::classify(command))
-            .map_err(|e| ToolError::new(ErrorCode::Internal, format!("classification not serializable: {e}"), "")),
-        Some(v) => Err(invalid(
-            must_be("command", "a string", Some(v)),
-            "pass {\"command\": \"...\"}",
-        )),
-        None => Err(invalid(
-            "the required argument `command` is missing".into(),
-            "pass {\"command\": \"...\"}",
-        )),
-    }
+fn classify(args: ClassifyArgs) -> Result<Value, ToolError> {
+    serde_json::to_value(crate::permission::classify(&args.command))
+        .map_err(|e| ToolError::new(ErrorCode::Internal, format!("classification not serializable: {e}"), ""))
 }
 
-fn audit_read(shared: &Shared, args: &Map<String, Value>) -> Result<Value, ToolError> {
+fn audit_read(shared: &Shared, args: AuditReadArgs) -> Result<Value, ToolError> {
     let Some(log) = shared.audit() else {
         return Err(ToolError::new(
             ErrorCode::InvalidConfig,
@@ -232,10 +339,10 @@ fn audit_read(shared: &Shared, args: &Map<String, Value>) -> Result<Value, ToolE
         ));
     };
     let query = AuditQuery {
-        backup_index: optional_uint(args, "backup_index", 0, 1000)?.unwrap_or(0) as usize,
-        max_entries: optional_uint(args, "max_entries", 1, 10_000)?.map(|n| n as usize),
-        tool: optional_string(args, "tool")?,
-        since: optional_string(args, "since")?,
+        backup_index: within("backup_index", args.backup_index)?.unwrap_or(0) as usize,
+        max_entries: within("max_entries", args.max_entries)?.map(|n| n as usize),
+        tool: args.tool,
+        since: args.since,
         instance: (!log.settings().read_all).then(|| shared.instance.clone()),
     };
     let entries = log.read(&query)?;
@@ -347,45 +454,24 @@ fn check_env(shared: &Shared) -> Value {
     })
 }
 
-fn which(shared: &Shared, args: &Map<String, Value>) -> Result<Value, ToolError> {
-    let name = match args.get("name") {
-        Some(Value::String(n)) if valid_program_name(n) => n.clone(),
-        Some(v) => {
-            return Err(invalid(
-                format!("`name` must be a program name without '/' or NUL, got {v}"),
-                "pass a bare name such as \"cargo\"",
-            ));
-        }
-        None => {
-            return Err(invalid(
-                "the required argument `name` is missing".into(),
-                "pass {\"name\": \"cargo\"}",
-            ));
-        }
-    };
-    Ok(probe(shared, &search_path(shared), &name))
+fn which(shared: &Shared, args: WhichArgs) -> Result<Value, ToolError> {
+    if !valid_program_name(&args.name) {
+        return Err(bad_program_name(&Value::String(args.name)));
+    }
+    Ok(probe(shared, &search_path(shared), &args.name))
 }
 
-fn list_binaries(shared: &Shared, args: &Map<String, Value>) -> Result<Value, ToolError> {
-    let names: Vec<String> = match args.get("names") {
-        None | Some(Value::Null) => DEFAULT_BINARIES.iter().map(|s| (*s).to_owned()).collect(),
-        Some(Value::Array(items)) if items.len() <= 200 => items
-            .iter()
-            .map(|v| match v {
-                Value::String(n) if valid_program_name(n) => Ok(n.clone()),
-                other => Err(invalid(
-                    format!("`names` entries must be program names without '/' or NUL, got {other}"),
-                    "pass names such as [\"git\", \"cargo\"]",
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(v) => {
-            return Err(invalid(
-                must_be("names", "a list of at most 200 strings", Some(v)),
-                "omit it for the default list",
-            ));
+fn list_binaries(shared: &Shared, args: ListBinariesArgs) -> Result<Value, ToolError> {
+    let names = match args.names {
+        None => DEFAULT_BINARIES.iter().map(|s| (*s).to_owned()).collect(),
+        Some(names) if names.len() > MAX_NAMES => {
+            return Err(not_a_names_list(Some(&Value::from(names))));
         }
+        Some(names) => names,
     };
+    if let Some(bad) = names.iter().find(|n| !valid_program_name(n)) {
+        return Err(bad_names_entry(&Value::String(bad.clone())));
+    }
     let path = search_path(shared);
     // Probes run in parallel, each inside the server's concurrency limit.
     let results: Vec<Value> = std::thread::scope(|scope| {
@@ -559,6 +645,113 @@ fn container_hints() -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::tool_args::fields_of;
+
+    /// The property names of a built-in definition, in the order listed.
+    fn listed(tool: &str) -> Vec<String> {
+        let (_, text) = DEFINITIONS.iter().find(|(name, _)| *name == tool).unwrap();
+        let definition: Value = serde_json::from_str(text).unwrap();
+        definition["inputSchema"]["properties"]
+            .as_object()
+            .map_or_else(Vec::new, |p| p.keys().cloned().collect())
+    }
+
+    #[test]
+    fn each_tool_reads_exactly_the_arguments_its_definition_lists() {
+        let mut read = [
+            ("audit_read", fields_of::<AuditReadArgs>()),
+            ("which", fields_of::<WhichArgs>()),
+            ("list_binaries", fields_of::<ListBinariesArgs>()),
+            ("classify", fields_of::<ClassifyArgs>()),
+            ("revoke_grants", fields_of::<RevokeGrantsArgs>()),
+        ];
+        for (tool, fields) in &mut read {
+            let mut fields = fields.to_vec();
+            fields.sort_unstable();
+            let mut listed = listed(tool);
+            listed.sort_unstable();
+            assert_eq!(fields, listed, "{tool}");
+        }
+    }
+
+    /// The message `read` gives for `args` of the tool `tool`.
+    fn refusal<T: serde::de::DeserializeOwned>(
+        tool: &str,
+        args: Value,
+        wrong: fn(&str, Option<&Value>) -> ToolError,
+    ) -> (ErrorCode, String, String) {
+        let accepted = listed(tool);
+        let accepted: Vec<&str> = accepted.iter().map(String::as_str).collect();
+        let Err(e) = read::<T>(tool, &accepted, args.as_object().unwrap(), wrong) else {
+            panic!("{tool} read {args}");
+        };
+        (e.code, e.message, e.hint)
+    }
+
+    #[test]
+    fn an_argument_of_the_wrong_type_or_missing_is_named_with_what_to_pass() {
+        let (code, message, hint) = refusal::<WhichArgs>("which", json!({}), wrong_which_argument);
+        assert_eq!(code, ErrorCode::InvalidArguments);
+        assert_eq!(message, "the required argument `name` is missing");
+        assert_eq!(hint, "pass {\"name\": \"cargo\"}");
+        let (_, message, _) = refusal::<WhichArgs>("which", json!({"name": 3}), wrong_which_argument);
+        assert_eq!(message, "`name` must be a program name without '/' or NUL, got 3");
+        let (_, message, hint) = refusal::<ClassifyArgs>("classify", json!({}), wrong_classify_argument);
+        assert_eq!(message, "the required argument `command` is missing");
+        assert_eq!(hint, "pass {\"command\": \"...\"}");
+        let (_, message, _) = refusal::<ClassifyArgs>("classify", json!({"command": ["ls"]}), wrong_classify_argument);
+        assert_eq!(message, "`command` must be a string, got an array");
+        let (_, message, hint) =
+            refusal::<RevokeGrantsArgs>("revoke_grants", json!({"grant_id": 7}), wrong_grant_id_argument);
+        assert_eq!(message, "`grant_id` must be a string, got a number");
+        assert_eq!(hint, "omit it or pass a string");
+    }
+
+    #[test]
+    fn audit_counts_out_of_their_range_or_not_whole_say_the_range() {
+        let (_, message, hint) =
+            refusal::<AuditReadArgs>("audit_read", json!({"max_entries": -1}), wrong_audit_argument);
+        assert_eq!(message, "`max_entries` must be an integer from 1 to 10000, got -1");
+        assert_eq!(hint, "omit it for the default");
+        let (_, message, _) =
+            refusal::<AuditReadArgs>("audit_read", json!({"backup_index": "1"}), wrong_audit_argument);
+        assert_eq!(message, "`backup_index` must be an integer from 0 to 1000, got \"1\"");
+        let (_, message, _) = refusal::<AuditReadArgs>("audit_read", json!({"since": 5}), wrong_audit_argument);
+        assert_eq!(message, "`since` must be a string, got a number");
+        assert_eq!(
+            within("max_entries", Some(0)).unwrap_err().message,
+            "`max_entries` must be an integer from 1 to 10000, got 0"
+        );
+        assert_eq!(
+            within("backup_index", Some(1001)).unwrap_err().message,
+            "`backup_index` must be an integer from 0 to 1000, got 1001"
+        );
+        assert_eq!(within("backup_index", Some(0)).unwrap(), Some(0));
+        assert_eq!(within("max_entries", None).unwrap(), None);
+    }
+
+    #[test]
+    fn a_names_list_names_its_first_bad_entry_or_says_what_a_list_is() {
+        let (_, message, hint) =
+            refusal::<ListBinariesArgs>("list_binaries", json!({"names": ["git", 5]}), wrong_names_argument);
+        assert_eq!(
+            message,
+            "`names` entries must be program names without '/' or NUL, got 5"
+        );
+        assert_eq!(hint, "pass names such as [\"git\", \"cargo\"]");
+        let (_, message, hint) =
+            refusal::<ListBinariesArgs>("list_binaries", json!({"names": "git"}), wrong_names_argument);
+        assert_eq!(message, "`names` must be a list of at most 200 strings, got a string");
+        assert_eq!(hint, "omit it for the default list");
+        let many = vec![json!(1); MAX_NAMES + 1];
+        let (_, message, _) =
+            refusal::<ListBinariesArgs>("list_binaries", json!({"names": many}), wrong_names_argument);
+        assert_eq!(message, "`names` must be a list of at most 200 strings, got an array");
+    }
+
     #[test]
     fn version_lines_are_cleaned_and_errors_dropped() {
         use super::first_version_line as v;
