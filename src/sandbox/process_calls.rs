@@ -1,13 +1,16 @@
 //! The process-level calls of the sandbox's own processes (the Landlock
 //! helper and its keeper, the supervisor and its inits, the network helper)
-//! that no safe crate wraps: `fork`, `execvpe`, `_exit`, the signal mask,
-//! signal dispositions and `signalfd`. Each function here is safe to call;
+//! and of the host's threads that act for commands, that no safe crate
+//! wraps: `fork`, `execvpe`, `_exit`, the signal mask,
+//! signal dispositions, `signalfd` and `unshare`. Each function here is safe to call;
 //! `fork`, sound only in a process with one thread, checks that first.
 
 use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+
+use rustix::thread::UnshareFlags;
 
 /// A set of signals.
 #[derive(Clone, Copy)]
@@ -46,13 +49,39 @@ impl SignalSet {
 /// Sets the signal mask (of the calling thread; in these single-threaded
 /// processes, of the process) to `set` and returns the one before.
 pub fn set_mask(set: &SignalSet) -> SignalSet {
+    change_mask(libc::SIG_SETMASK, set)
+}
+
+/// Adds `set` to the signal mask (see [`set_mask`]) and returns the one before.
+pub fn block(set: &SignalSet) -> SignalSet {
+    change_mask(libc::SIG_BLOCK, set)
+}
+
+/// The signal mask changed by `how` (`SIG_SETMASK`, `SIG_BLOCK`) with `set`;
+/// returns the one before.
+fn change_mask(how: libc::c_int, set: &SignalSet) -> SignalSet {
     // SAFETY: both sets are live sigset_t values; the old mask is written
     // into the one we own (all-zero is valid storage for it).
     unsafe {
         let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &set.0, &mut old);
+        libc::pthread_sigmask(how, &set.0, &mut old);
         SignalSet(old)
     }
+}
+
+/// Moves the calling thread into new namespaces of the kinds in `flags`, or
+/// gives it filesystem attributes of its own (`FS`): any kind but a
+/// descriptor table of its own (`FILES`, refused), which would leave other
+/// threads with descriptors this one no longer sees.
+pub fn unshare(flags: UnshareFlags) -> io::Result<()> {
+    assert!(
+        !flags.contains(UnshareFlags::FILES),
+        "unshare of the descriptor table (internal: no caller asks for it)"
+    );
+    // SAFETY: without FILES (refused above) the descriptor table stays
+    // shared, so every thread still sees the same descriptors: the one
+    // condition unshare_unsafe sets.
+    unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(io::Error::from)
 }
 
 /// A close-on-exec, non-blocking signalfd for `set` (which the caller

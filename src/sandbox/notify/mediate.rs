@@ -84,10 +84,8 @@ impl Mediator {
     /// Sets the calling thread up to act for commands: its own umask (0;
     /// each command's is applied to the mode it asks for).
     pub fn prepare_thread() {
-        // SAFETY: unshare(CLONE_FS) gives this thread its own umask and
-        // working directory; it shares its descriptor table as before (not
-        // CLONE_FILES), so every thread still sees the same descriptors.
-        let _ = unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FS) };
+        // CLONE_FS gives this thread its own umask and working directory.
+        let _ = crate::sandbox::process_calls::unshare(rustix::thread::UnshareFlags::FS);
         rustix::process::umask(Mode::empty());
     }
 

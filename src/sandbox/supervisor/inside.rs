@@ -50,9 +50,18 @@
 
 use std::ffi::{CStr, CString, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, StatxAttributes, StatxFlags};
+use rustix::io::Errno;
+use rustix::mount::{MountFlags, MoveMountFlags, OpenTreeFlags, UnmountFlags};
+use rustix::process::{DumpableBehavior, Pid, Signal, WaitOptions};
+use rustix::thread::UnshareFlags;
 
 use super::inherited::Inherited;
+use crate::sandbox::process_calls::{self, SignalSet};
 use crate::sandbox::wire::{self, Body};
 
 /// The first argument that makes the binary act as the supervisor.
@@ -86,7 +95,7 @@ pub const MAX_PROCESSES_ARG: &str = "--max-processes";
 pub const CONTROL_FD: RawFd = 3;
 
 /// How long an init waits for a request body the host announced.
-const BODY_TIMEOUT_SECS: libc::time_t = 10;
+const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How many inits the supervisor keeps ready: two, so that a command that
 /// arrives while the last command's init is still clearing its namespaces
@@ -96,6 +105,9 @@ const POOL: usize = 2;
 /// `/proc` entries a fresh procfs gets read-only, as bubblewrap's own
 /// `--proc` does: the sysctls, the SysRq trigger, IRQ and bus settings.
 const PROC_COVERS: [&CStr; 4] = [c"/proc/sys", c"/proc/sysrq-trigger", c"/proc/irq", c"/proc/bus"];
+
+/// The flags of every procfs mounted here, as bubblewrap's own.
+const PROC_FLAGS: MountFlags = MountFlags::NOSUID.union(MountFlags::NODEV).union(MountFlags::NOEXEC);
 
 /// The supervisor's arguments, as [`parse_args`] reads them.
 struct Args {
@@ -126,11 +138,14 @@ pub fn supervise_main(args: &[OsString]) -> String {
         Ok(args) => args,
         Err(e) => return format!("bash-mcp sandbox supervisor: {e}"),
     };
-    match setup(args.net_listen) {
+    let Some(control) = process_calls::take_inherited(CONTROL_FD) else {
+        return format!("bash-mcp sandbox supervisor: fd {CONTROL_FD}, the control socket, is not open (internal)");
+    };
+    match setup(&control, args.net_listen) {
         Ok(sigfd) => {
             // The supervisor changes no disposition from here on.
             args.not_default = not_default_signals();
-            serve(&sigfd, &args)
+            serve(control, sigfd.as_fd(), &args)
         }
         Err(e) => format!("bash-mcp sandbox supervisor: {e}"),
     }
@@ -182,31 +197,17 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
     Ok(parsed)
 }
 
-fn errno() -> io::Error {
-    io::Error::last_os_error()
-}
-
-fn setup(net_listen: Option<u16>) -> Result<OwnedFd, String> {
-    // SAFETY: prctl with constant arguments: not dumpable, so a command
-    // cannot ptrace the supervisor or open its /proc entries.
-    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
-        return Err(format!("PR_SET_DUMPABLE: {}", errno()));
-    }
+fn setup(control: &OwnedFd, net_listen: Option<u16>) -> Result<OwnedFd, String> {
+    // Not dumpable, so a command cannot ptrace the supervisor or open its
+    // /proc entries.
+    rustix::process::set_dumpable_behavior(DumpableBehavior::NotDumpable)
+        .map_err(|e| format!("PR_SET_DUMPABLE: {e}"))?;
     limit_user_namespaces()?;
-    // SAFETY: signal-set manipulation on local sets; SIGCHLD is blocked so
-    // that the signalfd (inherited by every init) receives it.
-    let sigfd = unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGCHLD);
-        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK)
-    };
-    if sigfd < 0 {
-        return Err(format!("signalfd: {}", errno()));
-    }
-    // SAFETY: signalfd returned a fresh fd that we now own.
-    let sigfd = unsafe { OwnedFd::from_raw_fd(sigfd) };
+    // SIGCHLD is blocked so that the signalfd (inherited by every init)
+    // receives it.
+    let sigchld = SignalSet::of(&[libc::SIGCHLD]);
+    process_calls::block(&sigchld);
+    let sigfd = process_calls::signalfd(&sigchld).map_err(|e| format!("signalfd: {e}"))?;
     // The proxy's port on this sandbox's loopback, held by the host's
     // listener from here on, so no command can take it.
     let listener = match net_listen {
@@ -217,7 +218,7 @@ fn setup(net_listen: Option<u16>) -> Result<OwnedFd, String> {
         None => None,
     };
     let fds: Vec<RawFd> = listener.iter().map(AsRawFd::as_raw_fd).collect();
-    wire::send_with_fds(CONTROL_FD, &[wire::READY], &fds).map_err(|e| format!("control socket: {e}"))?;
+    wire::send_with_fds(control.as_raw_fd(), &[wire::READY], &fds).map_err(|e| format!("control socket: {e}"))?;
     Ok(sigfd)
 }
 
@@ -226,56 +227,58 @@ fn setup(net_listen: Option<u16>) -> Result<OwnedFd, String> {
 /// mounts `/proc/sys` read-only, so this writes through a procfs of our
 /// own, in a mount namespace of our own, and unmounts it again.
 fn limit_user_namespaces() -> Result<(), String> {
-    // SAFETY: plain syscalls with constant, NUL-terminated arguments.
-    unsafe {
-        if libc::unshare(libc::CLONE_NEWNS) != 0 {
-            return Err(format!("unshare(CLONE_NEWNS): {}", errno()));
-        }
-        if libc::mount(
-            c"proc".as_ptr(),
-            c"/proc".as_ptr(),
-            c"proc".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            std::ptr::null(),
-        ) != 0
-        {
-            return Err(format!("mounting /proc: {}", errno()));
-        }
-    }
+    process_calls::unshare(UnshareFlags::NEWNS).map_err(|e| format!("unshare(CLONE_NEWNS): {e}"))?;
+    mount_procfs().map_err(|e| format!("mounting /proc: {e}"))?;
     let written = std::fs::write("/proc/sys/user/max_user_namespaces", "0");
-    // SAFETY: unmounts the procfs mounted above.
-    unsafe { libc::umount2(c"/proc".as_ptr(), libc::MNT_DETACH) };
+    let _ = rustix::mount::unmount(c"/proc", UnmountFlags::DETACH);
     written.map_err(|e| format!("setting user.max_user_namespaces to 0: {e}"))
 }
 
-fn serve(sigfd: &OwnedFd, args: &Args) -> String {
-    let sigfd = sigfd.as_raw_fd();
+/// Mounts a procfs on `/proc`, with bubblewrap's flags.
+fn mount_procfs() -> Result<(), Errno> {
+    rustix::mount::mount(c"proc", c"/proc", c"proc", PROC_FLAGS, None)
+}
+
+fn serve(control: OwnedFd, sigfd: BorrowedFd<'_>, args: &Args) -> String {
     let mut pool = Pool {
+        control: Some(control),
         ready: Vec::with_capacity(POOL),
         busy: Vec::new(),
         ended: false,
         pending: false,
-        draining: false,
     };
     loop {
         pool.top_up(sigfd, args);
-        let fds = pool.wait(sigfd);
-        if fds[1].revents != 0 {
+        let events = pool.wait(sigfd);
+        if !events.signals.is_empty() {
             pool.reap(sigfd);
         }
-        if fds[0].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+        if events.control.intersects(PollFlags::HUP | PollFlags::ERR) {
             pool.drain();
         }
-        if fds[0].revents & libc::POLLIN != 0 {
+        if events.control.contains(PollFlags::IN) {
             pool.pending = true;
         }
-        let events: Vec<libc::c_short> = fds[2..].iter().map(|p| p.revents).collect();
-        pool.hear(&events);
+        pool.hear(&events.chans);
     }
+}
+
+/// What [`Pool::wait`] saw.
+struct Events {
+    /// On the control socket (none once it is closed).
+    control: PollFlags,
+    /// On the signalfd: an init exited.
+    signals: PollFlags,
+    /// On the ready inits' channels, then the busy ones'.
+    chans: Vec<PollFlags>,
 }
 
 /// The supervisor's inits, by the supervisor's ends of their channels.
 struct Pool {
+    /// The control socket, until the host closes it: then no more commands
+    /// come, and the supervisor exits once the last one it started has
+    /// ended (it is draining).
+    control: Option<OwnedFd>,
     /// Inits waiting on the control socket.
     ready: Vec<OwnedFd>,
     /// Inits running a command (each comes back once its namespaces are clear).
@@ -285,19 +288,21 @@ struct Pool {
     ended: bool,
     /// A request came while no init was ready.
     pending: bool,
-    /// The host closed the control socket: no more commands come; the
-    /// supervisor exits once the last one it started has ended.
-    draining: bool,
 }
 
 impl Pool {
+    /// Whether the host closed the control socket.
+    fn draining(&self) -> bool {
+        self.control.is_none()
+    }
+
     /// Makes inits until [`POOL`] are ready, when none is or one exited
     /// (unless draining); refuses a waiting request if none could be made.
-    fn top_up(&mut self, sigfd: RawFd, args: &Args) {
+    fn top_up(&mut self, sigfd: BorrowedFd<'_>, args: &Args) {
         let mut failure = 0;
-        if (self.ready.is_empty() || self.ended) && !self.draining {
+        if (self.ready.is_empty() || self.ended) && !self.draining() {
             while self.ready.len() < POOL {
-                match prepare(sigfd, args) {
+                match prepare(&mut self.control, sigfd, args) {
                     Ok(chan) => self.ready.push(chan),
                     Err(errno) => {
                         failure = errno;
@@ -307,8 +312,8 @@ impl Pool {
             }
         }
         self.ended = false;
-        if self.pending && self.ready.is_empty() {
-            refuse(failure);
+        if let Some(control) = self.control.as_ref().filter(|_| self.pending && self.ready.is_empty()) {
+            refuse(control, failure);
         }
         self.pending = false;
     }
@@ -317,33 +322,43 @@ impl Pool {
     /// init is ready to read it itself), an init's exit, a message on an
     /// init's channel. The poll entries: the control socket, the signalfd,
     /// then the ready inits' channels and the busy ones'.
-    fn wait(&self, sigfd: RawFd) -> Vec<libc::pollfd> {
+    fn wait(&self, sigfd: BorrowedFd<'_>) -> Events {
         // POLLHUP needs no event bit.
-        let control_events = if self.ready.is_empty() { libc::POLLIN } else { 0 };
+        let control_events = if self.ready.is_empty() {
+            PollFlags::IN
+        } else {
+            PollFlags::empty()
+        };
         let mut fds = Vec::with_capacity(2 + self.ready.len() + self.busy.len());
-        // A closed control socket is polled no more (it would report hangup at once).
-        fds.push(pollfd(if self.draining { -1 } else { CONTROL_FD }, control_events));
-        fds.push(pollfd(sigfd, libc::POLLIN));
+        fds.push(PollFd::new(&sigfd, PollFlags::IN));
         fds.extend(
             self.ready
                 .iter()
                 .chain(&self.busy)
-                .map(|chan| pollfd(chan.as_raw_fd(), libc::POLLIN)),
+                .map(|chan| PollFd::new(chan, PollFlags::IN)),
         );
-        // SAFETY: fds is a valid array of pollfd of the length given.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
-        fds
+        // A closed control socket is polled no more (it would report hangup at once).
+        let chans = fds.len();
+        if let Some(control) = &self.control {
+            fds.push(PollFd::new(control, control_events));
+        }
+        // EINTR leaves every event empty: the caller polls again.
+        let _ = poll(&mut fds, None);
+        Events {
+            control: fds.get(chans).map_or(PollFlags::empty(), PollFd::revents),
+            signals: fds[0].revents(),
+            chans: fds[1..chans].iter().map(PollFd::revents).collect(),
+        }
     }
 
     /// Reaps the inits that exited; exits when none is left while draining.
-    fn reap(&mut self, sigfd: RawFd) {
+    fn reap(&mut self, sigfd: BorrowedFd<'_>) {
         drain_signals(sigfd);
         loop {
-            // SAFETY: reaps our exited children (the inits); never blocks.
-            match unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } {
-                reaped if reaped > 0 => self.ended = true,
+            match rustix::process::wait(WaitOptions::NOHANG) {
+                Ok(Some(_)) => self.ended = true,
                 // No init left at all: a draining supervisor is done.
-                reaped if reaped < 0 && self.draining && last_errno() == libc::ECHILD => std::process::exit(0),
+                Err(Errno::CHILD) if self.draining() => std::process::exit(0),
                 _ => break,
             }
         }
@@ -354,14 +369,13 @@ impl Pool {
     /// when it comes back (its channel closes) or its call is abandoned,
     /// which kills what is left in its namespace.
     fn drain(&mut self) {
-        self.draining = true;
         self.pending = false;
-        // SAFETY: closes the control socket in this process only; the
-        // ready inits hold their own copies.
-        unsafe { libc::close(CONTROL_FD) };
+        // Closes the control socket in this process only; the ready inits
+        // hold their own copies.
+        self.control = None;
         self.busy.clear();
-        // SAFETY: as in `reap`: reaps exited inits without blocking.
-        if unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } < 0 && last_errno() == libc::ECHILD {
+        // As in `reap`: reaps an exited init without blocking.
+        if let Err(Errno::CHILD) = rustix::process::wait(WaitOptions::NOHANG) {
             std::process::exit(0);
         }
     }
@@ -369,12 +383,12 @@ impl Pool {
     /// One message from each init whose channel has an event (`events`, in
     /// the order of [`Pool::wait`]): a ready init took its request (or
     /// died), a busy one came back (or died).
-    fn hear(&mut self, events: &[libc::c_short]) {
+    fn hear(&mut self, events: &[PollFlags]) {
         let (was_ready, was_busy) = (std::mem::take(&mut self.ready), std::mem::take(&mut self.busy));
         let count = was_ready.len();
         for (i, chan) in was_ready.into_iter().chain(was_busy).enumerate() {
             let from_ready = i < count;
-            if events.get(i).copied().unwrap_or(0) == 0 {
+            if events.get(i).is_none_or(|events| events.is_empty()) {
                 if from_ready {
                     self.ready.push(chan)
                 } else {
@@ -386,9 +400,10 @@ impl Pool {
                 (true, Some(wire::TAKEN)) => self.busy.push(chan),
                 // Ready again: it gets the control socket back.
                 (false, Some(wire::BACK))
-                    if !self.draining
-                        && self.ready.len() < POOL
-                        && wire::send_with_fds(chan.as_raw_fd(), &[wire::AGAIN], &[CONTROL_FD]).is_ok() =>
+                    if self.ready.len() < POOL
+                        && self.control.as_ref().is_some_and(|control| {
+                            wire::send_with_fds(chan.as_raw_fd(), &[wire::AGAIN], &[control.as_raw_fd()]).is_ok()
+                        }) =>
                 {
                     self.ready.push(chan)
                 }
@@ -411,22 +426,18 @@ fn read_tag(chan: &OwnedFd) -> Option<u8> {
     }
 }
 
-fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
-    libc::pollfd { fd, events, revents: 0 }
-}
-
-fn drain_signals(sigfd: RawFd) {
+/// Reads every pending signal off the signalfd; it is non-blocking, so
+/// this stops when none is left.
+fn drain_signals(sigfd: BorrowedFd<'_>) {
     let mut info = [0u8; 128]; // one signalfd_siginfo
-    // SAFETY: reads into a buffer of the size of signalfd_siginfo; the fd
-    // is non-blocking, so this stops when no signal is pending.
-    while unsafe { libc::read(sigfd, info.as_mut_ptr().cast(), info.len()) } > 0 {}
+    while matches!(rustix::io::read(sigfd, &mut info), Ok(n) if n > 0) {}
 }
 
 /// Answers one request on the control socket with `errno` (no init could
 /// be made for it); exits when the host has closed the socket.
-fn refuse(errno: i32) {
+fn refuse(control: &OwnedFd, errno: i32) {
     let mut buf = [0u8; 16];
-    match wire::recv_with_fds(CONTROL_FD, &mut buf) {
+    match wire::recv_with_fds(control.as_raw_fd(), &mut buf) {
         Ok((0, _)) => std::process::exit(0),
         Ok((_, fds)) if buf[0] == wire::COMMAND && fds.len() == wire::MAX_FDS => {
             let _ = wire::send_message(fds[0].as_raw_fd(), wire::FAILED, errno);
@@ -438,7 +449,7 @@ fn refuse(errno: i32) {
 /// Clones the next ready init, in new PID, mount and IPC namespaces (so
 /// SysV shared memory, semaphores and message queues are the command's
 /// own). Returns the supervisor's end of the channel between them.
-fn prepare(sigfd: RawFd, args: &Args) -> Result<OwnedFd, i32> {
+fn prepare(control: &mut Option<OwnedFd>, sigfd: BorrowedFd<'_>, args: &Args) -> Result<OwnedFd, i32> {
     let (ours, theirs) = wire::socket_pair(libc::SOCK_SEQPACKET).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     // SAFETY: a fork-like clone (no shared memory, no new stack) of this
     // single-threaded process into new PID and mount namespaces; the child
@@ -446,11 +457,14 @@ fn prepare(sigfd: RawFd, args: &Args) -> Result<OwnedFd, i32> {
     let pid = unsafe { raw_fork(libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWIPC) };
     if pid == 0 {
         drop(ours);
+        // The child's memory and fd table are copies of the supervisor's:
+        // this copy of the control socket is the init's own to take.
+        let Some(control) = control.take() else { exit_init() };
         // What it inherits includes the supervisor's ends of the other
         // inits' channels: held here, one would keep an init that the
         // supervisor let go waiting for its channel to close.
-        close_all_but([CONTROL_FD, sigfd, theirs.as_raw_fd()]);
-        init(theirs, sigfd, args);
+        close_all_but([control.as_raw_fd(), sigfd.as_raw_fd(), theirs.as_raw_fd()]);
+        init(control, theirs, sigfd, args);
     }
     if pid < 0 {
         return Err(last_errno());
@@ -473,21 +487,9 @@ fn close_all_but(mut keep: [RawFd; 3]) {
     unsafe { libc::syscall(libc::SYS_close_range, from, u32::MAX, 0u32) };
 }
 
-fn read_body(sock: RawFd) -> io::Result<Body> {
-    let timeout = libc::timeval {
-        tv_sec: BODY_TIMEOUT_SECS,
-        tv_usec: 0,
-    };
-    // SAFETY: setsockopt with a valid timeval of the size given.
-    unsafe {
-        libc::setsockopt(
-            sock,
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&timeout as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
+fn read_body(sock: BorrowedFd<'_>) -> io::Result<Body> {
+    let _ = rustix::net::sockopt::set_socket_timeout(sock, rustix::net::sockopt::Timeout::Recv, Some(BODY_TIMEOUT));
+    let sock = sock.as_raw_fd();
     let mut len = [0u8; 4];
     if !wire::read_exact(sock, &mut len)? {
         return Err(io::ErrorKind::UnexpectedEof.into());
@@ -516,8 +518,8 @@ struct Command<'a> {
     envp: &'a [*const libc::c_char],
     cwd: &'a CStr,
     stdio: [RawFd; 3],
-    sock: RawFd,
-    sigfd: RawFd,
+    sock: BorrowedFd<'a>,
+    sigfd: BorrowedFd<'a>,
     /// The observing filter the command's process installs on itself.
     observe: Option<&'a [libc::sock_filter]>,
     /// What it sends the filter's listener with.
@@ -548,10 +550,9 @@ unsafe fn raw_fork(flags: libc::c_int) -> libc::pid_t {
 /// then, for as long as its supervisor hands it the control socket again,
 /// waits on it for one request, starts that command, watches it, and
 /// clears its namespaces for the next. Never returns.
-fn init(chan: OwnedFd, sigfd: RawFd, args: &Args) -> ! {
-    // SAFETY: prctl with constant arguments: die with the supervisor (the
-    // PID namespace of bwrap ends with it too).
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+fn init(control: OwnedFd, chan: OwnedFd, sigfd: BorrowedFd<'_>, args: &Args) -> ! {
+    // Die with the supervisor (the PID namespace of bwrap ends with it too).
+    let _ = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
     // Failures here are reported to the request this init gets.
     let prepared = mount_proc(args.pid_max)
         .and_then(|last_pid| {
@@ -564,11 +565,11 @@ fn init(chan: OwnedFd, sigfd: RawFd, args: &Args) -> ! {
         .and_then(|last_pid| Stack::new().map(|stack| (last_pid, stack)));
     // What its commands could change on it, as it was before the first.
     let inherited = Inherited::read();
-    let mut control = CONTROL_FD;
+    let mut control = control;
     loop {
         let mut buf = [0u8; 16];
         let received = loop {
-            match wire::recv_with_fds(control, &mut buf) {
+            match wire::recv_with_fds(control.as_raw_fd(), &mut buf) {
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
                 other => break other,
             }
@@ -576,8 +577,8 @@ fn init(chan: OwnedFd, sigfd: RawFd, args: &Args) -> ! {
         // Taken: the supervisor keeps another init ready. The control
         // socket is not ours to hold while the command runs.
         let _ = wire::send_message(chan.as_raw_fd(), wire::TAKEN, 0);
-        // SAFETY: closes the control socket's fd in this process only.
-        unsafe { libc::close(control) };
+        // Closes the control socket's fd in this process only.
+        drop(control);
         let fds = match received {
             Ok((n, fds)) if n > 0 && buf[0] == wire::COMMAND && fds.len() == wire::MAX_FDS => fds,
             // The host is gone, or the message was malformed (its fds close).
@@ -609,12 +610,12 @@ fn init(chan: OwnedFd, sigfd: RawFd, args: &Args) -> ! {
 /// Starts the command of the request on `sock` and watches it until its
 /// shell has exited and the host has its status. Exits the init instead
 /// when the command cannot start, or its call was abandoned.
-fn run(sock: &OwnedFd, stdio: [OwnedFd; 3], stack: &Stack, sigfd: RawFd, args: &Args) {
-    let sock = sock.as_raw_fd();
-    let body = read_body(sock).unwrap_or_else(|e| fail(sock, e.raw_os_error().unwrap_or(libc::EINVAL)));
+fn run(sock: &OwnedFd, stdio: [OwnedFd; 3], stack: &Stack, sigfd: BorrowedFd<'_>, args: &Args) {
+    let sock = sock.as_fd();
+    let body = read_body(sock).unwrap_or_else(|e| fail(sock.as_raw_fd(), e.raw_os_error().unwrap_or(libc::EINVAL)));
     if !all_mounted(&args.bound) {
         // The host replaced a bound path: this namespace no longer keeps it.
-        fail(sock, libc::ESTALE);
+        fail(sock.as_raw_fd(), libc::ESTALE);
     }
     let argv = pointers(&body.argv);
     let envp = pointers(&body.envp);
@@ -629,10 +630,10 @@ fn run(sock: &OwnedFd, stdio: [OwnedFd; 3], stack: &Stack, sigfd: RawFd, args: &
         observe: args.observe.as_deref(),
         listener_message: wire::message(wire::LISTENER, 0),
     };
-    let pid = spawn_command(&command, stack).unwrap_or_else(|errno| fail(sock, errno));
+    let pid = spawn_command(&command, stack).unwrap_or_else(|errno| fail(sock.as_raw_fd(), errno));
     // Only the command holds its stdio now, so its pipes end with it.
     drop(stdio);
-    let _ = wire::send_message(sock, wire::STARTED, pid);
+    let _ = wire::send_message(sock.as_raw_fd(), wire::STARTED, pid);
     watch(&command, pid)
 }
 
@@ -641,19 +642,21 @@ fn run(sock: &OwnedFd, stdio: [OwnedFd; 3], stack: &Stack, sigfd: RawFd, args: &
 /// reaps it all: everything in the namespace descends from the init, so
 /// once it has no child, nothing is left. Killing again after each reap
 /// catches a process forked while the first kill went round.
-fn clear(sigfd: RawFd) {
+fn clear(sigfd: BorrowedFd<'_>) {
     loop {
-        // SAFETY: from a PID namespace's init, kill(-1) reaches every
-        // process in that namespace but the init; waitpid takes a null
-        // status pointer.
-        unsafe { libc::kill(-1, libc::SIGKILL) };
-        // SAFETY: as above.
-        let reaped = unsafe { libc::waitpid(-1, std::ptr::null_mut(), 0) };
-        if reaped < 0 && last_errno() != libc::EINTR {
-            break; // ECHILD: the namespace holds the init alone
+        kill_namespace();
+        match rustix::process::wait(WaitOptions::empty()) {
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(_) => break, // ECHILD: the namespace holds the init alone
         }
     }
     drain_signals(sigfd);
+}
+
+/// Sends SIGKILL to every process in this init's PID namespace but the
+/// init: `kill(-1)` from a namespace's init reaches exactly those.
+fn kill_namespace() {
+    let _ = rustix::process::kill_process_group(Pid::INIT, Signal::KILL);
 }
 
 /// Makes this init's namespaces as new ones for its next command, off the
@@ -664,27 +667,17 @@ fn clear(sigfd: RawFd) {
 /// ones. The PID namespace is empty by now (see [`clear`]), and the mount
 /// namespace is as the init left it: commands cannot mount.
 fn recycle(last_pid: &OwnedFd, args: &Args) -> Result<(), i32> {
-    // SAFETY: pwrite of a one-byte static buffer to an fd we own; unshare
-    // and umount2 with constant flags and NUL-terminated paths.
-    unsafe {
-        if libc::pwrite(last_pid.as_raw_fd(), b"1".as_ptr().cast(), 1, 0) != 1 {
-            return Err(last_errno());
-        }
-        if libc::unshare(libc::CLONE_NEWIPC) != 0 {
-            return Err(last_errno());
-        }
-        for target in &args.fresh {
-            if libc::umount2(target.as_ptr(), libc::MNT_DETACH) != 0 {
-                return Err(last_errno());
-            }
-        }
+    write_all_at_once(last_pid, b"1", |fd, data| rustix::io::pwrite(fd, data, 0))?;
+    process_calls::unshare(UnshareFlags::NEWIPC).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    for target in &args.fresh {
+        rustix::mount::unmount(target.as_c_str(), UnmountFlags::DETACH).map_err(raw)?;
     }
     args.fresh.iter().try_for_each(|target| fresh_tmpfs(target, &args.keep))
 }
 
 /// Tells the supervisor this init is ready again, and waits for the
 /// control socket; `None` when the supervisor lets it go instead.
-fn come_back(chan: &OwnedFd) -> Option<RawFd> {
+fn come_back(chan: &OwnedFd) -> Option<OwnedFd> {
     wire::send_message(chan.as_raw_fd(), wire::BACK, 0).ok()?;
     let mut buf = [0u8; 8];
     let (n, mut fds) = loop {
@@ -694,7 +687,7 @@ fn come_back(chan: &OwnedFd) -> Option<RawFd> {
         }
     };
     match (n, buf[0], fds.pop()) {
-        (1, wire::AGAIN, Some(control)) if fds.is_empty() => Some(control.into_raw_fd()),
+        (1, wire::AGAIN, Some(control)) if fds.is_empty() => Some(control),
         _ => None,
     }
 }
@@ -705,31 +698,41 @@ fn come_back(chan: &OwnedFd) -> Option<RawFd> {
 /// `git config` and editors do), and the path then shows the new file,
 /// writable or visible, in its place.
 fn all_mounted(bound: &[CString]) -> bool {
+    let flags = AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT;
+    let root = StatxAttributes::MOUNT_ROOT;
     bound.iter().all(|path| {
-        // SAFETY: statx is plain data; all-zero is a valid value.
-        let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-        // SAFETY: statx writes one struct statx we own; the path is NUL-terminated.
-        let rc = unsafe {
-            libc::statx(
-                libc::AT_FDCWD,
-                path.as_ptr(),
-                libc::AT_SYMLINK_NOFOLLOW | libc::AT_NO_AUTOMOUNT,
-                0,
-                &mut stx,
-            )
-        };
-        let attr = libc::STATX_ATTR_MOUNT_ROOT as u64;
-        rc == 0 && (stx.stx_attributes_mask & attr == 0 || stx.stx_attributes & attr != 0)
+        rustix::fs::statx(CWD, path.as_c_str(), flags, StatxFlags::empty())
+            .is_ok_and(|stx| !stx.stx_attributes_mask.contains(root) || stx.stx_attributes.contains(root))
     })
 }
 
+/// Ends the init; the kernel kills what is left in its namespace.
 fn exit_init() -> ! {
-    // SAFETY: ends the init; the kernel kills what is left in its namespace.
-    unsafe { libc::_exit(0) }
+    process_calls::exit_now(0)
 }
 
+/// The errno a raw call left (after a libc call that failed).
 fn last_errno() -> i32 {
-    errno().raw_os_error().unwrap_or(libc::EIO)
+    io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// The errno of a rustix call that failed.
+fn raw(errno: Errno) -> i32 {
+    errno.raw_os_error()
+}
+
+/// `write` (a `write` or `pwrite`) of all of `data` to `fd` in one call:
+/// procfs files take a value whole. A short write fails with EIO.
+fn write_all_at_once(
+    fd: &OwnedFd,
+    data: &[u8],
+    write: impl FnOnce(&OwnedFd, &[u8]) -> Result<usize, Errno>,
+) -> Result<(), i32> {
+    match write(fd, data) {
+        Ok(n) if n == data.len() => Ok(()),
+        Ok(_) => Err(libc::EIO),
+        Err(e) => Err(raw(e)),
+    }
 }
 
 fn fail(sock: RawFd, errno: i32) -> ! {
@@ -745,51 +748,27 @@ fn fail(sock: RawFd, errno: i32) -> ! {
 /// the namespace's `ns_last_pid`, open for writing before the covers go
 /// on, for [`recycle`].
 fn mount_proc(pid_max: Option<u32>) -> Result<OwnedFd, i32> {
-    // SAFETY: mount calls with NUL-terminated constant paths.
-    unsafe {
-        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-        if libc::mount(
-            c"proc".as_ptr(),
-            c"/proc".as_ptr(),
-            c"proc".as_ptr(),
-            flags,
-            std::ptr::null(),
-        ) != 0
-        {
-            return Err(last_errno());
-        }
-        if let Some(pid_max) = pid_max {
-            set_pid_max(pid_max)?;
-        }
-        let last_pid = libc::open(
-            c"/proc/sys/kernel/ns_last_pid".as_ptr(),
-            libc::O_WRONLY | libc::O_CLOEXEC,
-        );
-        if last_pid < 0 {
-            return Err(last_errno());
-        }
-        let last_pid = OwnedFd::from_raw_fd(last_pid);
-        for path in PROC_COVERS {
-            if libc::mount(
-                path.as_ptr(),
-                path.as_ptr(),
-                std::ptr::null(),
-                libc::MS_BIND | libc::MS_REC,
-                std::ptr::null(),
-            ) != 0
-            {
-                if last_errno() == libc::ENOENT {
-                    continue;
-                }
-                return Err(last_errno());
-            }
-            let ro = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | flags;
-            if libc::mount(std::ptr::null(), path.as_ptr(), std::ptr::null(), ro, std::ptr::null()) != 0 {
-                return Err(last_errno());
-            }
-        }
-        Ok(last_pid)
+    mount_procfs().map_err(raw)?;
+    if let Some(pid_max) = pid_max {
+        set_pid_max(pid_max)?;
     }
+    let last_pid = open_for_writing(c"/proc/sys/kernel/ns_last_pid")?;
+    for path in PROC_COVERS {
+        match rustix::mount::mount_bind_recursive(path, path) {
+            Ok(()) => {}
+            Err(Errno::NOENT) => continue,
+            Err(e) => return Err(raw(e)),
+        }
+        // A bind mount's remount reads no data: the empty string is as none.
+        let ro = MountFlags::BIND | MountFlags::RDONLY | PROC_FLAGS;
+        rustix::mount::mount_remount(path, ro, c"").map_err(raw)?;
+    }
+    Ok(last_pid)
+}
+
+/// Opens the procfs file `path` for writing (close-on-exec).
+fn open_for_writing(path: &CStr) -> Result<OwnedFd, i32> {
+    rustix::fs::open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty()).map_err(raw)
 }
 
 /// Writes this PID namespace's `pid_max`.
@@ -808,22 +787,8 @@ fn set_pid_max(pid_max: u32) -> Result<(), i32> {
         }
         &digits[at..]
     };
-    // SAFETY: open, write and close on a NUL-terminated constant path and
-    // a live buffer of the length given.
-    unsafe {
-        let fd = libc::open(c"/proc/sys/kernel/pid_max".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return Err(last_errno());
-        }
-        let written = libc::write(fd, text.as_ptr().cast(), text.len());
-        let result = if written == text.len() as isize {
-            Ok(())
-        } else {
-            Err(last_errno())
-        };
-        libc::close(fd);
-        result
-    }
+    let fd = open_for_writing(c"/proc/sys/kernel/pid_max")?;
+    write_all_at_once(&fd, text, |fd, data| rustix::io::write(fd, data))
 }
 
 /// Mounts an empty tmpfs of this init's own on `target`, so what one
@@ -837,53 +802,24 @@ fn fresh_tmpfs(target: &CStr, keep: &[CString]) -> Result<(), i32> {
         path.len() > target.len() && path.starts_with(target) && path[target.len()] == b'/'
     };
     let mut carried: Vec<(&CString, OwnedFd)> = Vec::new();
+    // A detached copy of each mount tree, with everything below it.
+    let clone = OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC | OpenTreeFlags::AT_RECURSIVE;
     for path in keep.iter().filter(|p| below(p)) {
-        // SAFETY: open_tree with a NUL-terminated path; a non-negative
-        // result is a fresh fd (a detached copy of the mount tree) we own.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_open_tree,
-                libc::AT_FDCWD,
-                path.as_ptr(),
-                libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | libc::AT_RECURSIVE as libc::c_uint,
-            )
-        };
-        if fd < 0 {
-            return Err(last_errno());
-        }
-        // SAFETY: see above.
-        carried.push((path, unsafe { OwnedFd::from_raw_fd(fd as RawFd) }));
+        let tree = rustix::mount::open_tree(CWD, path.as_c_str(), clone).map_err(raw)?;
+        carried.push((path, tree));
     }
-    // SAFETY: mount with NUL-terminated constant strings and a valid target.
-    let mounted = unsafe {
-        libc::mount(
-            c"tmpfs".as_ptr(),
-            target.as_ptr(),
-            c"tmpfs".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            c"mode=1777".as_ptr().cast(),
-        )
-    };
-    if mounted != 0 {
-        return Err(last_errno());
-    }
+    let flags = MountFlags::NOSUID | MountFlags::NODEV;
+    rustix::mount::mount(c"tmpfs", target, c"tmpfs", flags, c"mode=1777").map_err(raw)?;
     for (path, tree) in carried {
         mount_point_like(path, &tree)?;
-        // SAFETY: move_mount of the detached tree `tree` (an fd we own)
-        // onto `path`, a NUL-terminated path that now exists.
-        let moved = unsafe {
-            libc::syscall(
-                libc::SYS_move_mount,
-                tree.as_raw_fd(),
-                c"".as_ptr(),
-                libc::AT_FDCWD,
-                path.as_ptr(),
-                libc::MOVE_MOUNT_F_EMPTY_PATH,
-            )
-        };
-        if moved != 0 {
-            return Err(last_errno());
-        }
+        rustix::mount::move_mount(
+            &tree,
+            c"",
+            CWD,
+            path.as_c_str(),
+            MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+        )
+        .map_err(raw)?;
     }
     Ok(())
 }
@@ -891,32 +827,26 @@ fn fresh_tmpfs(target: &CStr, keep: &[CString]) -> Result<(), i32> {
 /// Makes `path` (and its missing parents, as directories) on the fresh
 /// tmpfs: a directory or an empty file, like the root of `tree`.
 fn mount_point_like(path: &CStr, tree: &OwnedFd) -> Result<(), i32> {
-    // SAFETY: stat is plain data; fstat fills it for an fd we own.
-    let is_dir = unsafe {
-        let mut stat: libc::stat = std::mem::zeroed();
-        libc::fstat(tree.as_raw_fd(), &mut stat) == 0 && stat.st_mode & libc::S_IFMT == libc::S_IFDIR
-    };
+    let is_dir = rustix::fs::fstat(tree).is_ok_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::Directory);
     let bytes = path.to_bytes();
     for (i, _) in bytes.iter().enumerate().skip(1).filter(|(_, b)| **b == b'/') {
         let parent = CString::new(&bytes[..i]).map_err(|_| libc::EINVAL)?;
-        // SAFETY: mkdir with a NUL-terminated path; EEXIST is expected.
-        if unsafe { libc::mkdir(parent.as_ptr(), 0o755) } != 0 && last_errno() != libc::EEXIST {
-            return Err(last_errno());
-        }
+        existing_or_made(rustix::fs::mkdir(parent.as_c_str(), Mode::from_raw_mode(0o755)))?;
     }
-    // SAFETY: mkdir/open with a NUL-terminated path; the fd is closed at once.
-    let made = unsafe {
-        if is_dir {
-            libc::mkdir(path.as_ptr(), 0o755) == 0
-        } else {
-            let fd = libc::open(path.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o644);
-            fd >= 0 && libc::close(fd) == 0
-        }
-    };
-    if made || last_errno() == libc::EEXIST {
-        Ok(())
+    existing_or_made(if is_dir {
+        rustix::fs::mkdir(path, Mode::from_raw_mode(0o755))
     } else {
-        Err(last_errno())
+        let create = OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC;
+        rustix::fs::open(path, create, Mode::from_raw_mode(0o644)).map(drop)
+    })
+}
+
+/// What a `mkdir` or `open(O_CREAT)` returned, where a path that exists
+/// already is as good as made.
+fn existing_or_made(made: Result<(), Errno>) -> Result<(), i32> {
+    match made {
+        Ok(()) | Err(Errno::EXIST) => Ok(()),
+        Err(e) => Err(raw(e)),
     }
 }
 
@@ -938,11 +868,7 @@ fn settle(not_default: &[libc::c_int]) -> Result<(), i32> {
         // size given; the old one is not asked for.
         unsafe { libc::syscall(libc::SYS_rt_sigaction, signal, &default, std::ptr::null::<u8>(), 8usize) };
     }
-    // SAFETY: prctl with constant arguments.
-    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(last_errno());
-    }
-    Ok(())
+    rustix::thread::set_no_new_privs(true).map_err(raw)
 }
 
 /// The kernel's `struct sigaction`, for the raw call: glibc refuses to
@@ -982,41 +908,42 @@ fn not_default_signals() -> Vec<libc::c_int> {
 /// reap whatever is reparented to us, pass kill requests on, kill
 /// everything if the host goes away.
 fn watch(c: &Command<'_>, pid: libc::pid_t) {
-    // SAFETY: async-signal-safe syscalls on our own fds and children.
-    unsafe {
-        loop {
-            let mut fds = [pollfd(c.sock, libc::POLLIN), pollfd(c.sigfd, libc::POLLIN)];
-            libc::poll(fds.as_mut_ptr(), 2, -1);
-            if fds[1].revents != 0 {
-                drain_signals(c.sigfd);
-                loop {
-                    let mut status = 0;
-                    let reaped = libc::waitpid(-1, &mut status, libc::WNOHANG);
-                    if reaped <= 0 {
-                        break;
-                    }
-                    if reaped == pid {
-                        let _ = wire::send_message(c.sock, wire::EXITED, status);
-                        return;
-                    }
-                }
-            }
-            if fds[0].revents != 0 {
-                match wire::read_message(c.sock) {
-                    Ok(Some((wire::KILL, libc::SIGKILL))) => {
-                        libc::kill(-1, libc::SIGKILL);
-                    }
-                    Ok(Some((wire::KILL, signal))) => {
-                        libc::kill(-pid, signal);
-                    }
-                    Ok(Some(_)) => {}
-                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                    // The host is gone or gave up on the call: exiting
-                    // kills everything left in the namespace.
-                    Ok(None) | Err(_) => libc::_exit(0),
+    loop {
+        let mut fds = [
+            PollFd::new(&c.sock, PollFlags::IN),
+            PollFd::new(&c.sigfd, PollFlags::IN),
+        ];
+        // EINTR leaves every event empty: the loop polls again.
+        let _ = poll(&mut fds, None);
+        let (request, signals) = (fds[0].revents(), fds[1].revents());
+        if !signals.is_empty() {
+            drain_signals(c.sigfd);
+            while let Ok(Some((reaped, status))) = rustix::process::wait(WaitOptions::NOHANG) {
+                if reaped.as_raw_pid() == pid {
+                    let _ = wire::send_message(c.sock.as_raw_fd(), wire::EXITED, status.as_raw());
+                    return;
                 }
             }
         }
+        if !request.is_empty() {
+            match wire::read_message(c.sock.as_raw_fd()) {
+                Ok(Some((wire::KILL, libc::SIGKILL))) => kill_namespace(),
+                Ok(Some((wire::KILL, signal))) => signal_group(pid, signal),
+                Ok(Some(_)) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                // The host is gone or gave up on the call: exiting
+                // kills everything left in the namespace.
+                Ok(None) | Err(_) => exit_init(),
+            }
+        }
+    }
+}
+
+/// Sends `signal` to the command's process group, led by `pid`. Only
+/// named signals are sent, as to a command outside a sandbox.
+fn signal_group(pid: libc::pid_t, signal: libc::c_int) {
+    if let (Some(pid), Some(signal)) = (Pid::from_raw(pid), Signal::from_named_raw(signal)) {
+        let _ = rustix::process::kill_process_group(pid, signal);
     }
 }
 
@@ -1110,28 +1037,28 @@ extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
 /// (see [`settle`]). Never returns; on failure it stores the errno in
 /// `failed` and exits with 127.
 fn exec_command(c: &Command<'_>, failed: &mut i32) -> ! {
+    let _ = rustix::process::setpgid(None, None);
+    process_calls::set_mask(&SignalSet::of(&[]));
+    // rustix reports its errno without setting the thread's.
+    if let Err(errno) = crate::sandbox::caps::drop_all() {
+        failed_with(failed, errno);
+    }
+    if let Some(program) = c.observe {
+        hand_over_listener(c, program, failed);
+    }
+    if let Err(e) = rustix::process::chdir(c.cwd) {
+        failed_with(failed, raw(e));
+    }
     // SAFETY: system calls only, on values prepared before the clone; the
-    // process has its own fd table, credentials, signal mask and working
-    // directory.
+    // process has its own fd table, so the fds it moves and closes are its
+    // own copies; execve reads the NUL-terminated program and the
+    // null-ended pointer arrays, which live in the init's memory until the
+    // exec replaces this process.
     unsafe {
-        libc::setpgid(0, 0);
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        if let Err(errno) = crate::sandbox::caps::drop_all() {
-            // rustix reports its errno without setting the thread's.
-            failed_with(failed, errno);
-        }
-        if let Some(program) = c.observe {
-            hand_over_listener(c, program, failed);
-        }
         for (target, fd) in c.stdio.iter().enumerate() {
             if libc::dup2(*fd, target as RawFd) < 0 {
                 exec_failed(failed);
             }
-        }
-        if libc::chdir(c.cwd.as_ptr()) != 0 {
-            exec_failed(failed);
         }
         // Every fd above 2 closes at exec.
         if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) != 0 {
@@ -1152,7 +1079,7 @@ fn hand_over_listener(c: &Command<'_>, program: &[libc::sock_filter], failed: &m
     let Ok(listener) = crate::sandbox::notify::filter::install(program) else {
         return;
     };
-    if wire::send_with_fds(c.sock, &c.listener_message, &[listener.as_raw_fd()]).is_err() {
+    if wire::send_with_fds(c.sock.as_raw_fd(), &c.listener_message, &[listener.as_raw_fd()]).is_err() {
         exec_failed(failed);
     }
 }
