@@ -2,7 +2,7 @@
 //! limit, cancel and grace kill), feeding stdin, kill and reap, bounded drain.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use super::pipes::{Pipe, ReadBuffer, ReadResult, poll, pollfd, read_ready, read_some, write_without_sigpipe};
@@ -30,7 +30,7 @@ impl Output<'_> {
     /// Reads `stream` once from `fd` and delivers the bytes: into the
     /// capture's keeper in place when it has room (the bytes are not copied
     /// again on their way to the file), else through `buf`.
-    fn read(&mut self, stream: OutputStream, fd: RawFd, buf: &mut [u8]) -> ReadResult {
+    fn read(&mut self, stream: OutputStream, fd: BorrowedFd<'_>, buf: &mut [u8]) -> ReadResult {
         let capture = match (stream, self.stderr.as_mut()) {
             (OutputStream::Stderr, Some(err)) => err,
             _ => &mut self.stdout,

@@ -2,7 +2,7 @@
 //! writing stdin without SIGPIPE.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use super::OutputStream;
@@ -60,7 +60,7 @@ impl std::ops::DerefMut for ReadBuffer {
 pub(super) fn read_ready(
     pipes: &mut Vec<Pipe>,
     fds: &[libc::pollfd],
-    read: &mut impl FnMut(OutputStream, RawFd) -> ReadResult,
+    read: &mut impl FnMut(OutputStream, BorrowedFd<'_>) -> ReadResult,
 ) {
     let mut index = 0;
     pipes.retain_mut(|pipe| {
@@ -69,7 +69,7 @@ pub(super) fn read_ready(
         if !ready {
             return true;
         }
-        match read(pipe.stream, pipe.fd.as_raw_fd()) {
+        match read(pipe.stream, pipe.fd.as_fd()) {
             ReadResult::Data(n) => {
                 if n >= spawn::DEFAULT_PIPE_SIZE && !pipe.grown {
                     spawn::grow_pipe(&pipe.fd);
@@ -110,20 +110,14 @@ pub(super) enum ReadResult {
     WouldBlock,
 }
 
-pub(super) fn read_some(fd: RawFd, buf: &mut [u8]) -> ReadResult {
+pub(super) fn read_some(fd: BorrowedFd<'_>, buf: &mut [u8]) -> ReadResult {
     loop {
-        // SAFETY: buf is valid for buf.len() bytes.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n > 0 {
-            return ReadResult::Data(n as usize);
-        }
-        if n == 0 {
-            return ReadResult::Eof;
-        }
-        match io::Error::last_os_error().raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EAGAIN) => return ReadResult::WouldBlock,
-            _ => return ReadResult::Eof,
+        match rustix::io::read(fd, &mut *buf) {
+            Ok(0) => return ReadResult::Eof,
+            Ok(n) => return ReadResult::Data(n),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::AGAIN) => return ReadResult::WouldBlock,
+            Err(_) => return ReadResult::Eof,
         }
     }
 }

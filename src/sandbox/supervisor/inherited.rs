@@ -16,8 +16,28 @@
 //! user namespace (a lowered hard limit, a raised OOM score), so an init
 //! whose values changed is not reused.
 
-/// `RLIMIT_NLIMITS`: the kernel's resource limits, by number.
-const LIMITS: u32 = 16;
+use rustix::process::Resource;
+use rustix::thread::CpuSet;
+
+/// The kernel's resource limits, all `RLIMIT_NLIMITS` of them.
+const LIMITS: [Resource; 16] = [
+    Resource::Cpu,
+    Resource::Fsize,
+    Resource::Data,
+    Resource::Stack,
+    Resource::Core,
+    Resource::Rss,
+    Resource::Nproc,
+    Resource::Nofile,
+    Resource::Memlock,
+    Resource::As,
+    Resource::Locks,
+    Resource::Sigpending,
+    Resource::Msgqueue,
+    Resource::Nice,
+    Resource::Rtprio,
+    Resource::Rttime,
+];
 
 /// The kernel's `struct sched_attr` (its first version, with the
 /// utilization clamps).
@@ -42,10 +62,11 @@ const IOPRIO_WHO_PROCESS: libc::c_int = 1;
 /// One reading of the values, compared whole.
 #[derive(PartialEq, Eq, Debug)]
 pub(super) struct Inherited {
-    limits: Vec<(u64, u64)>,
+    /// Soft and hard, `None` for no limit.
+    limits: Vec<(Option<u64>, Option<u64>)>,
     sched: SchedAttr,
-    /// The affinity mask, room for 1024 CPUs, and its length in bytes.
-    affinity: ([u64; 16], isize),
+    /// The affinity mask, room for 1024 CPUs.
+    affinity: CpuSet,
     ioprio: i64,
     /// `/proc/self/oom_score_adj` and `/proc/self/coredump_filter`.
     proc_files: Vec<Vec<u8>>,
@@ -55,18 +76,13 @@ impl Inherited {
     /// The calling process's values, or `None` if one cannot be read (the
     /// init is then not reused).
     pub(super) fn read() -> Option<Inherited> {
-        let limits = (0..LIMITS)
-            .map(|resource| {
-                let mut limit = libc::rlimit64 {
-                    rlim_cur: 0,
-                    rlim_max: 0,
-                };
-                // SAFETY: prlimit64 of this process, reading one limit into
-                // a struct we own; none is set.
-                let rc = unsafe { libc::prlimit64(0, resource as _, std::ptr::null(), &mut limit) };
-                (rc == 0).then_some((limit.rlim_cur, limit.rlim_max))
+        let limits = LIMITS
+            .iter()
+            .map(|&resource| {
+                let limit = rustix::process::getrlimit(resource);
+                (limit.current, limit.maximum)
             })
-            .collect::<Option<Vec<_>>>()?;
+            .collect();
         let mut sched = SchedAttr::default();
         // SAFETY: sched_getattr of this process into a struct we own, of
         // the size given.
@@ -82,20 +98,7 @@ impl Inherited {
         if rc != 0 {
             return None;
         }
-        let mut mask = [0u64; 16];
-        // SAFETY: the raw sched_getaffinity of this process writes at most
-        // the length given into the array we own; it returns how much.
-        let length = unsafe {
-            libc::syscall(
-                libc::SYS_sched_getaffinity,
-                0,
-                std::mem::size_of_val(&mask),
-                mask.as_mut_ptr(),
-            )
-        };
-        if length <= 0 {
-            return None;
-        }
+        let affinity = rustix::thread::sched_getaffinity(None).ok()?;
         // SAFETY: ioprio_get of this process, plain integers.
         let ioprio = unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0) };
         if ioprio < 0 {
@@ -108,7 +111,7 @@ impl Inherited {
         Some(Inherited {
             limits,
             sched,
-            affinity: (mask, length as isize),
+            affinity,
             ioprio: ioprio as i64,
             proc_files,
         })
@@ -119,21 +122,14 @@ impl Inherited {
 mod tests {
     use super::*;
 
-    fn core_limit() -> libc::rlimit64 {
-        let mut limit = libc::rlimit64 {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: reads one limit of this process into a struct we own.
-        let rc = unsafe { libc::prlimit64(0, libc::RLIMIT_CORE, std::ptr::null(), &mut limit) };
-        assert_eq!(rc, 0);
-        limit
+    use rustix::process::Rlimit;
+
+    fn core_limit() -> Rlimit {
+        rustix::process::getrlimit(Resource::Core)
     }
 
-    fn set_core_limit(limit: &libc::rlimit64) {
-        // SAFETY: sets one limit of this process from a struct we own.
-        let rc = unsafe { libc::prlimit64(0, libc::RLIMIT_CORE, limit, std::ptr::null_mut()) };
-        assert_eq!(rc, 0);
+    fn set_core_limit(limit: Rlimit) {
+        rustix::process::setrlimit(Resource::Core, limit).expect("setting RLIMIT_CORE");
     }
 
     #[test]
@@ -144,17 +140,22 @@ mod tests {
         // The soft core dump limit (harmless to the other tests of this
         // process), moved within the hard one and put back.
         let old = core_limit();
-        let other = if old.rlim_cur == 0 { old.rlim_max.min(4096) } else { 0 };
-        if other == old.rlim_cur {
+        // No limit (None) is the highest.
+        let other = if old.current == Some(0) {
+            Some(old.maximum.map_or(4096, |max| max.min(4096)))
+        } else {
+            Some(0)
+        };
+        if other == old.current {
             eprintln!("SKIP: the core dump limit is 0 and cannot be raised here");
             return;
         }
-        set_core_limit(&libc::rlimit64 {
-            rlim_cur: other,
-            rlim_max: old.rlim_max,
+        set_core_limit(Rlimit {
+            current: other,
+            maximum: old.maximum,
         });
         let changed = Inherited::read();
-        set_core_limit(&old);
+        set_core_limit(old);
         assert!(changed.is_some());
         assert_ne!(first, changed);
         assert_eq!(first, Inherited::read());
