@@ -10,7 +10,7 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::exec_helper;
@@ -91,7 +91,7 @@ struct Kept {
 
 impl RemoteGroup for Kept {
     fn signal(&self, signal: libc::c_int) {
-        if wire::send_message(self.sock.as_raw_fd(), wire::KILL, signal).is_err() {
+        if wire::send_message(self.sock.as_fd(), wire::KILL, signal).is_err() {
             // The helper is gone: reach what is left in its group directly.
             spawn::kill_group(self.pid, signal);
         }
@@ -103,7 +103,7 @@ impl RemoteGroup for Kept {
 
     fn wait_status(&self) -> Option<i32> {
         let reported = loop {
-            match wire::read_message(self.sock.as_raw_fd()) {
+            match wire::read_message(self.sock.as_fd()) {
                 Ok(Some((wire::EXITED, status))) => break Some(status),
                 Ok(Some(_)) => continue,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -12,7 +12,7 @@
 //! compiler: no libseccomp C library to install).
 
 use std::collections::BTreeMap;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::PathBuf;
 
 use landlock::{
@@ -180,20 +180,24 @@ fn observe(spec: &HelperSpec) -> Result<bool, String> {
         rules.extend_from_slice(filter::BIND);
     }
     let listener_fd = spec.listener_fd.unwrap_or(LISTENER_FD);
-    let result = match filter::install(&filter::program(&rules)) {
+    // The library's socket, which the command must not inherit: closed
+    // when this returns.
+    let library = super::process_calls::take_inherited(listener_fd);
+    let send = |data: &[u8], fds: &[BorrowedFd<'_>]| match &library {
+        Some(library) => wire::send_with_fds(library.as_fd(), data, fds),
+        None => Err(std::io::Error::from_raw_os_error(libc::EBADF)),
+    };
+    match filter::install(&filter::program(&rules)) {
         // A filter whose listener never reached the library would fail its
         // calls with ENOSYS: then nothing runs.
-        Ok(listener) => wire::send_with_fds(listener_fd, &[wire::LISTENER], &[listener.as_raw_fd()])
+        Ok(listener) => send(&[wire::LISTENER], &[listener.as_fd()])
             .map(|()| true)
             .map_err(|e| format!("could not hand the seccomp listener to the library: {e}")),
         Err(_) => {
-            let _ = wire::send_with_fds(listener_fd, &[wire::NO_LISTENER], &[]);
+            let _ = send(&[wire::NO_LISTENER], &[]);
             Ok(false)
         }
-    };
-    // The library's socket, which the command must not inherit.
-    super::process_calls::close_inherited(listener_fd);
-    result
+    }
 }
 
 /// Leaves the helper with no capability (see [`caps::drop_all`](super::caps::drop_all)).

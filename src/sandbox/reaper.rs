@@ -20,7 +20,7 @@
 
 use std::ffi::CString;
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::process::{Pid, Signal, WaitOptions};
@@ -129,12 +129,12 @@ fn keep(pid: libc::pid_t, control: &OwnedFd, cgroup: Option<&CommandCgroup>) -> 
                 if let Some(cgroup) = cgroup {
                     cgroup.remove();
                 }
-                let _ = wire::send_message(control.as_raw_fd(), wire::EXITED, status);
+                let _ = wire::send_message(control.as_fd(), wire::EXITED, status);
                 exit_like(status);
             }
         }
         if control_ready {
-            match wire::read_message(control.as_raw_fd()) {
+            match wire::read_message(control.as_fd()) {
                 Ok(Some((wire::KILL, libc::SIGKILL))) => kill_children(),
                 Ok(Some((wire::KILL, signal))) if signal != libc::SIGSTOP => {
                     // The whole group, as the host would without a helper

@@ -8,7 +8,7 @@
 use std::ffi::CString;
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, OwnedFd};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::net::{
@@ -126,41 +126,26 @@ impl Body {
     }
 }
 
-/// `fd` borrowed for the length of a call of this module.
-///
-/// Every function here takes the raw numbers of descriptors its caller
-/// holds open for the call (the fixed numbers a spawn handed the process,
-/// or an owned descriptor's number), as the system calls do; the borrow
-/// made here is used only within that call.
-fn borrowed<'call>(fd: RawFd) -> BorrowedFd<'call> {
-    // SAFETY: the caller keeps `fd` open for the call that made the borrow
-    // (see above), and no borrow outlives it: each function here drops its
-    // borrows before it returns.
-    unsafe { BorrowedFd::borrow_raw(fd) }
-}
-
 /// Sends `data` with `fds` attached (`SCM_RIGHTS`), without SIGPIPE.
-pub fn send_with_fds(sock: RawFd, data: &[u8], fds: &[RawFd]) -> io::Result<()> {
+pub fn send_with_fds(sock: BorrowedFd<'_>, data: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
     assert!(fds.len() <= MAX_FDS, "at most {MAX_FDS} fds go with one message");
-    let fds: Vec<BorrowedFd<'_>> = fds.iter().map(|&fd| borrowed(fd)).collect();
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     if !fds.is_empty() {
-        control.push(SendAncillaryMessage::ScmRights(&fds));
+        control.push(SendAncillaryMessage::ScmRights(fds));
     }
     let data = [io::IoSlice::new(data)];
-    rustix::io::retry_on_intr(|| sendmsg(borrowed(sock), &data, &mut control, SendFlags::NOSIGNAL))?;
+    rustix::io::retry_on_intr(|| sendmsg(sock, &data, &mut control, SendFlags::NOSIGNAL))?;
     Ok(())
 }
 
 /// Receives one message into `buf` with the fds attached to it (made
 /// close-on-exec). `Ok((0, []))` is end of file.
-pub fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
+pub fn recv_with_fds(sock: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
     let mut data = [io::IoSliceMut::new(buf)];
-    let received =
-        rustix::io::retry_on_intr(|| recvmsg(borrowed(sock), &mut data, &mut control, RecvFlags::CMSG_CLOEXEC))?;
+    let received = rustix::io::retry_on_intr(|| recvmsg(sock, &mut data, &mut control, RecvFlags::CMSG_CLOEXEC))?;
     let mut fds = Vec::new();
     for message in control.drain() {
         if let RecvAncillaryMessage::ScmRights(passed) = message {
@@ -171,9 +156,9 @@ pub fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<(usize, Vec<Owne
 }
 
 /// Writes all of `data` (a blocking socket), without SIGPIPE.
-pub fn write_all(sock: RawFd, mut data: &[u8]) -> io::Result<()> {
+pub fn write_all(sock: BorrowedFd<'_>, mut data: &[u8]) -> io::Result<()> {
     while !data.is_empty() {
-        let n = rustix::io::retry_on_intr(|| rustix::net::send(borrowed(sock), data, SendFlags::NOSIGNAL))?;
+        let n = rustix::io::retry_on_intr(|| rustix::net::send(sock, data, SendFlags::NOSIGNAL))?;
         data = &data[n..];
     }
     Ok(())
@@ -181,10 +166,10 @@ pub fn write_all(sock: RawFd, mut data: &[u8]) -> io::Result<()> {
 
 /// Fills `buf` from a blocking socket; `Ok(false)` at end of file before
 /// the first byte.
-pub fn read_exact(sock: RawFd, buf: &mut [u8]) -> io::Result<bool> {
+pub fn read_exact(sock: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<bool> {
     let mut got = 0;
     while got < buf.len() {
-        let n = rustix::io::retry_on_intr(|| rustix::io::read(borrowed(sock), &mut buf[got..]))?;
+        let n = rustix::io::retry_on_intr(|| rustix::io::read(sock, &mut buf[got..]))?;
         if n == 0 {
             if got == 0 {
                 return Ok(false);
@@ -204,16 +189,16 @@ pub fn message(tag: u8, value: i32) -> [u8; 5] {
 
 /// Sends a message without blocking and without SIGPIPE (a peer that is
 /// gone makes it a no-op).
-pub fn send_message(sock: RawFd, tag: u8, value: i32) -> io::Result<()> {
+pub fn send_message(sock: BorrowedFd<'_>, tag: u8, value: i32) -> io::Result<()> {
     let m = message(tag, value);
-    match rustix::net::send(borrowed(sock), &m, SendFlags::NOSIGNAL)? {
+    match rustix::net::send(sock, &m, SendFlags::NOSIGNAL)? {
         n if n == m.len() => Ok(()),
         _ => Err(io::ErrorKind::WriteZero.into()),
     }
 }
 
 /// Reads one message; `None` at end of file.
-pub fn read_message(sock: RawFd) -> io::Result<Option<(u8, i32)>> {
+pub fn read_message(sock: BorrowedFd<'_>) -> io::Result<Option<(u8, i32)>> {
     let mut m = [0u8; 5];
     if !read_exact(sock, &mut m)? {
         return Ok(None);
@@ -242,7 +227,7 @@ pub fn readable(fd: &OwnedFd) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
 
     #[test]
     fn a_request_round_trips() {
@@ -276,16 +261,16 @@ mod tests {
     fn fds_travel_with_a_message() {
         let (a, b) = socket_pair(libc::SOCK_SEQPACKET).unwrap();
         let (r, w) = crate::process::spawn::pipe().unwrap();
-        send_with_fds(a.as_raw_fd(), &[COMMAND], &[w.as_raw_fd()]).unwrap();
+        send_with_fds(a.as_fd(), &[COMMAND], &[w.as_fd()]).unwrap();
         drop(w);
         let mut buf = [0u8; 8];
-        let (n, fds) = recv_with_fds(b.as_raw_fd(), &mut buf).unwrap();
+        let (n, fds) = recv_with_fds(b.as_fd(), &mut buf).unwrap();
         assert_eq!((n, buf[0], fds.len()), (1, COMMAND, 1));
         assert_eq!(rustix::io::write(&fds[0], b"x"), Ok(1));
         let mut got = [0u8; 1];
-        assert!(read_exact(r.as_raw_fd(), &mut got).unwrap());
+        assert!(read_exact(r.as_fd(), &mut got).unwrap());
         assert_eq!(&got, b"x");
         drop(a);
-        assert_eq!(recv_with_fds(b.as_raw_fd(), &mut buf).unwrap().0, 0);
+        assert_eq!(recv_with_fds(b.as_fd(), &mut buf).unwrap().0, 0);
     }
 }

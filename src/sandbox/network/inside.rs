@@ -11,7 +11,7 @@
 //! it in its place.
 
 use std::ffi::{CString, OsString};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStringExt;
 
 use crate::sandbox::wire;
@@ -58,12 +58,18 @@ pub fn listen_main(args: &[OsString]) -> String {
             );
         }
     };
-    if let Err(e) = wire::send_with_fds(LINK_FD, &[LISTENING], &[listener.as_raw_fd()]) {
+    // The link to the server, which the command must not inherit: closed
+    // once the listener is handed over.
+    let link = crate::sandbox::process_calls::take_inherited(LINK_FD);
+    let sent = match &link {
+        Some(link) => wire::send_with_fds(link.as_fd(), &[LISTENING], &[listener.as_fd()]),
+        None => Err(std::io::Error::from_raw_os_error(libc::EBADF)),
+    };
+    if let Err(e) = sent {
         return format!("bash-mcp sandbox: could not hand the proxy's listener to the server: {e}");
     }
     drop(listener);
-    // The link to the server, which the command must not inherit.
-    crate::sandbox::process_calls::close_inherited(LINK_FD);
+    drop(link);
     let command: Vec<CString> = match command
         .iter()
         .map(|a| CString::new(a.clone().into_vec()))

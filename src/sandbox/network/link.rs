@@ -3,7 +3,7 @@
 //! or its registration with a proxy several commands share (a
 //! supervisor's); and the variables that point the command's tools at it.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::ask::Asking;
@@ -52,7 +52,7 @@ impl Link {
             .spawn(move || {
                 let mut buf = [0u8; 4];
                 // End of file when the sandbox never started: nothing to serve.
-                let Ok((n, mut fds)) = wire::recv_with_fds(ours.as_raw_fd(), &mut buf) else {
+                let Ok((n, mut fds)) = wire::recv_with_fds(ours.as_fd(), &mut buf) else {
                     return;
                 };
                 if n == 0 || buf[0] != LISTENING || fds.len() != 1 {

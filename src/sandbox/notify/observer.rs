@@ -6,7 +6,7 @@
 //! between calls, and a slow path resolution in one command never delays
 //! another's system calls. It costs one thread start per command.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
@@ -121,7 +121,7 @@ impl Observation {
         let w = watch.clone();
         spawn_thread(move || {
             let mut buf = [0u8; 8];
-            let listener = match wire::recv_with_fds(ours.as_raw_fd(), &mut buf) {
+            let listener = match wire::recv_with_fds(ours.as_fd(), &mut buf) {
                 Ok((n, mut fds)) if n > 0 && buf[0] == wire::LISTENER && fds.len() == 1 => fds.pop(),
                 _ => None,
             };

@@ -51,6 +51,7 @@
 use std::ffi::{CStr, CString, OsString};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, poll};
@@ -217,8 +218,8 @@ fn setup(control: &OwnedFd, net_listen: Option<u16>) -> Result<OwnedFd, String> 
         ),
         None => None,
     };
-    let fds: Vec<RawFd> = listener.iter().map(AsRawFd::as_raw_fd).collect();
-    wire::send_with_fds(control.as_raw_fd(), &[wire::READY], &fds).map_err(|e| format!("control socket: {e}"))?;
+    let fds: Vec<BorrowedFd<'_>> = listener.iter().map(AsFd::as_fd).collect();
+    wire::send_with_fds(control.as_fd(), &[wire::READY], &fds).map_err(|e| format!("control socket: {e}"))?;
     Ok(sigfd)
 }
 
@@ -402,7 +403,7 @@ impl Pool {
                 (false, Some(wire::BACK))
                     if self.ready.len() < POOL
                         && self.control.as_ref().is_some_and(|control| {
-                            wire::send_with_fds(chan.as_raw_fd(), &[wire::AGAIN], &[control.as_raw_fd()]).is_ok()
+                            wire::send_with_fds(chan.as_fd(), &[wire::AGAIN], &[control.as_fd()]).is_ok()
                         }) =>
                 {
                     self.ready.push(chan)
@@ -420,7 +421,7 @@ impl Pool {
 /// on an error (the init is gone).
 fn read_tag(chan: &OwnedFd) -> Option<u8> {
     let mut buf = [0u8; 8];
-    match wire::recv_with_fds(chan.as_raw_fd(), &mut buf) {
+    match wire::recv_with_fds(chan.as_fd(), &mut buf) {
         Ok((n, _)) if n > 0 => Some(buf[0]),
         _ => None,
     }
@@ -437,10 +438,10 @@ fn drain_signals(sigfd: BorrowedFd<'_>) {
 /// be made for it); exits when the host has closed the socket.
 fn refuse(control: &OwnedFd, errno: i32) {
     let mut buf = [0u8; 16];
-    match wire::recv_with_fds(control.as_raw_fd(), &mut buf) {
+    match wire::recv_with_fds(control.as_fd(), &mut buf) {
         Ok((0, _)) => std::process::exit(0),
         Ok((_, fds)) if buf[0] == wire::COMMAND && fds.len() == wire::MAX_FDS => {
-            let _ = wire::send_message(fds[0].as_raw_fd(), wire::FAILED, errno);
+            let _ = wire::send_message(fds[0].as_fd(), wire::FAILED, errno);
         }
         Ok(_) | Err(_) => {} // a malformed message (its fds close here), or EINTR
     }
@@ -489,7 +490,6 @@ fn close_all_but(mut keep: [RawFd; 3]) {
 
 fn read_body(sock: BorrowedFd<'_>) -> io::Result<Body> {
     let _ = rustix::net::sockopt::set_socket_timeout(sock, rustix::net::sockopt::Timeout::Recv, Some(BODY_TIMEOUT));
-    let sock = sock.as_raw_fd();
     let mut len = [0u8; 4];
     if !wire::read_exact(sock, &mut len)? {
         return Err(io::ErrorKind::UnexpectedEof.into());
@@ -569,14 +569,14 @@ fn init(control: OwnedFd, chan: OwnedFd, sigfd: BorrowedFd<'_>, args: &Args) -> 
     loop {
         let mut buf = [0u8; 16];
         let received = loop {
-            match wire::recv_with_fds(control.as_raw_fd(), &mut buf) {
+            match wire::recv_with_fds(control.as_fd(), &mut buf) {
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
                 other => break other,
             }
         };
         // Taken: the supervisor keeps another init ready. The control
         // socket is not ours to hold while the command runs.
-        let _ = wire::send_message(chan.as_raw_fd(), wire::TAKEN, 0);
+        let _ = wire::send_message(chan.as_fd(), wire::TAKEN, 0);
         // Closes the control socket's fd in this process only.
         drop(control);
         let fds = match received {
@@ -587,7 +587,7 @@ fn init(control: OwnedFd, chan: OwnedFd, sigfd: BorrowedFd<'_>, args: &Args) -> 
         let [sock, stdin, stdout, stderr]: [OwnedFd; 4] = fds.try_into().expect("four fds");
         let (last_pid, stack) = match &prepared {
             Ok(prepared) => prepared,
-            Err(errno) => fail(sock.as_raw_fd(), *errno),
+            Err(errno) => fail(sock.as_fd(), *errno),
         };
         run(&sock, [stdin, stdout, stderr], stack, sigfd, args);
         drop(sock);
@@ -612,10 +612,10 @@ fn init(control: OwnedFd, chan: OwnedFd, sigfd: BorrowedFd<'_>, args: &Args) -> 
 /// when the command cannot start, or its call was abandoned.
 fn run(sock: &OwnedFd, stdio: [OwnedFd; 3], stack: &Stack, sigfd: BorrowedFd<'_>, args: &Args) {
     let sock = sock.as_fd();
-    let body = read_body(sock).unwrap_or_else(|e| fail(sock.as_raw_fd(), e.raw_os_error().unwrap_or(libc::EINVAL)));
+    let body = read_body(sock).unwrap_or_else(|e| fail(sock, e.raw_os_error().unwrap_or(libc::EINVAL)));
     if !all_mounted(&args.bound) {
         // The host replaced a bound path: this namespace no longer keeps it.
-        fail(sock.as_raw_fd(), libc::ESTALE);
+        fail(sock, libc::ESTALE);
     }
     let argv = pointers(&body.argv);
     let envp = pointers(&body.envp);
@@ -630,10 +630,10 @@ fn run(sock: &OwnedFd, stdio: [OwnedFd; 3], stack: &Stack, sigfd: BorrowedFd<'_>
         observe: args.observe.as_deref(),
         listener_message: wire::message(wire::LISTENER, 0),
     };
-    let pid = spawn_command(&command, stack).unwrap_or_else(|errno| fail(sock.as_raw_fd(), errno));
+    let pid = spawn_command(&command, stack).unwrap_or_else(|errno| fail(sock, errno));
     // Only the command holds its stdio now, so its pipes end with it.
     drop(stdio);
-    let _ = wire::send_message(sock.as_raw_fd(), wire::STARTED, pid);
+    let _ = wire::send_message(sock.as_fd(), wire::STARTED, pid);
     watch(&command, pid)
 }
 
@@ -678,10 +678,10 @@ fn recycle(last_pid: &OwnedFd, args: &Args) -> Result<(), i32> {
 /// Tells the supervisor this init is ready again, and waits for the
 /// control socket; `None` when the supervisor lets it go instead.
 fn come_back(chan: &OwnedFd) -> Option<OwnedFd> {
-    wire::send_message(chan.as_raw_fd(), wire::BACK, 0).ok()?;
+    wire::send_message(chan.as_fd(), wire::BACK, 0).ok()?;
     let mut buf = [0u8; 8];
     let (n, mut fds) = loop {
-        match wire::recv_with_fds(chan.as_raw_fd(), &mut buf) {
+        match wire::recv_with_fds(chan.as_fd(), &mut buf) {
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
             other => break other.ok()?,
         }
@@ -735,7 +735,7 @@ fn write_all_at_once(
     }
 }
 
-fn fail(sock: RawFd, errno: i32) -> ! {
+fn fail(sock: BorrowedFd<'_>, errno: i32) -> ! {
     let _ = wire::send_message(sock, wire::FAILED, errno);
     exit_init()
 }
@@ -920,13 +920,13 @@ fn watch(c: &Command<'_>, pid: libc::pid_t) {
             drain_signals(c.sigfd);
             while let Ok(Some((reaped, status))) = rustix::process::wait(WaitOptions::NOHANG) {
                 if reaped.as_raw_pid() == pid {
-                    let _ = wire::send_message(c.sock.as_raw_fd(), wire::EXITED, status.as_raw());
+                    let _ = wire::send_message(c.sock.as_fd(), wire::EXITED, status.as_raw());
                     return;
                 }
             }
         }
         if !request.is_empty() {
-            match wire::read_message(c.sock.as_raw_fd()) {
+            match wire::read_message(c.sock.as_fd()) {
                 Ok(Some((wire::KILL, libc::SIGKILL))) => kill_namespace(),
                 Ok(Some((wire::KILL, signal))) => signal_group(pid, signal),
                 Ok(Some(_)) => {}
@@ -990,7 +990,9 @@ impl Stack {
 /// exec failed) in the init's memory, which it shares until it execs.
 struct Launch<'a> {
     command: &'a Command<'a>,
-    errno: i32,
+    /// Written by the process before it exits (0 while it has not failed);
+    /// an atomic, as the process and the init are two threads of one memory.
+    errno: AtomicI32,
 }
 
 /// Starts the command's process as `posix_spawn` does: a clone that shares
@@ -998,7 +1000,10 @@ struct Launch<'a> {
 /// exited, so no page tables are copied and no pipe is needed to learn
 /// whether exec failed. Its pid, or the errno of the step that failed.
 fn spawn_command(command: &Command<'_>, stack: &Stack) -> Result<libc::pid_t, i32> {
-    let mut launch = Launch { command, errno: 0 };
+    let launch = Launch {
+        command,
+        errno: AtomicI32::new(0),
+    };
     // SAFETY: the child runs `command_main` on its own stack, touching only
     // `launch` (alive until clone returns: CLONE_VFORK suspends us until the
     // child has exec'd or exited) and making only system calls. It shares no
@@ -1008,15 +1013,14 @@ fn spawn_command(command: &Command<'_>, stack: &Stack) -> Result<libc::pid_t, i3
             command_main,
             stack.top(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            (&mut launch as *mut Launch<'_>).cast(),
+            (&raw const launch).cast_mut().cast(),
         )
     };
     if pid < 0 {
         return Err(last_errno());
     }
-    // SAFETY: reads a field the child may have written; it has exec'd or
-    // exited by now, so nothing writes it any more.
-    match unsafe { std::ptr::read_volatile(&launch.errno) } {
+    // The process has exec'd or exited by now, so nothing writes it any more.
+    match launch.errno.load(Ordering::Acquire) {
         0 => Ok(pid),
         errno => Err(errno), // the process is exiting with 127; the init reaps it
     }
@@ -1025,9 +1029,9 @@ fn spawn_command(command: &Command<'_>, stack: &Stack) -> Result<libc::pid_t, i3
 extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the `Launch` spawn_command passed, valid while the
     // init is suspended, which lasts as long as this process runs before
-    // exec; nothing else uses it meanwhile.
-    let launch = unsafe { &mut *arg.cast::<Launch<'_>>() };
-    exec_command(launch.command, &mut launch.errno)
+    // exec; it is only read, but for its atomic errno.
+    let launch = unsafe { &*arg.cast_const().cast::<Launch<'_>>() };
+    exec_command(launch.command, &launch.errno)
 }
 
 /// The command's process: its own group, an empty signal mask, no
@@ -1036,7 +1040,7 @@ extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
 /// inherits default signal dispositions and `no_new_privs` from its init
 /// (see [`settle`]). Never returns; on failure it stores the errno in
 /// `failed` and exits with 127.
-fn exec_command(c: &Command<'_>, failed: &mut i32) -> ! {
+fn exec_command(c: &Command<'_>, failed: &AtomicI32) -> ! {
     let _ = rustix::process::setpgid(None, None);
     process_calls::set_mask(&SignalSet::of(&[]));
     // rustix reports its errno without setting the thread's.
@@ -1075,28 +1079,26 @@ fn exec_command(c: &Command<'_>, failed: &mut i32) -> ! {
 /// cannot wait on a host that does not have the listener yet. A filter
 /// that cannot be installed leaves the host to fall back to the error
 /// text; a listener that cannot be sent fails the command before it starts.
-fn hand_over_listener(c: &Command<'_>, program: &[libc::sock_filter], failed: &mut i32) {
+fn hand_over_listener(c: &Command<'_>, program: &[libc::sock_filter], failed: &AtomicI32) {
     let Ok(listener) = crate::sandbox::notify::filter::install(program) else {
         return;
     };
-    if wire::send_with_fds(c.sock.as_raw_fd(), &c.listener_message, &[listener.as_raw_fd()]).is_err() {
+    if wire::send_with_fds(c.sock.as_fd(), &c.listener_message, &[listener.as_fd()]).is_err() {
         exec_failed(failed);
     }
 }
 
-fn exec_failed(failed: &mut i32) -> ! {
+fn exec_failed(failed: &AtomicI32) -> ! {
     failed_with(failed, last_errno())
 }
 
-fn failed_with(failed: &mut i32, errno: i32) -> ! {
+/// Tells the init why the process failed (in its `Launch`, valid until
+/// this process ends: the init is suspended until then), then ends it.
+fn failed_with(failed: &AtomicI32, errno: i32) -> ! {
     let errno = match errno {
         0 => libc::EIO,
         errno => errno,
     };
-    // SAFETY: stores into the init's `Launch`, valid until this process
-    // ends (the init is suspended until then), then ends the process.
-    unsafe {
-        std::ptr::write_volatile(failed, errno);
-        libc::_exit(127)
-    }
+    failed.store(errno, Ordering::Release);
+    process_calls::exit_now(127)
 }

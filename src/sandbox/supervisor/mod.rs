@@ -17,7 +17,7 @@ pub mod inside;
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 use std::path::Path;
@@ -348,7 +348,7 @@ impl Supervisor {
         let _ = rustix::event::poll(&mut p, Some(&bound));
         let mut buf = [0u8; 4];
         let ready = match p[0].revents().contains(PollFlags::IN) {
-            true => match wire::recv_with_fds(running.control.as_raw_fd(), &mut buf) {
+            true => match wire::recv_with_fds(running.control.as_fd(), &mut buf) {
                 Ok((1, fds)) if buf[0] == wire::READY => Some(fds),
                 _ => None,
             },
@@ -388,13 +388,8 @@ impl Supervisor {
     ) -> io::Result<Result<Child, io::Error>> {
         let (host_end, their_end) = wire::socket_pair(libc::SOCK_STREAM)?;
         let pipes = CommandPipes::new(spec)?;
-        let fds = [
-            their_end.as_raw_fd(),
-            pipes.stdin_fd(),
-            pipes.out_w.as_raw_fd(),
-            pipes.err_w(),
-        ];
-        if let Err(e) = wire::send_with_fds(control.as_raw_fd(), &[wire::COMMAND], &fds) {
+        let fds = [their_end.as_fd(), pipes.stdin_fd(), pipes.out_w.as_fd(), pipes.err_w()];
+        if let Err(e) = wire::send_with_fds(control.as_fd(), &[wire::COMMAND], &fds) {
             return Ok(Err(e));
         }
         // Only the supervisor holds the far ends now, so EOF can come.
@@ -445,16 +440,16 @@ impl CommandPipes {
     }
 
     /// The command's stdin: the pipe's read end, or /dev/null.
-    fn stdin_fd(&self) -> libc::c_int {
+    fn stdin_fd(&self) -> BorrowedFd<'_> {
         self.stdin.as_ref().map_or_else(
-            || self.null.as_ref().expect("no pipe: /dev/null").as_raw_fd(),
-            |(r, _)| r.as_raw_fd(),
+            || self.null.as_ref().expect("no pipe: /dev/null").as_fd(),
+            |(r, _)| r.as_fd(),
         )
     }
 
     /// The command's stderr: its own pipe's write end, or stdout's.
-    fn err_w(&self) -> libc::c_int {
-        self.err.as_ref().map_or(self.out_w.as_raw_fd(), |(_, w)| w.as_raw_fd())
+    fn err_w(&self) -> BorrowedFd<'_> {
+        self.err.as_ref().map_or(self.out_w.as_fd(), |(_, w)| w.as_fd())
     }
 
     /// Closes the ends only the supervisor holds now.
@@ -510,20 +505,20 @@ fn await_start(host_end: &OwnedFd, spec: &SpawnSpec<'_>, observer: &Observer) ->
     // An init that refuses the request early (its mounts went stale)
     // may close the socket before the body is all written: its answer
     // still comes first.
-    let written = wire::write_all(host_end.as_raw_fd(), &body.encode());
-    let mut first = read_first_message(host_end.as_raw_fd())?;
+    let written = wire::write_all(host_end.as_fd(), &body.encode());
+    let mut first = read_first_message(host_end.as_fd())?;
     if written.is_err() && !matches!(first, Some((wire::FAILED, _, _))) {
         return Err(lost());
     }
     if let Some((wire::LISTENER, _, Some(listener))) = first {
         // The command starts right after: its notified calls wait for this handler.
         if let Err(e) = observer.observation.listen(listener, observer.policy.clone()) {
-            let _ = wire::send_message(host_end.as_raw_fd(), wire::KILL, libc::SIGKILL);
+            let _ = wire::send_message(host_end.as_fd(), wire::KILL, libc::SIGKILL);
             return Err(io::Error::other(format!(
                 "could not start the thread that observes the sandboxed command: {e}"
             )));
         }
-        first = wire::read_message(host_end.as_raw_fd())?.map(|(tag, value)| (tag, value, None));
+        first = wire::read_message(host_end.as_fd())?.map(|(tag, value)| (tag, value, None));
     }
     match first {
         Some((wire::STARTED, _, _)) => Ok(()),
@@ -534,7 +529,7 @@ fn await_start(host_end: &OwnedFd, spec: &SpawnSpec<'_>, observer: &Observer) ->
 
 /// The first message on a command's socket, with the fd it carries (a
 /// listener), if any.
-fn read_first_message(sock: libc::c_int) -> io::Result<Option<(u8, i32, Option<OwnedFd>)>> {
+fn read_first_message(sock: BorrowedFd<'_>) -> io::Result<Option<(u8, i32, Option<OwnedFd>)>> {
     let mut m = [0u8; 5];
     let (n, mut fds) = wire::recv_with_fds(sock, &mut m)?;
     if n == 0 {
@@ -606,7 +601,7 @@ struct Remote {
 impl RemoteGroup for Remote {
     fn signal(&self, signal: libc::c_int) {
         // A command that already exited has no one to read this: fine.
-        let _ = wire::send_message(self.sock.as_raw_fd(), wire::KILL, signal);
+        let _ = wire::send_message(self.sock.as_fd(), wire::KILL, signal);
     }
 
     fn has_exited(&self) -> bool {
@@ -615,7 +610,7 @@ impl RemoteGroup for Remote {
 
     fn wait_status(&self) -> Option<i32> {
         loop {
-            match wire::read_message(self.sock.as_raw_fd()) {
+            match wire::read_message(self.sock.as_fd()) {
                 Ok(Some((wire::EXITED, status))) => return Some(shell_status(status)),
                 Ok(Some(_)) => continue,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
