@@ -57,10 +57,15 @@ pub fn pid_max_per_namespace() -> bool {
     kernel_version().is_some_and(|v| v >= (6, 14))
 }
 
+/// The running kernel's major and minor version, read once: it cannot
+/// change while this process runs, and every sandboxed call asks.
 pub(crate) fn kernel_version() -> Option<(u32, u32)> {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
-    let mut parts = release.trim().split(['.', '-']);
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    static VERSION: std::sync::OnceLock<Option<(u32, u32)>> = std::sync::OnceLock::new();
+    *VERSION.get_or_init(|| {
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+        let mut parts = release.trim().split(['.', '-']);
+        Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    })
 }
 
 /// What bounds a Landlock command here, or why nothing does.

@@ -129,6 +129,9 @@ struct Args {
     /// The signals whose disposition is not the default in the supervisor,
     /// and so in each init it clones: what an init resets for its command.
     not_default: Vec<libc::c_int>,
+    /// The supervisor's bounding set (and so each init's): what each
+    /// command's process drops.
+    bounding: u64,
 }
 
 /// Runs the supervisor: returns only on failure to set up, with a message
@@ -146,6 +149,7 @@ pub fn supervise_main(args: &[OsString]) -> String {
         Ok(sigfd) => {
             // The supervisor changes no disposition from here on.
             args.not_default = not_default_signals();
+            args.bounding = crate::sandbox::caps::bounding_set();
             serve(control, sigfd.as_fd(), &args)
         }
         Err(e) => format!("bash-mcp sandbox supervisor: {e}"),
@@ -163,6 +167,8 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
         fresh: vec![c"/dev/shm".to_owned()],
         keep: Vec::new(),
         not_default: Vec::new(),
+        // Until it is read: every capability number, so nothing is kept.
+        bounding: u64::MAX,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -524,6 +530,8 @@ struct Command<'a> {
     observe: Option<&'a [libc::sock_filter]>,
     /// What it sends the filter's listener with.
     listener_message: [u8; 5],
+    /// The capabilities it drops: its init's bounding set.
+    bounding: u64,
 }
 
 /// `fork` as a raw `clone` with `flags` (namespace flags) and SIGCHLD.
@@ -629,6 +637,7 @@ fn run(sock: &OwnedFd, stdio: [OwnedFd; 3], stack: &Stack, sigfd: BorrowedFd<'_>
         sigfd,
         observe: args.observe.as_deref(),
         listener_message: wire::message(wire::LISTENER, 0),
+        bounding: args.bounding,
     };
     let pid = spawn_command(&command, stack).unwrap_or_else(|errno| fail(sock, errno));
     // Only the command holds its stdio now, so its pipes end with it.
@@ -1044,7 +1053,7 @@ fn exec_command(c: &Command<'_>, failed: &AtomicI32) -> ! {
     let _ = rustix::process::setpgid(None, None);
     process_calls::set_mask(&SignalSet::of(&[]));
     // rustix reports its errno without setting the thread's.
-    if let Err(errno) = crate::sandbox::caps::drop_all() {
+    if let Err(errno) = crate::sandbox::caps::drop_held(c.bounding) {
         failed_with(failed, errno);
     }
     if let Some(program) = c.observe {
