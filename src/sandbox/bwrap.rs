@@ -6,7 +6,7 @@ use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use super::guard::Layout;
+use super::guard::{Bind, Layout};
 use super::plan::Plan;
 use super::temp::Temp;
 
@@ -131,8 +131,14 @@ fn file_system(args: &mut Args, plan: &Plan, layout: &Layout, stand_ins_from: Op
         args.same("--ro-bind", &plan.cwd);
     }
     // Outer mounts first: a bind covers whatever was bound below it before.
-    for (path, writable) in mounts(plan, layout) {
-        args.same(if writable { "--bind" } else { "--ro-bind" }, &path);
+    for (path, bind) in mounts(plan, layout) {
+        let flag = match bind {
+            Bind::ReadOnly => "--ro-bind",
+            Bind::Writable => "--bind",
+            // Bound only if the host has not removed it since the layout.
+            Bind::WritableIfPresent => "--bind-try",
+        };
+        args.same(flag, &path);
     }
     let mut data_fd = stand_ins_from;
     for denied in plan.read_deny.iter().map(|d| d.path.as_path()) {
@@ -175,70 +181,95 @@ pub fn stand_in_fds(argv: &[CString]) -> usize {
     argv.iter().filter(|a| a.as_bytes() == STAND_IN.as_bytes()).count()
 }
 
-/// Every bind of `plan`'s paths onto themselves, outer first, with whether
-/// it is writable: the roots; the guarded directories read-only with their
-/// other subdirectories writable again ([`Layout::binds`]); the directories
+/// Every bind of `plan`'s paths onto themselves, outer first, with how: the
+/// roots; the guarded directories read-only with their other
+/// subdirectories writable again if still there ([`Layout::binds`]); the directories
 /// between a root and a guarded directory or a hidden path, kept in place
 /// as mount points of their own (so `mv .git elsewhere` fails with "Device
 /// or resource busy", and a hidden path cannot be moved out of sight of the
 /// next command's plan); and a protected path no guarded directory holds,
 /// read-only itself.
-fn mounts(plan: &Plan, layout: &Layout) -> Vec<(PathBuf, bool)> {
-    let mut mounts: Vec<(PathBuf, bool)> = plan.writable.iter().map(|r| (r.clone(), true)).collect();
+fn mounts(plan: &Plan, layout: &Layout) -> Vec<(PathBuf, Bind)> {
+    let mut mounts: Vec<(PathBuf, Bind)> = plan.writable.iter().map(|r| (r.clone(), Bind::Writable)).collect();
     mounts.extend(layout.binds());
     for p in &plan.read_deny {
-        mounts.extend(p.pinned_dirs.iter().map(|d| (d.clone(), true)));
+        mounts.extend(p.pinned_dirs.iter().map(|d| (d.clone(), Bind::Writable)));
     }
     for p in plan.protected.iter().filter(|p| layout.find(&p.path).is_none()) {
-        mounts.extend(p.pinned_dirs.iter().map(|d| (d.clone(), true)));
-        mounts.push((p.path.clone(), false));
+        mounts.extend(p.pinned_dirs.iter().map(|d| (d.clone(), Bind::Writable)));
+        mounts.push((p.path.clone(), Bind::ReadOnly));
     }
     // Stable: at one depth, a root before the guarded directory it is.
     mounts.sort_by_key(|(p, _)| p.components().count());
     let mut seen = std::collections::HashSet::new();
-    let mut out: Vec<(PathBuf, bool)> = Vec::new();
-    for (path, writable) in mounts {
+    let mut out: Vec<(PathBuf, Bind)> = Vec::new();
+    for (path, bind) in mounts {
         if seen.insert(path.clone()) {
-            out.push((path, writable));
-        } else if !writable && let Some(known) = out.iter_mut().find(|(p, _)| *p == path) {
-            // A root that is a guarded directory too is read-only.
-            known.1 = false;
+            out.push((path, bind));
+        } else if let Some(known) = out.iter_mut().find(|(p, _)| *p == path) {
+            // A root that is a guarded directory too is read-only; a
+            // listed subdirectory that is a root too must be there.
+            known.1 = known.1.max(bind);
         }
     }
     out
 }
 
-/// Every path the plan mounts that a replacement on the host would take
-/// the mount away from: the roots, the guarded directories and those
-/// written in them, the directories kept in place, the protected and the
-/// hidden paths.
-pub fn bound_paths(plan: &Plan, layout: &Layout) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = mounts(plan, layout).into_iter().map(|(p, _)| p).collect();
-    paths.extend(plan.read_deny.iter().map(|d| d.path.clone()));
-    // What lies inside a hidden path is not there to check.
-    paths.retain(|p| !plan.read_deny.iter().any(|d| p.starts_with(&d.path) && *p != d.path));
-    paths.sort();
-    paths.dedup();
-    paths
+/// The paths the plan mounts that a replacement on the host would take the
+/// mount away from.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct BoundPaths {
+    /// The roots, the guarded directories, the directories kept in place,
+    /// the protected and the hidden paths: each must still be a mount.
+    pub always: Vec<PathBuf>,
+    /// The guarded directories' writable subdirectories (bound with
+    /// `--bind-try`): each must be a mount if it exists; the host may
+    /// remove one, but not put another in its place.
+    pub if_present: Vec<PathBuf>,
+}
+
+/// Every path the plan mounts, as [`BoundPaths`] sorts them.
+pub fn bound_paths(plan: &Plan, layout: &Layout) -> BoundPaths {
+    let mut bound = BoundPaths::default();
+    for (path, bind) in mounts(plan, layout) {
+        match bind {
+            Bind::WritableIfPresent => bound.if_present.push(path),
+            Bind::Writable | Bind::ReadOnly => bound.always.push(path),
+        }
+    }
+    bound.always.extend(plan.read_deny.iter().map(|d| d.path.clone()));
+    for paths in [&mut bound.always, &mut bound.if_present] {
+        // What lies inside a hidden path is not there to check.
+        paths.retain(|p| !plan.read_deny.iter().any(|d| p.starts_with(&d.path) && *p != d.path));
+        paths.sort();
+        paths.dedup();
+    }
+    bound
 }
 
 /// Where the plan mounts something at or below `base` (the working dir,
 /// roots, guarded directories, directories kept in place, protected and
 /// hidden paths), outermost first and without the ones inside another:
-/// what must be carried over when `base` gets a fresh tmpfs.
-pub fn mounts_under(plan: &Plan, layout: &Layout, base: &Path) -> Vec<PathBuf> {
+/// what must be carried over when `base` gets a fresh tmpfs, with whether
+/// it is mounted only if present (see [`Bind::WritableIfPresent`]).
+pub fn mounts_under(plan: &Plan, layout: &Layout, base: &Path) -> Vec<(PathBuf, bool)> {
     let cwd = plan.cwd_bound_over_tmp().then(|| plan.cwd.clone());
-    let mut all: Vec<PathBuf> = cwd
+    let mut all: Vec<(PathBuf, bool)> = cwd
         .into_iter()
-        .chain(mounts(plan, layout).into_iter().map(|(p, _)| p))
-        .chain(plan.read_deny.iter().map(|d| d.path.clone()))
-        .filter(|p| p.starts_with(base) && p.as_path() != base)
+        .map(|p| (p, false))
+        .chain(
+            mounts(plan, layout)
+                .into_iter()
+                .map(|(p, bind)| (p, bind == Bind::WritableIfPresent)),
+        )
+        .chain(plan.read_deny.iter().map(|d| (d.path.clone(), false)))
+        .filter(|(p, _)| p.starts_with(base) && p.as_path() != base)
         .collect();
-    all.sort_by_key(|p| p.components().count());
-    let mut outermost: Vec<PathBuf> = Vec::new();
-    for path in all {
-        if !outermost.iter().any(|o| path.starts_with(o)) {
-            outermost.push(path);
+    all.sort_by_key(|(p, _)| p.components().count());
+    let mut outermost: Vec<(PathBuf, bool)> = Vec::new();
+    for (path, if_present) in all {
+        if !outermost.iter().any(|(o, _)| path.starts_with(o)) {
+            outermost.push((path, if_present));
         }
     }
     outermost
@@ -416,12 +447,84 @@ mod tests {
         p.cwd = PathBuf::from("/tmp/elsewhere");
         assert_eq!(
             mounts_under(&p, &Layout::default(), Path::new("/tmp")),
-            [PathBuf::from("/tmp/elsewhere"), PathBuf::from("/tmp/w")]
+            [
+                (PathBuf::from("/tmp/elsewhere"), false),
+                (PathBuf::from("/tmp/w"), false)
+            ]
         );
         assert_eq!(
             mounts_under(&p, &Layout::default(), Path::new("/dev/shm")),
-            [PathBuf::from("/dev/shm/secret")]
+            [(PathBuf::from("/dev/shm/secret"), false)]
         );
+    }
+
+    /// A layout of `/w` (the root, guarded: `.git` on the way down, `src`
+    /// and `build` listed writable) and of `/w/.git` (`hooks` protected,
+    /// `objects` listed writable), with `/w/sub` pinned.
+    fn guarded_layout() -> Layout {
+        use crate::sandbox::guard::{Kind, Mediated};
+        let mediated = |dir: &str, entries: &[(&str, Kind)]| Mediated {
+            dir: PathBuf::from(dir),
+            id: (0, 0),
+            entries: entries.iter().map(|(n, k)| (OsString::from(n), *k)).collect(),
+        };
+        Layout {
+            mediated: vec![
+                mediated(
+                    "/w",
+                    &[
+                        (".git", Kind::Holds),
+                        (".envrc", Kind::Protected),
+                        ("build", Kind::WritableDir),
+                        ("src", Kind::WritableDir),
+                    ],
+                ),
+                mediated("/w/.git", &[("hooks", Kind::Protected), ("objects", Kind::WritableDir)]),
+            ],
+            pinned: vec![PathBuf::from("/w/sub")],
+            hidden: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn only_listed_writable_subdirectories_are_bound_if_present() {
+        let mut p = plan();
+        // `build` is a root of its own as well: it must be there.
+        p.writable.push(PathBuf::from("/w/build"));
+        let layout = guarded_layout();
+        let l = display(&argv(
+            Path::new("/usr/bin/bwrap"),
+            &p,
+            &layout,
+            OPTS,
+            &[c"true".to_owned()],
+        ));
+        for try_bind in ["--bind-try /w/src /w/src", "--bind-try /w/.git/objects /w/.git/objects"] {
+            assert!(l.contains(try_bind), "{try_bind} missing in {l}");
+        }
+        for strict in [
+            // The root is guarded: read-only, its subdirectories bound over it.
+            "--ro-bind /w /w",
+            "--bind /w/build /w/build",
+            "--bind /w/sub /w/sub",
+            "--ro-bind /w/.git /w/.git",
+        ] {
+            assert!(l.contains(strict), "{strict} missing in {l}");
+        }
+        assert_eq!(l.matches("--bind-try").count(), 2, "{l}");
+        // A writable subdirectory is bound over its read-only parent.
+        assert!(
+            l.find("--ro-bind /w/.git /w/.git").unwrap() < l.find("--bind-try /w/.git/objects").unwrap(),
+            "{l}"
+        );
+        let bound = bound_paths(&p, &layout);
+        assert_eq!(
+            bound.if_present,
+            [PathBuf::from("/w/.git/objects"), PathBuf::from("/w/src")]
+        );
+        for strict in ["/w", "/w/build", "/w/sub", "/w/.git"] {
+            assert!(bound.always.contains(&PathBuf::from(strict)), "{strict}: {bound:?}");
+        }
     }
 
     #[test]

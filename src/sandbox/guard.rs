@@ -68,6 +68,20 @@ pub enum Keeping {
     Mediation,
 }
 
+/// How a directory is bound onto itself under bubblewrap, the strictest
+/// last: two binds of one path make one, the stricter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Bind {
+    /// Read-write if it still exists when bwrap starts (`--bind-try`): a
+    /// writable subdirectory of a mediated directory, listed when the
+    /// layout was made, which the host may remove before then (`rm -rf
+    /// build`). Gone, it is not bound, and its name stays the read-only
+    /// mediated directory's.
+    WritableIfPresent,
+    Writable,
+    ReadOnly,
+}
+
 /// Every mediated directory of a plan, outermost first.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Layout {
@@ -154,21 +168,27 @@ impl Layout {
     }
 
     /// Every directory a bubblewrap command gets bound, in mount order
-    /// (outer first), with whether it is writable: the pinned directories
-    /// and each mediated directory's writable subdirectories read-write,
-    /// the mediated directories read-only.
-    pub fn binds(&self) -> Vec<(PathBuf, bool)> {
-        let mut binds: Vec<(PathBuf, bool)> = self.pinned.iter().map(|p| (p.clone(), true)).collect();
+    /// (outer first), with how: the pinned directories read-write, the
+    /// mediated directories read-only, and each mediated directory's
+    /// writable subdirectories read-write if they still exist.
+    pub fn binds(&self) -> Vec<(PathBuf, Bind)> {
+        let mut binds: Vec<(PathBuf, Bind)> = self.pinned.iter().map(|p| (p.clone(), Bind::Writable)).collect();
         for m in &self.mediated {
-            binds.push((m.dir.clone(), false));
+            binds.push((m.dir.clone(), Bind::ReadOnly));
             for (name, kind) in &m.entries {
                 if *kind == Kind::WritableDir {
-                    binds.push((m.dir.join(name), true));
+                    binds.push((m.dir.join(name), Bind::WritableIfPresent));
                 }
             }
         }
         binds.sort_by_key(|(p, _)| p.components().count());
-        binds.dedup_by(|a, b| a.0 == b.0);
+        binds.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 = kept.1.max(later.1);
+            }
+            same
+        });
         binds
     }
 }
@@ -438,10 +458,13 @@ mod tests {
             "a temp dir is not mediated for names that may never appear"
         );
         let binds = layout.binds();
-        let git_at = binds.iter().position(|b| b == &(dir.join(".git"), false)).unwrap();
+        let git_at = binds
+            .iter()
+            .position(|b| b == &(dir.join(".git"), Bind::ReadOnly))
+            .unwrap();
         let objects_at = binds
             .iter()
-            .position(|b| b == &(dir.join(".git/objects"), true))
+            .position(|b| b == &(dir.join(".git/objects"), Bind::WritableIfPresent))
             .unwrap();
         assert!(git_at < objects_at, "{binds:?}");
         std::fs::remove_dir_all(&dir).unwrap();

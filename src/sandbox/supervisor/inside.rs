@@ -77,12 +77,18 @@ pub const OBSERVE_NETWORK_ARG: &str = "--observe-network";
 /// path, a directory kept in place) that each init checks is still a mount
 /// when its request comes.
 pub const BOUND_ARG: &str = "--bound";
+/// Before it, a guarded directory's writable subdirectory, which bwrap
+/// bound if it was there (`--bind-try`): each init checks it is still a
+/// mount if it exists (the host may remove it, not replace it).
+pub const BOUND_IF_PRESENT_ARG: &str = "--bound-if-present";
 /// The argument that gives each command an empty `/tmp` of its own
 /// (read-only mode), as it always gets an empty `/dev/shm`.
 pub const FRESH_TMP_ARG: &str = "--fresh-tmp";
 /// The argument before a path the sandbox mounts below `/tmp` or
 /// `/dev/shm`, which an init carries over onto its fresh tmpfs.
 pub const KEEP_ARG: &str = "--keep";
+/// The same, for a mount bwrap made only if its path was there.
+pub const KEEP_IF_PRESENT_ARG: &str = "--keep-if-present";
 
 /// The argument before the port the supervisor opens on its sandbox's own
 /// loopback and hands to the host with its readiness: the listener of the
@@ -116,6 +122,8 @@ struct Args {
     observe: Option<Vec<libc::sock_filter>>,
     /// The paths that must still be mounts when a request comes.
     bound: Vec<CString>,
+    /// The paths that must still be mounts if they exist.
+    bound_if_present: Vec<CString>,
     /// The `pid_max` of each command's PID namespace (its most processes,
     /// plus the init and pid 0), where the kernel has one per namespace.
     pid_max: Option<u32>,
@@ -125,13 +133,21 @@ struct Args {
     /// read-only mode.
     fresh: Vec<CString>,
     /// What the sandbox mounts below those, carried over onto each.
-    keep: Vec<CString>,
+    keep: Vec<Keep>,
     /// The signals whose disposition is not the default in the supervisor,
     /// and so in each init it clones: what an init resets for its command.
     not_default: Vec<libc::c_int>,
     /// The supervisor's bounding set (and so each init's): what each
     /// command's process drops.
     bounding: u64,
+}
+
+/// A mount below a fresh tmpfs that an init carries over onto it.
+struct Keep {
+    path: CString,
+    /// bwrap made it only if its path was there (`--bind-try`), and the
+    /// host may have removed it since: then there is nothing to carry.
+    if_present: bool,
 }
 
 /// Runs the supervisor: returns only on failure to set up, with a message
@@ -158,10 +174,10 @@ pub fn supervise_main(args: &[OsString]) -> String {
 
 fn parse_args(args: &[OsString]) -> Result<Args, String> {
     use crate::sandbox::notify::filter;
-    use std::os::unix::ffi::OsStrExt;
     let mut parsed = Args {
         observe: None,
         bound: Vec::new(),
+        bound_if_present: Vec::new(),
         pid_max: None,
         net_listen: None,
         fresh: vec![c"/dev/shm".to_owned()],
@@ -186,22 +202,25 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
                 parsed.net_listen = Some(port.ok_or("--net-listen needs a port")?);
             }
             Some(FRESH_TMP_ARG) => parsed.fresh.push(c"/tmp".to_owned()),
-            Some(KEEP_ARG) => {
-                let path = args.next().ok_or("--keep needs a path")?;
-                parsed
-                    .keep
-                    .push(CString::new(path.as_bytes()).map_err(|_| "a --keep path holds NUL")?);
-            }
-            Some(BOUND_ARG) => {
-                let path = args.next().ok_or("--bound needs a path")?;
-                parsed
-                    .bound
-                    .push(CString::new(path.as_bytes()).map_err(|_| "a --bound path holds NUL")?);
-            }
+            Some(flag @ (KEEP_ARG | KEEP_IF_PRESENT_ARG)) => parsed.keep.push(Keep {
+                path: path_after(flag, args.next())?,
+                if_present: flag == KEEP_IF_PRESENT_ARG,
+            }),
+            Some(BOUND_ARG) => parsed.bound.push(path_after(BOUND_ARG, args.next())?),
+            Some(BOUND_IF_PRESENT_ARG) => parsed
+                .bound_if_present
+                .push(path_after(BOUND_IF_PRESENT_ARG, args.next())?),
             _ => return Err(format!("unknown argument {arg:?} (internal)")),
         }
     }
     Ok(parsed)
+}
+
+/// The path argument after `flag`.
+fn path_after(flag: &str, path: Option<&OsString>) -> Result<CString, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = path.ok_or_else(|| format!("{flag} needs a path"))?;
+    CString::new(path.as_bytes()).map_err(|_| format!("a {flag} path holds NUL"))
 }
 
 fn setup(control: &OwnedFd, net_listen: Option<u16>) -> Result<OwnedFd, String> {
@@ -621,7 +640,7 @@ fn init(control: OwnedFd, chan: OwnedFd, sigfd: BorrowedFd<'_>, args: &Args) -> 
 fn run(sock: &OwnedFd, stdio: [OwnedFd; 3], stack: &Stack, sigfd: BorrowedFd<'_>, args: &Args) {
     let sock = sock.as_fd();
     let body = read_body(sock).unwrap_or_else(|e| fail(sock, e.raw_os_error().unwrap_or(libc::EINVAL)));
-    if !all_mounted(&args.bound) {
+    if !all_mounted(&args.bound) || !mounted_if_present(&args.bound_if_present) {
         // The host replaced a bound path: this namespace no longer keeps it.
         fail(sock, libc::ESTALE);
     }
@@ -707,12 +726,27 @@ fn come_back(chan: &OwnedFd) -> Option<OwnedFd> {
 /// `git config` and editors do), and the path then shows the new file,
 /// writable or visible, in its place.
 fn all_mounted(bound: &[CString]) -> bool {
+    bound.iter().all(|path| is_mount_root(path) == Ok(true))
+}
+
+/// Whether every path of `bound` (guarded directories' writable
+/// subdirectories, bound only if present) is the root of a mount or does
+/// not exist: the host may remove one (`rm -rf build`), which takes its
+/// mount away and leaves its name to the read-only directory that holds
+/// it; one that exists and is no mount was put there since, or replaced.
+fn mounted_if_present(bound: &[CString]) -> bool {
+    bound
+        .iter()
+        .all(|path| matches!(is_mount_root(path), Ok(true) | Err(Errno::NOENT)))
+}
+
+/// Whether `path` is the root of a mount here (true too where the kernel
+/// cannot tell).
+fn is_mount_root(path: &CStr) -> Result<bool, Errno> {
     let flags = AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT;
     let root = StatxAttributes::MOUNT_ROOT;
-    bound.iter().all(|path| {
-        rustix::fs::statx(CWD, path.as_c_str(), flags, StatxFlags::empty())
-            .is_ok_and(|stx| !stx.stx_attributes_mask.contains(root) || stx.stx_attributes.contains(root))
-    })
+    let stx = rustix::fs::statx(CWD, path, flags, StatxFlags::empty())?;
+    Ok(!stx.stx_attributes_mask.contains(root) || stx.stx_attributes.contains(root))
 }
 
 /// Ends the init; the kernel kills what is left in its namespace.
@@ -805,17 +839,20 @@ fn set_pid_max(pid_max: u32) -> Result<(), i32> {
 /// among `keep` that lie below it (a working dir under `/tmp`, roots,
 /// protected and hidden paths): each is cloned, with everything below it,
 /// before the tmpfs covers it, then moved onto a mount point made for it.
-fn fresh_tmpfs(target: &CStr, keep: &[CString]) -> Result<(), i32> {
-    let below = |path: &CString| {
-        let (path, target) = (path.as_bytes(), target.to_bytes());
+fn fresh_tmpfs(target: &CStr, keep: &[Keep]) -> Result<(), i32> {
+    let below = |keep: &&Keep| {
+        let (path, target) = (keep.path.as_bytes(), target.to_bytes());
         path.len() > target.len() && path.starts_with(target) && path[target.len()] == b'/'
     };
     let mut carried: Vec<(&CString, OwnedFd)> = Vec::new();
     // A detached copy of each mount tree, with everything below it.
     let clone = OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC | OpenTreeFlags::AT_RECURSIVE;
-    for path in keep.iter().filter(|p| below(p)) {
-        let tree = rustix::mount::open_tree(CWD, path.as_c_str(), clone).map_err(raw)?;
-        carried.push((path, tree));
+    for keep in keep.iter().filter(below) {
+        match rustix::mount::open_tree(CWD, keep.path.as_c_str(), clone) {
+            Ok(tree) => carried.push((&keep.path, tree)),
+            Err(Errno::NOENT) if keep.if_present => {}
+            Err(e) => return Err(raw(e)),
+        }
     }
     let flags = MountFlags::NOSUID | MountFlags::NODEV;
     rustix::mount::mount(c"tmpfs", target, c"tmpfs", flags, c"mode=1777").map_err(raw)?;

@@ -14,6 +14,8 @@
 
 mod inherited;
 pub mod inside;
+#[cfg(test)]
+mod tests;
 
 use std::ffi::CString;
 use std::io;
@@ -184,24 +186,7 @@ fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, layout: &Layou
         command.push(CString::new(inside::NET_LISTEN_ARG).expect("no NUL"));
         command.push(CString::new(PROXY_PORT.to_string()).expect("digits"));
     }
-    for path in bwrap::bound_paths(&plan, layout) {
-        command.push(CString::new(inside::BOUND_ARG).expect("no NUL"));
-        command.push(CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default());
-    }
-    // Each command gets an empty /dev/shm (and, in read-only mode, /tmp) of
-    // its own, mounted by its init, which carries over what the sandbox
-    // mounts below them.
-    let mut fresh = vec![Path::new("/dev/shm")];
-    if plan.temp == Temp::Fresh {
-        fresh.push(Path::new("/tmp"));
-        command.push(CString::new(inside::FRESH_TMP_ARG).expect("no NUL"));
-    }
-    for base in fresh {
-        for kept in bwrap::mounts_under(&plan, layout, base) {
-            command.push(CString::new(inside::KEEP_ARG).expect("no NUL"));
-            command.push(CString::new(kept.into_os_string().into_encoded_bytes()).unwrap_or_default());
-        }
-    }
+    command.extend(mount_args(&plan, layout));
     bwrap::argv(
         bwrap_path,
         &plan,
@@ -215,6 +200,47 @@ fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, layout: &Layou
         },
         &command,
     )
+}
+
+/// The supervisor's arguments about the sandbox's mounts: the paths its
+/// inits check are still mounts (a path the host may remove only if it is
+/// a guarded directory's writable subdirectory, bound only if present),
+/// and the fresh tmpfs mounts each command gets, with what the sandbox
+/// mounts below them, carried over (again, some only if present).
+fn mount_args(plan: &Plan, layout: &Layout) -> Vec<CString> {
+    let mut args = Vec::new();
+    let bound = bwrap::bound_paths(plan, layout);
+    for path in &bound.always {
+        push_path(&mut args, inside::BOUND_ARG, path);
+    }
+    for path in &bound.if_present {
+        push_path(&mut args, inside::BOUND_IF_PRESENT_ARG, path);
+    }
+    // Each command gets an empty /dev/shm (and, in read-only mode, /tmp) of
+    // its own, mounted by its init, which carries over what the sandbox
+    // mounts below them.
+    let mut fresh = vec![Path::new("/dev/shm")];
+    if plan.temp == Temp::Fresh {
+        fresh.push(Path::new("/tmp"));
+        args.push(CString::new(inside::FRESH_TMP_ARG).expect("no NUL"));
+    }
+    for base in fresh {
+        for (kept, if_present) in bwrap::mounts_under(plan, layout, base) {
+            let arg = if if_present {
+                inside::KEEP_IF_PRESENT_ARG
+            } else {
+                inside::KEEP_ARG
+            };
+            push_path(&mut args, arg, &kept);
+        }
+    }
+    args
+}
+
+/// `arg path` at the end of `args`.
+fn push_path(args: &mut Vec<CString>, arg: &str, path: &Path) {
+    args.push(CString::new(arg).expect("no NUL"));
+    args.push(CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default());
 }
 
 /// The fd the supervisor's bwrap reads the enforcing seccomp program from
