@@ -75,8 +75,9 @@ pub enum Bind {
     /// Read-write if it still exists when bwrap starts (`--bind-try`): a
     /// writable subdirectory of a mediated directory, listed when the
     /// layout was made, which the host may remove before then (`rm -rf
-    /// build`). Gone, it is not bound, and its name stays the read-only
-    /// mediated directory's.
+    /// build`). Gone, it is not bound: its name is then an entry of the
+    /// read-only mediated directory, which the kernel refuses to make
+    /// again (the handler decides, as for a new name).
     WritableIfPresent,
     Writable,
     ReadOnly,
