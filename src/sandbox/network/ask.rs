@@ -254,19 +254,42 @@ fn verdict_of(rule: &str, outcome: &ApprovalOutcome, wait: Duration) -> Verdict 
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Condvar;
+
     use super::*;
 
     /// An asker that answers `answer` once the test releases it, counting
     /// the questions.
     struct Person {
         answer: Option<ApprovalAnswer>,
-        asked: AtomicUsize,
+        /// How many times it was asked, and a signal each time.
+        asked: Mutex<usize>,
+        was_asked: Condvar,
         release: Mutex<mpsc::Receiver<()>>,
+    }
+
+    impl Person {
+        fn times_asked(&self) -> usize {
+            *self.asked.lock().unwrap()
+        }
+
+        /// Waits until it was asked `times` times: woken by each question,
+        /// bounded only by a hang guard (asking takes microseconds).
+        fn wait_until_asked(&self, times: usize) {
+            const HANG_GUARD: Duration = Duration::from_secs(60);
+            let asked = self.asked.lock().unwrap();
+            let (_asked, waited) = self
+                .was_asked
+                .wait_timeout_while(asked, HANG_GUARD, |asked| *asked < times)
+                .unwrap();
+            assert!(!waited.timed_out(), "the person was never asked");
+        }
     }
 
     impl ConnectAsker for Person {
         fn ask(&self, _host: &Host, _port: u16, _rule: &str, _wait: Duration) -> ApprovalOutcome {
-            self.asked.fetch_add(1, Ordering::SeqCst);
+            *self.asked.lock().unwrap() += 1;
+            self.was_asked.notify_all();
             let _ = self.release.lock().unwrap().recv();
             ApprovalOutcome {
                 answer: self.answer,
@@ -284,7 +307,8 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         let person = Arc::new(Person {
             answer,
-            asked: AtomicUsize::new(0),
+            asked: Mutex::new(0),
+            was_asked: Condvar::new(),
             release: Mutex::new(rx),
         });
         let asking = Asking {
@@ -305,11 +329,11 @@ mod tests {
         release.send(()).unwrap();
         assert_eq!(a.decide(&host("a.example"), 443, &Refusal::NotAllowed), Verdict::Allow);
         assert_eq!(a.decide(&host("a.example"), 443, &Refusal::NotAllowed), Verdict::Allow);
-        assert_eq!(person.asked.load(Ordering::SeqCst), 1);
+        assert_eq!(person.times_asked(), 1);
         // Another port is another question.
         release.send(()).unwrap();
         assert_eq!(a.decide(&host("a.example"), 80, &Refusal::NotAllowed), Verdict::Allow);
-        assert_eq!(person.asked.load(Ordering::SeqCst), 2);
+        assert_eq!(person.times_asked(), 2);
         assert_eq!(a.asking.slots.waiting(), 0);
     }
 
@@ -329,7 +353,7 @@ mod tests {
             kind: "private",
         };
         assert!(matches!(a.decide(&host("x"), 443, &special), Verdict::Refuse { .. }));
-        assert_eq!(person.asked.load(Ordering::SeqCst), 0);
+        assert_eq!(person.times_asked(), 0);
     }
 
     #[test]
@@ -351,17 +375,6 @@ mod tests {
         assert_eq!(a.asking.slots.waiting(), 0);
     }
 
-    /// Waits until the person was asked `times` times. Only a hang guard
-    /// bounds it: asking takes microseconds, the guard is a minute.
-    fn wait_until_asked(person: &Person, times: usize) {
-        const HANG_GUARD: Duration = Duration::from_secs(60);
-        let start = Instant::now();
-        while person.asked.load(Ordering::SeqCst) < times {
-            assert!(start.elapsed() < HANG_GUARD, "the person was never asked");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
     #[test]
     fn a_place_already_answered_passes_while_the_cap_is_full() {
         let (a, person, release) = asked(Some(ApprovalAnswer::AllowOnce), Duration::from_secs(600), 1);
@@ -374,7 +387,7 @@ mod tests {
             let a = a.clone();
             std::thread::spawn(move || a.decide(&host("new.example"), 443, &Refusal::NotAllowed))
         };
-        wait_until_asked(&person, 2);
+        person.wait_until_asked(2);
         // The one waiting place is taken; the answered place needs none.
         assert_eq!(
             a.decide(&host("known.example"), 443, &Refusal::NotAllowed),
@@ -382,7 +395,7 @@ mod tests {
         );
         release.send(()).unwrap();
         assert_eq!(waiting.join().unwrap(), Verdict::Allow);
-        assert_eq!(person.asked.load(Ordering::SeqCst), 2);
+        assert_eq!(person.times_asked(), 2);
     }
 
     #[test]
@@ -392,7 +405,7 @@ mod tests {
             let a = a.clone();
             std::thread::spawn(move || a.decide(&host("one.example"), 443, &Refusal::NotAllowed))
         };
-        wait_until_asked(&person, 1);
+        person.wait_until_asked(1);
         let Verdict::Refuse { rule, code } = a.decide(&host("two.example"), 443, &Refusal::NotAllowed) else {
             panic!("allowed past the cap")
         };
@@ -403,6 +416,6 @@ mod tests {
         );
         release.send(()).unwrap();
         assert_eq!(first.join().unwrap(), Verdict::Allow);
-        assert_eq!(person.asked.load(Ordering::SeqCst), 1);
+        assert_eq!(person.times_asked(), 1);
     }
 }
