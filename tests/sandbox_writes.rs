@@ -394,6 +394,23 @@ fn output_and_namespace(server: &TestServer, project: &Path, script: &str) -> (S
     (seen, ns)
 }
 
+/// Runs `script` (which ends by printing its PID namespace) again and
+/// again, checking each output but the namespace with `check`, until a
+/// command runs in an earlier one's PID namespace: an init served it
+/// after another. Fails if none does within 20 commands.
+fn until_an_init_serves_again(server: &TestServer, project: &Path, script: &str, mut check: impl FnMut(usize, &str)) {
+    let mut namespaces: Vec<String> = Vec::new();
+    for call in 0..20 {
+        let (seen, ns) = output_and_namespace(server, project, script);
+        check(call, &seen);
+        if namespaces.contains(&ns) {
+            return;
+        }
+        namespaces.push(ns);
+    }
+    panic!("no command ran in an earlier one's PID namespace: {namespaces:?}");
+}
+
 /// A server in a new project whose commands run through the supervisor,
 /// or `None` (with a SKIP line) where bubblewrap does not work.
 fn supervised_server(name: &str) -> Option<(TempDir, TestServer)> {
@@ -449,28 +466,16 @@ fn nothing_a_command_leaves_running_holding_or_bound_reaches_the_next_command_of
         probe = bind_probe(&socket),
         leave = leave_behind(&lock, &socket),
     );
-    let mut namespaces: Vec<String> = Vec::new();
     let mut first = None;
-    for call in 0..20 {
-        let (seen, ns) = output_and_namespace(&server, &project, &script);
+    until_an_init_serves_again(&server, &project, &script, |call, seen| {
         // The fds and umask of the first command, in a new init.
-        let first = first.get_or_insert_with(|| seen.clone());
+        let first = first.get_or_insert_with(|| seen.to_owned());
         assert!(
             seen.starts_with("procs 1 2\n") && seen.ends_with("lock free\nname free\nin place\n"),
             "call {call}: {seen}"
         );
-        assert_eq!(&seen, first, "call {call}");
-        let reused = namespaces.contains(&ns);
-        namespaces.push(ns);
-        if reused {
-            break;
-        }
-    }
-    let distinct: std::collections::HashSet<_> = namespaces.iter().collect();
-    assert!(
-        distinct.len() < namespaces.len(),
-        "no command ran in an earlier one's PID namespace: {namespaces:?}"
-    );
+        assert_eq!(seen, first, "call {call}");
+    });
 }
 
 #[test]
@@ -517,27 +522,15 @@ fn a_command_cannot_stop_kill_trace_or_remount_its_init() {
          mount -t tmpfs tmpfs /dev/shm 2>/dev/null && echo mounted || echo mount refused; \
          unshare -U true 2>/dev/null && echo user namespace made || echo user namespace refused; \
          readlink /proc/self/ns/pid";
-    let mut namespaces: Vec<String> = Vec::new();
-    for call in 0..20 {
-        let (seen, ns) = output_and_namespace(&server, &project, script);
+    // Until an init that every signal was sent to serves another command.
+    until_an_init_serves_again(&server, &project, script, |call, seen| {
         assert_eq!(
             seen,
             "signals sent\nptrace -1 Operation not permitted\nenviron refused\nlinks read:\n\
              mount refused\nuser namespace refused\n",
             "call {call}"
         );
-        let reused = namespaces.contains(&ns);
-        namespaces.push(ns);
-        if reused {
-            break;
-        }
-    }
-    // An init that every signal was sent to served another command.
-    let distinct: std::collections::HashSet<_> = namespaces.iter().collect();
-    assert!(
-        distinct.len() < namespaces.len(),
-        "no command ran in an earlier one's PID namespace: {namespaces:?}"
-    );
+    });
 }
 
 #[test]
