@@ -130,20 +130,12 @@ fn pieces_into(
                 }
                 pieces_into(inner, src, true, w, arg, decoded);
             }
-            WordPiece::TildeExpansion(_) => {
-                arg.literal = false;
-                arg.text.push_str(source);
-                decoded.text.push(EXPANDED);
-                decoded.shape.push(EXPANDED);
-            }
+            WordPiece::TildeExpansion(_) => expansion(source, arg, decoded),
             WordPiece::ParameterExpansion(expr) => parameter_piece(expr, source, bash_only, w, arg, decoded),
             WordPiece::CommandSubstitution(code) | WordPiece::BackquotedCommandSubstitution(code) => {
-                arg.literal = false;
                 let words = w.substitution(code);
                 arg.inner.extend(words);
-                arg.text.push_str(source);
-                decoded.text.push(EXPANDED);
-                decoded.shape.push(EXPANDED);
+                expansion(source, arg, decoded);
             }
             WordPiece::EscapeSequence(s) => {
                 let rest = s.strip_prefix('\\').unwrap_or(s);
@@ -192,9 +184,7 @@ fn parameter_piece(
     arg: &mut Arg,
     decoded: &mut Decoded,
 ) {
-    arg.literal = false;
-    decoded.text.push(EXPANDED);
-    decoded.shape.push(EXPANDED);
+    expansion(source, arg, decoded);
     if let Some(reason) = parameter_hazard(expr, source, bash_only) {
         w.opaque(reason, Vec::new());
     }
@@ -219,7 +209,6 @@ fn parameter_piece(
             Vec::new(),
         );
     }
-    arg.text.push_str(source);
 }
 
 /// An arithmetic expansion (`$((...))`): never literal, and opaque unless it is
@@ -232,9 +221,7 @@ fn arithmetic_piece(
     arg: &mut Arg,
     decoded: &mut Decoded,
 ) {
-    arg.literal = false;
-    decoded.text.push(EXPANDED);
-    decoded.shape.push(EXPANDED);
+    expansion(source, arg, decoded);
     if e.value.contains("$(") || e.value.contains('`') {
         w.opaque(
             format!("a command substitution inside arithmetic `{}`", clip(source)),
@@ -252,7 +239,15 @@ fn arithmetic_piece(
     if bash_only && source.starts_with("$[") {
         w.opaque("`$[...]` arithmetic is bash-only".into(), Vec::new());
     }
+}
+
+/// An expansion written as `source`: the word is not literal, and its value
+/// stands as [`EXPANDED`] in the decoded text and shape.
+fn expansion(source: &str, arg: &mut Arg, decoded: &mut Decoded) {
+    arg.literal = false;
     arg.text.push_str(source);
+    decoded.text.push(EXPANDED);
+    decoded.shape.push(EXPANDED);
 }
 
 /// The parameter and indirection flag of a parameter expansion, if it has one.
