@@ -615,20 +615,11 @@ fn bwrap_command(
     };
     launch.cgroup = bound.as_ref().and_then(|b| b.cgroup.clone());
     launch.limit = bound.map(|b| (config.max_processes, b.bound));
-    // Hidden files' stand-ins read their (empty) content from the
-    // fds after every other passed one.
-    let stand_ins_from = disable_userns.then_some(bwrap::SECCOMP_FD + launch.pass_fds.len() as i32);
-    let argv = bwrap::argv(
+    let argv = own_bwrap_argv(
         path,
-        plan,
-        &setting.layout,
-        bwrap::BwrapOptions {
-            die_with_parent: request.die_with_parent,
-            disable_userns,
-            supervisor: false,
-            seccomp_fd: Some(bwrap::SECCOMP_FD),
-            stand_ins_from,
-        },
+        (plan, &setting.layout),
+        request.die_with_parent,
+        (disable_userns, launch.pass_fds.len()),
         &command,
     );
     add_stand_ins(&argv, &mut launch.pass_fds, &mut launch.owned_fds)?;
@@ -660,6 +651,28 @@ fn guard_handler(network: bool, policy: notify::Policy, launch: &mut OwnLaunch) 
             None
         }
     }
+}
+
+/// The command line of a bwrap of the command's own running `command`,
+/// its seccomp program at [`bwrap::SECCOMP_FD`] with `passed` fds after it
+/// (`disable_userns`: the program refuses user namespaces, and hidden
+/// files' stand-ins read their empty content from the fds after those).
+fn own_bwrap_argv(
+    path: &Path,
+    (plan, layout): (&Plan, &guard::Layout),
+    die_with_parent: bool,
+    (disable_userns, passed): (bool, usize),
+    command: &[CString],
+) -> Vec<CString> {
+    let stand_ins_from = disable_userns.then_some(bwrap::SECCOMP_FD + passed as i32);
+    let options = bwrap::BwrapOptions {
+        die_with_parent,
+        disable_userns,
+        supervisor: false,
+        seccomp_fd: Some(bwrap::SECCOMP_FD),
+        stand_ins_from,
+    };
+    bwrap::argv(path, plan, layout, options, command)
 }
 
 /// The fds that hidden files' stand-ins in `argv` read their (empty)
@@ -891,20 +904,11 @@ fn wrap_by_name(
         Some(spec) => exec_helper::argv(&helper, &spec, request.command),
         None => request.command.to_vec(),
     };
-    // Hidden files' stand-ins read their (empty) content from the fds
-    // after every other passed one.
-    let stand_ins_from = disable_userns.then_some(bwrap::SECCOMP_FD + pass_fds.len() as i32);
-    let argv = bwrap::argv(
+    let argv = own_bwrap_argv(
         path,
-        &plan,
-        layout,
-        bwrap::BwrapOptions {
-            die_with_parent: request.die_with_parent,
-            disable_userns,
-            supervisor: false,
-            seccomp_fd: Some(bwrap::SECCOMP_FD),
-            stand_ins_from,
-        },
+        (&plan, layout),
+        request.die_with_parent,
+        (disable_userns, pass_fds.len()),
         &network::inside::argv(&helper, &command),
     );
     let mut owned_fds = vec![Arc::new(program), Arc::new(theirs)];
