@@ -378,8 +378,7 @@ fn examine_address(
     own: &mut Loopback,
 ) -> Answer {
     let arg = |i: u8| data.args[i as usize];
-    let len = (arg(len) as usize).min(128);
-    let Some(sockaddr) = target.bytes(arg(addr), len) else {
+    let Some(sockaddr) = sockaddr_of(target, data, (addr, len)) else {
         return Answer::Continue;
     };
     if let Some(path) = attach_socket(target, &sockaddr) {
@@ -444,6 +443,13 @@ fn examine_socket(data: &libc::seccomp_data, policy: &Policy, watch: &Watch) -> 
     Answer::Refuse(libc::EPERM)
 }
 
+/// The socket address a call names in its arguments `(addr, len)`, read
+/// from the command's memory (at most 128 bytes, a `sockaddr_storage`).
+fn sockaddr_of(target: &Target<'_>, data: &libc::seccomp_data, (addr, len): (u8, u8)) -> Option<Vec<u8>> {
+    let len = (data.args[len as usize] as usize).min(128);
+    target.bytes(data.args[addr as usize], len)
+}
+
 /// `bind` to the address in arguments `(addr, len)`, made by the handler
 /// when the network goes through the proxy.
 fn examine_bind(
@@ -454,15 +460,13 @@ fn examine_bind(
     watch: &Watch,
     own: &mut Loopback,
 ) -> Answer {
-    let arg = |i: u8| data.args[i as usize];
-    let len = (arg(len) as usize).min(128);
     if policy.proxy.is_none() {
         return Answer::Continue;
     }
-    let Some(sockaddr) = target.bytes(arg(addr), len) else {
+    let Some(sockaddr) = sockaddr_of(target, data, (addr, len)) else {
         return Answer::Refuse(libc::EFAULT);
     };
-    match own.bind(target, arg(0) as i32, &sockaddr) {
+    match own.bind(target, data.args[0] as i32, &sockaddr) {
         Bound::NotInet => Answer::Continue,
         Bound::Refused(addr) => {
             if target.still_valid() {
