@@ -926,14 +926,53 @@ fn descendants(root_pid: i32) -> Vec<i32> {
 
 /// The live processes below a supervisor's bwrap that run the supervisor's
 /// binary: the supervisor and its ready or running inits.
-fn supervisor_and_inits(bwrap: i32) -> Vec<i32> {
-    descendants(bwrap)
-        .into_iter()
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            cmdline.starts_with(HELPER.as_bytes()) && !is_zombie(*pid)
-        })
-        .collect()
+/// The helper processes under a supervisor's bwrap: the supervisor (the
+/// first of them), its inits, and the command processes the inits made
+/// ahead of their requests.
+struct Pool {
+    supervisor: i32,
+    inits: Vec<i32>,
+    ready: Vec<i32>,
+}
+
+impl Pool {
+    fn of(bwrap: i32) -> Pool {
+        let helpers: Vec<i32> = descendants(bwrap)
+            .into_iter()
+            .filter(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                cmdline.starts_with(HELPER.as_bytes()) && !is_zombie(*pid)
+            })
+            .collect();
+        let supervisor = helpers.first().copied().unwrap_or(-1);
+        let children_of = |parents: &[i32]| -> Vec<i32> {
+            helpers
+                .iter()
+                .copied()
+                .filter(|pid| parent_of(*pid).is_some_and(|ppid| parents.contains(&ppid)))
+                .collect()
+        };
+        let inits = children_of(&[supervisor]);
+        let ready = children_of(&inits);
+        Pool {
+            supervisor,
+            inits,
+            ready,
+        }
+    }
+
+    fn all(&self) -> Vec<i32> {
+        let mut all = vec![self.supervisor];
+        all.extend(&self.inits);
+        all.extend(&self.ready);
+        all
+    }
+}
+
+/// The parent pid of `pid`, from `/proc/<pid>/stat`.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[test]
@@ -963,34 +1002,122 @@ fn every_supervised_command_finds_an_empty_pid_namespace_and_the_waiting_inits_a
     });
     let bwrap = bwrap_children_for(&root);
     assert_eq!(bwrap.len(), 1, "one supervisor serves every call");
-    // The supervisor and at least one init ready for the next call; the
-    // inits made for the calls beyond the pool exit once theirs ended, so
-    // at most two wait.
+    // At least one init ready for the next call; the inits made for the
+    // calls beyond the pool exit once theirs ended, so at most two wait,
+    // each with the process of its next command made ahead.
     wait_until("the supervisor made no ready init", || {
-        supervisor_and_inits(bwrap[0]).len() >= 2
+        !Pool::of(bwrap[0]).inits.is_empty()
     });
     wait_until("more than two inits stayed after their commands ended", || {
-        supervisor_and_inits(bwrap[0]).len() <= 3
+        Pool::of(bwrap[0]).inits.len() <= 2
+    });
+    wait_until("a waiting init has no command process made ahead", || {
+        let pool = Pool::of(bwrap[0]);
+        pool.inits
+            .iter()
+            .all(|init| pool.ready.iter().filter(|p| parent_of(**p) == Some(*init)).count() == 1)
     });
     let gone = |pids: &[i32]| pids.iter().all(|pid| !pid_exists(*pid) || is_zombie(*pid));
-    // The supervisor alone killed: its ready inits go with it, and the next
-    // call gets a new supervisor.
-    let pool = supervisor_and_inits(bwrap[0]);
-    // SAFETY: kill takes plain integers; pool[0] is this test's supervisor
+    // The supervisor alone killed: its ready inits and their command
+    // processes go with it, and the next call gets a new supervisor.
+    let pool = Pool::of(bwrap[0]);
+    // SAFETY: kill takes plain integers; this is this test's supervisor
     // (the first of its bwrap's descendants that runs the helper).
-    unsafe { libc::kill(pool[0], libc::SIGKILL) };
-    wait_until("a ready init outlived its supervisor", || gone(&pool));
+    unsafe { libc::kill(pool.supervisor, libc::SIGKILL) };
+    wait_until("a ready init or its command process outlived its supervisor", || {
+        gone(&pool.all())
+    });
     assert_eq!(output(&run(&server, "echo $$")), "2\n");
     let bwrap = bwrap_children_for(&root);
     assert_eq!(bwrap.len(), 1, "the dead supervisor was replaced");
     wait_until("the new supervisor made no ready init", || {
-        supervisor_and_inits(bwrap[0]).len() >= 2
+        let pool = Pool::of(bwrap[0]);
+        !pool.inits.is_empty() && !pool.ready.is_empty()
     });
-    let pool = supervisor_and_inits(bwrap[0]);
+    let pool = Pool::of(bwrap[0]);
     drop(server);
-    wait_until("a ready init outlived its server", || {
-        gone(&pool) && bwrap_children_for(&root).is_empty()
+    wait_until("a ready init or its command process outlived its server", || {
+        gone(&pool.all()) && bwrap_children_for(&root).is_empty()
     });
+    assert_no_lasting_zombies();
+}
+
+/// A command the supervisor cannot start (its shell is gone) is a typed
+/// `spawn_failed` error that names the shell, and the next command runs.
+#[test]
+fn a_supervised_command_that_cannot_exec_is_a_spawn_error_and_the_next_one_runs() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-sup-noexec");
+    let server = sandboxed(&dir, "bwrap", json!({}));
+    assert_eq!(output(&run(&server, "echo up")), "up\n");
+    let shell = dir.join("sh");
+    std::fs::copy("/bin/sh", &shell).unwrap();
+    server.configure(&json!({"shell": shell}).to_string()).unwrap();
+    std::fs::remove_file(&shell).unwrap();
+    let result = run(&server, "true");
+    assert_eq!(result["error"], "spawn_failed", "{result}");
+    assert!(
+        result["message"].as_str().unwrap().contains(shell.to_str().unwrap()),
+        "{result}"
+    );
+    server.configure(r#"{"shell": "/bin/sh"}"#).unwrap();
+    for _ in 0..3 {
+        assert_eq!(output(&run(&server, "echo $$")), "2\n");
+    }
+    drop(server);
+    assert_no_lasting_zombies();
+}
+
+/// A command longer than a request message carries (16 KiB) reaches the
+/// supervisor's init on the command's socket instead, whole.
+#[test]
+fn a_supervised_command_longer_than_a_request_message_runs_whole() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-sup-long");
+    let server = sandboxed(&dir, "bwrap", json!({}));
+    for len in [100, 16 << 10, 64 << 10] {
+        let word = "x".repeat(len);
+        let result = run(&server, &format!("w={word}; echo ${{#w}}"));
+        assert_eq!(output(&result), format!("{len}\n"), "{result}");
+    }
+    drop(server);
+    assert_no_lasting_zombies();
+}
+
+/// The processes inits make ahead for their next commands, killed from the
+/// host before their requests, are made again: every command still runs,
+/// in an empty PID namespace.
+#[test]
+fn command_processes_killed_before_their_requests_are_made_again() {
+    if !available("bwrap") {
+        return;
+    }
+    let dir = TempDir::new("sbx-sup-ready-killed");
+    let root = dir.to_string_lossy().into_owned();
+    let server = sandboxed(&dir, "bwrap", json!({}));
+    assert_eq!(output(&run(&server, "echo up")), "up\n");
+    let bwrap = bwrap_children_for(&root);
+    assert_eq!(bwrap.len(), 1, "one supervisor serves every call");
+    wait_until("no init made its next command's process", || {
+        !Pool::of(bwrap[0]).ready.is_empty()
+    });
+    let killed = Pool::of(bwrap[0]).ready;
+    for pid in &killed {
+        // SAFETY: kill takes plain integers; each is a process this test's
+        // supervisor made.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    wait_until("a killed command process still runs", || {
+        killed.iter().all(|pid| !pid_exists(*pid) || is_zombie(*pid))
+    });
+    for _ in 0..4 {
+        assert_eq!(output(&run(&server, "echo $$")), "2\n");
+    }
+    drop(server);
     assert_no_lasting_zombies();
 }
 

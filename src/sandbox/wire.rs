@@ -51,6 +51,11 @@ pub const AGAIN: u8 = b'A';
 /// kernel's own limits well below this).
 pub const MAX_BODY: usize = 64 << 20;
 
+/// Largest request body sent in the request message itself, after its
+/// tag (a command and its environment are a few kilobytes); a larger one
+/// follows on the command's socket.
+pub const INLINE_BODY: usize = 16 << 10;
+
 /// The most fds one control message carries: the command's socket, stdin,
 /// stdout and stderr.
 pub const MAX_FDS: usize = 4;
@@ -84,6 +89,16 @@ impl Body {
         let total = (out.len() - 4) as u32;
         out[..4].copy_from_slice(&total.to_be_bytes());
         out
+    }
+
+    /// The inverse of [`Body::encode`], total length included.
+    pub fn decode_framed(data: &[u8]) -> io::Result<Body> {
+        let bad = || io::Error::new(io::ErrorKind::InvalidData, "malformed supervisor request");
+        let (len, rest) = data.split_first_chunk::<4>().ok_or_else(bad)?;
+        if u32::from_be_bytes(*len) as usize != rest.len() {
+            return Err(bad());
+        }
+        Body::decode(rest)
     }
 
     /// The inverse of [`Body::encode`] (without the total length).
@@ -142,17 +157,30 @@ pub fn send_with_fds(sock: BorrowedFd<'_>, data: &[u8], fds: &[BorrowedFd<'_>]) 
 /// Receives one message into `buf` with the fds attached to it (made
 /// close-on-exec). `Ok((0, []))` is end of file.
 pub fn recv_with_fds(sock: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
+    let mut fds: [Option<OwnedFd>; MAX_FDS] = Default::default();
+    let received = recv_fds_into(sock, buf, &mut fds)?;
+    Ok((received, fds.into_iter().flatten().collect()))
+}
+
+/// [`recv_with_fds`] into `fds`, allocating nothing (what a process that
+/// shares its parent's memory may call): the fds fill its first places;
+/// any beyond its length close.
+pub fn recv_fds_into(sock: BorrowedFd<'_>, buf: &mut [u8], fds: &mut [Option<OwnedFd>]) -> io::Result<usize> {
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
     let mut data = [io::IoSliceMut::new(buf)];
     let received = rustix::io::retry_on_intr(|| recvmsg(sock, &mut data, &mut control, RecvFlags::CMSG_CLOEXEC))?;
-    let mut fds = Vec::new();
+    let mut places = fds.iter_mut();
     for message in control.drain() {
         if let RecvAncillaryMessage::ScmRights(passed) = message {
-            fds.extend(passed);
+            for fd in passed {
+                if let Some(place) = places.next() {
+                    *place = Some(fd);
+                }
+            }
         }
     }
-    Ok((received.bytes, fds))
+    Ok(received.bytes)
 }
 
 /// Writes all of `data` (a blocking socket), without SIGPIPE.
@@ -242,6 +270,12 @@ mod tests {
         assert_eq!(total, data.len() - 4);
         assert_eq!(Body::decode(&data[4..]).unwrap(), body);
         assert!(Body::decode(&data[4..data.len() - 1]).is_err());
+        // With its total length, as a request carries it inline: a length
+        // that is not the rest's is refused.
+        assert_eq!(Body::decode_framed(&data).unwrap(), body);
+        assert!(Body::decode_framed(&data[..data.len() - 1]).is_err());
+        assert!(Body::decode_framed(&[&data[..], b"x"].concat()).is_err());
+        assert!(Body::decode_framed(&data[..3]).is_err());
     }
 
     #[test]

@@ -9,11 +9,12 @@
 //! (the kernel hands each message to one reader); the init tells the
 //! supervisor it took it, on the channel between them.
 //!
-//! The init reads the command's request and starts the command as the
-//! leader of its process group, with no capabilities, every signal at its
-//! default, the requested environment and working directory, and only fds
-//! 0-2. It reports the command's exit status on the command's socket, then
-//! kills everything left in its namespace and reaps it: escaped `setsid`
+//! The init checks its mounts and starts the command in the process it
+//! made ahead: the leader of its process group, with no capabilities,
+//! every signal at its default, the requested environment and working
+//! directory, and only fds 0-2. It reports the command's exit status on
+//! the command's socket, then kills everything left in its namespace and
+//! reaps it: escaped `setsid`
 //! and double-forked children die with their call. It kills on request,
 //! and everything when the host's end of the socket closes (the call was
 //! abandoned or the host died; it exits then).
@@ -23,7 +24,8 @@
 //! namespace and the next pid is 2 again, it takes a new IPC namespace and
 //! new empty tmpfs mounts (an init whose command changed what the next
 //! would inherit from it, such as its limits, exits instead: see
-//! `supervisor::inherited`). Then it comes back to the supervisor,
+//! `supervisor::inherited`). Then it makes the next command's process and
+//! comes back to the supervisor,
 //! which hands it the control socket again if fewer than `POOL` inits
 //! are ready, or lets it exit. So a command costs no clone of the mount
 //! namespace, no new PID namespace and no `/proc` mount, and the next
@@ -42,16 +44,14 @@
 //! for the next command's mounts), and the namespace's user-namespace
 //! limit is 0.
 //!
-//! The supervisor is single-threaded, so its clones may allocate (no other
-//! thread can hold the allocator's lock). The command's own process is a
-//! `CLONE_VM | CLONE_VFORK` child on a stack of its own, as `posix_spawn`
-//! makes it: it shares the init's memory until it execs, so it makes only
-//! system calls, on values prepared before its clone.
+//! The supervisor and its inits are single-threaded, so their forks may
+//! allocate (no other thread can hold the allocator's lock). Each command's
+//! process is made by its init before the request comes, and prepares what
+//! does not depend on the command there (see `command_process.rs`).
 
 use std::ffi::{CStr, CString, OsString};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, poll};
@@ -61,6 +61,7 @@ use rustix::mount::{MountFlags, MoveMountFlags, OpenTreeFlags, UnmountFlags};
 use rustix::process::{DumpableBehavior, Pid, Signal, WaitOptions};
 use rustix::thread::UnshareFlags;
 
+use super::command_process::{Launcher, Preparation, Ready};
 use super::inherited::Inherited;
 use crate::sandbox::process_calls::{self, SignalSet};
 use crate::sandbox::wire::{self, Body};
@@ -98,11 +99,11 @@ pub const NET_LISTEN_ARG: &str = "--net-listen";
 /// The argument before the most processes each command may run.
 pub const MAX_PROCESSES_ARG: &str = "--max-processes";
 
-/// The control socket's fd in the supervisor.
-pub const CONTROL_FD: RawFd = 3;
-
 /// How long an init waits for a request body the host announced.
 const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The control socket's fd in the supervisor.
+pub const CONTROL_FD: RawFd = 3;
 
 /// How many inits the supervisor keeps ready: two, so that a command that
 /// arrives while the last command's init is still clearing its namespaces
@@ -140,6 +141,16 @@ struct Args {
     /// The supervisor's bounding set (and so each init's): what each
     /// command's process drops.
     bounding: u64,
+}
+
+impl Args {
+    /// What each command's process does before its request comes.
+    fn preparation(&self) -> Preparation<'_> {
+        Preparation {
+            observe: self.observe.as_deref(),
+            bounding: self.bounding,
+        }
+    }
 }
 
 /// A mount below a fresh tmpfs that an init carries over onto it.
@@ -498,19 +509,24 @@ fn prepare(control: &mut Option<OwnedFd>, sigfd: BorrowedFd<'_>, args: &Args) ->
     Ok(ours)
 }
 
-/// Closes every fd above 2 but those in `keep`.
-fn close_all_but(mut keep: [RawFd; 3]) {
+/// Closes every fd above 2 but those in `keep`, allocating nothing (a
+/// process that shares its init's memory calls it too). Only right after
+/// a clone: the objects that own the fds it closes are the parent's.
+pub(super) fn close_all_but<const N: usize>(mut keep: [RawFd; N]) {
+    let close = |from: u32, to: u32| {
+        // SAFETY: close_range takes plain integers; it closes fds of this
+        // process's own table, which nothing in this process uses.
+        unsafe { libc::syscall(libc::SYS_close_range, from, to, 0u32) };
+    };
     keep.sort_unstable();
     let mut from: u32 = 3;
     for fd in keep.map(|fd| fd as u32) {
         if fd > from {
-            // SAFETY: closes fds of this process that nothing here uses.
-            unsafe { libc::syscall(libc::SYS_close_range, from, fd - 1, 0u32) };
+            close(from, fd - 1);
         }
         from = from.max(fd + 1);
     }
-    // SAFETY: as above.
-    unsafe { libc::syscall(libc::SYS_close_range, from, u32::MAX, 0u32) };
+    close(from, u32::MAX);
 }
 
 fn read_body(sock: BorrowedFd<'_>) -> io::Result<Body> {
@@ -528,29 +544,6 @@ fn read_body(sock: BorrowedFd<'_>) -> io::Result<Body> {
         return Err(io::ErrorKind::UnexpectedEof.into());
     }
     Body::decode(&data)
-}
-
-fn pointers(strings: &[CString]) -> Vec<*const libc::c_char> {
-    let mut p: Vec<*const libc::c_char> = strings.iter().map(|s| s.as_ptr()).collect();
-    p.push(std::ptr::null());
-    p
-}
-
-/// Everything the command's process needs, prepared before its clone.
-struct Command<'a> {
-    program: &'a CStr,
-    argv: &'a [*const libc::c_char],
-    envp: &'a [*const libc::c_char],
-    cwd: &'a CStr,
-    stdio: [RawFd; 3],
-    sock: BorrowedFd<'a>,
-    sigfd: BorrowedFd<'a>,
-    /// The observing filter the command's process installs on itself.
-    observe: Option<&'a [libc::sock_filter]>,
-    /// What it sends the filter's listener with.
-    listener_message: [u8; 5],
-    /// The capabilities it drops: its init's bounding set.
-    bounding: u64,
 }
 
 /// `fork` as a raw `clone` with `flags` (namespace flags) and SIGCHLD.
@@ -575,13 +568,14 @@ unsafe fn raw_fork(flags: libc::c_int) -> libc::pid_t {
 
 /// A ready init: PID 1 of its namespace. It mounts the namespace's `/proc`,
 /// then, for as long as its supervisor hands it the control socket again,
-/// waits on it for one request, starts that command, watches it, and
-/// clears its namespaces for the next. Never returns.
+/// waits on it for one request with the command's process made ahead (see
+/// `command_process.rs`), starts that command, watches it, and clears its
+/// namespaces for the next. Never returns.
 fn init(control: OwnedFd, chan: OwnedFd, sigfd: BorrowedFd<'_>, args: &Args) -> ! {
     // Die with the supervisor (the PID namespace of bwrap ends with it too).
     let _ = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
     // Failures here are reported to the request this init gets.
-    let prepared = mount_proc(args.pid_max)
+    let mut prepared = mount_proc(args.pid_max)
         .and_then(|last_pid| {
             args.fresh
                 .iter()
@@ -589,34 +583,46 @@ fn init(control: OwnedFd, chan: OwnedFd, sigfd: BorrowedFd<'_>, args: &Args) -> 
                 .map(|()| last_pid)
         })
         .and_then(|last_pid| settle(&args.not_default).map(|()| last_pid))
-        .and_then(|last_pid| Stack::new().map(|stack| (last_pid, stack)));
+        .and_then(|last_pid| Launcher::new(args.preparation(), last_pid));
+    let mut next = match &mut prepared {
+        Ok(launcher) => launcher.ready(),
+        Err(errno) => Err(*errno),
+    };
     // What its commands could change on it, as it was before the first.
     let inherited = Inherited::read();
     let mut control = control;
+    // A request: its tag, and its body when it fits (one byte more, so a
+    // longer message shows as one that filled the buffer).
+    let mut buf = vec![0u8; 1 + wire::INLINE_BODY + 1];
     loop {
-        let mut buf = [0u8; 16];
         let received = loop {
             match wire::recv_with_fds(control.as_fd(), &mut buf) {
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
                 other => break other,
             }
         };
-        // Taken: the supervisor keeps another init ready. The control
-        // socket is not ours to hold while the command runs.
-        let _ = wire::send_message(chan.as_fd(), wire::TAKEN, 0);
-        // Closes the control socket's fd in this process only.
+        // The control socket is not ours to hold while the command runs
+        // (this closes its fd in this process only).
         drop(control);
-        let fds = match received {
-            Ok((n, fds)) if n > 0 && buf[0] == wire::COMMAND && fds.len() == wire::MAX_FDS => fds,
+        let (fds, inline) = match received {
+            Ok((n, fds)) if n > 0 && n < buf.len() && buf[0] == wire::COMMAND && fds.len() == wire::MAX_FDS => {
+                (fds, &buf[1..n])
+            }
             // The host is gone, or the message was malformed (its fds close).
             _ => exit_init(),
         };
         let [sock, stdin, stdout, stderr]: [OwnedFd; 4] = fds.try_into().expect("four fds");
-        let (last_pid, stack) = match &prepared {
-            Ok(prepared) => prepared,
-            Err(errno) => fail(sock.as_fd(), *errno),
+        let (launcher, ready) = match (prepared.as_mut().map_err(|e| *e), next) {
+            (Ok(launcher), Ok(ready)) => (launcher, ready),
+            (Err(errno), _) | (_, Err(errno)) => fail(sock.as_fd(), errno),
         };
-        run(&sock, [stdin, stdout, stderr], stack, sigfd, args);
+        run(
+            (&sock, inline),
+            [stdin, stdout, stderr],
+            (launcher, ready),
+            (&chan, sigfd),
+            args,
+        );
         drop(sock);
         clear(sigfd);
         // The command changed what the next one would inherit (see
@@ -624,9 +630,14 @@ fn init(control: OwnedFd, chan: OwnedFd, sigfd: BorrowedFd<'_>, args: &Args) -> 
         if inherited.is_none() || Inherited::read() != inherited {
             exit_init();
         }
-        if recycle(last_pid, args).is_err() {
+        if recycle(args).is_err() {
             exit_init();
         }
+        // Made in the namespaces as they are now: in the new IPC namespace.
+        next = match launcher.ready() {
+            Ok(ready) => Ok(ready),
+            Err(_) => exit_init(),
+        };
         control = match come_back(&chan) {
             Some(control) => control,
             None => exit_init(),
@@ -634,35 +645,45 @@ fn init(control: OwnedFd, chan: OwnedFd, sigfd: BorrowedFd<'_>, args: &Args) -> 
     }
 }
 
-/// Starts the command of the request on `sock` and watches it until its
-/// shell has exited and the host has its status. Exits the init instead
-/// when the command cannot start, or its call was abandoned.
-fn run(sock: &OwnedFd, stdio: [OwnedFd; 3], stack: &Stack, sigfd: BorrowedFd<'_>, args: &Args) {
+/// Starts the command of the request on `sock` (its body `inline`, or on
+/// `sock` when that is empty) in `ready`, tells the supervisor on `chan`
+/// that this init took a request, and watches the
+/// command until its shell has exited and the host has its status. Exits
+/// the init instead when the command cannot start, or its call was
+/// abandoned.
+fn run(
+    (sock, inline): (&OwnedFd, &[u8]),
+    stdio: [OwnedFd; 3],
+    (launcher, ready): (&mut Launcher, Ready),
+    (chan, sigfd): (&OwnedFd, BorrowedFd<'_>),
+    args: &Args,
+) {
     let sock = sock.as_fd();
-    let body = read_body(sock).unwrap_or_else(|e| fail(sock, e.raw_os_error().unwrap_or(libc::EINVAL)));
+    let body = match inline {
+        [] => read_body(sock),
+        framed => Body::decode_framed(framed),
+    };
+    let body = body.unwrap_or_else(|e| fail(sock, e.raw_os_error().unwrap_or(libc::EINVAL)));
     if !all_mounted(&args.bound) || !mounted_if_present(&args.bound_if_present) {
         // The host replaced a bound path: this namespace no longer keeps it.
         fail(sock, libc::ESTALE);
     }
-    let argv = pointers(&body.argv);
-    let envp = pointers(&body.envp);
-    let command = Command {
-        program: &body.program,
-        argv: &argv,
-        envp: &envp,
-        cwd: &body.cwd,
-        stdio: [stdio[0].as_raw_fd(), stdio[1].as_raw_fd(), stdio[2].as_raw_fd()],
-        sock,
-        sigfd,
-        observe: args.observe.as_deref(),
-        listener_message: wire::message(wire::LISTENER, 0),
-        bounding: args.bounding,
+    // The listener goes to the host before the command can make a call it
+    // notifies, which then waits for the host's handler.
+    let listener_message = wire::message(wire::LISTENER, 0);
+    let to_host = |listener: OwnedFd| {
+        wire::send_with_fds(sock, &listener_message, &[listener.as_fd()])
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
     };
-    let pid = spawn_command(&command, stack).unwrap_or_else(|errno| fail(sock, errno));
-    // Only the command holds its stdio now, so its pipes end with it.
-    drop(stdio);
-    let _ = wire::send_message(sock.as_fd(), wire::STARTED, pid);
-    watch(&command, pid)
+    let pid = launcher
+        .start(ready, &body, stdio, to_host)
+        .unwrap_or_else(|errno| fail(sock, errno));
+    let _ = wire::send_message(sock, wire::STARTED, pid);
+    // Only now: waking the supervisor earlier would put it before the
+    // command on a busy CPU. Another ready init waits on the control socket
+    // meanwhile; the supervisor then keeps the pool full.
+    let _ = wire::send_message(chan.as_fd(), wire::TAKEN, 0);
+    watch(sock, sigfd, pid)
 }
 
 /// Kills everything left in this init's PID namespace (what the command
@@ -688,14 +709,13 @@ fn kill_namespace() {
 }
 
 /// Makes this init's namespaces as new ones for its next command, off the
-/// call's path: the next pid is 2 again (through the `ns_last_pid` kept
-/// open since before `/proc/sys` went read-only), a new IPC namespace
-/// replaces the one the last command's SysV objects and POSIX message
-/// queues live in, and the tmpfs mounts of its own are replaced by empty
-/// ones. The PID namespace is empty by now (see [`clear`]), and the mount
-/// namespace is as the init left it: commands cannot mount.
-fn recycle(last_pid: &OwnedFd, args: &Args) -> Result<(), i32> {
-    write_all_at_once(last_pid, b"1", |fd, data| rustix::io::pwrite(fd, data, 0))?;
+/// call's path: a new IPC namespace replaces the one the last command's
+/// SysV objects and POSIX message queues live in, and the tmpfs mounts of
+/// its own are replaced by empty ones (the next command's process is pid 2
+/// again: see `Launcher::ready`). The PID namespace is empty by now (see
+/// [`clear`]), and the mount namespace is as the init left it: commands
+/// cannot mount.
+fn recycle(args: &Args) -> Result<(), i32> {
     process_calls::unshare(UnshareFlags::NEWIPC).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     for target in &args.fresh {
         rustix::mount::unmount(target.as_c_str(), UnmountFlags::DETACH).map_err(raw)?;
@@ -953,26 +973,23 @@ fn not_default_signals() -> Vec<libc::c_int> {
 /// Until the command's shell exits (returns once its status is sent):
 /// reap whatever is reparented to us, pass kill requests on, kill
 /// everything if the host goes away.
-fn watch(c: &Command<'_>, pid: libc::pid_t) {
+fn watch(sock: BorrowedFd<'_>, sigfd: BorrowedFd<'_>, pid: libc::pid_t) {
     loop {
-        let mut fds = [
-            PollFd::new(&c.sock, PollFlags::IN),
-            PollFd::new(&c.sigfd, PollFlags::IN),
-        ];
+        let mut fds = [PollFd::new(&sock, PollFlags::IN), PollFd::new(&sigfd, PollFlags::IN)];
         // EINTR leaves every event empty: the loop polls again.
         let _ = poll(&mut fds, None);
         let (request, signals) = (fds[0].revents(), fds[1].revents());
         if !signals.is_empty() {
-            drain_signals(c.sigfd);
+            drain_signals(sigfd);
             while let Ok(Some((reaped, status))) = rustix::process::wait(WaitOptions::NOHANG) {
                 if reaped.as_raw_pid() == pid {
-                    let _ = wire::send_message(c.sock.as_fd(), wire::EXITED, status.as_raw());
+                    let _ = wire::send_message(sock, wire::EXITED, status.as_raw());
                     return;
                 }
             }
         }
         if !request.is_empty() {
-            match wire::read_message(c.sock.as_fd()) {
+            match wire::read_message(sock) {
                 Ok(Some((wire::KILL, libc::SIGKILL))) => kill_namespace(),
                 Ok(Some((wire::KILL, signal))) => signal_group(pid, signal),
                 Ok(Some(_)) => {}
@@ -991,160 +1008,4 @@ fn signal_group(pid: libc::pid_t, signal: libc::c_int) {
     if let (Some(pid), Some(signal)) = (Pid::from_raw(pid), Signal::from_named_raw(signal)) {
         let _ = rustix::process::kill_process_group(pid, signal);
     }
-}
-
-/// The stack the command's process runs on between its clone and exec,
-/// with an inaccessible page below it, so an overflow faults instead of
-/// writing into the init's memory.
-struct Stack {
-    base: *mut libc::c_void,
-}
-
-impl Stack {
-    const SIZE: usize = 64 * 1024;
-    const GUARD: usize = 4096;
-
-    fn new() -> Result<Stack, i32> {
-        // SAFETY: a fresh anonymous private mapping, then its lowest page
-        // made inaccessible; nothing else refers to it.
-        unsafe {
-            let base = libc::mmap(
-                std::ptr::null_mut(),
-                Self::GUARD + Self::SIZE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            );
-            if base == libc::MAP_FAILED {
-                return Err(last_errno());
-            }
-            if libc::mprotect(base, Self::GUARD, libc::PROT_NONE) != 0 {
-                return Err(last_errno());
-            }
-            Ok(Stack { base })
-        }
-    }
-
-    /// The highest address (stacks grow down); page-aligned.
-    fn top(&self) -> *mut libc::c_void {
-        self.base.wrapping_byte_add(Self::GUARD + Self::SIZE)
-    }
-}
-
-/// What the command's process reads (its command) and writes (why its
-/// exec failed) in the init's memory, which it shares until it execs.
-struct Launch<'a> {
-    command: &'a Command<'a>,
-    /// Written by the process before it exits (0 while it has not failed);
-    /// an atomic, as the process and the init are two threads of one memory.
-    errno: AtomicI32,
-}
-
-/// Starts the command's process as `posix_spawn` does: a clone that shares
-/// the init's memory and suspends the init until the process has exec'd or
-/// exited, so no page tables are copied and no pipe is needed to learn
-/// whether exec failed. Its pid, or the errno of the step that failed.
-fn spawn_command(command: &Command<'_>, stack: &Stack) -> Result<libc::pid_t, i32> {
-    let launch = Launch {
-        command,
-        errno: AtomicI32::new(0),
-    };
-    // SAFETY: the child runs `command_main` on its own stack, touching only
-    // `launch` (alive until clone returns: CLONE_VFORK suspends us until the
-    // child has exec'd or exited) and making only system calls. It shares no
-    // signal handlers (no CLONE_SIGHAND) and no fd table (no CLONE_FILES).
-    let pid = unsafe {
-        libc::clone(
-            command_main,
-            stack.top(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            (&raw const launch).cast_mut().cast(),
-        )
-    };
-    if pid < 0 {
-        return Err(last_errno());
-    }
-    // The process has exec'd or exited by now, so nothing writes it any more.
-    match launch.errno.load(Ordering::Acquire) {
-        0 => Ok(pid),
-        errno => Err(errno), // the process is exiting with 127; the init reaps it
-    }
-}
-
-extern "C" fn command_main(arg: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `arg` is the `Launch` spawn_command passed, valid while the
-    // init is suspended, which lasts as long as this process runs before
-    // exec; it is only read, but for its atomic errno.
-    let launch = unsafe { &*arg.cast_const().cast::<Launch<'_>>() };
-    exec_command(launch.command, &launch.errno)
-}
-
-/// The command's process: its own group, an empty signal mask, no
-/// capability, the observing filter (its listener sent to the host before
-/// the command starts), stdio, working dir, no fds above 2, then exec; it
-/// inherits default signal dispositions and `no_new_privs` from its init
-/// (see [`settle`]). Never returns; on failure it stores the errno in
-/// `failed` and exits with 127.
-fn exec_command(c: &Command<'_>, failed: &AtomicI32) -> ! {
-    let _ = rustix::process::setpgid(None, None);
-    process_calls::set_mask(&SignalSet::of(&[]));
-    // rustix reports its errno without setting the thread's.
-    if let Err(errno) = crate::sandbox::caps::drop_held(c.bounding) {
-        failed_with(failed, errno);
-    }
-    if let Some(program) = c.observe {
-        hand_over_listener(c, program, failed);
-    }
-    if let Err(e) = rustix::process::chdir(c.cwd) {
-        failed_with(failed, raw(e));
-    }
-    // SAFETY: system calls only, on values prepared before the clone; the
-    // process has its own fd table, so the fds it moves and closes are its
-    // own copies; execve reads the NUL-terminated program and the
-    // null-ended pointer arrays, which live in the init's memory until the
-    // exec replaces this process.
-    unsafe {
-        for (target, fd) in c.stdio.iter().enumerate() {
-            if libc::dup2(*fd, target as RawFd) < 0 {
-                exec_failed(failed);
-            }
-        }
-        // Every fd above 2 closes at exec.
-        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) != 0 {
-            exec_failed(failed);
-        }
-        libc::execve(c.program.as_ptr(), c.argv.as_ptr(), c.envp.as_ptr());
-        exec_failed(failed)
-    }
-}
-
-/// Installs the observing filter on the command's process and sends its
-/// listener to the host. Nothing the process does from here until its
-/// `exec` notifies (its send carries no address, it opens nothing), so it
-/// cannot wait on a host that does not have the listener yet. A filter
-/// that cannot be installed leaves the host to fall back to the error
-/// text; a listener that cannot be sent fails the command before it starts.
-fn hand_over_listener(c: &Command<'_>, program: &[libc::sock_filter], failed: &AtomicI32) {
-    let Ok(listener) = crate::sandbox::notify::filter::install(program) else {
-        return;
-    };
-    if wire::send_with_fds(c.sock.as_fd(), &c.listener_message, &[listener.as_fd()]).is_err() {
-        exec_failed(failed);
-    }
-}
-
-fn exec_failed(failed: &AtomicI32) -> ! {
-    failed_with(failed, last_errno())
-}
-
-/// Tells the init why the process failed (in its `Launch`, valid until
-/// this process ends: the init is suspended until then), then ends it.
-fn failed_with(failed: &AtomicI32, errno: i32) -> ! {
-    let errno = match errno {
-        0 => libc::EIO,
-        errno => errno,
-    };
-    failed.store(errno, Ordering::Release);
-    process_calls::exit_now(127)
 }

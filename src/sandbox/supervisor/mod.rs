@@ -12,6 +12,7 @@
 //! abandoned call or a killed host leaves nothing running. See
 //! [`inside`] for the supervisor process itself.
 
+mod command_process;
 mod inherited;
 pub mod inside;
 #[cfg(test)]
@@ -413,15 +414,36 @@ impl Supervisor {
         observer: &Observer,
     ) -> io::Result<Result<Child, io::Error>> {
         let (host_end, their_end) = wire::socket_pair(libc::SOCK_STREAM)?;
+        let body = wire::Body {
+            program: spec.program.to_owned(),
+            argv: spec.argv.to_vec(),
+            envp: spec.envp.iter().map(|e| (*e).to_owned()).collect(),
+            cwd: spec.cwd.to_owned(),
+        }
+        .encode();
         let pipes = CommandPipes::new(spec)?;
         let fds = [their_end.as_fd(), pipes.stdin_fd(), pipes.out_w.as_fd(), pipes.err_w()];
-        if let Err(e) = wire::send_with_fds(control.as_fd(), &[wire::COMMAND], &fds) {
+        // The body goes in the request itself when it fits, so the init has
+        // it at once; else (or where the socket takes no message that long)
+        // on the command's socket.
+        let mut on_socket = &body[..];
+        if body.len() <= wire::INLINE_BODY {
+            let request = [&[wire::COMMAND][..], &body].concat();
+            match wire::send_with_fds(control.as_fd(), &request, &fds) {
+                Ok(()) => on_socket = &[],
+                Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {}
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+        if !on_socket.is_empty()
+            && let Err(e) = wire::send_with_fds(control.as_fd(), &[wire::COMMAND], &fds)
+        {
             return Ok(Err(e));
         }
         // Only the supervisor holds the far ends now, so EOF can come.
         drop(their_end);
         let pipes = pipes.sent();
-        await_start(&host_end, spec, observer)?;
+        await_start(&host_end, on_socket, observer)?;
         Ok(Ok(pipes.into_child(host_end)))
     }
 }
@@ -517,21 +539,16 @@ impl HostPipes {
     }
 }
 
-/// Sends `spec`'s command line on its socket `host_end` and waits for the
-/// supervisor's answer: started, or failed with an errno; a listener first
-/// is handed to `observer`'s handler before the command starts.
-fn await_start(host_end: &OwnedFd, spec: &SpawnSpec<'_>, observer: &Observer) -> io::Result<()> {
-    let body = wire::Body {
-        program: spec.program.to_owned(),
-        argv: spec.argv.to_vec(),
-        envp: spec.envp.iter().map(|e| (*e).to_owned()).collect(),
-        cwd: spec.cwd.to_owned(),
-    };
+/// Sends `body` on the command's socket `host_end` (empty when the request
+/// carried it) and waits for the supervisor's answer: started, or failed
+/// with an errno; a listener first is handed to `observer`'s handler
+/// before the command starts.
+fn await_start(host_end: &OwnedFd, body: &[u8], observer: &Observer) -> io::Result<()> {
     let lost = || io::Error::other("the sandbox supervisor went away while starting the command");
     // An init that refuses the request early (its mounts went stale)
     // may close the socket before the body is all written: its answer
     // still comes first.
-    let written = wire::write_all(host_end.as_fd(), &body.encode());
+    let written = wire::write_all(host_end.as_fd(), body);
     let mut first = read_first_message(host_end.as_fd())?;
     if written.is_err() && !matches!(first, Some((wire::FAILED, _, _))) {
         return Err(lost());
