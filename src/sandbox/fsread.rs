@@ -10,7 +10,7 @@ use std::ffi::{CStr, OsString};
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, ResolveFlags};
 
@@ -18,12 +18,36 @@ use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, ResolveFlags};
 /// kilobytes).
 const MAX_READ: u64 = 1 << 20;
 
+/// `path` made canonical, as [`Path::canonicalize`] makes it, in one call
+/// when nothing on it is a link, as a plan's paths mostly are (an absolute
+/// path without `..` or a link on it is its own canonical form); with the
+/// full resolution, a `readlink` for each component, otherwise.
+pub fn canonical(path: &Path) -> std::io::Result<PathBuf> {
+    let plain = path.is_absolute() && !path.components().any(|c| c == Component::ParentDir);
+    if plain {
+        let flags = OFlags::PATH | OFlags::CLOEXEC;
+        match rustix::fs::openat2(
+            CWD,
+            path,
+            flags,
+            Mode::empty(),
+            ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        ) {
+            Ok(_) => return Ok(path.components().collect()),
+            Err(rustix::io::Errno::NOENT) => return Err(std::io::Error::from_raw_os_error(libc::ENOENT)),
+            // A link on the way, or anything else: the full resolution says.
+            Err(_) => {}
+        }
+    }
+    path.canonicalize()
+}
+
 /// `path` (absolute) opened without following a link on the way; a path
 /// with a link on it is made canonical first and opened the same way.
 fn open(path: &Path, flags: OFlags) -> Option<OwnedFd> {
     match open_unlinked(path, flags) {
         Err(rustix::io::Errno::LOOP) | Err(rustix::io::Errno::XDEV) => {
-            open_unlinked(&path.canonicalize().ok()?, flags).ok()
+            open_unlinked(&canonical(path).ok()?, flags).ok()
         }
         other => other.ok(),
     }
@@ -136,6 +160,38 @@ mod tests {
                 ("sub", Entry::Dir),
             ]
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn canonical_agrees_with_the_full_resolution() {
+        let dir = std::env::temp_dir().join(format!("bm-canonical-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("real/sub")).unwrap();
+        std::os::unix::fs::symlink(dir.join("real"), dir.join("link")).unwrap();
+        std::os::unix::fs::symlink(dir.join("gone"), dir.join("dangling")).unwrap();
+        let dir = dir.canonicalize().unwrap();
+        for path in [
+            dir.join("real/sub"),
+            dir.join("real/sub/"),
+            dir.join("real//sub"),
+            dir.join("real/./sub"),
+            dir.join("link/sub"),
+            dir.join("link"),
+            dir.join("real/sub/../sub"),
+            dir.join("link/../real"),
+            dir.join("missing/sub"),
+            dir.join("dangling"),
+            dir.join("dangling/sub"),
+        ] {
+            let full = path.canonicalize().map_err(|e| e.raw_os_error());
+            assert_eq!(
+                super::canonical(&path).map_err(|e| e.raw_os_error()),
+                full,
+                "{}",
+                path.display()
+            );
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

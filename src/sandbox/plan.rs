@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::config::{Mode, SandboxConfig, expand_home};
+use super::fsread;
 use super::git;
 use super::temp::Temp;
 
@@ -82,7 +83,7 @@ impl Plan {
         let read_deny = config
             .read_deny
             .iter()
-            .filter_map(|p| p.canonicalize().ok())
+            .filter_map(|p| fsread::canonical(p).ok())
             .map(|path| match root_of(&path, &writable) {
                 Some(root) => pinned(path, root),
                 None => Protected {
@@ -91,7 +92,7 @@ impl Plan {
                 },
             })
             .collect();
-        let workdir = working_dir.canonicalize().ok().filter(|w| writable.contains(w));
+        let workdir = fsread::canonical(working_dir).ok().filter(|w| writable.contains(w));
         Ok(Plan {
             cwd: cwd.to_path_buf(),
             writable,
@@ -140,7 +141,7 @@ impl Plan {
 fn canonical_roots(roots: &[PathBuf]) -> Result<Vec<PathBuf>, PlanProblem> {
     let mut out: Vec<PathBuf> = Vec::new();
     for root in roots {
-        let canonical = root.canonicalize().map_err(|e| PlanProblem {
+        let canonical = fsread::canonical(root).map_err(|e| PlanProblem {
             message: format!("sandbox writable root {} cannot be used: {e}", root.display()),
             hint: "list existing directories in `sandbox.writable_roots`".into(),
         })?;
@@ -221,25 +222,42 @@ impl Resolver {
         if let Some(known) = self.dirs.get(dir) {
             return known.clone();
         }
-        let canonical = dir.canonicalize().ok();
+        let canonical = fsread::canonical(dir).ok();
         self.dirs.insert(dir.to_path_buf(), canonical.clone());
         canonical
     }
 
+    /// `path` (absolute) with `.` and `..` resolved and its longest
+    /// existing ancestor canonical (candidates in a missing `.git` share
+    /// their ancestors).
+    fn existing_part_canonical(&mut self, path: &Path) -> Option<PathBuf> {
+        let path = super::lexical::normalize(path);
+        let mut rest = Vec::new();
+        for ancestor in path.ancestors() {
+            if let Some(real) = self.dir(ancestor) {
+                return Some(rest.iter().rev().fold(real, |p: PathBuf, name| p.join(name)));
+            }
+            rest.push(ancestor.file_name()?.to_owned());
+        }
+        None
+    }
+
     fn resolve(&mut self, path: &Path) -> Resolved {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-            return match path.canonicalize() {
+            return match fsread::canonical(path) {
                 Ok(p) => Resolved::Exists(p),
                 Err(_) => Resolved::Dangling,
             };
         };
         let Some(parent) = self.dir(parent) else {
-            return existing_part_canonical(path).map_or(Resolved::Dangling, Resolved::Absent);
+            return self
+                .existing_part_canonical(path)
+                .map_or(Resolved::Dangling, Resolved::Absent);
         };
         let full = parent.join(name);
         match full.symlink_metadata() {
             Err(_) => Resolved::Absent(full),
-            Ok(meta) if meta.file_type().is_symlink() => match full.canonicalize() {
+            Ok(meta) if meta.file_type().is_symlink() => match fsread::canonical(&full) {
                 Ok(p) => Resolved::Exists(p),
                 Err(_) => Resolved::Dangling,
             },
@@ -267,20 +285,6 @@ fn pinned(path: PathBuf, root: &Path) -> Protected {
         .collect();
     pinned_dirs.reverse();
     Protected { path, pinned_dirs }
-}
-
-/// `path` (absolute) with `.` and `..` resolved and its longest existing
-/// ancestor canonical.
-fn existing_part_canonical(path: &Path) -> Option<PathBuf> {
-    let path = super::lexical::normalize(path);
-    let mut rest = Vec::new();
-    for ancestor in path.ancestors() {
-        if let Ok(real) = ancestor.canonicalize() {
-            return Some(rest.iter().rev().fold(real, |p: PathBuf, name| p.join(name)));
-        }
-        rest.push(ancestor.file_name()?.to_owned());
-    }
-    None
 }
 
 #[cfg(test)]
