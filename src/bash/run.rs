@@ -60,16 +60,14 @@ impl Shared {
         let timeout = config.effective_timeout(request.timeout);
 
         let (program, argv, sandbox) = self.command_line(request, &config, &cwd, &base)?;
-        let mut env = self.env_cache.env(&config, &request.env);
-        // The sandbox's variables (its TMPDIR, its proxy) replace any of the same name.
-        if let Some(wrapped) = sandbox.as_ref().filter(|w| !w.env.is_empty()) {
-            env = crate::sandbox::with_env(&env, &wrapped.env).into();
-        }
+        let env = self.env_cache.env(&config, &request.env);
         let run_marker = crate::process::ids::next_run_marker();
         let marker_c = CString::new(run_marker.clone()).expect("marker has no NUL");
         let mut envp: Vec<&CStr> = Vec::with_capacity(env.len() + 1);
         envp.push(&marker_c);
-        envp.extend(env.iter().map(CString::as_c_str));
+        // The sandbox's variables (its TMPDIR, its proxy) replace any of the same name.
+        let sandbox_env = sandbox.as_ref().map_or(&[][..], |wrapped| &wrapped.env);
+        envp.extend(crate::sandbox::with_env(&env, sandbox_env));
         let cwd_c = c_path(&cwd)?;
         let spec = SpawnSpec {
             program: &program,

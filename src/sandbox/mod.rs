@@ -39,7 +39,7 @@ pub mod temp;
 pub mod wire;
 
 use std::collections::HashMap;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -271,8 +271,8 @@ impl Wrapped {
 }
 
 /// `envp` (`NAME=value` entries) with `vars` (the same) set over it: each
-/// of `vars` replaces any entry of the same name.
-pub fn with_env(envp: &[CString], vars: &[CString]) -> Vec<CString> {
+/// of `vars` replaces any entry of the same name. Borrowed, not copied.
+pub fn with_env<'e>(envp: &'e [CString], vars: &'e [CString]) -> impl Iterator<Item = &'e CStr> + 'e {
     fn name(var: &CString) -> &[u8] {
         let bytes = var.as_bytes();
         &bytes[..bytes.iter().position(|&c| c == b'=').unwrap_or(bytes.len())]
@@ -280,8 +280,7 @@ pub fn with_env(envp: &[CString], vars: &[CString]) -> Vec<CString> {
     envp.iter()
         .filter(|entry| !vars.iter().any(|v| name(v) == name(entry)))
         .chain(vars)
-        .cloned()
-        .collect()
+        .map(CString::as_c_str)
 }
 
 /// Where and how one command runs.

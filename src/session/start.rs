@@ -1,7 +1,7 @@
 //! Starting a session: preparing the shell's launch, spawning it on a pseudo-terminal,
 //! building its `Session` and waiting for its first prompt.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -387,7 +387,9 @@ fn spawn(
     };
     // The sandbox's variables (its TMPDIR, its proxy) replace any of the same name.
     let envp = match &sandbox {
-        Some(wrapped) => crate::sandbox::with_env(&prepared.envp, &wrapped.env),
+        Some(wrapped) => crate::sandbox::with_env(&prepared.envp, &wrapped.env)
+            .map(CStr::to_owned)
+            .collect(),
         None => prepared.envp.clone(),
     };
     let pass_fds = sandbox.as_ref().map_or(&[][..], |w| &w.pass_fds);
