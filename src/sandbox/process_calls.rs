@@ -2,12 +2,13 @@
 //! helper and its keeper, the supervisor and its inits, the network helper)
 //! and of the host's threads that act for commands, that no safe crate
 //! wraps: `fork`, `execvpe`, `_exit`, the signal mask,
-//! signal dispositions, `signalfd` and `unshare`. Each function here is safe to call;
-//! `fork`, sound only in a process with one thread, checks that first.
+//! signal dispositions, `signalfd`, `unshare` and closing the fds a clone
+//! inherited. Each function here is safe to call; `fork`, sound only in a
+//! process with one thread, checks that first.
 
 use std::ffi::{CString, OsStr};
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
 use rustix::thread::UnshareFlags;
@@ -165,6 +166,26 @@ pub fn exec(command: &[CString], env: &[CString]) -> io::Error {
     // that live until the exec replaces this process (or returns).
     unsafe { libc::execvpe(program.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
     io::Error::last_os_error()
+}
+
+/// Closes every fd above 2 but those in `keep`, allocating nothing (a
+/// process that shares its parent's memory calls it too). Only right after
+/// a clone: the objects that own the fds it closes are the parent's.
+pub fn close_all_but<const N: usize>(mut keep: [RawFd; N]) {
+    let close = |from: u32, to: u32| {
+        // SAFETY: close_range takes plain integers; it closes fds of this
+        // process's own table, which nothing in this process uses.
+        unsafe { libc::syscall(libc::SYS_close_range, from, to, 0u32) };
+    };
+    keep.sort_unstable();
+    let mut from: u32 = 3;
+    for fd in keep.map(|fd| fd as u32) {
+        if fd > from {
+            close(from, fd - 1);
+        }
+        from = from.max(fd + 1);
+    }
+    close(from, u32::MAX);
 }
 
 /// Ends this process at once with `code`: no destructor, no exit handler,

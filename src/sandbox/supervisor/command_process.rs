@@ -10,8 +10,8 @@
 //! listener, and waits there.
 //!
 //! When the request comes, the init reads the command, checks its mounts,
-//! puts the command where the process finds it and sends the command's
-//! stdio on the channel; the process enters the working directory, moves
+//! puts the command where the process finds it, sends the command's stdio
+//! on the channel and the listener to the host; the process enters the working directory, moves
 //! its stdio to fds 0-2 and execs. The channel is close-on-exec: it reaches
 //! end of file at the exec, or first carries the errno of the step that
 //! failed, so the init knows whether the command started before it says so.
@@ -21,9 +21,9 @@
 //! its exec has no copy of the init's memory to tear down. Unlike
 //! `posix_spawn`'s, it runs beside its init until its exec, so it makes only
 //! system calls, on values the init prepared and no longer changes: it
-//! allocates nothing, takes no lock and panics nowhere. The one C library
-//! call it makes before its request, the filter's installation, can set
-//! `errno`, which it shares with the init; the init meanwhile makes its
+//! allocates nothing, takes no lock and panics nowhere. The C library calls
+//! it makes (the filter's installation among them) set `errno`, which it
+//! shares with the init, only when they fail; the init meanwhile makes its
 //! calls through rustix, which never reads `errno`. It makes no call the
 //! filter notifies before its exec (its send carries no address, it opens
 //! and creates nothing), so it cannot wait on a host without the listener.
@@ -249,7 +249,7 @@ extern "C" fn process_main(arg: *mut libc::c_void) -> libc::c_int {
 /// returns.
 fn run_process(shared: &Shared<'_>) -> ! {
     // Of the init's fds (its control socket, its channels) it keeps none.
-    super::inside::close_all_but([shared.chan]);
+    process_calls::close_all_but([shared.chan]);
     let Some(chan) = process_calls::take_inherited(shared.chan) else {
         process_calls::exit_now(NOT_STARTED)
     };

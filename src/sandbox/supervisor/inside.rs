@@ -500,33 +500,13 @@ fn prepare(control: &mut Option<OwnedFd>, sigfd: BorrowedFd<'_>, args: &Args) ->
         // What it inherits includes the supervisor's ends of the other
         // inits' channels: held here, one would keep an init that the
         // supervisor let go waiting for its channel to close.
-        close_all_but([control.as_raw_fd(), sigfd.as_raw_fd(), theirs.as_raw_fd()]);
+        process_calls::close_all_but([control.as_raw_fd(), sigfd.as_raw_fd(), theirs.as_raw_fd()]);
         init(control, theirs, sigfd, args);
     }
     if pid < 0 {
         return Err(last_errno());
     }
     Ok(ours)
-}
-
-/// Closes every fd above 2 but those in `keep`, allocating nothing (a
-/// process that shares its init's memory calls it too). Only right after
-/// a clone: the objects that own the fds it closes are the parent's.
-pub(super) fn close_all_but<const N: usize>(mut keep: [RawFd; N]) {
-    let close = |from: u32, to: u32| {
-        // SAFETY: close_range takes plain integers; it closes fds of this
-        // process's own table, which nothing in this process uses.
-        unsafe { libc::syscall(libc::SYS_close_range, from, to, 0u32) };
-    };
-    keep.sort_unstable();
-    let mut from: u32 = 3;
-    for fd in keep.map(|fd| fd as u32) {
-        if fd > from {
-            close(from, fd - 1);
-        }
-        from = from.max(fd + 1);
-    }
-    close(from, u32::MAX);
 }
 
 fn read_body(sock: BorrowedFd<'_>) -> io::Result<Body> {
@@ -584,12 +564,12 @@ fn init(control: OwnedFd, chan: OwnedFd, sigfd: BorrowedFd<'_>, args: &Args) -> 
         })
         .and_then(|last_pid| settle(&args.not_default).map(|()| last_pid))
         .and_then(|last_pid| Launcher::new(args.preparation(), last_pid));
+    // What its commands could change on it, as it was before the first.
+    let inherited = Inherited::read();
     let mut next = match &mut prepared {
         Ok(launcher) => launcher.ready(),
         Err(errno) => Err(*errno),
     };
-    // What its commands could change on it, as it was before the first.
-    let inherited = Inherited::read();
     let mut control = control;
     // A request: its tag, and its body when it fits (one byte more, so a
     // longer message shows as one that filled the buffer).
