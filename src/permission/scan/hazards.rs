@@ -7,7 +7,10 @@
 /// directory-stack tilde (`~99999999999`), and here-documents without a delimiter.
 /// Refused before parsing.
 pub(crate) fn parser_hazard(text: &str) -> Option<String> {
-    let b = text.as_bytes();
+    // Scanned as the parser reads it: a line continuation between `$` and `{` (or
+    // anywhere else) must not hide what it joins.
+    let joined = text.replace("\\\n", "");
+    let (text, b) = (joined.as_str(), joined.as_bytes());
     if let Some(reason) = empty_heredoc_delimiter(b) {
         return Some(reason);
     }
