@@ -5,7 +5,7 @@
 //! sides exchange while it runs. Numbers are big-endian, as on the attach
 //! protocol's socket (`session/attach/wire.rs`).
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{BorrowedFd, OwnedFd};
@@ -69,28 +69,58 @@ pub struct Body {
     pub cwd: CString,
 }
 
-impl Body {
-    /// Length-prefixed encoding: total length, then the program, the argv
+/// A body's parts, borrowed: what the host encodes for each command
+/// without copying its environment first.
+pub struct BodyParts<'a> {
+    pub program: &'a CStr,
+    pub argv: &'a [CString],
+    pub envp: &'a [&'a CStr],
+    pub cwd: &'a CStr,
+}
+
+impl BodyParts<'_> {
+    /// `prefix` (a request's tag, or nothing) followed by the body's
+    /// length-prefixed encoding: total length, then the program, the argv
     /// count and strings, the environment count and strings, the cwd.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![0u8; 4];
-        let string = |out: &mut Vec<u8>, s: &[u8]| {
-            out.extend_from_slice(&(s.len() as u32).to_be_bytes());
-            out.extend_from_slice(s);
+    pub fn encode_after(&self, prefix: &[u8]) -> Vec<u8> {
+        let strings = std::iter::once(self.program)
+            .chain(self.argv.iter().map(CString::as_c_str))
+            .chain(self.envp.iter().copied())
+            .chain(std::iter::once(self.cwd));
+        let length: usize = strings.map(|s| 4 + s.to_bytes().len()).sum::<usize>() + 4 + 4;
+        let mut out = Vec::with_capacity(prefix.len() + 4 + length);
+        out.extend_from_slice(prefix);
+        out.extend_from_slice(&(length as u32).to_be_bytes());
+        let string = |out: &mut Vec<u8>, s: &CStr| {
+            out.extend_from_slice(&(s.to_bytes().len() as u32).to_be_bytes());
+            out.extend_from_slice(s.to_bytes());
         };
-        string(&mut out, self.program.as_bytes());
-        for list in [&self.argv, &self.envp] {
-            out.extend_from_slice(&(list.len() as u32).to_be_bytes());
-            for s in list {
-                string(&mut out, s.as_bytes());
-            }
-        }
-        string(&mut out, self.cwd.as_bytes());
-        let total = (out.len() - 4) as u32;
-        out[..4].copy_from_slice(&total.to_be_bytes());
+        string(&mut out, self.program);
+        out.extend_from_slice(&(self.argv.len() as u32).to_be_bytes());
+        self.argv.iter().for_each(|s| string(&mut out, s));
+        out.extend_from_slice(&(self.envp.len() as u32).to_be_bytes());
+        self.envp.iter().for_each(|s| string(&mut out, s));
+        string(&mut out, self.cwd);
         out
     }
+}
 
+#[cfg(test)]
+impl Body {
+    /// Length-prefixed encoding (see [`BodyParts::encode_after`]).
+    pub fn encode(&self) -> Vec<u8> {
+        let envp: Vec<&CStr> = self.envp.iter().map(CString::as_c_str).collect();
+        BodyParts {
+            program: &self.program,
+            argv: &self.argv,
+            envp: &envp,
+            cwd: &self.cwd,
+        }
+        .encode_after(&[])
+    }
+}
+
+impl Body {
     /// The inverse of [`Body::encode`], total length included.
     pub fn decode_framed(data: &[u8]) -> io::Result<Body> {
         let bad = || io::Error::new(io::ErrorKind::InvalidData, "malformed supervisor request");
@@ -276,6 +306,15 @@ mod tests {
         assert!(Body::decode_framed(&data[..data.len() - 1]).is_err());
         assert!(Body::decode_framed(&[&data[..], b"x"].concat()).is_err());
         assert!(Body::decode_framed(&data[..3]).is_err());
+        // A request: its tag, then the same bytes.
+        let envp: Vec<&CStr> = body.envp.iter().map(CString::as_c_str).collect();
+        let parts = BodyParts {
+            program: &body.program,
+            argv: &body.argv,
+            envp: &envp,
+            cwd: &body.cwd,
+        };
+        assert_eq!(parts.encode_after(&[COMMAND]), [&[COMMAND][..], &data].concat());
     }
 
     #[test]

@@ -414,21 +414,22 @@ impl Supervisor {
         observer: &Observer,
     ) -> io::Result<Result<Child, io::Error>> {
         let (host_end, their_end) = wire::socket_pair(libc::SOCK_STREAM)?;
-        let body = wire::Body {
-            program: spec.program.to_owned(),
-            argv: spec.argv.to_vec(),
-            envp: spec.envp.iter().map(|e| (*e).to_owned()).collect(),
-            cwd: spec.cwd.to_owned(),
+        // The request: its tag, then the body.
+        let request = wire::BodyParts {
+            program: spec.program,
+            argv: spec.argv,
+            envp: spec.envp,
+            cwd: spec.cwd,
         }
-        .encode();
+        .encode_after(&[wire::COMMAND]);
+        let body = &request[1..];
         let pipes = CommandPipes::new(spec)?;
         let fds = [their_end.as_fd(), pipes.stdin_fd(), pipes.out_w.as_fd(), pipes.err_w()];
         // The body goes in the request itself when it fits, so the init has
         // it at once; else (or where the socket takes no message that long)
         // on the command's socket.
-        let mut on_socket = &body[..];
+        let mut on_socket = body;
         if body.len() <= wire::INLINE_BODY {
-            let request = [&[wire::COMMAND][..], &body].concat();
             match wire::send_with_fds(control.as_fd(), &request, &fds) {
                 Ok(()) => on_socket = &[],
                 Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {}
