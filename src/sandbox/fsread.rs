@@ -79,7 +79,9 @@ pub fn read_text(path: &Path) -> Option<String> {
     if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size as u64 > MAX_READ {
         return None;
     }
-    let mut text = String::new();
+    // Room for the whole file and one more byte: two reads, not a probe
+    // that grows from 32 bytes.
+    let mut text = String::with_capacity(st.st_size as usize + 1);
     std::fs::File::from(fd).take(MAX_READ).read_to_string(&mut text).ok()?;
     Some(text)
 }
@@ -99,12 +101,15 @@ pub fn list(path: &Path) -> Vec<(OsString, Entry)> {
     let Some(fd) = open(path, OFlags::RDONLY | OFlags::DIRECTORY) else {
         return Vec::new();
     };
-    let Ok(dir) = rustix::fs::Dir::read_from(&fd) else {
+    // The stream owns the fd (`read_from` would reopen it) and lends it
+    // back for the entries' `stat`s.
+    let Ok(mut dir) = rustix::fs::Dir::new(fd) else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for entry in dir {
+    while let Some(entry) = dir.read() {
         let Ok(entry) = entry else { break };
+        let Ok(fd) = dir.fd() else { break };
         let name = entry.file_name();
         if name.to_bytes() == b"." || name.to_bytes() == b".." {
             continue;
@@ -117,7 +122,7 @@ pub fn list(path: &Path) -> Vec<(OsString, Entry)> {
             | FileType::CharacterDevice
             | FileType::BlockDevice => Entry::Other,
             // A regular file's links, or a type the file system did not say.
-            _ => match stat(&fd, Some(name)) {
+            _ => match stat(fd, Some(name)) {
                 Some(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => Entry::Dir,
                 Some(st) if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile && st.st_nlink == 1 => {
                     Entry::SoleFile

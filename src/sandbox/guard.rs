@@ -209,10 +209,12 @@ fn guarded_dirs(plan: &Plan) -> NamesByDir {
             guarded.entry(parent.to_path_buf()).or_default().push(name.to_owned());
         }
     }
+    // Absent names share a few parents (a missing `.git`): each looked at once.
+    let mut is_dir: BTreeMap<&Path, bool> = BTreeMap::new();
     for path in &plan.absent {
         if let (Some(parent), Some(name)) = (path.parent(), path.file_name())
             && (guarded.contains_key(parent)
-                || (!is_root(parent) && parent.is_dir())
+                || (!is_root(parent) && *is_dir.entry(parent).or_insert_with(|| parent.is_dir()))
                 || plan.workdir.as_deref() == Some(parent))
         {
             guarded.entry(parent.to_path_buf()).or_default().push(name.to_owned());

@@ -92,7 +92,11 @@ impl Plan {
                 },
             })
             .collect();
-        let workdir = fsread::canonical(working_dir).ok().filter(|w| writable.contains(w));
+        // A root is canonical: the working dir found among them is too.
+        let workdir = match writable.iter().find(|w| w.as_path() == working_dir) {
+            Some(root) => Some(root.clone()),
+            None => fsread::canonical(working_dir).ok().filter(|w| writable.contains(w)),
+        };
         Ok(Plan {
             cwd: cwd.to_path_buf(),
             writable,
@@ -180,6 +184,10 @@ fn inside_roots(candidates: Vec<PathBuf>, roots: &[PathBuf]) -> (Vec<Protected>,
     let mut out: Vec<Protected> = Vec::new();
     let mut absent: Vec<PathBuf> = Vec::new();
     let mut resolver = Resolver::default();
+    // The roots are canonical already.
+    for root in roots {
+        resolver.dirs.insert(root.clone(), Some(root.clone()));
+    }
     for candidate in candidates {
         match resolver.resolve(&candidate) {
             Resolved::Exists(path) => {
@@ -227,13 +235,13 @@ impl Resolver {
         canonical
     }
 
-    /// `path` (absolute) with `.` and `..` resolved and its longest
-    /// existing ancestor canonical (candidates in a missing `.git` share
-    /// their ancestors).
+    /// `path` (absolute, its parent known not to resolve) with `.` and
+    /// `..` resolved and its longest existing ancestor canonical
+    /// (candidates in a missing `.git` share their ancestors).
     fn existing_part_canonical(&mut self, path: &Path) -> Option<PathBuf> {
         let path = super::lexical::normalize(path);
-        let mut rest = Vec::new();
-        for ancestor in path.ancestors() {
+        let mut rest = vec![path.file_name()?.to_owned()];
+        for ancestor in path.ancestors().skip(1) {
             if let Some(real) = self.dir(ancestor) {
                 return Some(rest.iter().rev().fold(real, |p: PathBuf, name| p.join(name)));
             }

@@ -179,7 +179,11 @@ pub fn code_paths(starts: &[PathBuf], home: &Home) -> Vec<PathBuf> {
     if let Some(dir) = search.user_template_dir() {
         search.out.push(dir);
     }
-    for start in starts {
+    // A root is often the command's directory too: each looked for once.
+    for (i, start) in starts.iter().enumerate() {
+        if starts[..i].contains(start) {
+            continue;
+        }
         if let Some(repository) = find(start) {
             search.visit(repository);
         }
