@@ -7,6 +7,7 @@
 //! where `scripts/install-c.sh` puts it), else `bash-mcp` on PATH.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// The helper binary's file name.
 pub const HELPER_NAME: &str = "bash-mcp";
@@ -16,10 +17,15 @@ pub fn find(configured: Option<&Path>) -> Option<PathBuf> {
     if let Some(path) = configured {
         return Some(path.to_path_buf());
     }
-    let exe = std::env::current_exe().ok();
-    candidates(object_file().as_deref(), exe.as_deref())
-        .into_iter()
+    // Where this code and its program were loaded from does not change
+    // while it runs: read once (`/proc/self/maps` is long), not per command.
+    static ORIGINS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    let candidates =
+        ORIGINS.get_or_init(|| candidates(object_file().as_deref(), std::env::current_exe().ok().as_deref()));
+    candidates
+        .iter()
         .find(|p| is_executable(p))
+        .cloned()
         .or_else(|| on_path(HELPER_NAME))
 }
 

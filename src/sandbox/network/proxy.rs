@@ -173,7 +173,12 @@ fn fresh_token() -> std::io::Result<String> {
         let flags = rustix::rand::GetRandomFlags::empty();
         filled += rustix::io::retry_on_intr(|| rustix::rand::getrandom(&mut bytes[filled..], flags))?;
     }
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    Ok(bytes
+        .iter()
+        .flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]])
+        .map(char::from)
+        .collect())
 }
 
 /// One command's (or session's) registration with a shared proxy.
@@ -627,6 +632,19 @@ mod tests {
             head,
             format!("GET /p?q HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n")
         );
+    }
+
+    #[test]
+    fn a_token_is_32_lowercase_hex_digits_and_fresh_each_time() {
+        let (a, b) = (fresh_token().unwrap(), fresh_token().unwrap());
+        for token in [&a, &b] {
+            assert_eq!(token.len(), 32, "{token}");
+            assert!(
+                token.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)),
+                "{token}"
+            );
+        }
+        assert_ne!(a, b);
     }
 
     #[test]
