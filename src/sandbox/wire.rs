@@ -121,7 +121,7 @@ impl Body {
 }
 
 impl Body {
-    /// The inverse of [`Body::encode`], total length included.
+    /// The inverse of [`BodyParts::encode_after`], total length included.
     pub fn decode_framed(data: &[u8]) -> io::Result<Body> {
         let bad = || io::Error::new(io::ErrorKind::InvalidData, "malformed supervisor request");
         let (len, rest) = data.split_first_chunk::<4>().ok_or_else(bad)?;
@@ -131,7 +131,7 @@ impl Body {
         Body::decode(rest)
     }
 
-    /// The inverse of [`Body::encode`] (without the total length).
+    /// The inverse of [`BodyParts::encode_after`] (without the total length).
     pub fn decode(data: &[u8]) -> io::Result<Body> {
         let bad = || io::Error::new(io::ErrorKind::InvalidData, "malformed supervisor request");
         let mut at = 0usize;
