@@ -49,9 +49,40 @@ pub const SUPERVISOR_CAPS: &[&str] = &["CAP_SYS_ADMIN", "CAP_SETPCAP", "CAP_SYS_
 /// The full argv: `bwrap <options> -- <command...>`, with the guarded
 /// directories of `layout`.
 pub fn argv(bwrap: &Path, plan: &Plan, layout: &Layout, options: BwrapOptions, command: &[CString]) -> Vec<CString> {
+    argv_seeing(bwrap, plan, layout, &Seen::read(plan), options, command)
+}
+
+/// What a command line reads of the file system besides its plan and
+/// layout: whether each hidden path is a directory (hidden by an empty
+/// one, else by a file), and the attach directories there are to hide.
+/// With the plan, the layout and the options, it decides the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    hidden_dirs: Vec<bool>,
+    attach_dirs: Vec<PathBuf>,
+}
+
+impl Seen {
+    pub fn read(plan: &Plan) -> Seen {
+        Seen {
+            hidden_dirs: plan.read_deny.iter().map(|d| d.path.is_dir()).collect(),
+            attach_dirs: super::hidden::attach_dirs(plan),
+        }
+    }
+}
+
+/// [`argv`], with what it reads of the file system read already.
+pub fn argv_seeing(
+    bwrap: &Path,
+    plan: &Plan,
+    layout: &Layout,
+    seen: &Seen,
+    options: BwrapOptions,
+    command: &[CString],
+) -> Vec<CString> {
     let mut args = Args(vec![bwrap.as_os_str().to_owned()]);
     namespaces(&mut args, plan, options);
-    file_system(&mut args, plan, layout, options.stand_ins_from);
+    file_system(&mut args, plan, layout, seen, options.stand_ins_from);
     args.push(["--chdir"]);
     args.path(&plan.cwd);
     args.push(["--"]);
@@ -114,7 +145,7 @@ fn namespaces(args: &mut Args, plan: &Plan, options: BwrapOptions) {
     }
 }
 
-fn file_system(args: &mut Args, plan: &Plan, layout: &Layout, stand_ins_from: Option<i32>) {
+fn file_system(args: &mut Args, plan: &Plan, layout: &Layout, seen: &Seen, stand_ins_from: Option<i32>) {
     args.same("--ro-bind", Path::new("/"));
     args.push(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]);
     // The command's temp dir, not the host's shared /tmp.
@@ -141,11 +172,11 @@ fn file_system(args: &mut Args, plan: &Plan, layout: &Layout, stand_ins_from: Op
         args.same(flag, &path);
     }
     let mut data_fd = stand_ins_from;
-    for denied in plan.read_deny.iter().map(|d| d.path.as_path()) {
+    for (denied, is_dir) in plan.read_deny.iter().map(|d| d.path.as_path()).zip(&seen.hidden_dirs) {
         if stand_ins_from.is_some() {
             args.push(["--perms", "0000"]);
         }
-        if denied.is_dir() {
+        if *is_dir {
             empty_read_only(args, denied);
         } else if let Some(fd) = data_fd.as_mut() {
             args.push([STAND_IN]);
@@ -159,8 +190,8 @@ fn file_system(args: &mut Args, plan: &Plan, layout: &Layout, stand_ins_from: Op
     }
     // Last, so that no bind of a parent (a writable root, a pinned
     // directory) covers it again.
-    for dir in super::hidden::attach_dirs(plan) {
-        empty_read_only(args, &dir);
+    for dir in &seen.attach_dirs {
+        empty_read_only(args, dir);
     }
 }
 

@@ -15,6 +15,7 @@
 mod command_process;
 mod inherited;
 pub mod inside;
+mod key;
 #[cfg(test)]
 mod tests;
 
@@ -47,10 +48,11 @@ const MAX_SUPERVISORS: usize = 8;
 /// How long a starting supervisor may take to say it is ready.
 const START_BOUND: Duration = Duration::from_secs(20);
 
-/// A server's supervisors, by configuration. Dropping it stops them all.
+/// A server's supervisors, by configuration, each with what decided its
+/// command line. Dropping it stops them all.
 #[derive(Default)]
 pub struct Supervisors {
-    pool: Mutex<Vec<Arc<Supervisor>>>,
+    pool: Mutex<Vec<(key::Key, Arc<Supervisor>)>>,
 }
 
 impl std::fmt::Debug for Supervisors {
@@ -76,32 +78,28 @@ impl Supervisors {
         layout: &Layout,
         options: Options,
     ) -> io::Result<Arc<Supervisor>> {
-        let argv = supervisor_argv(bwrap_path, helper, plan, layout, options);
+        let seen = bwrap::Seen::read(plan);
+        let wanted = key::Wanted {
+            bwrap: bwrap_path,
+            helper,
+            plan,
+            layout,
+            options,
+            seen: &seen,
+        };
         let supervisor = {
             let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
-            match pool.iter().position(|s| s.argv == argv) {
-                Some(i) => {
-                    let s = pool.remove(i);
-                    pool.push(s.clone());
-                    s
-                }
+            let (key, s) = match pool.iter().position(|(key, _)| wanted.is(key)) {
+                Some(i) => pool.remove(i),
                 None => {
-                    if pool.len() >= MAX_SUPERVISORS
-                        && let Some(idle) = pool.iter().position(|s| Arc::strong_count(s) == 1)
-                    {
-                        pool.remove(idle);
-                    }
-                    let s = Arc::new(Supervisor {
-                        argv,
-                        network: plan.network,
-                        clients: options.by_name.then(Clients::new),
-                        state: Mutex::new(None),
-                        retired: Mutex::new(Vec::new()),
-                    });
-                    pool.push(s.clone());
-                    s
+                    let key = wanted.to_key();
+                    let s = by_command_line(&mut pool, &key);
+                    (key, s)
                 }
-            }
+            };
+            // The most recently used last.
+            pool.push((key, s.clone()));
+            s
         };
         supervisor.control()?;
         Ok(supervisor)
@@ -111,7 +109,7 @@ impl Supervisors {
     pub fn running(&self) -> usize {
         let pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
         pool.iter()
-            .filter(|s| s.state.lock().unwrap_or_else(PoisonError::into_inner).is_some())
+            .filter(|(_, s)| s.state.lock().unwrap_or_else(PoisonError::into_inner).is_some())
             .count()
     }
 
@@ -119,7 +117,7 @@ impl Supervisors {
     pub fn pids(&self) -> Vec<libc::pid_t> {
         let pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
         pool.iter()
-            .filter_map(|s| {
+            .filter_map(|(_, s)| {
                 s.state
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -130,8 +128,32 @@ impl Supervisors {
     }
 }
 
+/// The supervisor of `pool` with the command line of `key`, taken out of
+/// it, or a new one (not started yet). What differs in a key may not reach
+/// the command line (an absent name the layout does not use): a supervisor
+/// with the same one serves. Past the bound, the least recently used idle
+/// supervisor is stopped.
+fn by_command_line(pool: &mut Vec<(key::Key, Arc<Supervisor>)>, key: &key::Key) -> Arc<Supervisor> {
+    let argv = supervisor_argv(key);
+    if let Some(i) = pool.iter().position(|(_, s)| s.argv == argv) {
+        return pool.remove(i).1;
+    }
+    if pool.len() >= MAX_SUPERVISORS
+        && let Some(idle) = pool.iter().position(|(_, s)| Arc::strong_count(s) == 1)
+    {
+        pool.remove(idle);
+    }
+    Arc::new(Supervisor {
+        argv,
+        network: key.plan.network,
+        clients: key.options.by_name.then(Clients::new),
+        state: Mutex::new(None),
+        retired: Mutex::new(Vec::new()),
+    })
+}
+
 /// What a supervisor does besides the plan.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Options {
     /// Its inits install the observing filter.
     pub observe: bool,
@@ -151,19 +173,21 @@ pub(crate) struct Options {
 /// `--observe-network` when its inits install the observing filter, the
 /// most processes each command may run, and `--net-listen` for a network
 /// by name.
-fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, layout: &Layout, options: Options) -> Vec<CString> {
+fn supervisor_argv(key: &key::Key) -> Vec<CString> {
+    let key::Key {
+        bwrap: bwrap_path,
+        helper,
+        plan,
+        layout,
+        options,
+        seen,
+    } = key;
     let Options {
         observe,
         max_processes,
         by_name,
         stand_ins,
-    } = options;
-    let mut plan = plan.clone();
-    // One supervisor serves every working dir (each request names its own),
-    // unless the sandbox's /tmp has to keep the working dir visible above it.
-    if !plan.cwd_bound_over_tmp() {
-        plan.cwd = "/".into();
-    }
+    } = *options;
     let mut command = vec![
         CString::new(helper.as_os_str().as_encoded_bytes()).unwrap_or_default(),
         CString::new(inside::SUPERVISE_ARG).expect("no NUL"),
@@ -187,11 +211,12 @@ fn supervisor_argv(bwrap_path: &Path, helper: &Path, plan: &Plan, layout: &Layou
         command.push(CString::new(inside::NET_LISTEN_ARG).expect("no NUL"));
         command.push(CString::new(PROXY_PORT.to_string()).expect("digits"));
     }
-    command.extend(mount_args(&plan, layout));
-    bwrap::argv(
+    command.extend(mount_args(plan, layout));
+    bwrap::argv_seeing(
         bwrap_path,
-        &plan,
+        plan,
         layout,
+        seen,
         BwrapOptions {
             die_with_parent: false,
             disable_userns: false,
