@@ -34,6 +34,7 @@ pub mod probe;
 mod process_calls;
 pub mod reaper;
 pub mod seccomp;
+mod settled;
 pub mod supervisor;
 pub mod temp;
 pub mod wire;

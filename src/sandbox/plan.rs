@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::config::{Mode, SandboxConfig, expand_home};
 use super::fsread;
 use super::git;
+use super::settled::{self, Found, Settled};
 use super::temp::Temp;
 
 /// A protected path inside a writable root, with the directories between
@@ -75,7 +76,7 @@ impl Plan {
                 starts.push(cwd.to_path_buf());
                 candidates.extend(git::code_paths(&starts, &git::Home::from_env()));
             }
-            inside_roots(candidates, &writable)
+            inside_roots(candidates, &writable, &temp)
         } else {
             (Vec::new(), Vec::new())
         };
@@ -180,13 +181,17 @@ fn protects_git(entries: &[String]) -> bool {
 /// existing ones canonical (a protected symlink protects what it points
 /// at), with the directories between their root and them; and those that
 /// do not exist, with their existing part canonical.
-fn inside_roots(candidates: Vec<PathBuf>, roots: &[PathBuf]) -> (Vec<Protected>, Vec<PathBuf>) {
+fn inside_roots(candidates: Vec<PathBuf>, roots: &[PathBuf], temp: &Temp) -> (Vec<Protected>, Vec<PathBuf>) {
     let mut out: Vec<Protected> = Vec::new();
     let mut absent: Vec<PathBuf> = Vec::new();
     let mut resolver = Resolver::default();
     // The roots are canonical already.
     for root in roots {
         resolver.dirs.insert(root.clone(), Some(root.clone()));
+    }
+    resolver.writable = roots.to_vec();
+    if let Temp::AtTmp(dir) | Temp::Granted(dir) = temp {
+        resolver.writable.push(dir.clone());
     }
     for candidate in candidates {
         match resolver.resolve(&candidate) {
@@ -219,10 +224,15 @@ enum Resolved {
 
 /// Canonicalizes paths, each parent directory once (most candidates share
 /// a few: the roots, a `.git`), so a plan costs one `lstat` per candidate
-/// rather than a `readlink` per component of each.
+/// rather than a `readlink` per component of each; in a directory no
+/// command can write (the home directory), one `statx` of the directory
+/// while it stays the same (see [`settled`]).
 #[derive(Default)]
 struct Resolver {
     dirs: std::collections::HashMap<PathBuf, Option<PathBuf>>,
+    /// Where sandboxed commands can write: the roots and the temp dir.
+    writable: Vec<PathBuf>,
+    settled: Settled,
 }
 
 impl Resolver {
@@ -262,14 +272,18 @@ impl Resolver {
                 .existing_part_canonical(path)
                 .map_or(Resolved::Dangling, Resolved::Absent);
         };
+        let found = match self.writable.iter().any(|w| parent.starts_with(w)) {
+            true => settled::look(&parent, name),
+            false => self.settled.entry(&parent, name),
+        };
         let full = parent.join(name);
-        match full.symlink_metadata() {
-            Err(_) => Resolved::Absent(full),
-            Ok(meta) if meta.file_type().is_symlink() => match fsread::canonical(&full) {
+        match found {
+            Found::Absent => Resolved::Absent(full),
+            Found::Link => match fsread::canonical(&full) {
                 Ok(p) => Resolved::Exists(p),
                 Err(_) => Resolved::Dangling,
             },
-            Ok(_) => Resolved::Exists(full),
+            Found::NotALink => Resolved::Exists(full),
         }
     }
 }
