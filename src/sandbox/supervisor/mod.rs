@@ -12,6 +12,7 @@
 //! abandoned call or a killed host leaves nothing running. See
 //! [`inside`] for the supervisor process itself.
 
+mod command_fds;
 mod command_process;
 mod inherited;
 pub mod inside;
@@ -38,7 +39,8 @@ use super::notify::{Observation, Policy};
 use super::plan::Plan;
 use super::temp::Temp;
 use super::wire;
-use crate::process::spawn::{self, Child, Group, Launch, RemoteGroup, SpawnSpec, Streams};
+use crate::process::spawn::{self, Child, Launch, RemoteGroup, SpawnSpec};
+use command_fds::{CommandFds, Spare};
 
 /// The most supervisors one server keeps; past it the least recently used
 /// idle one is stopped (each distinct working dir with default roots is a
@@ -149,6 +151,7 @@ fn by_command_line(pool: &mut Vec<(key::Key, Arc<Supervisor>)>, key: &key::Key) 
         clients: key.options.by_name.then(Clients::new),
         state: Mutex::new(None),
         retired: Mutex::new(Vec::new()),
+        spare: Spare::default(),
     })
 }
 
@@ -286,6 +289,8 @@ pub struct Supervisor {
     /// Supervisors whose mounts went stale: no new command goes to them,
     /// and they exit once their running commands have ended.
     retired: Mutex<Vec<Reaper>>,
+    /// The fds of its next command, made while the last one started.
+    spare: Spare,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -438,7 +443,6 @@ impl Supervisor {
         spec: &SpawnSpec<'_>,
         observer: &Observer,
     ) -> io::Result<Result<Child, io::Error>> {
-        let (host_end, their_end) = wire::socket_pair(libc::SOCK_STREAM)?;
         // The request: its tag, then the body.
         let request = wire::BodyParts {
             program: spec.program,
@@ -448,120 +452,28 @@ impl Supervisor {
         }
         .encode_after(&[wire::COMMAND]);
         let body = &request[1..];
-        let pipes = CommandPipes::new(spec)?;
-        let fds = [their_end.as_fd(), pipes.stdin_fd(), pipes.out_w.as_fd(), pipes.err_w()];
+        let fds = CommandFds::new(spec, &self.spare)?;
         // The body goes in the request itself when it fits, so the init has
         // it at once; else (or where the socket takes no message that long)
         // on the command's socket.
         let mut on_socket = body;
         if body.len() <= wire::INLINE_BODY {
-            match wire::send_with_fds(control.as_fd(), &request, &fds) {
+            match wire::send_with_fds(control.as_fd(), &request, &fds.far_ends()) {
                 Ok(()) => on_socket = &[],
                 Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {}
                 Err(e) => return Ok(Err(e)),
             }
         }
         if !on_socket.is_empty()
-            && let Err(e) = wire::send_with_fds(control.as_fd(), &[wire::COMMAND], &fds)
+            && let Err(e) = wire::send_with_fds(control.as_fd(), &[wire::COMMAND], &fds.far_ends())
         {
             return Ok(Err(e));
         }
-        // Only the supervisor holds the far ends now, so EOF can come.
-        drop(their_end);
-        let pipes = pipes.sent();
-        await_start(&host_end, on_socket, observer)?;
-        Ok(Ok(pipes.into_child(host_end)))
-    }
-}
-
-/// The pipes of a command started by the supervisor: its stdin (a pipe or
-/// /dev/null), its stdout and, unless merged, its stderr.
-struct CommandPipes {
-    stdin: Option<(OwnedFd, OwnedFd)>,
-    null: Option<OwnedFd>,
-    out_r: OwnedFd,
-    out_w: OwnedFd,
-    err: Option<(OwnedFd, OwnedFd)>,
-}
-
-/// The host's ends of a command's pipes, once the far ends went to the
-/// supervisor.
-struct HostPipes {
-    stdin: Option<(OwnedFd, OwnedFd)>,
-    out_r: OwnedFd,
-    err: Option<(OwnedFd, OwnedFd)>,
-}
-
-impl CommandPipes {
-    fn new(spec: &SpawnSpec<'_>) -> io::Result<CommandPipes> {
-        let stdin = if spec.stdin_pipe { Some(spawn::pipe()?) } else { None };
-        let null = match &stdin {
-            Some(_) => None,
-            None => Some(dev_null()?),
-        };
-        let (out_r, out_w) = spawn::pipe()?;
-        let err = match spec.streams {
-            Streams::Separate => Some(spawn::pipe()?),
-            Streams::Merged => None,
-        };
-        Ok(CommandPipes {
-            stdin,
-            null,
-            out_r,
-            out_w,
-            err,
-        })
-    }
-
-    /// The command's stdin: the pipe's read end, or /dev/null.
-    fn stdin_fd(&self) -> BorrowedFd<'_> {
-        self.stdin.as_ref().map_or_else(
-            || self.null.as_ref().expect("no pipe: /dev/null").as_fd(),
-            |(r, _)| r.as_fd(),
-        )
-    }
-
-    /// The command's stderr: its own pipe's write end, or stdout's.
-    fn err_w(&self) -> BorrowedFd<'_> {
-        self.err.as_ref().map_or(self.out_w.as_fd(), |(_, w)| w.as_fd())
-    }
-
-    /// Closes the ends only the supervisor holds now.
-    fn sent(self) -> HostPipes {
-        drop((self.out_w, self.null));
-        HostPipes {
-            stdin: self.stdin,
-            out_r: self.out_r,
-            err: self.err,
-        }
-    }
-}
-
-impl HostPipes {
-    /// The started command, its socket `host_end` as its group and "pidfd".
-    fn into_child(self, host_end: OwnedFd) -> Child {
-        let stdin = self.stdin.map(|(r, w)| {
-            drop(r);
-            spawn::set_nonblocking(&w);
-            w
-        });
-        let stderr = self.err.map(|(r, w)| {
-            drop(w);
-            r
-        });
-        spawn::set_nonblocking(&self.out_r);
-        if let Some(e) = &stderr {
-            spawn::set_nonblocking(e);
-        }
-        // The command's socket doubles as its "pidfd": readable once it exits.
-        let watch = rustix::io::fcntl_dupfd_cloexec(&host_end, 3).ok();
-        Child {
-            group: Group::Remote(Box::new(Remote { sock: host_end })),
-            pidfd: watch,
-            stdin,
-            stdout: self.out_r,
-            stderr,
-        }
+        let fds = fds.sent();
+        // While the init starts the command.
+        self.spare.refill();
+        await_start(fds.socket(), on_socket, observer)?;
+        Ok(Ok(fds.into_child()))
     }
 }
 

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::*;
+use crate::process::spawn::Streams;
 use crate::sandbox::guard::{Keeping, Layout};
 use crate::sandbox::notify;
 use crate::sandbox::plan::Plan;
@@ -187,6 +188,10 @@ fn a_supervisor_starts_without_a_writable_subdirectory_removed_since_the_plan() 
         .unwrap_or_else(|e| panic!("{e}"));
     let result = run_supervised(&supervisor, &observer(&plan, &layout), &project.0);
     assert_written_not_remade(&project, result);
+    assert!(
+        supervisor.spare.is_full(),
+        "the next command's fds, made while this one started"
+    );
     let pids = supervisors.pids();
     drop((supervisor, supervisors));
     assert!(pids.iter().all(|pid| is_gone(*pid)), "{pids:?}");
