@@ -1,12 +1,13 @@
 //! A sandbox configuration resolved for one command: absolute, existing,
 //! canonical paths that a backend turns into its own rules.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::config::{Mode, SandboxConfig, expand_home};
 use super::fsread;
 use super::git;
-use super::settled::{self, Found, Settled};
+use super::settled::{Found, Places};
 use super::temp::Temp;
 
 /// A protected path inside a writable root, with the directories between
@@ -70,13 +71,19 @@ impl Plan {
             Mode::Off => Vec::new(),
         };
         let (protected, absent) = if config.mode == Mode::WorkspaceWrite {
+            // Where sandboxed commands can write: the roots and the temp dir.
+            let mut places = writable.clone();
+            if let Temp::AtTmp(dir) | Temp::Granted(dir) = &temp {
+                places.push(dir.clone());
+            }
+            let mut places = Places::new(places);
             let mut candidates = entry_paths(&config.protected, &writable);
             if protects_git(&config.protected) {
                 let mut starts = writable.clone();
                 starts.push(cwd.to_path_buf());
-                candidates.extend(git::code_paths(&starts, &git::Home::from_env()));
+                candidates.extend(git::code_paths(&starts, &git::Home::from_env(), &mut places));
             }
-            inside_roots(candidates, &writable, &temp)
+            inside_roots(candidates, &writable, places)
         } else {
             (Vec::new(), Vec::new())
         };
@@ -181,17 +188,16 @@ fn protects_git(entries: &[String]) -> bool {
 /// existing ones canonical (a protected symlink protects what it points
 /// at), with the directories between their root and them; and those that
 /// do not exist, with their existing part canonical.
-fn inside_roots(candidates: Vec<PathBuf>, roots: &[PathBuf], temp: &Temp) -> (Vec<Protected>, Vec<PathBuf>) {
+fn inside_roots(candidates: Vec<PathBuf>, roots: &[PathBuf], places: Places) -> (Vec<Protected>, Vec<PathBuf>) {
     let mut out: Vec<Protected> = Vec::new();
     let mut absent: Vec<PathBuf> = Vec::new();
-    let mut resolver = Resolver::default();
+    let mut resolver = Resolver {
+        dirs: HashMap::new(),
+        places,
+    };
     // The roots are canonical already.
     for root in roots {
         resolver.dirs.insert(root.clone(), Some(root.clone()));
-    }
-    resolver.writable = roots.to_vec();
-    if let Temp::AtTmp(dir) | Temp::Granted(dir) = temp {
-        resolver.writable.push(dir.clone());
     }
     for candidate in candidates {
         match resolver.resolve(&candidate) {
@@ -226,13 +232,10 @@ enum Resolved {
 /// a few: the roots, a `.git`), so a plan costs one `lstat` per candidate
 /// rather than a `readlink` per component of each; in a directory no
 /// command can write (the home directory), one `statx` of the directory
-/// while it stays the same (see [`settled`]).
-#[derive(Default)]
+/// while it stays the same (see [`Places`]).
 struct Resolver {
-    dirs: std::collections::HashMap<PathBuf, Option<PathBuf>>,
-    /// Where sandboxed commands can write: the roots and the temp dir.
-    writable: Vec<PathBuf>,
-    settled: Settled,
+    dirs: HashMap<PathBuf, Option<PathBuf>>,
+    places: Places,
 }
 
 impl Resolver {
@@ -272,10 +275,7 @@ impl Resolver {
                 .existing_part_canonical(path)
                 .map_or(Resolved::Dangling, Resolved::Absent);
         };
-        let found = match self.writable.iter().any(|w| parent.starts_with(w)) {
-            true => settled::look(&parent, name),
-            false => self.settled.entry(&parent, name),
-        };
+        let found = self.places.entry(&parent, name);
         let full = parent.join(name);
         match found {
             Found::Absent => Resolved::Absent(full),

@@ -26,9 +26,11 @@
 pub mod config;
 
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use super::fsread::{self, read_text};
+use super::settled::{Found, Places};
 use config::Entry;
 
 /// Configuration keys whose value is a command git runs, as
@@ -163,9 +165,11 @@ struct Repository {
 /// Every path whose content can make git run a program, for the
 /// repositories found from `starts` (absolute directories). Existing or
 /// not; inside writable roots or not (the caller keeps what matters).
-pub fn code_paths(starts: &[PathBuf], home: &Home) -> Vec<PathBuf> {
+/// `places` answers for what lies outside writable places.
+pub fn code_paths(starts: &[PathBuf], home: &Home, places: &mut Places) -> Vec<PathBuf> {
     let mut search = Search {
         home,
+        places,
         out: Vec::new(),
         seen: HashSet::new(),
         commons: Vec::new(),
@@ -184,7 +188,7 @@ pub fn code_paths(starts: &[PathBuf], home: &Home) -> Vec<PathBuf> {
         if starts[..i].contains(start) {
             continue;
         }
-        if let Some(repository) = find(start) {
+        if let Some(repository) = find(start, search.places) {
             search.visit(repository);
         }
     }
@@ -193,16 +197,17 @@ pub fn code_paths(starts: &[PathBuf], home: &Home) -> Vec<PathBuf> {
     search.out
 }
 
-/// The repository git uses in `start`: the nearest `.git` at or above it,
-/// or `start` itself when it is a bare repository.
-fn find(start: &Path) -> Option<Repository> {
-    if is_git_dir(start) {
+/// The repository git uses in `start` (canonical): the nearest `.git` at
+/// or above it, or `start` itself when it is a bare repository.
+fn find(start: &Path, places: &mut Places) -> Option<Repository> {
+    let holds = |places: &mut Places, dir: &Path, name: &str| places.entry(dir, OsStr::new(name)) != Found::Absent;
+    if holds(places, start, "HEAD") && is_git_dir(start) {
         return Some(Repository {
             top: None,
             git_dir: start.to_path_buf(),
         });
     }
-    start.ancestors().find_map(at)
+    start.ancestors().filter(|dir| holds(places, dir, ".git")).find_map(at)
 }
 
 /// The repository whose `.git` is in `dir`, if any.
@@ -241,6 +246,7 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
 
 struct Search<'a> {
     home: &'a Home,
+    places: &'a mut Places,
     out: Vec<PathBuf>,
     /// Git dirs already visited.
     seen: HashSet<(u64, u64)>,
@@ -304,7 +310,7 @@ impl Search<'_> {
     /// The entries of the configuration file `file` with those of the
     /// files it includes, each include target listed.
     fn read_config(&mut self, file: &Path, depth: usize) -> Vec<Entry> {
-        let Some(text) = read_text(file) else {
+        let Some(text) = self.places.read_text(file) else {
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -545,7 +551,11 @@ mod tests {
         git_dir(&top.join(".git/modules/a/b"), "[core]\n\tworktree = ../../../../sub\n");
         write(&top.join("sub/.git"), "gitdir: ../.git/modules/a/b\n");
         write(&top.join(".gitmodules"), "[submodule \"a/b\"]\n\tpath = sub\n");
-        let found = code_paths(&[top.join("src")], &Home::default());
+        let found = code_paths(
+            &[top.join("src")],
+            &Home::default(),
+            &mut Places::new(vec![base.clone()]),
+        );
         let expected = [
             top.join(".git/commondir"),
             top.join(".git/config"),
@@ -580,7 +590,11 @@ mod tests {
         let base = std::env::temp_dir().join(format!("bm-git-hooks-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         git_dir(&base.join(".git"), "[core]\n\thooksPath = .\n");
-        let found = code_paths(std::slice::from_ref(&base), &Home::default());
+        let found = code_paths(
+            std::slice::from_ref(&base),
+            &Home::default(),
+            &mut Places::new(vec![base.clone()]),
+        );
         assert!(found.contains(&base.join("./pre-commit")), "{found:#?}");
         assert!(!found.contains(&base.join(".")), "{found:#?}");
         std::fs::remove_dir_all(&base).unwrap();
