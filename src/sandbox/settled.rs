@@ -110,7 +110,11 @@ impl Places {
         if self.is_writable(path) {
             return fsread::read_text(path).map(Arc::from);
         }
-        let identity = settled_file(path);
+        let identity = match settled_file(path) {
+            File::Absent => return None,
+            File::Settled(identity) => Some(identity),
+            File::Other => None,
+        };
         if let Some(identity) = identity {
             let texts = TEXTS.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some((_, text)) = texts
@@ -125,7 +129,7 @@ impl Places {
         // Kept only when the file was settled before it was read, and is
         // the same one after.
         if let Some(identity) = identity
-            && settled_file(path) == Some(identity)
+            && settled_file(path) == File::Settled(identity)
         {
             let mut texts = TEXTS.lock().unwrap_or_else(PoisonError::into_inner);
             let texts = texts.get_or_insert_with(HashMap::new);
@@ -203,33 +207,49 @@ fn look(dir: &Path, name: &OsStr) -> Found {
     }
 }
 
+/// What [`settled_file`] finds at a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum File {
+    /// Nothing, and no link on the way: nothing to read.
+    Absent,
+    /// A regular file unchanged for [`SETTLED_FOR`].
+    Settled(FileIdentity),
+    /// Anything else: a link on the way, a file changed just now.
+    Other,
+}
+
 /// `path`'s identity, if it is a regular file unchanged for
 /// [`SETTLED_FOR`], reached without a link or `..` on the way: then where
 /// it lies is what its path says, and [`Places::is_writable`] holds for it
 /// exactly.
-fn settled_file(path: &Path) -> Option<FileIdentity> {
+fn settled_file(path: &Path) -> File {
     use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, ResolveFlags, StatxFlags};
     if !path.is_absolute() || path.components().any(|c| c == std::path::Component::ParentDir) {
-        return None;
+        return File::Other;
     }
-    let fd = rustix::fs::openat2(
+    let fd = match rustix::fs::openat2(
         CWD,
         path,
         OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
         ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-    )
-    .ok()?;
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return File::Absent,
+        Err(_) => return File::Other,
+    };
     let want = StatxFlags::TYPE | StatxFlags::INO | StatxFlags::SIZE | StatxFlags::MTIME | StatxFlags::CTIME;
-    let stx = rustix::fs::statx(&fd, "", AtFlags::EMPTY_PATH, want).ok()?;
+    let Ok(stx) = rustix::fs::statx(&fd, "", AtFlags::EMPTY_PATH, want) else {
+        return File::Other;
+    };
     if !StatxFlags::from_bits_retain(stx.stx_mask).contains(want)
         || FileType::from_raw_mode(stx.stx_mode.into()) != FileType::RegularFile
         || !unchanged_for_long(&stx.stx_ctime)
         || !unchanged_for_long(&stx.stx_mtime)
     {
-        return None;
+        return File::Other;
     }
-    Some(FileIdentity {
+    File::Settled(FileIdentity {
         dev: (stx.stx_dev_major, stx.stx_dev_minor),
         ino: stx.stx_ino,
         size: stx.stx_size,
@@ -341,7 +361,7 @@ mod tests {
     /// Waits until `file` has been unchanged for [`SETTLED_FOR`].
     fn until_file_settled(file: &Path) {
         for _ in 0..300 {
-            if settled_file(file).is_some() {
+            if matches!(settled_file(file), File::Settled(_)) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -360,6 +380,7 @@ mod tests {
         let file = dir.join("gitconfig");
         std::fs::write(&file, "[core]\n\tpager = a\n").unwrap();
         let places = Places::new(Vec::new());
+        assert_eq!(places.read_text(&dir.join("none")), None);
         assert_eq!(places.read_text(&file).as_deref(), Some("[core]\n\tpager = a\n"));
         assert_eq!(text_kept(&file), None, "written just now: not kept");
         until_file_settled(&file);

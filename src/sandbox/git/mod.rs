@@ -160,6 +160,19 @@ struct Repository {
     /// The top of its working tree (`None`: a bare repository).
     top: Option<PathBuf>,
     git_dir: PathBuf,
+    /// The git dir's identity, when it was found as the `.git` directory
+    /// of `top` (else it is looked at when visited).
+    key: Option<(u64, u64)>,
+}
+
+impl Repository {
+    fn new(top: Option<PathBuf>, git_dir: PathBuf) -> Repository {
+        Repository {
+            top,
+            git_dir,
+            key: None,
+        }
+    }
 }
 
 /// Every path whose content can make git run a program, for the
@@ -202,27 +215,25 @@ pub fn code_paths(starts: &[PathBuf], home: &Home, places: &mut Places) -> Vec<P
 fn find(start: &Path, places: &mut Places) -> Option<Repository> {
     let holds = |places: &mut Places, dir: &Path, name: &str| places.entry(dir, OsStr::new(name)) != Found::Absent;
     if holds(places, start, "HEAD") && is_git_dir(start) {
-        return Some(Repository {
-            top: None,
-            git_dir: start.to_path_buf(),
-        });
+        return Some(Repository::new(None, start.to_path_buf()));
     }
     start.ancestors().filter(|dir| holds(places, dir, ".git")).find_map(at)
 }
 
 /// The repository whose `.git` is in `dir`, if any.
 fn at(dir: &Path) -> Option<Repository> {
+    use std::os::unix::fs::MetadataExt;
     let dot_git = dir.join(".git");
     let meta = dot_git.metadata().ok()?;
-    let git_dir = if meta.is_dir() {
-        dot_git
-    } else {
-        pointed_git_dir(&dot_git)?
-    };
-    Some(Repository {
-        top: Some(dir.to_path_buf()),
-        git_dir,
-    })
+    if meta.is_dir() {
+        // Its `.git` is its git dir, looked at here once.
+        return Some(Repository {
+            top: Some(dir.to_path_buf()),
+            git_dir: dot_git,
+            key: Some((meta.dev(), meta.ino())),
+        });
+    }
+    Some(Repository::new(Some(dir.to_path_buf()), pointed_git_dir(&dot_git)?))
 }
 
 /// The git dir a `.git` file names (`gitdir: <path>`, relative to the file).
@@ -259,24 +270,31 @@ struct Search<'a> {
 
 impl Search<'_> {
     fn visit(&mut self, repository: Repository) {
-        let Some(key) = identity(&repository.git_dir) else {
+        let Some(key) = repository.key.or_else(|| identity(&repository.git_dir)) else {
             return;
         };
         if self.seen.len() >= MAX_REPOSITORIES || !self.seen.insert(key) {
             return;
         }
         let git_dir = &repository.git_dir;
-        if let Some(top) = &repository.top
-            && !top.join(".git").is_dir()
-        {
-            self.out.push(top.join(".git"));
+        // A `.git` file names the git dir (a `.git` directory is it).
+        if let Some(top) = &repository.top {
+            let dot_git = top.join(".git");
+            let found_as_dir = repository.key.is_some() && *git_dir == dot_git;
+            if !found_as_dir && !dot_git.is_dir() {
+                self.out.push(dot_git);
+            }
         }
         self.out.push(git_dir.join("commondir"));
         self.out.push(git_dir.join("config.worktree"));
         let common = read_text(&git_dir.join("commondir"))
             .map(|text| git_dir.join(text.trim_end_matches(['\n', '\r'])))
             .unwrap_or_else(|| git_dir.clone());
-        let (first, common_entries) = self.common_config(&common);
+        let common_key = match common == *git_dir {
+            true => Some(key),
+            false => identity(&common),
+        };
+        let (first, common_entries) = self.common_config(&common, common_key);
         let mut entries = self.user.clone();
         entries.extend(common_entries);
         entries.extend(self.read_config(&git_dir.join("config.worktree"), 0));
@@ -294,8 +312,7 @@ impl Search<'_> {
 
     /// The configuration of the common dir `common` (its `config` and
     /// `hooks` listed the first time), and whether this was the first time.
-    fn common_config(&mut self, common: &Path) -> (bool, Vec<Entry>) {
-        let key = identity(common);
+    fn common_config(&mut self, common: &Path, key: Option<(u64, u64)>) -> (bool, Vec<Entry>) {
         if let Some((_, entries)) = self.commons.iter().find(|(k, _)| Some(*k) == key) {
             return (false, entries.clone());
         }
@@ -404,10 +421,7 @@ impl Search<'_> {
                 self.out.push(git_dir.join("config.worktree"));
                 continue;
             };
-            self.visit(Repository {
-                top: dot_git.parent().map(Path::to_path_buf),
-                git_dir,
-            });
+            self.visit(Repository::new(dot_git.parent().map(Path::to_path_buf), git_dir));
         }
     }
 
@@ -423,10 +437,7 @@ impl Search<'_> {
                 .find(|e| e.key == "core.worktree")
                 .and_then(|e| e.value)
                 .map(|v| git_dir.join(v));
-            self.visit(Repository {
-                top: work_tree,
-                git_dir,
-            });
+            self.visit(Repository::new(work_tree, git_dir));
         }
     }
 
