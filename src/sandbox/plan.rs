@@ -2,7 +2,7 @@
 //! canonical paths that a backend turns into its own rules.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use super::config::{Mode, SandboxConfig, expand_home};
 use super::fsread;
@@ -239,13 +239,41 @@ struct Resolver {
 }
 
 impl Resolver {
+    /// `dir` canonical, if it exists.
     fn dir(&mut self, dir: &Path) -> Option<PathBuf> {
         if let Some(known) = self.dirs.get(dir) {
             return known.clone();
         }
-        let canonical = fsread::canonical(dir).ok();
+        let canonical = match self.outside_writable_places(dir) {
+            Some(found) => found,
+            None => fsread::canonical(dir).ok(),
+        };
         self.dirs.insert(dir.to_path_buf(), canonical.clone());
         canonical
+    }
+
+    /// `dir` canonical from what is kept of the directories above it, when
+    /// it lies outside every writable place and neither it nor its parent
+    /// is a link (`None` otherwise: the file system says).
+    fn outside_writable_places(&mut self, dir: &Path) -> Option<Option<PathBuf>> {
+        if dir == Path::new("/") {
+            return Some(Some(dir.to_path_buf()));
+        }
+        let plain = dir.is_absolute()
+            && dir
+                .components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::RootDir));
+        let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+            return None;
+        };
+        if !plain || self.places.is_writable(dir) || self.dir(parent).as_deref() != Some(parent) {
+            return None;
+        }
+        match self.places.entry(parent, name) {
+            Found::NotALink => Some(Some(dir.to_path_buf())),
+            Found::Absent => Some(None),
+            Found::Link => None,
+        }
     }
 
     /// `path` (absolute, its parent known not to resolve) with `.` and
@@ -323,6 +351,28 @@ mod tests {
         std::fs::create_dir_all(dir.join(".git/hooks")).unwrap();
         std::fs::write(dir.join(".git/config"), "").unwrap();
         dir.canonicalize().unwrap()
+    }
+
+    #[test]
+    fn a_directory_outside_writable_places_resolves_as_the_file_system_says() {
+        let base = temp_tree();
+        let (outside, root) = (base.join("outside"), base.join("root"));
+        std::fs::create_dir_all(outside.join("real")).unwrap();
+        std::fs::create_dir_all(root.join("inner")).unwrap();
+        std::os::unix::fs::symlink(&root, outside.join("link")).unwrap();
+        let mut resolver = Resolver {
+            dirs: HashMap::new(),
+            places: Places::new(vec![root.clone()]),
+        };
+        let mut dir = |path: PathBuf| resolver.dir(&path);
+        assert_eq!(dir(outside.join("real")), Some(outside.join("real")));
+        assert_eq!(dir(outside.join("link")), Some(root.clone()), "a link is followed");
+        assert_eq!(dir(outside.join("link/inner")), Some(root.join("inner")));
+        assert_eq!(dir(outside.join("missing")), None);
+        assert_eq!(dir(outside.join("missing/below")), None);
+        assert_eq!(dir(outside.join("real/../link")), Some(root.clone()));
+        assert_eq!(dir(PathBuf::from("/")), Some(PathBuf::from("/")));
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
