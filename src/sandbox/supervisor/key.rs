@@ -100,11 +100,11 @@ mod tests {
 
     fn plan() -> Plan {
         Plan {
-            cwd: "/work/project/src".into(),
-            writable: vec!["/work/project".into()],
+            cwd: "/srv/project/src".into(),
+            writable: vec!["/srv/project".into()],
             protected: Vec::new(),
-            absent: vec!["/work/project/.envrc".into()],
-            workdir: Some("/work/project".into()),
+            absent: vec!["/srv/project/.envrc".into()],
+            workdir: Some("/srv/project".into()),
             read_deny: Vec::new(),
             network: false,
             temp: Temp::Fresh,
@@ -123,20 +123,20 @@ mod tests {
     fn variants() -> Vec<(&'static str, Plan, Options, bool)> {
         let mut v = vec![("the base", plan(), OPTIONS, true)];
         let mut p = plan();
-        p.cwd = "/work/elsewhere".into();
+        p.cwd = "/srv/elsewhere".into();
         v.push(("another working dir", p, OPTIONS, true));
         let mut p = plan();
-        p.writable.push("/work/cache".into());
+        p.writable.push("/srv/cache".into());
         v.push(("another root", p, OPTIONS, false));
         let mut p = plan();
         p.protected.push(Protected {
-            path: "/work/project/.git/config".into(),
-            pinned_dirs: vec!["/work/project/.git".into()],
+            path: "/srv/project/.git/config".into(),
+            pinned_dirs: vec!["/srv/project/.git".into()],
         });
         v.push(("a protected path", p, OPTIONS, false));
         let mut p = plan();
         p.read_deny.push(Protected {
-            path: "/work/project/secret".into(),
+            path: "/srv/project/secret".into(),
             pinned_dirs: Vec::new(),
         });
         v.push(("a hidden path", p, OPTIONS, false));
@@ -144,7 +144,7 @@ mod tests {
         p.network = true;
         v.push(("the network", p, OPTIONS, false));
         let mut p = plan();
-        p.temp = Temp::AtTmp("/work/tmp".into());
+        p.temp = Temp::AtTmp("/srv/tmp".into());
         v.push(("the temp dir", p, OPTIONS, false));
         let mut p = plan();
         p.absent.clear();
@@ -207,7 +207,7 @@ mod tests {
         other.helper = Path::new("/opt/bash-mcp");
         assert!(!other.is(&base_key));
         let pinned = Layout {
-            pinned: vec!["/work/project/.git".into()],
+            pinned: vec!["/srv/project/.git".into()],
             ..Layout::default()
         };
         let mut other = wanted(0);
