@@ -1,7 +1,8 @@
 //! A command's fds on the host: its socket and pipes, whose far ends go to
 //! the supervisor with the request. A supervisor keeps one set made for
-//! its next command, made while the current one starts, when the host
-//! would only wait: a request then makes only what the spare set lacks (a
+//! its next command, made once the current one has started, while the
+//! host only waits for it (not before: a body sent on the command's socket
+//! would wait): a request then makes only what the spare set lacks (a
 //! stdin or stderr pipe).
 
 use std::io;

@@ -289,7 +289,7 @@ pub struct Supervisor {
     /// Supervisors whose mounts went stale: no new command goes to them,
     /// and they exit once their running commands have ended.
     retired: Mutex<Vec<Reaper>>,
-    /// The fds of its next command, made while the last one started.
+    /// The fds of its next command, made once the last one had started.
     spare: Spare,
 }
 
@@ -470,9 +470,9 @@ impl Supervisor {
             return Ok(Err(e));
         }
         let fds = fds.sent();
-        // While the init starts the command.
-        self.spare.refill();
         await_start(fds.socket(), on_socket, observer)?;
+        // While the command runs, when the host would only wait for it.
+        self.spare.refill();
         Ok(Ok(fds.into_child()))
     }
 }

@@ -190,7 +190,7 @@ fn a_supervisor_starts_without_a_writable_subdirectory_removed_since_the_plan() 
     assert_written_not_remade(&project, result);
     assert!(
         supervisor.spare.is_full(),
-        "the next command's fds, made while this one started"
+        "the next command's fds, made once this one started"
     );
     let pids = supervisors.pids();
     drop((supervisor, supervisors));
