@@ -508,6 +508,38 @@ fn deny_rules_see_what_an_opaque_wrapper_most_likely_runs() {
     assert_eq!(a.parts[1].substitutions, [(1, vec!["curl".to_owned()])]);
 }
 
+/// An extended-glob opener in text with a `[` makes the shell parser read what follows
+/// again for each way it tries the pattern (the fuzzer found 97 characters taking over
+/// a second): such text is opaque before it is parsed, and so never allowed, while
+/// either alone is parsed as usual.
+#[test]
+fn an_extended_glob_beside_a_bracket_is_opaque_before_it_is_parsed() {
+    use bash_mcp::permission::analyze;
+    let reasons = |text: &str| -> Vec<String> { analyze(text).opaque.iter().map(|o| o.reason.clone()).collect() };
+    let policy = PermissionPolicy::new(&["bash.execute:echo *", "bash.execute:ls *"], &[] as &[&str]).unwrap();
+    let found =
+        "i[b[b\"\"b[$(*([\"$sb[\"\t*$((,)((,(_$(()$(p\"(Z))m)))\u{16}=x$((,)((,d)6$\t*))d])\"wf|\")$)--)$((())mj))m";
+    for opener in ["*(", "?(", "+(", "@(", "!("] {
+        for text in [
+            found.replacen("*(", opener, 1),
+            format!("ls {opener}a|b) x[0]"),
+            format!("echo 'y[' \"{opener}\""),
+        ] {
+            let why = reasons(&text);
+            assert!(why.iter().any(|r| r.contains("extended-glob")), "{text:?}: {why:?}");
+            let args = serde_json::json!({ "command": text }).to_string();
+            assert_ne!(policy.decide("bash.execute", &args), Decision::Allow, "{text:?}");
+        }
+    }
+    for text in ["ls *(a|b)", "echo x[0] y[1]", "echo $((2*(3+4)))", "ls *.[ch]"] {
+        assert!(
+            !reasons(text).iter().any(|r| r.contains("extended-glob")),
+            "{text:?}: {:?}",
+            reasons(text)
+        );
+    }
+}
+
 /// The shell parser backtracks exponentially on expansions that nest subscripts
 /// (`${a[${b[…`), and the scan that finds them before it runs reads the text as the
 /// parser does: a line continuation between `$` and `{` (which the fuzzer found taking
