@@ -42,11 +42,14 @@ pub enum Found {
     Link,
 }
 
-/// A directory as `statx` shows it: which one, and when it last changed.
+/// A directory or file as `statx` shows it: which one, how long, when last
+/// written and changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Identity {
     dev: (u32, u32),
     ino: u64,
+    size: u64,
+    mtime: (i64, u32),
     ctime: (i64, u32),
 }
 
@@ -57,19 +60,8 @@ struct Kept {
 
 static KEPT: Mutex<Option<HashMap<PathBuf, Kept>>> = Mutex::new(None);
 
-/// A file as `statx` shows it: which one, how long, when last written and
-/// changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileIdentity {
-    dev: (u32, u32),
-    ino: u64,
-    size: u64,
-    mtime: (i64, u32),
-    ctime: (i64, u32),
-}
-
 /// A file's text, with the identity it had when read.
-type KeptText = (FileIdentity, Arc<str>);
+type KeptText = (Identity, Arc<str>);
 
 static TEXTS: Mutex<Option<HashMap<PathBuf, KeptText>>> = Mutex::new(None);
 
@@ -213,7 +205,7 @@ enum File {
     /// Nothing, and no link on the way: nothing to read.
     Absent,
     /// A regular file unchanged for [`SETTLED_FOR`].
-    Settled(FileIdentity),
+    Settled(Identity),
     /// Anything else: a link on the way, a file changed just now.
     Other,
 }
@@ -223,7 +215,7 @@ enum File {
 /// it lies is what its path says, and [`Places::is_writable`] holds for it
 /// exactly.
 fn settled_file(path: &Path) -> File {
-    use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, ResolveFlags, StatxFlags};
+    use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, ResolveFlags};
     if !path.is_absolute() || path.components().any(|c| c == std::path::Component::ParentDir) {
         return File::Other;
     }
@@ -238,18 +230,28 @@ fn settled_file(path: &Path) -> File {
         Err(rustix::io::Errno::NOENT) => return File::Absent,
         Err(_) => return File::Other,
     };
-    let want = StatxFlags::TYPE | StatxFlags::INO | StatxFlags::SIZE | StatxFlags::MTIME | StatxFlags::CTIME;
-    let Ok(stx) = rustix::fs::statx(&fd, "", AtFlags::EMPTY_PATH, want) else {
-        return File::Other;
-    };
-    if !StatxFlags::from_bits_retain(stx.stx_mask).contains(want)
-        || FileType::from_raw_mode(stx.stx_mode.into()) != FileType::RegularFile
-        || !unchanged_for_long(&stx.stx_ctime)
-        || !unchanged_for_long(&stx.stx_mtime)
-    {
-        return File::Other;
+    match rustix::fs::statx(&fd, "", AtFlags::EMPTY_PATH, WANTED) {
+        Ok(stx) => settled(&stx, FileType::RegularFile).map_or(File::Other, File::Settled),
+        Err(_) => File::Other,
     }
-    File::Settled(FileIdentity {
+}
+
+/// What an identity is read from.
+const WANTED: rustix::fs::StatxFlags = rustix::fs::StatxFlags::TYPE
+    .union(rustix::fs::StatxFlags::INO)
+    .union(rustix::fs::StatxFlags::SIZE)
+    .union(rustix::fs::StatxFlags::MTIME)
+    .union(rustix::fs::StatxFlags::CTIME);
+
+/// The identity `stx` shows, if it is a `kind` unchanged (written or
+/// changed) for [`SETTLED_FOR`].
+fn settled(stx: &rustix::fs::Statx, kind: rustix::fs::FileType) -> Option<Identity> {
+    use rustix::fs::{FileType, StatxFlags};
+    let settled = StatxFlags::from_bits_retain(stx.stx_mask).contains(WANTED)
+        && FileType::from_raw_mode(stx.stx_mode.into()) == kind
+        && unchanged_for_long(&stx.stx_ctime)
+        && unchanged_for_long(&stx.stx_mtime);
+    settled.then_some(Identity {
         dev: (stx.stx_dev_major, stx.stx_dev_minor),
         ino: stx.stx_ino,
         size: stx.stx_size,
@@ -269,20 +271,9 @@ fn unchanged_for_long(time: &rustix::fs::StatxTimestamp) -> bool {
 
 /// `dir`'s identity, if it is a directory unchanged for [`SETTLED_FOR`].
 fn settled_identity(dir: &Path) -> Option<Identity> {
-    use rustix::fs::{AtFlags, CWD, FileType, StatxFlags};
+    use rustix::fs::{AtFlags, CWD, FileType};
     let flags = AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT;
-    let want = StatxFlags::TYPE | StatxFlags::INO | StatxFlags::CTIME;
-    let stx = rustix::fs::statx(CWD, dir, flags, want).ok()?;
-    if !StatxFlags::from_bits_retain(stx.stx_mask).contains(want)
-        || FileType::from_raw_mode(stx.stx_mode.into()) != FileType::Directory
-    {
-        return None;
-    }
-    unchanged_for_long(&stx.stx_ctime).then_some(Identity {
-        dev: (stx.stx_dev_major, stx.stx_dev_minor),
-        ino: stx.stx_ino,
-        ctime: (stx.stx_ctime.tv_sec, stx.stx_ctime.tv_nsec),
-    })
+    settled(&rustix::fs::statx(CWD, dir, flags, WANTED).ok()?, FileType::Directory)
 }
 
 #[cfg(test)]
